@@ -1,0 +1,19 @@
+#pragma once
+// Each CLI verb lives in its own cmd_*.cpp and registers itself on the CLI11 app. A verb's
+// callback stores its process exit code in `exitCode`.
+
+namespace CLI {
+class App;
+}
+
+namespace poolscope::cli {
+
+void registerInfo(CLI::App& app, int& exitCode);
+void registerReport(CLI::App& app, int& exitCode);
+void registerRecord(CLI::App& app, int& exitCode);
+void registerCtl(CLI::App& app, int& exitCode);
+
+// Path of the directory holding the running executable (for sibling tools and the collector).
+const char* selfDir();
+
+} // namespace poolscope::cli

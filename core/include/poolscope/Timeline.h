@@ -1,0 +1,156 @@
+#pragma once
+// Timeline reconstruction: turns a trace's event stream into what every view draws. Computed in
+// core (never in a widget) so the CLI report, the GUI and tests share one truth. Results are
+// immutable once built; the GUI keeps a shared_ptr<const Timeline>.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "poolscope/Entities.h"
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+
+namespace poolscope {
+
+class TraceReader;
+
+inline constexpr int64_t kStillLive = INT64_MAX; // Allocation::freeTsNs of a never-freed block
+
+// A step series in columnar form (fast range scans): value v[i] holds from t[i] until t[i+1].
+struct Series {
+    std::vector<int64_t> t;
+    std::vector<uint64_t> v;
+    size_t size() const { return t.size(); }
+    bool empty() const { return t.empty(); }
+    void push(int64_t ts, uint64_t value);     // appends; equal timestamps keep the last value
+    uint64_t valueAt(int64_t ts) const;        // the step value at ts (0 before the first point)
+    uint64_t maxIn(int64_t t0, int64_t t1) const;
+};
+
+struct Point {
+    int64_t t;
+    uint64_t v;
+};
+
+// At most maxPoints points covering [t0, t1): the value in force at t0, then for each bucket its
+// min and max in time order, so a peak inside a bucket is never hidden. maxPoints >= 4.
+std::vector<Point> downsample(const Series& s, int64_t t0, int64_t t1, size_t maxPoints);
+
+struct Allocation {
+    uint64_t ptr = 0;
+    uint64_t size = 0;
+    uint64_t pool = 0;
+    uint64_t allocStream = 0;
+    uint64_t freeStream = 0;   // 0 while live
+    int64_t allocTsNs = 0;
+    int64_t freeTsNs = kStillLive;
+    uint64_t allocSeq = 0;
+    uint64_t freeSeq = 0;
+    uint32_t tid = 0;
+    int16_t device = -1;
+    uint8_t api = 0;           // AllocApi
+    bool live() const { return freeTsNs == kStillLive; }
+};
+
+struct FailedAllocation {
+    int64_t tsNs = 0;
+    uint64_t seq = 0;
+    uint64_t size = 0;
+    uint64_t stream = 0;
+    uint64_t pool = 0;
+    int32_t result = 0;
+};
+
+// A point event drawn as a marker: synchronizes, trims, implicit releases, attribute and knob
+// changes, failed allocations, pool create/destroy.
+struct Marker {
+    int64_t tsNs = 0;
+    uint64_t seq = 0;
+    EventKind kind = EventKind::StreamSynchronize;
+    uint64_t stream = 0; // 0 when not stream-bound
+    uint64_t pool = 0;   // 0 when not pool-bound
+    uint64_t value = 0;  // the event's size field (new value, bytes kept...)
+};
+
+// cudaEventRecord on one stream, later waited on by another: drawn as an arrow between lanes.
+struct WaitEdge {
+    uint64_t event = 0;
+    uint64_t fromStream = 0;
+    uint64_t toStream = 0;
+    int64_t recordTsNs = 0;
+    int64_t waitTsNs = 0;
+};
+
+struct PoolTimeline {
+    PoolInfo info;
+    Series reserved;        // exact at events, plus periodic samples
+    Series used;
+    Series releaseThreshold; // steps at each observed/changed value
+    uint64_t peakReserved = 0;
+    int64_t peakReservedTsNs = 0;
+    uint64_t peakUsed = 0;
+    int64_t peakUsedTsNs = 0;
+    uint64_t bytesAllocated = 0;
+    uint64_t allocCount = 0;
+    uint64_t freeCount = 0;
+    uint64_t liveAtEndBytes = 0;
+    uint64_t liveAtEndCount = 0;
+};
+
+struct StreamTimeline {
+    StreamInfo info;
+    std::vector<uint32_t> allocations; // indices into Timeline::allocations, by alloc time
+    Series liveBytes;                  // bytes allocated on this stream and not yet freed
+    uint64_t peakLive = 0;
+    int64_t peakLiveTsNs = 0;
+    uint64_t bytesAllocated = 0;
+    uint64_t allocCount = 0;
+    uint64_t liveAtEndBytes = 0;
+    uint64_t liveAtEndCount = 0;
+};
+
+struct Timeline {
+    int64_t t0 = 0; // first and last timestamps seen (events and samples)
+    int64_t t1 = 0;
+    uint64_t eventCount = 0;
+    std::vector<DeviceInfo> devices;
+    std::vector<PoolTimeline> pools;     // sorted by device, then handle
+    std::vector<StreamTimeline> streams; // sorted by device, then handle
+    std::vector<Allocation> allocations; // by alloc seq
+    std::vector<FailedAllocation> failed;
+    std::vector<Marker> markers;         // by seq
+    std::vector<WaitEdge> edges;         // by wait time
+    std::vector<uint32_t> leaks;         // indices of allocations live at the end
+
+    const PoolTimeline* pool(uint64_t handle) const;
+    const StreamTimeline* stream(uint64_t handle) const;
+};
+
+// Incremental builder: feed events in seq order (from a file or a live socket), then take a
+// snapshot. Entities may be given up front; unseen pools/streams are created on first sight.
+class TimelineBuilder {
+public:
+    TimelineBuilder();
+    ~TimelineBuilder();
+    void setEntities(std::vector<DeviceInfo> devices, std::vector<PoolInfo> pools,
+                     std::vector<StreamInfo> streams);
+    void add(const Event& e);
+    std::shared_ptr<const Timeline> snapshot() const; // copies; cheap enough for live refresh
+    std::shared_ptr<const Timeline> finish();          // moves out; the builder is then empty
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d_;
+};
+
+// Reads the whole trace through a builder. progress gets (done, total) events; setting *cancel
+// makes it return ErrorCode::Cancelled promptly.
+Result<std::shared_ptr<const Timeline>>
+buildTimeline(const TraceReader& reader,
+              const std::function<void(uint64_t, uint64_t)>& progress = {},
+              const std::atomic<bool>* cancel = nullptr);
+
+} // namespace poolscope

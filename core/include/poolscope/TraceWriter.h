@@ -1,0 +1,67 @@
+#pragma once
+// Writes a .poolscope trace. Used by the collector's writer thread and by tests/benchmarks.
+// Not thread-safe: one thread owns a writer. Rows go through prepared statements inside one open
+// transaction; commit() ends it (the collector commits at least every 100 ms).
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "poolscope/Entities.h"
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+
+struct sqlite3;
+
+namespace poolscope {
+
+struct WriterOptions {
+    bool wal = true;           // WAL while recording, so readers can follow a live trace
+    bool synchronousOff = false; // benchmarks only: trade durability for speed
+};
+
+class TraceWriter {
+public:
+    // Creates (truncating) a trace at path. Errors: WriteFailed with the reason in plain words.
+    static Result<std::unique_ptr<TraceWriter>> create(const std::string& path,
+                                                       const WriterOptions& options = {});
+    ~TraceWriter();
+    TraceWriter(const TraceWriter&) = delete;
+    TraceWriter& operator=(const TraceWriter&) = delete;
+
+    Status setProcess(const ProcessInfo& p);
+    Status addDevice(const DeviceInfo& d);
+    Status addPool(const PoolInfo& p);       // insert or update by handle
+    Status addStream(const StreamInfo& s);   // insert or update by handle
+    Status addThread(const ThreadInfo& t);   // insert or update by tid
+
+    // Appends events (Sample kind goes to the samples table, the rest to events). Opens a
+    // transaction if none is open.
+    Status append(std::span<const Event> events);
+    Status append(const Event& e) { return append(std::span<const Event>(&e, 1)); }
+
+    // Free-form key/value metadata (e.g. "dropped_events", "collector_disabled_reason").
+    Status setMeta(const std::string& key, const std::string& value);
+
+    Status commit();   // ends the open transaction, if any
+    Status close();    // commit, switch the journal out of WAL, close the file
+
+    uint64_t eventsWritten() const { return eventsWritten_; }
+    const std::string& path() const { return path_; }
+
+private:
+    TraceWriter() = default;
+    struct Statements;
+    Status begin();
+    Status exec(const char* sql);
+    Error sqlError(const char* what) const;
+
+    sqlite3* db_ = nullptr;
+    std::unique_ptr<Statements> st_;
+    bool inTransaction_ = false;
+    uint64_t eventsWritten_ = 0;
+    std::string path_;
+};
+
+} // namespace poolscope

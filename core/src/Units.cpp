@@ -1,0 +1,97 @@
+#include "poolscope/Units.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace poolscope {
+
+namespace {
+// Three significant digits: "1.50 KiB", "20.3 GiB", "512 MiB".
+std::string threeDigits(double v, const char* unit) {
+    char buf[48];
+    if (v >= 100.0)
+        std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
+    else if (v >= 10.0)
+        std::snprintf(buf, sizeof buf, "%.1f %s", v, unit);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f %s", v, unit);
+    return buf;
+}
+} // namespace
+
+std::string formatBytes(uint64_t bytes) {
+    if (bytes == std::numeric_limits<uint64_t>::max()) return "max (UINT64_MAX)";
+    static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < 1024) return std::to_string(bytes) + " B";
+    double v = static_cast<double>(bytes);
+    int u = -1;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        ++u;
+    }
+    // Rounding can produce "1024 KiB": move up a unit instead.
+    if (v >= 999.5 && u < 5) {
+        v /= 1024.0;
+        ++u;
+    }
+    return threeDigits(v, kUnits[u]);
+}
+
+std::string formatBytesSigned(int64_t bytes) {
+    if (bytes < 0) return "-" + formatBytes(static_cast<uint64_t>(-(bytes + 1)) + 1);
+    return "+" + formatBytes(static_cast<uint64_t>(bytes));
+}
+
+std::string formatDuration(int64_t ns) {
+    if (ns < 0) return "-" + formatDuration(-ns);
+    if (ns < 1000) return std::to_string(ns) + " ns";
+    double v = static_cast<double>(ns);
+    if (ns < 1000000) return threeDigits(v / 1e3, "\xC2\xB5s");
+    if (ns < 1000000000) return threeDigits(v / 1e6, "ms");
+    if (ns < 60LL * 1000000000) return threeDigits(v / 1e9, "s");
+    char buf[48];
+    long long s = ns / 1000000000;
+    std::snprintf(buf, sizeof buf, "%lld min %02lld s", s / 60, s % 60);
+    return buf;
+}
+
+bool parseBytes(const std::string& text, uint64_t& out) {
+    size_t i = 0;
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    std::string rest = text.substr(i);
+    std::string lower;
+    for (char c : rest) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    while (!lower.empty() && std::isspace(static_cast<unsigned char>(lower.back()))) lower.pop_back();
+    if (lower == "max" || lower == "uint64_max") {
+        out = std::numeric_limits<uint64_t>::max();
+        return true;
+    }
+    if (lower.empty() || lower[0] == '-') return false;
+    char* end = nullptr;
+    double v = std::strtod(lower.c_str(), &end);
+    if (end == lower.c_str() || !std::isfinite(v) || v < 0) return false;
+    std::string unit(end);
+    while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+    double mul = 1;
+    if (unit.empty() || unit == "b")
+        mul = 1;
+    else if (unit == "k" || unit == "kib" || unit == "kb")
+        mul = 1024.0;
+    else if (unit == "m" || unit == "mib" || unit == "mb")
+        mul = 1024.0 * 1024;
+    else if (unit == "g" || unit == "gib" || unit == "gb")
+        mul = 1024.0 * 1024 * 1024;
+    else if (unit == "t" || unit == "tib" || unit == "tb")
+        mul = 1024.0 * 1024 * 1024 * 1024;
+    else
+        return false;
+    double bytes = v * mul;
+    if (bytes >= 18446744073709551615.0) return false;
+    out = static_cast<uint64_t>(std::llround(bytes));
+    return true;
+}
+
+} // namespace poolscope

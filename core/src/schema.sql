@@ -1,0 +1,123 @@
+-- PoolScope trace schema, version 1.
+--
+-- A trace is one SQLite file (extension .poolscope) identified by
+--   PRAGMA application_id = 1347634000  (0x50534350, 'PSCP')
+--   PRAGMA user_version   = 1           (this schema's version)
+-- The schema grows only by adding tables and columns under a higher user_version; a reader opens
+-- every version up to its own and refuses newer ones with a plain message.
+--
+-- Conventions
+-- * Handles (CUstream, CUmemoryPool, CUevent, device pointers) are 64-bit unsigned values stored
+--   bit-for-bit in SQLite's signed INTEGER: read them back as uint64.
+-- * Times are CLOCK_MONOTONIC nanoseconds of the recording host (ts_ns). process.start_mono_ns
+--   and process.start_unix_ns map them to wall-clock time.
+-- * Enumerations (events.kind, variant, attr) are listed in the lookup tables below and in
+--   core/include/poolscope/Event.h, which is the authority.
+
+CREATE TABLE meta (            -- free-form facts: writer, dropped_events, disabled_reason...
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE process (         -- exactly one row: the recorded process
+  pid               INTEGER NOT NULL,
+  parent_pid        INTEGER NOT NULL DEFAULT 0, -- set when a forked child wrote its own trace
+  command_line      TEXT    NOT NULL DEFAULT '',
+  start_unix_ns     INTEGER NOT NULL DEFAULT 0,
+  start_mono_ns     INTEGER NOT NULL DEFAULT 0,
+  host              TEXT    NOT NULL DEFAULT '',
+  driver_version    INTEGER NOT NULL DEFAULT 0, -- cuDriverGetVersion, e.g. 13000
+  runtime_version   INTEGER NOT NULL DEFAULT 0, -- 0 when unknown
+  collector_version TEXT    NOT NULL DEFAULT ''
+);
+
+CREATE TABLE devices (
+  ordinal      INTEGER PRIMARY KEY,
+  name         TEXT    NOT NULL DEFAULT '',
+  total_memory INTEGER NOT NULL DEFAULT 0,
+  uuid         TEXT    NOT NULL DEFAULT ''
+);
+
+CREATE TABLE pools (
+  handle        INTEGER PRIMARY KEY,
+  device        INTEGER NOT NULL DEFAULT -1,
+  kind          INTEGER NOT NULL DEFAULT 0,   -- 0 unknown, 1 default, 2 explicit, 3 imported
+  handle_types  INTEGER NOT NULL DEFAULT 0,   -- CUmemAllocationHandleType bits
+  location_type INTEGER NOT NULL DEFAULT 0,   -- CUmemLocationType
+  location_id   INTEGER NOT NULL DEFAULT 0,
+  max_size      INTEGER NOT NULL DEFAULT 0,   -- 0 = no limit
+  created_ns    INTEGER NOT NULL DEFAULT 0    -- 0 = existed before the collector saw it
+);
+
+CREATE TABLE streams (
+  handle          INTEGER PRIMARY KEY,        -- 0 is the legacy default stream
+  cupti_stream_id INTEGER NOT NULL DEFAULT 0,
+  device          INTEGER NOT NULL DEFAULT -1,
+  priority        INTEGER NOT NULL DEFAULT 0,
+  flags           INTEGER NOT NULL DEFAULT 0,
+  priority_known  INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE threads (
+  tid  INTEGER PRIMARY KEY,
+  name TEXT NOT NULL DEFAULT ''
+);
+
+-- One row per intercepted call (or pool activity record). Column meaning per kind is documented
+-- on poolscope::EventKind. Failed calls are kept with their CUresult in result (an OOM is 2).
+CREATE TABLE events (
+  seq         INTEGER PRIMARY KEY,            -- global order across threads
+  ts_ns       INTEGER NOT NULL,
+  kind        INTEGER NOT NULL,               -- event_kinds.id
+  variant     INTEGER NOT NULL DEFAULT 0,     -- alloc API, pool kind, knob origin...
+  tid         INTEGER NOT NULL DEFAULT 0,
+  device      INTEGER NOT NULL DEFAULT -1,
+  correlation INTEGER NOT NULL DEFAULT 0,     -- CUPTI correlation id
+  result      INTEGER NOT NULL DEFAULT 0,     -- CUresult
+  stream      INTEGER NOT NULL DEFAULT 0,
+  pool        INTEGER NOT NULL DEFAULT 0,
+  ptr         INTEGER NOT NULL DEFAULT 0,     -- device pointer, or CUevent for event kinds
+  size        INTEGER NOT NULL DEFAULT 0,
+  aux         INTEGER NOT NULL DEFAULT 0,
+  attr        INTEGER NOT NULL DEFAULT 0,     -- pool_attributes.id
+  flags       INTEGER NOT NULL DEFAULT 0,     -- 1 watermarks valid, 2 old value valid, 4 by PoolScope, 8 size resolved
+  reserved    INTEGER NOT NULL DEFAULT 0,     -- pool reserved bytes at the event (flags & 1)
+  used        INTEGER NOT NULL DEFAULT 0      -- pool used bytes at the event (flags & 1)
+);
+CREATE INDEX events_by_time ON events(ts_ns);
+
+-- Periodic watermark samples (the sampler thread), between events.
+CREATE TABLE samples (
+  id            INTEGER PRIMARY KEY,
+  ts_ns         INTEGER NOT NULL,
+  pool          INTEGER NOT NULL,
+  reserved      INTEGER NOT NULL,
+  reserved_high INTEGER NOT NULL,
+  used          INTEGER NOT NULL,
+  used_high     INTEGER NOT NULL,
+  source        INTEGER NOT NULL DEFAULT 1    -- 1 periodic
+);
+CREATE INDEX samples_by_pool_time ON samples(pool, ts_ns);
+
+-- Every watermark reading, read at an event or periodic, in one place for ad-hoc SQL.
+CREATE VIEW watermarks AS
+  SELECT ts_ns, pool, reserved, NULL AS reserved_high, used, NULL AS used_high, 'event' AS source
+    FROM events WHERE (flags & 1) != 0
+  UNION ALL
+  SELECT ts_ns, pool, reserved, reserved_high, used, used_high, 'periodic' AS source FROM samples;
+
+CREATE TABLE event_kinds (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+INSERT INTO event_kinds VALUES
+  (1,'alloc'),(2,'free'),(3,'pool_create'),(4,'pool_destroy'),(5,'pool_set_attribute'),
+  (6,'device_set_mempool'),(7,'pool_trim_to'),(8,'implicit_release'),(9,'event_record'),
+  (10,'stream_wait_event'),(11,'stream_synchronize'),(12,'event_synchronize'),
+  (13,'context_synchronize'),(14,'pool_export'),(15,'pool_import'),(16,'pointer_export'),
+  (17,'pointer_import'),(18,'pool_set_access'),(19,'knob_change'),(20,'stream_create'),
+  (21,'stream_destroy'),(22,'sample');
+
+CREATE TABLE pool_attributes (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+INSERT INTO pool_attributes VALUES
+  (1,'reuse_follow_event_dependencies'),(2,'reuse_allow_opportunistic'),
+  (3,'reuse_allow_internal_dependencies'),(4,'release_threshold'),(5,'reserved_mem_current'),
+  (6,'reserved_mem_high'),(7,'used_mem_current'),(8,'used_mem_high'),
+  (1001,'trim_to'),(1002,'reset_high_watermarks');
