@@ -20,14 +20,20 @@ class TraceReader;
 inline constexpr int64_t kStillLive = INT64_MAX; // Allocation::freeTsNs of a never-freed block
 
 // A step series in columnar form (fast range scans): value v[i] holds from t[i] until t[i+1].
+// t is non-decreasing and no two consecutive points hold the same value (push() keeps both
+// true), so a watermark read at every event costs memory only when it changes.
 struct Series {
     std::vector<int64_t> t;
     std::vector<uint64_t> v;
     size_t size() const { return t.size(); }
     bool empty() const { return t.empty(); }
-    void push(int64_t ts, uint64_t value);     // appends; equal timestamps keep the last value
+    // Appends a step. Equal timestamps keep the last value; a timestamp earlier than the last
+    // point (threads' clocks interleave slightly in seq order) is treated as equal to it; a
+    // value equal to the one in force adds nothing.
+    void push(int64_t ts, uint64_t value);
     uint64_t valueAt(int64_t ts) const;        // the step value at ts (0 before the first point)
-    uint64_t maxIn(int64_t t0, int64_t t1) const;
+    uint64_t maxIn(int64_t t0, int64_t t1) const; // max value in force anywhere in [t0, t1)
+    uint64_t max() const;                      // max over all points (0 when empty)
 };
 
 struct Point {
@@ -35,9 +41,13 @@ struct Point {
     uint64_t v;
 };
 
-// At most maxPoints points covering [t0, t1): the value in force at t0, then for each bucket its
-// min and max in time order, so a peak inside a bucket is never hidden. maxPoints >= 4.
+// At most maxPoints points covering [t0, t1): the value in force at t0 (at t0), then [t0, t1) is
+// cut into downsampleBuckets(maxPoints) equal buckets (the last may be shorter) and each bucket
+// contributes the points holding its min and its max, in time order (one point when they are
+// the same). A peak inside a bucket is therefore never hidden. maxPoints below 4 counts as 4.
+// Cost: O(points in range); empty result when t1 <= t0 or the series is empty.
 std::vector<Point> downsample(const Series& s, int64_t t0, int64_t t1, size_t maxPoints);
+size_t downsampleBuckets(size_t maxPoints); // (max(maxPoints, 4) - 1) / 2
 
 struct Allocation {
     uint64_t ptr = 0;
@@ -93,9 +103,15 @@ struct PoolTimeline {
     int64_t peakReservedTsNs = 0;
     uint64_t peakUsed = 0;
     int64_t peakUsedTsNs = 0;
+    // Bytes of the allocations seen in this trace and not yet freed, at its highest. Equals
+    // peakUsed when every allocation was recorded; the only "used" figure when the collector
+    // read no watermarks (and for pool 0, the bucket of allocations whose pool is unknown).
+    uint64_t peakLive = 0;
+    int64_t peakLiveTsNs = 0;
     uint64_t bytesAllocated = 0;
     uint64_t allocCount = 0;
     uint64_t freeCount = 0;
+    uint64_t failedCount = 0;
     uint64_t liveAtEndBytes = 0;
     uint64_t liveAtEndCount = 0;
 };
@@ -108,6 +124,8 @@ struct StreamTimeline {
     int64_t peakLiveTsNs = 0;
     uint64_t bytesAllocated = 0;
     uint64_t allocCount = 0;
+    uint64_t freeCount = 0;     // frees issued on this stream that matched an allocation
+    uint64_t failedCount = 0;
     uint64_t liveAtEndBytes = 0;
     uint64_t liveAtEndCount = 0;
 };
@@ -115,7 +133,14 @@ struct StreamTimeline {
 struct Timeline {
     int64_t t0 = 0; // first and last timestamps seen (events and samples)
     int64_t t1 = 0;
-    uint64_t eventCount = 0;
+    uint64_t eventCount = 0;  // events fed to the builder, samples excluded
+    uint64_t sampleCount = 0;
+    // Frees whose pointer had no live allocation: memory allocated before recording started,
+    // by cudaMalloc, or whose alloc event was dropped. Counted, not drawn.
+    uint64_t unmatchedFrees = 0;
+    // Allocs returning a pointer that was still live here: its free was never seen (dropped
+    // events). The older allocation is closed at the new alloc's time (freeSeq stays 0).
+    uint64_t reusedWithoutFree = 0;
     std::vector<DeviceInfo> devices;
     std::vector<PoolTimeline> pools;     // sorted by device, then handle
     std::vector<StreamTimeline> streams; // sorted by device, then handle
@@ -137,7 +162,10 @@ public:
     ~TimelineBuilder();
     void setEntities(std::vector<DeviceInfo> devices, std::vector<PoolInfo> pools,
                      std::vector<StreamInfo> streams);
-    void add(const Event& e);
+    // Capacity hint (e.g. from TraceSummary::countsByKind) so 10M-event traces do not pay for
+    // vector doubling twice over.
+    void reserve(uint64_t allocs, uint64_t events);
+    void add(const Event& e); // any kind, Sample included
     std::shared_ptr<const Timeline> snapshot() const; // copies; cheap enough for live refresh
     std::shared_ptr<const Timeline> finish();          // moves out; the builder is then empty
 
