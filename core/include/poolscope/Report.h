@@ -1,0 +1,98 @@
+#pragma once
+// The report model: what `poolscope report` prints and scripts read as JSON. Computed from a
+// finished Timeline (plus the trace's process facts), so the CLI, the GUI's summary panel and
+// tests agree. Plain data; rendering lives in reportToText / reportToJson.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "poolscope/Entities.h"
+#include "poolscope/Timeline.h"
+
+namespace poolscope {
+
+struct PoolReport {
+    PoolInfo info;
+    bool hasWatermarks = false;     // reserved/used were read (at events or by samples)
+    uint64_t peakReserved = 0;
+    int64_t peakReservedTsNs = 0;
+    uint64_t usedAtPeakReserved = 0; // used in force when reserved peaked
+    // The headline: memory the pool held but the program was not using when reserved peaked.
+    uint64_t idleAtPeak = 0;         // peakReserved - usedAtPeakReserved
+    uint64_t maxIdle = 0;            // largest reserved - used at any time
+    int64_t maxIdleTsNs = 0;
+    uint64_t peakUsed = 0;
+    int64_t peakUsedTsNs = 0;
+    uint64_t peakLive = 0;           // from the allocations seen (see PoolTimeline::peakLive)
+    uint64_t bytesAllocated = 0;
+    uint64_t allocCount = 0;
+    uint64_t freeCount = 0;
+    uint64_t failedCount = 0;
+    uint64_t liveAtEndBytes = 0;
+    uint64_t liveAtEndCount = 0;
+    uint64_t finalReserved = 0;
+    uint64_t finalUsed = 0;
+    bool thresholdKnown = false;
+    uint64_t releaseThreshold = 0;   // the last value seen
+    uint64_t thresholdChanges = 0;
+};
+
+struct StreamReport {
+    StreamInfo info;
+    uint64_t allocCount = 0;
+    uint64_t bytesAllocated = 0;
+    uint64_t freeCount = 0;
+    uint64_t crossStreamFrees = 0; // allocations made here and freed on another stream
+    uint64_t failedCount = 0;
+    uint64_t peakLive = 0;
+    int64_t peakLiveTsNs = 0;
+    uint64_t liveAtEndBytes = 0;
+    uint64_t liveAtEndCount = 0;
+};
+
+struct Report {
+    std::string tracePath;
+    ProcessInfo process;
+    std::map<std::string, std::string> meta;
+    int64_t t0 = 0;
+    int64_t t1 = 0;
+    uint64_t eventCount = 0;
+    uint64_t sampleCount = 0;
+    uint64_t unmatchedFrees = 0;
+    uint64_t reusedWithoutFree = 0;
+    uint64_t waitEdges = 0;
+    uint64_t syncCount = 0; // stream, event and context synchronizes
+    uint64_t implicitReleases = 0;
+    uint64_t trims = 0;
+    std::vector<DeviceInfo> devices;
+    std::vector<PoolReport> pools;     // Timeline order: device, then handle
+    std::vector<StreamReport> streams;
+    uint64_t leakCount = 0;            // allocations live at the end
+    uint64_t leakBytes = 0;
+    std::vector<Allocation> topLeaks;  // largest first, at most topN
+    uint64_t failedCount = 0;
+    std::vector<FailedAllocation> failed; // first topN in time order
+    std::vector<std::string> findings; // one-line statements for a person, most important first
+};
+
+struct ReportOptions {
+    size_t topN = 10;
+};
+
+// Context facts (path, process, meta) are copied as given; pass empty ones for a live timeline.
+Report buildReport(const Timeline& timeline, const ReportOptions& options = {},
+                   std::string tracePath = {}, ProcessInfo process = {},
+                   std::map<std::string, std::string> meta = {});
+
+// Human text for a terminal: aligned tables, human units, about one screen.
+std::string reportToText(const Report& report);
+// JSON for scripts: bytes and times as integers (times in ns since the trace's first event as
+// "*_ns", plus absolute "t0_ns"), handles as "0x..." strings.
+std::string reportToJson(const Report& report, int indent = 2);
+
+// Handle formatting shared by the text and JSON renderers and the CLI.
+std::string formatHandle(uint64_t handle);
+
+} // namespace poolscope

@@ -1,0 +1,195 @@
+// Builds the Report model from a finished Timeline. Everything here is a reduction over the
+// timeline's vectors; nothing re-reads the trace.
+#include "poolscope/Report.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "poolscope/Units.h"
+
+namespace poolscope {
+
+std::string formatHandle(uint64_t handle) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%" PRIx64, handle);
+    return buf;
+}
+
+namespace {
+
+// Largest reserved - used over time: walks both step series together.
+void maxIdle(const PoolTimeline& p, uint64_t& gap, int64_t& at) {
+    gap = 0;
+    at = 0;
+    const Series& r = p.reserved;
+    const Series& u = p.used;
+    size_t i = 0, j = 0;
+    uint64_t rv = 0, uv = 0;
+    while (i < r.size() || j < u.size()) {
+        int64_t t;
+        if (j >= u.size() || (i < r.size() && r.t[i] <= u.t[j]))
+            t = r.t[i];
+        else
+            t = u.t[j];
+        while (i < r.size() && r.t[i] == t) rv = r.v[i++];
+        while (j < u.size() && u.t[j] == t) uv = u.v[j++];
+        const uint64_t g = rv > uv ? rv - uv : 0;
+        if (g > gap) {
+            gap = g;
+            at = t;
+        }
+    }
+}
+
+std::string poolName(const PoolReport& p) {
+    if (p.info.handle == 0) return "pool (unknown)";
+    return "pool " + formatHandle(p.info.handle) + " (" +
+           std::string(poolKindName(p.info.kind)) +
+           (p.info.device >= 0 ? ", device " + std::to_string(p.info.device) : "") + ")";
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+    if (whole == 0) return "0%";
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * static_cast<double>(part) /
+                                                 static_cast<double>(whole));
+    return buf;
+}
+
+void addFindings(Report& r) {
+    auto at = [&](int64_t ts) { return formatDuration(ts - r.t0); };
+    auto it = r.meta.find("dropped_events");
+    if (it != r.meta.end() && it->second != "0" && !it->second.empty())
+        r.findings.push_back("the collector dropped " + it->second +
+                             " events: the figures below may be incomplete");
+    for (const PoolReport& p : r.pools) {
+        // Reserved far above used is what the stream-ordered allocator's users chase: memory
+        // the process holds but does not use, which other processes cannot have.
+        if (!p.hasWatermarks || p.peakReserved == 0) continue;
+        if (p.idleAtPeak < (uint64_t{1} << 20) || p.idleAtPeak * 4 < p.peakReserved) continue;
+        std::string s = poolName(p) + ": reserved peaked at " + formatBytes(p.peakReserved) +
+                        " (at " + at(p.peakReservedTsNs) + ") while " +
+                        formatBytes(p.usedAtPeakReserved) + " was in use: " +
+                        formatBytes(p.idleAtPeak) + " (" + percent(p.idleAtPeak, p.peakReserved) +
+                        ") held idle";
+        if (p.thresholdKnown && p.releaseThreshold >= p.peakReserved)
+            s += "; its release threshold (" + formatBytes(p.releaseThreshold) +
+                 ") lets it keep all of it across synchronizes";
+        r.findings.push_back(s);
+    }
+    uint64_t cross = 0;
+    for (const StreamReport& s : r.streams) cross += s.crossStreamFrees;
+    if (cross > 0)
+        r.findings.push_back(std::to_string(cross) +
+                             " allocations were freed on another stream than the one that "
+                             "allocated them (reuse then depends on event dependencies)");
+    if (r.failedCount > 0) {
+        const FailedAllocation& f = r.failed.front();
+        r.findings.push_back(std::to_string(r.failedCount) + " allocation(s) failed; the first at " +
+                             at(f.tsNs) + " asked for " + formatBytes(f.size) + " (CUresult " +
+                             std::to_string(f.result) + ")");
+    }
+    if (r.leakCount > 0)
+        r.findings.push_back(std::to_string(r.leakCount) + " allocation(s) (" +
+                             formatBytes(r.leakBytes) +
+                             ") were still live when the trace ended");
+    if (r.unmatchedFrees > 0)
+        r.findings.push_back(std::to_string(r.unmatchedFrees) +
+                             " free(s) of pointers not allocated in this trace (allocated before "
+                             "recording started, or by cudaMalloc): ignored");
+}
+
+} // namespace
+
+Report buildReport(const Timeline& tl, const ReportOptions& options, std::string tracePath,
+                   ProcessInfo process, std::map<std::string, std::string> meta) {
+    Report r;
+    r.tracePath = std::move(tracePath);
+    r.process = std::move(process);
+    r.meta = std::move(meta);
+    r.t0 = tl.t0;
+    r.t1 = tl.t1;
+    r.eventCount = tl.eventCount;
+    r.sampleCount = tl.sampleCount;
+    r.unmatchedFrees = tl.unmatchedFrees;
+    r.reusedWithoutFree = tl.reusedWithoutFree;
+    r.waitEdges = tl.edges.size();
+    r.devices = tl.devices;
+    for (const Marker& m : tl.markers) {
+        switch (m.kind) {
+        case EventKind::StreamSynchronize:
+        case EventKind::EventSynchronize:
+        case EventKind::ContextSynchronize: r.syncCount++; break;
+        case EventKind::ImplicitRelease: r.implicitReleases++; break;
+        case EventKind::PoolTrimTo: r.trims++; break;
+        default: break;
+        }
+    }
+
+    for (const PoolTimeline& p : tl.pools) {
+        PoolReport pr;
+        pr.info = p.info;
+        pr.hasWatermarks = !p.reserved.empty() || !p.used.empty();
+        pr.peakReserved = p.peakReserved;
+        pr.peakReservedTsNs = p.peakReservedTsNs;
+        pr.usedAtPeakReserved = p.used.valueAt(p.peakReservedTsNs);
+        pr.idleAtPeak =
+            pr.peakReserved > pr.usedAtPeakReserved ? pr.peakReserved - pr.usedAtPeakReserved : 0;
+        maxIdle(p, pr.maxIdle, pr.maxIdleTsNs);
+        pr.peakUsed = p.peakUsed;
+        pr.peakUsedTsNs = p.peakUsedTsNs;
+        pr.peakLive = p.peakLive;
+        pr.bytesAllocated = p.bytesAllocated;
+        pr.allocCount = p.allocCount;
+        pr.freeCount = p.freeCount;
+        pr.failedCount = p.failedCount;
+        pr.liveAtEndBytes = p.liveAtEndBytes;
+        pr.liveAtEndCount = p.liveAtEndCount;
+        pr.finalReserved = p.reserved.empty() ? 0 : p.reserved.v.back();
+        pr.finalUsed = p.used.empty() ? 0 : p.used.v.back();
+        pr.thresholdKnown = !p.releaseThreshold.empty();
+        pr.releaseThreshold = pr.thresholdKnown ? p.releaseThreshold.v.back() : 0;
+        pr.thresholdChanges = p.releaseThreshold.size();
+        r.pools.push_back(std::move(pr));
+    }
+
+    for (const StreamTimeline& s : tl.streams) {
+        StreamReport sr;
+        sr.info = s.info;
+        sr.allocCount = s.allocCount;
+        sr.bytesAllocated = s.bytesAllocated;
+        sr.freeCount = s.freeCount;
+        sr.failedCount = s.failedCount;
+        sr.peakLive = s.peakLive;
+        sr.peakLiveTsNs = s.peakLiveTsNs;
+        sr.liveAtEndBytes = s.liveAtEndBytes;
+        sr.liveAtEndCount = s.liveAtEndCount;
+        for (uint32_t idx : s.allocations) {
+            const Allocation& a = tl.allocations[idx];
+            if (!a.live() && a.freeSeq != 0 && a.freeStream != a.allocStream) sr.crossStreamFrees++;
+        }
+        r.streams.push_back(std::move(sr));
+    }
+
+    r.leakCount = tl.leaks.size();
+    std::vector<uint32_t> leaks = tl.leaks;
+    for (uint32_t i : leaks) r.leakBytes += tl.allocations[i].size;
+    const size_t n = std::min(options.topN, leaks.size());
+    std::partial_sort(leaks.begin(), leaks.begin() + static_cast<ptrdiff_t>(n), leaks.end(),
+                      [&](uint32_t a, uint32_t b) {
+                          const Allocation& x = tl.allocations[a];
+                          const Allocation& y = tl.allocations[b];
+                          return x.size != y.size ? x.size > y.size : x.allocSeq < y.allocSeq;
+                      });
+    for (size_t i = 0; i < n; ++i) r.topLeaks.push_back(tl.allocations[leaks[i]]);
+
+    r.failedCount = tl.failed.size();
+    for (size_t i = 0; i < tl.failed.size() && i < options.topN; ++i)
+        r.failed.push_back(tl.failed[i]);
+
+    addFindings(r);
+    return r;
+}
+
+} // namespace poolscope

@@ -1,0 +1,119 @@
+// The JSON rendering of a Report for scripts. Field names are a public interface: add, never
+// rename.
+#include <nlohmann/json.hpp>
+
+#include "poolscope/Report.h"
+
+namespace poolscope {
+
+namespace {
+
+using nlohmann::json;
+
+json allocationJson(const Allocation& a, int64_t t0) {
+    return json{{"ptr", formatHandle(a.ptr)},
+                {"size", a.size},
+                {"pool", formatHandle(a.pool)},
+                {"stream", formatHandle(a.allocStream)},
+                {"alloc_ns", a.allocTsNs - t0},
+                {"alloc_seq", a.allocSeq},
+                {"tid", a.tid},
+                {"device", a.device},
+                {"api", allocApiName(static_cast<AllocApi>(a.api))}};
+}
+
+} // namespace
+
+std::string reportToJson(const Report& r, int indent) {
+    json j;
+    j["trace"] = r.tracePath;
+    j["process"] = {{"pid", r.process.pid},
+                    {"parent_pid", r.process.parentPid},
+                    {"command_line", r.process.commandLine},
+                    {"host", r.process.host},
+                    {"driver_version", r.process.driverVersion},
+                    {"runtime_version", r.process.runtimeVersion},
+                    {"collector_version", r.process.collectorVersion}};
+    j["meta"] = r.meta;
+    j["t0_ns"] = r.t0;
+    j["duration_ns"] = r.t1 - r.t0;
+    j["events"] = r.eventCount;
+    j["samples"] = r.sampleCount;
+    j["synchronizes"] = r.syncCount;
+    j["implicit_releases"] = r.implicitReleases;
+    j["trims"] = r.trims;
+    j["wait_edges"] = r.waitEdges;
+    j["unmatched_frees"] = r.unmatchedFrees;
+    j["reused_without_free"] = r.reusedWithoutFree;
+
+    json devices = json::array();
+    for (const DeviceInfo& d : r.devices)
+        devices.push_back({{"ordinal", d.ordinal},
+                           {"name", d.name},
+                           {"total_memory", d.totalMemory},
+                           {"uuid", d.uuid}});
+    j["devices"] = devices;
+
+    json pools = json::array();
+    for (const PoolReport& p : r.pools) {
+        json o = {{"handle", formatHandle(p.info.handle)},
+                  {"device", p.info.device},
+                  {"kind", poolKindName(p.info.kind)},
+                  {"max_size", p.info.maxSize},
+                  {"has_watermarks", p.hasWatermarks},
+                  {"peak_reserved", p.peakReserved},
+                  {"peak_reserved_ns", p.peakReservedTsNs - r.t0},
+                  {"used_at_peak_reserved", p.usedAtPeakReserved},
+                  {"idle_at_peak", p.idleAtPeak},
+                  {"max_idle", p.maxIdle},
+                  {"max_idle_ns", p.maxIdleTsNs - r.t0},
+                  {"peak_used", p.peakUsed},
+                  {"peak_used_ns", p.peakUsedTsNs - r.t0},
+                  {"peak_live", p.peakLive},
+                  {"bytes_allocated", p.bytesAllocated},
+                  {"alloc_count", p.allocCount},
+                  {"free_count", p.freeCount},
+                  {"failed_count", p.failedCount},
+                  {"live_at_end_bytes", p.liveAtEndBytes},
+                  {"live_at_end_count", p.liveAtEndCount},
+                  {"final_reserved", p.finalReserved},
+                  {"final_used", p.finalUsed},
+                  {"release_threshold", p.thresholdKnown ? json(p.releaseThreshold) : json()},
+                  {"threshold_changes", p.thresholdChanges}};
+        pools.push_back(std::move(o));
+    }
+    j["pools"] = pools;
+
+    json streams = json::array();
+    for (const StreamReport& s : r.streams)
+        streams.push_back({{"handle", formatHandle(s.info.handle)},
+                           {"device", s.info.device},
+                           {"alloc_count", s.allocCount},
+                           {"bytes_allocated", s.bytesAllocated},
+                           {"free_count", s.freeCount},
+                           {"cross_stream_frees", s.crossStreamFrees},
+                           {"failed_count", s.failedCount},
+                           {"peak_live", s.peakLive},
+                           {"peak_live_ns", s.peakLiveTsNs - r.t0},
+                           {"live_at_end_bytes", s.liveAtEndBytes},
+                           {"live_at_end_count", s.liveAtEndCount}});
+    j["streams"] = streams;
+
+    json leaks = json::array();
+    for (const Allocation& a : r.topLeaks) leaks.push_back(allocationJson(a, r.t0));
+    j["leaks"] = {{"count", r.leakCount}, {"bytes", r.leakBytes}, {"top", leaks}};
+
+    json failed = json::array();
+    for (const FailedAllocation& f : r.failed)
+        failed.push_back({{"ts_ns", f.tsNs - r.t0},
+                          {"seq", f.seq},
+                          {"size", f.size},
+                          {"stream", formatHandle(f.stream)},
+                          {"pool", formatHandle(f.pool)},
+                          {"result", f.result}});
+    j["failed_allocations"] = {{"count", r.failedCount}, {"first", failed}};
+    j["findings"] = r.findings;
+    return j.dump(indent);
+}
+
+} // namespace poolscope

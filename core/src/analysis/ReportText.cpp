@@ -1,0 +1,119 @@
+// The terminal rendering of a Report: a header, a pools table, a streams table, leaks, failed
+// allocations and findings, sized to stay about one screen for typical traces.
+#include <cinttypes>
+#include <cstdio>
+
+#include "TextTable.h"
+#include "poolscope/Report.h"
+#include "poolscope/Units.h"
+
+namespace poolscope {
+
+namespace {
+
+std::string streamName(uint64_t handle) {
+    return handle == 0 ? std::string("0 (legacy)") : formatHandle(handle);
+}
+
+std::string poolLabel(uint64_t handle) {
+    return handle == 0 ? std::string("(unknown)") : formatHandle(handle);
+}
+
+std::string count(uint64_t n) {
+    // Thousands separators: counts of millions are common and hard to read bare.
+    const std::string digits = std::to_string(n);
+    std::string s;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i != 0 && (digits.size() - i) % 3 == 0) s += ',';
+        s += digits[i];
+    }
+    return s;
+}
+
+std::string bytesOrDash(bool known, uint64_t b) { return known ? formatBytes(b) : "-"; }
+
+} // namespace
+
+std::string reportToText(const Report& r) {
+    auto rel = [&](int64_t ts) { return formatDuration(ts - r.t0); };
+    std::string out = "PoolScope report";
+    if (!r.tracePath.empty()) out += ": " + r.tracePath;
+    out += "\n";
+    const ProcessInfo& p = r.process;
+    if (p.pid != 0 || !p.commandLine.empty()) {
+        out += "  process " + std::to_string(p.pid);
+        if (!p.commandLine.empty()) out += "  " + p.commandLine;
+        if (!p.host.empty()) out += "  on " + p.host;
+        out += "\n";
+    }
+    out += "  duration " + formatDuration(r.t1 - r.t0) + ", " + count(r.eventCount) + " events, " +
+           count(r.sampleCount) + " samples, " + count(r.syncCount) + " synchronizes, " +
+           count(r.implicitReleases) + " implicit releases, " + count(r.waitEdges) +
+           " cross-stream waits\n";
+    for (const DeviceInfo& d : r.devices)
+        out += "  device " + std::to_string(d.ordinal) + ": " + d.name + " (" +
+               formatBytes(d.totalMemory) + ")\n";
+
+    out += "\nPools\n";
+    detail::TextTable pools({"pool", "dev", "kind", "peak reserved", "used then", "idle then",
+                             "peak used", "allocs", "allocated", "live at end", "final rsvd",
+                             "threshold"});
+    for (const PoolReport& pr : r.pools) {
+        const bool w = pr.hasWatermarks;
+        pools.row({poolLabel(pr.info.handle), pr.info.device < 0 ? "-" : std::to_string(pr.info.device),
+                   std::string(poolKindName(pr.info.kind)), bytesOrDash(w, pr.peakReserved),
+                   bytesOrDash(w, pr.usedAtPeakReserved), bytesOrDash(w, pr.idleAtPeak),
+                   w ? formatBytes(pr.peakUsed) : formatBytes(pr.peakLive) + "*",
+                   count(pr.allocCount), formatBytes(pr.bytesAllocated),
+                   formatBytes(pr.liveAtEndBytes), bytesOrDash(w, pr.finalReserved),
+                   pr.thresholdKnown ? formatBytes(pr.releaseThreshold) : "?"});
+    }
+    out += pools.empty() ? "  (none)\n" : pools.render();
+    for (const PoolReport& pr : r.pools)
+        if (!pr.hasWatermarks) {
+            out += "  * no watermarks recorded for this pool: peak of the live allocations seen\n";
+            break;
+        }
+
+    out += "\nStreams\n";
+    detail::TextTable streams({"stream", "dev", "allocs", "allocated", "peak live", "at",
+                               "freed elsewhere", "live at end", "failed"});
+    for (const StreamReport& s : r.streams) {
+        streams.row({streamName(s.info.handle),
+                     s.info.device < 0 ? "-" : std::to_string(s.info.device), count(s.allocCount),
+                     formatBytes(s.bytesAllocated), formatBytes(s.peakLive),
+                     s.peakLive ? rel(s.peakLiveTsNs) : "-", count(s.crossStreamFrees),
+                     formatBytes(s.liveAtEndBytes), count(s.failedCount)});
+    }
+    out += streams.empty() ? "  (none)\n" : streams.render();
+
+    out += "\nLeaks: " + count(r.leakCount) + " allocation(s) live at the end, " +
+           formatBytes(r.leakBytes) + "\n";
+    if (!r.topLeaks.empty()) {
+        detail::TextTable leaks({"ptr", "size", "pool", "stream", "allocated at", "seq"});
+        for (const Allocation& a : r.topLeaks)
+            leaks.row({formatHandle(a.ptr), formatBytes(a.size), poolLabel(a.pool),
+                       streamName(a.allocStream), rel(a.allocTsNs), std::to_string(a.allocSeq)});
+        out += leaks.render();
+        if (r.leakCount > r.topLeaks.size())
+            out += "  ... " + count(r.leakCount - r.topLeaks.size()) + " more\n";
+    }
+
+    out += "\nFailed allocations: " + count(r.failedCount) + "\n";
+    if (!r.failed.empty()) {
+        detail::TextTable failed({"at", "size", "stream", "pool", "CUresult", "seq"});
+        for (const FailedAllocation& f : r.failed)
+            failed.row({rel(f.tsNs), formatBytes(f.size), streamName(f.stream), poolLabel(f.pool),
+                        std::to_string(f.result), std::to_string(f.seq)});
+        out += failed.render();
+        if (r.failedCount > r.failed.size())
+            out += "  ... " + count(r.failedCount - r.failed.size()) + " more\n";
+    }
+
+    out += "\nFindings\n";
+    if (r.findings.empty()) out += "  nothing unusual: reserved memory followed used memory\n";
+    for (const std::string& f : r.findings) out += "  - " + f + "\n";
+    return out;
+}
+
+} // namespace poolscope
