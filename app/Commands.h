@@ -12,6 +12,7 @@ void registerInfo(CLI::App& app, int& exitCode);
 void registerReport(CLI::App& app, int& exitCode);
 void registerRecord(CLI::App& app, int& exitCode);
 void registerCtl(CLI::App& app, int& exitCode);
+void registerDump(CLI::App& app, int& exitCode);
 
 // Path of the directory holding the running executable (for sibling tools and the collector).
 const char* selfDir();

@@ -31,7 +31,7 @@ const char* selfDir() {
 namespace {
 
 bool isVerb(const char* a) {
-    static const char* kVerbs[] = {"info", "report", "record", "ctl", "help"};
+    static const char* kVerbs[] = {"info", "report", "record", "ctl", "dump", "help"};
     for (const char* v : kVerbs)
         if (std::strcmp(a, v) == 0) return true;
     return false;
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
     poolscope::cli::registerReport(app, exitCode);
     poolscope::cli::registerRecord(app, exitCode);
     poolscope::cli::registerCtl(app, exitCode);
+    poolscope::cli::registerDump(app, exitCode);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,6 +1,7 @@
 #pragma once
 // The trace schema lives in core/src/schema.sql (documented there) and is compiled in.
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -13,7 +14,10 @@ inline constexpr std::string_view kFileExtension = ".poolscope";
 
 std::string_view createSql(); // the full CREATE script for kVersion
 // Tables a valid trace of kVersion must have.
-inline constexpr const char* kRequiredTables[] = {"meta",    "process", "devices", "pools",
-                                                  "streams", "threads", "events",  "samples"};
+inline constexpr const char* kRequiredTables[] = {
+    "meta", "process", "devices", "pools", "streams", "threads", "event_chunks", "event_counts",
+    "samples"};
+// Events per chunk written by TraceWriter (a commit may close a chunk early).
+inline constexpr size_t kChunkEvents = 4096;
 
 } // namespace poolscope::schema

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
@@ -36,15 +37,15 @@ public:
     Status addStream(const StreamInfo& s);   // insert or update by handle
     Status addThread(const ThreadInfo& t);   // insert or update by tid
 
-    // Appends events (Sample kind goes to the samples table, the rest to events). Opens a
-    // transaction if none is open.
+    // Appends events (Sample kind goes to the samples table, the rest to event chunks). Give
+    // events in seq order. Opens a transaction if none is open; nothing is durable until commit().
     Status append(std::span<const Event> events);
     Status append(const Event& e) { return append(std::span<const Event>(&e, 1)); }
 
     // Free-form key/value metadata (e.g. "dropped_events", "collector_disabled_reason").
     Status setMeta(const std::string& key, const std::string& value);
 
-    Status commit();   // ends the open transaction, if any
+    Status commit();   // writes the partial chunk and ends the open transaction, if any
     Status close();    // commit, switch the journal out of WAL, close the file
 
     uint64_t eventsWritten() const { return eventsWritten_; }
@@ -54,6 +55,7 @@ private:
     TraceWriter() = default;
     struct Statements;
     Status begin();
+    Status flushChunk();
     Status exec(const char* sql);
     Error sqlError(const char* what) const;
 
@@ -61,6 +63,10 @@ private:
     std::unique_ptr<Statements> st_;
     bool inTransaction_ = false;
     uint64_t eventsWritten_ = 0;
+    std::vector<Event> pending_; // the chunk being filled
+    std::string encoded_;        // reused encode buffer
+    uint64_t counts_[kEventKindCount] = {};
+    bool countsDirty_[kEventKindCount] = {};
     std::string path_;
 };
 

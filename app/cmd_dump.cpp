@@ -1,0 +1,85 @@
+// poolscope dump: every event of a trace as rows (JSON lines or CSV), for scripts and checks.
+// Events are stored compressed in chunks (see core/src/schema.sql), so this is the way to get
+// them as plain rows.
+
+#include <CLI/CLI.hpp>
+#include <cinttypes>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "CliUtil.h"
+#include "Commands.h"
+#include "poolscope/Event.h"
+
+namespace poolscope::cli {
+
+namespace {
+
+struct DumpOptions {
+    std::string trace;
+    std::string format = "jsonl";
+    bool samples = false;
+};
+
+nlohmann::json toJson(const Event& e) {
+    return {{"seq", e.seq},          {"ts_ns", e.tsNs},     {"kind", eventKindName(e.kind)},
+            {"variant", e.variant},  {"tid", e.tid},        {"device", e.device},
+            {"correlation", e.correlation}, {"result", e.result}, {"stream", e.stream},
+            {"pool", e.pool},        {"ptr", e.ptr},        {"size", e.size},
+            {"aux", e.aux},          {"attr", e.attr},      {"flags", e.flags},
+            {"reserved", e.reserved}, {"used", e.used}};
+}
+
+void printCsv(const Event& e) {
+    std::printf("%" PRIu64 ",%" PRId64 ",%s,%u,%u,%d,%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 "\n",
+                e.seq, e.tsNs, std::string(eventKindName(e.kind)).c_str(), e.variant, e.tid,
+                e.device, e.correlation, e.result, e.stream, e.pool, e.ptr, e.size, e.aux, e.attr,
+                e.flags, e.reserved, e.used);
+}
+
+int runDump(const DumpOptions& o) {
+    int exitCode = 0;
+    auto reader = openTraceOrReport(o.trace, exitCode);
+    if (!reader) return exitCode;
+    const bool csv = o.format == "csv";
+    if (csv)
+        std::printf("seq,ts_ns,kind,variant,tid,device,correlation,result,stream,pool,ptr,size,"
+                    "aux,attr,flags,reserved,used\n");
+    auto print = [&](const Event& e) {
+        if (csv)
+            printCsv(e);
+        else
+            std::printf("%s\n", toJson(e).dump().c_str());
+        return !std::ferror(stdout);
+    };
+    Status st = reader->forEachEvent(print);
+    if (!st) {
+        if (st.error().code == ErrorCode::Cancelled) return 13; // stdout closed (e.g. | head)
+        reportError(st.error(), exitCode);
+        return exitCode;
+    }
+    if (o.samples) {
+        auto samples = reader->samples(0, INT64_MIN, INT64_MAX);
+        if (!samples) {
+            reportError(samples.error(), exitCode);
+            return exitCode;
+        }
+        for (const Event& e : *samples) print(e);
+    }
+    return 0;
+}
+
+} // namespace
+
+void registerDump(CLI::App& app, int& exitCode) {
+    auto opts = std::make_shared<DumpOptions>();
+    auto* sub = app.add_subcommand("dump", "Print every event of a trace as JSON lines or CSV");
+    sub->add_option("trace", opts->trace, "the .poolscope file")->required();
+    sub->add_option("--format", opts->format, "jsonl (default) or csv")
+        ->check(CLI::IsMember({"jsonl", "csv"}));
+    sub->add_flag("--samples", opts->samples, "also print periodic watermark samples (kind sample)");
+    sub->callback([opts, &exitCode] { exitCode = runDump(*opts); });
+}
+
+} // namespace poolscope::cli

@@ -1,0 +1,340 @@
+#include "poolscope/TraceWriter.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sqlite3.h>
+#include <string>
+#include <unistd.h>
+
+#include "poolscope/EventCodec.h"
+#include "poolscope/Schema.h"
+
+namespace poolscope {
+
+namespace {
+
+// Sample rows per multi-row INSERT: one sqlite3_step per kBatchRows rows amortises the VDBE
+// start-up that dominates single-row inserts of narrow integer rows.
+constexpr int kBatchRows = 64;
+constexpr int kSampleColumns = 7;
+
+std::string multiRowInsert(const char* head, int columns, int rows) {
+    std::string one = "(";
+    for (int c = 0; c < columns; ++c) one += c ? ",?" : "?";
+    one += ")";
+    std::string sql = head;
+    for (int r = 0; r < rows; ++r) {
+        sql += r ? "," : " VALUES ";
+        sql += one;
+    }
+    return sql;
+}
+
+inline int64_t s64(uint64_t v) { return static_cast<int64_t>(v); }
+
+void bindSample(sqlite3_stmt* st, int base, const Event& e) {
+    sqlite3_bind_int64(st, base + 1, e.tsNs);
+    sqlite3_bind_int64(st, base + 2, s64(e.pool));
+    sqlite3_bind_int64(st, base + 3, s64(e.reserved));
+    sqlite3_bind_int64(st, base + 4, s64(e.size)); // reserved high
+    sqlite3_bind_int64(st, base + 5, s64(e.used));
+    sqlite3_bind_int64(st, base + 6, s64(e.aux)); // used high
+    sqlite3_bind_int(st, base + 7, 1);            // periodic
+}
+
+} // namespace
+
+struct TraceWriter::Statements {
+    sqlite3_stmt* chunk = nullptr;
+    sqlite3_stmt* count = nullptr;
+    sqlite3_stmt* sample = nullptr;
+    sqlite3_stmt* sampleBatch = nullptr;
+    sqlite3_stmt* process = nullptr;
+    sqlite3_stmt* device = nullptr;
+    sqlite3_stmt* pool = nullptr;
+    sqlite3_stmt* stream = nullptr;
+    sqlite3_stmt* thread = nullptr;
+    sqlite3_stmt* meta = nullptr;
+    ~Statements() {
+        for (sqlite3_stmt* s :
+             {chunk, count, sample, sampleBatch, process, device, pool, stream, thread, meta})
+            sqlite3_finalize(s);
+    }
+};
+
+Error TraceWriter::sqlError(const char* what) const {
+    std::string msg = std::string("could not ") + what + " trace '" + path_ + "': ";
+    int code = db_ ? sqlite3_errcode(db_) : SQLITE_CANTOPEN;
+    if (code == SQLITE_FULL)
+        msg += "the disk is full";
+    else if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM)
+        msg += "the location is not writable";
+    else
+        msg += db_ ? sqlite3_errmsg(db_) : "out of memory";
+    return Error{ErrorCode::WriteFailed, msg};
+}
+
+Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path,
+                                                         const WriterOptions& options) {
+    std::unique_ptr<TraceWriter> w(new TraceWriter());
+    w->path_ = path;
+    // Start from an empty file: a stale WAL beside an old trace would be replayed into ours.
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+        std::string p = path + suffix;
+        if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
+            return Error{ErrorCode::WriteFailed, "could not replace '" + p +
+                                                     "': " + std::strerror(errno)};
+        }
+    }
+    int rc = sqlite3_open_v2(path.c_str(), &w->db_,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    if (rc != SQLITE_OK) return w->sqlError("create");
+
+    std::string pragmas = "PRAGMA page_size=8192; PRAGMA cache_size=-16384;";
+    pragmas += options.wal ? "PRAGMA journal_mode=WAL;" : "PRAGMA journal_mode=DELETE;";
+    pragmas += options.synchronousOff ? "PRAGMA synchronous=OFF;" : "PRAGMA synchronous=NORMAL;";
+    pragmas += "PRAGMA application_id=" + std::to_string(schema::kApplicationId) + ";";
+    if (Status s = w->exec(pragmas.c_str()); !s) return s.error();
+
+    std::string create = "BEGIN;";
+    create += schema::createSql();
+    create += "PRAGMA user_version=" + std::to_string(schema::kVersion) + ";";
+    create += "INSERT INTO meta VALUES('writer','poolscope " POOLSCOPE_VERSION "');";
+    create += "INSERT INTO meta VALUES('schema_version','" + std::to_string(schema::kVersion) +
+              "');";
+    create += "INSERT INTO process(pid) VALUES(0);";
+    create += "COMMIT;";
+    if (Status s = w->exec(create.c_str()); !s) return s.error();
+
+    w->st_ = std::make_unique<Statements>();
+    Statements& st = *w->st_;
+    const char* sampleHead =
+        "INSERT INTO samples(ts_ns,pool,reserved,reserved_high,used,used_high,source)";
+    struct Prep {
+        sqlite3_stmt** out;
+        std::string sql;
+    } preps[] = {
+        {&st.chunk, "INSERT INTO event_chunks(first_seq,last_seq,t_min,t_max,count,kinds,codec,"
+                    "data) VALUES(?,?,?,?,?,?,?,?)"},
+        {&st.count, "INSERT OR REPLACE INTO event_counts(kind,count) VALUES(?,?)"},
+        {&st.sample, multiRowInsert(sampleHead, kSampleColumns, 1)},
+        {&st.sampleBatch, multiRowInsert(sampleHead, kSampleColumns, kBatchRows)},
+        {&st.process, "UPDATE process SET pid=?1,parent_pid=?2,command_line=?3,start_unix_ns=?4,"
+                      "start_mono_ns=?5,host=?6,driver_version=?7,runtime_version=?8,"
+                      "collector_version=?9"},
+        {&st.device, "INSERT OR REPLACE INTO devices(ordinal,name,total_memory,uuid) "
+                     "VALUES(?,?,?,?)"},
+        {&st.pool, "INSERT OR REPLACE INTO pools(handle,device,kind,handle_types,location_type,"
+                   "location_id,max_size,created_ns) VALUES(?,?,?,?,?,?,?,?)"},
+        {&st.stream, "INSERT OR REPLACE INTO streams(handle,cupti_stream_id,device,priority,"
+                     "flags,priority_known) VALUES(?,?,?,?,?,?)"},
+        {&st.thread, "INSERT OR REPLACE INTO threads(tid,name) VALUES(?,?)"},
+        {&st.meta, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)"},
+    };
+    for (auto& p : preps) {
+        if (sqlite3_prepare_v3(w->db_, p.sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, p.out,
+                               nullptr) != SQLITE_OK)
+            return w->sqlError("prepare statements for");
+    }
+    return w;
+}
+
+TraceWriter::~TraceWriter() {
+    if (db_) (void)close();
+}
+
+Status TraceWriter::exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+        Error e = sqlError("write");
+        if (err) sqlite3_free(err);
+        return e;
+    }
+    return {};
+}
+
+Status TraceWriter::begin() {
+    if (inTransaction_) return {};
+    if (Status s = exec("BEGIN"); !s) return s;
+    inTransaction_ = true;
+    return {};
+}
+
+Status TraceWriter::commit() {
+    if (Status s = flushChunk(); !s) return s;
+    if (!inTransaction_) return {};
+    for (int k = 0; k < kEventKindCount; ++k) {
+        if (!countsDirty_[k]) continue;
+        sqlite3_bind_int(st_->count, 1, k);
+        sqlite3_bind_int64(st_->count, 2, static_cast<int64_t>(counts_[k]));
+        int rc = sqlite3_step(st_->count);
+        sqlite3_reset(st_->count);
+        if (rc != SQLITE_DONE) return sqlError("write");
+        countsDirty_[k] = false;
+    }
+    inTransaction_ = false;
+    if (Status s = exec("COMMIT"); !s) {
+        exec("ROLLBACK");
+        return s;
+    }
+    return {};
+}
+
+Status TraceWriter::flushChunk() {
+    if (pending_.empty()) return {};
+    if (Status s = begin(); !s) return s;
+    encoded_.clear();
+    encodeEvents(pending_, encoded_);
+    int64_t tMin = pending_.front().tsNs, tMax = tMin;
+    uint64_t kinds = 0;
+    for (const Event& e : pending_) {
+        tMin = std::min(tMin, e.tsNs);
+        tMax = std::max(tMax, e.tsNs);
+        kinds |= uint64_t{1} << static_cast<unsigned>(e.kind);
+    }
+    sqlite3_stmt* c = st_->chunk;
+    sqlite3_bind_int64(c, 1, s64(pending_.front().seq));
+    sqlite3_bind_int64(c, 2, s64(pending_.back().seq));
+    sqlite3_bind_int64(c, 3, tMin);
+    sqlite3_bind_int64(c, 4, tMax);
+    sqlite3_bind_int64(c, 5, static_cast<int64_t>(pending_.size()));
+    sqlite3_bind_int64(c, 6, s64(kinds));
+    sqlite3_bind_int(c, 7, kEventCodecVersion);
+    sqlite3_bind_blob64(c, 8, encoded_.data(), encoded_.size(), SQLITE_STATIC);
+    int rc = sqlite3_step(c);
+    sqlite3_reset(c);
+    if (rc != SQLITE_DONE) return sqlError("write");
+    pending_.clear();
+    return {};
+}
+
+namespace {
+// Steps a statement once and resets it; false on error (the caller reports sqlError).
+bool stepReset(sqlite3_stmt* st) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
+}
+} // namespace
+
+Status TraceWriter::append(std::span<const Event> events) {
+    if (!db_) return Error{ErrorCode::WriteFailed, "trace '" + path_ + "' is closed"};
+    if (Status s = begin(); !s) return s;
+    Statements& st = *st_;
+    // Samples go to their own table as rows (few: one per pool per sampling period), batched
+    // kBatchRows at a time; everything else is buffered into the current event chunk.
+    size_t totalSamples = 0;
+    for (const Event& e : events) totalSamples += e.kind == EventKind::Sample;
+    const size_t batchedSamples = totalSamples - totalSamples % kBatchRows;
+    size_t iS = 0;
+    for (const Event& e : events) {
+        if (e.kind != EventKind::Sample) {
+            auto k = static_cast<unsigned>(e.kind);
+            if (k < static_cast<unsigned>(kEventKindCount)) {
+                ++counts_[k];
+                countsDirty_[k] = true;
+            }
+            pending_.push_back(e);
+            if (pending_.size() >= schema::kChunkEvents) {
+                if (Status s = flushChunk(); !s) return s;
+            }
+            continue;
+        }
+        bool ok = true;
+        if (iS < batchedSamples) {
+            bindSample(st.sampleBatch, static_cast<int>(iS % kBatchRows) * kSampleColumns, e);
+            if (iS % kBatchRows == kBatchRows - 1) ok = stepReset(st.sampleBatch);
+        } else {
+            bindSample(st.sample, 0, e);
+            ok = stepReset(st.sample);
+        }
+        ++iS;
+        if (!ok) return sqlError("write");
+    }
+    eventsWritten_ += events.size() - totalSamples;
+    return {};
+}
+
+Status TraceWriter::setProcess(const ProcessInfo& p) {
+    sqlite3_stmt* s = st_->process;
+    sqlite3_bind_int64(s, 1, p.pid);
+    sqlite3_bind_int64(s, 2, p.parentPid);
+    sqlite3_bind_text(s, 3, p.commandLine.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 4, p.startTimeUnixNs);
+    sqlite3_bind_int64(s, 5, p.startTimeMonoNs);
+    sqlite3_bind_text(s, 6, p.host.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 7, p.driverVersion);
+    sqlite3_bind_int(s, 8, p.runtimeVersion);
+    sqlite3_bind_text(s, 9, p.collectorVersion.c_str(), -1, SQLITE_TRANSIENT);
+    if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::addDevice(const DeviceInfo& d) {
+    sqlite3_stmt* s = st_->device;
+    sqlite3_bind_int(s, 1, d.ordinal);
+    sqlite3_bind_text(s, 2, d.name.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 3, s64(d.totalMemory));
+    sqlite3_bind_text(s, 4, d.uuid.c_str(), -1, SQLITE_TRANSIENT);
+    if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::addPool(const PoolInfo& p) {
+    sqlite3_stmt* s = st_->pool;
+    sqlite3_bind_int64(s, 1, s64(p.handle));
+    sqlite3_bind_int(s, 2, p.device);
+    sqlite3_bind_int(s, 3, static_cast<int>(p.kind));
+    sqlite3_bind_int64(s, 4, p.handleTypes);
+    sqlite3_bind_int(s, 5, p.locationType);
+    sqlite3_bind_int(s, 6, p.locationId);
+    sqlite3_bind_int64(s, 7, s64(p.maxSize));
+    sqlite3_bind_int64(s, 8, p.createdTsNs);
+    if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::addStream(const StreamInfo& si) {
+    sqlite3_stmt* s = st_->stream;
+    sqlite3_bind_int64(s, 1, s64(si.handle));
+    sqlite3_bind_int64(s, 2, s64(si.cuptiStreamId));
+    sqlite3_bind_int(s, 3, si.device);
+    sqlite3_bind_int(s, 4, si.priority);
+    sqlite3_bind_int64(s, 5, si.flags);
+    sqlite3_bind_int(s, 6, si.priorityKnown ? 1 : 0);
+    if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::addThread(const ThreadInfo& t) {
+    sqlite3_stmt* s = st_->thread;
+    sqlite3_bind_int64(s, 1, t.tid);
+    sqlite3_bind_text(s, 2, t.name.c_str(), -1, SQLITE_TRANSIENT);
+    if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::setMeta(const std::string& key, const std::string& value) {
+    sqlite3_stmt* s = st_->meta;
+    sqlite3_bind_text(s, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, value.c_str(), -1, SQLITE_TRANSIENT);
+    if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::close() {
+    if (!db_) return {};
+    Status result = commit();
+    st_.reset();
+    // A closed trace is one self-contained file: fold the WAL back in.
+    if (result) result = exec("PRAGMA journal_mode=DELETE");
+    if (sqlite3_close(db_) != SQLITE_OK && result)
+        result = Error{ErrorCode::WriteFailed, "could not close trace '" + path_ + "'"};
+    db_ = nullptr;
+    return result;
+}
+
+} // namespace poolscope
