@@ -1,0 +1,10 @@
+# Packaging (roadmap row 10): DEB and TGZ through CPack. `cpack --config build/default/CPackConfig.cmake`
+set(CPACK_PACKAGE_NAME "poolscope")
+set(CPACK_PACKAGE_VENDOR "PoolScope")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_GENERATOR "TGZ;DEB")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "PoolScope developers")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
+include(CPack)
