@@ -1,0 +1,78 @@
+#include "ColorScheme.h"
+
+#include <QApplication>
+#include <QStyle>
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace poolscope::ui {
+
+ColorScheme::ColorScheme(const QPalette& p) {
+    bg_ = p.color(QPalette::Base);
+    text_ = p.color(QPalette::Text);
+    dark_ = bg_.lightness() < 128;
+    laneAlt_ = dark_ ? bg_.lighter(125) : bg_.darker(104);
+    headerBg_ = p.color(QPalette::Window);
+    dim_ = dark_ ? text_.darker(150) : text_.lighter(170);
+    grid_ = dark_ ? QColor(255, 255, 255, 28) : QColor(0, 0, 0, 24);
+}
+
+QColor ColorScheme::sizeColor(uint64_t bytes) const {
+    // 2^8 (256 B) .. 2^34 (16 GiB) mapped to hue 220 (blue) .. 20 (orange-red).
+    const int lg = bytes ? 63 - std::countl_zero(bytes) : 0;
+    const double f = std::clamp((lg - 8) / 26.0, 0.0, 1.0);
+    const int hue = static_cast<int>(220 - 200 * f);
+    return QColor::fromHsv(hue, dark_ ? 170 : 200, dark_ ? 230 : 215);
+}
+
+QColor ColorScheme::poolColor(int i) const {
+    static const int kHues[] = {210, 30, 130, 280, 0, 180, 60, 330};
+    const int hue = kHues[((i % 8) + 8) % 8];
+    return QColor::fromHsv(hue, 200, dark_ ? 235 : 200);
+}
+
+QColor ColorScheme::usedColor(int i) const {
+    QColor c = poolColor(i);
+    return dark_ ? c.lighter(140) : c.darker(135);
+}
+
+QPalette ColorScheme::palette(Theme t) {
+    if (t == Theme::System) return QApplication::style()->standardPalette();
+    QPalette p;
+    if (t == Theme::Light) {
+        p.setColor(QPalette::Window, QColor(239, 239, 239));
+        p.setColor(QPalette::WindowText, Qt::black);
+        p.setColor(QPalette::Base, Qt::white);
+        p.setColor(QPalette::AlternateBase, QColor(246, 246, 246));
+        p.setColor(QPalette::Text, Qt::black);
+        p.setColor(QPalette::Button, QColor(239, 239, 239));
+        p.setColor(QPalette::ButtonText, Qt::black);
+        p.setColor(QPalette::Highlight, QColor(48, 140, 198));
+        p.setColor(QPalette::HighlightedText, Qt::white);
+        p.setColor(QPalette::ToolTipBase, QColor(255, 255, 220));
+        p.setColor(QPalette::ToolTipText, Qt::black);
+        p.setColor(QPalette::PlaceholderText, QColor(120, 120, 120));
+        p.setColor(QPalette::Link, QColor(30, 90, 200));
+        return p;
+    }
+    p.setColor(QPalette::Window, QColor(45, 45, 48));
+    p.setColor(QPalette::WindowText, QColor(230, 230, 230));
+    p.setColor(QPalette::Base, QColor(30, 30, 32));
+    p.setColor(QPalette::AlternateBase, QColor(40, 40, 43));
+    p.setColor(QPalette::Text, QColor(230, 230, 230));
+    p.setColor(QPalette::Button, QColor(55, 55, 58));
+    p.setColor(QPalette::ButtonText, QColor(230, 230, 230));
+    p.setColor(QPalette::Highlight, QColor(60, 130, 210));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    p.setColor(QPalette::ToolTipBase, QColor(60, 60, 64));
+    p.setColor(QPalette::ToolTipText, QColor(235, 235, 235));
+    p.setColor(QPalette::PlaceholderText, QColor(150, 150, 150));
+    p.setColor(QPalette::Link, QColor(120, 170, 255));
+    p.setColor(QPalette::Disabled, QPalette::Text, QColor(120, 120, 120));
+    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(120, 120, 120));
+    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 120, 120));
+    return p;
+}
+
+} // namespace poolscope::ui

@@ -1,0 +1,50 @@
+#pragma once
+// Colours shared by the painted timeline and the plot, derived from the application palette so
+// light and dark themes both stay readable.
+
+#include <QColor>
+#include <QPalette>
+#include <QString>
+
+namespace poolscope::ui {
+
+enum class Theme { System, Light, Dark };
+enum class BarColoring { BySize, ByPool };
+
+class ColorScheme {
+public:
+    explicit ColorScheme(const QPalette& palette);
+
+    bool dark() const { return dark_; }
+    QColor background() const { return bg_; }
+    QColor laneAlt() const { return laneAlt_; }
+    QColor headerBg() const { return headerBg_; }
+    QColor text() const { return text_; }
+    QColor dimText() const { return dim_; }
+    QColor grid() const { return grid_; }
+    QColor cursor() const { return QColor(230, 60, 60); }
+    QColor selection() const { return dark_ ? QColor(255, 255, 255) : QColor(0, 0, 0); }
+
+    // Allocation bars: log2 of the size on a blue -> green -> orange ramp (256 B .. 16 GiB).
+    QColor sizeColor(uint64_t bytes) const;
+    QColor poolColor(int poolIndex) const;
+    QColor reservedColor(int poolIndex) const { return poolColor(poolIndex); }
+    QColor usedColor(int poolIndex) const;
+
+    QColor syncColor() const { return dark_ ? QColor(140, 170, 255) : QColor(40, 80, 200); }
+    QColor releaseColor() const { return QColor(240, 140, 20); }
+    QColor trimColor() const { return QColor(170, 80, 220); }
+    QColor attributeColor() const { return QColor(20, 170, 160); }
+    QColor knobColor() const { return QColor(220, 60, 170); }
+    QColor failColor() const { return QColor(230, 30, 30); }
+    QColor edgeColor() const { return dark_ ? QColor(230, 230, 230, 150) : QColor(60, 60, 60, 150); }
+    QColor liveMark() const { return QColor(230, 30, 30); }
+
+    static QPalette palette(Theme t); // Fusion-friendly light or dark palette (System: the default)
+
+private:
+    bool dark_ = false;
+    QColor bg_, laneAlt_, headerBg_, text_, dim_, grid_;
+};
+
+} // namespace poolscope::ui

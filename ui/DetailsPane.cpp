@@ -1,0 +1,237 @@
+#include "DetailsPane.h"
+
+#include "EventTableModel.h"
+#include "poolscope/Units.h"
+
+namespace poolscope::ui {
+
+namespace {
+QString qb(uint64_t v) { return QString::fromStdString(formatBytes(v)); }
+QString qd(int64_t ns) { return QString::fromStdString(formatDuration(ns)); }
+QString qn(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+QString row(const QString& k, const QString& v) {
+    return QStringLiteral("<tr><td style='padding-right:12px'><b>%1</b></td><td>%2</td></tr>")
+        .arg(k, v);
+}
+QString bytesExact(uint64_t v) {
+    return QStringLiteral("%1 <span style='color:gray'>(%L2 B)</span>").arg(qb(v)).arg(v);
+}
+} // namespace
+
+DetailsPane::DetailsPane(QWidget* parent) : QTextBrowser(parent) {
+    setOpenLinks(false);
+    setMinimumWidth(220);
+    render();
+}
+
+void DetailsPane::setSnapshot(const TraceSnapshot& s) {
+    snap_ = s;
+    sel_ = {};
+    cursor_ = INT64_MIN;
+    render();
+}
+
+void DetailsPane::showSelection(const Selection& s) {
+    sel_ = s;
+    render();
+}
+
+void DetailsPane::setCursorTime(int64_t t) {
+    if (cursor_ == t) return;
+    cursor_ = t;
+    render();
+}
+
+QString DetailsPane::poolState(uint64_t pool, int64_t t, const QString& when) const {
+    const PoolTimeline* p = snap_.timeline->pool(pool);
+    if (!p) return {};
+    const uint64_t thr = p->releaseThreshold.empty() ? 0 : p->releaseThreshold.valueAt(t);
+    QString s = QStringLiteral("<h4>%1 %2</h4><table>").arg(snap_.layout->poolName(pool), when);
+    s += row(tr("reserved"), qb(p->reserved.valueAt(t)));
+    s += row(tr("used"), qb(p->used.valueAt(t)));
+    s += row(tr("release threshold"), p->releaseThreshold.empty() ? tr("not recorded") : qb(thr));
+    s += row(tr("high watermark so far"), qb(p->reserved.maxIn(snap_.timeline->t0, t + 1)));
+    return s + QStringLiteral("</table>");
+}
+
+QString DetailsPane::traceSummary() const {
+    const Timeline& tl = *snap_.timeline;
+    QString s = QStringLiteral("<h3>%1</h3><table>").arg(snap_.title.toHtmlEscaped());
+    if (!snap_.process.commandLine.empty())
+        s += row(tr("command"), QString::fromStdString(snap_.process.commandLine).toHtmlEscaped());
+    if (!snap_.process.host.empty())
+        s += row(tr("host"), QString::fromStdString(snap_.process.host).toHtmlEscaped());
+    for (const DeviceInfo& d : tl.devices)
+        s += row(tr("GPU %1").arg(d.ordinal),
+                 QString::fromStdString(d.name).toHtmlEscaped() +
+                     (d.totalMemory ? " · " + qb(d.totalMemory) : QString()));
+    s += row(tr("duration"), qd(tl.t1 - tl.t0));
+    s += row(tr("events"), QStringLiteral("%L1").arg(tl.eventCount));
+    s += row(tr("allocations"), QStringLiteral("%L1").arg(tl.allocations.size()));
+    s += row(tr("failed allocations"), QString::number(tl.failed.size()));
+    s += row(tr("never freed"), QString::number(tl.leaks.size()));
+    s += row(tr("pools / streams"),
+             QStringLiteral("%1 / %2").arg(tl.pools.size()).arg(tl.streams.size()));
+    s += QStringLiteral("</table><p style='color:gray'>Click a bar, a marker or a table row for "
+                        "details. Click the ruler to place the replay cursor.</p>");
+    return s;
+}
+
+void DetailsPane::render() {
+    if (!snap_.valid()) {
+        setHtml(tr("<p style='color:gray'>No trace open.</p>"));
+        return;
+    }
+    const Timeline& tl = *snap_.timeline;
+    const LaneLayout& L = *snap_.layout;
+    auto at = [&](int64_t t) {
+        return QStringLiteral("%1 <span style='color:gray'>(%2 of the trace)</span>")
+            .arg(qd(t - tl.t0))
+            .arg(QString::number(100.0 * double(t - tl.t0) / double(std::max<int64_t>(1, tl.t1 - tl.t0)), 'f', 1) + "%");
+    };
+    QString h;
+    uint64_t pool = 0;
+    int64_t when = 0;
+    switch (sel_.kind) {
+    case Selection::Allocation: {
+        if (sel_.index >= tl.allocations.size()) break;
+        const Allocation& a = tl.allocations[sel_.index];
+        h = QStringLiteral("<h3>Allocation of %1</h3><table>").arg(qb(a.size));
+        h += row(tr("size"), bytesExact(a.size));
+        h += row(tr("pointer"), hexHandle(a.ptr));
+        h += row(tr("pool"), L.poolName(a.pool) + " · " + hexHandle(a.pool));
+        h += row(tr("allocated on"), L.streamName(a.allocStream) + " · " + hexHandle(a.allocStream));
+        h += row(tr("allocated at"), at(a.allocTsNs));
+        h += row(tr("API"), qn(allocApiName(AllocApi(a.api))));
+        if (a.live()) {
+            h += row(tr("freed"), tr("<span style='color:#e02020'><b>never</b> (still live at the "
+                                     "end of the trace)</span>"));
+            h += row(tr("lifetime"), tr("≥ %1").arg(qd(tl.t1 - a.allocTsNs)));
+        } else {
+            QString fs = L.streamName(a.freeStream);
+            if (a.freeStream != a.allocStream) fs += tr(" <i>(a different stream)</i>");
+            h += row(tr("freed on"), fs);
+            h += row(tr("freed at"), at(a.freeTsNs));
+            h += row(tr("lifetime"), qd(a.freeTsNs - a.allocTsNs));
+        }
+        h += row(tr("thread"), QString::number(a.tid));
+        h += row(tr("device"), QString::number(a.device));
+        h += row(tr("seq"), QStringLiteral("%1 → %2").arg(a.allocSeq).arg(a.live() ? QStringLiteral("–") : QString::number(a.freeSeq)));
+        h += QStringLiteral("</table>");
+        pool = a.pool;
+        when = a.allocTsNs;
+        break;
+    }
+    case Selection::Marker: {
+        if (sel_.index >= tl.markers.size()) break;
+        const Marker& m = tl.markers[sel_.index];
+        h = QStringLiteral("<h3>%1</h3><table>").arg(qn(eventKindName(m.kind)));
+        h += row(tr("at"), at(m.tsNs));
+        if (m.pool) h += row(tr("pool"), L.poolName(m.pool) + " · " + hexHandle(m.pool));
+        if (m.kind == EventKind::StreamSynchronize) h += row(tr("stream"), L.streamName(m.stream));
+        if (m.kind == EventKind::ImplicitRelease)
+            h += row(tr("pool size after release"), bytesExact(m.value));
+        else if (m.kind == EventKind::PoolTrimTo)
+            h += row(tr("minimum bytes to keep"), bytesExact(m.value));
+        else if (m.kind == EventKind::PoolSetAttribute || m.kind == EventKind::KnobChange)
+            h += row(tr("new value"), bytesExact(m.value));
+        h += row(tr("seq"), QString::number(m.seq));
+        h += QStringLiteral("</table>");
+        pool = m.pool;
+        when = m.tsNs;
+        break;
+    }
+    case Selection::Failed: {
+        if (sel_.index >= tl.failed.size()) break;
+        const FailedAllocation& f = tl.failed[sel_.index];
+        h = QStringLiteral("<h3 style='color:#e02020'>Failed allocation of %1</h3><table>").arg(qb(f.size));
+        h += row(tr("size"), bytesExact(f.size));
+        h += row(tr("CUresult"), QString::number(f.result) +
+                                     (f.result == 2 ? tr(" (out of memory)") : QString()));
+        h += row(tr("stream"), L.streamName(f.stream));
+        if (f.pool) h += row(tr("pool"), L.poolName(f.pool));
+        h += row(tr("at"), at(f.tsNs));
+        h += row(tr("seq"), QString::number(f.seq));
+        h += QStringLiteral("</table>");
+        pool = f.pool;
+        when = f.tsNs;
+        break;
+    }
+    case Selection::Event: {
+        const Event& e = sel_.event;
+        h = QStringLiteral("<h3>%1 event</h3><table>").arg(qn(eventKindName(e.kind)));
+        h += row(tr("at"), at(e.tsNs));
+        h += row(tr("seq"), QString::number(e.seq));
+        const QString info = EventTableModel::describe(e);
+        if (!info.isEmpty()) h += row(tr("meaning"), info);
+        h += row(tr("stream"), L.streamName(e.stream) + " · " + hexHandle(e.stream));
+        if (e.pool) h += row(tr("pool"), L.poolName(e.pool) + " · " + hexHandle(e.pool));
+        if (e.ptr) h += row(tr("pointer / handle"), hexHandle(e.ptr));
+        h += row(tr("size field"), bytesExact(e.size));
+        if (e.aux) h += row(tr("aux field"), QString::number(e.aux));
+        if (e.has(kHasWatermarks)) {
+            h += row(tr("reserved at event"), bytesExact(e.reserved));
+            h += row(tr("used at event"), bytesExact(e.used));
+        }
+        h += row(tr("CUresult"), QString::number(e.result));
+        h += row(tr("thread"), QString::number(e.tid));
+        h += row(tr("device"), QString::number(e.device));
+        if (e.correlation) h += row(tr("CUPTI correlation"), QString::number(e.correlation));
+        h += QStringLiteral("</table>");
+        pool = e.pool;
+        when = e.tsNs;
+        break;
+    }
+    case Selection::Pool: {
+        const PoolTimeline* p = tl.pool(sel_.handle);
+        if (!p) break;
+        h = QStringLiteral("<h3>%1</h3><table>").arg(L.poolName(sel_.handle));
+        h += row(tr("handle"), hexHandle(sel_.handle));
+        h += row(tr("device"), QString::number(p->info.device));
+        h += row(tr("kind"), qn(poolKindName(p->info.kind)));
+        h += row(tr("max size"), p->info.maxSize ? qb(p->info.maxSize) : tr("unlimited"));
+        h += row(tr("peak reserved"), bytesExact(p->peakReserved) + " at " + qd(p->peakReservedTsNs - tl.t0));
+        h += row(tr("peak used"), bytesExact(p->peakUsed) + " at " + qd(p->peakUsedTsNs - tl.t0));
+        h += row(tr("bytes allocated"), qb(p->bytesAllocated));
+        h += row(tr("allocations / frees"), QStringLiteral("%L1 / %L2").arg(p->allocCount).arg(p->freeCount));
+        h += row(tr("live at end"), QStringLiteral("%1 in %2 blocks").arg(qb(p->liveAtEndBytes)).arg(p->liveAtEndCount));
+        h += QStringLiteral("</table>");
+        break;
+    }
+    case Selection::Stream: {
+        const StreamTimeline* s = tl.stream(sel_.handle);
+        h = QStringLiteral("<h3>%1</h3><table>").arg(L.streamName(sel_.handle));
+        h += row(tr("handle"), hexHandle(sel_.handle));
+        if (s) {
+            if (s->info.priorityKnown) h += row(tr("priority"), QString::number(s->info.priority));
+            h += row(tr("peak live"), bytesExact(s->peakLive) + " at " + qd(s->peakLiveTsNs - tl.t0));
+            h += row(tr("bytes allocated"), qb(s->bytesAllocated));
+            h += row(tr("allocations"), QStringLiteral("%L1").arg(s->allocCount));
+            h += row(tr("live at end"), QStringLiteral("%1 in %2 blocks").arg(qb(s->liveAtEndBytes)).arg(s->liveAtEndCount));
+        }
+        h += QStringLiteral("</table>");
+        break;
+    }
+    default:
+        break;
+    }
+    if (h.isEmpty()) h = traceSummary();
+    if (pool && when) h += poolState(pool, when, tr("at that moment"));
+    if (cursor_ != INT64_MIN) {
+        h += QStringLiteral("<h4>At the cursor (%1)</h4><table>").arg(qd(cursor_ - tl.t0));
+        for (const PoolTimeline& p : tl.pools) {
+            QString v = QStringLiteral("reserved %1 · used %2")
+                            .arg(qb(p.reserved.valueAt(cursor_)), qb(p.used.valueAt(cursor_)));
+            if (!p.releaseThreshold.empty())
+                v += QStringLiteral(" · threshold %1").arg(qb(p.releaseThreshold.valueAt(cursor_)));
+            h += row(L.poolName(p.info.handle), v);
+        }
+        for (const StreamTimeline& s : tl.streams)
+            h += row(L.streamName(s.info.handle),
+                     QStringLiteral("live %1").arg(qb(s.liveBytes.valueAt(cursor_))));
+        h += QStringLiteral("</table>");
+    }
+    setHtml(h);
+}
+
+} // namespace poolscope::ui

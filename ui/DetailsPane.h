@@ -1,0 +1,31 @@
+#pragma once
+// Everything about the selected allocation, marker or event: all fields in human units, where it
+// sits in time, and the pool's state at that moment (and at the replay cursor).
+
+#include <QTextBrowser>
+
+#include "Selection.h"
+#include "TraceSnapshot.h"
+
+namespace poolscope::ui {
+
+class DetailsPane : public QTextBrowser {
+    Q_OBJECT
+public:
+    explicit DetailsPane(QWidget* parent = nullptr);
+    void setSnapshot(const TraceSnapshot& s);
+    void showSelection(const Selection& s);
+    void setCursorTime(int64_t t);
+    const Selection& selection() const { return sel_; }
+
+private:
+    void render();
+    QString poolState(uint64_t pool, int64_t t, const QString& when) const;
+    QString traceSummary() const;
+
+    TraceSnapshot snap_;
+    Selection sel_;
+    int64_t cursor_ = INT64_MIN;
+};
+
+} // namespace poolscope::ui

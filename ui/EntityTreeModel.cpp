@@ -1,0 +1,188 @@
+#include "EntityTreeModel.h"
+
+#include <set>
+
+#include "poolscope/Units.h"
+
+namespace poolscope::ui {
+
+namespace {
+QString qb(uint64_t v) { return QString::fromStdString(formatBytes(v)); }
+} // namespace
+
+void EntityTreeModel::resetData(const TraceSnapshot& s) {
+    beginResetModel();
+    snap_ = s;
+    nodes_.clear();
+    roots_.clear();
+    if (s.valid()) {
+        const Timeline& tl = *s.timeline;
+        const LaneLayout& layout = *s.layout;
+        auto add = [&](int parent, Node n) {
+            n.parent = parent;
+            const int idx = int(nodes_.size());
+            if (parent < 0) {
+                n.rowInParent = int(roots_.size());
+                roots_.push_back(idx);
+            } else {
+                n.rowInParent = int(nodes_[size_t(parent)].children.size());
+                nodes_[size_t(parent)].children.push_back(idx);
+            }
+            nodes_.push_back(std::move(n));
+            return idx;
+        };
+        std::set<int> devices;
+        for (const Lane& l : layout.lanes)
+            if (l.kind == LaneKind::Device) devices.insert(l.device);
+        for (size_t li = 0; li < layout.lanes.size(); ++li) {
+            const Lane& l = layout.lanes[li];
+            if (l.kind != LaneKind::Device) continue;
+            Node d;
+            d.cells[Name] = l.subtitle.isEmpty() ? l.title : l.title + " · " + l.subtitle;
+            d.lane = int(li);
+            const int dev = add(-1, d);
+            for (size_t pi = 0; pi < tl.pools.size(); ++pi) {
+                const PoolTimeline& p = tl.pools[pi];
+                if (p.info.device != l.device) continue;
+                Node n;
+                n.kind = Selection::Pool;
+                n.handle = p.info.handle;
+                n.lane = layout.laneOfPool(p.info.handle);
+                n.cells[Name] = layout.poolName(p.info.handle);
+                n.cells[PeakReserved] = qb(p.peakReserved);
+                n.cells[PeakUsed] = qb(p.peakUsed);
+                n.cells[Allocated] = qb(p.bytesAllocated);
+                n.cells[Allocations] = QString::number(p.allocCount);
+                n.cells[LiveAtEnd] = p.liveAtEndCount
+                                         ? QStringLiteral("%1 in %2").arg(qb(p.liveAtEndBytes))
+                                               .arg(p.liveAtEndCount)
+                                         : QStringLiteral("none");
+                n.tooltip = QStringLiteral("pool %1").arg(hexHandle(p.info.handle));
+                add(dev, n);
+            }
+            for (const StreamTimeline& st : tl.streams) {
+                if (st.info.device != l.device &&
+                    !(st.info.device < 0 && l.device == *devices.begin()))
+                    continue;
+                Node n;
+                n.kind = Selection::Stream;
+                n.handle = st.info.handle;
+                n.lane = layout.laneOfStream(st.info.handle);
+                n.cells[Name] = layout.streamName(st.info.handle);
+                n.cells[PeakUsed] = qb(st.peakLive);
+                n.cells[Allocated] = qb(st.bytesAllocated);
+                n.cells[Allocations] = QString::number(st.allocCount);
+                n.cells[LiveAtEnd] = st.liveAtEndCount
+                                         ? QStringLiteral("%1 in %2").arg(qb(st.liveAtEndBytes))
+                                               .arg(st.liveAtEndCount)
+                                         : QStringLiteral("none");
+                n.tooltip = QStringLiteral("stream %1").arg(hexHandle(st.info.handle));
+                add(dev, n);
+            }
+        }
+    }
+    endResetModel();
+}
+
+void EntityTreeModel::setCursorTime(int64_t t) {
+    if (!snap_.valid() || nodes_.empty()) return;
+    const Timeline& tl = *snap_.timeline;
+    for (Node& n : nodes_) {
+        QString v;
+        if (t != INT64_MIN) {
+            if (n.kind == Selection::Pool) {
+                if (const PoolTimeline* p = tl.pool(n.handle))
+                    v = QStringLiteral("R %1 · U %2")
+                            .arg(qb(p->reserved.valueAt(t)), qb(p->used.valueAt(t)));
+            } else if (n.kind == Selection::Stream) {
+                if (const StreamTimeline* s = tl.stream(n.handle))
+                    v = QStringLiteral("live %1").arg(qb(s->liveBytes.valueAt(t)));
+            }
+        }
+        n.cells[AtCursor] = v;
+    }
+    // One dataChanged per parent: the column's cells changed everywhere.
+    if (!roots_.empty()) {
+        emit dataChanged(index(0, AtCursor), index(int(roots_.size()) - 1, AtCursor));
+        for (size_t r = 0; r < roots_.size(); ++r) {
+            const Node& root = nodes_[size_t(roots_[r])];
+            if (root.children.empty()) continue;
+            const QModelIndex parent = index(int(r), 0);
+            emit dataChanged(index(0, AtCursor, parent),
+                             index(int(root.children.size()) - 1, AtCursor, parent));
+        }
+    }
+}
+
+Selection EntityTreeModel::selectionFor(const QModelIndex& idx) const {
+    if (!idx.isValid()) return {};
+    const Node& n = nodes_[size_t(idx.internalId())];
+    if (n.kind == Selection::Pool || n.kind == Selection::Stream) return {n.kind, 0, n.handle, {}};
+    return {};
+}
+
+QModelIndex EntityTreeModel::indexFor(Selection::Kind kind, uint64_t handle) const {
+    for (size_t i = 0; i < nodes_.size(); ++i)
+        if (nodes_[i].kind == kind && nodes_[i].handle == handle)
+            return createIndex(nodes_[i].rowInParent, 0, quintptr(i));
+    return {};
+}
+
+QModelIndex EntityTreeModel::index(int row, int column, const QModelIndex& parent) const {
+    if (row < 0 || column < 0 || column >= ColumnCount) return {};
+    const std::vector<int>& list =
+        parent.isValid() ? nodes_[size_t(parent.internalId())].children : roots_;
+    if (parent.isValid() && parent.column() != 0) return {};
+    if (size_t(row) >= list.size()) return {};
+    return createIndex(row, column, quintptr(list[size_t(row)]));
+}
+
+QModelIndex EntityTreeModel::parent(const QModelIndex& child) const {
+    if (!child.isValid()) return {};
+    const int p = nodes_[size_t(child.internalId())].parent;
+    if (p < 0) return {};
+    return createIndex(nodes_[size_t(p)].rowInParent, 0, quintptr(p));
+}
+
+int EntityTreeModel::rowCount(const QModelIndex& parent) const {
+    if (!parent.isValid()) return int(roots_.size());
+    if (parent.column() != 0) return 0;
+    return int(nodes_[size_t(parent.internalId())].children.size());
+}
+
+int EntityTreeModel::columnCount(const QModelIndex&) const { return ColumnCount; }
+
+QVariant EntityTreeModel::data(const QModelIndex& idx, int role) const {
+    if (!idx.isValid()) return {};
+    const Node& n = nodes_[size_t(idx.internalId())];
+    switch (role) {
+    case Qt::DisplayRole: return n.cells[idx.column()];
+    case Qt::ToolTipRole: return n.tooltip.isEmpty() ? QVariant() : QVariant(n.tooltip);
+    case LaneRole: return n.lane;
+    case HandleRole: return QVariant::fromValue<qulonglong>(n.handle);
+    case Qt::TextAlignmentRole:
+        return idx.column() == Name ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+    default: return {};
+    }
+}
+
+QVariant EntityTreeModel::headerData(int section, Qt::Orientation o, int role) const {
+    if (o != Qt::Horizontal) return {};
+    static const char* kNames[] = {"Pool / stream", "Peak reserved", "Peak used / live",
+                                   "Allocated",     "Allocs",        "Live at end",
+                                   "At cursor"};
+    static const char* kTips[] = {
+        "Device, its pools and its streams",
+        "Highest reserved memory of the pool (memory taken from the device)",
+        "Pool: highest used memory. Stream: highest bytes allocated on it and not yet freed",
+        "Total bytes allocated",
+        "Number of successful allocations",
+        "Bytes and blocks never freed by the end of the trace",
+        "State at the replay cursor: reserved (R) / used (U), or a stream's live bytes"};
+    if (section < 0 || section >= ColumnCount) return {};
+    if (role == Qt::DisplayRole) return tr(kNames[section]);
+    if (role == Qt::ToolTipRole) return tr(kTips[section]);
+    return {};
+}
+
+} // namespace poolscope::ui

@@ -1,0 +1,52 @@
+#pragma once
+// Pools & streams tree: device > pools, device > streams, with each entity's statistics from the
+// Timeline. Thin: the rows are built in resetData; data() reads one precomputed value.
+
+#include <QAbstractItemModel>
+#include <memory>
+#include <vector>
+
+#include "Selection.h"
+#include "TraceSnapshot.h"
+
+namespace poolscope::ui {
+
+class EntityTreeModel : public QAbstractItemModel {
+    Q_OBJECT
+public:
+    enum Column { Name, PeakReserved, PeakUsed, Allocated, Allocations, LiveAtEnd, AtCursor,
+                  ColumnCount };
+    enum Role { LaneRole = Qt::UserRole + 1, HandleRole };
+
+    using QAbstractItemModel::QAbstractItemModel;
+
+    void resetData(const TraceSnapshot& s);
+    // Fills the "At cursor" column (INT64_MIN clears it). Cheap: one step lookup per entity.
+    void setCursorTime(int64_t t);
+    Selection selectionFor(const QModelIndex& index) const;
+    QModelIndex indexFor(Selection::Kind kind, uint64_t handle) const;
+
+    QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+    QModelIndex parent(const QModelIndex& child) const override;
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+private:
+    struct Node {
+        int parent = -1; // node index, -1 for top level
+        int rowInParent = 0;
+        std::vector<int> children;
+        Selection::Kind kind = Selection::None; // None = device / group
+        uint64_t handle = 0;
+        int lane = -1;
+        QString cells[ColumnCount];
+        QString tooltip;
+    };
+    std::vector<Node> nodes_;
+    std::vector<int> roots_;
+    TraceSnapshot snap_;
+};
+
+} // namespace poolscope::ui

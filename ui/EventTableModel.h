@@ -1,0 +1,41 @@
+#pragma once
+// Thin table model over an immutable vector of poolscope::Event (the result of an event query).
+// data() only formats one field of one event; the filtering happened in the query job.
+
+#include <QAbstractTableModel>
+#include <memory>
+#include <vector>
+
+#include "LaneLayout.h"
+#include "poolscope/Event.h"
+
+namespace poolscope::ui {
+
+class EventTableModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { Seq, Time, Kind, Stream, Pool, Size, Pointer, Result, Thread, Info, ColumnCount };
+    enum Role { EventSeqRole = Qt::UserRole + 1, EventTimeRole };
+
+    using QAbstractTableModel::QAbstractTableModel;
+
+    // traceT0: times are shown relative to it. layout: names pools and streams as the timeline does.
+    void resetData(std::shared_ptr<const std::vector<Event>> events, int64_t traceT0,
+                   std::shared_ptr<const LaneLayout> layout);
+    const Event* eventAt(int row) const;
+    int rowOfSeq(uint64_t seq) const; // -1 when not loaded
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+    static QString describe(const Event& e); // the Info column: what this kind's values mean
+
+private:
+    std::shared_ptr<const std::vector<Event>> events_ = std::make_shared<std::vector<Event>>();
+    std::shared_ptr<const LaneLayout> layout_;
+    int64_t t0_ = 0;
+};
+
+} // namespace poolscope::ui

@@ -1,0 +1,247 @@
+#include "EventsPanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QTableView>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "poolscope/Units.h"
+
+namespace poolscope::ui {
+
+namespace {
+struct KindGroup {
+    const char* name;
+    std::vector<EventKind> kinds;
+};
+const std::vector<KindGroup>& kindGroups() {
+    static const std::vector<KindGroup> g = {
+        {"Allocations", {EventKind::Alloc}},
+        {"Frees", {EventKind::Free}},
+        {"Synchronizations",
+         {EventKind::StreamSynchronize, EventKind::EventSynchronize, EventKind::ContextSynchronize}},
+        {"Event record / stream wait", {EventKind::EventRecord, EventKind::StreamWaitEvent}},
+        {"Releases and trims", {EventKind::ImplicitRelease, EventKind::PoolTrimTo}},
+        {"Attribute and knob changes", {EventKind::PoolSetAttribute, EventKind::KnobChange}},
+        {"Pool and stream lifetime",
+         {EventKind::PoolCreate, EventKind::PoolDestroy, EventKind::DeviceSetMempool,
+          EventKind::StreamCreate, EventKind::StreamDestroy, EventKind::PoolSetAccess}},
+        {"IPC export / import",
+         {EventKind::PoolExport, EventKind::PoolImport, EventKind::PointerExport,
+          EventKind::PointerImport}},
+    };
+    return g;
+}
+} // namespace
+
+EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
+    model_ = new EventTableModel(this);
+    view_ = new QTableView(this);
+    view_->setModel(model_);
+    view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view_->setSelectionMode(QAbstractItemView::SingleSelection);
+    view_->setAlternatingRowColors(true);
+    view_->verticalHeader()->hide();
+    view_->verticalHeader()->setDefaultSectionSize(view_->fontMetrics().height() + 4);
+    view_->horizontalHeader()->setStretchLastSection(true);
+    view_->setWordWrap(false);
+    // Fixed widths: ResizeToContents would measure every row of a 200k-row model.
+    const int cw = view_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+    const int widths[] = {9, 10, 16, 10, 16, 10, 15, 8, 8};
+    for (int i = 0; i < 9; ++i) view_->setColumnWidth(i, widths[i] * cw + 12);
+
+    kindButton_ = new QToolButton(this);
+    kindButton_->setText(tr("Kinds"));
+    kindButton_->setPopupMode(QToolButton::InstantPopup);
+    kindMenu_ = new QMenu(kindButton_);
+    for (const KindGroup& g : kindGroups()) {
+        QAction* a = kindMenu_->addAction(tr(g.name));
+        a->setCheckable(true);
+        a->setChecked(true);
+        connect(a, &QAction::toggled, this, &EventsPanel::scheduleQuery);
+    }
+    kindMenu_->addSeparator();
+    QAction* failed = kindMenu_->addAction(tr("Failed calls only"));
+    failed->setCheckable(true);
+    failed->setObjectName("failedOnly");
+    connect(failed, &QAction::toggled, this, &EventsPanel::scheduleQuery);
+    kindButton_->setMenu(kindMenu_);
+
+    streamBox_ = new QComboBox(this);
+    poolBox_ = new QComboBox(this);
+    minSize_ = new QLineEdit(this);
+    maxSize_ = new QLineEdit(this);
+    minSize_->setPlaceholderText(tr("min size, e.g. 1MiB"));
+    maxSize_->setPlaceholderText(tr("max size"));
+    minSize_->setMaximumWidth(130);
+    maxSize_->setMaximumWidth(110);
+    follow_ = new QCheckBox(tr("Only the visible time range"), this);
+    follow_->setChecked(true);
+    follow_->setToolTip(tr("Show only events inside the timeline's visible range; zoom the "
+                           "timeline to narrow the time range."));
+    status_ = new QLabel(this);
+
+    auto* bar = new QHBoxLayout;
+    bar->setContentsMargins(0, 0, 0, 0);
+    bar->addWidget(kindButton_);
+    bar->addWidget(new QLabel(tr("Stream:"), this));
+    bar->addWidget(streamBox_);
+    bar->addWidget(new QLabel(tr("Pool:"), this));
+    bar->addWidget(poolBox_);
+    bar->addWidget(new QLabel(tr("Size:"), this));
+    bar->addWidget(minSize_);
+    bar->addWidget(maxSize_);
+    bar->addWidget(follow_);
+    bar->addStretch(1);
+    bar->addWidget(status_);
+    auto* lay = new QVBoxLayout(this);
+    lay->setContentsMargins(2, 2, 2, 2);
+    lay->addLayout(bar);
+    lay->addWidget(view_);
+
+    debounce_.setSingleShot(true);
+    debounce_.setInterval(150);
+    connect(&debounce_, &QTimer::timeout, this, &EventsPanel::runQuery);
+    connect(streamBox_, &QComboBox::currentIndexChanged, this, &EventsPanel::scheduleQuery);
+    connect(poolBox_, &QComboBox::currentIndexChanged, this, &EventsPanel::scheduleQuery);
+    connect(minSize_, &QLineEdit::editingFinished, this, &EventsPanel::scheduleQuery);
+    connect(maxSize_, &QLineEdit::editingFinished, this, &EventsPanel::scheduleQuery);
+    connect(follow_, &QCheckBox::toggled, this, &EventsPanel::scheduleQuery);
+    connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& cur) {
+                if (const Event* e = model_->eventAt(cur.row())) emit eventSelected(*e);
+            });
+    connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& idx) {
+        if (const Event* e = model_->eventAt(idx.row())) emit eventActivated(*e);
+    });
+}
+
+EventsPanel::~EventsPanel() {
+    for (auto& j : jobs_) j->cancel = true;
+    for (auto& j : jobs_) j->future.waitForFinished();
+}
+
+void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
+    snap_ = s;
+    provider_ = std::move(provider);
+    visible0_ = INT64_MIN;
+    visible1_ = INT64_MAX;
+    rebuildFilterChoices();
+    model_->resetData({}, s.timeline ? s.timeline->t0 : 0, s.layout);
+    scheduleQuery();
+}
+
+void EventsPanel::clear() { setSource({}, {}); }
+
+void EventsPanel::rebuildFilterChoices() {
+    const QSignalBlocker b1(streamBox_), b2(poolBox_);
+    streamBox_->clear();
+    poolBox_->clear();
+    streamBox_->addItem(tr("all"));
+    poolBox_->addItem(tr("all"));
+    if (!snap_.valid()) return;
+    for (const StreamTimeline& st : snap_.timeline->streams)
+        streamBox_->addItem(snap_.layout->streamName(st.info.handle),
+                            QVariant::fromValue<qulonglong>(st.info.handle));
+    for (const PoolTimeline& pt : snap_.timeline->pools)
+        poolBox_->addItem(snap_.layout->poolName(pt.info.handle),
+                          QVariant::fromValue<qulonglong>(pt.info.handle));
+}
+
+void EventsPanel::setVisibleRange(int64_t t0, int64_t t1) {
+    visible0_ = t0;
+    visible1_ = t1;
+    if (follow_->isChecked()) scheduleQuery();
+}
+
+EventFilter EventsPanel::filter() const {
+    EventFilter f;
+    uint32_t mask = 0;
+    const auto actions = kindMenu_->actions();
+    const auto& groups = kindGroups();
+    for (size_t i = 0; i < groups.size() && i < size_t(actions.size()); ++i)
+        if (actions[qsizetype(i)]->isChecked())
+            for (EventKind k : groups[i].kinds) mask |= EventFilter::bit(k);
+    f.kindMask = mask;
+    for (QAction* a : actions)
+        if (a->objectName() == "failedOnly") f.failedOnly = a->isChecked();
+    if (streamBox_->currentIndex() > 0) f.stream = streamBox_->currentData().toULongLong();
+    if (poolBox_->currentIndex() > 0) f.pool = poolBox_->currentData().toULongLong();
+    uint64_t v = 0;
+    if (!minSize_->text().trimmed().isEmpty() && parseBytes(minSize_->text().toStdString(), v))
+        f.minSize = v;
+    if (!maxSize_->text().trimmed().isEmpty() && parseBytes(maxSize_->text().toStdString(), v))
+        f.maxSize = v;
+    if (follow_->isChecked()) {
+        f.t0 = visible0_;
+        f.t1 = visible1_;
+    }
+    return f;
+}
+
+void EventsPanel::scheduleQuery() { debounce_.start(); }
+
+void EventsPanel::runQuery() {
+    if (running_) running_->cancel = true;
+    std::erase_if(jobs_, [](const std::shared_ptr<Job>& j) { return j->future.isFinished(); });
+    if (!provider_ || !snap_.valid()) {
+        running_.reset();
+        status_->clear();
+        return;
+    }
+    auto job = std::make_shared<Job>();
+    job->generation = ++generation_;
+    running_ = job;
+    jobs_.push_back(job);
+    status_->setText(tr("querying…"));
+    const EventFilter f = filter();
+    job->future = QtConcurrent::run([this, job, f, provider = provider_] {
+        auto result = std::make_shared<EventQueryResult>(provider(f, kRowCap, job->cancel));
+        if (job->cancel) return;
+        QMetaObject::invokeMethod(
+            this,
+            [this, g = job->generation, result] {
+                if (!running_ || running_->generation != g) return; // stale
+                running_.reset();
+                const uint64_t selSeq = [&]() -> uint64_t {
+                    const Event* e = model_->eventAt(view_->currentIndex().row());
+                    return e ? e->seq : ~0ull;
+                }();
+                auto events = std::make_shared<const std::vector<Event>>(std::move(result->events));
+                model_->resetData(events, snap_.timeline->t0, snap_.layout);
+                if (selSeq != ~0ull) {
+                    const int r = model_->rowOfSeq(selSeq);
+                    if (r >= 0) {
+                        const QSignalBlocker b(view_->selectionModel());
+                        view_->selectRow(r);
+                    }
+                }
+                QString text = result->error.isEmpty()
+                                   ? tr("%L1 events").arg(events->size())
+                                   : tr("error: %1").arg(result->error);
+                if (result->truncated)
+                    text = tr("first %L1 matching events; zoom in or filter to see the rest")
+                               .arg(events->size());
+                status_->setText(text);
+                emit queryFinished(int(events->size()));
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void EventsPanel::selectSeq(uint64_t seq) {
+    const int r = model_->rowOfSeq(seq);
+    if (r < 0) return;
+    const QSignalBlocker b(view_->selectionModel());
+    view_->selectRow(r);
+    view_->scrollTo(model_->index(r, 0), QAbstractItemView::PositionAtCenter);
+}
+
+} // namespace poolscope::ui

@@ -1,0 +1,79 @@
+#pragma once
+// The events table with its filter bar. Queries run off the UI thread through an EventProvider;
+// each query carries a generation number and stale answers are dropped.
+
+#include <QFuture>
+#include <QTimer>
+#include <QWidget>
+#include <atomic>
+#include <memory>
+
+#include "EventFilter.h"
+#include "EventTableModel.h"
+#include "TraceSnapshot.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QTableView;
+class QToolButton;
+class QMenu;
+
+namespace poolscope::ui {
+
+class EventsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit EventsPanel(QWidget* parent = nullptr);
+    ~EventsPanel() override;
+
+    void setSource(const TraceSnapshot& s, EventProvider provider);
+    void clear();
+    // The timeline's visible range; followed while "Follow timeline" is checked.
+    void setVisibleRange(int64_t t0, int64_t t1);
+    void selectSeq(uint64_t seq); // selects and scrolls to the event if it is loaded
+    EventFilter filter() const;
+    EventTableModel* model() const { return model_; }
+    QTableView* view() const { return view_; }
+    bool queryRunning() const { return running_ != nullptr; }
+
+    static constexpr size_t kRowCap = 200000;
+
+signals:
+    void eventSelected(const poolscope::Event& e);
+    void eventActivated(const poolscope::Event& e); // double-click: jump there
+    void queryFinished(int rows);
+
+private:
+    void scheduleQuery();
+    void runQuery();
+    void rebuildFilterChoices();
+
+    struct Job {
+        quint64 generation = 0;
+        std::atomic<bool> cancel{false};
+        QFuture<void> future;
+    };
+
+    EventTableModel* model_;
+    QTableView* view_;
+    QToolButton* kindButton_;
+    QMenu* kindMenu_;
+    QComboBox* streamBox_;
+    QComboBox* poolBox_;
+    QLineEdit* minSize_;
+    QLineEdit* maxSize_;
+    QCheckBox* follow_;
+    QLabel* status_;
+    QTimer debounce_;
+
+    TraceSnapshot snap_;
+    EventProvider provider_;
+    int64_t visible0_ = INT64_MIN, visible1_ = INT64_MAX;
+    quint64 generation_ = 0;
+    std::shared_ptr<Job> running_;
+    std::vector<std::shared_ptr<Job>> jobs_;
+};
+
+} // namespace poolscope::ui

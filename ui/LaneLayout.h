@@ -1,0 +1,64 @@
+#pragma once
+// The timeline's lane structure, computed once per Timeline off the UI thread: lanes grouped
+// device > pool > stream, allocations packed into non-overlapping rows per lane, and markers
+// split per lane. Painting then only does binary searches over these vectors.
+
+#include <QString>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "poolscope/Timeline.h"
+
+namespace poolscope::ui {
+
+enum class LaneKind { Device, Pool, Stream };
+
+struct Lane {
+    LaneKind kind = LaneKind::Stream;
+    int device = -1;
+    int poolIndex = -1;   // into Timeline::pools (Pool lanes, and Stream lanes under a pool)
+    int streamIndex = -1; // into Timeline::streams (-1 when the stream has no entity record)
+    uint64_t pool = 0;
+    uint64_t stream = 0;
+    int firstRow = 0; // into LaneLayout::rows
+    int rowCount = 0;
+    std::vector<uint32_t> markers; // indices into Timeline::markers, by time
+    std::vector<uint32_t> failed;  // indices into Timeline::failed, by time
+    QString title;
+    QString subtitle;
+};
+
+class LaneLayout {
+public:
+    // Returns nullptr when cancelled.
+    static std::shared_ptr<const LaneLayout> build(const Timeline& tl,
+                                                   const std::atomic<bool>* cancel = nullptr);
+
+    std::vector<Lane> lanes;
+    // Allocation indices per row, ordered by alloc time; allocations in one row never overlap,
+    // so they are ordered by free time too (which is what makes culling a binary search).
+    std::vector<std::vector<uint32_t>> rows;
+    std::vector<int32_t> rowOfAlloc; // row of each allocation
+    std::vector<int32_t> laneOfRow;
+
+    int laneOfStream(uint64_t stream) const; // first lane of the stream, -1 if none
+    int laneOfPool(uint64_t pool) const;
+    int laneOf(uint64_t pool, uint64_t stream) const;
+
+    // Short, stable names: "pool #1 (default)", "stream #2". Numbered in lane order.
+    QString poolName(uint64_t pool) const;
+    QString streamName(uint64_t stream) const;
+
+private:
+    std::unordered_map<uint64_t, int> streamLane_, poolLane_;
+    std::map<std::pair<uint64_t, uint64_t>, int> pairLane_;
+    std::unordered_map<uint64_t, QString> poolNames_, streamNames_;
+};
+
+QString hexHandle(uint64_t h);
+
+} // namespace poolscope::ui

@@ -1,0 +1,446 @@
+#include "MainWindow.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QStyleFactory>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "AppPaths.h"
+#include "DetailsPane.h"
+#include "EntityTreeModel.h"
+#include "EventsPanel.h"
+#include "ReplayBar.h"
+#include "TimelineWidget.h"
+#include "TraceLoader.h"
+#include "WatermarkPlot.h"
+#include "poolscope/Units.h"
+
+namespace poolscope::ui {
+
+namespace {
+constexpr int kMaxRecent = 10;
+
+// The allocation an alloc or free event belongs to, or -1.
+int64_t allocationOf(const Timeline& tl, const Event& e) {
+    if (e.kind == EventKind::Alloc) {
+        auto it = std::lower_bound(tl.allocations.begin(), tl.allocations.end(), e.seq,
+                                   [](const Allocation& a, uint64_t s) { return a.allocSeq < s; });
+        if (it != tl.allocations.end() && it->allocSeq == e.seq) return it - tl.allocations.begin();
+    } else if (e.kind == EventKind::Free) {
+        for (size_t i = 0; i < tl.allocations.size(); ++i)
+            if (tl.allocations[i].freeSeq == e.seq && tl.allocations[i].ptr == e.ptr)
+                return int64_t(i);
+    }
+    return -1;
+}
+} // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+    setWindowTitle(tr("PoolScope"));
+    setAcceptDrops(true);
+    loader_ = new TraceLoader(this);
+
+    timeline_ = new TimelineWidget(this);
+    plot_ = new WatermarkPlot(this);
+    plot_->setHorizontalMargins(timeline_->labelWidth(), timeline_->rightPad());
+    replay_ = new ReplayBar(this);
+    splitter_ = new QSplitter(Qt::Vertical, this);
+    splitter_->addWidget(timeline_);
+    splitter_->addWidget(plot_);
+    splitter_->setStretchFactor(0, 3);
+    splitter_->setStretchFactor(1, 2);
+    auto* central = new QWidget(this);
+    auto* cl = new QVBoxLayout(central);
+    cl->setContentsMargins(0, 0, 0, 0);
+    cl->setSpacing(0);
+    cl->addWidget(replay_);
+    cl->addWidget(splitter_, 1);
+    setCentralWidget(central);
+
+    events_ = new EventsPanel(this);
+    auto* eventsDock = new QDockWidget(tr("Events"), this);
+    eventsDock->setObjectName("eventsDock");
+    eventsDock->setWidget(events_);
+    addDockWidget(Qt::BottomDockWidgetArea, eventsDock);
+
+    treeModel_ = new EntityTreeModel(this);
+    tree_ = new QTreeView(this);
+    tree_->setModel(treeModel_);
+    tree_->setUniformRowHeights(true);
+    tree_->setAlternatingRowColors(true);
+    tree_->header()->setStretchLastSection(true);
+    auto* treeDock = new QDockWidget(tr("Pools && streams"), this);
+    treeDock->setObjectName("treeDock");
+    treeDock->setWidget(tree_);
+    addDockWidget(Qt::RightDockWidgetArea, treeDock);
+
+    details_ = new DetailsPane(this);
+    auto* detailsDock = new QDockWidget(tr("Details"), this);
+    detailsDock->setObjectName("detailsDock");
+    detailsDock->setWidget(details_);
+    addDockWidget(Qt::RightDockWidgetArea, detailsDock);
+    resizeDocks({treeDock, detailsDock}, {460, 460}, Qt::Horizontal);
+    resizeDocks({eventsDock}, {220}, Qt::Vertical);
+
+    statusLabel_ = new QLabel(this);
+    summaryLabel_ = new QLabel(this);
+    progress_ = new QProgressBar(this);
+    progress_->setRange(0, 100);
+    progress_->setMaximumWidth(220);
+    progress_->setFormat(tr("%p%"));
+    progress_->hide();
+    cancelButton_ = new QPushButton(tr("Cancel"), this);
+    cancelButton_->hide();
+    statusBar()->addWidget(statusLabel_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancelButton_);
+    statusBar()->addPermanentWidget(summaryLabel_);
+
+    // Linking: every view reports to this window, which fans out.
+    connect(timeline_, &TimelineWidget::viewRangeChanged, this, [this](qint64 a, qint64 b) {
+        plot_->setViewRange(a, b);
+        events_->setVisibleRange(a, b);
+    });
+    connect(plot_, &WatermarkPlot::viewRangeRequested, timeline_, &TimelineWidget::setViewRange);
+    connect(timeline_, &TimelineWidget::selectionChanged, this,
+            [this](const Selection& s) { onSelection(s, timeline_); });
+    connect(events_, &EventsPanel::eventSelected, this, [this](const Event& e) {
+        onSelection({Selection::Event, 0, 0, e}, events_);
+    });
+    connect(events_, &EventsPanel::eventActivated, this, [this](const Event& e) {
+        onSelection({Selection::Event, 0, 0, e}, events_);
+        if (!snap_.valid()) return;
+        const int64_t span = timeline_->viewEnd() - timeline_->viewStart();
+        const int64_t trace = std::max<int64_t>(1, snap_.timeline->t1 - snap_.timeline->t0);
+        if (timeline_->selection().kind == Selection::Allocation) timeline_->zoomToSelection();
+        else if (span > trace / 20) {
+            const int64_t s = std::max<int64_t>(trace / 100, 2000);
+            timeline_->setViewRange(e.tsNs - s / 2, e.tsNs + s / 2);
+        } else timeline_->centerOn(e.tsNs);
+    });
+    connect(tree_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& cur) {
+                onSelection(treeModel_->selectionFor(cur.siblingAtColumn(0)), tree_);
+            });
+    connect(timeline_, &TimelineWidget::cursorRequested, replay_, &ReplayBar::setCursor);
+    connect(plot_, &WatermarkPlot::cursorRequested, replay_, &ReplayBar::setCursor);
+    connect(replay_, &ReplayBar::cursorChanged, this, [this](qint64 t) { setCursorTime(t); });
+
+    connect(loader_, &TraceLoader::started, this, [this](const QString& path) {
+        showStatus(tr("Loading %1…").arg(QFileInfo(path).fileName()));
+        progress_->setValue(0);
+        progress_->show();
+        cancelButton_->show();
+    });
+    connect(loader_, &TraceLoader::progress, this, [this](int pct, const QString& phase) {
+        progress_->setValue(pct);
+        progress_->setFormat(phase + QStringLiteral(" %p%"));
+    });
+    connect(loader_, &TraceLoader::loaded, this, &MainWindow::onLoaded);
+    connect(loader_, &TraceLoader::failed, this, &MainWindow::onFailed);
+    connect(loader_, &TraceLoader::cancelled, this, [this](const QString& path) {
+        progress_->hide();
+        cancelButton_->hide();
+        showStatus(tr("Loading %1 cancelled.").arg(QFileInfo(path).fileName()));
+    });
+    connect(cancelButton_, &QPushButton::clicked, loader_, &TraceLoader::cancel);
+
+    buildMenus();
+    QSettings st;
+    restoreGeometry(st.value("window/geometry").toByteArray());
+    restoreState(st.value("window/state").toByteArray());
+    splitter_->restoreState(st.value("window/splitter").toByteArray());
+    if (st.value("view/colorByPool").toBool()) colorByPool_->trigger();
+    setTheme(Theme(st.value("view/theme", int(Theme::System)).toInt()));
+    if (!st.contains("window/geometry")) resize(1600, 1000);
+    showStatus(tr("Open a .poolscope trace with File > Open, or drop one on the window."));
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
+        QSettings st;
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open trace"), st.value("files/lastDir").toString(),
+            tr("PoolScope traces (*.poolscope);;All files (*)"));
+        if (!path.isEmpty()) openFile(path);
+    });
+    recentMenu_ = file->addMenu(tr("Open &Recent"));
+    file->addAction(tr("Open the Bundled &Sample"), this, [this] {
+        const QString sample = bundledSampleTrace();
+        if (sample.isEmpty()) showStatus(tr("No bundled sample trace is installed."));
+        else {
+            pendingBundled_ = true;
+            loader_->load(sample);
+        }
+    });
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    rebuildRecentMenu();
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), timeline_,
+                    &TimelineWidget::fitAll);
+    view->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, this, [this] {
+        timeline_->zoomBy(1.5, (timeline_->viewStart() + timeline_->viewEnd()) / 2);
+    });
+    view->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, this, [this] {
+        timeline_->zoomBy(1 / 1.5, (timeline_->viewStart() + timeline_->viewEnd()) / 2);
+    });
+    view->addAction(tr("Zoom to &Selection"), QKeySequence(Qt::CTRL | Qt::Key_E), timeline_,
+                    &TimelineWidget::zoomToSelection);
+    view->addSeparator();
+    auto* colors = new QActionGroup(this);
+    colorBySize_ = view->addAction(tr("Colour Bars by &Size"));
+    colorByPool_ = view->addAction(tr("Colour Bars by &Pool"));
+    for (QAction* a : {colorBySize_, colorByPool_}) {
+        a->setCheckable(true);
+        colors->addAction(a);
+    }
+    colorBySize_->setChecked(true);
+    connect(colorBySize_, &QAction::triggered, this,
+            [this] { timeline_->setBarColoring(BarColoring::BySize); });
+    connect(colorByPool_, &QAction::triggered, this,
+            [this] { timeline_->setBarColoring(BarColoring::ByPool); });
+    QMenu* theme = view->addMenu(tr("&Theme"));
+    auto* themes = new QActionGroup(this);
+    const char* names[] = {"System", "Light", "Dark"};
+    for (int i = 0; i < 3; ++i) {
+        QAction* a = theme->addAction(tr(names[i]));
+        a->setCheckable(true);
+        themes->addAction(a);
+        themeActions_ << a;
+        connect(a, &QAction::triggered, this, [this, i] { setTheme(Theme(i)); });
+    }
+    view->addSeparator();
+    for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+
+    QMenu* replay = menuBar()->addMenu(tr("&Replay"));
+    replay->addAction(tr("&Play / Pause"), QKeySequence(Qt::Key_Space), this,
+                      [this] { replay_->playing() ? replay_->pause() : replay_->play(); });
+    replay->addAction(tr("&Remove Cursor"), this, [this] { replay_->clearCursor(); });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Mouse and Keys"), this, [this] {
+        QMessageBox::information(
+            this, tr("Mouse and keys"),
+            tr("<b>Timeline</b><br>Wheel: zoom at the pointer · Drag: pan · Shift+wheel: scroll "
+               "lanes<br>Right-drag or Shift+drag: zoom to the marked range<br>"
+               "Click: select · Double-click: zoom to it · Double-click empty space: fit all<br>"
+               "Click the time ruler: place the replay cursor<br>"
+               "Keys: + / − zoom, ← / → pan, Home or F fit all, Z zoom to selection, Esc "
+               "clear<br><br><b>Watermarks</b><br>Drag: pan · Wheel: zoom · Click: place the "
+               "cursor<br><br><b>Events</b><br>Double-click a row: jump there on the timeline"));
+    });
+    help->addAction(tr("&About PoolScope"), this, [this] {
+        QMessageBox::about(this, tr("About PoolScope"),
+                           tr("<b>PoolScope %1</b><br>Visual memory profiler for CUDA's "
+                              "stream-ordered allocator (cudaMallocAsync and memory pools).")
+                               .arg(QStringLiteral(POOLSCOPE_VERSION)));
+    });
+}
+
+void MainWindow::setTheme(Theme t) {
+    theme_ = t;
+    if (t != Theme::System) QApplication::setStyle(QStyleFactory::create("Fusion"));
+    QApplication::setPalette(ColorScheme::palette(t));
+    if (themeActions_.size() == 3) themeActions_[int(t)]->setChecked(true);
+}
+
+void MainWindow::openFile(const QString& path) {
+    pendingBundled_ = false;
+    loader_->load(path);
+}
+
+void MainWindow::openDefault() {
+    const QString sample = bundledSampleTrace();
+    if (sample.isEmpty()) {
+        showStatus(tr("No trace open and no bundled sample installed. Open a .poolscope trace "
+                      "with File > Open, or record one with 'poolscope record'."));
+        return;
+    }
+    pendingBundled_ = true;
+    loader_->load(sample);
+}
+
+void MainWindow::onLoaded(const TraceSnapshot& loaded) {
+    progress_->hide();
+    cancelButton_->hide();
+    TraceSnapshot s = loaded;
+    s.bundledSample = pendingBundled_;
+    pendingBundled_ = false;
+    setSnapshot(s);
+    setEventProvider(fileEventProvider(s.path, s.timeline->t0, s.timeline->t1,
+                                       s.timeline->eventCount));
+    if (!s.bundledSample) addRecent(s.path);
+    QSettings().setValue("files/lastDir", QFileInfo(s.path).absolutePath());
+    const Timeline& tl = *s.timeline;
+    QString gpu = tl.devices.empty() ? tr("a GPU") : QString::fromStdString(tl.devices[0].name);
+    if (s.bundledSample)
+        showStatus(tr("Showing the bundled sample trace %1, recorded on %2. Open your own trace "
+                      "with File > Open or drop one here.")
+                       .arg(s.title, gpu));
+    else
+        showStatus(tr("Opened %1.").arg(s.path));
+    emit snapshotShown();
+}
+
+void MainWindow::onFailed(const QString& path, const QString& message) {
+    progress_->hide();
+    cancelButton_->hide();
+    showStatus(tr("Could not open %1.").arg(QFileInfo(path).fileName()));
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Cannot open trace"),
+                                tr("PoolScope could not open\n%1\n\n%2").arg(path, message),
+                                QMessageBox::Ok, this);
+    box->setObjectName("loadErrorBox");
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open(); // window-modal but not a nested event loop: loading stays asynchronous
+    emit loadFailed(message);
+}
+
+void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
+    snap_ = s;
+    timeline_->setSnapshot(s, keepView);
+    plot_->setSnapshot(s);
+    plot_->setViewRange(timeline_->viewStart(), timeline_->viewEnd());
+    treeModel_->resetData(s);
+    tree_->expandAll();
+    for (int c = 0; c < EntityTreeModel::ColumnCount - 1; ++c) tree_->resizeColumnToContents(c);
+    details_->setSnapshot(s);
+    if (!keepView) {
+        replay_->setRange(s.valid() ? s.timeline->t0 : 0, s.valid() ? s.timeline->t1 : 1);
+        events_->setSource(s, {});
+    }
+    if (s.valid()) {
+        const Timeline& tl = *s.timeline;
+        QString title = s.title;
+        if (s.bundledSample) title += tr(" (bundled sample)");
+        setWindowTitle(tr("%1 — PoolScope").arg(title));
+        summaryLabel_->setText(tr("%L1 events · %L2 allocations · %3 · %4 pools · %5 streams")
+                                   .arg(tl.eventCount)
+                                   .arg(tl.allocations.size())
+                                   .arg(QString::fromStdString(formatDuration(tl.t1 - tl.t0)))
+                                   .arg(tl.pools.size())
+                                   .arg(tl.streams.size()));
+    } else {
+        setWindowTitle(tr("PoolScope"));
+        summaryLabel_->clear();
+    }
+}
+
+void MainWindow::setEventProvider(EventProvider provider) {
+    events_->setSource(snap_, std::move(provider));
+    events_->setVisibleRange(timeline_->viewStart(), timeline_->viewEnd());
+}
+
+void MainWindow::setCursorTime(int64_t t) {
+    timeline_->setCursorTime(t);
+    plot_->setCursorTime(t);
+    treeModel_->setCursorTime(t);
+    details_->setCursorTime(t);
+    // Keep a playing cursor on screen.
+    if (t != INT64_MIN && (t < timeline_->viewStart() || t > timeline_->viewEnd()))
+        timeline_->centerOn(t);
+}
+
+void MainWindow::select(const Selection& s) { onSelection(s, nullptr); }
+
+void MainWindow::onSelection(const Selection& in, QObject* origin) {
+    if (!snap_.valid()) return;
+    const Timeline& tl = *snap_.timeline;
+    Selection s = in;
+    // An alloc or free row stands for its allocation: the richer view of the same thing.
+    if (s.kind == Selection::Event) {
+        const int64_t a = allocationOf(tl, s.event);
+        if (a >= 0) s = {Selection::Allocation, uint32_t(a), 0, {}};
+    }
+    details_->showSelection(s.kind == Selection::None ? in : s);
+    if (origin != timeline_) timeline_->setSelection(s);
+    if (origin != events_ && s.kind == Selection::Allocation)
+        events_->selectSeq(tl.allocations[s.index].allocSeq);
+    if (origin != events_ && s.kind == Selection::Marker) events_->selectSeq(tl.markers[s.index].seq);
+    int lane = -1;
+    uint64_t pool = 0;
+    if (s.kind == Selection::Pool) {
+        lane = snap_.layout->laneOfPool(s.handle);
+        pool = s.handle;
+    } else if (s.kind == Selection::Stream) {
+        lane = snap_.layout->laneOfStream(s.handle);
+    }
+    timeline_->setHighlightedLane(lane);
+    if (lane >= 0) timeline_->scrollToLane(lane);
+    plot_->setHighlightedPool(pool);
+    if (origin != tree_ && (s.kind == Selection::Pool || s.kind == Selection::Stream)) {
+        const QModelIndex idx = treeModel_->indexFor(s.kind, s.handle);
+        const QSignalBlocker b(tree_->selectionModel());
+        tree_->setCurrentIndex(idx);
+    }
+}
+
+void MainWindow::addRecent(const QString& path) {
+    QSettings st;
+    QStringList recent = st.value("files/recent").toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > kMaxRecent) recent.removeLast();
+    st.setValue("files/recent", recent);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    recentMenu_->clear();
+    const QStringList recent = QSettings().value("files/recent").toStringList();
+    for (const QString& p : recent)
+        recentMenu_->addAction(QFileInfo(p).fileName() + QStringLiteral("  —  ") + p, this,
+                               [this, p] { openFile(p); });
+    recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::showStatus(const QString& text) { statusLabel_->setText(text); }
+
+QString MainWindow::statusText() const { return statusLabel_->text(); }
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+    QSettings st;
+    st.setValue("window/geometry", saveGeometry());
+    st.setValue("window/state", saveState());
+    st.setValue("window/splitter", splitter_->saveState());
+    st.setValue("view/colorByPool", colorByPool_->isChecked());
+    st.setValue("view/theme", int(theme_));
+    loader_->cancel();
+    QMainWindow::closeEvent(e);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+    const auto urls = e->mimeData()->urls();
+    if (!urls.isEmpty() && urls.first().isLocalFile()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+    const auto urls = e->mimeData()->urls();
+    if (urls.isEmpty() || !urls.first().isLocalFile()) return;
+    openFile(urls.first().toLocalFile());
+    e->acceptProposedAction();
+}
+
+} // namespace poolscope::ui

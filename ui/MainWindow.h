@@ -1,0 +1,101 @@
+#pragma once
+// The PoolScope window: timeline + watermarks in the centre, events, pools & streams and details
+// in docks, replay controls above the timeline. Views are linked only through this class.
+//
+// Sources: openFile() loads a trace in the background; setSnapshot() shows any TraceSnapshot,
+// which is also the entry point for a live session (it pushes new snapshots with keepView=true
+// and, if it can answer event queries, an EventProvider).
+
+#include <QMainWindow>
+#include <QStringList>
+
+#include "ColorScheme.h"
+#include "EventFilter.h"
+#include "Selection.h"
+#include "TraceSnapshot.h"
+
+class QAction;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QSplitter;
+class QTreeView;
+
+namespace poolscope::ui {
+
+class DetailsPane;
+class EntityTreeModel;
+class EventsPanel;
+class ReplayBar;
+class TimelineWidget;
+class TraceLoader;
+class WatermarkPlot;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    void openFile(const QString& path);
+    // No file given on the command line: show the bundled sample, and say so.
+    void openDefault();
+    void setSnapshot(const TraceSnapshot& s, bool keepView = false);
+    void setEventProvider(EventProvider provider);
+    void setTheme(Theme t);
+    void select(const Selection& s); // as if the user picked it in a view
+
+    const TraceSnapshot& snapshot() const { return snap_; }
+    TimelineWidget* timeline() const { return timeline_; }
+    WatermarkPlot* watermarks() const { return plot_; }
+    EventsPanel* events() const { return events_; }
+    DetailsPane* details() const { return details_; }
+    QTreeView* entityView() const { return tree_; }
+    EntityTreeModel* entityModel() const { return treeModel_; }
+    ReplayBar* replay() const { return replay_; }
+    TraceLoader* loader() const { return loader_; }
+    QString statusText() const;
+
+signals:
+    void snapshotShown(); // after a new document is on screen (tests, benchmark)
+    void loadFailed(const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent*) override;
+    void dragEnterEvent(QDragEnterEvent*) override;
+    void dropEvent(QDropEvent*) override;
+
+private:
+    void buildMenus();
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    void setCursorTime(int64_t t);
+    void onSelection(const Selection& s, QObject* origin);
+    void showStatus(const QString& text);
+    void onLoaded(const TraceSnapshot& s);
+    void onFailed(const QString& path, const QString& message);
+
+    TimelineWidget* timeline_;
+    WatermarkPlot* plot_;
+    EventsPanel* events_;
+    DetailsPane* details_;
+    QTreeView* tree_;
+    EntityTreeModel* treeModel_;
+    ReplayBar* replay_;
+    QSplitter* splitter_;
+    TraceLoader* loader_;
+    QLabel* statusLabel_;
+    QLabel* summaryLabel_;
+    QProgressBar* progress_;
+    QPushButton* cancelButton_;
+    QMenu* recentMenu_ = nullptr;
+    QAction* colorBySize_ = nullptr;
+    QAction* colorByPool_ = nullptr;
+    QList<QAction*> themeActions_;
+    TraceSnapshot snap_;
+    bool pendingBundled_ = false;
+    Theme theme_ = Theme::System;
+};
+
+} // namespace poolscope::ui

@@ -1,0 +1,632 @@
+#include "TimelinePainter.h"
+
+#include <QPainterPath>
+#include <algorithm>
+#include <cmath>
+
+#include "TimeTicker.h"
+#include "poolscope/Units.h"
+
+namespace poolscope::ui {
+
+namespace {
+constexpr int kDeviceH = 22;
+constexpr int kPoolH = 44;
+constexpr int kRowPitch = 8;
+constexpr int kMaxVisibleRows = 10; // more rows than this squeeze into the same height
+constexpr int kStreamPad = 3;
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// Clamp far-off coordinates before handing them to QPainter (it misbehaves near INT_MAX).
+double clampX(double x, const TimelineGeometry& g) {
+    return std::clamp(x, double(g.labelW - 4), double(g.width + 4));
+}
+} // namespace
+
+void TimelineGeometry::layoutLanes(const LaneLayout& layout) {
+    laneTop.clear();
+    laneH.clear();
+    int y = 0;
+    for (const Lane& l : layout.lanes) {
+        int h = kDeviceH;
+        if (l.kind == LaneKind::Pool) h = kPoolH;
+        if (l.kind == LaneKind::Stream)
+            h = 2 * kStreamPad + std::max(2, std::min(l.rowCount, kMaxVisibleRows)) * kRowPitch;
+        laneTop.push_back(y);
+        laneH.push_back(h);
+        y += h;
+    }
+    contentH = y;
+}
+
+int TimelineGeometry::rowPitch(const Lane& l, int laneHeight) {
+    if (l.rowCount <= 0) return kRowPitch;
+    return std::max(1, (laneHeight - 2 * kStreamPad) / std::max(l.rowCount, 1));
+}
+
+int64_t TimelinePainter::endOf(const Allocation& a) const {
+    return a.live() ? std::max(s_.timeline->t1, a.allocTsNs) : a.freeTsNs;
+}
+
+QColor TimelinePainter::barColor(const Allocation& a) const {
+    if (coloring_ == BarColoring::ByPool) {
+        const int lane = s_.layout->laneOfPool(a.pool);
+        return c_.poolColor(lane >= 0 ? s_.layout->lanes[size_t(lane)].poolIndex : 0);
+    }
+    return c_.sizeColor(a.size);
+}
+
+void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, int highlighted,
+                            const QRect& rubberBand) {
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    p.fillRect(0, 0, g_.width, g_.height, c_.background());
+
+    // Lane backgrounds and contents, only for lanes that intersect the viewport.
+    p.save();
+    p.setClipRect(0, g_.lanesTop(), g_.width, g_.lanesBottom() - g_.lanesTop());
+    // Grid lines at the ruler's ticks.
+    {
+        const int64_t step = niceTimeStep(g_.v1 - g_.v0, std::max(2, g_.plotW() / 110));
+        int64_t first = ((g_.v0 - tl.t0) / step) * step + tl.t0;
+        p.setPen(c_.grid());
+        for (int64_t t = first; t <= g_.v1; t += step) {
+            const double x = g_.xOf(t);
+            if (x >= g_.labelW) p.drawLine(QPointF(x, g_.lanesTop()), QPointF(x, g_.lanesBottom()));
+        }
+    }
+    for (size_t i = 0; i < layout.lanes.size(); ++i) {
+        const int y = g_.laneY(i);
+        const int h = g_.laneH[i];
+        if (y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
+        const Lane& l = layout.lanes[i];
+        QRect band(g_.labelW, y, g_.width - g_.labelW, h);
+        if (l.kind == LaneKind::Device) p.fillRect(band, c_.headerBg());
+        else if (i % 2) p.fillRect(band, QColor(c_.grid().red(), c_.grid().green(),
+                                               c_.grid().blue(), 10));
+        if (int(i) == highlighted) {
+            QColor hl = p.device() ? QColor(60, 130, 210, 40) : QColor();
+            p.fillRect(band, hl);
+        }
+        p.setPen(c_.grid());
+        p.drawLine(g_.labelW, y + h - 1, g_.width, y + h - 1);
+        if (l.kind == LaneKind::Stream) paintRows(p, i, sel);
+        if (l.kind == LaneKind::Pool) paintPoolChart(p, i);
+        paintMarkers(p, i);
+    }
+    // The trace's extent: shade what lies outside it.
+    {
+        QColor out = c_.dark() ? QColor(0, 0, 0, 90) : QColor(0, 0, 0, 22);
+        const double xa = g_.xOf(tl.t0), xb = g_.xOf(tl.t1);
+        if (xa > g_.labelW) p.fillRect(QRectF(g_.labelW, g_.lanesTop(), xa - g_.labelW,
+                                              g_.lanesBottom() - g_.lanesTop()), out);
+        if (xb < g_.width) p.fillRect(QRectF(xb, g_.lanesTop(), g_.width - xb,
+                                             g_.lanesBottom() - g_.lanesTop()), out);
+    }
+    paintEdges(p);
+    paintSelection(p, sel);
+    if (cursor != INT64_MIN) {
+        const double x = g_.xOf(cursor);
+        if (x >= g_.labelW && x <= g_.width) {
+            p.setPen(QPen(c_.cursor(), 2));
+            p.drawLine(QPointF(x, g_.lanesTop()), QPointF(x, g_.lanesBottom()));
+        }
+    }
+    if (!rubberBand.isNull()) {
+        p.setPen(QPen(QColor(60, 130, 210), 1));
+        p.setBrush(QColor(60, 130, 210, 50));
+        p.drawRect(rubberBand);
+        p.setBrush(Qt::NoBrush);
+    }
+    p.restore();
+
+    paintLabels(p, cursor, highlighted);
+    paintRuler(p, cursor);
+    paintLegend(p);
+}
+
+void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& sel) {
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    const Lane& l = layout.lanes[laneIdx];
+    const int y0 = g_.laneY(laneIdx) + kStreamPad;
+    const int pitch = TimelineGeometry::rowPitch(l, g_.laneH[laneIdx]);
+    const int barH = std::max(1, pitch - (pitch > 3 ? 1 : 0));
+    const int64_t v0 = g_.v0, v1 = g_.v1;
+    (void)sel;
+    for (int r = 0; r < l.rowCount; ++r) {
+        const std::vector<uint32_t>& row = layout.rows[size_t(l.firstRow + r)];
+        const int y = y0 + r * pitch;
+        if (y > g_.lanesBottom() || y + barH < g_.lanesTop()) continue;
+        auto endBefore = [&](int64_t t) {
+            return [&, t](uint32_t i) { return endOf(tl.allocations[i]) <= t; };
+        };
+        auto it = std::partition_point(row.begin(), row.end(), endBefore(v0));
+        double runX0 = -1, runX1 = -1;
+        QColor runColor;
+        auto flush = [&] {
+            if (runX0 < 0) return;
+            p.fillRect(QRectF(runX0, y, std::max(1.0, runX1 - runX0), barH), runColor);
+            ++stats.mergedRuns;
+            runX0 = runX1 = -1;
+        };
+        while (it != row.end()) {
+            const Allocation& a = tl.allocations[*it];
+            if (a.allocTsNs >= v1) break;
+            const double x0 = clampX(g_.xOf(a.allocTsNs), g_);
+            const double x1 = clampX(g_.xOf(endOf(a)), g_);
+            if (x1 - x0 < 1.5) {
+                // Sub-pixel: fold into the current run, then skip every allocation of this row
+                // that ends inside this pixel column (they cannot add anything visible).
+                const double px = std::floor(x0);
+                if (runX0 >= 0 && px <= runX1 + 0.5) runX1 = std::max(runX1, px + 1);
+                else {
+                    flush();
+                    runX0 = px;
+                    runX1 = px + 1;
+                    runColor = barColor(a).darker(110);
+                }
+                const int64_t tNext = g_.tOf(px + 1);
+                it = std::partition_point(it + 1, row.end(), endBefore(tNext));
+                continue;
+            }
+            flush();
+            p.fillRect(QRectF(x0, y, x1 - x0, barH), barColor(a));
+            ++stats.bars;
+            if (a.live()) {
+                // Still live at the end of the trace: a red cap at the right end.
+                p.fillRect(QRectF(x1 - 3, y, 3, barH), c_.liveMark());
+            }
+            ++it;
+        }
+        flush();
+    }
+}
+
+void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
+    const Lane& l = s_.layout->lanes[laneIdx];
+    if (l.poolIndex < 0) return;
+    const PoolTimeline& pt = s_.timeline->pools[size_t(l.poolIndex)];
+    const int top = g_.laneY(laneIdx) + 4, bottom = g_.laneY(laneIdx) + g_.laneH[laneIdx] - 3;
+    const double scale = double(std::max<uint64_t>(1, pt.peakReserved));
+    const size_t maxPts = size_t(std::max(8, g_.plotW() * 2));
+    auto draw = [&](const Series& s, QColor fill) {
+        if (s.empty()) return;
+        std::vector<Point> pts = downsample(s, g_.v0, g_.v1, maxPts);
+        if (pts.empty()) return;
+        QPainterPath path;
+        path.moveTo(clampX(g_.xOf(pts.front().t), g_), bottom);
+        double prevY = bottom;
+        for (const Point& pt2 : pts) {
+            const double x = clampX(g_.xOf(pt2.t), g_);
+            const double y = bottom - (bottom - top) * double(pt2.v) / scale;
+            path.lineTo(x, prevY);
+            path.lineTo(x, y);
+            prevY = y;
+        }
+        path.lineTo(clampX(g_.xOf(std::min(g_.v1, s_.timeline->t1)), g_), prevY);
+        path.lineTo(clampX(g_.xOf(std::min(g_.v1, s_.timeline->t1)), g_), bottom);
+        path.closeSubpath();
+        p.fillPath(path, fill);
+    };
+    QColor res = c_.reservedColor(l.poolIndex);
+    res.setAlpha(90);
+    draw(pt.reserved, res);
+    QColor used = c_.usedColor(l.poolIndex);
+    used.setAlpha(200);
+    draw(pt.used, used);
+}
+
+void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
+    const Timeline& tl = *s_.timeline;
+    const Lane& l = s_.layout->lanes[laneIdx];
+    const int top = g_.laneY(laneIdx), h = g_.laneH[laneIdx];
+    auto tsBefore = [&](int64_t t) { return [&, t](uint32_t i) { return tl.markers[i].tsNs < t; }; };
+    auto it = std::partition_point(l.markers.begin(), l.markers.end(), tsBefore(g_.v0));
+    p.setRenderHint(QPainter::Antialiasing, true);
+    while (it != l.markers.end()) {
+        const Marker& m = tl.markers[*it];
+        if (m.tsNs >= g_.v1) break;
+        const double x = g_.xOf(m.tsNs);
+        ++stats.markers;
+        QColor c = c_.dimText();
+        switch (m.kind) {
+        case EventKind::StreamSynchronize:
+        case EventKind::ContextSynchronize:
+        case EventKind::EventSynchronize:
+            p.setPen(QPen(c_.syncColor(), 1));
+            p.drawLine(QPointF(x, top + 1), QPointF(x, top + h - 2));
+            p.setBrush(c_.syncColor());
+            p.setPen(Qt::NoPen);
+            p.drawRect(QRectF(x - 2, top + 1, 4, 3));
+            break;
+        case EventKind::ImplicitRelease:
+        case EventKind::PoolTrimTo: {
+            c = m.kind == EventKind::ImplicitRelease ? c_.releaseColor() : c_.trimColor();
+            p.setPen(QPen(c, 1, Qt::DashLine));
+            p.drawLine(QPointF(x, top + 2), QPointF(x, top + h - 2));
+            QPolygonF tri;
+            tri << QPointF(x - 5, top + 2) << QPointF(x + 5, top + 2) << QPointF(x, top + 10);
+            p.setPen(Qt::NoPen);
+            p.setBrush(c);
+            p.drawPolygon(tri);
+            break;
+        }
+        case EventKind::PoolSetAttribute:
+        case EventKind::KnobChange: {
+            c = m.kind == EventKind::KnobChange ? c_.knobColor() : c_.attributeColor();
+            QPolygonF dia;
+            const double cy = top + h / 2.0;
+            dia << QPointF(x, cy - 6) << QPointF(x + 6, cy) << QPointF(x, cy + 6)
+                << QPointF(x - 6, cy);
+            p.setPen(QPen(c_.background(), 1));
+            p.setBrush(c);
+            p.drawPolygon(dia);
+            break;
+        }
+        default:
+            p.setPen(Qt::NoPen);
+            p.setBrush(c_.dimText());
+            p.drawRect(QRectF(x - 3, top + h / 2.0 - 3, 6, 6));
+            break;
+        }
+        // Anything else inside this pixel column would be drawn over this one: skip it.
+        it = std::partition_point(it + 1, l.markers.end(), tsBefore(g_.tOf(std::floor(x) + 1)));
+    }
+    // Failed allocations: a red cross over the lane.
+    auto fBefore = [&](int64_t t) { return [&, t](uint32_t i) { return tl.failed[i].tsNs < t; }; };
+    auto f = std::partition_point(l.failed.begin(), l.failed.end(), fBefore(g_.v0));
+    p.setBrush(Qt::NoBrush);
+    p.setPen(QPen(c_.failColor(), 2));
+    while (f != l.failed.end()) {
+        const FailedAllocation& fa = tl.failed[*f];
+        if (fa.tsNs >= g_.v1) break;
+        const double x = g_.xOf(fa.tsNs), cy = top + h / 2.0;
+        p.drawLine(QPointF(x - 5, cy - 5), QPointF(x + 5, cy + 5));
+        p.drawLine(QPointF(x - 5, cy + 5), QPointF(x + 5, cy - 5));
+        ++stats.markers;
+        f = std::partition_point(f + 1, l.failed.end(), fBefore(g_.tOf(std::floor(x) + 1)));
+    }
+    p.setRenderHint(QPainter::Antialiasing, false);
+}
+
+void TimelinePainter::paintEdges(QPainter& p) {
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    const auto& edges = tl.edges;
+    auto waitBefore = [&](int64_t t) { return [&, t](const WaitEdge& e) { return e.waitTsNs < t; }; };
+    auto it = std::partition_point(edges.begin(), edges.end(), waitBefore(g_.v0));
+    // Edges are sorted by wait time; an edge recorded inside the view but waited on after it
+    // is found by looking a little past the right edge.
+    const int64_t past = g_.v1 + (g_.v1 - g_.v0) / 4;
+    std::vector<QLineF> lines;
+    while (it != edges.end() && it->waitTsNs < past) {
+        const WaitEdge& e = *it;
+        const int a = layout.laneOfStream(e.fromStream), b = layout.laneOfStream(e.toStream);
+        const double xw = g_.xOf(e.waitTsNs);
+        if (a >= 0 && b >= 0 && a != b && e.recordTsNs < g_.v1) {
+            const double ya = g_.laneY(size_t(a)) + g_.laneH[size_t(a)] / 2.0;
+            const double yb = g_.laneY(size_t(b)) + g_.laneH[size_t(b)] / 2.0;
+            lines.emplace_back(clampX(g_.xOf(e.recordTsNs), g_), ya, clampX(xw, g_), yb);
+        }
+        it = std::partition_point(it + 1, edges.end(), waitBefore(g_.tOf(std::floor(xw) + 1)));
+    }
+    stats.edges += lines.size();
+    if (lines.empty()) return;
+    const bool dense = lines.size() > size_t(g_.plotW() / 6);
+    QColor c = c_.edgeColor();
+    if (dense) c.setAlpha(60);
+    p.setRenderHint(QPainter::Antialiasing, !dense);
+    p.setPen(QPen(c, 1));
+    p.drawLines(lines.data(), int(lines.size()));
+    if (!dense) {
+        p.setBrush(c);
+        p.setPen(Qt::NoPen);
+        for (const QLineF& ln : lines) {
+            // Arrowhead at the waiting stream's end.
+            const double ang = std::atan2(ln.dy(), ln.dx());
+            const QPointF tip = ln.p2();
+            QPolygonF head;
+            head << tip << tip - QPointF(std::cos(ang - 0.45) * 8, std::sin(ang - 0.45) * 8)
+                 << tip - QPointF(std::cos(ang + 0.45) * 8, std::sin(ang + 0.45) * 8);
+            p.drawPolygon(head);
+        }
+    }
+    p.setRenderHint(QPainter::Antialiasing, false);
+}
+
+void TimelinePainter::paintSelection(QPainter& p, const Selection& sel) {
+    const Timeline& tl = *s_.timeline;
+    if (sel.kind != Selection::Allocation || sel.index >= tl.allocations.size()) return;
+    const Allocation& a = tl.allocations[sel.index];
+    const int row = s_.layout->rowOfAlloc[sel.index];
+    if (row < 0) return;
+    const size_t lane = size_t(s_.layout->laneOfRow[size_t(row)]);
+    const Lane& l = s_.layout->lanes[lane];
+    const int pitch = TimelineGeometry::rowPitch(l, g_.laneH[lane]);
+    const int y = g_.laneY(lane) + kStreamPad + (row - l.firstRow) * pitch;
+    double x0 = clampX(g_.xOf(a.allocTsNs), g_), x1 = clampX(g_.xOf(endOf(a)), g_);
+    if (x1 - x0 < 3) {
+        const double mid = (x0 + x1) / 2;
+        x0 = mid - 1.5;
+        x1 = mid + 1.5;
+    }
+    p.setBrush(Qt::NoBrush);
+    p.setPen(QPen(c_.selection(), 2));
+    p.drawRect(QRectF(x0 - 1, y - 1, x1 - x0 + 2, std::max(2, pitch) + 1));
+}
+
+void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) {
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    p.save();
+    p.setClipRect(0, g_.lanesTop(), g_.labelW, g_.lanesBottom() - g_.lanesTop());
+    p.fillRect(0, g_.lanesTop(), g_.labelW, g_.lanesBottom() - g_.lanesTop(), c_.headerBg());
+    QFont base = p.font();
+    QFont bold = base;
+    bold.setBold(true);
+    QFont small = base;
+    small.setPointSizeF(base.pointSizeF() * 0.85);
+    for (size_t i = 0; i < layout.lanes.size(); ++i) {
+        const int y = g_.laneY(i), h = g_.laneH[i];
+        if (y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
+        const Lane& l = layout.lanes[i];
+        const int indent = l.kind == LaneKind::Device ? 4 : l.kind == LaneKind::Pool ? 12 : 22;
+        if (int(i) == highlighted) p.fillRect(0, y, g_.labelW, h, QColor(60, 130, 210, 60));
+        p.setPen(c_.grid());
+        p.drawLine(0, y + h - 1, g_.labelW, y + h - 1);
+        if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
+            p.fillRect(indent - 8, y + 4, 4, h - 8, c_.poolColor(l.poolIndex));
+        }
+        QString sub = l.subtitle;
+        if (cursor != INT64_MIN) {
+            // Replay: the state at the cursor instead of the static subtitle.
+            if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
+                const PoolTimeline& pt = tl.pools[size_t(l.poolIndex)];
+                sub = QStringLiteral("R %1 · U %2")
+                          .arg(qs(formatBytes(pt.reserved.valueAt(cursor))),
+                               qs(formatBytes(pt.used.valueAt(cursor))));
+            } else if (l.kind == LaneKind::Stream && l.streamIndex >= 0) {
+                sub = QStringLiteral("live %1").arg(qs(formatBytes(
+                    tl.streams[size_t(l.streamIndex)].liveBytes.valueAt(cursor))));
+            }
+        }
+        const int w = g_.labelW - indent - 4;
+        if (h >= 28 || l.kind == LaneKind::Pool) {
+            p.setFont(l.kind == LaneKind::Stream ? base : bold);
+            p.setPen(c_.text());
+            p.drawText(QRect(indent, y + 2, w, h / 2), Qt::AlignLeft | Qt::AlignVCenter,
+                       p.fontMetrics().elidedText(l.title, Qt::ElideRight, w));
+            p.setFont(small);
+            p.setPen(c_.dimText());
+            p.drawText(QRect(indent, y + h / 2, w, h / 2 - 2), Qt::AlignLeft | Qt::AlignVCenter,
+                       p.fontMetrics().elidedText(sub, Qt::ElideRight, w));
+        } else {
+            p.setFont(l.kind == LaneKind::Stream ? base : bold);
+            p.setPen(c_.text());
+            QString t = l.title;
+            if (!sub.isEmpty()) t += QStringLiteral("  ") + sub;
+            p.drawText(QRect(indent, y, w, h), Qt::AlignLeft | Qt::AlignVCenter,
+                       p.fontMetrics().elidedText(t, Qt::ElideRight, w));
+        }
+    }
+    p.setFont(base);
+    p.setPen(c_.grid());
+    p.drawLine(g_.labelW - 1, g_.lanesTop(), g_.labelW - 1, g_.lanesBottom());
+    p.restore();
+}
+
+void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
+    const Timeline& tl = *s_.timeline;
+    p.fillRect(0, 0, g_.width, g_.rulerH, c_.headerBg());
+    p.setPen(c_.dimText());
+    p.drawText(QRect(6, 0, g_.labelW - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,
+               QStringLiteral("time since first event"));
+    const int64_t step = niceTimeStep(g_.v1 - g_.v0, std::max(2, g_.plotW() / 110));
+    const int64_t scale = std::max(std::llabs(g_.v0 - tl.t0), std::llabs(g_.v1 - tl.t0));
+    int64_t rel = ((g_.v0 - tl.t0) / step) * step;
+    p.save();
+    p.setClipRect(g_.labelW, 0, g_.width - g_.labelW, g_.rulerH);
+    for (; tl.t0 + rel <= g_.v1; rel += step) {
+        const double x = g_.xOf(tl.t0 + rel);
+        if (x < g_.labelW - 1) continue;
+        p.setPen(c_.dimText());
+        p.drawLine(QPointF(x, g_.rulerH - 6), QPointF(x, g_.rulerH));
+        p.setPen(c_.text());
+        p.drawText(QRectF(x + 3, 0, 110, g_.rulerH - 2), Qt::AlignLeft | Qt::AlignVCenter,
+                   timeTickLabel(rel, step, scale));
+    }
+    if (cursor != INT64_MIN) {
+        const double x = g_.xOf(cursor);
+        const QString label = timeTickLabel(cursor - tl.t0, std::max<int64_t>(1, step / 100), scale);
+        const int w = p.fontMetrics().horizontalAdvance(label) + 10;
+        QRectF box(x - w / 2.0, 2, w, g_.rulerH - 4);
+        p.fillRect(box, c_.cursor());
+        p.setPen(Qt::white);
+        p.drawText(box, Qt::AlignCenter, label);
+    }
+    p.restore();
+    p.setPen(c_.grid());
+    p.drawLine(0, g_.rulerH - 1, g_.width, g_.rulerH - 1);
+}
+
+void TimelinePainter::paintLegend(QPainter& p) {
+    const int y = g_.lanesBottom();
+    p.fillRect(0, y, g_.width, g_.legendH, c_.headerBg());
+    p.setRenderHint(QPainter::Antialiasing, true);
+    int x = 8;
+    const int cy = y + g_.legendH / 2;
+    auto text = [&](const QString& t) {
+        p.setPen(c_.text());
+        p.drawText(QPoint(x, cy + p.fontMetrics().ascent() / 2 - 1), t);
+        x += p.fontMetrics().horizontalAdvance(t) + 14;
+    };
+    // Bar colours: the size ramp or "by pool".
+    if (coloring_ == BarColoring::BySize) {
+        for (int i = 0; i < 5; ++i)
+            p.fillRect(x + i * 8, cy - 4, 8, 8, c_.sizeColor(uint64_t(1) << (8 + i * 6)));
+        x += 44;
+        text(QStringLiteral("allocation, alloc→free (256 B → 16 GiB)"));
+    } else {
+        p.fillRect(x, cy - 4, 16, 8, c_.poolColor(0));
+        x += 20;
+        text(QStringLiteral("allocation, alloc→free (colour = pool)"));
+    }
+    p.fillRect(x, cy - 4, 12, 8, c_.sizeColor(1 << 20));
+    p.fillRect(x + 9, cy - 4, 3, 8, c_.liveMark());
+    x += 16;
+    text(QStringLiteral("still live at end"));
+    p.setPen(QPen(c_.syncColor(), 2));
+    p.drawLine(x, cy - 5, x, cy + 5);
+    x += 6;
+    text(QStringLiteral("synchronize"));
+    auto tri = [&](QColor c) {
+        QPolygonF t;
+        t << QPointF(x - 5, cy - 4) << QPointF(x + 5, cy - 4) << QPointF(x, cy + 4);
+        p.setPen(Qt::NoPen);
+        p.setBrush(c);
+        p.drawPolygon(t);
+        x += 9;
+    };
+    tri(c_.releaseColor());
+    text(QStringLiteral("implicit release"));
+    tri(c_.trimColor());
+    text(QStringLiteral("trim"));
+    auto dia = [&](QColor c) {
+        QPolygonF d;
+        d << QPointF(x, cy - 5) << QPointF(x + 5, cy) << QPointF(x, cy + 5) << QPointF(x - 5, cy);
+        p.setPen(Qt::NoPen);
+        p.setBrush(c);
+        p.drawPolygon(d);
+        x += 9;
+    };
+    dia(c_.attributeColor());
+    text(QStringLiteral("attribute set"));
+    dia(c_.knobColor());
+    text(QStringLiteral("knob (PoolScope)"));
+    p.setPen(QPen(c_.failColor(), 2));
+    p.drawLine(x - 4, cy - 4, x + 4, cy + 4);
+    p.drawLine(x - 4, cy + 4, x + 4, cy - 4);
+    x += 9;
+    text(QStringLiteral("failed alloc"));
+    p.setPen(QPen(c_.edgeColor(), 1));
+    p.drawLine(x - 4, cy, x + 12, cy);
+    x += 18;
+    text(QStringLiteral("event record → stream wait"));
+    p.setRenderHint(QPainter::Antialiasing, false);
+    p.setBrush(Qt::NoBrush);
+}
+
+TimelineHit TimelinePainter::hitTest(QPoint pos) const {
+    TimelineHit hit;
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    if (pos.y() < g_.lanesTop() || pos.y() >= g_.lanesBottom()) return hit;
+    for (size_t i = 0; i < layout.lanes.size(); ++i) {
+        const int y = g_.laneY(i);
+        if (pos.y() >= y && pos.y() < y + g_.laneH[i]) {
+            hit.lane = int(i);
+            break;
+        }
+    }
+    if (hit.lane < 0) return hit;
+    const Lane& l = layout.lanes[size_t(hit.lane)];
+    if (pos.x() < g_.labelW) {
+        if (l.kind == LaneKind::Pool) hit.sel = {Selection::Pool, 0, l.pool, {}};
+        if (l.kind == LaneKind::Stream) hit.sel = {Selection::Stream, 0, l.stream, {}};
+        return hit;
+    }
+    const int64_t ta = g_.tOf(pos.x() - 5), tb = g_.tOf(pos.x() + 5);
+    const int64_t tc = g_.tOf(pos.x());
+    // Markers and failures first: they sit on top.
+    int64_t best = INT64_MAX;
+    auto mt = std::partition_point(l.markers.begin(), l.markers.end(),
+                                   [&](uint32_t i) { return tl.markers[i].tsNs < ta; });
+    for (; mt != l.markers.end() && tl.markers[*mt].tsNs <= tb; ++mt) {
+        const int64_t d = std::llabs(tl.markers[*mt].tsNs - tc);
+        if (d < best) {
+            best = d;
+            hit.sel = {Selection::Marker, *mt, 0, {}};
+        }
+    }
+    auto ft = std::partition_point(l.failed.begin(), l.failed.end(),
+                                   [&](uint32_t i) { return tl.failed[i].tsNs < ta; });
+    for (; ft != l.failed.end() && tl.failed[*ft].tsNs <= tb; ++ft) {
+        const int64_t d = std::llabs(tl.failed[*ft].tsNs - tc);
+        if (d <= best) {
+            best = d;
+            hit.sel = {Selection::Failed, *ft, 0, {}};
+        }
+    }
+    if (hit.sel.kind != Selection::None) return hit;
+    if (l.kind == LaneKind::Stream && l.rowCount > 0) {
+        const int pitch = TimelineGeometry::rowPitch(l, g_.laneH[size_t(hit.lane)]);
+        const int r = (pos.y() - g_.laneY(size_t(hit.lane)) - kStreamPad) / pitch;
+        if (r >= 0 && r < l.rowCount) {
+            const auto& row = layout.rows[size_t(l.firstRow + r)];
+            const int64_t t0 = g_.tOf(pos.x() - 2), t1 = g_.tOf(pos.x() + 2);
+            auto it = std::partition_point(row.begin(), row.end(), [&](uint32_t i) {
+                return endOf(tl.allocations[i]) <= t0;
+            });
+            if (it != row.end() && tl.allocations[*it].allocTsNs <= t1) {
+                hit.sel = {Selection::Allocation, *it, 0, {}};
+                return hit;
+            }
+        }
+    }
+    if (l.kind == LaneKind::Pool) hit.sel = {Selection::Pool, 0, l.pool, {}};
+    return hit;
+}
+
+QString TimelinePainter::tooltip(const TimelineHit& h) const {
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    auto rel = [&](int64_t t) { return qs(formatDuration(t - tl.t0)); };
+    switch (h.sel.kind) {
+    case Selection::Allocation: {
+        const Allocation& a = tl.allocations[h.sel.index];
+        QString s = QStringLiteral("<b>%1</b> at %2<br>%3 on %4<br>allocated at %5")
+                        .arg(qs(formatBytes(a.size)), hexHandle(a.ptr), layout.poolName(a.pool),
+                             layout.streamName(a.allocStream), rel(a.allocTsNs));
+        if (a.live())
+            s += QStringLiteral("<br><span style='color:#e02020'>never freed (live at end)</span>");
+        else
+            s += QStringLiteral("<br>freed at %1 on %2 (lived %3)")
+                     .arg(rel(a.freeTsNs), layout.streamName(a.freeStream),
+                          qs(formatDuration(a.freeTsNs - a.allocTsNs)));
+        return s;
+    }
+    case Selection::Marker: {
+        const Marker& m = tl.markers[h.sel.index];
+        QString s = QStringLiteral("<b>%1</b> at %2")
+                        .arg(QString::fromUtf8(eventKindName(m.kind).data()), rel(m.tsNs));
+        if (m.kind == EventKind::ImplicitRelease)
+            s += QStringLiteral("<br>pool size after release: %1").arg(qs(formatBytes(m.value)));
+        else if (m.kind == EventKind::PoolTrimTo)
+            s += QStringLiteral("<br>trim to keep at least %1").arg(qs(formatBytes(m.value)));
+        else if (m.kind == EventKind::PoolSetAttribute || m.kind == EventKind::KnobChange)
+            s += QStringLiteral("<br>new value: %1").arg(qs(formatBytes(m.value)));
+        if (m.pool) s += QStringLiteral("<br>%1").arg(layout.poolName(m.pool));
+        if (m.kind == EventKind::StreamSynchronize)
+            s += QStringLiteral("<br>%1").arg(layout.streamName(m.stream));
+        return s;
+    }
+    case Selection::Failed: {
+        const FailedAllocation& f = tl.failed[h.sel.index];
+        return QStringLiteral("<b>failed allocation</b> of %1 at %2<br>CUresult %3 on %4")
+            .arg(qs(formatBytes(f.size)), rel(f.tsNs)).arg(f.result).arg(layout.streamName(f.stream));
+    }
+    case Selection::Pool:
+    case Selection::Stream:
+        if (h.lane >= 0) {
+            const Lane& l = layout.lanes[size_t(h.lane)];
+            return QStringLiteral("<b>%1</b><br>%2").arg(l.title, l.subtitle);
+        }
+        return {};
+    default:
+        return {};
+    }
+}
+
+} // namespace poolscope::ui

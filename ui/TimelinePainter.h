@@ -1,0 +1,88 @@
+#pragma once
+// Paints the timeline and answers hit tests. Stateless between frames: built per paint from the
+// snapshot and the geometry. Work per frame is bounded by pixels, not by events: every list is
+// range-searched, and anything narrower than a pixel is merged with its neighbours.
+
+#include <QPainter>
+#include <QRect>
+#include <cstdint>
+#include <vector>
+
+#include "ColorScheme.h"
+#include "Selection.h"
+#include "TraceSnapshot.h"
+
+namespace poolscope::ui {
+
+struct TimelineGeometry {
+    int labelW = 200;
+    int rulerH = 24;
+    int legendH = 20;
+    int rightPad = 14; // the vertical scroll bar
+    int width = 0;
+    int height = 0;
+    int64_t v0 = 0; // visible time range [v0, v1)
+    int64_t v1 = 1;
+    int scrollY = 0;
+    std::vector<int> laneTop; // content coordinates
+    std::vector<int> laneH;
+    int contentH = 0;
+
+    int plotW() const { return std::max(1, width - labelW - rightPad); }
+    int lanesTop() const { return rulerH; }
+    int lanesBottom() const { return height - legendH; }
+    double xOf(int64_t t) const {
+        return labelW + double(t - v0) * plotW() / double(std::max<int64_t>(1, v1 - v0));
+    }
+    int64_t tOf(double x) const {
+        return v0 + static_cast<int64_t>((x - labelW) * double(v1 - v0) / plotW());
+    }
+    int laneY(size_t i) const { return rulerH + laneTop[i] - scrollY; }
+    // Lane heights from the layout: fixed headers, stream lanes grow with their rows (capped).
+    void layoutLanes(const LaneLayout& layout);
+    static int rowPitch(const Lane& l, int laneHeight);
+};
+
+struct PaintStats {
+    uint64_t bars = 0;       // allocation rectangles drawn
+    uint64_t mergedRuns = 0; // sub-pixel runs drawn as one rectangle
+    uint64_t markers = 0;
+    uint64_t edges = 0;
+};
+
+struct TimelineHit {
+    Selection sel;
+    int lane = -1;
+};
+
+class TimelinePainter {
+public:
+    TimelinePainter(const TraceSnapshot& s, const TimelineGeometry& g, const ColorScheme& c,
+                    BarColoring coloring)
+        : s_(s), g_(g), c_(c), coloring_(coloring) {}
+
+    void paint(QPainter& p, const Selection& sel, int64_t cursor, int highlightedLane,
+               const QRect& rubberBand);
+    TimelineHit hitTest(QPoint pos) const;
+    QString tooltip(const TimelineHit& h) const;
+    PaintStats stats;
+
+private:
+    void paintRuler(QPainter& p, int64_t cursor);
+    void paintLabels(QPainter& p, int64_t cursor, int highlightedLane);
+    void paintRows(QPainter& p, size_t lane, const Selection& sel);
+    void paintPoolChart(QPainter& p, size_t lane);
+    void paintMarkers(QPainter& p, size_t lane);
+    void paintEdges(QPainter& p);
+    void paintLegend(QPainter& p);
+    void paintSelection(QPainter& p, const Selection& sel);
+    int64_t endOf(const Allocation& a) const;
+    QColor barColor(const Allocation& a) const;
+
+    const TraceSnapshot& s_;
+    const TimelineGeometry& g_;
+    const ColorScheme& c_;
+    BarColoring coloring_;
+};
+
+} // namespace poolscope::ui

@@ -1,0 +1,336 @@
+#include "TimelineWidget.h"
+
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QScrollBar>
+#include <QToolTip>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+namespace poolscope::ui {
+
+namespace {
+constexpr int64_t kMinSpanNs = 50;
+}
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
+    setFocusPolicy(Qt::StrongFocus);
+    setMouseTracking(true);
+    setAttribute(Qt::WA_OpaquePaintEvent);
+    setMinimumHeight(160);
+    vbar_ = new QScrollBar(Qt::Vertical, this);
+    vbar_->hide();
+    connect(vbar_, &QScrollBar::valueChanged, this, [this](int v) {
+        geo_.scrollY = v;
+        update();
+    });
+}
+
+void TimelineWidget::setSnapshot(const TraceSnapshot& s, bool keepView) {
+    const int64_t a = geo_.v0, b = geo_.v1;
+    snap_ = s;
+    if (!keepView) {
+        sel_ = {};
+        highlightedLane_ = -1;
+        cursor_ = INT64_MIN;
+    }
+    relayout();
+    if (keepView && snap_.valid()) setViewRange(a, b);
+    else fitAll();
+    update();
+}
+
+void TimelineWidget::clear() {
+    snap_ = {};
+    sel_ = {};
+    cursor_ = INT64_MIN;
+    relayout();
+    update();
+}
+
+void TimelineWidget::relayout() {
+    geo_.width = width();
+    geo_.height = height();
+    if (snap_.valid()) geo_.layoutLanes(*snap_.layout);
+    else {
+        geo_.laneTop.clear();
+        geo_.laneH.clear();
+        geo_.contentH = 0;
+    }
+    updateScrollBar();
+}
+
+void TimelineWidget::updateScrollBar() {
+    const int visible = geo_.lanesBottom() - geo_.lanesTop();
+    const int maxScroll = std::max(0, geo_.contentH - visible);
+    vbar_->setGeometry(width() - geo_.rightPad, geo_.lanesTop(), geo_.rightPad, std::max(0, visible));
+    vbar_->setRange(0, maxScroll);
+    vbar_->setPageStep(std::max(1, visible));
+    vbar_->setSingleStep(20);
+    vbar_->setVisible(maxScroll > 0);
+    geo_.scrollY = std::min(geo_.scrollY, maxScroll);
+}
+
+void TimelineWidget::clampView(int64_t& a, int64_t& b) const {
+    if (!snap_.valid()) return;
+    const int64_t t0 = snap_.timeline->t0, t1 = std::max(snap_.timeline->t1, t0 + kMinSpanNs);
+    const int64_t margin = (t1 - t0) / 20;
+    const int64_t maxSpan = (t1 - t0) + 2 * margin;
+    int64_t span = std::clamp<int64_t>(b - a, kMinSpanNs, maxSpan);
+    if (b - a != span) {
+        const int64_t mid = a + (b - a) / 2;
+        a = mid - span / 2;
+    }
+    a = std::clamp(a, t0 - margin, t1 + margin - span);
+    b = a + span;
+}
+
+void TimelineWidget::setViewRange(int64_t t0, int64_t t1) {
+    if (t1 < t0) std::swap(t0, t1);
+    clampView(t0, t1);
+    if (t0 == geo_.v0 && t1 == geo_.v1) return;
+    geo_.v0 = t0;
+    geo_.v1 = t1;
+    update();
+    emit viewRangeChanged(t0, t1);
+}
+
+void TimelineWidget::fitAll() {
+    if (!snap_.valid()) return;
+    const int64_t t0 = snap_.timeline->t0, t1 = std::max(snap_.timeline->t1, t0 + kMinSpanNs);
+    const int64_t m = (t1 - t0) / 100;
+    setViewRange(t0 - m, t1 + m);
+}
+
+void TimelineWidget::zoomBy(double factor, int64_t anchor) {
+    const double a = double(geo_.v0), b = double(geo_.v1), x = double(anchor);
+    setViewRange(static_cast<int64_t>(x - (x - a) / factor),
+                 static_cast<int64_t>(x + (b - x) / factor));
+}
+
+void TimelineWidget::panBy(double f) {
+    const int64_t d = static_cast<int64_t>(double(geo_.v1 - geo_.v0) * f);
+    setViewRange(geo_.v0 + d, geo_.v1 + d);
+}
+
+void TimelineWidget::centerOn(int64_t t) {
+    const int64_t half = (geo_.v1 - geo_.v0) / 2;
+    setViewRange(t - half, t + half);
+}
+
+void TimelineWidget::zoomToSelection() {
+    if (!snap_.valid()) return;
+    const Timeline& tl = *snap_.timeline;
+    int64_t a = 0, b = 0;
+    if (sel_.kind == Selection::Allocation && sel_.index < tl.allocations.size()) {
+        const Allocation& al = tl.allocations[sel_.index];
+        a = al.allocTsNs;
+        b = al.live() ? tl.t1 : al.freeTsNs;
+    } else if (sel_.kind == Selection::Marker && sel_.index < tl.markers.size()) {
+        a = b = tl.markers[sel_.index].tsNs;
+    } else if (sel_.kind == Selection::Failed && sel_.index < tl.failed.size()) {
+        a = b = tl.failed[sel_.index].tsNs;
+    } else if (sel_.kind == Selection::Event) {
+        a = b = sel_.event.tsNs;
+    } else {
+        return;
+    }
+    const int64_t span = std::max<int64_t>(b - a, 2000);
+    setViewRange(a - span / 2, b + span / 2);
+}
+
+void TimelineWidget::setCursorTime(int64_t t) {
+    if (t == cursor_) return;
+    cursor_ = t;
+    update();
+}
+
+void TimelineWidget::setSelection(const Selection& s) {
+    sel_ = s;
+    update();
+}
+
+void TimelineWidget::setHighlightedLane(int lane) {
+    highlightedLane_ = lane;
+    update();
+}
+
+void TimelineWidget::scrollToLane(int lane) {
+    if (lane < 0 || size_t(lane) >= geo_.laneTop.size()) return;
+    const int visible = geo_.lanesBottom() - geo_.lanesTop();
+    const int top = geo_.laneTop[size_t(lane)], h = geo_.laneH[size_t(lane)];
+    if (top < geo_.scrollY) vbar_->setValue(top);
+    else if (top + h > geo_.scrollY + visible) vbar_->setValue(top + h - visible);
+}
+
+void TimelineWidget::setBarColoring(BarColoring c) {
+    coloring_ = c;
+    update();
+}
+
+void TimelineWidget::paintEvent(QPaintEvent*) {
+    QElapsedTimer timer;
+    timer.start();
+    QPainter p(this);
+    ColorScheme colors(palette());
+    if (!snap_.valid()) {
+        p.fillRect(rect(), colors.background());
+        p.setPen(colors.dimText());
+        p.drawText(rect().adjusted(20, 20, -20, -20), Qt::AlignCenter | Qt::TextWordWrap,
+                   tr("No trace open.\n\nOpen a .poolscope trace with File > Open, or drop one "
+                      "here.\nRecord one with:  poolscope record -- ./your_cuda_program"));
+        return;
+    }
+    geo_.width = width();
+    geo_.height = height();
+    TimelinePainter painter(snap_, geo_, colors, coloring_);
+    painter.paint(p, sel_, cursor_, highlightedLane_, band_);
+    stats_ = painter.stats;
+    lastPaintNs_ = timer.nsecsElapsed();
+}
+
+void TimelineWidget::resizeEvent(QResizeEvent*) { relayout(); }
+
+void TimelineWidget::wheelEvent(QWheelEvent* e) {
+    if (!snap_.valid()) return;
+    const QPoint d = e->angleDelta();
+    if (e->modifiers() & Qt::ShiftModifier) {
+        vbar_->setValue(vbar_->value() - d.y() / 2);
+    } else if (std::abs(d.x()) > std::abs(d.y())) {
+        panBy(-d.x() / 1200.0);
+    } else if (d.y() != 0) {
+        const double factor = std::pow(1.2, d.y() / 120.0);
+        const double x = std::max<double>(geo_.labelW, e->position().x());
+        zoomBy(factor, geo_.tOf(x));
+    }
+    e->accept();
+}
+
+void TimelineWidget::mousePressEvent(QMouseEvent* e) {
+    setFocus();
+    pressPos_ = e->pos();
+    pressV0_ = geo_.v0;
+    pressV1_ = geo_.v1;
+    if (!snap_.valid()) return;
+    if (e->pos().y() < geo_.rulerH && e->pos().x() >= geo_.labelW) {
+        drag_ = Drag::Cursor;
+        emit cursorRequested(geo_.tOf(e->pos().x()));
+        return;
+    }
+    const bool band = e->button() == Qt::RightButton ||
+                      (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
+    drag_ = band ? Drag::Band : e->button() == Qt::LeftButton ? Drag::Pan : Drag::None;
+}
+
+void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
+    switch (drag_) {
+    case Drag::Pan: {
+        const double dx = e->pos().x() - pressPos_.x();
+        const int64_t dt = static_cast<int64_t>(dx * double(pressV1_ - pressV0_) / geo_.plotW());
+        setViewRange(pressV0_ - dt, pressV1_ - dt);
+        const int dy = e->pos().y() - pressPos_.y();
+        if (std::abs(dy) > 4) {
+            vbar_->setValue(vbar_->value() - dy);
+            pressPos_.setY(e->pos().y());
+        }
+        break;
+    }
+    case Drag::Band: {
+        const int x0 = std::max(geo_.labelW, std::min(pressPos_.x(), e->pos().x()));
+        const int x1 = std::max(pressPos_.x(), e->pos().x());
+        band_ = QRect(x0, geo_.lanesTop(), x1 - x0, geo_.lanesBottom() - geo_.lanesTop());
+        update();
+        break;
+    }
+    case Drag::Cursor:
+        emit cursorRequested(geo_.tOf(std::max(e->pos().x(), geo_.labelW)));
+        break;
+    case Drag::None:
+        break;
+    }
+}
+
+void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
+    const Drag d = drag_;
+    drag_ = Drag::None;
+    if (!snap_.valid()) return;
+    const bool click = (e->pos() - pressPos_).manhattanLength() < 4;
+    if (d == Drag::Band) {
+        const QRect b = band_;
+        band_ = {};
+        if (b.width() > 4) setViewRange(geo_.tOf(b.left()), geo_.tOf(b.right()));
+        update();
+        return;
+    }
+    if (d == Drag::Pan && click && e->button() == Qt::LeftButton) {
+        TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
+        const TimelineHit hit = painter.hitTest(e->pos());
+        if (!(hit.sel == sel_)) {
+            sel_ = hit.sel;
+            update();
+            emit selectionChanged(sel_);
+        }
+    }
+}
+
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
+    if (!snap_.valid() || e->button() != Qt::LeftButton) return;
+    TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
+    const TimelineHit hit = painter.hitTest(e->pos());
+    if (hit.sel.kind == Selection::None) fitAll();
+    else {
+        sel_ = hit.sel;
+        emit selectionChanged(sel_);
+        zoomToSelection();
+    }
+}
+
+void TimelineWidget::keyPressEvent(QKeyEvent* e) {
+    if (!snap_.valid()) return QWidget::keyPressEvent(e);
+    const int64_t mid = geo_.v0 + (geo_.v1 - geo_.v0) / 2;
+    switch (e->key()) {
+    case Qt::Key_Plus:
+    case Qt::Key_Equal:
+    case Qt::Key_W: zoomBy(1.5, cursor_ != INT64_MIN ? cursor_ : mid); break;
+    case Qt::Key_Minus:
+    case Qt::Key_S: zoomBy(1 / 1.5, cursor_ != INT64_MIN ? cursor_ : mid); break;
+    case Qt::Key_Left:
+    case Qt::Key_A: panBy(-0.1); break;
+    case Qt::Key_Right:
+    case Qt::Key_D: panBy(0.1); break;
+    case Qt::Key_Up: vbar_->setValue(vbar_->value() - 40); break;
+    case Qt::Key_Down: vbar_->setValue(vbar_->value() + 40); break;
+    case Qt::Key_Home:
+    case Qt::Key_0:
+    case Qt::Key_F: fitAll(); break;
+    case Qt::Key_Z: zoomToSelection(); break;
+    case Qt::Key_Escape:
+        sel_ = {};
+        update();
+        emit selectionChanged(sel_);
+        break;
+    default: QWidget::keyPressEvent(e);
+    }
+}
+
+bool TimelineWidget::event(QEvent* e) {
+    if (e->type() == QEvent::ToolTip && snap_.valid()) {
+        auto* he = static_cast<QHelpEvent*>(e);
+        TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
+        const QString tip = painter.tooltip(painter.hitTest(he->pos()));
+        if (tip.isEmpty()) QToolTip::hideText();
+        else QToolTip::showText(he->globalPos(), tip, this);
+        return true;
+    }
+    return QWidget::event(e);
+}
+
+void TimelineWidget::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::PaletteChange) update();
+    QWidget::changeEvent(e);
+}
+
+} // namespace poolscope::ui

@@ -1,0 +1,92 @@
+#pragma once
+// The per-stream timeline: one custom-painted widget (no object per event). Holds the view state
+// (visible time range, vertical scroll, selection, replay cursor) and turns input into changes of
+// that state; TimelinePainter does the drawing.
+
+#include <QElapsedTimer>
+#include <QWidget>
+#include <cstdint>
+
+#include "ColorScheme.h"
+#include "Selection.h"
+#include "TimelinePainter.h"
+#include "TraceSnapshot.h"
+
+class QScrollBar;
+
+namespace poolscope::ui {
+
+class TimelineWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimelineWidget(QWidget* parent = nullptr);
+
+    // keepView: a live refresh keeps the user's zoom; a new document fits all.
+    void setSnapshot(const TraceSnapshot& s, bool keepView = false);
+    void clear();
+    const TraceSnapshot& snapshot() const { return snap_; }
+
+    int64_t viewStart() const { return geo_.v0; }
+    int64_t viewEnd() const { return geo_.v1; }
+    void setViewRange(int64_t t0, int64_t t1);
+    void fitAll();
+    void zoomBy(double factor, int64_t anchor);
+    void zoomToSelection(); // the selected allocation or marker, with some context
+    void centerOn(int64_t t);
+    void panBy(double fractionOfView);
+
+    void setCursorTime(int64_t t); // INT64_MIN: no cursor
+    int64_t cursorTime() const { return cursor_; }
+    void setSelection(const Selection& s); // does not emit selectionChanged
+    const Selection& selection() const { return sel_; }
+    void setHighlightedLane(int lane);
+    void scrollToLane(int lane);
+    void setBarColoring(BarColoring c);
+    BarColoring barColoring() const { return coloring_; }
+
+    int labelWidth() const { return geo_.labelW; }
+    int rightPad() const { return geo_.rightPad; }
+    const PaintStats& lastPaintStats() const { return stats_; }
+    qint64 lastPaintNs() const { return lastPaintNs_; }
+    QSize sizeHint() const override { return {1000, 420}; }
+
+signals:
+    void viewRangeChanged(qint64 t0, qint64 t1);
+    void selectionChanged(const poolscope::ui::Selection& s);
+    void cursorRequested(qint64 t); // a click in the ruler
+
+protected:
+    void paintEvent(QPaintEvent*) override;
+    void resizeEvent(QResizeEvent*) override;
+    void wheelEvent(QWheelEvent*) override;
+    void mousePressEvent(QMouseEvent*) override;
+    void mouseMoveEvent(QMouseEvent*) override;
+    void mouseReleaseEvent(QMouseEvent*) override;
+    void mouseDoubleClickEvent(QMouseEvent*) override;
+    void keyPressEvent(QKeyEvent*) override;
+    bool event(QEvent*) override;
+    void changeEvent(QEvent*) override;
+
+private:
+    void relayout();
+    void updateScrollBar();
+    void clampView(int64_t& a, int64_t& b) const;
+
+    TraceSnapshot snap_;
+    TimelineGeometry geo_;
+    Selection sel_;
+    int64_t cursor_ = INT64_MIN;
+    int highlightedLane_ = -1;
+    BarColoring coloring_ = BarColoring::BySize;
+    QScrollBar* vbar_ = nullptr;
+
+    enum class Drag { None, Pan, Band, Cursor };
+    Drag drag_ = Drag::None;
+    QPoint pressPos_;
+    int64_t pressV0_ = 0, pressV1_ = 0;
+    QRect band_;
+    PaintStats stats_;
+    qint64 lastPaintNs_ = 0;
+};
+
+} // namespace poolscope::ui

@@ -1,0 +1,105 @@
+#include "TraceLoader.h"
+
+#include <QFileInfo>
+#include <QMetaObject>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "poolscope/TraceReader.h"
+
+namespace poolscope::ui {
+
+TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {
+    // Progress is polled from atomics rather than signalled per batch: the worker never waits
+    // on the UI and the UI never gets flooded.
+    poll_.setInterval(100);
+    connect(&poll_, &QTimer::timeout, this, [this] {
+        if (!running_) return;
+        const uint64_t total = running_->total.load(), done = running_->done.load();
+        const int phase = running_->phase.load();
+        int pct = total ? int(done * 90 / total) : 0;
+        if (phase == 2) pct = 95;
+        emit progress(pct, phase == 0   ? tr("Opening")
+                           : phase == 1 ? tr("Reading events")
+                                        : tr("Laying out lanes"));
+    });
+}
+
+TraceLoader::~TraceLoader() {
+    if (running_) running_->cancel = true;
+    for (auto& j : abandoned_) j->cancel = true;
+    if (running_) running_->future.waitForFinished();
+    for (auto& j : abandoned_) j->future.waitForFinished();
+}
+
+void TraceLoader::load(const QString& path) {
+    cancel();
+    auto job = std::make_shared<Job>();
+    job->generation = ++generation_;
+    job->path = path;
+    running_ = job;
+    emit started(path);
+    poll_.start();
+    // The job owns a reference to its own state; `this` is only touched through a queued call,
+    // which Qt drops if the loader is gone (and the destructor waits for jobs anyway).
+    job->future = QtConcurrent::run([this, job] {
+        TraceSnapshot snap;
+        QString error;
+        bool wasCancelled = false;
+        auto reader = TraceReader::open(job->path.toStdString());
+        if (!reader) {
+            error = QString::fromStdString(reader.error().message);
+        } else {
+            job->phase = 1;
+            auto tl = buildTimeline(
+                **reader,
+                [&](uint64_t done, uint64_t total) {
+                    job->done = done;
+                    job->total = total;
+                },
+                &job->cancel);
+            if (!tl) {
+                if (tl.error().code == ErrorCode::Cancelled) wasCancelled = true;
+                else error = QString::fromStdString(tl.error().message);
+            } else {
+                job->phase = 2;
+                snap.layout = LaneLayout::build(*tl.value(), &job->cancel);
+                if (!snap.layout) wasCancelled = true;
+                snap.timeline = tl.value();
+                snap.path = QFileInfo(job->path).absoluteFilePath();
+                snap.title = QFileInfo(job->path).fileName();
+                if (auto p = (*reader)->process()) snap.process = p.value();
+            }
+        }
+        if (job->cancel) wasCancelled = true;
+        QMetaObject::invokeMethod(
+            this, [this, g = job->generation, snap, error, wasCancelled] {
+                finish(g, snap, error, wasCancelled);
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void TraceLoader::cancel() {
+    if (!running_) return;
+    running_->cancel = true;
+    const QString path = running_->path;
+    abandoned_.push_back(running_);
+    running_.reset();
+    poll_.stop();
+    emit cancelled(path);
+}
+
+void TraceLoader::finish(quint64 generation, TraceSnapshot snap, QString error, bool wasCancelled) {
+    std::erase_if(abandoned_, [&](const std::shared_ptr<Job>& j) {
+        return j->generation == generation;
+    });
+    if (!running_ || generation != running_->generation) return; // stale: a newer load won
+    const QString path = running_->path;
+    running_.reset();
+    poll_.stop();
+    if (wasCancelled) emit cancelled(path);
+    else if (!error.isEmpty()) emit failed(path, error);
+    else emit loaded(snap);
+}
+
+} // namespace poolscope::ui

@@ -1,0 +1,53 @@
+#pragma once
+// Loads a trace off the UI thread: open, rebuild the Timeline, lay out lanes. One job at a time
+// from the user's point of view; a newer load cancels the older one, and results carry a
+// generation number so a stale job that finishes late is dropped.
+
+#include <QFuture>
+#include <QObject>
+#include <QString>
+#include <QTimer>
+#include <atomic>
+#include <memory>
+
+#include "TraceSnapshot.h"
+
+namespace poolscope::ui {
+
+class TraceLoader : public QObject {
+    Q_OBJECT
+public:
+    explicit TraceLoader(QObject* parent = nullptr);
+    ~TraceLoader() override; // cancels and waits for the running job
+
+    void load(const QString& path);
+    void cancel();
+    bool busy() const { return running_ != nullptr; }
+    quint64 generation() const { return generation_; }
+
+signals:
+    void started(const QString& path);
+    void progress(int percent, const QString& phase);
+    void loaded(const poolscope::ui::TraceSnapshot& snapshot);
+    void failed(const QString& path, const QString& message);
+    void cancelled(const QString& path);
+
+private:
+    struct Job {
+        quint64 generation = 0;
+        QString path;
+        std::atomic<bool> cancel{false};
+        std::atomic<uint64_t> done{0};
+        std::atomic<uint64_t> total{0};
+        std::atomic<int> phase{0};
+        QFuture<void> future;
+    };
+    void finish(quint64 generation, TraceSnapshot snap, QString error, bool wasCancelled);
+
+    quint64 generation_ = 0;
+    std::shared_ptr<Job> running_;
+    std::vector<std::shared_ptr<Job>> abandoned_; // cancelled jobs still winding down
+    QTimer poll_;
+};
+
+} // namespace poolscope::ui

@@ -1,0 +1,33 @@
+#pragma once
+// What the main window shows: an immutable Timeline plus its lane layout, and where it came from.
+// File loading and (later) a live session both produce one of these; the window never cares which.
+
+#include <QString>
+#include <memory>
+
+#include "LaneLayout.h"
+#include "poolscope/Entities.h"
+#include "poolscope/Timeline.h"
+
+namespace poolscope::ui {
+
+struct TraceSnapshot {
+    std::shared_ptr<const Timeline> timeline;
+    std::shared_ptr<const LaneLayout> layout;
+    QString path;        // the trace file; empty for a live source
+    QString title;       // shown in the window title
+    bool bundledSample = false;
+    ProcessInfo process;
+
+    bool valid() const { return timeline && layout; }
+    // Builds the layout synchronously: call from a worker thread for big timelines.
+    static TraceSnapshot fromTimeline(std::shared_ptr<const Timeline> tl, QString title) {
+        TraceSnapshot s;
+        s.layout = LaneLayout::build(*tl);
+        s.timeline = std::move(tl);
+        s.title = std::move(title);
+        return s;
+    }
+};
+
+} // namespace poolscope::ui

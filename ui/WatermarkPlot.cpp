@@ -1,0 +1,242 @@
+#include "WatermarkPlot.h"
+
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <qcustomplot.h>
+
+#include "ColorScheme.h"
+#include "TimeTicker.h"
+
+namespace poolscope::ui {
+
+WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
+    plot_ = new QCustomPlot(this);
+    auto* lay = new QVBoxLayout(this);
+    lay->setContentsMargins(0, 0, 0, 0);
+    lay->addWidget(plot_);
+    setMinimumHeight(140);
+    ticker_.reset(new TimeTicker);
+    plot_->xAxis->setTicker(ticker_);
+    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new BytesTicker));
+    plot_->yAxis->setLabel(tr("pool memory"));
+    plot_->axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
+    plot_->axisRect()->setMargins(QMargins(left_, 6, right_, 24));
+    plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    plot_->axisRect()->setRangeDrag(Qt::Horizontal);
+    plot_->axisRect()->setRangeZoom(Qt::Horizontal);
+    plot_->legend->setVisible(true);
+    QFont lf = font();
+    lf.setPointSizeF(lf.pointSizeF() * 0.85);
+    plot_->legend->setFont(lf);
+    plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    cursorLine_ = new QCPItemStraightLine(plot_);
+    cursorLine_->setVisible(false);
+    connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+            [this](const QCPRange& r) {
+                if (applyingRange_ || !snap_.valid()) return;
+                const int64_t t0 = snap_.timeline->t0;
+                emit viewRangeRequested(t0 + int64_t(r.lower), t0 + int64_t(r.upper));
+            });
+    // A click without a drag places the replay cursor; a drag pans (QCustomPlot's own).
+    connect(plot_, &QCustomPlot::mousePress, this,
+            [this](QMouseEvent* e) { pressPos_ = e->pos(); });
+    connect(plot_, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
+        if (!snap_.valid() || (e->pos() - pressPos_).manhattanLength() > 3) return;
+        if (!plot_->axisRect()->rect().contains(e->pos())) return;
+        emit cursorRequested(snap_.timeline->t0 +
+                             int64_t(plot_->xAxis->pixelToCoord(e->position().x())));
+    });
+    applyTheme();
+}
+
+void WatermarkPlot::setHorizontalMargins(int left, int right) {
+    left_ = left;
+    right_ = right;
+    plot_->axisRect()->setMargins(QMargins(left_, 6, right_, 24));
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void WatermarkPlot::setSnapshot(const TraceSnapshot& s) {
+    snap_ = s;
+    rebuildGraphs();
+    if (s.valid()) setViewRange(s.timeline->t0, s.timeline->t1);
+}
+
+void WatermarkPlot::rebuildGraphs() {
+    plot_->clearGraphs();
+    graphs_.clear();
+    if (!snap_.valid()) {
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    ColorScheme c(palette());
+    for (size_t i = 0; i < snap_.timeline->pools.size(); ++i) {
+        const PoolTimeline& p = snap_.timeline->pools[i];
+        PoolGraphs g;
+        g.pool = p.info.handle;
+        const QString name = snap_.layout->poolName(p.info.handle);
+        const int ci = int(i);
+        g.used = plot_->addGraph();
+        g.used->setName(tr("%1 used").arg(name));
+        g.used->setLineStyle(QCPGraph::lsStepLeft);
+        QColor uc = c.usedColor(ci);
+        g.used->setPen(QPen(uc, 1.5));
+        uc.setAlpha(60);
+        g.used->setBrush(uc);
+        g.reserved = plot_->addGraph();
+        g.reserved->setName(tr("%1 reserved").arg(name));
+        g.reserved->setLineStyle(QCPGraph::lsStepLeft);
+        g.reserved->setPen(QPen(c.reservedColor(ci), 2));
+        g.high = plot_->addGraph();
+        g.high->setName(tr("%1 reserved high watermark").arg(name));
+        g.high->setLineStyle(QCPGraph::lsStepLeft);
+        g.high->setPen(QPen(c.reservedColor(ci), 1, Qt::DotLine));
+        g.high->removeFromLegend();
+        g.threshold = plot_->addGraph();
+        g.threshold->setName(tr("%1 release threshold").arg(name));
+        g.threshold->setLineStyle(QCPGraph::lsStepLeft);
+        g.threshold->setPen(QPen(c.reservedColor(ci).darker(130), 1.5, Qt::DashDotLine));
+        g.events = plot_->addGraph();
+        g.events->setName(tr("trim / release"));
+        g.events->setLineStyle(QCPGraph::lsNone);
+        g.events->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, c.releaseColor(),
+                            c.releaseColor(), 8));
+        if (i > 0) g.events->removeFromLegend();
+        graphs_.push_back(g);
+    }
+    plot_->legend->setVisible(!graphs_.empty());
+}
+
+void WatermarkPlot::setViewRange(int64_t t0, int64_t t1) {
+    v0_ = t0;
+    v1_ = std::max(t1, t0 + 1);
+    refreshData();
+}
+
+int WatermarkPlot::graphPointCount() const {
+    int n = 0;
+    for (int i = 0; i < plot_->graphCount(); ++i) n += plot_->graph(i)->data()->size();
+    return n;
+}
+
+void WatermarkPlot::refreshData() {
+    if (!snap_.valid()) return;
+    const Timeline& tl = *snap_.timeline;
+    const double base = double(tl.t0);
+    const size_t maxPts = size_t(std::max(16, plot_->axisRect()->width() * 2));
+    const int64_t end = std::min(v1_, tl.t1);
+    ticker_->pixelWidth = plot_->axisRect()->width();
+    uint64_t ymax = 1;
+    auto feed = [&](QCPGraph* g, const Series& s, bool clampHuge, uint64_t hugeAbove) {
+        QVector<double> k, v;
+        if (!s.empty() && v0_ < tl.t1) {
+            const std::vector<Point> pts = downsample(s, std::max(v0_, tl.t0), std::max(end, v0_ + 1), maxPts);
+            k.reserve(qsizetype(pts.size() + 1));
+            v.reserve(qsizetype(pts.size() + 1));
+            for (const Point& p : pts) {
+                k.push_back(double(p.t) - base);
+                // A threshold at UINT64_MAX ("never release") has no place on a byte axis.
+                v.push_back(clampHuge && p.v > hugeAbove ? qQNaN() : double(p.v));
+            }
+            if (!pts.empty()) {
+                k.push_back(double(end) - base); // extend the last step to the view's end
+                v.push_back(v.back());
+            }
+        }
+        g->setData(k, v, true);
+    };
+    for (const PoolGraphs& g : graphs_) {
+        const PoolTimeline* p = tl.pool(g.pool);
+        if (!p) continue;
+        feed(g.reserved, p->reserved, false, 0);
+        feed(g.used, p->used, false, 0);
+        ymax = std::max(ymax, p->reserved.maxIn(v0_, v1_));
+        ymax = std::max(ymax, p->used.maxIn(v0_, v1_));
+        // High watermark: the running maximum of reserved, starting from its value before v0.
+        {
+            QVector<double> k, v;
+            double running = double(p->reserved.maxIn(tl.t0, std::max(tl.t0 + 1, v0_)));
+            const auto& d = g.reserved->data();
+            for (auto it = d->constBegin(); it != d->constEnd(); ++it) {
+                running = std::max(running, it->value);
+                k.push_back(it->key);
+                v.push_back(running);
+            }
+            g.high->setData(k, v, true);
+        }
+        feed(g.threshold, p->releaseThreshold, true, uint64_t(1) << 50);
+        // Trims and implicit releases of this pool in range: the pool size after them.
+        QVector<double> mk, mv;
+        auto it = std::partition_point(tl.markers.begin(), tl.markers.end(),
+                                       [&](const Marker& m) { return m.tsNs < v0_; });
+        for (; it != tl.markers.end() && it->tsNs < v1_ && mk.size() < 4000; ++it) {
+            if (it->pool != g.pool) continue;
+            if (it->kind != EventKind::ImplicitRelease && it->kind != EventKind::PoolTrimTo) continue;
+            mk.push_back(double(it->tsNs) - base);
+            mv.push_back(double(p->reserved.valueAt(it->tsNs)));
+        }
+        g.events->setData(mk, mv, true);
+        const bool dim = highlighted_ && highlighted_ != g.pool;
+        for (QCPGraph* gr : {g.reserved, g.used, g.high, g.threshold}) {
+            QPen pen = gr->pen();
+            QColor col = pen.color();
+            col.setAlpha(dim ? 70 : 255);
+            pen.setColor(col);
+            gr->setPen(pen);
+        }
+    }
+    applyingRange_ = true;
+    plot_->xAxis->setRange(double(v0_) - base, double(v1_) - base);
+    applyingRange_ = false;
+    plot_->yAxis->setRange(0, double(ymax) * 1.08);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void WatermarkPlot::setCursorTime(int64_t t) {
+    cursor_ = t;
+    if (!snap_.valid() || t == INT64_MIN) {
+        cursorLine_->setVisible(false);
+    } else {
+        const double x = double(t - snap_.timeline->t0);
+        cursorLine_->point1->setCoords(x, 0);
+        cursorLine_->point2->setCoords(x, 1);
+        cursorLine_->setVisible(true);
+    }
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void WatermarkPlot::setHighlightedPool(uint64_t pool) {
+    highlighted_ = pool;
+    refreshData();
+}
+
+void WatermarkPlot::applyTheme() {
+    ColorScheme c(palette());
+    const QColor fg = c.text(), grid = c.grid();
+    plot_->setBackground(c.background());
+    plot_->axisRect()->setBackground(c.background());
+    for (QCPAxis* ax : {plot_->xAxis, plot_->yAxis}) {
+        ax->setBasePen(QPen(fg));
+        ax->setTickPen(QPen(fg));
+        ax->setSubTickPen(QPen(fg));
+        ax->setTickLabelColor(fg);
+        ax->setLabelColor(fg);
+        ax->grid()->setPen(QPen(grid));
+    }
+    plot_->legend->setBrush(QColor(c.background().red(), c.background().green(),
+                                   c.background().blue(), 210));
+    plot_->legend->setTextColor(fg);
+    plot_->legend->setBorderPen(QPen(grid));
+    cursorLine_->setPen(QPen(c.cursor(), 2));
+    rebuildGraphs();
+    refreshData();
+}
+
+void WatermarkPlot::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::PaletteChange) applyTheme();
+    QWidget::changeEvent(e);
+}
+
+} // namespace poolscope::ui

@@ -1,0 +1,68 @@
+#pragma once
+// Reserved/used watermarks per pool (QCustomPlot). Shares the timeline's time axis: its x range
+// follows the timeline, and drags/zooms here are sent back as a requested range. Every refresh
+// feeds only core's downsampled points for the visible range.
+
+#include <QSharedPointer>
+#include <QWidget>
+#include <cstdint>
+#include <memory>
+
+#include "TraceSnapshot.h"
+
+class QCustomPlot;
+class QCPGraph;
+class QCPItemStraightLine;
+
+namespace poolscope::ui {
+
+class TimeTicker;
+
+class WatermarkPlot : public QWidget {
+    Q_OBJECT
+public:
+    explicit WatermarkPlot(QWidget* parent = nullptr);
+
+    void setSnapshot(const TraceSnapshot& s);
+    void setViewRange(int64_t t0, int64_t t1);
+    void setCursorTime(int64_t t);
+    void setHighlightedPool(uint64_t pool); // 0: none
+    // Aligns the plot area with the timeline's lanes (label column left, scroll bar right).
+    void setHorizontalMargins(int left, int right);
+    QCustomPlot* plot() const { return plot_; }
+    int graphPointCount() const; // points currently fed to QCustomPlot (tests, benchmark)
+
+signals:
+    void viewRangeRequested(qint64 t0, qint64 t1);
+    void cursorRequested(qint64 t);
+
+protected:
+    void changeEvent(QEvent* e) override;
+
+private:
+    void rebuildGraphs();
+    void refreshData();
+    void applyTheme();
+
+    QCustomPlot* plot_;
+    QSharedPointer<TimeTicker> ticker_;
+    QPoint pressPos_;
+    QCPItemStraightLine* cursorLine_ = nullptr;
+    TraceSnapshot snap_;
+    struct PoolGraphs {
+        uint64_t pool = 0;
+        QCPGraph* reserved = nullptr;
+        QCPGraph* used = nullptr;
+        QCPGraph* high = nullptr;
+        QCPGraph* threshold = nullptr;
+        QCPGraph* events = nullptr; // trims and releases
+    };
+    std::vector<PoolGraphs> graphs_;
+    int64_t v0_ = 0, v1_ = 1;
+    int64_t cursor_ = INT64_MIN;
+    uint64_t highlighted_ = 0;
+    bool applyingRange_ = false;
+    int left_ = 200, right_ = 14;
+};
+
+} // namespace poolscope::ui
