@@ -1,18 +1,296 @@
-// Placeholder until the collector work lands: registers the verb so the CLI's shape is fixed.
+// `poolscope record [-o FILE] [--sample-period MS] -- PROGRAM ARGS...`: runs PROGRAM with the
+// collector injected through CUDA_INJECTION64_PATH, passes its stdio through, forwards SIGINT and
+// SIGTERM, exits with its exit code (128+signal if it was killed), then says where the trace is
+// and prints a one-screen summary. Everything that can fail is checked before the program runs.
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
 
 #include "Commands.h"
+#include "poolscope/Report.h"
+#include "poolscope/Timeline.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/TraceWriter.h"
+#include "poolscope/Units.h"
 
 namespace poolscope::cli {
 
+namespace {
+
+struct RecordOptions {
+    std::string output;
+    double samplePeriodMs = 1.0;
+    std::string collector; // --collector: override the module's location
+    bool quiet = false;
+    std::vector<std::string> command;
+};
+
+volatile sig_atomic_t g_child = 0;
+
+// SIGINT from the terminal already reaches the program (same process group); forward only what
+// was sent to poolscope itself (kill), so Ctrl-C is not delivered twice.
+void forwardSignal(int sig, siginfo_t* info, void*) {
+    if (g_child > 0 && (info == nullptr || info->si_code == SI_USER || info->si_code == SI_QUEUE ||
+                        sig == SIGTERM))
+        kill(g_child, sig);
+}
+
+bool isExecutable(const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
+}
+
+// The program as execv would find it (PATH search for bare names); empty when not found.
+std::string resolveProgram(const std::string& name) {
+    if (name.find('/') != std::string::npos) return isExecutable(name) ? name : std::string();
+    const char* path = std::getenv("PATH");
+    std::string p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= p.size()) {
+        size_t end = p.find(':', start);
+        if (end == std::string::npos) end = p.size();
+        std::string dir = p.substr(start, end - start);
+        if (dir.empty()) dir = ".";
+        std::string cand = dir + "/" + name;
+        if (isExecutable(cand)) return cand;
+        start = end + 1;
+    }
+    return {};
+}
+
+std::string absolutePath(const std::string& p) {
+    if (!p.empty() && p[0] == '/') return p;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return p;
+    return std::string(cwd) + "/" + p;
+}
+
+std::string findCollector(const std::string& override) {
+    if (!override.empty()) return isExecutable(override) || access(override.c_str(), R_OK) == 0
+                                      ? absolutePath(override)
+                                      : std::string();
+    if (const char* env = std::getenv("POOLSCOPE_COLLECTOR"))
+        if (access(env, R_OK) == 0) return absolutePath(env);
+    const std::string self = selfDir();
+    const char* kName = "libpoolscope_collector.so";
+    for (const std::string& dir : {self, self + "/../lib/poolscope", self + "/../lib",
+                                   self + "/../collector"}) {
+        std::string cand = dir + "/" + kName;
+        if (access(cand.c_str(), R_OK) == 0) {
+            char real[PATH_MAX];
+            return realpath(cand.c_str(), real) ? std::string(real) : cand;
+        }
+    }
+    return {};
+}
+
+std::string defaultOutput(const std::string& program) {
+    std::string base = program.substr(program.rfind('/') + 1);
+    char stamp[32];
+    std::time_t now = std::time(nullptr);
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+    return base + "-" + stamp + ".poolscope";
+}
+
+// Traces written by child processes of the program: "<out minus .poolscope>.<pid>.poolscope".
+std::vector<std::string> childTraces(const std::string& out) {
+    std::vector<std::string> found;
+    const std::string ext = ".poolscope";
+    std::string stem = out.size() > ext.size() && out.ends_with(ext)
+                           ? out.substr(0, out.size() - ext.size())
+                           : out;
+    std::string dir = ".", prefix = stem;
+    if (auto slash = stem.rfind('/'); slash != std::string::npos) {
+        dir = stem.substr(0, slash);
+        prefix = stem.substr(slash + 1);
+    }
+    prefix += ".";
+    if (DIR* d = opendir(dir.c_str())) {
+        while (dirent* e = readdir(d)) {
+            std::string n = e->d_name;
+            if (n.size() > prefix.size() + ext.size() && n.starts_with(prefix) &&
+                n.ends_with(ext)) {
+                std::string mid = n.substr(prefix.size(), n.size() - prefix.size() - ext.size());
+                if (!mid.empty() && mid.find_first_not_of("0123456789") == std::string::npos)
+                    found.push_back(dir + "/" + n);
+            }
+        }
+        closedir(d);
+    }
+    return found;
+}
+
+void printSummary(const std::string& path, bool quiet) {
+    auto r = TraceReader::open(path);
+    if (!r) {
+        std::fprintf(stderr, "poolscope: the trace %s cannot be read: %s\n", path.c_str(),
+                     r.error().message.c_str());
+        return;
+    }
+    TraceReader& reader = *r.value();
+    auto meta = reader.meta();
+    auto summary = reader.summary();
+    const bool collected = meta && meta->count("collector");
+    if (!collected) {
+        std::fprintf(stderr,
+                     "poolscope: note: the program never initialized CUDA (the collector was not "
+                     "loaded); %s is a valid, empty trace.\n",
+                     path.c_str());
+        return;
+    }
+    if (meta) {
+        if (auto it = meta->find("collector_disabled_reason"); it != meta->end())
+            std::fprintf(stderr, "poolscope: note: the collector switched itself off: %s\n",
+                         it->second.c_str());
+        if (auto it = meta->find("dropped_events"); it != meta->end() && it->second != "0")
+            std::fprintf(stderr,
+                         "poolscope: warning: %s events were dropped (rings full); raise "
+                         "POOLSCOPE_RING_EVENTS\n",
+                         it->second.c_str());
+    }
+    if (quiet) return;
+    auto timeline = buildTimeline(reader);
+    if (timeline) {
+        ReportOptions ro;
+        ro.topN = 3;
+        auto process = reader.process();
+        Report rep = buildReport(**timeline, ro, path, process ? *process : ProcessInfo{},
+                                 meta ? *meta : std::map<std::string, std::string>{});
+        std::fputs(reportToText(rep).c_str(), stderr);
+        return;
+    }
+    if (summary) {
+        std::fprintf(stderr, "%llu events, %llu samples\n",
+                     (unsigned long long)summary->eventCount,
+                     (unsigned long long)summary->sampleCount);
+        for (auto& [k, n] : summary->countsByKind)
+            std::fprintf(stderr, "  %-22s %llu\n", std::string(eventKindName(k)).c_str(),
+                         (unsigned long long)n);
+    }
+}
+
+int runRecord(RecordOptions& o) {
+    if (o.command.empty()) {
+        std::fprintf(stderr, "poolscope record: name the program to run, e.g. "
+                             "poolscope record -o run.poolscope -- ./train --epochs 1\n");
+        return 2;
+    }
+    const std::string program = resolveProgram(o.command[0]);
+    if (program.empty()) {
+        std::fprintf(stderr, "poolscope record: program '%s' not found or not executable\n",
+                     o.command[0].c_str());
+        return 127;
+    }
+    const std::string collector = findCollector(o.collector);
+    if (collector.empty()) {
+        std::fprintf(stderr,
+                     "poolscope record: the collector module (libpoolscope_collector.so) was not "
+                     "found next to %s or in ../lib/poolscope; this build may lack CUDA support\n",
+                     selfDir());
+        return 2;
+    }
+    if (o.samplePeriodMs < 0) {
+        std::fprintf(stderr, "poolscope record: --sample-period must be >= 0 (0 = off)\n");
+        return 2;
+    }
+    if (o.output.empty()) o.output = defaultOutput(program);
+    const std::string out = absolutePath(o.output);
+    // Creating the trace now proves the location is writable before the program runs, and
+    // leaves a valid empty trace if the program never loads CUDA. The collector replaces it.
+    {
+        auto w = TraceWriter::create(out);
+        if (!w) {
+            std::fprintf(stderr, "poolscope record: cannot write the trace %s: %s\n", out.c_str(),
+                         w.error().message.c_str());
+            return 2;
+        }
+        ProcessInfo p;
+        p.collectorVersion = POOLSCOPE_VERSION;
+        (void)(*w)->setProcess(p);
+        if (Status s = (*w)->close(); !s) {
+            std::fprintf(stderr, "poolscope record: cannot write the trace %s: %s\n", out.c_str(),
+                         s.error().message.c_str());
+            return 2;
+        }
+    }
+
+    std::fflush(nullptr);
+    pid_t child = fork();
+    if (child < 0) {
+        std::fprintf(stderr, "poolscope record: fork failed: %s\n", std::strerror(errno));
+        return 2;
+    }
+    if (child == 0) {
+        setenv("CUDA_INJECTION64_PATH", collector.c_str(), 1);
+        setenv("POOLSCOPE_OUTPUT", out.c_str(), 1);
+        setenv("POOLSCOPE_SAMPLE_PERIOD_MS", std::to_string(o.samplePeriodMs).c_str(), 1);
+        setenv("POOLSCOPE_ROOT_PID", std::to_string(getpid()).c_str(), 1);
+        std::vector<char*> argv;
+        for (std::string& a : o.command) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        execv(program.c_str(), argv.data());
+        std::fprintf(stderr, "poolscope record: cannot run %s: %s\n", program.c_str(),
+                     std::strerror(errno));
+        _exit(127);
+    }
+    g_child = child;
+    struct sigaction sa {};
+    sa.sa_sigaction = forwardSignal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    struct sigaction oldInt, oldTerm;
+    sigaction(SIGINT, &sa, &oldInt);
+    sigaction(SIGTERM, &sa, &oldTerm);
+
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGTERM, &oldTerm, nullptr);
+    int code = 0;
+    if (WIFEXITED(status)) {
+        code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        code = 128 + WTERMSIG(status);
+        std::fprintf(stderr, "poolscope: the program was killed by signal %d (%s)\n",
+                     WTERMSIG(status), strsignal(WTERMSIG(status)));
+    }
+
+    std::fprintf(stderr, "poolscope: trace written to %s\n", out.c_str());
+    for (const std::string& c : childTraces(out))
+        std::fprintf(stderr, "poolscope: a child process wrote %s\n", c.c_str());
+    printSummary(out, o.quiet);
+    return code;
+}
+
+} // namespace
+
 void registerRecord(CLI::App& app, int& exitCode) {
-    auto* sub = app.add_subcommand("record", "(not built yet)");
-    sub->allow_extras();
-    sub->callback([&exitCode] {
-        std::fprintf(stderr, "poolscope record: not implemented in this build\n");
-        exitCode = 2;
-    });
+    auto opts = std::make_shared<RecordOptions>();
+    auto* sub = app.add_subcommand(
+        "record", "Run a CUDA program with the collector and write a .poolscope trace");
+    sub->add_option("-o,--output", opts->output,
+                    "Trace file to write (default: PROGRAM-YYYYmmdd-HHMMSS.poolscope)");
+    sub->add_option("--sample-period", opts->samplePeriodMs,
+                    "Watermark sampling period in ms between events (0 = off)")
+        ->capture_default_str();
+    sub->add_option("--collector", opts->collector, "Collector module to inject (for testing)");
+    sub->add_flag("-q,--quiet", opts->quiet, "Print only where the trace is");
+    sub->add_option("command", opts->command, "-- PROGRAM ARGS...")->take_all();
+    sub->positionals_at_end();
+    sub->callback([opts, &exitCode] { exitCode = runRecord(*opts); });
 }
 
 } // namespace poolscope::cli

@@ -1,0 +1,59 @@
+#include "Config.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace poolscope::collector {
+
+namespace {
+const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return (v && *v) ? v : nullptr;
+}
+} // namespace
+
+std::string pathForPid(const std::string& path, int64_t pid) {
+    const std::string ext = ".poolscope";
+    const std::string tag = "." + std::to_string(pid);
+    if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+        return path.substr(0, path.size() - ext.size()) + tag + ext;
+    return path + tag;
+}
+
+Config Config::fromEnvironment() {
+    Config c;
+    const int64_t pid = getpid();
+    if (const char* v = env("POOLSCOPE_OUTPUT"))
+        c.output = v;
+    else
+        c.output = "poolscope-" + std::to_string(pid) + ".poolscope";
+    if (const char* v = env("POOLSCOPE_SAMPLE_PERIOD_MS")) {
+        char* end = nullptr;
+        double d = std::strtod(v, &end);
+        if (end != v && d >= 0) c.samplePeriodMs = d;
+    }
+    if (const char* v = env("POOLSCOPE_RING_EVENTS")) {
+        long long n = std::atoll(v);
+        if (n >= 64) c.ringEvents = static_cast<size_t>(n);
+    }
+    if (const char* v = env("POOLSCOPE_WATERMARKS")) {
+        if (std::strcmp(v, "full") == 0) c.watermarks = WatermarkMode::Full;
+        else if (std::strcmp(v, "off") == 0) c.watermarks = WatermarkMode::Off;
+    }
+    if (const char* v = env("POOLSCOPE_ACTIVITY")) c.activity = std::strcmp(v, "0") != 0;
+    if (const char* v = env("POOLSCOPE_CLOCK")) c.allowTsc = std::strcmp(v, "monotonic") != 0;
+    if (const char* v = env("POOLSCOPE_DEBUG")) c.debug = std::strcmp(v, "0") != 0;
+    if (const char* v = env("POOLSCOPE_DISABLE")) c.disabled = std::strcmp(v, "0") != 0;
+    if (const char* v = env("POOLSCOPE_LISTEN")) c.listen = v;
+    if (const char* v = env("POOLSCOPE_ROOT_PID")) c.rootPid = std::atoll(v);
+    // A process the launcher did not start itself (a fork+exec'd helper, a multiprocessing
+    // worker) writes its own file so two writers never share one trace.
+    if (c.rootPid != 0 && c.rootPid != pid) {
+        c.output = pathForPid(c.output, pid);
+        c.parentPid = getppid();
+    }
+    return c;
+}
+
+} // namespace poolscope::collector

@@ -1,0 +1,332 @@
+#include "Decode.h"
+
+#include <cuda.h>
+
+namespace poolscope::collector {
+
+namespace {
+
+constexpr CUpti_CallbackId kIds[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolCreate,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolDestroy,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAttribute,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolTrimTo,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceSetMemPool,
+    CUPTI_DRIVER_TRACE_CBID_cuMemSetMemPool,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportToShareableHandle,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolImportFromShareableHandle,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer,
+    CUPTI_DRIVER_TRACE_CBID_cuMemPoolImportPointer,
+    CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
+    CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags,
+    CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamCreate,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamCreateWithPriority,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2,
+};
+
+template <class P> const P& params(const CUpti_CallbackData& cb) {
+    return *static_cast<const P*>(cb.functionParams);
+}
+
+uint64_t h(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Per-thread default stream variants name stream 0 for "this thread's stream": keep it apart
+// from the legacy default stream by storing CU_STREAM_PER_THREAD's handle value.
+uint64_t ptszStream(CUstream s) { return s ? h(s) : h(CU_STREAM_PER_THREAD); }
+
+int32_t resultOf(const CUpti_CallbackData& cb) {
+    return cb.functionReturnValue ? *static_cast<const int32_t*>(cb.functionReturnValue) : 0;
+}
+
+template <class P>
+void alloc(const CUpti_CallbackData& cb, Event& e, AllocApi api, bool ptsz, bool fromPool,
+           Decoded& d) {
+    const P& p = params<P>(cb);
+    e.kind = EventKind::Alloc;
+    e.variant = static_cast<uint8_t>(api);
+    e.size = p.bytesize;
+    e.stream = ptsz ? ptszStream(p.hStream) : h(p.hStream);
+    e.ptr = (e.result == 0 && p.dptr) ? static_cast<uint64_t>(*p.dptr) : 0;
+    if constexpr (requires { p.pool; }) e.pool = h(p.pool);
+    d.needs = kNeedReserved | kNeedUsed | (fromPool ? 0 : kNeedDevicePool);
+}
+
+} // namespace
+
+std::span<const CUpti_CallbackId> tracedCallbackIds() { return kIds; }
+
+uint64_t freePointer(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync)
+        return params<cuMemFreeAsync_params>(cb).dptr;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz)
+        return params<cuMemFreeAsync_ptsz_params>(cb).dptr;
+    return 0;
+}
+
+bool setAttributeTarget(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, uint64_t& pool,
+                        int& attr) {
+    if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAttribute) return false;
+    const auto& p = params<cuMemPoolSetAttribute_params>(cb);
+    pool = h(p.pool);
+    attr = static_cast<int>(p.attr);
+    return true;
+}
+
+Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, Event& e) {
+    Decoded d;
+    d.record = true;
+    e.result = resultOf(cb);
+    e.correlation = cb.correlationId;
+    const bool ok = e.result == 0;
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+        alloc<cuMemAllocAsync_params>(cb, e, AllocApi::Async, false, false, d);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+        alloc<cuMemAllocAsync_ptsz_params>(cb, e, AllocApi::AsyncPtsz, true, false, d);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+        alloc<cuMemAllocFromPoolAsync_params>(cb, e, AllocApi::FromPool, false, true, d);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+        alloc<cuMemAllocFromPoolAsync_ptsz_params>(cb, e, AllocApi::FromPoolPtsz, true, true, d);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync: {
+        const auto& p = params<cuMemFreeAsync_params>(cb);
+        e.kind = EventKind::Free;
+        e.ptr = p.dptr;
+        e.stream = h(p.hStream);
+        d.needs = kNeedPtrPool | kNeedUsed;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+        const auto& p = params<cuMemFreeAsync_ptsz_params>(cb);
+        e.kind = EventKind::Free;
+        e.ptr = p.dptr;
+        e.stream = ptszStream(p.hStream);
+        d.needs = kNeedPtrPool | kNeedUsed;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolCreate: {
+        const auto& p = params<cuMemPoolCreate_params>(cb);
+        e.kind = EventKind::PoolCreate;
+        e.pool = (ok && p.pool) ? h(*p.pool) : 0;
+        e.variant = static_cast<uint8_t>(PoolKind::Explicit);
+        if (p.poolProps) {
+            e.size = p.poolProps->maxSize;
+            e.aux = static_cast<uint64_t>(p.poolProps->handleTypes);
+            // The location type has no field of its own: attr carries it for PoolCreate.
+            e.attr = static_cast<uint16_t>(p.poolProps->location.type);
+            if (p.poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+                e.device = static_cast<int16_t>(p.poolProps->location.id);
+        }
+        d.needs = ok ? kNeedPoolEntity : 0;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolDestroy:
+        e.kind = EventKind::PoolDestroy;
+        e.pool = h(params<cuMemPoolDestroy_params>(cb).pool);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAttribute: {
+        const auto& p = params<cuMemPoolSetAttribute_params>(cb);
+        e.kind = EventKind::PoolSetAttribute;
+        e.pool = h(p.pool);
+        e.attr = static_cast<uint16_t>(p.attr);
+        if (p.value) {
+            // Reuse policies are ints, thresholds and high-watermark resets are cuuint64_t.
+            if (p.attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD ||
+                p.attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || p.attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+                e.size = *static_cast<const cuuint64_t*>(p.value);
+            else
+                e.size = static_cast<uint64_t>(*static_cast<const int*>(p.value));
+        }
+        d.needs = kNeedOldValue;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolTrimTo: {
+        const auto& p = params<cuMemPoolTrimTo_params>(cb);
+        e.kind = EventKind::PoolTrimTo;
+        e.pool = h(p.pool);
+        e.size = p.minBytesToKeep;
+        d.needs = kNeedReserved | kNeedUsed;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess: {
+        const auto& p = params<cuMemPoolSetAccess_params>(cb);
+        e.kind = EventKind::PoolSetAccess;
+        e.pool = h(p.pool);
+        e.size = p.count; // descriptors in the call; the first one is stored
+        if (p.map && p.count > 0) {
+            if (p.map[0].location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+                e.device = static_cast<int16_t>(p.map[0].location.id);
+            e.aux = static_cast<uint64_t>(p.map[0].flags);
+        }
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuDeviceSetMemPool: {
+        const auto& p = params<cuDeviceSetMemPool_params>(cb);
+        e.kind = EventKind::DeviceSetMempool;
+        e.device = static_cast<int16_t>(p.dev);
+        e.pool = h(p.pool);
+        e.aux = CU_MEM_LOCATION_TYPE_DEVICE;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemSetMemPool: {
+        // CUDA 13's location form: only device locations have a "device current pool".
+        const auto& p = params<cuMemSetMemPool_params>(cb);
+        e.kind = EventKind::DeviceSetMempool;
+        e.pool = h(p.pool);
+        if (p.location) {
+            e.aux = static_cast<uint64_t>(p.location->type);
+            if (p.location->type == CU_MEM_LOCATION_TYPE_DEVICE)
+                e.device = static_cast<int16_t>(p.location->id);
+        }
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportToShareableHandle: {
+        const auto& p = params<cuMemPoolExportToShareableHandle_params>(cb);
+        e.kind = EventKind::PoolExport;
+        e.pool = h(p.pool);
+        e.aux = static_cast<uint64_t>(p.handleType);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolImportFromShareableHandle: {
+        const auto& p = params<cuMemPoolImportFromShareableHandle_params>(cb);
+        e.kind = EventKind::PoolImport;
+        e.pool = (ok && p.pool_out) ? h(*p.pool_out) : 0;
+        e.aux = static_cast<uint64_t>(p.handleType);
+        e.variant = static_cast<uint8_t>(PoolKind::Imported);
+        d.needs = ok ? kNeedPoolEntity : 0;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer: {
+        const auto& p = params<cuMemPoolExportPointer_params>(cb);
+        e.kind = EventKind::PointerExport;
+        e.ptr = p.ptr;
+        d.needs = kNeedPtrPool;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolImportPointer: {
+        const auto& p = params<cuMemPoolImportPointer_params>(cb);
+        e.kind = EventKind::PointerImport;
+        e.pool = h(p.pool);
+        e.ptr = (ok && p.ptr_out) ? static_cast<uint64_t>(*p.ptr_out) : 0;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord: {
+        const auto& p = params<cuEventRecord_params>(cb);
+        e.kind = EventKind::EventRecord;
+        e.ptr = h(p.hEvent);
+        e.stream = h(p.hStream);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
+        const auto& p = params<cuEventRecord_ptsz_params>(cb);
+        e.kind = EventKind::EventRecord;
+        e.ptr = h(p.hEvent);
+        e.stream = ptszStream(p.hStream);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags: {
+        const auto& p = params<cuEventRecordWithFlags_params>(cb);
+        e.kind = EventKind::EventRecord;
+        e.ptr = h(p.hEvent);
+        e.stream = h(p.hStream);
+        e.aux = p.flags;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz: {
+        const auto& p = params<cuEventRecordWithFlags_ptsz_params>(cb);
+        e.kind = EventKind::EventRecord;
+        e.ptr = h(p.hEvent);
+        e.stream = ptszStream(p.hStream);
+        e.aux = p.flags;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent: {
+        const auto& p = params<cuStreamWaitEvent_params>(cb);
+        e.kind = EventKind::StreamWaitEvent;
+        e.ptr = h(p.hEvent);
+        e.stream = h(p.hStream);
+        e.aux = p.Flags;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: {
+        const auto& p = params<cuStreamWaitEvent_ptsz_params>(cb);
+        e.kind = EventKind::StreamWaitEvent;
+        e.ptr = h(p.hEvent);
+        e.stream = ptszStream(p.hStream);
+        e.aux = p.Flags;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+        e.kind = EventKind::StreamSynchronize;
+        e.stream = h(params<cuStreamSynchronize_params>(cb).hStream);
+        d.needs = kSync | kNeedDevicePool | kNeedReserved | kNeedUsed;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+        e.kind = EventKind::StreamSynchronize;
+        e.stream = ptszStream(params<cuStreamSynchronize_ptsz_params>(cb).hStream);
+        d.needs = kSync | kNeedDevicePool | kNeedReserved | kNeedUsed;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+        e.kind = EventKind::EventSynchronize;
+        e.ptr = h(params<cuEventSynchronize_params>(cb).hEvent);
+        d.needs = kSync | kNeedDevicePool | kNeedReserved | kNeedUsed;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
+        e.kind = EventKind::ContextSynchronize;
+        d.needs = kSync | kNeedDevicePool | kNeedReserved | kNeedUsed;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamCreate: {
+        const auto& p = params<cuStreamCreate_params>(cb);
+        e.kind = EventKind::StreamCreate;
+        e.stream = (ok && p.phStream) ? h(*p.phStream) : 0;
+        e.aux = p.Flags;
+        e.variant = 128; // priority 0, biased
+        d.needs = ok ? kNeedStreamEntity : 0;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamCreateWithPriority: {
+        const auto& p = params<cuStreamCreateWithPriority_params>(cb);
+        e.kind = EventKind::StreamCreate;
+        e.stream = (ok && p.phStream) ? h(*p.phStream) : 0;
+        e.aux = p.flags;
+        e.variant = static_cast<uint8_t>(p.priority + 128);
+        d.needs = ok ? kNeedStreamEntity : 0;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy:
+        e.kind = EventKind::StreamDestroy;
+        e.stream = h(params<cuStreamDestroy_params>(cb).hStream);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2:
+        e.kind = EventKind::StreamDestroy;
+        e.stream = h(params<cuStreamDestroy_v2_params>(cb).hStream);
+        break;
+    default:
+        d.record = false;
+        break;
+    }
+    return d;
+}
+
+} // namespace poolscope::collector

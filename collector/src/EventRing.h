@@ -1,0 +1,83 @@
+#pragma once
+// Single-producer/single-consumer ring of poolscope::Event. The producer is one application thread
+// (inside a CUPTI callback), the consumer is the collector's writer thread. No locks, no malloc
+// after construction: the hot path claims a slot, fills it in place and publishes it with one
+// release store.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "poolscope/Event.h"
+
+namespace poolscope::collector {
+
+class EventRing {
+public:
+    // capacity is rounded up to a power of two (at least 64).
+    explicit EventRing(size_t capacity) {
+        size_t c = 64;
+        while (c < capacity) c <<= 1;
+        mask_ = c - 1;
+        slots_ = std::unique_ptr<Event[]>(new Event[c]);
+    }
+    EventRing(const EventRing&) = delete;
+    EventRing& operator=(const EventRing&) = delete;
+
+    size_t capacity() const { return mask_ + 1; }
+
+    // Producer: a slot to fill, or nullptr when the ring is full (the caller counts a drop).
+    // The tail is re-read only when the cached copy says the ring is full, so the common case
+    // touches no cache line the consumer writes.
+    Event* claim() {
+        const uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h - cachedTail_ > mask_) {
+            cachedTail_ = tail_.load(std::memory_order_acquire);
+            if (h - cachedTail_ > mask_) return nullptr;
+        }
+        return &slots_[h & mask_];
+    }
+    // Producer: makes the slot returned by the last claim() visible to the consumer.
+    void publish() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+    bool push(const Event& e) {
+        Event* s = claim();
+        if (!s) return false;
+        *s = e;
+        publish();
+        return true;
+    }
+
+    // Consumer: copies up to max events into out, returns how many.
+    size_t drain(Event* out, size_t max) {
+        const uint64_t t = tail_.load(std::memory_order_relaxed);
+        const uint64_t h = head_.load(std::memory_order_acquire);
+        size_t n = static_cast<size_t>(h - t);
+        if (n > max) n = max;
+        for (size_t i = 0; i < n; ++i) out[i] = slots_[(t + i) & mask_];
+        tail_.store(t + n, std::memory_order_release);
+        return n;
+    }
+    bool empty() const {
+        return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
+    }
+    // Producer and consumer both gone (fork child): start over.
+    void reset() {
+        head_.store(0, std::memory_order_relaxed);
+        tail_.store(0, std::memory_order_relaxed);
+        cachedTail_ = 0;
+    }
+
+    // Events the producer could not store because the ring was full.
+    std::atomic<uint64_t> dropped{0};
+
+private:
+    alignas(64) std::atomic<uint64_t> head_{0}; // written by the producer
+    uint64_t cachedTail_ = 0;                   // producer's last view of tail_
+    alignas(64) std::atomic<uint64_t> tail_{0}; // written by the consumer
+    alignas(64) size_t mask_ = 0;
+    std::unique_ptr<Event[]> slots_;
+};
+
+} // namespace poolscope::collector

@@ -1,0 +1,345 @@
+// Start and end of a recording inside the target process: InitializeInjection (called by the
+// driver at cuInit because CUDA_INJECTION64_PATH names this module), the writer and sampler
+// threads, CUPTI activity buffers, the flush at exit, on fatal signals and after fork.
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "Clock.h"
+#include "ControlHook.h"
+#include "Decode.h"
+#include "Log.h"
+#include "Runtime.h"
+
+namespace poolscope::collector {
+
+std::unique_ptr<CollectorApi> makeCollectorApi(); // Api.cpp
+void samplerLoop();                               // Sampler.cpp
+
+namespace {
+
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGSEGV, SIGABRT, SIGBUS};
+struct sigaction g_previous[65];
+std::atomic<bool> g_inSignal{false};
+std::atomic<bool> g_shutDown{false};
+std::atomic<pthread_t> g_writerThread{};
+std::unique_ptr<CollectorApi> g_api;
+
+const char* cuptiError(CUptiResult r) {
+    const char* s = nullptr;
+    cuptiGetResultString(r, &s);
+    return s ? s : "unknown CUPTI error";
+}
+
+std::string readFile(const char* path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::string commandLine() {
+    std::string c = readFile("/proc/self/cmdline");
+    for (char& ch : c)
+        if (ch == '\0') ch = ' ';
+    while (!c.empty() && c.back() == ' ') c.pop_back();
+    return c;
+}
+
+// Starts a thread with every signal blocked: process-directed signals go to the application's
+// threads, and the collector's threads never run the application's handlers.
+template <class F> std::thread startBlocked(F&& f) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    std::thread t(std::forward<F>(f));
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return t;
+}
+
+uint64_t CUPTIAPI monotonicTimestamp() { return static_cast<uint64_t>(monoNowNs()); }
+
+void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords) {
+    constexpr size_t kSize = 64 * 1024;
+    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kSize));
+    *size = *buffer ? kSize : 0;
+    *maxRecords = 0;
+}
+
+void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t validSize) {
+    Runtime& rt = runtime();
+    CUpti_Activity* rec = nullptr;
+    while (validSize > 0 &&
+           cuptiActivityGetNextRecord(buffer, validSize, &rec) == CUPTI_SUCCESS) {
+        if (rec->kind != CUPTI_ACTIVITY_KIND_MEMORY_POOL) continue;
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemoryPool3*>(rec);
+        PoolActivity a;
+        a.op = static_cast<PoolActivity::Op>(m->memoryPoolOperationType);
+        a.correlation = m->correlationId;
+        a.device = m->deviceId;
+        a.address = m->address;
+        a.size = m->size;
+        a.utilized = m->utilizedSize;
+        a.minBytesToKeep = m->minBytesToKeep;
+        a.tsNs = static_cast<int64_t>(m->timestamp);
+        if (rt.config.debug)
+            logLine("activity memory_pool op=%d type=%d corr=%u dev=%u addr=0x%llx size=%llu "
+                    "utilized=%llu threshold=%llu ts=%llu",
+                    int(m->memoryPoolOperationType), int(m->memoryPoolType), m->correlationId,
+                    m->deviceId, (unsigned long long)m->address, (unsigned long long)m->size,
+                    (unsigned long long)m->utilizedSize, (unsigned long long)m->releaseThreshold,
+                    (unsigned long long)m->timestamp);
+        if (rt.sink && !g_shutDown.load()) rt.sink->addActivity(a);
+    }
+    size_t droppedRecords = 0;
+    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &droppedRecords) == CUPTI_SUCCESS &&
+        droppedRecords)
+        logOnce(LogKey::Activity, "CUPTI dropped %zu pool activity records", droppedRecords);
+    std::free(buffer);
+}
+
+void writerLoop() {
+    Runtime& rt = runtime();
+    ownThreadState();
+    g_writerThread.store(pthread_self());
+    pthread_setname_np(pthread_self(), "poolscope-wr");
+    auto lastActivityFlush = std::chrono::steady_clock::now();
+    bool failed = false;
+    while (!rt.stopping.load(std::memory_order_acquire)) {
+        const auto now = std::chrono::steady_clock::now();
+        // Forced: pool records are rare, a buffer would otherwise wait to fill for minutes, and
+        // the sink places implicit releases only within its hold-back window.
+        if (rt.config.activity && now - lastActivityFlush > std::chrono::milliseconds(50)) {
+            cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+            lastActivityFlush = now;
+        }
+        const int req = rt.flushRequest.load(std::memory_order_acquire);
+        if (!failed && rt.sink) {
+            // A fatal signal asked for a flush: write everything held back, and commit.
+            Status s = rt.sink->pump(req != rt.flushDone.load(std::memory_order_relaxed));
+            if (!s) {
+                failed = true;
+                logOnce(LogKey::Sqlite, "writing the trace failed (%s); recording stopped",
+                        s.error().message.c_str());
+                disableCollector("trace write failed");
+            }
+        }
+        if (req) rt.flushDone.store(req, std::memory_order_release);
+        timespec ts{0, 1'000'000};
+        nanosleep(&ts, nullptr);
+    }
+}
+
+void finishRecording() {
+    Runtime& rt = runtime();
+    if (g_shutDown.exchange(true)) return;
+    rt.enabled.store(false);
+    rt.stopping.store(true, std::memory_order_release);
+    if (rt.sampler.joinable()) rt.sampler.join();
+    if (rt.writer.joinable()) rt.writer.join();
+    if (rt.config.activity) {
+        ThreadState* t = ownThreadState();
+        (void)t;
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
+    if (rt.live) rt.live->stop();
+    if (rt.sink) {
+        Status s = rt.sink->close();
+        if (!s)
+            logOnce(LogKey::Sqlite, "closing the trace failed: %s", s.error().message.c_str());
+        else if (rt.config.debug)
+            logLine("trace written: %s (%llu events, %llu dropped)", rt.config.output.c_str(),
+                    (unsigned long long)rt.sink->written(), (unsigned long long)rt.sink->dropped());
+    }
+    if (rt.subscriber) cuptiUnsubscribe(rt.subscriber);
+}
+
+void onFatalSignal(int sig, siginfo_t* info, void* uctx) {
+    Runtime& rt = runtime();
+    // Ask the writer thread to commit what it has; never touch SQLite from the handler.
+    if (!g_inSignal.exchange(true) && rt.writer.joinable() &&
+        !pthread_equal(pthread_self(), g_writerThread.load())) {
+        const int req = rt.flushRequest.fetch_add(1) + 1;
+        for (int i = 0; i < 500 && rt.flushDone.load(std::memory_order_acquire) < req; ++i) {
+            timespec ts{0, 2'000'000};
+            nanosleep(&ts, nullptr);
+        }
+    }
+    g_inSignal.store(false);
+    const struct sigaction& prev = g_previous[sig];
+    if (prev.sa_flags & SA_SIGINFO) {
+        if (prev.sa_sigaction) prev.sa_sigaction(sig, info, uctx);
+        return;
+    }
+    if (prev.sa_handler == SIG_IGN) return;
+    if (prev.sa_handler == SIG_DFL) {
+        // Back to the default action and re-raise: the process ends exactly as it would have.
+        sigaction(sig, &prev, nullptr);
+        if (sig != SIGSEGV && sig != SIGBUS) raise(sig);
+        return; // a fault re-executes the faulting instruction and now takes the default
+    }
+    prev.sa_handler(sig);
+}
+
+void installSignalHandlers() {
+    for (int sig : kSignals) {
+        struct sigaction sa;
+        std::memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = onFatalSignal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sig, &sa, &g_previous[sig]);
+        // Respect an application that ignores SIGINT/SIGTERM.
+        if (!(g_previous[sig].sa_flags & SA_SIGINFO) && g_previous[sig].sa_handler == SIG_IGN)
+            sigaction(sig, &g_previous[sig], nullptr);
+    }
+}
+
+bool openTrace(Runtime& rt) {
+    auto w = TraceWriter::create(rt.config.output);
+    if (!w) {
+        logOnce(LogKey::Output, "cannot write the trace %s: %s; not recording",
+                rt.config.output.c_str(), w.error().message.c_str());
+        return false;
+    }
+    rt.sink = std::make_unique<TraceSink>(std::move(w.value()), rt.rings, rt.seq);
+    ProcessInfo p;
+    p.pid = getpid();
+    p.parentPid = rt.config.parentPid;
+    p.commandLine = commandLine();
+    timespec rtc;
+    clock_gettime(CLOCK_REALTIME, &rtc);
+    p.startTimeMonoNs = monoNowNs();
+    p.startTimeUnixNs = int64_t(rtc.tv_sec) * 1'000'000'000 + rtc.tv_nsec;
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    p.host = host;
+    int dv = 0;
+    if (cuDriverGetVersion(&dv) == CUDA_SUCCESS) p.driverVersion = dv;
+    p.collectorVersion = POOLSCOPE_VERSION;
+    rt.sink->setProcess(p);
+    rt.sink->setMeta("collector", "poolscope collector " POOLSCOPE_VERSION);
+    rt.sink->setMeta("clock", Clock::usesTsc() ? "tsc" : "monotonic");
+    rt.sink->setMeta("watermarks", rt.config.watermarks == WatermarkMode::Exit   ? "exit"
+                                   : rt.config.watermarks == WatermarkMode::Full ? "full"
+                                                                                 : "off");
+    rt.sink->setMeta("sample_period_ms", std::to_string(rt.config.samplePeriodMs));
+    rt.sink->setMeta("ring_events", std::to_string(rt.config.ringEvents));
+    return true;
+}
+
+void startThreads(Runtime& rt) {
+    rt.stopping.store(false);
+    rt.writer = startBlocked(writerLoop);
+    if (rt.config.samplePeriodMs > 0) rt.sampler = startBlocked(samplerLoop);
+}
+
+void startControl(Runtime& rt) {
+    if (rt.config.listen.empty()) return;
+#ifdef POOLSCOPE_HAVE_CONTROL
+    g_api = makeCollectorApi();
+    rt.live = startControlServer(rt.config.listen, *g_api);
+    if (rt.live && rt.sink) rt.sink->setLiveSink(rt.live.get());
+#else
+    logOnce(LogKey::Info, "POOLSCOPE_LISTEN is set but this collector was built without the "
+                          "live control server; recording to the file only");
+#endif
+}
+
+// A child of fork() keeps only the forking thread. It must not write into the parent's file:
+// it gets a fresh trace of its own (pid in the name), fresh threads and a fresh ring table.
+void atforkChild() {
+    Runtime& rt = runtime();
+    if (!rt.enabled.load() || g_shutDown.load()) return;
+    // The parent's writer objects are abandoned (never closed here: closing would checkpoint the
+    // parent's WAL from the child).
+    (void)rt.sink.release();
+    rt.writer = std::thread();
+    rt.sampler = std::thread();
+    rt.live.release();
+    rt.rings.resetKeeping(threadState() ? threadState()->ring : nullptr);
+    rt.config.parentPid = getppid();
+    rt.config.output = pathForPid(rt.config.output, getpid());
+    if (!openTrace(rt)) {
+        rt.enabled.store(false);
+        return;
+    }
+    startThreads(rt);
+}
+
+} // namespace
+
+// Shared with Api.cpp and Sampler.cpp.
+bool collectorShuttingDown() { return g_shutDown.load(); }
+
+} // namespace poolscope::collector
+
+using namespace poolscope::collector;
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+    static std::atomic<bool> once{false};
+    if (once.exchange(true)) return 1;
+    Runtime& rt = runtime();
+    rt.config = Config::fromEnvironment();
+    if (rt.config.disabled) return 1;
+    Clock::init(rt.config.allowTsc);
+    if (!openTrace(rt)) return 1;
+
+    CUptiResult r = cuptiSubscribe(&rt.subscriber, onCallback, nullptr);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        logOnce(LogKey::Subscribe,
+                "another CUPTI profiler is already attached to this process (Nsight Systems, "
+                "Nsight Compute, PyTorch's profiler/Kineto...). CUDA allows only one; PoolScope "
+                "is not recording. Run without the other profiler to record.");
+        rt.sink->setMeta("collector_disabled_reason", "another CUPTI subscriber");
+        rt.sink->close();
+        return 1;
+    }
+    if (r != CUPTI_SUCCESS) {
+        logOnce(LogKey::Cupti, "cuptiSubscribe failed: %s; not recording", cuptiError(r));
+        rt.sink->setMeta("collector_disabled_reason", std::string("cuptiSubscribe: ") + cuptiError(r));
+        rt.sink->close();
+        return 1;
+    }
+    for (CUpti_CallbackId id : tracedCallbackIds()) {
+        r = cuptiEnableCallback(1, rt.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+        if (r != CUPTI_SUCCESS) {
+            logOnce(LogKey::Cupti, "cuptiEnableCallback(%u) failed: %s; not recording", id,
+                    cuptiError(r));
+            cuptiUnsubscribe(rt.subscriber);
+            rt.subscriber = nullptr;
+            rt.sink->close();
+            return 1;
+        }
+    }
+    if (rt.config.activity) {
+        r = cuptiActivityRegisterTimestampCallback(monotonicTimestamp);
+        if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+        if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+        if (r != CUPTI_SUCCESS) {
+            // Degraded, not off: events and exact watermarks still work; implicit releases
+            // then show only through the synchronize's watermarks.
+            logOnce(LogKey::Activity, "pool activity unavailable (%s): implicit releases are "
+                                      "seen only through watermarks",
+                    cuptiError(r));
+            rt.sink->setMeta("activity_disabled", cuptiError(r));
+            rt.config.activity = false;
+        }
+    }
+    rt.enabled.store(true);
+    startThreads(rt);
+    startControl(rt);
+    installSignalHandlers();
+    pthread_atfork(nullptr, nullptr, atforkChild);
+    std::atexit(finishRecording);
+    return 1;
+}
+
+// Fallback for exits that skip atexit handlers registered late (e.g. a dlclose'd host).
+__attribute__((destructor)) static void poolscopeCollectorFini() { finishRecording(); }

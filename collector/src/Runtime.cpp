@@ -1,0 +1,350 @@
+#include "Runtime.h"
+
+#include <cstring>
+#include <new>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "Clock.h"
+#include "Decode.h"
+#include "Log.h"
+
+namespace poolscope::collector {
+
+namespace {
+// initial-exec: a dlopen'ed module otherwise reaches its TLS through __tls_get_addr on every
+// callback. One pointer fits the static TLS surplus glibc keeps for exactly this.
+thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+inline size_t cacheIndex(uint64_t ptr) {
+    return static_cast<size_t>((ptr >> 9) ^ (ptr >> 21)) & (ThreadState::kPtrCache - 1);
+}
+
+ThreadState* makeThreadState(bool guarded) {
+    Runtime& rt = runtime();
+    auto* t = new (std::nothrow) ThreadState();
+    if (!t) return nullptr;
+    std::memset(t->cache, 0, sizeof t->cache);
+    t->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    t->guard = guarded ? 1 : 0;
+    t->ring = new (std::nothrow) EventRing(rt.config.ringEvents);
+    if (!t->ring || !rt.rings.add(t->ring)) {
+        logOnce(LogKey::Ring, "too many threads to trace; events of further threads are dropped");
+        delete t->ring;
+        t->ring = nullptr;
+    }
+    t_state = t;
+    return t;
+}
+
+uint64_t readAttr(uint64_t pool, CUmemPool_attribute attr, bool& ok) {
+    cuuint64_t v = 0;
+    if (cuMemPoolGetAttribute(reinterpret_cast<CUmemoryPool>(pool), attr, &v) != CUDA_SUCCESS)
+        ok = false;
+    return v;
+}
+
+inline PoolSlot* slotFor(ThreadState* t, uint64_t pool) {
+    if (t->lastPool == pool && t->lastSlot) return t->lastSlot;
+    PoolSlot* s = findPool(pool);
+    if (!s) s = registerPool(pool, t->lastDevice);
+    t->lastPool = pool;
+    t->lastSlot = s;
+    return s;
+}
+
+void onEnter(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer: {
+        uint64_t ptr = cbid == CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer
+                           ? static_cast<const cuMemPoolExportPointer_params*>(cb.functionParams)->ptr
+                           : freePointer(cbid, cb);
+        const ThreadState::Entry& en = t->cache[cacheIndex(ptr)];
+        if (en.ptr == ptr && ptr) {
+            t->enterPool = en.pool;
+            return;
+        }
+        // Freed on another thread than it was allocated on, or evicted: ask the driver (the
+        // pointer is still valid here, before the free).
+        CUmemoryPool pool = nullptr;
+        Guard g(t);
+        if (ptr && cuPointerGetAttribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ptr) !=
+                       CUDA_SUCCESS)
+            pool = nullptr;
+        t->enterPool = reinterpret_cast<uint64_t>(pool);
+        return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAttribute: {
+        uint64_t pool;
+        int attr;
+        t->oldValid = false;
+        if (!setAttributeTarget(cbid, cb, pool, attr)) return;
+        Guard g(t);
+        cuuint64_t v64 = 0;
+        int v32 = 0;
+        const bool wide = attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD ||
+                          attr >= CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+        CUresult r = cuMemPoolGetAttribute(reinterpret_cast<CUmemoryPool>(pool),
+                                           static_cast<CUmemPool_attribute>(attr),
+                                           wide ? static_cast<void*>(&v64) : &v32);
+        t->oldValid = r == CUDA_SUCCESS;
+        t->oldValue = wide ? v64 : static_cast<uint64_t>(v32);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+    Runtime& rt = runtime();
+    const uint64_t ticks = Clock::ticks();
+    Event* e = t->ring ? t->ring->claim() : nullptr;
+    Event dropped;            // decoded anyway: caches must follow even when the ring is full
+    Event& ev = e ? *e : dropped;
+    std::memset(static_cast<void*>(&ev), 0, sizeof ev);
+    ev.device = -1;
+    const Decoded d = decodeExit(cbid, cb, ev);
+    if (!d.record) return;
+    ev.tid = t->tid;
+    if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
+
+    if (d.needs & kNeedDevicePool) {
+        if (ev.device >= 0 && ev.device < Runtime::kMaxDevices)
+            ev.pool = rt.currentPool[ev.device].load(std::memory_order_relaxed);
+    } else if (d.needs & kNeedPtrPool) {
+        ev.pool = t->enterPool;
+    }
+
+    const WatermarkMode wm = rt.config.watermarks;
+    if (ev.pool && (d.needs & (kNeedReserved | kNeedUsed)) && wm != WatermarkMode::Off) {
+        PoolSlot* slot = slotFor(t, ev.pool);
+        Guard g(t);
+        bool ok = true;
+        ev.used = readAttr(ev.pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, ok);
+        if ((d.needs & kNeedReserved) || wm == WatermarkMode::Full || !slot) {
+            ev.reserved = readAttr(ev.pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, ok);
+            if (slot && ok) slot->reserved.store(ev.reserved, std::memory_order_relaxed);
+        } else {
+            // A free returns memory to the pool, never to the OS: reserved is what the last
+            // alloc, synchronize or trim read.
+            ev.reserved = slot->reserved.load(std::memory_order_relaxed);
+        }
+        if (ok) ev.flags |= kHasWatermarks;
+        if (d.needs & kSync) {
+            // The implicit release at a synchronize can shrink every pool of the device.
+            const int n = rt.poolCount.load(std::memory_order_acquire);
+            for (int i = 0; i < n; ++i) {
+                PoolSlot& s = rt.pools[i];
+                const uint64_t h = s.handle.load(std::memory_order_relaxed);
+                if (!h || h == ev.pool) continue;
+                bool ok2 = true;
+                uint64_t r = readAttr(h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, ok2);
+                if (ok2) s.reserved.store(r, std::memory_order_relaxed);
+            }
+        }
+    }
+
+    const bool ok = ev.result == 0;
+    switch (ev.kind) {
+    case EventKind::Alloc:
+        if (ok && ev.ptr) t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
+        break;
+    case EventKind::PointerImport:
+        if (ok && ev.ptr) t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
+        break;
+    case EventKind::PoolSetAttribute:
+        if (t->oldValid) {
+            ev.aux = t->oldValue;
+            ev.flags |= kHasOldValue;
+        }
+        break;
+    case EventKind::PoolCreate:
+    case EventKind::PoolImport:
+        if (ok && ev.pool) registerPool(ev.pool, ev.device);
+        break;
+    case EventKind::PoolDestroy:
+        if (ok) {
+            if (PoolSlot* s = findPool(ev.pool)) s->handle.store(0, std::memory_order_release);
+            if (t->lastPool == ev.pool) t->lastSlot = nullptr, t->lastPool = 0;
+        }
+        break;
+    case EventKind::DeviceSetMempool:
+        if (ok && ev.device >= 0 && ev.device < Runtime::kMaxDevices) {
+            ensureDevice(ev.device);
+            rt.currentPool[ev.device].store(ev.pool, std::memory_order_relaxed);
+            if (!findPool(ev.pool)) registerPool(ev.pool, ev.device);
+        }
+        break;
+    default:
+        break;
+    }
+
+    if (!e) {
+        if (t->ring) t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    ev.tsNs = static_cast<int64_t>(ticks);
+    ev.seq = (d.needs & kSync) ? rt.seq.fetch_add(1 + kReleaseSlots, std::memory_order_relaxed) +
+                                     kReleaseSlots
+                               : rt.seq.fetch_add(1, std::memory_order_relaxed);
+    t->ring->publish();
+}
+} // namespace
+
+Runtime& runtime() {
+    // Never destroyed: callbacks and the atexit flush may run during static destruction.
+    static Runtime* rt = new Runtime();
+    return *rt;
+}
+
+ThreadState* threadState() {
+    ThreadState* t = t_state;
+    return t ? t : makeThreadState(false);
+}
+
+ThreadState* ownThreadState() {
+    ThreadState* t = t_state;
+    if (t) {
+        if (!t->guard) t->guard = 1;
+        return t;
+    }
+    return makeThreadState(true);
+}
+
+void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid, const void* data) {
+    Runtime& rt = runtime();
+    if (!rt.enabled.load(std::memory_order_relaxed)) return;
+    ThreadState* t = t_state;
+    if (!t) {
+        t = makeThreadState(false);
+        if (!t) return;
+    }
+    if (t->guard) return;
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (cb->callbackSite == CUPTI_API_ENTER)
+        onEnter(t, cbid, *cb);
+    else
+        onExit(t, cbid, *cb);
+}
+
+PoolSlot* findPool(uint64_t handle) {
+    Runtime& rt = runtime();
+    const int n = rt.poolCount.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i)
+        if (rt.pools[i].handle.load(std::memory_order_relaxed) == handle) return &rt.pools[i];
+    return nullptr;
+}
+
+PoolSlot* registerPool(uint64_t handle, int device) {
+    if (!handle) return nullptr;
+    Runtime& rt = runtime();
+    std::lock_guard lock(rt.coldMutex);
+    if (PoolSlot* s = findPool(handle)) return s;
+    int n = rt.poolCount.load(std::memory_order_relaxed);
+    PoolSlot* slot = nullptr;
+    for (int i = 0; i < n && !slot; ++i)
+        if (rt.pools[i].handle.load(std::memory_order_relaxed) == 0) slot = &rt.pools[i];
+    if (!slot) {
+        if (n >= Runtime::kMaxPools) return nullptr;
+        slot = &rt.pools[n];
+    }
+    slot->device.store(device, std::memory_order_relaxed);
+    slot->reserved.store(0, std::memory_order_relaxed);
+    slot->handle.store(handle, std::memory_order_release);
+    if (slot == &rt.pools[n]) rt.poolCount.store(n + 1, std::memory_order_release);
+    return slot;
+}
+
+int deviceOfContext(ThreadState* t, void* ctx) {
+    if (ctx == t->lastCtx) return t->lastDevice;
+    Runtime& rt = runtime();
+    int dev = -1;
+    const int n = rt.contextCount.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i)
+        if (rt.contexts[i].ctx.load(std::memory_order_relaxed) == ctx) {
+            dev = rt.contexts[i].device.load(std::memory_order_relaxed);
+            break;
+        }
+    if (dev < 0) {
+        // Cold: first call seen in this context. The context is current for the call.
+        CUdevice d = -1;
+        {
+            Guard g(t);
+            if (cuCtxGetDevice(&d) != CUDA_SUCCESS) d = -1;
+        }
+        if (d < 0) return -1;
+        dev = d;
+        std::lock_guard lock(rt.coldMutex);
+        const int m = rt.contextCount.load(std::memory_order_relaxed);
+        if (m < Runtime::kMaxContexts) {
+            rt.contexts[m].ctx.store(ctx, std::memory_order_relaxed);
+            rt.contexts[m].device.store(dev, std::memory_order_relaxed);
+            rt.contextCount.store(m + 1, std::memory_order_release);
+        }
+    }
+    ensureDevice(dev);
+    t->lastCtx = ctx;
+    t->lastDevice = dev;
+    return dev;
+}
+
+void ensureDevice(int device) {
+    Runtime& rt = runtime();
+    if (device < 0 || device >= Runtime::kMaxDevices) return;
+    if (rt.deviceReady[device].load(std::memory_order_acquire)) return;
+    ThreadState* t = threadState();
+    if (!t) return;
+    Guard g(t);
+    CUmemoryPool def = nullptr, cur = nullptr;
+    DeviceInfo info;
+    info.ordinal = device;
+    char name[256] = {};
+    if (cuDeviceGetName(name, sizeof name - 1, device) == CUDA_SUCCESS) info.name = name;
+    size_t total = 0;
+    if (cuDeviceTotalMem(&total, device) == CUDA_SUCCESS) info.totalMemory = total;
+    CUuuid uuid;
+    if (cuDeviceGetUuid_v2(&uuid, device) == CUDA_SUCCESS) {
+        static const char* hex = "0123456789abcdef";
+        std::string s = "GPU-";
+        for (int i = 0; i < 16; ++i) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+            s += hex[(uuid.bytes[i] >> 4) & 15];
+            s += hex[uuid.bytes[i] & 15];
+        }
+        info.uuid = s;
+    }
+    if (cuDeviceGetDefaultMemPool(&def, device) != CUDA_SUCCESS) def = nullptr;
+    if (cuDeviceGetMemPool(&cur, device) != CUDA_SUCCESS) cur = def;
+    {
+        std::lock_guard lock(rt.coldMutex);
+        if (rt.deviceReady[device].load(std::memory_order_relaxed)) return;
+        rt.currentPool[device].store(reinterpret_cast<uint64_t>(cur), std::memory_order_relaxed);
+        rt.deviceReady[device].store(true, std::memory_order_release);
+    }
+    if (def) registerPool(reinterpret_cast<uint64_t>(def), device);
+    if (cur && cur != def) registerPool(reinterpret_cast<uint64_t>(cur), device);
+    if (rt.sink) {
+        rt.sink->addDevice(info);
+        if (def) {
+            PoolInfo p;
+            p.handle = reinterpret_cast<uint64_t>(def);
+            p.device = device;
+            p.kind = PoolKind::Default;
+            p.locationType = CU_MEM_LOCATION_TYPE_DEVICE;
+            p.locationId = device;
+            rt.sink->addPool(p);
+        }
+    }
+}
+
+void disableCollector(const char* why) {
+    Runtime& rt = runtime();
+    if (!rt.enabled.exchange(false)) return;
+    logOnce(LogKey::Info, "recording stopped: %s", why);
+    if (rt.sink) rt.sink->setMeta("collector_disabled_reason", why);
+}
+
+} // namespace poolscope::collector

@@ -1,0 +1,113 @@
+#pragma once
+// The collector's process-wide state and the CUPTI callback (the hot path). Everything here lives
+// inside the profiled application: the callback copies one Event into the calling thread's ring
+// and returns; no malloc (after a thread's first event), no locks, no stdio, no SQLite.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include "Config.h"
+#include "EventRing.h"
+#include "RingRegistry.h"
+#include "ControlHook.h"
+#include "TraceSink.h"
+
+namespace poolscope::collector {
+
+class LiveSink;
+
+// Pool handle -> cached reserved bytes, so a Free (which never changes reserved memory) needs
+// one attribute read instead of two.
+struct PoolSlot {
+    std::atomic<uint64_t> handle{0}; // 0 = free slot (or destroyed)
+    std::atomic<uint64_t> reserved{0};
+    std::atomic<int> device{-1};
+};
+
+// A thread's private state. Application threads get one at their first traced call; the
+// collector's own threads get one with guard set, so their driver calls are never recorded.
+struct ThreadState {
+    static constexpr size_t kPtrCache = 4096; // direct-mapped pointer -> pool, for Free
+
+    EventRing* ring = nullptr;
+    uint32_t tid = 0;
+    uint32_t guard = 0;
+    void* lastCtx = nullptr;
+    int lastDevice = -1;
+    uint64_t lastPool = 0;
+    PoolSlot* lastSlot = nullptr;
+    uint64_t enterPool = 0;   // pool of the pointer a Free/PointerExport names, found at enter
+    uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
+    bool oldValid = false;
+    struct Entry {
+        uint64_t ptr;
+        uint64_t pool;
+    } cache[kPtrCache];
+};
+
+struct Runtime {
+    static constexpr int kMaxDevices = 64;
+    static constexpr int kMaxPools = 512;
+    static constexpr int kMaxContexts = 64;
+
+    Config config;
+    std::atomic<bool> enabled{false};
+    std::atomic<uint64_t> seq{1};
+    RingRegistry rings;
+    std::unique_ptr<TraceSink> sink;
+    CUpti_SubscriberHandle subscriber = nullptr;
+
+    PoolSlot pools[kMaxPools];
+    std::atomic<int> poolCount{0};
+    std::atomic<uint64_t> currentPool[kMaxDevices] = {};
+    std::atomic<bool> deviceReady[kMaxDevices] = {};
+    struct Ctx {
+        std::atomic<void*> ctx{nullptr};
+        std::atomic<int> device{-1};
+    } contexts[kMaxContexts];
+    std::atomic<int> contextCount{0};
+    std::mutex coldMutex; // cold paths only: device discovery, pool registration
+
+    std::thread writer;
+    std::thread sampler;
+    std::atomic<bool> stopping{false};
+    std::atomic<int> flushRequest{0}; // signal handler -> writer: commit now
+    std::atomic<int> flushDone{0};
+    std::unique_ptr<LiveSink> live;
+    bool driverVersionKnown = false;
+};
+
+Runtime& runtime();
+
+// The CUPTI callback (driver domain).
+void CUPTIAPI onCallback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                         const void* data);
+
+// The calling thread's state, created on first use (guarded when the thread is the collector's).
+ThreadState* threadState();
+ThreadState* ownThreadState(); // for collector threads: creates it with guard set
+// RAII guard: driver calls made while it lives are not traced.
+class Guard {
+public:
+    explicit Guard(ThreadState* t) : t_(t) { ++t_->guard; }
+    ~Guard() { --t_->guard; }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+private:
+    ThreadState* t_;
+};
+
+PoolSlot* findPool(uint64_t handle);
+PoolSlot* registerPool(uint64_t handle, int device);
+void ensureDevice(int device);       // cold: default pool, current pool, device facts
+int deviceOfContext(ThreadState* t, void* ctx);
+void disableCollector(const char* why); // logs, switches the callback off, notes it in the trace
+
+} // namespace poolscope::collector

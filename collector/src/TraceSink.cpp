@@ -1,0 +1,375 @@
+#include "TraceSink.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "ControlHook.h"
+
+namespace poolscope::collector {
+
+namespace {
+constexpr size_t kDrainChunk = 8192;
+constexpr int kFreeWaitPasses = 3;     // passes a Free waits for a late Alloc from another thread
+constexpr int kActivityWaitPasses = 8; // passes an activity record waits for its API event
+constexpr size_t kRecentSyncs = 8192;
+constexpr auto kCommitEvery = std::chrono::milliseconds(100);
+
+std::string threadName(uint32_t tid) {
+    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/comm");
+    std::string name;
+    std::getline(f, name);
+    return name;
+}
+
+bool isSync(EventKind k) {
+    return k == EventKind::StreamSynchronize || k == EventKind::EventSynchronize ||
+           k == EventKind::ContextSynchronize;
+}
+} // namespace
+
+TraceSink::TraceSink(std::unique_ptr<TraceWriter> writer, RingRegistry& rings,
+                     std::atomic<uint64_t>& seq)
+    : writer_(std::move(writer)), rings_(rings), seq_(seq),
+      lastCommit_(std::chrono::steady_clock::now()), start_(lastCommit_) {
+    scratch_.resize(kDrainChunk);
+}
+
+TraceSink::~TraceSink() = default;
+
+void TraceSink::addDevice(const DeviceInfo& d) {
+    std::lock_guard lock(inMutex_);
+    inDevices_.push_back(d);
+}
+void TraceSink::addPool(const PoolInfo& p) {
+    std::lock_guard lock(inMutex_);
+    inPools_.push_back(p);
+}
+void TraceSink::addActivity(const PoolActivity& a) {
+    std::lock_guard lock(inMutex_);
+    inActivity_.push_back({a, 0});
+}
+void TraceSink::setProcess(const ProcessInfo& p) {
+    std::lock_guard lock(inMutex_);
+    inProcess_ = std::make_unique<ProcessInfo>(p);
+}
+void TraceSink::setMeta(const std::string& key, const std::string& value) {
+    std::lock_guard lock(inMutex_);
+    inMeta_.emplace_back(key, value);
+}
+
+void TraceSink::drainRings() {
+    clock_.recalibrate();
+    uint64_t dropped = 0;
+    const size_t n = rings_.count();
+    for (size_t i = 0; i < n; ++i) {
+        EventRing* r = rings_.at(i);
+        if (!r) continue;
+        dropped += r->dropped.load(std::memory_order_relaxed);
+        for (;;) {
+            const size_t got = r->drain(scratch_.data(), scratch_.size());
+            for (size_t k = 0; k < got; ++k) {
+                Event& e = scratch_[k];
+                // The hot path stores raw clock ticks; the trace holds monotonic ns.
+                e.tsNs = clock_.toNs(static_cast<uint64_t>(e.tsNs));
+                if (e.kind == EventKind::Sample)
+                    samples_.push_back(e);
+                else
+                    ordered_.push_back(e);
+            }
+            if (got < scratch_.size()) break;
+        }
+    }
+    dropped_ = dropped;
+}
+
+void TraceSink::noteThread(uint32_t tid) {
+    if (tid == 0 || !threadsSeen_.insert(tid).second) return;
+    writer_->addThread(ThreadInfo{tid, threadName(tid)});
+}
+
+void TraceSink::process(Event& e) {
+    noteThread(e.tid);
+    switch (e.kind) {
+    case EventKind::Alloc:
+        if (e.result == 0 && e.ptr) live_allocs_[e.ptr] = Live{e.pool, e.size};
+        if (e.pool && poolsSeen_.insert(e.pool).second) {
+            poolByCorrelation_[e.correlation] = e.pool;
+            // A pool the collector never saw created (made before it started): still an entity.
+            PoolInfo p;
+            p.handle = e.pool;
+            p.device = e.device;
+            auto d = defaultPool_.find(e.device);
+            p.kind = (d != defaultPool_.end() && d->second == e.pool) ? PoolKind::Default
+                                                                       : PoolKind::Unknown;
+            if (p.kind == PoolKind::Unknown) writer_->addPool(p);
+        }
+        break;
+    case EventKind::PointerImport:
+        if (e.result == 0 && e.ptr) live_allocs_[e.ptr] = Live{e.pool, kUnknown};
+        break;
+    case EventKind::PoolCreate:
+    case EventKind::PoolImport: {
+        if (e.result != 0 || !e.pool) break;
+        PoolInfo p;
+        p.handle = e.pool;
+        p.device = e.device;
+        p.kind = e.kind == EventKind::PoolCreate ? PoolKind::Explicit : PoolKind::Imported;
+        p.handleTypes = static_cast<uint32_t>(e.aux);
+        if (e.kind == EventKind::PoolCreate) {
+            p.locationType = e.attr;
+            p.locationId = e.device;
+            p.maxSize = e.size;
+        }
+        p.createdTsNs = e.tsNs;
+        writer_->addPool(p);
+        poolsSeen_.insert(e.pool);
+        poolByCorrelation_[e.correlation] = e.pool;
+        break;
+    }
+    case EventKind::StreamCreate: {
+        if (e.result != 0) break;
+        StreamInfo s;
+        s.handle = e.stream;
+        s.device = e.device;
+        s.priority = int(e.variant) - 128;
+        s.flags = static_cast<uint32_t>(e.aux);
+        s.priorityKnown = true;
+        writer_->addStream(s);
+        break;
+    }
+    case EventKind::PoolTrimTo:
+        if (e.correlation) trims_.insert(e.correlation);
+        while (trims_.size() > kRecentSyncs) trims_.erase(trims_.begin());
+        break;
+    default:
+        if (isSync(e.kind) && e.correlation) {
+            syncs_[e.correlation] = SyncMark{e.seq, e.pool, e.tsNs, e.device, e.tid, e.stream};
+            syncsByTime_[e.tsNs] = e.correlation;
+            while (syncs_.size() > kRecentSyncs) syncs_.erase(syncs_.begin());
+            while (syncsByTime_.size() > kRecentSyncs) syncsByTime_.erase(syncsByTime_.begin());
+        }
+        break;
+    }
+}
+
+void TraceSink::resolveActivity(bool final) {
+    {
+        std::lock_guard lock(inMutex_);
+        activity_.insert(activity_.end(), inActivity_.begin(), inActivity_.end());
+        inActivity_.clear();
+    }
+    std::vector<PendingActivity> keep;
+    for (PendingActivity& pa : activity_) {
+        const PoolActivity& a = pa.a;
+        const bool giveUp = final || pa.age >= kActivityWaitPasses;
+        if (a.op == PoolActivity::Op::Created) {
+            auto it = poolByCorrelation_.find(a.correlation);
+            if (it != poolByCorrelation_.end()) {
+                if (a.address) poolByAddress_[a.address] = it->second;
+            } else if (!giveUp) {
+                ++pa.age;
+                keep.push_back(pa);
+            }
+            continue;
+        }
+        if (a.op != PoolActivity::Op::Trimmed) continue;
+        // An explicit cuMemPoolTrimTo: its event already carries the watermarks read after it.
+        if (trims_.count(a.correlation)) continue;
+        SyncMark* mark = nullptr;
+        auto it = syncs_.find(a.correlation);
+        if (it != syncs_.end()) {
+            mark = &it->second;
+        } else if (!giveUp) {
+            ++pa.age;
+            keep.push_back(pa);
+            continue;
+        } else {
+            // No synchronize with this correlation id (e.g. the runtime's id): the first
+            // synchronize to return after the release is the one that performed it.
+            auto t = syncsByTime_.lower_bound(a.tsNs);
+            if (t != syncsByTime_.end() && t->first - a.tsNs < 1'000'000'000) {
+                auto s = syncs_.find(t->second);
+                if (s != syncs_.end()) mark = &s->second;
+            }
+        }
+        Event e;
+        e.kind = EventKind::ImplicitRelease;
+        e.correlation = a.correlation;
+        e.device = static_cast<int16_t>(a.device);
+        e.size = a.size;
+        e.reserved = a.size;
+        e.used = a.utilized;
+        e.flags = kHasWatermarks;
+        e.tsNs = a.tsNs;
+        auto addr = poolByAddress_.find(a.address);
+        if (addr != poolByAddress_.end()) e.pool = addr->second;
+        if (mark) {
+            if (!e.pool) e.pool = mark->pool;
+            e.tid = mark->tid;
+            e.stream = mark->stream;
+            if (e.tsNs > mark->tsNs || e.tsNs == 0) e.tsNs = mark->tsNs;
+            if (mark->slotsUsed < int(kReleaseSlots) && mark->seq >= kReleaseSlots) {
+                e.seq = mark->seq - kReleaseSlots + uint64_t(mark->slotsUsed++);
+            } else {
+                e.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+            }
+        } else {
+            e.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+        }
+        batch_.push_back(e);
+    }
+    activity_.swap(keep);
+}
+
+Status TraceSink::flushEntities() {
+    std::vector<DeviceInfo> devices;
+    std::vector<PoolInfo> pools;
+    std::vector<std::pair<std::string, std::string>> meta;
+    std::unique_ptr<ProcessInfo> process;
+    {
+        std::lock_guard lock(inMutex_);
+        devices.swap(inDevices_);
+        pools.swap(inPools_);
+        meta.swap(inMeta_);
+        process.swap(inProcess_);
+    }
+    if (process)
+        if (Status s = writer_->setProcess(*process); !s) return s;
+    for (const DeviceInfo& d : devices) {
+        if (Status s = writer_->addDevice(d); !s) return s;
+        if (live_) live_->onDevice(d);
+    }
+    for (const PoolInfo& p : pools) {
+        if (p.kind == PoolKind::Default) defaultPool_[p.device] = p.handle;
+        poolsSeen_.insert(p.handle);
+        if (Status s = writer_->addPool(p); !s) return s;
+        if (live_) live_->onPool(p);
+    }
+    for (auto& [k, v] : meta)
+        if (Status s = writer_->setMeta(k, v); !s) return s;
+    return {};
+}
+
+Status TraceSink::pump(bool final) {
+    // Entities first: events may name a device or default pool registered just now.
+    if (Status s = flushEntities(); !s) return s;
+
+    drainRings();
+    for (auto& [e, age] : unresolvedFrees_) {
+        e.reserved1 = static_cast<uint32_t>(age); // carried through the sort, cleared below
+        ordered_.push_back(e);
+    }
+    unresolvedFrees_.clear();
+    std::sort(ordered_.begin(), ordered_.end(),
+              [](const Event& a, const Event& b) { return a.seq < b.seq; });
+
+    for (Event& e : ordered_) {
+        if (e.kind == EventKind::Free) {
+            const int age = static_cast<int>(e.reserved1);
+            e.reserved1 = 0;
+            auto it = live_allocs_.find(e.ptr);
+            if (it != live_allocs_.end()) {
+                if (it->second.pool) e.pool = it->second.pool;
+                if (it->second.size != kUnknown) {
+                    e.size = it->second.size;
+                    e.flags |= kSizeKnown;
+                }
+                live_allocs_.erase(it);
+            } else if (e.result == 0 && !final && age < kFreeWaitPasses) {
+                // Its Alloc may sit in another thread's ring not drained yet.
+                unresolvedFrees_.emplace_back(e, age + 1);
+                continue;
+            }
+        }
+        process(e);
+        batch_.push_back(e);
+    }
+    ordered_.clear();
+    resolveActivity(final);
+    stage();
+    return writeOut(final);
+}
+
+uint32_t TraceSink::nowMs() const {
+    return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now() - start_)
+                                     .count());
+}
+
+void TraceSink::stage() {
+    if (batch_.empty()) return;
+    const uint32_t now = nowMs();
+    std::sort(batch_.begin(), batch_.end(),
+              [](const Event& a, const Event& b) { return a.seq < b.seq; });
+    // An event older than what is already written (held up longer than the hold-back) gets a
+    // fresh number: the trace stays in seq order, the event lands just after its real place.
+    size_t late = 0;
+    while (late < batch_.size() && batch_[late].seq <= lastWrittenSeq_ && lastWrittenSeq_) ++late;
+    for (size_t i = 0; i < late; ++i) {
+        batch_[i].seq = seq_.fetch_add(1, std::memory_order_relaxed);
+        batch_[i].reserved1 = now;
+    }
+    if (late) std::rotate(batch_.begin(), batch_.begin() + long(late), batch_.end());
+    for (size_t i = 0; i + late < batch_.size(); ++i) batch_[i].reserved1 = now;
+    auto bySeq = [](const Event& a, const Event& b) { return a.seq < b.seq; };
+    const bool inOrder = staged_.empty() || staged_.back().seq < batch_.front().seq;
+    const size_t mid = staged_.size();
+    staged_.insert(staged_.end(), batch_.begin(), batch_.end());
+    if (!inOrder) {
+        // Stragglers belong near the end: merge only the overlapping tail.
+        auto from = std::upper_bound(staged_.begin(), staged_.begin() + long(mid),
+                                     staged_[mid], bySeq);
+        std::inplace_merge(from, staged_.begin() + long(mid), staged_.end(), bySeq);
+    }
+    batch_.clear();
+}
+
+Status TraceSink::writeOut(bool final) {
+    uint64_t limit = ~uint64_t{0};
+    for (const auto& f : unresolvedFrees_) limit = std::min(limit, f.first.seq);
+    const uint32_t now = nowMs();
+    while (!staged_.empty()) {
+        Event& e = staged_.front();
+        if (!final && (now - e.reserved1 < kHoldBackMs || e.seq >= limit)) break;
+        e.reserved1 = 0;
+        lastWrittenSeq_ = e.seq;
+        out_.push_back(e);
+        staged_.pop_front();
+    }
+    if (!out_.empty()) {
+        if (Status s = writer_->append(out_); !s) return s;
+        written_ += out_.size();
+        if (live_) live_->onEvents(out_);
+    }
+    if (!samples_.empty()) {
+        if (Status s = writer_->append(samples_); !s) return s;
+        if (live_) live_->onEvents(samples_);
+    }
+    out_.clear();
+    samples_.clear();
+    if (dropped_ != droppedWritten_) {
+        if (Status s = writer_->setMeta("dropped_events", std::to_string(dropped_)); !s) return s;
+        droppedWritten_ = dropped_;
+    }
+    const auto t = std::chrono::steady_clock::now();
+    if (final || t - lastCommit_ >= kCommitEvery) {
+        lastCommit_ = t;
+        return writer_->commit();
+    }
+    return {};
+}
+
+Status TraceSink::close() {
+    Status s = pump(true);
+    if (!s) return s;
+    if (writer_) {
+        if (droppedWritten_ == 0)
+            if (Status m = writer_->setMeta("dropped_events", std::to_string(dropped_)); !m)
+                return m;
+        return writer_->close();
+    }
+    return {};
+}
+
+} // namespace poolscope::collector

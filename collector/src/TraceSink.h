@@ -1,0 +1,146 @@
+#pragma once
+// The writer side of the collector: drains every ring, puts events in sequence order, completes
+// what the hot path could not know (a Free's pool and size from its Alloc, the implicit releases
+// CUPTI reports later in activity buffers) and writes batches through TraceWriter, committing at
+// least every 100 ms. Owned and called by one thread (the writer thread); the add*() entry points
+// are safe from any thread. Calls neither CUDA nor CUPTI, so tests drive it without a GPU.
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "Clock.h"
+#include "RingRegistry.h"
+#include "poolscope/Entities.h"
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+#include "poolscope/TraceWriter.h"
+
+namespace poolscope::collector {
+
+class LiveSink;
+
+// A CUPTI_ACTIVITY_KIND_MEMORY_POOL record, reduced to what the sink needs.
+struct PoolActivity {
+    enum class Op : uint8_t { Created = 1, Destroyed = 2, Trimmed = 3 };
+    Op op = Op::Trimmed;
+    uint32_t correlation = 0;
+    uint32_t device = 0;
+    uint64_t address = 0;
+    uint64_t size = 0;       // pool size after the operation
+    uint64_t utilized = 0;
+    uint64_t minBytesToKeep = 0;
+    int64_t tsNs = 0;        // CLOCK_MONOTONIC (the collector registers its own CUPTI clock)
+};
+
+// Synchronize events reserve this many sequence numbers just below their own, so the implicit
+// releases CUPTI reports later can be placed before the synchronize that caused them.
+inline constexpr uint64_t kReleaseSlots = 3;
+// How long finished events wait before they are written (see TraceSink::pump).
+inline constexpr uint32_t kHoldBackMs = 150;
+
+class TraceSink {
+public:
+    TraceSink(std::unique_ptr<TraceWriter> writer, RingRegistry& rings, std::atomic<uint64_t>& seq);
+    ~TraceSink();
+
+    // Thread-safe: entity facts found by the collector's cold paths, and activity records.
+    void addDevice(const DeviceInfo& d);
+    void addPool(const PoolInfo& p);
+    void addActivity(const PoolActivity& a);
+    void setProcess(const ProcessInfo& p);
+    void setMeta(const std::string& key, const std::string& value);
+
+    void setLiveSink(LiveSink* live) { live_ = live; }
+
+    // One writer pass: drain, order, resolve, write; commits when 100 ms have passed since the
+    // last commit or when final. Events are written in seq order (the trace's chunks require it)
+    // after a hold-back of kHoldBackMs, so a Free whose Alloc sits in another thread's ring and
+    // an implicit release CUPTI reports late still land in order. final writes everything now
+    // (exit, fatal signal) and gives up on frees still waiting for their alloc.
+    // Returns the first write error (the collector then switches itself off).
+    Status pump(bool final = false);
+    Status close();
+
+    uint64_t dropped() const { return dropped_; }
+    uint64_t written() const { return written_; }
+    TraceWriter* writer() { return writer_.get(); }
+
+private:
+    struct Live {
+        uint64_t pool;
+        uint64_t size;
+    };
+    struct SyncMark {
+        uint64_t seq;        // the synchronize's own seq; releases go just below it
+        uint64_t pool;
+        int64_t tsNs;
+        int16_t device;
+        uint32_t tid;
+        uint64_t stream;
+        int slotsUsed = 0;
+    };
+    struct PendingActivity {
+        PoolActivity a;
+        int age = 0; // passes waited for its synchronize
+    };
+
+    void drainRings();
+    void process(Event& e);
+    void resolveActivity(bool final);
+    Status flushEntities();
+    void stage();
+    Status writeOut(bool final);
+    uint32_t nowMs() const;
+    void noteThread(uint32_t tid);
+
+    std::unique_ptr<TraceWriter> writer_;
+    RingRegistry& rings_;
+    std::atomic<uint64_t>& seq_;
+    TickConverter clock_;
+    LiveSink* live_ = nullptr;
+
+    std::vector<Event> scratch_;  // drain buffer
+    std::vector<Event> ordered_;  // this pass's events, by seq
+    std::vector<Event> samples_;
+    std::vector<Event> batch_;    // this pass's finished events (resolved), by seq
+    std::deque<Event> staged_;    // held back HoldBack ms so late events can slot in, by seq
+    std::vector<Event> out_;      // ready to write
+    std::vector<std::pair<Event, int>> unresolvedFrees_;
+
+    std::unordered_map<uint64_t, Live> live_allocs_;
+    std::map<uint32_t, SyncMark> syncs_;        // recent synchronizes by correlation id
+    std::set<uint32_t> trims_;                  // recent explicit trims by correlation id
+    std::map<int64_t, uint32_t> syncsByTime_;   // sync exit time -> correlation
+    std::unordered_map<uint32_t, uint64_t> poolByCorrelation_; // creates/imports/first allocs
+    std::unordered_map<uint64_t, uint64_t> poolByAddress_;     // from CREATED activity records
+    std::set<uint64_t> poolsSeen_;
+    std::set<uint32_t> threadsSeen_;
+    std::unordered_map<int, uint64_t> defaultPool_;
+
+    std::mutex inMutex_; // guards the in* members below
+    std::vector<DeviceInfo> inDevices_;
+    std::vector<PoolInfo> inPools_;
+    std::vector<PendingActivity> inActivity_;
+    std::vector<std::pair<std::string, std::string>> inMeta_;
+    std::unique_ptr<ProcessInfo> inProcess_;
+
+    std::vector<PendingActivity> activity_;
+    uint64_t dropped_ = 0;
+    uint64_t droppedWritten_ = 0;
+    uint64_t written_ = 0;
+    uint64_t lastWrittenSeq_ = 0;
+    std::chrono::steady_clock::time_point lastCommit_;
+    std::chrono::steady_clock::time_point start_;
+};
+
+} // namespace poolscope::collector
