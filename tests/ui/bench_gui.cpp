@@ -1,0 +1,148 @@
+// GUI benchmark, offscreen, on a generated trace (10M events by default):
+//   open -> first frame, pan/zoom redraw times at several zoom levels, memory vs event data.
+// Usage: poolscope_bench_gui [--events N] [--trace PATH]   (the trace is generated if missing)
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTest>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "MainWindow.h"
+#include "SyntheticTrace.h"
+#include "TimelineWidget.h"
+#include "WatermarkPlot.h"
+#include "qcustomplot.h"
+
+using namespace poolscope;
+using namespace poolscope::ui;
+
+static void initResources() { Q_INIT_RESOURCE(poolscope); }
+
+namespace {
+
+long statusKiB(const char* key) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind(key, 0) == 0) return std::stol(line.substr(std::strlen(key)));
+    return 0;
+}
+
+double ms(qint64 ns) { return double(ns) / 1e6; }
+
+struct Stats {
+    double median = 0, p95 = 0, max = 0;
+};
+Stats stats(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    if (v.empty()) return {};
+    return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 95 / 100)], v.back()};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    uint64_t events = 10'000'000;
+    std::string trace;
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (!std::strcmp(argv[i], "--events")) events = std::stoull(argv[++i]);
+        else if (!std::strcmp(argv[i], "--trace")) trace = argv[++i];
+    }
+    if (trace.empty()) trace = "/tmp/poolscope-bench-gui-" + std::to_string(events) + ".poolscope";
+    if (!QFile::exists(QString::fromStdString(trace))) {
+        std::printf("generating %s (%llu events)...\n", trace.c_str(), (unsigned long long)events);
+        std::fflush(stdout);
+        QElapsedTimer g;
+        g.start();
+        synth::SyntheticOptions o;
+        o.events = events;
+        Status st = synth::writeSyntheticTrace(trace, o);
+        if (!st.ok()) {
+            std::fprintf(stderr, "generation failed: %s\n", st.error().message.c_str());
+            return 1;
+        }
+        std::printf("generated in %.1f s\n", g.elapsed() / 1000.0);
+    }
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    QApplication app(argc, argv);
+    initResources();
+    QApplication::setOrganizationName("PoolScopeBench");
+    const long rss0 = statusKiB("VmRSS:");
+
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QApplication::processEvents();
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    QElapsedTimer t;
+    t.start();
+    w.openFile(QString::fromStdString(trace));
+    if (!shown.wait(600000)) {
+        std::fprintf(stderr, "load did not finish\n");
+        return 1;
+    }
+    const qint64 loadedNs = t.nsecsElapsed();
+    w.timeline()->repaint();
+    w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const qint64 firstFrameNs = t.nsecsElapsed();
+    const qint64 firstPaintNs = w.timeline()->lastPaintNs();
+    const Timeline& tl = *w.snapshot().timeline;
+    const long rssLoaded = statusKiB("VmRSS:");
+
+    std::printf("\ntrace: %s\nevents: %llu  allocations: %zu  markers: %zu  edges: %zu  lanes: %zu  rows: %zu\n",
+                trace.c_str(), (unsigned long long)tl.eventCount, tl.allocations.size(),
+                tl.markers.size(), tl.edges.size(), w.snapshot().layout->lanes.size(),
+                w.snapshot().layout->rows.size());
+    std::printf("open -> timeline ready (read + rebuild + lane layout, background): %.0f ms\n", ms(loadedNs));
+    std::printf("timeline ready -> first frame painted (timeline + plot): %.1f ms (timeline paint %.1f ms)\n",
+                ms(firstFrameNs - loadedNs), ms(firstPaintNs));
+    std::printf("open -> first frame: %.0f ms\n\n", ms(firstFrameNs));
+
+    std::printf("%-14s %9s %9s %9s %9s %9s %8s %8s\n", "zoom (span)", "tl med", "tl p95", "tl max",
+                "plot med", "plot max", "bars", "merged");
+    const int64_t span0 = tl.t1 - tl.t0;
+    for (double frac : {1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6}) {
+        const int64_t span = std::max<int64_t>(1000, int64_t(double(span0) * frac));
+        std::vector<double> tlTimes, plotTimes;
+        int64_t start = tl.t0 + (span0 - span) / 3;
+        PaintStats ps{};
+        for (int i = 0; i < 30; ++i) {
+            const int64_t a = start + (i % 2 ? 1 : -1) * span / 20 * (i / 2 % 5);
+            w.timeline()->setViewRange(a, a + span); // also feeds the plot (downsampled range)
+            QElapsedTimer f;
+            f.start();
+            w.timeline()->repaint();
+            tlTimes.push_back(ms(f.nsecsElapsed()));
+            f.restart();
+            w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+            plotTimes.push_back(ms(f.nsecsElapsed()));
+            ps = w.timeline()->lastPaintStats();
+        }
+        // The plot's data refresh runs inside setViewRange; time it separately too.
+        QElapsedTimer f;
+        f.start();
+        w.watermarks()->setViewRange(start, start + span);
+        const double refresh = ms(f.nsecsElapsed());
+        const Stats a = stats(tlTimes), b = stats(plotTimes);
+        char label[64];
+        std::snprintf(label, sizeof label, "%g (%s)", frac,
+                      QString::fromStdString(formatDuration(span)).toUtf8().constData());
+        std::printf("%-14s %9.2f %9.2f %9.2f %9.2f %9.2f %8llu %8llu   plot data refresh %.2f ms\n",
+                    label, a.median, a.p95, a.max, b.median, b.max,
+                    (unsigned long long)ps.bars, (unsigned long long)ps.mergedRuns, refresh);
+    }
+    QTest::qWait(2000); // let the events table's query of the visible range finish
+    const long rssEnd = statusKiB("VmRSS:"), hwm = statusKiB("VmHWM:");
+    const double eventData = double(tl.eventCount) * sizeof(Event) / 1048576.0;
+    std::printf("\nmemory: RSS before open %.0f MiB, after load %.0f MiB, at end %.0f MiB, peak %.0f MiB\n",
+                rss0 / 1024.0, rssLoaded / 1024.0, rssEnd / 1024.0, hwm / 1024.0);
+    std::printf("event data (events x %zu B): %.0f MiB; (RSS at end - before) / event data = %.2f; peak / event data = %.2f\n",
+                sizeof(Event), eventData, (rssEnd - rss0) / 1024.0 / eventData, hwm / 1024.0 / eventData);
+    return 0;
+}

@@ -1,0 +1,228 @@
+// The window offscreen: open a trace, select an allocation by clicking its bar, and check that
+// the details pane and the linked views follow. Also: bad files, cancel, replay, table jumps.
+#include <QFile>
+#include <QMessageBox>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTest>
+#include <QTreeView>
+#include <gtest/gtest.h>
+#include <qcustomplot.h>
+
+#include "DetailsPane.h"
+#include "EntityTreeModel.h"
+#include "EventsPanel.h"
+#include "MainWindow.h"
+#include "ReplayBar.h"
+#include "TestTrace.h"
+#include "TimelineWidget.h"
+#include "TraceLoader.h"
+#include "WatermarkPlot.h"
+#include "poolscope/Units.h"
+
+using namespace poolscope;
+using namespace poolscope::ui;
+
+namespace {
+
+bool openAndWait(MainWindow& w, const QString& path) {
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(path);
+    return shown.wait(60000);
+}
+
+bool waitForEvents(MainWindow& w) {
+    QSignalSpy done(w.events(), &EventsPanel::queryFinished);
+    return done.wait(30000);
+}
+
+// The largest allocation of the default pool that is not live at the end.
+uint32_t pickAllocation(const Timeline& tl) {
+    uint32_t best = 0;
+    uint64_t size = 0;
+    for (uint32_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (a.pool == synth::kSynthDefaultPool && !a.live() && a.size > size) {
+            best = i;
+            size = a.size;
+        }
+    }
+    return best;
+}
+
+} // namespace
+
+TEST(MainWindow, OpensTraceAndSelectingABarUpdatesLinkedViews) {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_TRUE(openAndWait(w, synth::syntheticTracePath()));
+    ASSERT_TRUE(w.snapshot().valid());
+    const Timeline& tl = *w.snapshot().timeline;
+    EXPECT_TRUE(w.windowTitle().contains("synthetic-20000.poolscope"));
+    EXPECT_FALSE(w.windowTitle().contains("bundled sample"));
+    EXPECT_GT(w.entityModel()->rowCount(), 0);
+    ASSERT_TRUE(waitForEvents(w));
+    EXPECT_GT(w.events()->model()->rowCount(), 100);
+
+    // Zoom the timeline onto one allocation, then click its bar as a user would.
+    const uint32_t idx = pickAllocation(tl);
+    const Allocation& a = tl.allocations[idx];
+    w.timeline()->setSelection({Selection::Allocation, idx, 0, {}});
+    w.timeline()->zoomToSelection();
+    w.timeline()->setSelection({});
+    QApplication::processEvents();
+    const QRect bar = w.timeline()->allocationRect(idx);
+    ASSERT_FALSE(bar.isEmpty());
+    QSignalSpy sel(w.timeline(), &TimelineWidget::selectionChanged);
+    QTest::mouseClick(w.timeline(), Qt::LeftButton, {}, bar.center());
+    ASSERT_EQ(sel.count(), 1);
+    EXPECT_EQ(w.timeline()->selection().kind, Selection::Allocation);
+    EXPECT_EQ(w.timeline()->selection().index, idx);
+
+    // Details: all fields in human units and the pool's state at that moment.
+    const QString details = w.details()->toPlainText();
+    EXPECT_TRUE(details.contains("Allocation of")) << details.toStdString();
+    EXPECT_TRUE(details.contains(QString::fromStdString(formatBytes(a.size))));
+    EXPECT_TRUE(details.contains("stream #")) << details.toStdString();
+    EXPECT_TRUE(details.contains("a different stream")); // freed on stream B
+    EXPECT_TRUE(details.contains("at that moment"));
+    EXPECT_TRUE(details.contains("reserved"));
+
+    // Linked: the plot shows the timeline's range; the events table follows the view and
+    // selects the allocation's alloc event.
+    const QCPRange r = w.watermarks()->plot()->xAxis->range();
+    EXPECT_NEAR(r.lower, double(w.timeline()->viewStart() - tl.t0), 1.0);
+    EXPECT_NEAR(r.upper, double(w.timeline()->viewEnd() - tl.t0), 1.0);
+    ASSERT_TRUE(waitForEvents(w));
+    w.select({Selection::Allocation, idx, 0, {}});
+    const QModelIndex cur = w.events()->view()->currentIndex();
+    ASSERT_TRUE(cur.isValid());
+    EXPECT_EQ(w.events()->model()->eventAt(cur.row())->seq, a.allocSeq);
+    EXPECT_GT(w.watermarks()->graphPointCount(), 0);
+}
+
+TEST(MainWindow, TableDoubleClickJumpsTimelineAndTreeHighlightsPool) {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    ASSERT_TRUE(openAndWait(w, synth::syntheticTracePath()));
+    ASSERT_TRUE(waitForEvents(w));
+    const Timeline& tl = *w.snapshot().timeline;
+    // A free of the default pool near the end of the list (a short-lived block).
+    EventTableModel* m = w.events()->model();
+    int row = -1;
+    for (int r = m->rowCount() - 1; r >= 0 && row < 0; --r)
+        if (m->eventAt(r)->kind == EventKind::Free && m->eventAt(r)->pool == synth::kSynthDefaultPool)
+            row = r;
+    ASSERT_GE(row, 0);
+    const Event e = *m->eventAt(row);
+    QTableView* v = w.events()->view();
+    v->scrollTo(m->index(row, 0));
+    const QRect cell = v->visualRect(m->index(row, 1));
+    QTest::mouseClick(v->viewport(), Qt::LeftButton, {}, cell.center());
+    QTest::mouseDClick(v->viewport(), Qt::LeftButton, {}, cell.center());
+    EXPECT_LE(w.timeline()->viewStart(), e.tsNs);
+    EXPECT_GE(w.timeline()->viewEnd(), e.tsNs);
+    EXPECT_LT(w.timeline()->viewEnd() - w.timeline()->viewStart(), (tl.t1 - tl.t0) / 2);
+    EXPECT_EQ(w.timeline()->selection().kind, Selection::Allocation);
+    EXPECT_EQ(tl.allocations[w.timeline()->selection().index].freeSeq, e.seq);
+
+    const QModelIndex pool = w.entityModel()->indexFor(Selection::Pool, synth::kSynthExplicitPool);
+    w.entityView()->setCurrentIndex(pool);
+    EXPECT_TRUE(w.details()->toPlainText().contains("peak reserved"));
+    EXPECT_EQ(w.details()->selection().kind, Selection::Pool);
+}
+
+TEST(MainWindow, ReplayCursorShowsStateAtThatInstant) {
+    MainWindow w;
+    w.show();
+    ASSERT_TRUE(openAndWait(w, synth::syntheticTracePath()));
+    const Timeline& tl = *w.snapshot().timeline;
+    const int64_t t = tl.t0 + (tl.t1 - tl.t0) / 3;
+    w.replay()->setCursor(t);
+    EXPECT_EQ(w.timeline()->cursorTime(), t);
+    const QModelIndex pool = w.entityModel()->indexFor(Selection::Pool, synth::kSynthDefaultPool);
+    const QString at = w.entityModel()->data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString();
+    const PoolTimeline* p = tl.pool(synth::kSynthDefaultPool);
+    EXPECT_EQ(at, QStringLiteral("R %1 · U %2")
+                      .arg(QString::fromStdString(formatBytes(p->reserved.valueAt(t))),
+                           QString::fromStdString(formatBytes(p->used.valueAt(t)))));
+    EXPECT_TRUE(w.details()->toPlainText().contains("At the cursor"));
+    // Playing moves the cursor forward.
+    w.replay()->play();
+    QTest::qWait(200);
+    w.replay()->pause();
+    EXPECT_GT(w.replay()->cursor(), t);
+    w.replay()->clearCursor();
+    EXPECT_EQ(w.timeline()->cursorTime(), INT64_MIN);
+}
+
+TEST(MainWindow, InvalidFileShowsCoreErrorInADialog) {
+    MainWindow w;
+    w.show();
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("garbage.poolscope");
+    {
+        QFile f(bad);
+        ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+        f.write("this is not an SQLite database, just bytes");
+    }
+    QSignalSpy failed(&w, &MainWindow::loadFailed);
+    w.openFile(bad);
+    ASSERT_TRUE(failed.wait(10000));
+    const QString msg = failed.first().first().toString();
+    EXPECT_FALSE(msg.isEmpty());
+    auto* box = w.findChild<QMessageBox*>("loadErrorBox");
+    ASSERT_NE(box, nullptr);
+    EXPECT_TRUE(box->text().contains(msg));
+    box->close();
+    // Missing file: the core's NotFound message, and the window still works.
+    QSignalSpy failed2(&w, &MainWindow::loadFailed);
+    w.openFile(dir.filePath("missing.poolscope"));
+    ASSERT_TRUE(failed2.wait(10000));
+    EXPECT_FALSE(w.snapshot().valid());
+}
+
+TEST(MainWindow, CancelledLoadLeavesWindowUsable) {
+    MainWindow w;
+    w.show();
+    const QString big = synth::syntheticTracePath(300000);
+    QSignalSpy cancelled(w.loader(), &TraceLoader::cancelled);
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(big);
+    w.loader()->cancel();
+    EXPECT_EQ(cancelled.count(), 1);
+    QTest::qWait(300);
+    EXPECT_EQ(shown.count(), 0); // the stale job's result is dropped
+    EXPECT_FALSE(w.loader()->busy());
+    ASSERT_TRUE(openAndWait(w, synth::syntheticTracePath()));
+    EXPECT_TRUE(w.snapshot().valid());
+}
+
+TEST(MainWindow, NewerLoadWinsOverOlder) {
+    MainWindow w;
+    w.show();
+    const QString big = synth::syntheticTracePath(300000);
+    const QString small = synth::syntheticTracePath();
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(big);
+    w.openFile(small);
+    ASSERT_TRUE(shown.wait(60000));
+    QTest::qWait(500);
+    EXPECT_EQ(shown.count(), 1);
+    EXPECT_TRUE(w.snapshot().path.endsWith("synthetic-20000.poolscope"));
+}
+
+TEST(MainWindow, OpensTheRealSampleTrace) {
+    const QString sample = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
+    if (!QFile::exists(sample)) GTEST_SKIP() << "no recorded sample at " << sample.toStdString();
+    MainWindow w;
+    w.show();
+    ASSERT_TRUE(openAndWait(w, sample));
+    const Timeline& tl = *w.snapshot().timeline;
+    ASSERT_FALSE(tl.allocations.empty());
+    w.select({Selection::Allocation, 0, 0, {}});
+    EXPECT_TRUE(w.details()->toPlainText().contains("Allocation of"));
+}

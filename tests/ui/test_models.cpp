@@ -1,0 +1,160 @@
+// Models under QAbstractItemModelTester, and the lane layout's invariants that painting relies on.
+#include <QAbstractItemModelTester>
+#include <gtest/gtest.h>
+
+#include "EntityTreeModel.h"
+#include "EventFilter.h"
+#include "EventTableModel.h"
+#include "LaneLayout.h"
+#include "TestTrace.h"
+#include "poolscope/TraceReader.h"
+
+using namespace poolscope;
+using namespace poolscope::ui;
+
+namespace {
+
+std::shared_ptr<const Timeline> loadTimeline(const QString& path) {
+    auto reader = TraceReader::open(path.toStdString());
+    EXPECT_TRUE(reader.ok()) << (reader.ok() ? "" : reader.error().message);
+    if (!reader) return nullptr;
+    auto tl = buildTimeline(**reader);
+    EXPECT_TRUE(tl.ok());
+    return tl ? tl.value() : nullptr;
+}
+
+TraceSnapshot snapshot() {
+    static TraceSnapshot s = [] {
+        auto tl = loadTimeline(synth::syntheticTracePath());
+        return TraceSnapshot::fromTimeline(tl, "synthetic");
+    }();
+    return s;
+}
+
+} // namespace
+
+TEST(LaneLayout, GroupsDevicePoolStreamAndPacksRowsWithoutOverlap) {
+    TraceSnapshot s = snapshot();
+    ASSERT_TRUE(s.valid());
+    const Timeline& tl = *s.timeline;
+    const LaneLayout& L = *s.layout;
+    ASSERT_FALSE(L.lanes.empty());
+    EXPECT_EQ(L.lanes.front().kind, LaneKind::Device);
+    EXPECT_GE(L.laneOfPool(synth::kSynthDefaultPool), 0);
+    EXPECT_GE(L.laneOf(synth::kSynthDefaultPool, synth::kSynthStreamA), 0);
+    EXPECT_GE(L.laneOf(synth::kSynthExplicitPool, synth::kSynthStreamC), 0);
+    // Stream B never allocates but waits: it still has a lane so arrows have an end.
+    EXPECT_GE(L.laneOfStream(synth::kSynthStreamB), 0);
+    size_t placed = 0;
+    for (const auto& row : L.rows) {
+        for (size_t i = 1; i < row.size(); ++i) {
+            const Allocation& a = tl.allocations[row[i - 1]];
+            const Allocation& b = tl.allocations[row[i]];
+            ASSERT_LE(a.allocTsNs, b.allocTsNs);
+            ASSERT_LE(a.freeTsNs, b.allocTsNs) << "allocations in one row overlap";
+        }
+        placed += row.size();
+    }
+    EXPECT_EQ(placed, tl.allocations.size());
+    for (size_t i = 0; i < tl.allocations.size(); ++i) ASSERT_GE(L.rowOfAlloc[i], 0);
+    // Markers went somewhere: syncs, the release-threshold change, the knob, the trim.
+    size_t markers = 0;
+    for (const Lane& l : L.lanes) markers += l.markers.size();
+    EXPECT_GE(markers, tl.markers.size());
+    EXPECT_EQ(tl.failed.size(), 1u);
+}
+
+TEST(EventTableModel, PassesModelTesterAndFormatsHumanUnits) {
+    auto reader = TraceReader::open(synth::syntheticTracePath().toStdString());
+    ASSERT_TRUE(reader.ok());
+    auto ev = (*reader)->events(INT64_MIN, INT64_MAX);
+    ASSERT_TRUE(ev.ok());
+    ASSERT_GT(ev.value().size(), 1000u);
+    EventTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    TraceSnapshot s = snapshot();
+    model.resetData(std::make_shared<std::vector<Event>>(ev.value()), s.timeline->t0, s.layout);
+    EXPECT_EQ(model.rowCount(), int(ev.value().size()));
+    EXPECT_EQ(model.columnCount(), EventTableModel::ColumnCount);
+    // The first allocations are the explicit pool's 64 MiB "weights".
+    int allocRow = -1;
+    for (int r = 0; r < model.rowCount() && allocRow < 0; ++r)
+        if (model.eventAt(r)->kind == EventKind::Alloc) allocRow = r;
+    ASSERT_GE(allocRow, 0);
+    EXPECT_EQ(model.data(model.index(allocRow, EventTableModel::Size)).toString(), "64.0 MiB");
+    EXPECT_EQ(model.data(model.index(allocRow, EventTableModel::Kind)).toString(), "alloc");
+    EXPECT_TRUE(model.data(model.index(allocRow, EventTableModel::Pool)).toString().startsWith("pool #"));
+    EXPECT_EQ(model.rowOfSeq(model.eventAt(allocRow)->seq), allocRow);
+    model.resetData({}, 0, nullptr);
+    EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST(EntityTreeModel, PassesModelTesterWithStatsAndCursor) {
+    TraceSnapshot s = snapshot();
+    EntityTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    model.resetData(s);
+    ASSERT_EQ(model.rowCount(), 1); // one device
+    const QModelIndex dev = model.index(0, 0);
+    EXPECT_EQ(model.rowCount(dev), 2 + 3); // two pools, three streams
+    const QModelIndex pool = model.indexFor(Selection::Pool, synth::kSynthDefaultPool);
+    ASSERT_TRUE(pool.isValid());
+    EXPECT_EQ(model.parent(pool), dev);
+    const QString peak = model.data(pool.siblingAtColumn(EntityTreeModel::PeakReserved)).toString();
+    EXPECT_TRUE(peak.endsWith("iB")) << peak.toStdString();
+    EXPECT_EQ(model.selectionFor(pool).kind, Selection::Pool);
+    EXPECT_TRUE(model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().isEmpty());
+    const int64_t mid = (s.timeline->t0 + s.timeline->t1) / 2;
+    model.setCursorTime(mid);
+    EXPECT_TRUE(model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().startsWith("R "));
+    model.resetData({});
+    EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST(EventFilter, MatchesKindStreamPoolSizeAndTime) {
+    Event e;
+    e.kind = EventKind::Alloc;
+    e.tsNs = 100;
+    e.size = 4096;
+    e.stream = 7;
+    e.pool = 9;
+    EventFilter f;
+    EXPECT_TRUE(f.matches(e));
+    f.kindMask = EventFilter::bit(EventKind::Free);
+    EXPECT_FALSE(f.matches(e));
+    f = {};
+    f.stream = 8;
+    EXPECT_FALSE(f.matches(e));
+    f = {};
+    f.minSize = 8192;
+    EXPECT_FALSE(f.matches(e));
+    f.minSize = 1024;
+    EXPECT_TRUE(f.matches(e));
+    e.kind = EventKind::StreamSynchronize; // no size: hidden while a size filter is set
+    EXPECT_FALSE(f.matches(e));
+    f = {};
+    f.t0 = 101;
+    EXPECT_FALSE(f.matches(e));
+    f = {};
+    f.failedOnly = true;
+    EXPECT_FALSE(f.matches(e));
+}
+
+TEST(EventFilter, FileProviderCapsAndFilters) {
+    TraceSnapshot s = snapshot();
+    auto provider = fileEventProvider(synth::syntheticTracePath(), s.timeline->t0,
+                                      s.timeline->t1, s.timeline->eventCount);
+    std::atomic<bool> cancel{false};
+    EventFilter f;
+    f.kindMask = EventFilter::bit(EventKind::Alloc);
+    EventQueryResult all = provider(f, 1000000, cancel);
+    ASSERT_TRUE(all.error.isEmpty()) << all.error.toStdString();
+    EXPECT_EQ(all.events.size(), s.timeline->allocations.size() + s.timeline->failed.size());
+    EventQueryResult capped = provider(f, 10, cancel);
+    EXPECT_EQ(capped.events.size(), 10u);
+    EXPECT_TRUE(capped.truncated);
+    f.failedOnly = true;
+    EventQueryResult failed = provider(f, 100, cancel);
+    ASSERT_EQ(failed.events.size(), 1u);
+    EXPECT_EQ(failed.events[0].result, 2);
+}
