@@ -1,17 +1,188 @@
-// Placeholder until the timeline work lands: registers the verb so the CLI's shape is fixed.
+// `poolscope info TRACE [--json]`: what a trace holds (process, devices, pools, streams, counts
+// by kind) without reconstructing the timeline, so it is instant even on huge traces.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "Commands.h"
+#include "poolscope/Report.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/Units.h"
 
 namespace poolscope::cli {
 
+namespace {
+
+int fail(const Error& e) {
+    std::fprintf(stderr, "poolscope: %s\n", e.message.c_str());
+    return exitCodeFor(e.code);
+}
+
+struct InfoData {
+    std::map<std::string, std::string> meta;
+    ProcessInfo process;
+    std::vector<DeviceInfo> devices;
+    std::vector<PoolInfo> pools;
+    std::vector<StreamInfo> streams;
+    std::vector<ThreadInfo> threads;
+    TraceSummary summary;
+};
+
+// Reads everything info shows; the first error wins.
+Result<InfoData> load(const TraceReader& r) {
+    InfoData d;
+    auto meta = r.meta();
+    if (!meta) return meta.error();
+    d.meta = std::move(*meta);
+    auto process = r.process();
+    if (!process) return process.error();
+    d.process = std::move(*process);
+    auto devices = r.devices();
+    if (!devices) return devices.error();
+    d.devices = std::move(*devices);
+    auto pools = r.pools();
+    if (!pools) return pools.error();
+    d.pools = std::move(*pools);
+    auto streams = r.streams();
+    if (!streams) return streams.error();
+    d.streams = std::move(*streams);
+    auto threads = r.threads();
+    if (!threads) return threads.error();
+    d.threads = std::move(*threads);
+    auto summary = r.summary();
+    if (!summary) return summary.error();
+    d.summary = std::move(*summary);
+    return d;
+}
+
+std::string toJson(const TraceReader& r, const InfoData& d) {
+    using nlohmann::json;
+    json j;
+    j["trace"] = r.path();
+    j["schema_version"] = r.schemaVersion();
+    j["meta"] = d.meta;
+    const ProcessInfo& p = d.process;
+    j["process"] = {{"pid", p.pid},
+                    {"parent_pid", p.parentPid},
+                    {"command_line", p.commandLine},
+                    {"start_unix_ns", p.startTimeUnixNs},
+                    {"start_mono_ns", p.startTimeMonoNs},
+                    {"host", p.host},
+                    {"driver_version", p.driverVersion},
+                    {"runtime_version", p.runtimeVersion},
+                    {"collector_version", p.collectorVersion}};
+    j["devices"] = json::array();
+    for (const DeviceInfo& dv : d.devices)
+        j["devices"].push_back({{"ordinal", dv.ordinal},
+                                {"name", dv.name},
+                                {"total_memory", dv.totalMemory},
+                                {"uuid", dv.uuid}});
+    j["pools"] = json::array();
+    for (const PoolInfo& pi : d.pools)
+        j["pools"].push_back({{"handle", formatHandle(pi.handle)},
+                              {"device", pi.device},
+                              {"kind", poolKindName(pi.kind)},
+                              {"handle_types", pi.handleTypes},
+                              {"location_type", pi.locationType},
+                              {"location_id", pi.locationId},
+                              {"max_size", pi.maxSize},
+                              {"created_ns", pi.createdTsNs}});
+    j["streams"] = json::array();
+    for (const StreamInfo& s : d.streams)
+        j["streams"].push_back({{"handle", formatHandle(s.handle)},
+                                {"cupti_stream_id", s.cuptiStreamId},
+                                {"device", s.device},
+                                {"priority", s.priorityKnown ? json(s.priority) : json()},
+                                {"flags", s.flags}});
+    j["threads"] = json::array();
+    for (const ThreadInfo& t : d.threads) j["threads"].push_back({{"tid", t.tid}, {"name", t.name}});
+    const TraceSummary& s = d.summary;
+    j["events"] = s.eventCount;
+    j["samples"] = s.sampleCount;
+    j["first_ts_ns"] = s.firstTsNs;
+    j["last_ts_ns"] = s.lastTsNs;
+    j["duration_ns"] = s.lastTsNs - s.firstTsNs;
+    json counts = json::object();
+    for (const auto& [kind, n] : s.countsByKind) counts[std::string(eventKindName(kind))] = n;
+    j["counts_by_kind"] = counts;
+    return j.dump(2);
+}
+
+std::string toText(const TraceReader& r, const InfoData& d) {
+    std::string out = "trace    " + r.path() + " (format " + std::to_string(r.schemaVersion()) +
+                      ")\n";
+    const ProcessInfo& p = d.process;
+    out += "process  pid " + std::to_string(p.pid);
+    if (p.parentPid) out += " (child of " + std::to_string(p.parentPid) + ")";
+    if (!p.commandLine.empty()) out += "  " + p.commandLine;
+    out += "\n";
+    if (!p.host.empty()) out += "host     " + p.host + "\n";
+    if (p.driverVersion || p.runtimeVersion) {
+        auto ver = [](int v) {
+            return v ? std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10)
+                     : std::string("unknown");
+        };
+        out += "cuda     driver " + ver(p.driverVersion) + ", runtime " + ver(p.runtimeVersion) +
+               "\n";
+    }
+    if (!p.collectorVersion.empty()) out += "collector " + p.collectorVersion + "\n";
+    const TraceSummary& s = d.summary;
+    out += "events   " + std::to_string(s.eventCount) + " events, " +
+           std::to_string(s.sampleCount) + " samples over " +
+           formatDuration(s.lastTsNs - s.firstTsNs) + "\n";
+    for (const auto& [kind, n] : s.countsByKind) {
+        char line[96];
+        std::snprintf(line, sizeof line, "  %-22s %12llu\n", std::string(eventKindName(kind)).c_str(),
+                      static_cast<unsigned long long>(n));
+        out += line;
+    }
+    out += "devices  " + std::to_string(d.devices.size()) + "\n";
+    for (const DeviceInfo& dv : d.devices)
+        out += "  " + std::to_string(dv.ordinal) + "  " + dv.name + "  " +
+               formatBytes(dv.totalMemory) + "\n";
+    out += "pools    " + std::to_string(d.pools.size()) + "\n";
+    for (const PoolInfo& pi : d.pools) {
+        out += "  " + formatHandle(pi.handle) + "  device " + std::to_string(pi.device) + "  " +
+               std::string(poolKindName(pi.kind));
+        out += pi.maxSize ? "  max " + formatBytes(pi.maxSize) : "";
+        out += "\n";
+    }
+    out += "streams  " + std::to_string(d.streams.size()) + "\n";
+    for (const StreamInfo& st : d.streams) {
+        out += "  " + (st.handle ? formatHandle(st.handle) : std::string("0 (legacy)")) +
+               "  device " + std::to_string(st.device);
+        if (st.priorityKnown) out += "  priority " + std::to_string(st.priority);
+        out += "\n";
+    }
+    out += "threads  " + std::to_string(d.threads.size()) + "\n";
+    for (const auto& [k, v] : d.meta) out += "meta     " + k + " = " + v + "\n";
+    return out;
+}
+
+} // namespace
+
 void registerInfo(CLI::App& app, int& exitCode) {
-    auto* sub = app.add_subcommand("info", "(not built yet)");
-    sub->allow_extras();
-    sub->callback([&exitCode] {
-        std::fprintf(stderr, "poolscope info: not implemented in this build\n");
-        exitCode = 2;
+    auto* sub = app.add_subcommand("info", "Show a trace's process, devices, pools, streams and "
+                                           "event counts");
+    auto path = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    sub->add_option("TRACE", *path, "a .poolscope trace file")->required();
+    sub->add_flag("--json", *json, "print JSON for scripts");
+    sub->callback([&exitCode, path, json] {
+        auto reader = TraceReader::open(*path);
+        if (!reader) {
+            exitCode = fail(reader.error());
+            return;
+        }
+        auto data = load(**reader);
+        if (!data) {
+            exitCode = fail(data.error());
+            return;
+        }
+        const std::string text = *json ? toJson(**reader, *data) + "\n" : toText(**reader, *data);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        exitCode = 0;
     });
 }
 

@@ -74,7 +74,9 @@ void addFindings(Report& r) {
                         formatBytes(p.idleAtPeak) + " (" + percent(p.idleAtPeak, p.peakReserved) +
                         ") held idle";
         if (p.thresholdKnown && p.releaseThreshold >= p.peakReserved)
-            s += "; its release threshold (" + formatBytes(p.releaseThreshold) +
+            s += "; its release threshold (" +
+                 (p.releaseThreshold == UINT64_MAX ? std::string("max")
+                                                   : formatBytes(p.releaseThreshold)) +
                  ") lets it keep all of it across synchronizes";
         r.findings.push_back(s);
     }
@@ -82,7 +84,7 @@ void addFindings(Report& r) {
     for (const StreamReport& s : r.streams) cross += s.crossStreamFrees;
     if (cross > 0)
         r.findings.push_back(std::to_string(cross) +
-                             " allocations were freed on another stream than the one that "
+                             " allocation(s) were freed on another stream than the one that "
                              "allocated them (reuse then depends on event dependencies)");
     if (r.failedCount > 0) {
         const FailedAllocation& f = r.failed.front();

@@ -32,6 +32,11 @@ std::string count(uint64_t n) {
 
 std::string bytesOrDash(bool known, uint64_t b) { return known ? formatBytes(b) : "-"; }
 
+std::string threshold(const PoolReport& p) {
+    if (!p.thresholdKnown) return "?";
+    return p.releaseThreshold == UINT64_MAX ? "max" : formatBytes(p.releaseThreshold);
+}
+
 } // namespace
 
 std::string reportToText(const Report& r) {
@@ -55,8 +60,9 @@ std::string reportToText(const Report& r) {
                formatBytes(d.totalMemory) + ")\n";
 
     out += "\nPools\n";
-    detail::TextTable pools({"pool", "dev", "kind", "peak reserved", "used then", "idle then",
-                             "peak used", "allocs", "allocated", "live at end", "final rsvd",
+    // Column titles stay short so the table fits 120 columns with GiB-sized values.
+    detail::TextTable pools({"pool", "dev", "kind", "peak rsvd", "used then", "idle then",
+                             "peak used", "allocs", "allocated", "live@end", "final rsvd",
                              "threshold"});
     for (const PoolReport& pr : r.pools) {
         const bool w = pr.hasWatermarks;
@@ -66,7 +72,7 @@ std::string reportToText(const Report& r) {
                    w ? formatBytes(pr.peakUsed) : formatBytes(pr.peakLive) + "*",
                    count(pr.allocCount), formatBytes(pr.bytesAllocated),
                    formatBytes(pr.liveAtEndBytes), bytesOrDash(w, pr.finalReserved),
-                   pr.thresholdKnown ? formatBytes(pr.releaseThreshold) : "?"});
+                   threshold(pr)});
     }
     out += pools.empty() ? "  (none)\n" : pools.render();
     for (const PoolReport& pr : r.pools)
@@ -76,8 +82,8 @@ std::string reportToText(const Report& r) {
         }
 
     out += "\nStreams\n";
-    detail::TextTable streams({"stream", "dev", "allocs", "allocated", "peak live", "at",
-                               "freed elsewhere", "live at end", "failed"});
+    detail::TextTable streams({"stream", "dev", "allocs", "allocated", "peak live",
+                               "peak at", "freed elsewhere", "live@end", "failed"});
     for (const StreamReport& s : r.streams) {
         streams.row({streamName(s.info.handle),
                      s.info.device < 0 ? "-" : std::to_string(s.info.device), count(s.allocCount),

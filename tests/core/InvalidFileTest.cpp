@@ -1,0 +1,167 @@
+// Each kind of bad file gets its own ErrorCode and a message for a person from the core, and the
+// CLI turns it into that code's exit status (scripts tell the cases apart).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sqlite3.h>
+#include <sys/wait.h>
+
+#include "TestTraces.h"
+#include "poolscope/Schema.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/TraceWriter.h"
+
+namespace poolscope {
+namespace {
+
+void writeValidTrace(const std::string& path, int events) {
+    auto w = TraceWriter::create(path);
+    ASSERT_TRUE(w) << w.error().message;
+    test::Events ev;
+    for (int i = 0; i < events; ++i)
+        ev.alloc(i * 10, 0x10, 0x20, 0x1000 + 0x100 * static_cast<uint64_t>(i), 256);
+    ASSERT_TRUE((*w)->append(ev.all()));
+    ASSERT_TRUE((*w)->close());
+}
+
+void execSql(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+}
+
+struct CliRun {
+    int exitCode = -1;
+    std::string output;
+};
+
+// Runs the built poolscope binary; stdout and stderr together.
+CliRun runCli(const std::string& args) {
+    CliRun r;
+    const std::string cmd = std::string("'") + POOLSCOPE_CLI + "' " + args + " 2>&1";
+    FILE* f = ::popen(cmd.c_str(), "r");
+    if (!f) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+    const int status = ::pclose(f);
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+// Opens path, expects code, and checks both CLI verbs exit with that code's status and say why.
+void expectRejected(const std::string& path, ErrorCode code, const std::string& words) {
+    auto r = TraceReader::open(path);
+    ASSERT_FALSE(r) << "opened a bad file: " << path;
+    EXPECT_EQ(r.error().code, code) << r.error().message;
+    EXPECT_NE(r.error().message.find(words), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find(path), std::string::npos) << "message names the file";
+    for (const char* verb : {"info", "report", "report --json"}) {
+        CliRun run = runCli(std::string(verb) + " '" + path + "'");
+        EXPECT_EQ(run.exitCode, exitCodeFor(code)) << verb << ": " << run.output;
+        EXPECT_NE(run.output.find(r.error().message), std::string::npos)
+            << verb << " printed: " << run.output;
+    }
+}
+
+TEST(InvalidFile, DoesNotExist) {
+    test::ScratchDir dir;
+    expectRejected(dir.file("missing.poolscope"), ErrorCode::NotFound, "does not exist");
+}
+
+TEST(InvalidFile, RandomBytes) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("random.poolscope");
+    std::mt19937 rng(7);
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 64 * 1024; ++i) out.put(static_cast<char>(rng() & 0xFF));
+    out.close();
+    expectRejected(path, ErrorCode::NotSqlite, "not an SQLite database");
+}
+
+TEST(InvalidFile, Empty) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("empty.poolscope");
+    std::ofstream(path).close();
+    expectRejected(path, ErrorCode::NotSqlite, "empty");
+}
+
+TEST(InvalidFile, TruncatedTrace) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("truncated.poolscope");
+    writeValidTrace(path, 20000);
+    const auto size = std::filesystem::file_size(path);
+    ASSERT_GT(size, 64u * 1024);
+    std::filesystem::resize_file(path, size / 2);
+    // SQLite may see a cut-off file as "not a database" or as corrupt; either is a plain
+    // refusal with its own exit code, never a crash or a half-loaded trace.
+    auto r = TraceReader::open(path);
+    ASSERT_FALSE(r);
+    const ErrorCode code = r.error().code;
+    EXPECT_TRUE(code == ErrorCode::NotSqlite || code == ErrorCode::Corrupt) << r.error().message;
+    expectRejected(path, code, code == ErrorCode::Corrupt ? "damaged" : "not a PoolScope trace");
+}
+
+TEST(InvalidFile, AnotherApplicationsDatabase) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("other.db");
+    execSql(path, "CREATE TABLE contacts(name TEXT, phone TEXT);"
+                  "INSERT INTO contacts VALUES('ada','123');");
+    expectRejected(path, ErrorCode::NotATrace, "not a PoolScope trace");
+}
+
+TEST(InvalidFile, NewerSchemaVersion) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("newer.poolscope");
+    writeValidTrace(path, 10);
+    execSql(path, "PRAGMA user_version=" + std::to_string(schema::kVersion + 1));
+    expectRejected(path, ErrorCode::NewerVersion, "newer PoolScope");
+}
+
+TEST(InvalidFile, MissingTable) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("dropped.poolscope");
+    writeValidTrace(path, 10);
+    execSql(path, "DROP TABLE samples;");
+    expectRejected(path, ErrorCode::MissingTables, "samples");
+}
+
+TEST(InvalidFile, EachCaseHasItsOwnExitCode) {
+    // NotSqlite covers random bytes, empty files; the other cases must not share its status.
+    const ErrorCode codes[] = {ErrorCode::NotFound, ErrorCode::NotSqlite, ErrorCode::NotATrace,
+                               ErrorCode::NewerVersion, ErrorCode::MissingTables,
+                               ErrorCode::Corrupt};
+    for (size_t i = 0; i < std::size(codes); ++i) {
+        EXPECT_NE(exitCodeFor(codes[i]), 0);
+        EXPECT_NE(exitCodeFor(codes[i]), 1); // 1 is what a crash or an unmapped error gives
+        for (size_t j = i + 1; j < std::size(codes); ++j)
+            EXPECT_NE(exitCodeFor(codes[i]), exitCodeFor(codes[j]));
+    }
+}
+
+TEST(Cli, ValidTraceSucceeds) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("ok.poolscope");
+    writeValidTrace(path, 100);
+    CliRun info = runCli("info '" + path + "'");
+    EXPECT_EQ(info.exitCode, 0) << info.output;
+    EXPECT_NE(info.output.find("alloc"), std::string::npos) << info.output;
+    CliRun infoJson = runCli("info --json '" + path + "'");
+    EXPECT_EQ(infoJson.exitCode, 0) << infoJson.output;
+    EXPECT_NE(infoJson.output.find("\"counts_by_kind\""), std::string::npos);
+    CliRun report = runCli("report '" + path + "'");
+    EXPECT_EQ(report.exitCode, 0) << report.output;
+    EXPECT_NE(report.output.find("Leaks: 100 allocation(s)"), std::string::npos) << report.output;
+    CliRun json = runCli("report --json --top 3 '" + path + "'");
+    EXPECT_EQ(json.exitCode, 0) << json.output;
+    EXPECT_NE(json.output.find("\"leaks\""), std::string::npos) << json.output;
+}
+
+} // namespace
+} // namespace poolscope

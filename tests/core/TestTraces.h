@@ -1,0 +1,89 @@
+#pragma once
+// Helpers shared by the core tests: scratch files and a small builder for event sequences.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "poolscope/Event.h"
+
+namespace poolscope::test {
+
+// A per-test scratch directory, removed afterwards.
+class ScratchDir {
+public:
+    ScratchDir() {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        std::string name = std::string("poolscope_") + (info ? info->test_suite_name() : "t") +
+                           "_" + (info ? info->name() : "x") + "_" + std::to_string(::getpid());
+        for (char& c : name)
+            if (c == '/') c = '_';
+        dir_ = std::filesystem::temp_directory_path() / name;
+        std::filesystem::remove_all(dir_);
+        std::filesystem::create_directories(dir_);
+    }
+    ~ScratchDir() { std::filesystem::remove_all(dir_); }
+    std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+private:
+    std::filesystem::path dir_;
+};
+
+// Builds events in seq order with the fields a test cares about.
+class Events {
+public:
+    Event& add(EventKind kind, int64_t ts) {
+        Event e;
+        e.seq = nextSeq_++;
+        e.tsNs = ts;
+        e.kind = kind;
+        e.device = 0;
+        e.tid = 42;
+        events_.push_back(e);
+        return events_.back();
+    }
+    Event& alloc(int64_t ts, uint64_t stream, uint64_t pool, uint64_t ptr, uint64_t size) {
+        Event& e = add(EventKind::Alloc, ts);
+        e.stream = stream;
+        e.pool = pool;
+        e.ptr = ptr;
+        e.size = size;
+        return e;
+    }
+    Event& free(int64_t ts, uint64_t stream, uint64_t pool, uint64_t ptr) {
+        Event& e = add(EventKind::Free, ts);
+        e.stream = stream;
+        e.pool = pool;
+        e.ptr = ptr;
+        return e;
+    }
+    static Event& wm(Event& e, uint64_t reserved, uint64_t used) {
+        e.flags |= kHasWatermarks;
+        e.reserved = reserved;
+        e.used = used;
+        return e;
+    }
+    Event sample(int64_t ts, uint64_t pool, uint64_t reserved, uint64_t used) const {
+        Event e;
+        e.kind = EventKind::Sample;
+        e.tsNs = ts;
+        e.pool = pool;
+        e.reserved = reserved;
+        e.used = used;
+        e.size = reserved;
+        e.aux = used;
+        e.flags = kHasWatermarks;
+        return e;
+    }
+    const std::vector<Event>& all() const { return events_; }
+
+private:
+    uint64_t nextSeq_ = 1;
+    std::vector<Event> events_;
+};
+
+} // namespace poolscope::test

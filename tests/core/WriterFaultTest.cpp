@@ -1,0 +1,140 @@
+// A full disk while recording: the writer reports it in plain words and what was committed
+// before stays readable. The disk is made "full" with RLIMIT_FSIZE in a forked child, which
+// makes write(2) fail with EFBIG exactly as a full filesystem fails with ENOSPC.
+
+#include <csignal>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "poolscope/EventCodec.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/TraceWriter.h"
+
+using namespace poolscope;
+
+namespace {
+
+std::string tempPath(const char* name) {
+    return ::testing::TempDir() + "/" + name + std::to_string(::getpid()) + ".poolscope";
+}
+
+std::vector<Event> churn(uint64_t firstSeq, size_t n) {
+    std::vector<Event> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        Event& e = v[i];
+        e.seq = firstSeq + i;
+        e.tsNs = static_cast<int64_t>(e.seq) * 1000;
+        e.kind = (e.seq % 2) ? EventKind::Alloc : EventKind::Free;
+        e.ptr = 0x7f0000000000ull + (e.seq * 7919 % 4096) * 4096; // poorly compressible
+        e.size = 4096 + (e.seq * 31 % 1000) * 512;
+        e.stream = 0x1000 + e.seq % 3;
+        e.pool = 0x2000;
+        e.correlation = static_cast<uint32_t>(e.seq * 3);
+        e.flags = kHasWatermarks;
+        e.reserved = 1ull << 30;
+        e.used = e.seq * 4096;
+    }
+    return v;
+}
+
+} // namespace
+
+TEST(WriterFault, FullDiskIsReportedAndCommittedEventsSurvive) {
+    const std::string path = tempPath("full");
+    constexpr size_t kBatch = 10000;
+    int pipeFd[2];
+    ASSERT_EQ(::pipe(pipeFd), 0);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim {2 << 20, 2 << 20}; // 2 MiB "disk"
+        ::setrlimit(RLIMIT_FSIZE, &lim);
+        auto w = TraceWriter::create(path);
+        if (!w) ::_exit(2);
+        uint64_t committed = 0;
+        std::string message;
+        for (uint64_t seq = 1; seq < 10'000'000; seq += kBatch) {
+            Status s = (*w)->append(churn(seq, kBatch));
+            if (s) s = (*w)->commit();
+            if (!s) {
+                message = s.error().message;
+                break;
+            }
+            committed = seq + kBatch - 1;
+        }
+        std::string report = std::to_string(committed) + "\n" + message;
+        (void)!::write(pipeFd[1], report.data(), report.size());
+        ::_exit(message.empty() ? 3 : 0);
+    }
+    ::close(pipeFd[1]);
+    std::string report;
+    char buf[512];
+    ssize_t n;
+    while ((n = ::read(pipeFd[0], buf, sizeof buf)) > 0) report.append(buf, static_cast<size_t>(n));
+    ::close(pipeFd[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0) << "the writer never failed, or could not start";
+    auto nl = report.find('\n');
+    const uint64_t committed = std::stoull(report.substr(0, nl));
+    const std::string message = report.substr(nl + 1);
+    EXPECT_NE(message.find("disk is full"), std::string::npos) << message;
+    ASSERT_GT(committed, 0u);
+
+    // Everything committed before the failure is there, in order.
+    auto r = TraceReader::open(path);
+    ASSERT_TRUE(r) << r.error().message;
+    uint64_t expect = 1;
+    Status st = (*r)->forEachEvent([&](const Event& e) {
+        EXPECT_EQ(e.seq, expect);
+        ++expect;
+        return true;
+    });
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_GE(expect - 1, committed);
+    ::unlink(path.c_str());
+    ::unlink((path + "-wal").c_str());
+    ::unlink((path + "-shm").c_str());
+}
+
+TEST(WriterFault, UnwritableLocationIsAPlainError) {
+    auto w = TraceWriter::create("/proc/poolscope-cannot-write-here/x.poolscope");
+    ASSERT_FALSE(w);
+    EXPECT_EQ(w.error().code, ErrorCode::WriteFailed);
+    EXPECT_NE(w.error().message.find("x.poolscope"), std::string::npos) << w.error().message;
+}
+
+TEST(EventCodec, RoundTripsExtremeValuesAndRejectsTruncation) {
+    std::vector<Event> in(3);
+    in[0].seq = 1;
+    in[0].tsNs = INT64_MIN;
+    in[0].result = -1;
+    in[0].device = -1;
+    in[0].size = UINT64_MAX;
+    in[1].seq = UINT64_MAX;
+    in[1].tsNs = INT64_MAX;
+    in[1].kind = EventKind::KnobChange;
+    in[1].attr = 1002;
+    in[1].aux = 0x8000000000000000ull;
+    in[2].seq = 2;
+    in[2].kind = EventKind::Sample;
+    in[2].reserved = 42;
+    std::string data;
+    encodeEvents(in, data);
+    std::vector<Event> out;
+    ASSERT_TRUE(decodeEvents(data, in.size(), out));
+    ASSERT_EQ(out.size(), in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+        EXPECT_EQ(0, std::memcmp(&in[i], &out[i], sizeof(Event))) << "event " << i;
+    std::vector<Event> bad;
+    EXPECT_FALSE(decodeEvents(std::string_view(data).substr(0, data.size() - 1), in.size(), bad));
+    EXPECT_FALSE(decodeEvents(data, in.size() + 1, bad));
+    EXPECT_FALSE(decodeEvents(data, in.size() - 1, bad)); // trailing bytes are an error too
+}
