@@ -42,6 +42,26 @@ template <class T, class F> Result<T> guarded(const char* what, F&& f) {
     }
 }
 
+// nlohmann converts -1 to 2^64-1 and 3.7 to 3 without complaint: integers on the wire are
+// checked explicitly so a hostile or buggy peer cannot smuggle a wrapped value into a knob.
+uint64_t u64(const json& j, const char* key, std::optional<uint64_t> fallback = std::nullopt) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) {
+        if (fallback) return *fallback;
+        throw std::runtime_error(std::string("missing field '") + key + "'");
+    }
+    if (!it->is_number_unsigned())
+        throw std::runtime_error(std::string("field '") + key +
+                                 "' must be a non-negative integer");
+    return it->get<uint64_t>();
+}
+
+uint16_t u16(const json& j, const char* key, std::optional<uint16_t> fallback = std::nullopt) {
+    uint64_t v = u64(j, key, fallback);
+    if (v > 0xffff) throw std::runtime_error(std::string("field '") + key + "' is out of range");
+    return uint16_t(v);
+}
+
 template <class T> T opt(const json& j, const char* key, T fallback) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return fallback;
@@ -367,7 +387,7 @@ Result<ClientHello> decodeClientHello(std::span<const uint8_t> payload) {
     return guarded<ClientHello>("hello", [&]() -> Result<ClientHello> {
         json j = parse(payload);
         ClientHello m;
-        m.protocol = j.at("protocol").get<uint16_t>();
+        m.protocol = u16(j, "protocol");
         m.client = opt<std::string>(j, "client", "");
         std::string origin = opt<std::string>(j, "origin", "cli");
         if (origin == "gui")
@@ -387,7 +407,7 @@ Result<ServerHello> decodeServerHello(std::span<const uint8_t> payload) {
     return guarded<ServerHello>("server hello", [&]() -> Result<ServerHello> {
         json j = parse(payload);
         ServerHello m;
-        m.protocol = j.at("protocol").get<uint16_t>();
+        m.protocol = u16(j, "protocol");
         m.server = opt<std::string>(j, "server", "");
         if (j.contains("process")) m.process = processFromJson(j.at("process"));
         for (const auto& d : j.value("devices", json::array())) m.devices.push_back(deviceFromJson(d));
@@ -404,9 +424,9 @@ Result<Request> decodeRequest(std::span<const uint8_t> payload) {
         Request m;
         std::string op = j.at("op").get<std::string>();
         if (!opFromName(op, m.op)) return protocolError("unknown request op '" + op + "'");
-        m.pool = opt<uint64_t>(j, "pool", 0);
-        m.attr = opt<uint16_t>(j, "attr", 0);
-        m.value = opt<uint64_t>(j, "value", 0);
+        m.pool = u64(j, "pool", 0);
+        m.attr = u16(j, "attr", 0);
+        m.value = u64(j, "value", 0);
         return m;
     });
 }
@@ -417,13 +437,13 @@ Result<Ack> decodeAck(std::span<const uint8_t> payload) {
         Ack m;
         std::string op = j.at("op").get<std::string>();
         if (!opFromName(op, m.op)) return protocolError("unknown op '" + op + "' in ack");
-        m.pool = opt<uint64_t>(j, "pool", 0);
-        m.attr = opt<uint16_t>(j, "attr", 0);
-        m.requested = opt<uint64_t>(j, "requested", 0);
-        m.value = opt<uint64_t>(j, "value", 0);
+        m.pool = u64(j, "pool", 0);
+        m.attr = u16(j, "attr", 0);
+        m.requested = u64(j, "requested", 0);
+        m.value = u64(j, "value", 0);
         if (j.contains("old_value")) {
             m.hasOld = true;
-            m.oldValue = j.at("old_value").get<uint64_t>();
+            m.oldValue = u64(j, "old_value");
         }
         if (j.contains("state")) m.state = poolFromJson(j.at("state"));
         for (const auto& p : j.value("pools", json::array())) m.pools.push_back(poolFromJson(p));
