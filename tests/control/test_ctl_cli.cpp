@@ -1,5 +1,7 @@
 // `poolscope ctl` end to end: the built binary against an in-process server and the fake driver.
 #include <atomic>
+#include <cerrno>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -27,7 +29,8 @@ struct CliRun {
 };
 
 // Runs the CLI with a hard deadline: a hanging ctl fails the test instead of hanging it.
-CliRun runCli(const std::vector<std::string>& args, int timeoutMs = 20000) {
+// asUid >= 0 (root only): the child drops to that uid before exec, to be a real other user.
+CliRun runCli(const std::vector<std::string>& args, int timeoutMs = 20000, int asUid = -1) {
     CliRun r;
     int outPipe[2], errPipe[2];
     if (pipe2(outPipe, O_CLOEXEC) != 0 || pipe2(errPipe, O_CLOEXEC) != 0) return r;
@@ -41,7 +44,20 @@ CliRun runCli(const std::vector<std::string>& args, int timeoutMs = 20000) {
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, cargv.data(), environ);
+    int rc = 0;
+    if (asUid < 0) {
+        rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, cargv.data(), environ);
+    } else {
+        pid = fork();
+        if (pid == 0) { // only async-signal-safe calls until exec
+            dup2(outPipe[1], 1);
+            dup2(errPipe[1], 2);
+            if (setgid(gid_t(asUid)) != 0 || setuid(uid_t(asUid)) != 0) _exit(120);
+            execve(cargv[0], cargv.data(), environ);
+            _exit(121);
+        }
+        rc = pid < 0 ? errno : 0;
+    }
     posix_spawn_file_actions_destroy(&fa);
     close(outPipe[1]);
     close(errPipe[1]);
@@ -189,6 +205,30 @@ TEST_F(ServerTest, CtlRefusedAndTimeout) {
     close(lfd);
     EXPECT_EQ(timeout.exitCode, exitCodeFor(ErrorCode::Io));
     EXPECT_TRUE(contains(timeout.err, "timed out")) << timeout.err;
+}
+
+TEST_F(ServerTest, CtlFromAnotherRealUserIsRefusedByPeerCred) {
+    if (getuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+    startServer();
+    // Open the directory and socket up, so only SO_PEERCRED stands between the other user and
+    // the target (normally mode 0700/0600 refuses them earlier, at connect()).
+    chmod(dir_.c_str(), 0755);
+    chmod(server_->socketPath().c_str(), 0666);
+    const int nobody = 65534;
+    CliRun r = runCli({"ctl", server_->socketPath(), "list"}, 20000, nobody);
+    if (r.exitCode == 120 || r.exitCode == 121)
+        GTEST_SKIP() << "uid " << nobody << " cannot run " << POOLSCOPE_CLI_PATH;
+    EXPECT_EQ(r.exitCode, exitCodeFor(ErrorCode::NotReadable)) << r.err;
+    EXPECT_TRUE(contains(r.err, "permission refused")) << r.err;
+    EXPECT_TRUE(contains(r.err, "you are uid 65534")) << r.err;
+    EXPECT_EQ(server_->stats().connectionsRefused, 1u);
+
+    // With the normal modes, the filesystem already refuses them.
+    chmod(dir_.c_str(), 0700);
+    chmod(server_->socketPath().c_str(), 0600);
+    r = runCli({"ctl", server_->socketPath(), "list"}, 20000, nobody);
+    EXPECT_EQ(r.exitCode, exitCodeFor(ErrorCode::NotReadable)) << r.err;
+    EXPECT_TRUE(contains(r.err, "permission refused")) << r.err;
 }
 
 TEST_F(ServerTest, CtlWatchPrintsLiveEvents) {

@@ -105,6 +105,9 @@ Result<std::string> resolveTarget(const std::string& target, const std::string& 
     int64_t pid = 0;
     if (!parsePid(target, pid)) {
         struct stat st {};
+        if (stat(target.c_str(), &st) != 0 && (errno == EACCES || errno == EPERM))
+            return Error{ErrorCode::NotReadable, "permission refused: cannot reach " + target +
+                                                     " (it belongs to another user)"};
         if (stat(target.c_str(), &st) != 0)
             return Error{ErrorCode::NotFound, "no such target: " + target +
                                                   " is neither a pid nor an existing socket path"};
