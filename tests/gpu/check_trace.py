@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Checks a recorded trace against the ground truth its workload printed (tests/workloads/Truth.h).
+
+usage: check_trace.py POOLSCOPE TRACE TRUTH [--workload W] [--child-trace T --child-workload W]
+Events are read with `poolscope dump` (they are stored in encoded chunks); entity tables and
+meta with sqlite3. Prints one line per check and a final PASS/FAIL; exit status 0 only on PASS.
+"""
+import json
+import sqlite3
+import subprocess
+import sys
+
+KIND_COUNTS = {
+    "event_records": "event_record", "stream_waits": "stream_wait_event",
+    "stream_syncs": "stream_synchronize", "ctx_syncs": "context_synchronize",
+    "event_syncs": "event_synchronize", "trims": "pool_trim_to",
+    "set_attributes": "pool_set_attribute", "pool_creates": "pool_create",
+    "pool_destroys": "pool_destroy", "set_mempool": "device_set_mempool",
+    "pool_exports": "pool_export", "pool_imports": "pool_import",
+    "ptr_exports": "pointer_export", "ptr_imports": "pointer_import",
+    "stream_creates": "stream_create", "pool_set_access": "pool_set_access",
+}
+WM_KIND = {"alloc": "alloc", "free": "free", "stream_sync": "stream_synchronize",
+           "ctx_sync": "context_synchronize", "trim": "pool_trim_to"}
+
+
+def load_events(poolscope, trace):
+    out = subprocess.run([poolscope, "dump", trace], check=True, capture_output=True, text=True)
+    return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+
+
+def load_truth(path, workload=None):
+    summary, wms, extra = {}, [], []
+    for line in open(path, errors="replace"):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if j.get("type") == "summary":
+            if workload is None or j.get("workload") == workload:
+                summary = j
+        elif j.get("type") == "wm":
+            wms.append(j)
+        else:
+            extra.append(j)
+    return summary, wms, extra
+
+
+class Checker:
+    def __init__(self, name):
+        self.name, self.failures, self.passes = name, [], 0
+
+    def eq(self, what, got, want):
+        if got == want:
+            self.passes += 1
+        else:
+            self.failures.append(f"{what}: trace has {got}, program says {want}")
+
+    def true(self, what, cond, detail=""):
+        if cond:
+            self.passes += 1
+        else:
+            self.failures.append(f"{what} {detail}".strip())
+
+
+def check(poolscope, trace, truth_path, c, workload=None):
+    summary, wms, extra = load_truth(truth_path, workload)
+    if workload and workload.endswith("_child"):
+        wms = []  # the child prints no watermark lines of its own
+    c.true("ground truth present", bool(summary), f"(no summary line in {truth_path})")
+    events = load_events(poolscope, trace)
+    db = sqlite3.connect(f"file:{trace}?mode=ro", uri=True)
+    meta = dict(db.execute("SELECT key, value FROM meta"))
+    c.eq("dropped_events", meta.get("dropped_events", "0"), "0")
+    c.true("collector ran", "collector" in meta, "(no 'collector' meta: the module did not load)")
+    seqs = [e["seq"] for e in events]
+    c.true("seq strictly increasing", all(a < b for a, b in zip(seqs, seqs[1:])))
+    by = {}
+    for e in events:
+        by.setdefault(e["kind"], []).append(e)
+    allocs = by.get("alloc", [])
+    ok_allocs = [e for e in allocs if e["result"] == 0]
+    failed = [e for e in allocs if e["result"] != 0]
+    frees = [e for e in by.get("free", []) if e["result"] == 0]
+    for key, want in summary.items():
+        if key in ("type", "workload"):
+            continue
+        if key == "allocs":
+            c.eq("allocs", len(ok_allocs), want)
+        elif key == "alloc_bytes":
+            c.eq("alloc_bytes", sum(e["size"] for e in ok_allocs), want)
+        elif key == "failed_allocs":
+            c.eq("failed_allocs", len(failed), want)
+        elif key == "failed_bytes":
+            c.eq("failed_bytes", sum(e["size"] for e in failed), want)
+        elif key == "frees":
+            c.eq("frees", len(frees), want)
+        elif key == "free_bytes":
+            c.eq("frees resolved to their alloc", sum(1 for e in frees if e["flags"] & 8), len(frees))
+            c.eq("free_bytes", sum(e["size"] for e in frees if e["flags"] & 8), want)
+        elif key == "threads_allocating":
+            c.eq("threads allocating", len({e["tid"] for e in ok_allocs}), want)
+        elif key in KIND_COUNTS:
+            c.eq(key, len(by.get(KIND_COUNTS[key], [])), want)
+        else:
+            c.failures.append(f"unknown truth key {key}")
+    for e in failed:
+        c.true("failed alloc keeps its error", e["result"] != 0 and e["ptr"] == 0)
+    # Frees carry their pool (resolved from the alloc) and exact watermarks where the pool is known.
+    pools = {r[0] & 0xFFFFFFFFFFFFFFFF for r in db.execute("SELECT handle FROM pools")}
+    for e in ok_allocs:
+        if e["pool"] not in pools:
+            c.failures.append(f"alloc seq {e['seq']} names pool 0x{e['pool']:x}, not in the pools table")
+            break
+    for w in wms:
+        lst = by.get(WM_KIND[w["what"]], [])
+        n = w["nth"]
+        if n >= len(lst):
+            c.failures.append(f"{w['what']} #{n}: only {len(lst)} in the trace")
+            continue
+        e = lst[n]
+        pool = int(w["pool"], 16)
+        label = f"{w['what']} #{n} (seq {e['seq']})"
+        if not e["flags"] & 1:
+            c.failures.append(f"{label}: no watermarks")
+            continue
+        if e["pool"] != pool:
+            c.failures.append(f"{label}: pool 0x{e['pool']:x}, program read 0x{pool:x}")
+            continue
+        c.eq(f"{label} reserved", e["reserved"], w["reserved"])
+        c.eq(f"{label} used", e["used"], w["used"])
+    for j in extra:
+        if j.get("type") == "torch":
+            c.true("torch allocs seen", len(ok_allocs) >= j["min_allocs"],
+                   f"({len(ok_allocs)} < {j['min_allocs']})")
+            syncs = by.get("context_synchronize", [])
+            last = [e for e in syncs if e["flags"] & 1]
+            c.true("torch: a synchronize with watermarks", bool(last))
+            if last:
+                c.eq("torch: reserved at the last synchronize", last[-1]["reserved"], j["reserved"])
+                print(f"  info: used at last sync {last[-1]['used']}, torch allocated {j['allocated']}")
+    kinds = {k: len(v) for k, v in by.items()}
+    releases = len(by.get("implicit_release", []))
+    samples = db.execute("SELECT count(*) FROM samples").fetchone()[0]
+    print(f"  {c.name}: {len(events)} events {kinds}, {samples} samples, {releases} implicit releases")
+    return events
+
+
+def main():
+    args = sys.argv[1:]
+    poolscope, trace, truth = args[0], args[1], args[2]
+    name = trace.rsplit("/", 1)[-1]
+    c = Checker(name)
+    try:
+        opt = lambda k: args[args.index(k) + 1] if k in args else None
+        check(poolscope, trace, truth, c, opt("--workload"))
+        if opt("--child-trace"):
+            check(poolscope, opt("--child-trace"), truth, c, opt("--child-workload"))
+    except Exception as ex:  # a crash of the checker is a failure, with its reason
+        c.failures.append(f"checker error: {ex!r}")
+    for f in c.failures[:40]:
+        print(f"  FAIL {f}")
+    if len(c.failures) > 40:
+        print(f"  ... {len(c.failures) - 40} more failures")
+    status = "PASS" if not c.failures else "FAIL"
+    print(f"{status} {name}: {c.passes} checks passed, {len(c.failures)} failed")
+    sys.exit(0 if not c.failures else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The GPU check of the collector (issue #3), run on the GPU machine with a build made elsewhere:
+#   tests/gpu/run.sh [BUILD_DIR]      (default build/gpu; results and traces go to $OUT or ./gpu-out)
+# Records every workload in tests/workloads with `poolscope record`, checks each trace against the
+# ground truth the workload printed (tests/gpu/check_trace.py), runs the overhead benchmark (bare /
+# empty-callback floor / collector, alternating, medians) and leaves small traces and logs in $OUT.
+set -uo pipefail
+BUILD=${1:-build/gpu}
+OUTDIR=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUTDIR"
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "skipped: no GPU"
+    exit 0
+fi
+BUILD=$(cd "$BUILD" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+PS=$BUILD/bin/poolscope
+WL=$BUILD/workloads
+COLLECTOR=$BUILD/bin/libpoolscope_collector.so
+FLOOR=$WL/libpoolscope_floor_injection.so
+for f in "$PS" "$COLLECTOR" "$FLOOR" "$WL/churn"; do
+    [[ -e $f ]] || { echo "run.sh: missing $f (build with tests/gpu/README or see run.sh)"; exit 2; }
+done
+WORK=$(mktemp -d /tmp/poolscope-gpu-XXXXXX)
+LOG=$OUTDIR/run.log
+exec > >(tee -a "$LOG") 2>&1
+echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$WORK/gpu.txt"
+echo "collector: $COLLECTOR"; ldd "$COLLECTOR" | grep -E "cupti|cuda|sqlite|not found"
+
+pass=0; fail=0; results=()
+note() { results+=("$1"); if [[ $1 == PASS* ]]; then pass=$((pass+1)); else fail=$((fail+1)); fi; }
+
+# record NAME CHECKARGS... -- PROGRAM ARGS
+record_and_check() {
+    local name=$1; shift
+    local check=()
+    while [[ $1 != -- ]]; do check+=("$1"); shift; done
+    shift
+    local t0=$(date +%s.%N)
+    "$PS" record -o "$WORK/$name.poolscope" -- "$@" >"$WORK/$name.truth" 2>"$WORK/$name.err"
+    local rc=$?
+    echo "-- $name: exit $rc in $(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo '?') s"
+    tail -n 25 "$WORK/$name.err" | sed 's/^/   | /'
+    if [[ $rc != 0 ]]; then note "FAIL $name: exit status $rc"; return; fi
+    local out
+    out=$(python3 "$HERE/check_trace.py" "$PS" "$WORK/$name.poolscope" "$WORK/$name.truth" "${check[@]}" 2>&1)
+    echo "$out"
+    note "$(echo "$out" | tail -n 1)"
+}
+
+export POOLSCOPE_DEBUG=1
+record_and_check churn -- "$WL/churn" 1200
+unset POOLSCOPE_DEBUG
+record_and_check pools -- "$WL/pools"
+record_and_check trims_oom -- "$WL/trims_oom"
+record_and_check threads -- "$WL/threads" 4 2000
+# IPC: the child writes its own trace, with its pid in the name.
+"$PS" record -o "$WORK/ipc.poolscope" -- "$WL/ipc" >"$WORK/ipc.truth" 2>"$WORK/ipc.err"
+rc=$?; echo "-- ipc: exit $rc"; tail -n 20 "$WORK/ipc.err" | sed 's/^/   | /'
+child=$(ls "$WORK"/ipc.*.poolscope 2>/dev/null | head -n 1)
+if [[ $rc == 0 && -n $child ]]; then
+    out=$(python3 "$HERE/check_trace.py" "$PS" "$WORK/ipc.poolscope" "$WORK/ipc.truth" --workload ipc_parent \
+          --child-trace "$child" --child-workload ipc_child 2>&1)
+    echo "$out"; note "$(echo "$out" | tail -n 1)"
+else
+    note "FAIL ipc: exit $rc, child trace: ${child:-none}"
+fi
+# PyTorch with the cudaMallocAsync backend.
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync PYTHONUNBUFFERED=1 \
+        record_and_check torch -- "$(command -v python3)" "$WL/torch_async.py"
+else
+    note "SKIP torch: no PyTorch with CUDA"
+fi
+# A program that never touches CUDA: a valid empty trace and a note.
+"$PS" record -o "$WORK/nocuda.poolscope" -- /bin/true 2>"$WORK/nocuda.err"
+if [[ $? == 0 ]] && grep -q "never initialized CUDA" "$WORK/nocuda.err" && "$PS" info "$WORK/nocuda.poolscope" >/dev/null; then
+    note "PASS nocuda: empty trace and a note"
+else
+    note "FAIL nocuda"; cat "$WORK/nocuda.err"
+fi
+# SIGTERM mid-run: exit status 143 and a readable trace with what was committed.
+( "$PS" record -o "$WORK/term.poolscope" -- "$WL/churn" --bench 100000000 >/dev/null 2>"$WORK/term.err" & echo $! > "$WORK/term.pid"; wait ) &
+sleep 4; kill -TERM "$(cat "$WORK/term.pid")"; wait
+n=$("$PS" info "$WORK/term.poolscope" 2>/dev/null | grep -m1 -o '[0-9]* events' || true)
+tail -n 3 "$WORK/term.err"
+if grep -q "signal 15" "$WORK/term.err" && [[ -n $n && $n != "0 events" ]]; then note "PASS sigterm: $n kept"; else note "FAIL sigterm: ${n:-unreadable}"; fi
+
+# ---- overhead: bare / floor (empty callbacks on the same ids) / collector, alternating ----
+ITER=${BENCH_ITER:-300000}
+ROUNDS=${BENCH_ROUNDS:-7}
+bench() { # NAME [ENV...]
+    local name=$1; shift
+    env "$@" "$WL/churn" --bench "$ITER" 2>>"$WORK/bench.err" | grep '"bench"' |
+        python3 -c "import json,sys; print('$name', json.load(sys.stdin)['ns_per_iter'])"
+}
+: >"$WORK/bench.txt"
+for r in $(seq "$ROUNDS"); do
+    bench bare >>"$WORK/bench.txt"
+    bench floor CUDA_INJECTION64_PATH="$FLOOR" >>"$WORK/bench.txt"
+    bench collector CUDA_INJECTION64_PATH="$COLLECTOR" POOLSCOPE_OUTPUT="$WORK/bench.poolscope" >>"$WORK/bench.txt"
+    bench collector_full CUDA_INJECTION64_PATH="$COLLECTOR" POOLSCOPE_OUTPUT="$WORK/bench.poolscope" POOLSCOPE_WATERMARKS=full >>"$WORK/bench.txt"
+    bench collector_nowm CUDA_INJECTION64_PATH="$COLLECTOR" POOLSCOPE_OUTPUT="$WORK/bench.poolscope" POOLSCOPE_WATERMARKS=off >>"$WORK/bench.txt"
+done
+python3 - "$WORK/bench.txt" "$ITER" <<'PY' | tee "$OUTDIR/bench.json"
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    k, v = line.split()
+    rows.setdefault(k, []).append(float(v))
+med = {k: statistics.median(v) for k, v in rows.items()}
+bare, floor = med["bare"], med["floor"]
+res = {"iterations": int(sys.argv[2]), "rounds": len(rows["bare"]), "median_ns_per_iter": med,
+       "runs": rows, "calls_per_iter": 4,
+       "floor_ns_per_call": (floor - bare) / 4}
+for k in med:
+    if k.startswith("collector"):
+        res[k + "_ratio"] = (med[k] - bare) / (floor - bare)
+        res[k + "_ns_per_call"] = (med[k] - bare) / 4
+        res[k + "_ns_per_call_above_floor"] = (med[k] - floor) / 4
+print(json.dumps(res, indent=1))
+PY
+"$PS" info "$WORK/bench.poolscope" | head -n 12
+
+echo "== results"
+printf '%s\n' "${results[@]}" | tee "$OUTDIR/results.txt"
+echo "== $pass passed, $fail failed"
+cp "$WORK/churn.poolscope" "$OUTDIR/churn.poolscope" 2>/dev/null
+(cd "$WORK" && tar czf "$OUTDIR/traces.tar.gz" --exclude=bench.poolscope --exclude=term.poolscope *.poolscope *.truth *.err gpu.txt bench.txt 2>/dev/null)
+ls -la "$OUTDIR"
+[[ $fail == 0 ]]

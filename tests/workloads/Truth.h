@@ -1,0 +1,50 @@
+#pragma once
+// Ground truth printed by each workload as JSON lines on stdout, read by tests/gpu/check_trace.py:
+//   {"type":"wm","what":"alloc","nth":N,"pool":"0x..","reserved":R,"used":U}
+//     the pool's watermarks read by the program itself right after its N-th (0-based) call of
+//     that kind (alloc, free, sync, trim), in program order;
+//   {"type":"summary", counts...} once at the end.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+#include <map>
+#include <string>
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        cudaError_t err_ = (x);                                                                    \
+        if (err_ != cudaSuccess) {                                                                 \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,                       \
+                         cudaGetErrorString(err_));                                                \
+            std::exit(3);                                                                          \
+        }                                                                                          \
+    } while (0)
+
+struct Truth {
+    std::map<std::string, uint64_t> counts;
+    std::map<std::string, uint64_t> nth; // calls so far, per kind
+
+    void count(const char* key, uint64_t n = 1) { counts[key] += n; }
+
+    static void watermarks(cudaMemPool_t pool, uint64_t& reserved, uint64_t& used) {
+        CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+        CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    }
+    // Call right after the call whose index is nth[what]-1 (note() first, then wm()).
+    uint64_t note(const char* what) { return nth[what]++; }
+    void wm(const char* what, uint64_t index, cudaMemPool_t pool) {
+        uint64_t r, u;
+        watermarks(pool, r, u);
+        std::printf("{\"type\":\"wm\",\"what\":\"%s\",\"nth\":%llu,\"pool\":\"0x%llx\","
+                    "\"reserved\":%llu,\"used\":%llu}\n",
+                    what, (unsigned long long)index, (unsigned long long)(uintptr_t)pool,
+                    (unsigned long long)r, (unsigned long long)u);
+    }
+    void summary(const char* workload) {
+        std::printf("{\"type\":\"summary\",\"workload\":\"%s\"", workload);
+        for (auto& [k, v] : counts) std::printf(",\"%s\":%llu", k.c_str(), (unsigned long long)v);
+        std::printf("}\n");
+        std::fflush(stdout);
+    }
+};

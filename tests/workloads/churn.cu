@@ -1,0 +1,151 @@
+// Two-stream churn with event waits. Two modes:
+//   churn [ITER]         the showcase (resources/samples/churn.poolscope): allocations on stream
+//                        A freed on stream B after an event wait, a sliding window of live
+//                        buffers, release threshold "never" with opportunistic reuse off so
+//                        reserved grows above used, then a threshold change, a sync that
+//                        releases, reuse back on, a trim; watermarks printed at chosen points.
+//   churn --bench ITER   the overhead benchmark: one alloc, one event record, one cross-stream
+//                        wait and one free per iteration (4 intercepted driver calls), prints
+//                        {"type":"bench","ns_per_iter":...}.
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "Truth.h"
+
+__global__ void touch(char* p, size_t n) {
+    size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+    if (i < n) p[i] = char(i);
+}
+
+static int bench(long iters) {
+    cudaStream_t a, b;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    cudaEvent_t ev;
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    // Warm-up: pool growth and first-call costs out of the measured loop.
+    for (int i = 0; i < 1000; ++i) {
+        void* p;
+        CHECK(cudaMallocAsync(&p, 1 << 20, a));
+        CHECK(cudaFreeAsync(p, a));
+    }
+    CHECK(cudaDeviceSynchronize());
+    auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < iters; ++i) {
+        void* p;
+        CHECK(cudaMallocAsync(&p, 1 << 20, a));
+        CHECK(cudaEventRecord(ev, a));
+        CHECK(cudaStreamWaitEvent(b, ev, 0));
+        CHECK(cudaFreeAsync(p, b));
+        if ((i + 1) % 10000 == 0) CHECK(cudaStreamSynchronize(b));
+    }
+    CHECK(cudaDeviceSynchronize());
+    auto t1 = std::chrono::steady_clock::now();
+    double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+    std::printf("{\"type\":\"bench\",\"iterations\":%ld,\"ns_per_iter\":%.1f,\"calls_per_iter\":4}\n",
+                iters, ns / double(iters));
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    if (argc > 2 && std::strcmp(argv[1], "--bench") == 0) return bench(std::atol(argv[2]));
+    const long iters = argc > 1 ? std::atol(argv[1]) : 1200;
+    Truth t;
+    int dev = 0;
+    CHECK(cudaSetDevice(dev));
+    cudaMemPool_t pool;
+    CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+    cudaStream_t a, b;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    t.count("stream_creates", 2);
+    cudaEvent_t ev;
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+
+    // Phase 1: keep everything (threshold "never") and forbid opportunistic reuse: blocks freed
+    // on B are not reusable on A until A learns of B's progress, so reserved outgrows used.
+    uint64_t never = ~uint64_t{0};
+    CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &never));
+    int off = 0, on = 1;
+    CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &off));
+    t.count("set_attributes", 2);
+
+    std::vector<void*> window;
+    std::vector<size_t> windowSizes;
+    uint32_t lcg = 12345;
+    auto nextSize = [&] {
+        lcg = lcg * 1664525u + 1013904223u;
+        return size_t(1 + (lcg >> 8) % 8) << 20; // 1..8 MiB
+    };
+    auto allocOn = [&](cudaStream_t s, bool mark) {
+        void* p;
+        size_t n = nextSize();
+        CHECK(cudaMallocAsync(&p, n, s));
+        uint64_t k = t.note("alloc");
+        t.count("allocs");
+        t.count("alloc_bytes", n);
+        if (mark) t.wm("alloc", k, pool);
+        touch<<<1, 256, 0, s>>>(static_cast<char*>(p), 256);
+        window.push_back(p);
+        windowSizes.push_back(n);
+    };
+    auto freeOldest = [&](bool mark) {
+        void* p = window.front();
+        window.erase(window.begin());
+        size_t n = windowSizes.front();
+        windowSizes.erase(windowSizes.begin());
+        CHECK(cudaEventRecord(ev, a));
+        t.count("event_records");
+        CHECK(cudaStreamWaitEvent(b, ev, 0));
+        t.count("stream_waits");
+        CHECK(cudaFreeAsync(p, b));
+        uint64_t k = t.note("free");
+        t.count("frees");
+        t.count("free_bytes", n);
+        if (mark) t.wm("free", k, pool);
+    };
+    auto syncB = [&](bool mark) {
+        CHECK(cudaStreamSynchronize(b));
+        uint64_t k = t.note("stream_sync");
+        t.count("stream_syncs");
+        if (mark) t.wm("stream_sync", k, pool);
+    };
+
+    const long phase = iters / 4;
+    for (long i = 0; i < iters; ++i) {
+        const bool mark = i % 97 == 0;
+        if (i == phase * 2) {
+            // Phase 3: give memory back at every synchronize from now on.
+            uint64_t zero = 0;
+            CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &zero));
+            t.count("set_attributes");
+        }
+        if (i == phase * 3) {
+            CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &on));
+            t.count("set_attributes");
+        }
+        allocOn(a, mark);
+        if (window.size() > 6) freeOldest(mark);
+        if ((i + 1) % 100 == 0) syncB(true);
+    }
+    while (!window.empty()) freeOldest(true);
+    syncB(true);
+    // Phase 4: a threshold that keeps memory, then an explicit trim.
+    uint64_t keep = 256ull << 20;
+    CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    t.count("set_attributes");
+    for (int i = 0; i < 32; ++i) allocOn(a, true);
+    while (!window.empty()) freeOldest(true);
+    syncB(true);
+    CHECK(cudaMemPoolTrimTo(pool, 64ull << 20));
+    uint64_t k = t.note("trim");
+    t.count("trims");
+    t.wm("trim", k, pool);
+    CHECK(cudaMemPoolTrimTo(pool, 0));
+    k = t.note("trim");
+    t.count("trims");
+    t.wm("trim", k, pool);
+    t.summary("churn");
+    return 0;
+}
