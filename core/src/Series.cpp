@@ -1,12 +1,32 @@
 // Step series and their min/max downsampling. Series are columnar (t and v in separate vectors)
-// because every query is a binary search on t followed by a scan of v.
+// because every query is a binary search on t followed by a scan of v; the per-block min/max
+// summary turns the scan of a zoomed-out range into a walk over blocks.
 #include <algorithm>
 
 #include "poolscope/Timeline.h"
 
 namespace poolscope {
 
+void Series::refreshLastBlock() {
+    if (t.empty()) {
+        blockMin.clear();
+        blockMax.clear();
+        return;
+    }
+    const size_t b = (t.size() - 1) / kBlock;
+    blockMin.resize(b + 1);
+    blockMax.resize(b + 1);
+    size_t lo = b * kBlock, hi = lo;
+    for (size_t k = lo + 1; k < t.size(); ++k) {
+        if (v[k] < v[lo]) lo = k;
+        if (v[k] > v[hi]) hi = k;
+    }
+    blockMin[b] = static_cast<uint32_t>(lo);
+    blockMax[b] = static_cast<uint32_t>(hi);
+}
+
 void Series::push(int64_t ts, uint64_t value) {
+    const bool summarised = blockMin.size() == (t.size() + kBlock - 1) / kBlock;
     if (!t.empty()) {
         if (ts <= t.back()) {
             // Same instant (or a slightly earlier clock on another thread): the last word wins.
@@ -16,12 +36,55 @@ void Series::push(int64_t ts, uint64_t value) {
                 t.pop_back();
                 v.pop_back();
             }
+            if (summarised) refreshLastBlock();
             return;
         }
         if (v.back() == value) return;
     }
     t.push_back(ts);
     v.push_back(value);
+    if (!summarised) return; // t/v were filled directly: no summary to keep up
+    const size_t i = t.size() - 1;
+    if (i % kBlock == 0) {
+        blockMin.push_back(static_cast<uint32_t>(i));
+        blockMax.push_back(static_cast<uint32_t>(i));
+    } else {
+        uint32_t& lo = blockMin.back();
+        uint32_t& hi = blockMax.back();
+        if (value < v[lo]) lo = static_cast<uint32_t>(i);
+        if (value > v[hi]) hi = static_cast<uint32_t>(i);
+    }
+}
+
+void Series::shrinkToFit() {
+    t.shrink_to_fit();
+    v.shrink_to_fit();
+    blockMin.shrink_to_fit();
+    blockMax.shrink_to_fit();
+}
+
+void Series::minMaxIndex(size_t i, size_t j, size_t& lo, size_t& hi) const {
+    lo = hi = i;
+    auto scan = [&](size_t a, size_t b) {
+        for (size_t k = a; k < b; ++k) {
+            if (v[k] < v[lo]) lo = k;
+            if (v[k] > v[hi]) hi = k;
+        }
+    };
+    const bool summarised = blockMin.size() == (t.size() + kBlock - 1) / kBlock;
+    const size_t firstFull = (i + kBlock - 1) / kBlock; // first block starting at or after i
+    const size_t endFull = j / kBlock;                  // blocks before this end by j
+    if (!summarised || firstFull >= endFull) {
+        scan(i + 1, j);
+        return;
+    }
+    // Strict comparisons in time order keep the first occurrence, as the plain scan does.
+    scan(i + 1, firstFull * kBlock);
+    for (size_t b = firstFull; b < endFull; ++b) {
+        if (v[blockMin[b]] < v[lo]) lo = blockMin[b];
+        if (v[blockMax[b]] > v[hi]) hi = blockMax[b];
+    }
+    scan(endFull * kBlock, j);
 }
 
 uint64_t Series::valueAt(int64_t ts) const {
@@ -35,12 +98,19 @@ uint64_t Series::maxIn(int64_t t0, int64_t t1) const {
     if (t1 <= t0) return m;
     auto b = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), t0) - t.begin());
     auto e = static_cast<size_t>(std::lower_bound(t.begin(), t.end(), t1) - t.begin());
-    for (size_t i = b; i < e; ++i) m = std::max(m, v[i]);
+    if (b < e) {
+        size_t lo, hi;
+        minMaxIndex(b, e, lo, hi);
+        m = std::max(m, v[hi]);
+    }
     return m;
 }
 
 uint64_t Series::max() const {
-    return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+    if (v.empty()) return 0;
+    size_t lo, hi;
+    minMaxIndex(0, v.size(), lo, hi);
+    return v[hi];
 }
 
 size_t downsampleBuckets(size_t maxPoints) { return (std::max<size_t>(maxPoints, 4) - 1) / 2; }
@@ -57,35 +127,29 @@ std::vector<Point> downsample(const Series& s, int64_t t0, int64_t t1, size_t ma
     const uint64_t span = static_cast<uint64_t>(t1) - static_cast<uint64_t>(t0);
     const uint64_t width = std::max<uint64_t>(1, span / buckets + (span % buckets != 0));
 
-    const int64_t* t = s.t.data();
-    const uint64_t* v = s.v.data();
+    const auto tb = s.t.begin();
     // Points strictly after t0: the one at t0 (if any) is the value in force, emitted above.
-    size_t i = static_cast<size_t>(std::upper_bound(s.t.begin(), s.t.end(), t0) - s.t.begin());
-    const size_t end =
-        static_cast<size_t>(std::lower_bound(s.t.begin(), s.t.end(), t1) - s.t.begin());
+    size_t i = static_cast<size_t>(std::upper_bound(tb, s.t.end(), t0) - tb);
+    const size_t end = static_cast<size_t>(std::lower_bound(tb, s.t.end(), t1) - tb);
     while (i < end) {
         // The bucket holding point i; empty buckets are skipped, not walked.
-        const uint64_t b = (static_cast<uint64_t>(t[i]) - static_cast<uint64_t>(t0)) / width;
+        const uint64_t b = (static_cast<uint64_t>(s.t[i]) - static_cast<uint64_t>(t0)) / width;
         const uint64_t bEndOff = (b + 1) * width;
-        const size_t j =
-            bEndOff >= span
-                ? end
-                : static_cast<size_t>(std::lower_bound(s.t.begin() + static_cast<ptrdiff_t>(i),
-                                                       s.t.begin() + static_cast<ptrdiff_t>(end),
-                                                       static_cast<int64_t>(
-                                                           static_cast<uint64_t>(t0) + bEndOff)) -
-                                      s.t.begin());
-        size_t lo = i, hi = i;
-        for (size_t k = i + 1; k < j; ++k) {
-            if (v[k] < v[lo]) lo = k;
-            if (v[k] > v[hi]) hi = k;
+        size_t j = end;
+        if (bEndOff < span) {
+            const auto bEnd = static_cast<int64_t>(static_cast<uint64_t>(t0) + bEndOff);
+            j = static_cast<size_t>(std::lower_bound(tb + static_cast<ptrdiff_t>(i),
+                                                     tb + static_cast<ptrdiff_t>(end), bEnd) -
+                                    tb);
         }
+        size_t lo, hi;
+        s.minMaxIndex(i, j, lo, hi);
         if (lo == hi) {
-            out.push_back({t[lo], v[lo]});
+            out.push_back({s.t[lo], s.v[lo]});
         } else {
             const size_t a = std::min(lo, hi), c = std::max(lo, hi);
-            out.push_back({t[a], v[a]});
-            out.push_back({t[c], v[c]});
+            out.push_back({s.t[a], s.v[a]});
+            out.push_back({s.t[c], s.v[c]});
         }
         i = j;
     }

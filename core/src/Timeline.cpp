@@ -299,6 +299,17 @@ void finalize(Timeline& tl) {
         s->liveAtEndBytes += a.size;
         s->liveAtEndCount++;
     }
+    // Growth slack of the big vectors is a third of their size on average: give it back.
+    for (PoolTimeline& p : tl.pools) {
+        p.reserved.shrinkToFit();
+        p.used.shrinkToFit();
+        p.releaseThreshold.shrinkToFit();
+    }
+    for (StreamTimeline& s : tl.streams) {
+        s.liveBytes.shrinkToFit();
+        s.allocations.shrink_to_fit();
+    }
+    tl.allocations.shrink_to_fit();
     auto byDevHandle = [](const auto& a, const auto& b) {
         return a.info.device != b.info.device ? a.info.device < b.info.device
                                               : a.info.handle < b.info.handle;

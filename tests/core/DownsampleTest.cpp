@@ -152,5 +152,38 @@ TEST(Downsample, NeverDropsAPeakRandomised) {
     }
 }
 
+TEST(Downsample, BlockSummaryAgreesWithAPlainScan) {
+    // The same points pushed (with the per-block summary) and filled directly (scanned point by
+    // point) must downsample identically, including which of equal extremes is picked.
+    std::mt19937_64 rng(99);
+    for (int round = 0; round < 50; ++round) {
+        Series pushed;
+        int64_t t = 0;
+        const int n = 1 + static_cast<int>(rng() % 20000);
+        for (int i = 0; i < n; ++i) {
+            t += static_cast<int64_t>(rng() % 4); // repeats exercise the same-instant rewrite
+            pushed.push(t, rng() % 16);           // few values: many ties
+        }
+        ASSERT_EQ(pushed.blockMin.size(), (pushed.size() + Series::kBlock - 1) / Series::kBlock);
+        Series plain;
+        plain.t = pushed.t;
+        plain.v = pushed.v;
+        for (int q = 0; q < 20; ++q) {
+            const int64_t a = static_cast<int64_t>(rng() % static_cast<uint64_t>(t + 2)) - 1;
+            const int64_t b = a + 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(t + 2));
+            const size_t m = 4 + rng() % 100;
+            const auto x = downsample(pushed, a, b, m);
+            const auto y = downsample(plain, a, b, m);
+            ASSERT_EQ(x.size(), y.size());
+            for (size_t i = 0; i < x.size(); ++i) {
+                EXPECT_EQ(x[i].t, y[i].t);
+                EXPECT_EQ(x[i].v, y[i].v);
+            }
+            EXPECT_EQ(pushed.maxIn(a, b), plain.maxIn(a, b));
+        }
+        EXPECT_EQ(pushed.max(), plain.max());
+    }
+}
+
 } // namespace
 } // namespace poolscope

@@ -20,11 +20,18 @@ class TraceReader;
 inline constexpr int64_t kStillLive = INT64_MAX; // Allocation::freeTsNs of a never-freed block
 
 // A step series in columnar form (fast range scans): value v[i] holds from t[i] until t[i+1].
-// t is non-decreasing and no two consecutive points hold the same value (push() keeps both
-// true), so a watermark read at every event costs memory only when it changes.
+// t is strictly increasing and no two consecutive points hold the same value (push() keeps
+// both true), so a watermark read at every event costs memory only when it changes.
+// Build it with push() only: push() also maintains a min/max summary per block of kBlock
+// points, which lets downsample() cross a zoomed-out range of millions of points in
+// O(buckets x (kBlock + blocks per bucket)) instead of touching every point. (A series whose
+// t/v were filled directly still works; it is just scanned point by point.)
 struct Series {
+    static constexpr size_t kBlock = 64;
     std::vector<int64_t> t;
     std::vector<uint64_t> v;
+    std::vector<uint32_t> blockMin; // per block: index of its first minimum
+    std::vector<uint32_t> blockMax; // per block: index of its first maximum
     size_t size() const { return t.size(); }
     bool empty() const { return t.empty(); }
     // Appends a step. Equal timestamps keep the last value; a timestamp earlier than the last
@@ -34,6 +41,12 @@ struct Series {
     uint64_t valueAt(int64_t ts) const;        // the step value at ts (0 before the first point)
     uint64_t maxIn(int64_t t0, int64_t t1) const; // max value in force anywhere in [t0, t1)
     uint64_t max() const;                      // max over all points (0 when empty)
+    // Indices of the first minimum and first maximum among points [i, j) (i < j).
+    void minMaxIndex(size_t i, size_t j, size_t& lo, size_t& hi) const;
+    void shrinkToFit(); // after the last push, return growth slack to the allocator
+
+private:
+    void refreshLastBlock();
 };
 
 struct Point {
