@@ -9,24 +9,21 @@ namespace poolscope {
 
 void Series::refreshLastBlock() {
     if (t.empty()) {
-        blockMin.clear();
-        blockMax.clear();
+        blocks.clear();
         return;
     }
     const size_t b = (t.size() - 1) / kBlock;
-    blockMin.resize(b + 1);
-    blockMax.resize(b + 1);
+    blocks.resize(b + 1);
     size_t lo = b * kBlock, hi = lo;
     for (size_t k = lo + 1; k < t.size(); ++k) {
         if (v[k] < v[lo]) lo = k;
         if (v[k] > v[hi]) hi = k;
     }
-    blockMin[b] = static_cast<uint32_t>(lo);
-    blockMax[b] = static_cast<uint32_t>(hi);
+    blocks[b] = Block{v[lo], v[hi], static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)};
 }
 
 void Series::push(int64_t ts, uint64_t value) {
-    const bool summarised = blockMin.size() == (t.size() + kBlock - 1) / kBlock;
+    const bool summarised = blocks.size() == (t.size() + kBlock - 1) / kBlock;
     if (!t.empty()) {
         if (ts <= t.back()) {
             // Same instant (or a slightly earlier clock on another thread): the last word wins.
@@ -45,22 +42,20 @@ void Series::push(int64_t ts, uint64_t value) {
     v.push_back(value);
     if (!summarised) return; // t/v were filled directly: no summary to keep up
     const size_t i = t.size() - 1;
+    const auto idx = static_cast<uint32_t>(i);
     if (i % kBlock == 0) {
-        blockMin.push_back(static_cast<uint32_t>(i));
-        blockMax.push_back(static_cast<uint32_t>(i));
+        blocks.push_back(Block{value, value, idx, idx});
     } else {
-        uint32_t& lo = blockMin.back();
-        uint32_t& hi = blockMax.back();
-        if (value < v[lo]) lo = static_cast<uint32_t>(i);
-        if (value > v[hi]) hi = static_cast<uint32_t>(i);
+        Block& b = blocks.back();
+        if (value < b.minV) b = Block{value, b.maxV, idx, b.maxI};
+        if (value > b.maxV) b = Block{b.minV, value, b.minI, idx};
     }
 }
 
 void Series::shrinkToFit() {
     t.shrink_to_fit();
     v.shrink_to_fit();
-    blockMin.shrink_to_fit();
-    blockMax.shrink_to_fit();
+    blocks.shrink_to_fit();
 }
 
 void Series::minMaxIndex(size_t i, size_t j, size_t& lo, size_t& hi) const {
@@ -71,7 +66,7 @@ void Series::minMaxIndex(size_t i, size_t j, size_t& lo, size_t& hi) const {
             if (v[k] > v[hi]) hi = k;
         }
     };
-    const bool summarised = blockMin.size() == (t.size() + kBlock - 1) / kBlock;
+    const bool summarised = blocks.size() == (t.size() + kBlock - 1) / kBlock;
     const size_t firstFull = (i + kBlock - 1) / kBlock; // first block starting at or after i
     const size_t endFull = j / kBlock;                  // blocks before this end by j
     if (!summarised || firstFull >= endFull) {
@@ -80,9 +75,17 @@ void Series::minMaxIndex(size_t i, size_t j, size_t& lo, size_t& hi) const {
     }
     // Strict comparisons in time order keep the first occurrence, as the plain scan does.
     scan(i + 1, firstFull * kBlock);
+    uint64_t loV = v[lo], hiV = v[hi];
     for (size_t b = firstFull; b < endFull; ++b) {
-        if (v[blockMin[b]] < v[lo]) lo = blockMin[b];
-        if (v[blockMax[b]] > v[hi]) hi = blockMax[b];
+        const Block& k = blocks[b];
+        if (k.minV < loV) {
+            loV = k.minV;
+            lo = k.minI;
+        }
+        if (k.maxV > hiV) {
+            hiV = k.maxV;
+            hi = k.maxI;
+        }
     }
     scan(endFull * kBlock, j);
 }

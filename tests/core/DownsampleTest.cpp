@@ -164,7 +164,7 @@ TEST(Downsample, BlockSummaryAgreesWithAPlainScan) {
             t += static_cast<int64_t>(rng() % 4); // repeats exercise the same-instant rewrite
             pushed.push(t, rng() % 16);           // few values: many ties
         }
-        ASSERT_EQ(pushed.blockMin.size(), (pushed.size() + Series::kBlock - 1) / Series::kBlock);
+        ASSERT_EQ(pushed.blocks.size(), (pushed.size() + Series::kBlock - 1) / Series::kBlock);
         Series plain;
         plain.t = pushed.t;
         plain.v = pushed.v;

@@ -28,10 +28,13 @@ inline constexpr int64_t kStillLive = INT64_MAX; // Allocation::freeTsNs of a ne
 // t/v were filled directly still works; it is just scanned point by point.)
 struct Series {
     static constexpr size_t kBlock = 64;
+    struct Block {         // values inline so a walk over blocks reads one contiguous array
+        uint64_t minV, maxV;
+        uint32_t minI, maxI; // indices of the block's first minimum and first maximum
+    };
     std::vector<int64_t> t;
     std::vector<uint64_t> v;
-    std::vector<uint32_t> blockMin; // per block: index of its first minimum
-    std::vector<uint32_t> blockMax; // per block: index of its first maximum
+    std::vector<Block> blocks;
     size_t size() const { return t.size(); }
     bool empty() const { return t.empty(); }
     // Appends a step. Equal timestamps keep the last value; a timestamp earlier than the last
