@@ -67,12 +67,18 @@ struct TraceWriter::Statements {
 Error TraceWriter::sqlError(const char* what) const {
     std::string msg = std::string("could not ") + what + " trace '" + path_ + "': ";
     int code = db_ ? sqlite3_errcode(db_) : SQLITE_CANTOPEN;
-    if (code == SQLITE_FULL)
+    int sysErr = db_ ? sqlite3_system_errno(db_) : 0;
+    if (code == SQLITE_FULL || sysErr == ENOSPC || sysErr == EDQUOT)
         msg += "the disk is full";
+    else if (sysErr == EFBIG)
+        msg += "the disk is full (the file size limit was reached)";
+    else if (code == SQLITE_IOERR)
+        // A short write (the last bytes of a filling disk or a size limit) leaves errno at 0.
+        msg += "writing to the disk failed (is the disk full?)";
     else if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM)
         msg += "the location is not writable";
     else
-        msg += db_ ? sqlite3_errmsg(db_) : "out of memory";
+        msg += (db_ ? std::string(sqlite3_errmsg(db_)) : std::string("out of memory"));
     return Error{ErrorCode::WriteFailed, msg};
 }
 
