@@ -1,0 +1,245 @@
+// The live session's GUI parts, offscreen, against the in-process control server and the fake
+// driver: the Knobs panel shows the driver's read-back, live events reach snapshots, the launch
+// dialog builds a spec, the QProcess wrapper reports through signals, Attach lists targets.
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QThread>
+#include <functional>
+
+#include "AttachDialog.h"
+#include "KnobsPanel.h"
+#include "LaunchDialog.h"
+#include "LiveController.h"
+#include "LiveSession.h"
+#include "MainWindow.h"
+#include <QDockWidget>
+#include <QMenuBar>
+#include "ServerFixture.h"
+#include "TargetProcess.h"
+
+using namespace poolscope;
+using namespace poolscope::control;
+using namespace poolscope::control::test;
+using namespace poolscope::ui;
+
+namespace {
+
+// Spins the event loop until cond holds or the deadline passes.
+bool waitFor(const std::function<bool()>& cond, int ms = 5000) {
+    QElapsedTimer t;
+    t.start();
+    while (!cond()) {
+        if (t.elapsed() > ms) return false;
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+        QThread::msleep(2);
+    }
+    return true;
+}
+
+class LiveUiTest : public ServerTest {
+protected:
+    void attach(LiveSession& s) {
+        startServer();
+        QString err = s.attach(QString::fromStdString(server_->socketPath()));
+        ASSERT_TRUE(err.isEmpty()) << err.toStdString();
+    }
+};
+
+} // namespace
+
+TEST_F(LiveUiTest, KnobsPanelShowsDriverReadBack) {
+    LiveSession session;
+    attach(session);
+    KnobsPanel panel(&session);
+    ASSERT_EQ(panel.poolBox()->count(), 2);
+    EXPECT_TRUE(panel.isEnabled());
+    panel.selectPool(0x1000);
+    EXPECT_EQ(panel.currentPool(), 0x1000u);
+    EXPECT_TRUE(panel.reuseToggle(PoolAttr::ReuseAllowOpportunistic)->isChecked());
+
+    driver_.alloc(0x1000, 300 << 20);
+    driver_.free(0x1000, 200 << 20);
+    panel.presetMax()->click();
+    ASSERT_TRUE(waitFor([&] { return driver_.state(0x1000).releaseThreshold == ~uint64_t{0}; }));
+    ASSERT_TRUE(waitFor([&] { return panel.statusLabel()->text().contains("read-back"); }));
+    EXPECT_TRUE(panel.reportedLabel()->text().contains("max (UINT64_MAX)"))
+        << panel.reportedLabel()->text().toStdString();
+
+    // The panel shows what the driver reports, even when it is not what was asked.
+    driver_.clampThresholdTo(1 << 30);
+    panel.thresholdValue()->setValue(4);
+    panel.thresholdUnit()->setCurrentIndex(3); // GiB
+    panel.applyThreshold()->click();
+    ASSERT_TRUE(waitFor([&] { return panel.statusLabel()->text().contains("requested"); }));
+    EXPECT_TRUE(panel.statusLabel()->text().contains("1.00 GiB"))
+        << panel.statusLabel()->text().toStdString();
+    EXPECT_TRUE(panel.reportedLabel()->text().contains("threshold 1.00 GiB"));
+
+    panel.reuseToggle(PoolAttr::ReuseAllowOpportunistic)->click(); // user unticks it
+    ASSERT_TRUE(waitFor([&] { return !driver_.state(0x1000).reuseAllowOpportunistic; }));
+
+    panel.trimValue()->setValue(0);
+    panel.trimButton()->click();
+    ASSERT_TRUE(waitFor([&] { return panel.statusLabel()->text().contains("Trimmed"); }));
+    EXPECT_EQ(driver_.state(0x1000).reservedCurrent, 100u << 20);
+    panel.resetButton()->click();
+    ASSERT_TRUE(waitFor([&] { return panel.statusLabel()->text().contains("reset"); }));
+
+    auto ev = sink_.events();
+    ASSERT_EQ(ev.size(), 5u);
+    for (const auto& e : ev) {
+        EXPECT_EQ(e.kind, EventKind::KnobChange);
+        EXPECT_EQ(e.variant, uint8_t(KnobOrigin::Gui));
+    }
+}
+
+TEST_F(LiveUiTest, KnobsPanelShowsRefusals) {
+    LiveSession session;
+    attach(session);
+    KnobsPanel panel(&session);
+    driver_.failNextSet("CUDA_ERROR_NOT_PERMITTED: operation not permitted");
+    panel.presetZero()->click();
+    ASSERT_TRUE(waitFor([&] { return panel.statusLabel()->text().startsWith("Refused"); }));
+    EXPECT_TRUE(panel.statusLabel()->text().contains("CUDA_ERROR_NOT_PERMITTED"));
+}
+
+TEST_F(LiveUiTest, LiveEventsReachSnapshotsAndEndIsReported) {
+    LiveSession session;
+    session.setRefreshIntervalMs(20);
+    attach(session);
+    TraceSnapshot last;
+    QObject::connect(&session, &LiveSession::snapshotReady, [&](const TraceSnapshot& s) { last = s; });
+    QString endedWhy;
+    QObject::connect(&session, &LiveSession::ended, [&](const QString& w) { endedWhy = w; });
+    std::vector<Event> ev;
+    for (uint64_t i = 0; i < 100; ++i) {
+        Event e;
+        e.seq = i + 1;
+        e.tsNs = 1000 + int64_t(i) * 10;
+        e.kind = i % 2 ? EventKind::Free : EventKind::Alloc;
+        e.pool = 0x1000;
+        e.stream = 0x5000;
+        e.ptr = 0x7000000 + (i / 2) * 4096;
+        e.size = 4096;
+        ev.push_back(e);
+    }
+    server_->publish(ev);
+    ASSERT_TRUE(waitFor([&] { return last.valid() && last.timeline->eventCount == 100; }));
+    EXPECT_EQ(session.eventsReceived(), 100u);
+    EXPECT_EQ(last.timeline->allocations.size(), 50u);
+    EXPECT_EQ(last.process.pid, 4242);
+    server_->stop(); // the target exits
+    ASSERT_TRUE(waitFor([&] { return !endedWhy.isEmpty(); }));
+    EXPECT_FALSE(session.attached());
+}
+
+TEST_F(LiveUiTest, AttachDialogListsTargets) {
+    startServer();
+    AttachDialog d(nullptr, QString::fromStdString(dir_));
+    ASSERT_EQ(d.list()->count(), 1);
+    EXPECT_EQ(d.socketPath().toStdString(), server_->socketPath());
+    EXPECT_TRUE(d.list()->item(0)->text().contains(QString::number(getpid())));
+    server_->stop();
+    d.refresh();
+    EXPECT_EQ(d.list()->count(), 0);
+    EXPECT_TRUE(d.socketPath().isEmpty());
+}
+
+TEST(LaunchDialogTest, BuildsSpecFromFields) {
+    LaunchDialog d;
+    d.programEdit()->setText("/usr/bin/python3");
+    d.argumentsEdit()->setText("train.py --name \"my run\" -x");
+    d.workingDirEdit()->setText("/tmp");
+    d.environmentEdit()->setPlainText("PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n# comment\n\nA=b=c\n");
+    d.traceEdit()->setText("/tmp/t.poolscope");
+    LaunchSpec s = d.spec();
+    EXPECT_EQ(s.program, "/usr/bin/python3");
+    EXPECT_EQ(s.args, (std::vector<std::string>{"train.py", "--name", "my run", "-x"}));
+    ASSERT_EQ(s.env.size(), 2u);
+    EXPECT_EQ(s.env[0].first, "PYTORCH_CUDA_ALLOC_CONF");
+    EXPECT_EQ(s.env[1].second, "b=c");
+    EXPECT_TRUE(s.listen);
+    EXPECT_EQ(s.tracePath, "/tmp/t.poolscope");
+
+    d.programEdit()->clear();
+    d.accept();
+    EXPECT_EQ(d.result(), QDialog::Rejected) << "an incomplete spec is not accepted";
+    EXPECT_FALSE(d.errorLabel()->text().isEmpty());
+}
+
+TEST(TargetProcessTest, ReportsOutputAndExit) {
+    TargetProcess p;
+    QString out, err;
+    int code = -1;
+    qint64 pid = 0;
+    QObject::connect(&p, &TargetProcess::started, [&](qint64 x) { pid = x; });
+    QObject::connect(&p, &TargetProcess::output, [&](const QString& t, bool e) { (e ? err : out) += t; });
+    QObject::connect(&p, &TargetProcess::finished, [&](int c) { code = c; });
+    LaunchPlan plan;
+    plan.program = "/bin/sh";
+    plan.argv = {"/bin/sh", "-c", "echo hello; echo oops >&2; echo $POOLSCOPE_TEST_VAR; exit 3"};
+    plan.env = {"POOLSCOPE_TEST_VAR=from-plan", "PATH=/usr/bin:/bin"};
+    p.start(plan);
+    ASSERT_TRUE(waitFor([&] { return code != -1; }));
+    EXPECT_GT(pid, 0);
+    EXPECT_EQ(code, 3);
+    EXPECT_TRUE(out.contains("hello"));
+    EXPECT_TRUE(out.contains("from-plan"));
+    EXPECT_TRUE(err.contains("oops"));
+
+    QString crash, failed;
+    QObject::connect(&p, &TargetProcess::crashed, [&](const QString& r) { crash = r; });
+    plan.argv = {"/bin/sh", "-c", "kill -SEGV $$"};
+    p.start(plan);
+    ASSERT_TRUE(waitFor([&] { return !crash.isEmpty(); }));
+
+    QObject::connect(&p, &TargetProcess::failedToStart, [&](const QString& m) { failed = m; });
+    plan.program = "/nonexistent/program";
+    plan.argv = {plan.program};
+    p.start(plan);
+    ASSERT_TRUE(waitFor([&] { return !failed.isEmpty(); }));
+    EXPECT_TRUE(failed.contains("/nonexistent/program"));
+}
+
+TEST_F(LiveUiTest, ControllerFeedsTheMainWindow) {
+    startServer();
+    MainWindow w;
+    LiveController* live = installLiveSession(&w);
+    bool hasMenu = false;
+    for (QAction* a : w.menuBar()->actions()) hasMenu = hasMenu || a->text().contains("Live");
+    EXPECT_TRUE(hasMenu);
+    live->session()->setRefreshIntervalMs(20);
+    QString err = live->attach(QString::fromStdString(server_->socketPath()));
+    ASSERT_TRUE(err.isEmpty()) << err.toStdString();
+    EXPECT_FALSE(live->knobsDock()->isHidden());
+    std::vector<Event> ev(10);
+    for (uint64_t i = 0; i < ev.size(); ++i) {
+        ev[i].seq = i + 1;
+        ev[i].tsNs = 5000 + int64_t(i);
+        ev[i].kind = EventKind::Alloc;
+        ev[i].pool = 0x1000;
+        ev[i].ptr = 0x1000000 + i * 4096;
+        ev[i].size = 4096;
+    }
+    server_->publish(ev);
+    ASSERT_TRUE(waitFor([&] {
+        return w.snapshot().valid() && w.snapshot().timeline->eventCount == ev.size();
+    }));
+    live->knobs()->presetMax()->click();
+    ASSERT_TRUE(waitFor([&] { return driver_.state(0x1000).releaseThreshold == ~uint64_t{0}; }));
+}
+
+int main(int argc, char** argv) {
+    if (!std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    QApplication app(argc, argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
