@@ -45,6 +45,8 @@ struct TimelineBuilder::Impl {
             p.info.device = device;
             tl.pools.push_back(std::move(p));
             poolLive.push_back(0);
+        } else if (tl.pools[it->second].info.device < 0 && device >= 0) {
+            tl.pools[it->second].info.device = device; // first seen in a sample, which has none
         }
         return it->second;
     }

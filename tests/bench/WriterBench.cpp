@@ -15,7 +15,6 @@
 #include <time.h>
 #include <vector>
 
-#include "EncodeProposal.h"
 #include "SyntheticTrace.h"
 #include "poolscope/EventCodec.h"
 #include "poolscope/Schema.h"
@@ -253,41 +252,11 @@ void BM_EncodeEvents(benchmark::State& state) {
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kEvents));
 }
 
-// The proposed branch-free encoder (EncodeProposal.h), after checking it writes the same bytes.
-void BM_EncodeEventsProposal(benchmark::State& state) {
-    const auto& ev = workload();
-    std::string ref, fast;
-    for (size_t i = 0; i < ev.size(); i += schema::kChunkEvents) {
-        std::span<const Event> run(ev.data() + i, std::min(schema::kChunkEvents, ev.size() - i));
-        ref.clear();
-        fast.clear();
-        encodeEvents(run, ref);
-        bench::encodeEventsFast(run, fast);
-        if (ref != fast) {
-            state.SkipWithError("proposal encodes differently from EventCodec.cpp");
-            return;
-        }
-    }
-    std::string out;
-    for (auto _ : state) {
-        for (size_t i = 0; i < ev.size(); i += schema::kChunkEvents) {
-            out.clear();
-            bench::encodeEventsFast(std::span<const Event>(ev.data() + i,
-                                                           std::min(schema::kChunkEvents,
-                                                                    ev.size() - i)),
-                                    out);
-            benchmark::DoNotOptimize(out.data());
-        }
-    }
-    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kEvents));
-}
-
 BENCHMARK(BM_TraceWriterAppend)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_RawSqliteFloor)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_RowPerEventReference)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_WriterVsFloor)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(7);
 BENCHMARK(BM_EncodeEvents)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_EncodeEventsProposal)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -199,14 +199,16 @@ TEST(Timeline, SamplesInterleaveWithEventsByTime) {
     test::Events::wm(ev.alloc(100, kA, kPool, 0x1000, 100), 1000, 100);
     test::Events::wm(ev.alloc(200, kA, kPool, 0x2000, 100), 1000, 200);
     TimelineBuilder b;
+    b.add(ev.sample(50, kPool, 0, 0)); // samples carry no device: the pool's comes later
     b.add(ev.all()[0]);
     b.add(ev.sample(150, kPool, 900, 50));
     b.add(ev.all()[1]);
     auto tl = b.finish();
     const PoolTimeline* p = tl->pool(kPool);
     ASSERT_TRUE(p);
-    EXPECT_EQ(steps(p->used), (Steps{{100, 100}, {150, 50}, {200, 200}}));
-    EXPECT_EQ(steps(p->reserved), (Steps{{100, 1000}, {150, 900}, {200, 1000}}));
+    EXPECT_EQ(p->info.device, 0);
+    EXPECT_EQ(steps(p->used), (Steps{{50, 0}, {100, 100}, {150, 50}, {200, 200}}));
+    EXPECT_EQ(steps(p->reserved), (Steps{{50, 0}, {100, 1000}, {150, 900}, {200, 1000}}));
 }
 
 TEST(Timeline, UnknownPoolDroppedFreeAndLeaks) {
