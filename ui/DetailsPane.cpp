@@ -1,6 +1,7 @@
 #include "DetailsPane.h"
 
 #include "EventTableModel.h"
+#include "TimeTicker.h"
 #include "poolscope/Units.h"
 
 namespace poolscope::ui {
@@ -86,7 +87,7 @@ void DetailsPane::render() {
     const LaneLayout& L = *snap_.layout;
     auto at = [&](int64_t t) {
         return QStringLiteral("%1 <span style='color:gray'>(%2 of the trace)</span>")
-            .arg(qd(t - tl.t0))
+            .arg(timeTickLabel(t - tl.t0, 1, t - tl.t0))
             .arg(QString::number(100.0 * double(t - tl.t0) / double(std::max<int64_t>(1, tl.t1 - tl.t0)), 'f', 1) + "%");
     };
     QString h;

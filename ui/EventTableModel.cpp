@@ -3,6 +3,7 @@
 #include <QColor>
 #include <algorithm>
 
+#include "TimeTicker.h"
 #include "poolscope/Units.h"
 
 namespace poolscope::ui {
@@ -104,7 +105,7 @@ QVariant EventTableModel::data(const QModelIndex& index, int role) const {
     const bool hasSize = e->kind == EventKind::Alloc || e->kind == EventKind::Free;
     switch (Column(index.column())) {
     case Seq: return QString::number(e->seq);
-    case Time: return qs(formatDuration(e->tsNs - t0_));
+    case Time: return timeTickLabel(e->tsNs - t0_, 1000, e->tsNs - t0_); // µs resolution
     case Kind: return qs(eventKindName(e->kind));
     case Stream: {
         const bool streamKind = e->kind == EventKind::Alloc || e->kind == EventKind::Free ||

@@ -87,18 +87,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     tree_->setUniformRowHeights(true);
     tree_->setAlternatingRowColors(true);
     tree_->header()->setStretchLastSection(true);
-    auto* treeDock = new QDockWidget(tr("Pools && streams"), this);
+    auto* treeDock = new QDockWidget(tr("Pools & streams"), this);
     treeDock->setObjectName("treeDock");
     treeDock->setWidget(tree_);
-    addDockWidget(Qt::RightDockWidgetArea, treeDock);
+    addDockWidget(Qt::BottomDockWidgetArea, treeDock);
+    splitDockWidget(eventsDock, treeDock, Qt::Horizontal);
 
     details_ = new DetailsPane(this);
     auto* detailsDock = new QDockWidget(tr("Details"), this);
     detailsDock->setObjectName("detailsDock");
     detailsDock->setWidget(details_);
     addDockWidget(Qt::RightDockWidgetArea, detailsDock);
-    resizeDocks({treeDock, detailsDock}, {460, 460}, Qt::Horizontal);
-    resizeDocks({eventsDock}, {220}, Qt::Vertical);
+    // The details pane takes the right side from top to bottom; events and the pools & streams
+    // tree share the bottom.
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+    resizeDocks({detailsDock}, {430}, Qt::Horizontal);
+    resizeDocks({eventsDock, treeDock}, {700, 560}, Qt::Horizontal);
+    resizeDocks({eventsDock}, {250}, Qt::Vertical);
 
     statusLabel_ = new QLabel(this);
     summaryLabel_ = new QLabel(this);
@@ -325,8 +330,17 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     plot_->setViewRange(timeline_->viewStart(), timeline_->viewEnd());
     treeModel_->resetData(s);
     tree_->expandAll();
-    for (int c = 0; c < EntityTreeModel::ColumnCount - 1; ++c) tree_->resizeColumnToContents(c);
+    // The device row's long label elides; size the name column for pool and stream names.
+    tree_->setColumnWidth(0, tree_->fontMetrics().horizontalAdvance("pool #10 (explicit)") + 60);
+    for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c) tree_->resizeColumnToContents(c);
     details_->setSnapshot(s);
+    if (!keepView && s.valid()) {
+        // Give the lanes the height they need (up to 60%) and the plot the rest.
+        const int total = splitter_->height();
+        const int want = timeline_->contentHeight() + 30;
+        const int top = std::clamp(want, total * 4 / 10, total * 6 / 10);
+        splitter_->setSizes({top, std::max(120, total - top)});
+    }
     if (!keepView) {
         replay_->setRange(s.valid() ? s.timeline->t0 : 0, s.valid() ? s.timeline->t1 : 1);
         events_->setSource(s, {});

@@ -1,7 +1,9 @@
 #include "TimelinePainter.h"
 
+#include <QElapsedTimer>
 #include <QPainterPath>
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 
 #include "TimeTicker.h"
@@ -13,7 +15,7 @@ namespace {
 constexpr int kDeviceH = 22;
 constexpr int kPoolH = 44;
 constexpr int kRowPitch = 8;
-constexpr int kMaxVisibleRows = 10; // more rows than this squeeze into the same height
+constexpr int kMaxVisibleRows = 12; // more rows than this squeeze into the same height
 constexpr int kStreamPad = 3;
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
@@ -91,9 +93,16 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
         }
         p.setPen(c_.grid());
         p.drawLine(g_.labelW, y + h - 1, g_.width, y + h - 1);
+        QElapsedTimer tm;
+        tm.start();
         if (l.kind == LaneKind::Stream) paintRows(p, i, sel);
+        const qint64 a = tm.nsecsElapsed();
         if (l.kind == LaneKind::Pool) paintPoolChart(p, i);
+        const qint64 b = tm.nsecsElapsed();
         paintMarkers(p, i);
+        if (qEnvironmentVariableIsSet("POOLSCOPE_PAINT_PROFILE"))
+            std::fprintf(stderr, "lane %zu rows %.2f chart %.2f markers %.2f ms\n", i, a / 1e6, (b - a) / 1e6,
+                   (tm.nsecsElapsed() - b) / 1e6);
     }
     // The trace's extent: shade what lies outside it.
     {
@@ -104,7 +113,11 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
         if (xb < g_.width) p.fillRect(QRectF(xb, g_.lanesTop(), g_.width - xb,
                                              g_.lanesBottom() - g_.lanesTop()), out);
     }
+    QElapsedTimer te;
+    te.start();
     paintEdges(p);
+    if (qEnvironmentVariableIsSet("POOLSCOPE_PAINT_PROFILE"))
+        std::fprintf(stderr, "edges %.2f ms\n", te.nsecsElapsed() / 1e6);
     paintSelection(p, sel);
     if (cursor != INT64_MIN) {
         const double x = g_.xOf(cursor);
@@ -172,7 +185,8 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
                 continue;
             }
             flush();
-            p.fillRect(QRectF(x0, y, x1 - x0, barH), barColor(a));
+            // A one-pixel gap at the end keeps back-to-back blocks of a row apart.
+            p.fillRect(QRectF(x0, y, x1 - x0 > 4 ? x1 - x0 - 1 : x1 - x0, barH), barColor(a));
             ++stats.bars;
             if (a.live()) {
                 // Still live at the end of the trace: a red cap at the right end.
@@ -187,35 +201,53 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
 void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
     const Lane& l = s_.layout->lanes[laneIdx];
     if (l.poolIndex < 0) return;
-    const PoolTimeline& pt = s_.timeline->pools[size_t(l.poolIndex)];
+    const Timeline& tl = *s_.timeline;
+    const PoolTimeline& pt = tl.pools[size_t(l.poolIndex)];
     const int top = g_.laneY(laneIdx) + 4, bottom = g_.laneY(laneIdx) + g_.laneH[laneIdx] - 3;
     const double scale = double(std::max<uint64_t>(1, pt.peakReserved));
-    const size_t maxPts = size_t(std::max(8, g_.plotW() * 2));
-    auto draw = [&](const Series& s, QColor fill) {
-        if (s.empty()) return;
-        std::vector<Point> pts = downsample(s, g_.v0, g_.v1, maxPts);
-        if (pts.empty()) return;
-        QPainterPath path;
-        path.moveTo(clampX(g_.xOf(pts.front().t), g_), bottom);
-        double prevY = bottom;
-        for (const Point& pt2 : pts) {
-            const double x = clampX(g_.xOf(pt2.t), g_);
-            const double y = bottom - (bottom - top) * double(pt2.v) / scale;
-            path.lineTo(x, prevY);
-            path.lineTo(x, y);
-            prevY = y;
+    const int64_t a = std::max(g_.v0, tl.t0), b = std::min(g_.v1, tl.t1);
+    if (b <= a) return;
+    const int W = g_.plotW();
+    // Area charts at pixel resolution: each pixel column shows the highest value it covers
+    // (downsample keeps every bucket's max), drawn as merged column rectangles. Filling a
+    // polygon of thousands of zig-zag vertices instead costs ~100x more on a noisy series.
+    std::vector<double> colMax(size_t(W), -1.0);
+    auto columns = [&](const Series& s) {
+        std::fill(colMax.begin(), colMax.end(), -1.0);
+        const std::vector<Point> pts = downsample(s, a, b, size_t(W) * 2);
+        for (size_t i = 0; i < pts.size(); ++i) {
+            const int64_t t1 = i + 1 < pts.size() ? pts[i + 1].t : b;
+            const int c0 = std::clamp(int(std::floor(g_.xOf(pts[i].t))) - g_.labelW, 0, W - 1);
+            const int c1 = std::clamp(int(std::ceil(g_.xOf(t1))) - g_.labelW, c0 + 1, W);
+            for (int c = c0; c < c1; ++c) colMax[size_t(c)] = std::max(colMax[size_t(c)], double(pts[i].v));
         }
-        path.lineTo(clampX(g_.xOf(std::min(g_.v1, s_.timeline->t1)), g_), prevY);
-        path.lineTo(clampX(g_.xOf(std::min(g_.v1, s_.timeline->t1)), g_), bottom);
-        path.closeSubpath();
-        p.fillPath(path, fill);
     };
+    auto draw = [&](QColor fill, QColor line) {
+        int c = 0;
+        while (c < W) {
+            if (colMax[size_t(c)] < 0) {
+                ++c;
+                continue;
+            }
+            int e = c + 1;
+            while (e < W && colMax[size_t(e)] == colMax[size_t(c)]) ++e;
+            const double y = bottom - (bottom - top) * colMax[size_t(c)] / scale;
+            const QRectF r(g_.labelW + c, y, e - c, bottom - y);
+            p.fillRect(r, fill);
+            if (line.isValid()) p.fillRect(QRectF(r.left(), y, r.width(), 1), line);
+            c = e;
+        }
+    };
+    // Reserved: a pale area with its top edge; used: a solid area inside it. The gap between
+    // them is memory the pool holds but the program is not using.
     QColor res = c_.reservedColor(l.poolIndex);
-    res.setAlpha(90);
-    draw(pt.reserved, res);
+    res.setAlpha(c_.dark() ? 60 : 50);
+    columns(pt.reserved);
+    draw(res, c_.reservedColor(l.poolIndex));
     QColor used = c_.usedColor(l.poolIndex);
-    used.setAlpha(200);
-    draw(pt.used, used);
+    used.setAlpha(120);
+    columns(pt.used);
+    draw(used, QColor());
 }
 
 void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
@@ -472,6 +504,14 @@ void TimelinePainter::paintLegend(QPainter& p) {
         p.fillRect(x, cy - 4, 16, 8, c_.poolColor(0));
         x += 20;
         text(QStringLiteral("allocation, alloc→free (colour = pool)"));
+    }
+    {
+        QColor r = c_.poolColor(0);
+        r.setAlpha(60);
+        p.fillRect(x, cy - 6, 14, 12, r);
+        p.fillRect(x, cy + 1, 14, 5, c_.usedColor(0));
+        x += 18;
+        text(QStringLiteral("pool reserved / used"));
     }
     p.fillRect(x, cy - 4, 12, 8, c_.sizeColor(1 << 20));
     p.fillRect(x + 9, cy - 4, 3, 8, c_.liveMark());

@@ -171,6 +171,22 @@ void TimelineWidget::setBarColoring(BarColoring c) {
     update();
 }
 
+QRect TimelineWidget::allocationRect(uint32_t index) const {
+    if (!snap_.valid() || index >= snap_.timeline->allocations.size()) return {};
+    const int row = snap_.layout->rowOfAlloc[index];
+    if (row < 0) return {};
+    const size_t lane = size_t(snap_.layout->laneOfRow[size_t(row)]);
+    const Lane& l = snap_.layout->lanes[lane];
+    const int pitch = TimelineGeometry::rowPitch(l, geo_.laneH[lane]);
+    const int y = geo_.laneY(lane) + 3 + (row - l.firstRow) * pitch;
+    const Allocation& a = snap_.timeline->allocations[index];
+    const int64_t end = a.live() ? std::max(snap_.timeline->t1, a.allocTsNs) : a.freeTsNs;
+    const double x0 = std::max<double>(geo_.labelW, geo_.xOf(a.allocTsNs));
+    const double x1 = std::min<double>(geo_.width - geo_.rightPad, geo_.xOf(end));
+    if (x1 < x0 || y + pitch < geo_.lanesTop() || y > geo_.lanesBottom()) return {};
+    return QRect(int(x0), y, std::max(1, int(x1 - x0)), std::max(1, pitch - 1));
+}
+
 void TimelineWidget::paintEvent(QPaintEvent*) {
     QElapsedTimer timer;
     timer.start();

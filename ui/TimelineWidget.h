@@ -44,7 +44,10 @@ public:
     void setBarColoring(BarColoring c);
     BarColoring barColoring() const { return coloring_; }
 
+    // Where an allocation bar is drawn now (tests, and anchoring popups); empty if off screen.
+    QRect allocationRect(uint32_t index) const;
     int labelWidth() const { return geo_.labelW; }
+    int contentHeight() const { return geo_.contentH + geo_.rulerH + geo_.legendH; }
     int rightPad() const { return geo_.rightPad; }
     const PaintStats& lastPaintStats() const { return stats_; }
     qint64 lastPaintNs() const { return lastPaintNs_; }

@@ -23,13 +23,25 @@ WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
     plot_->axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
     plot_->axisRect()->setMargins(QMargins(left_, 6, right_, 24));
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // Series are already reduced to ~2 points per pixel; antialiasing them buys nothing visible
+    // and costs most of the replot time at fit-all.
+    plot_->setNotAntialiasedElements(QCP::aeAll);
+    plot_->setPlottingHint(QCP::phFastPolylines, true);
     plot_->axisRect()->setRangeDrag(Qt::Horizontal);
     plot_->axisRect()->setRangeZoom(Qt::Horizontal);
     plot_->legend->setVisible(true);
     QFont lf = font();
     lf.setPointSizeF(lf.pointSizeF() * 0.85);
     plot_->legend->setFont(lf);
-    plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    // The legend gets its own row above the axis rect, laid out horizontally, so it never hides
+    // data and the axis rect keeps the timeline's horizontal alignment.
+    plot_->plotLayout()->insertRow(0);
+    plot_->plotLayout()->addElement(0, 0, plot_->legend);
+    plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot_->legend->setWrap(4);
+    plot_->legend->setMargins(QMargins(left_, 2, right_, 2));
+    plot_->legend->setRowSpacing(0);
+    plot_->plotLayout()->setRowStretchFactor(0, 0.001);
     cursorLine_ = new QCPItemStraightLine(plot_);
     cursorLine_->setVisible(false);
     connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
@@ -54,6 +66,7 @@ void WatermarkPlot::setHorizontalMargins(int left, int right) {
     left_ = left;
     right_ = right;
     plot_->axisRect()->setMargins(QMargins(left_, 6, right_, 24));
+    plot_->legend->setMargins(QMargins(left_, 2, right_, 2));
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -82,8 +95,8 @@ void WatermarkPlot::rebuildGraphs() {
         g.used->setLineStyle(QCPGraph::lsStepLeft);
         QColor uc = c.usedColor(ci);
         g.used->setPen(QPen(uc, 1.5));
-        uc.setAlpha(60);
-        g.used->setBrush(uc);
+        // No fill under "used": filling under a noisy step line costs more than the rest of
+        // the replot together.
         g.reserved = plot_->addGraph();
         g.reserved->setName(tr("%1 reserved").arg(name));
         g.reserved->setLineStyle(QCPGraph::lsStepLeft);

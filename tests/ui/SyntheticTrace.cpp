@@ -183,7 +183,8 @@ Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& o) {
         weights.push_back(alloc(exp, kSynthExplicitPool, kSynthStreamC, (64 + 32 * i) * MiB, 4243));
 
     const uint64_t target = std::max<uint64_t>(o.events, 200);
-    const uint64_t iterations = target / 6;
+    // About 4.7 events per iteration: alloc, record, wait, free, plus the explicit pool's churn.
+    const uint64_t iterations = target * 10 / 47;
     std::deque<Event> inflight; // allocated on A, freed on B two iterations later
     std::deque<Event> scratch;
     int64_t nextSample = g.now;

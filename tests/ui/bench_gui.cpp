@@ -17,6 +17,7 @@
 #include "SyntheticTrace.h"
 #include "TimelineWidget.h"
 #include "WatermarkPlot.h"
+#include "poolscope/Units.h"
 #include "qcustomplot.h"
 
 using namespace poolscope;
