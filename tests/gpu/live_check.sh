@@ -16,7 +16,7 @@
 set -euo pipefail
 
 BUILD=${1:?usage: live_check.sh BUILD_DIR [SECONDS]}
-SECONDS_TOTAL=${2:-30}
+SECONDS_TOTAL=${2:-40}
 BUILD=$(cd "$BUILD" && pwd)
 POOLSCOPE=""
 for p in "$BUILD/bin/poolscope" "$BUILD/app/poolscope"; do [[ -x $p ]] && POOLSCOPE=$p && break; done
@@ -117,7 +117,8 @@ done
 ctl get default >"$WORK/pool0.json" || fail "ctl get default failed"
 step "target pid $TARGET: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(hex(d["handle"]), "threshold", d["release_threshold"], "reserved", d["reserved_mem_current"])' "$WORK/pool0.json")"
 
-PHASE=$(python3 -c "print(max(2.0, ($SECONDS_TOTAL - 8) / 4))")
+# Leaves room for CUDA start-up and the last toggles before the workload ends.
+PHASE=$(python3 -c "print(max(2.0, ($SECONDS_TOTAL - 16) / 4))")
 ack() { # name, then the ctl arguments; keeps each ack for the trace check
     local name=$1; shift
     ctl "$@" >"$WORK/ack_$name.json" || fail "ctl $* failed"
@@ -135,7 +136,9 @@ ack oppoff set default reuse-allow-opportunistic off
 sleep 1
 ack oppon set default reuse-allow-opportunistic on
 step "waiting for the workload to finish"
-wait "$REC_PID" || { cat "$WORK/record.out" >&2; fail "record exited with $?"; }
+rc=0
+wait "$REC_PID" || rc=$?
+[[ $rc == 0 ]] || { cat "$WORK/record.out" >&2; fail "record exited with $rc"; }
 REC_PID=""
 [[ -s $TRACE ]] || fail "no trace at $TRACE"
 
