@@ -57,7 +57,7 @@ Result<InfoData> load(const TraceReader& r) {
 }
 
 std::string toJson(const TraceReader& r, const InfoData& d) {
-    using nlohmann::json;
+    using json = nlohmann::ordered_json; // keys in the order written: readable output
     json j;
     j["trace"] = r.path();
     j["schema_version"] = r.schemaVersion();

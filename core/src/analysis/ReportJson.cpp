@@ -8,7 +8,7 @@ namespace poolscope {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json; // keys in the order written: readable output
 
 json allocationJson(const Allocation& a, int64_t t0) {
     return json{{"ptr", formatHandle(a.ptr)},
