@@ -163,5 +163,29 @@ TEST(Cli, ValidTraceSucceeds) {
     EXPECT_NE(json.output.find("\"leaks\""), std::string::npos) << json.output;
 }
 
+TEST(Cli, EmptyTraceReportsNothingUnusual) {
+    // A recording in which the program never allocated is valid, not an error.
+    test::ScratchDir dir;
+    const std::string path = dir.file("empty-trace.poolscope");
+    writeValidTrace(path, 0);
+    CliRun info = runCli("info '" + path + "'");
+    EXPECT_EQ(info.exitCode, 0) << info.output;
+    CliRun report = runCli("report '" + path + "'");
+    EXPECT_EQ(report.exitCode, 0) << report.output;
+    EXPECT_NE(report.output.find("(none)"), std::string::npos) << report.output;
+    EXPECT_NE(report.output.find("nothing unusual"), std::string::npos) << report.output;
+    CliRun json = runCli("report --json '" + path + "'");
+    EXPECT_EQ(json.exitCode, 0) << json.output;
+    EXPECT_NE(json.output.find("\"pools\": []"), std::string::npos) << json.output;
+}
+
+TEST(Cli, BadArgumentsAreUsageErrors) {
+    CliRun noFile = runCli("report");
+    EXPECT_NE(noFile.exitCode, 0);
+    CliRun badTop = runCli("report --top -3 x.poolscope");
+    EXPECT_NE(badTop.exitCode, 0);
+    EXPECT_NE(badTop.exitCode, exitCodeFor(ErrorCode::NotFound)) << "rejected before opening";
+}
+
 } // namespace
 } // namespace poolscope
