@@ -9,6 +9,12 @@
 //   poolscope ctl TARGET reset POOL
 //   poolscope ctl TARGET watch [--count N] [--duration S]
 // TARGET is a pid or a socket path; POOL is a handle (0x...), or default[:DEVICE].
+#include "Commands.h"
+#include "poolscope/Units.h"
+#include "poolscope/control/ControlClient.h"
+#include "poolscope/control/Discovery.h"
+#include "poolscope/control/UnixSocket.h"
+
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
@@ -16,12 +22,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-
-#include "Commands.h"
-#include "poolscope/Units.h"
-#include "poolscope/control/ControlClient.h"
-#include "poolscope/control/Discovery.h"
-#include "poolscope/control/UnixSocket.h"
 
 namespace poolscope::cli {
 
@@ -55,7 +55,9 @@ void fail(CtlState& st, const Error& e) {
     *st.exitCode = exitCodeFor(e.code);
 }
 
-void fail(CtlState& st, ErrorCode code, const std::string& msg) { fail(st, Error{code, msg}); }
+void fail(CtlState& st, ErrorCode code, const std::string& msg) {
+    fail(st, Error{code, msg});
+}
 
 std::unique_ptr<ControlClient> connectTo(CtlState& st, bool subscribe = false) {
     if (st.target.empty()) {
@@ -89,7 +91,8 @@ bool resolvePool(CtlState& st, const ServerHello& h, uint64_t& out) {
         int device = 0;
         if (p.size() > 7) {
             if (p[7] != ':') {
-                fail(st, ErrorCode::InvalidArgument, "bad POOL '" + p + "' (use default or default:N)");
+                fail(st, ErrorCode::InvalidArgument,
+                     "bad POOL '" + p + "' (use default or default:N)");
                 return false;
             }
             try {
@@ -137,8 +140,8 @@ bool resolvePool(CtlState& st, const ServerHello& h, uint64_t& out) {
 bool parseAttr(CtlState& st, PoolAttr& a) {
     if (attrFromCliName(st.attr, a)) return true;
     std::string names;
-    for (uint16_t v = 1; v <= 8; ++v) names += std::string(names.empty() ? "" : ", ") +
-                                               std::string(attrCliName(PoolAttr(v)));
+    for (uint16_t v = 1; v <= 8; ++v)
+        names += std::string(names.empty() ? "" : ", ") + std::string(attrCliName(PoolAttr(v)));
     fail(st, ErrorCode::InvalidArgument, "unknown attribute '" + st.attr + "'; known: " + names);
     return false;
 }
@@ -176,7 +179,8 @@ void cmdTargets(CtlState& st) {
     if (st.json) {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& t : targets)
-            j.push_back({{"pid", t.pid}, {"socket", t.socketPath}, {"command_line", t.commandLine}});
+            j.push_back(
+                {{"pid", t.pid}, {"socket", t.socketPath}, {"command_line", t.commandLine}});
         std::printf("%s\n", j.dump(2).c_str());
         return;
     }
@@ -209,7 +213,8 @@ void cmdList(CtlState& st) {
         std::printf("device %d  %s  %s\n", d.ordinal, d.name.c_str(),
                     d.totalMemory ? formatBytes(d.totalMemory).c_str() : "");
     if (h.pools.empty()) std::printf("no pools yet\n");
-    for (const auto& p : h.pools) printPool(p);
+    for (const auto& p : h.pools)
+        printPool(p);
 }
 
 void cmdGet(CtlState& st) {
@@ -240,7 +245,8 @@ void cmdGet(CtlState& st) {
 
 bool parseSetValue(CtlState& st, PoolAttr attr, uint64_t& v) {
     std::string s;
-    for (char ch : st.value) s += char(std::tolower(static_cast<unsigned char>(ch)));
+    for (char ch : st.value)
+        s += char(std::tolower(static_cast<unsigned char>(ch)));
     if (attrIsBoolean(attr)) {
         if (s == "on" || s == "1" || s == "true" || s == "yes") {
             v = 1;
@@ -331,11 +337,12 @@ void cmdReset(CtlState& st) {
 
 void printEvent(const Event& e, bool json) {
     if (json) {
-        nlohmann::json j{{"seq", e.seq},   {"ts_ns", e.tsNs},    {"kind", std::string(eventKindName(e.kind))},
-                         {"pool", e.pool}, {"stream", e.stream}, {"ptr", e.ptr},
-                         {"size", e.size}, {"aux", e.aux},       {"device", e.device},
-                         {"tid", e.tid},   {"result", e.result}, {"attr", e.attr},
-                         {"flags", e.flags}};
+        nlohmann::json j{
+            {"seq", e.seq},    {"ts_ns", e.tsNs},    {"kind", std::string(eventKindName(e.kind))},
+            {"pool", e.pool},  {"stream", e.stream}, {"ptr", e.ptr},
+            {"size", e.size},  {"aux", e.aux},       {"device", e.device},
+            {"tid", e.tid},    {"result", e.result}, {"attr", e.attr},
+            {"flags", e.flags}};
         if (e.has(kHasWatermarks)) {
             j["reserved"] = e.reserved;
             j["used"] = e.used;
@@ -364,7 +371,8 @@ void cmdWatch(CtlState& st) {
     auto oldTerm = std::signal(SIGTERM, [](int) { g_interrupted = true; });
     const int64_t end = st.duration > 0 ? monotonicMs() + int64_t(st.duration * 1000) : 0;
     uint64_t shown = 0;
-    while (!g_interrupted && (st.count == 0 || shown < st.count) && (end == 0 || monotonicMs() < end)) {
+    while (!g_interrupted && (st.count == 0 || shown < st.count) &&
+           (end == 0 || monotonicMs() < end)) {
         if (Status s = c->pump(200); !s) {
             // The target exiting ends a watch normally.
             std::fprintf(stderr, "poolscope ctl: %s\n", s.error().message.c_str());
@@ -430,13 +438,15 @@ void registerCtl(CLI::App& app, int& exitCode) {
 
     auto* trim = ctl->add_subcommand("trim", "release unused pool memory down to SIZE");
     common(trim);
-    trim->add_option("pool", st.pool, "pool handle (0x...), default, or default:DEVICE")->required();
+    trim->add_option("pool", st.pool, "pool handle (0x...), default, or default:DEVICE")
+        ->required();
     trim->add_option("bytes", st.value, "bytes to keep (0, 64MiB...)")->required();
     trim->callback([] { cmdTrim(st); });
 
     auto* reset = ctl->add_subcommand("reset", "reset a pool's high watermarks");
     common(reset);
-    reset->add_option("pool", st.pool, "pool handle (0x...), default, or default:DEVICE")->required();
+    reset->add_option("pool", st.pool, "pool handle (0x...), default, or default:DEVICE")
+        ->required();
     reset->callback([] { cmdReset(st); });
 
     auto* watch = ctl->add_subcommand("watch", "print the target's events live");

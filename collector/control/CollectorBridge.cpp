@@ -2,12 +2,12 @@
 // collector's CollectorApi to the server's PoolDriver and returns a LiveSink that publishes the
 // collector's written events to live clients. Compiled only when ControlHook.h is present.
 
+#include "ControlHook.h"
+#include "ControlServer.h"
+
 #include <cctype>
 #include <cstdio>
 #include <memory>
-
-#include "ControlHook.h"
-#include "ControlServer.h"
 
 namespace poolscope::collector {
 
@@ -31,7 +31,8 @@ public:
     }
     Result<std::vector<PoolState>> listPools() override {
         std::vector<PoolState> out;
-        for (const PoolInfo& info : api_.pools()) out.push_back(read(info));
+        for (const PoolInfo& info : api_.pools())
+            out.push_back(read(info));
         return out;
     }
     Result<PoolState> poolState(uint64_t pool) override {
@@ -43,8 +44,7 @@ public:
         if (!known(pool)) return unknown(pool);
         return api_.poolAttribute(pool, attr);
     }
-    Status setAttribute(uint64_t pool, PoolAttr attr, uint64_t value,
-                        KnobOrigin origin) override {
+    Status setAttribute(uint64_t pool, PoolAttr attr, uint64_t value, KnobOrigin origin) override {
         if (!known(pool)) return unknown(pool);
         auto r = api_.setPoolAttribute(pool, attr, value, origin);
         if (!r) return r.error();
@@ -117,7 +117,8 @@ private:
 };
 
 std::string lower(std::string s) {
-    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : s)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
     return s;
 }
 
@@ -134,10 +135,11 @@ std::unique_ptr<LiveSink> startControlServer(const std::string& listen, Collecto
     } else if (!listen.empty() && listen[0] == '/') {
         o.socketPath = listen;
     } else {
-        std::fprintf(stderr,
-                     "[poolscope] POOLSCOPE_LISTEN=%s is not understood (use 1, or unix:/path/to.sock; "
-                     "only local Unix sockets are supported); no live control\n",
-                     listen.c_str());
+        std::fprintf(
+            stderr,
+            "[poolscope] POOLSCOPE_LISTEN=%s is not understood (use 1, or unix:/path/to.sock; "
+            "only local Unix sockets are supported); no live control\n",
+            listen.c_str());
         return nullptr;
     }
     auto sink = std::make_unique<ServerLiveSink>(api, std::move(o));

@@ -1,5 +1,9 @@
 #include "ControlServer.h"
 
+#include "poolscope/control/Discovery.h"
+#include "poolscope/control/FrameReader.h"
+#include "poolscope/control/UnixSocket.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -12,10 +16,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include "poolscope/control/Discovery.h"
-#include "poolscope/control/FrameReader.h"
-#include "poolscope/control/UnixSocket.h"
 
 namespace poolscope::control {
 
@@ -35,7 +35,7 @@ struct ControlServer::LiveQueue {
     std::vector<Event> ring; // fixed capacity, allocated at subscribe
     size_t head = 0;         // oldest
     size_t count = 0;
-    uint64_t dropped = 0;    // since the last Notice
+    uint64_t dropped = 0; // since the last Notice
 };
 
 struct ControlServer::Client {
@@ -61,7 +61,9 @@ ControlServer::ControlServer(PoolDriver& driver, EventSink& sink, ServerOptions 
     if (options_.allowedUid < 0) options_.allowedUid = getuid();
 }
 
-ControlServer::~ControlServer() { stop(); }
+ControlServer::~ControlServer() {
+    stop();
+}
 
 void ControlServer::logLine(const std::string& s) {
     if (options_.log)
@@ -79,8 +81,8 @@ Status ControlServer::createSocket() {
             char tmpl[] = "/tmp/poolscope-ctl-XXXXXX";
             if (!mkdtemp(tmpl))
                 return Error{ErrorCode::WriteFailed,
-                             ok.error().message + "; no private fallback directory either: " +
-                                 std::strerror(errno)};
+                             ok.error().message +
+                                 "; no private fallback directory either: " + std::strerror(errno)};
             logLine(ok.error().message + "; using " + std::string(tmpl) +
                     " instead (not listed for attach by pid)");
             dir = tmpl;
@@ -105,13 +107,14 @@ Status ControlServer::createSocket() {
         unlink(path_.c_str());
     }
     listenFd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (listenFd_ < 0) return Error{ErrorCode::Io, std::string("socket(): ") + std::strerror(errno)};
+    if (listenFd_ < 0)
+        return Error{ErrorCode::Io, std::string("socket(): ") + std::strerror(errno)};
     if (bind(listenFd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
         int e = errno;
         close(listenFd_);
         listenFd_ = -1;
-        return Error{ErrorCode::WriteFailed, "cannot create control socket " + path_ + ": " +
-                                                 std::strerror(e)};
+        return Error{ErrorCode::WriteFailed,
+                     "cannot create control socket " + path_ + ": " + std::strerror(e)};
     }
     // chmod after bind (not umask: that is process-wide and the target's). The directory is
     // 0700, so nobody else can reach the socket in between.
@@ -203,7 +206,8 @@ void ControlServer::publish(std::span<const Event> events) {
             size_t cap = q->ring.size();
             size_t room = cap - q->count;
             size_t n = std::min(room, events.size());
-            for (size_t i = 0; i < n; ++i) q->ring[(q->head + q->count + i) % cap] = events[i];
+            for (size_t i = 0; i < n; ++i)
+                q->ring[(q->head + q->count + i) % cap] = events[i];
             q->count += n;
             q->dropped += events.size() - n;
             dropped_ += events.size() - n;
@@ -242,8 +246,8 @@ void ControlServer::run() {
             if (!c->closing && c->pending() < kReadPauseBytes) ev |= POLLIN;
             if (c->pending() > 0) ev |= POLLOUT;
             fds.push_back({c->fd, ev, 0});
-            int64_t deadline = c->closing ? c->closeDeadlineMs
-                                          : (c->helloDone ? 0 : c->helloDeadlineMs);
+            int64_t deadline =
+                c->closing ? c->closeDeadlineMs : (c->helloDone ? 0 : c->helloDeadlineMs);
             if (deadline > 0) timeout = int(std::clamp<int64_t>(deadline - now, 0, timeout));
         }
         int n = poll(fds.data(), fds.size(), timeout);
@@ -310,8 +314,8 @@ void ControlServer::acceptClients() {
                      std::to_string(cred.uid)},
                 0);
             [[maybe_unused]] ssize_t w = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-            logLine("refused a control connection from uid " + std::to_string(cred.uid) +
-                    " (pid " + std::to_string(cred.pid) + ")");
+            logLine("refused a control connection from uid " + std::to_string(cred.uid) + " (pid " +
+                    std::to_string(cred.pid) + ")");
             close(fd);
             continue;
         }
@@ -484,7 +488,8 @@ void ControlServer::fillEvents(Client& c) {
             q.dropped = 0;
             size_t n = std::min<size_t>(q.count, kMaxBatchEvents);
             batch.resize(n);
-            for (size_t i = 0; i < n; ++i) batch[i] = q.ring[(q.head + i) % q.ring.size()];
+            for (size_t i = 0; i < n; ++i)
+                batch[i] = q.ring[(q.head + i) % q.ring.size()];
             q.head = (q.head + n) % q.ring.size();
             q.count -= n;
         }

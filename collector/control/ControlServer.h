@@ -11,6 +11,11 @@
 //   ... at shutdown (before CUDA teardown): server.stop();
 // In a forked child: server.abandonAfterFork() (the thread does not exist there).
 
+#include "PoolDriver.h"
+#include "RequestHandler.h"
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -20,11 +25,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "PoolDriver.h"
-#include "RequestHandler.h"
-#include "poolscope/Event.h"
-#include "poolscope/Result.h"
 
 namespace poolscope::control {
 
@@ -118,8 +118,8 @@ private:
     mutable std::mutex liveMutex_; // guards subscribers_ and every LiveQueue's content
     std::vector<std::shared_ptr<LiveQueue>> subscribers_;
 
-    std::atomic<uint64_t> accepted_{0}, refused_{0}, requests_{0}, errorsSent_{0},
-        published_{0}, dropped_{0};
+    std::atomic<uint64_t> accepted_{0}, refused_{0}, requests_{0}, errorsSent_{0}, published_{0},
+        dropped_{0};
     std::atomic<size_t> clientCount_{0};
 };
 

@@ -6,14 +6,14 @@
 // from inside a CUPTI callback (the collector's thread_local guard is set for that thread through
 // ServerOptions::onThreadStart, so these driver calls are not recorded as the application's).
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
 #include "poolscope/control/Protocol.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace poolscope::control {
 

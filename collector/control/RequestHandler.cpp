@@ -1,11 +1,11 @@
 #include "RequestHandler.h"
 
+#include "poolscope/Units.h"
+#include "poolscope/control/UnixSocket.h"
+
 #include <cstdio>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include "poolscope/Units.h"
-#include "poolscope/control/UnixSocket.h"
 
 namespace poolscope::control {
 
@@ -34,9 +34,9 @@ std::string describeValue(PoolAttr a, uint64_t v) {
 
 } // namespace
 
-Event RequestHandler::knobChangeEvent(uint64_t pool, int device, uint16_t attr,
-                                      uint64_t requested, uint64_t oldValue, uint64_t newValue,
-                                      const PoolState* after, KnobOrigin origin) {
+Event RequestHandler::knobChangeEvent(uint64_t pool, int device, uint16_t attr, uint64_t requested,
+                                      uint64_t oldValue, uint64_t newValue, const PoolState* after,
+                                      KnobOrigin origin) {
     Event e;
     e.kind = EventKind::KnobChange;
     e.tsNs = monotonicNs();
@@ -103,9 +103,9 @@ RequestHandler::Outcome RequestHandler::handle(const Request& r, KnobOrigin orig
     }
     case Op::Get: {
         if (r.attr < 1 || r.attr > 8)
-            return fail(RemoteError::BadRequest,
-                        "unknown pool attribute " + std::to_string(r.attr) +
-                            " (valid: 1-8, see PoolAttr)");
+            return fail(RemoteError::BadRequest, "unknown pool attribute " +
+                                                     std::to_string(r.attr) +
+                                                     " (valid: 1-8, see PoolAttr)");
         auto v = driver_.getAttribute(r.pool, PoolAttr(r.attr));
         if (!v) return failFrom(v.error(), "");
         o.ack = Ack{};
@@ -116,13 +116,17 @@ RequestHandler::Outcome RequestHandler::handle(const Request& r, KnobOrigin orig
         if (auto s = driver_.poolState(r.pool)) o.ack->state = std::move(*s);
         return o;
     }
-    case Op::Set: return applySet(r, origin);
-    case Op::TrimTo: return applyTrim(r, origin);
-    case Op::ResetWatermarks: return applyReset(r, origin);
-    case Op::Subscribe: break; // the server's business; reaching here is a server bug
+    case Op::Set:
+        return applySet(r, origin);
+    case Op::TrimTo:
+        return applyTrim(r, origin);
+    case Op::ResetWatermarks:
+        return applyReset(r, origin);
+    case Op::Subscribe:
+        break; // the server's business; reaching here is a server bug
     }
-    return fail(RemoteError::Internal, "request '" + std::string(opName(r.op)) +
-                                           "' is not handled here");
+    return fail(RemoteError::Internal,
+                "request '" + std::string(opName(r.op)) + "' is not handled here");
 }
 
 RequestHandler::Outcome RequestHandler::applySet(const Request& r, KnobOrigin origin) {
@@ -161,7 +165,7 @@ RequestHandler::Outcome RequestHandler::applySet(const Request& r, KnobOrigin or
     int device = ack.state ? ack.state->info.device : -1;
     if (!driver_.recordsKnobChanges())
         sink_.record(knobChangeEvent(r.pool, device, r.attr, r.value, *before, *after,
-                                 ack.state ? &*ack.state : nullptr, origin));
+                                     ack.state ? &*ack.state : nullptr, origin));
     return o;
 }
 
@@ -187,7 +191,7 @@ RequestHandler::Outcome RequestHandler::applyTrim(const Request& r, KnobOrigin o
     int device = ack.state ? ack.state->info.device : -1;
     if (!driver_.recordsKnobChanges())
         sink_.record(knobChangeEvent(r.pool, device, ack.attr, r.value, *before, *after,
-                                 ack.state ? &*ack.state : nullptr, origin));
+                                     ack.state ? &*ack.state : nullptr, origin));
     return o;
 }
 
@@ -212,7 +216,7 @@ RequestHandler::Outcome RequestHandler::applyReset(const Request& r, KnobOrigin 
     int device = ack.state ? ack.state->info.device : -1;
     if (!driver_.recordsKnobChanges())
         sink_.record(knobChangeEvent(r.pool, device, ack.attr, 0, *before, *after,
-                                 ack.state ? &*ack.state : nullptr, origin));
+                                     ack.state ? &*ack.state : nullptr, origin));
     return o;
 }
 

@@ -3,10 +3,10 @@
 // KnobChange event. Knows nothing about sockets: the server feeds it decoded requests, which also
 // makes it the piece the GUI-side fake and the tests exercise most directly.
 
-#include <optional>
-
 #include "PoolDriver.h"
 #include "poolscope/control/Protocol.h"
+
+#include <optional>
 
 namespace poolscope::control {
 

@@ -10,12 +10,12 @@
 //   - the three reuse policies are booleans, on by default for a default pool.
 // Thread-safe: the server thread drives it while the test thread inspects it.
 
+#include "PoolDriver.h"
+
 #include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
-
-#include "PoolDriver.h"
 
 namespace poolscope::control::test {
 
@@ -53,7 +53,8 @@ public:
     void synchronize() {
         std::lock_guard lock(m_);
         for (auto& [h, p] : pools_)
-            p.reservedCurrent = std::min(p.reservedCurrent, std::max(p.usedCurrent, p.releaseThreshold));
+            p.reservedCurrent =
+                std::min(p.reservedCurrent, std::max(p.usedCurrent, p.releaseThreshold));
     }
     PoolState state(uint64_t pool) {
         std::lock_guard lock(m_);
@@ -74,7 +75,8 @@ public:
         d.process.pid = 4242;
         d.process.commandLine = "fake_workload --iterations 10";
         d.process.driverVersion = 13000;
-        d.devices = {{0, "Fake GPU 0", 80ull << 30, "GPU-0"}, {1, "Fake GPU 1", 80ull << 30, "GPU-1"}};
+        d.devices = {{0, "Fake GPU 0", 80ull << 30, "GPU-0"},
+                     {1, "Fake GPU 1", 80ull << 30, "GPU-1"}};
         StreamInfo s;
         s.handle = 0x5000;
         s.device = 0;
@@ -85,7 +87,8 @@ public:
     Result<std::vector<PoolState>> listPools() override {
         std::lock_guard lock(m_);
         std::vector<PoolState> out;
-        for (auto& [h, p] : pools_) out.push_back(p);
+        for (auto& [h, p] : pools_)
+            out.push_back(p);
         return out;
     }
     Result<uint64_t> getAttribute(uint64_t pool, PoolAttr attr) override {
@@ -105,11 +108,20 @@ public:
         }
         PoolState& p = it->second;
         switch (attr) {
-        case PoolAttr::ReleaseThreshold: p.releaseThreshold = std::min(value, clamp_); break;
-        case PoolAttr::ReuseFollowEventDependencies: p.reuseFollowEventDependencies = value; break;
-        case PoolAttr::ReuseAllowOpportunistic: p.reuseAllowOpportunistic = value; break;
-        case PoolAttr::ReuseAllowInternalDependencies: p.reuseAllowInternalDependencies = value; break;
-        default: return Error{ErrorCode::InvalidArgument, "CUDA_ERROR_INVALID_VALUE: read-only"};
+        case PoolAttr::ReleaseThreshold:
+            p.releaseThreshold = std::min(value, clamp_);
+            break;
+        case PoolAttr::ReuseFollowEventDependencies:
+            p.reuseFollowEventDependencies = value;
+            break;
+        case PoolAttr::ReuseAllowOpportunistic:
+            p.reuseAllowOpportunistic = value;
+            break;
+        case PoolAttr::ReuseAllowInternalDependencies:
+            p.reuseAllowInternalDependencies = value;
+            break;
+        default:
+            return Error{ErrorCode::InvalidArgument, "CUDA_ERROR_INVALID_VALUE: read-only"};
         }
         ++sets;
         return {};

@@ -2,18 +2,18 @@
 // A control server on a private temporary directory with the fake driver, plus raw-socket helpers
 // for tests that must speak below the ControlClient (bad frames, other versions).
 
+#include "ControlServer.h"
+#include "FakePoolDriver.h"
+#include "poolscope/control/ControlClient.h"
+#include "poolscope/control/FrameReader.h"
+#include "poolscope/control/UnixSocket.h"
+
 #include <cstdlib>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include "ControlServer.h"
-#include "FakePoolDriver.h"
-#include "poolscope/control/ControlClient.h"
-#include "poolscope/control/FrameReader.h"
-#include "poolscope/control/UnixSocket.h"
 
 namespace poolscope::control::test {
 
@@ -88,7 +88,8 @@ struct RawConn {
             }
             reader.append(buf, size_t(n));
             Frame f;
-            while (reader.next(f) == FrameReader::Status::Frame) out.push_back(f);
+            while (reader.next(f) == FrameReader::Status::Frame)
+                out.push_back(f);
         }
         return out;
     }

@@ -1,10 +1,10 @@
 // The adapter between the collector's seam (collector/src/ControlHook.h) and the server:
 // startControlServer() with a fake CollectorApi, driven through the real client.
-#include <map>
-#include <mutex>
-
 #include "ControlHook.h"
 #include "ServerFixture.h"
+
+#include <map>
+#include <mutex>
 
 using namespace poolscope;
 using namespace poolscope::control;
@@ -107,7 +107,8 @@ TEST(CollectorBridge, ListenValuesAndKnobsThroughCollectorApi) {
         ASSERT_TRUE((*c)->pump(100));
         Incoming in;
         while ((*c)->nextIncoming(in))
-            if (in.kind == Incoming::Kind::Events && in.events.size() == 1 && in.events[0].seq == 42)
+            if (in.kind == Incoming::Kind::Events && in.events.size() == 1 &&
+                in.events[0].seq == 42)
                 got = true;
     }
     EXPECT_TRUE(got);

@@ -1,16 +1,16 @@
 // `poolscope ctl` end to end: the built binary against an in-process server and the fake driver.
-#include <atomic>
-#include <cerrno>
-#include <sys/stat.h>
-#include <fcntl.h>
-#include <nlohmann/json.hpp>
-#include <thread>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include "ServerFixture.h"
 #include "poolscope/control/Discovery.h"
+
+#include <atomic>
+#include <cerrno>
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
 
 extern char** environ;
 
@@ -41,7 +41,8 @@ CliRun runCli(const std::vector<std::string>& args, int timeoutMs = 20000, int a
     std::vector<std::string> argv{POOLSCOPE_CLI_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
+    for (auto& a : argv)
+        cargv.push_back(a.data());
     cargv.push_back(nullptr);
     pid_t pid;
     int rc = 0;
@@ -142,13 +143,15 @@ TEST_F(ServerTest, CtlSetGetTrimResetList) {
 
     auto ev = sink_.events();
     ASSERT_EQ(ev.size(), 5u);
-    for (const auto& e : ev) EXPECT_EQ(e.variant, uint8_t(KnobOrigin::Cli));
+    for (const auto& e : ev)
+        EXPECT_EQ(e.variant, uint8_t(KnobOrigin::Cli));
 }
 
 TEST_F(ServerTest, CtlByPidThroughDiscovery) {
     startServer();
     setenv(kEnvControlDir, dir_.c_str(), 1); // inherited by the spawned ctl
-    CliRun r = runCli({"ctl", std::to_string(getpid()), "get", "default", "reuse-allow-opportunistic"});
+    CliRun r =
+        runCli({"ctl", std::to_string(getpid()), "get", "default", "reuse-allow-opportunistic"});
     CliRun t = runCli({"ctl", "targets", "--json"});
     unsetenv(kEnvControlDir);
     ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -253,7 +256,8 @@ TEST_F(ServerTest, CtlWatchPrintsLiveEvents) {
     ASSERT_EQ(r.exitCode, 0) << r.err;
     int lines = 0;
     size_t pos = 0;
-    while ((pos = r.out.find('\n', pos)) != std::string::npos) ++lines, ++pos;
+    while ((pos = r.out.find('\n', pos)) != std::string::npos)
+        ++lines, ++pos;
     EXPECT_EQ(lines, 5) << r.out;
     EXPECT_TRUE(contains(r.out, "\"kind\":\"alloc\"")) << r.out;
 }

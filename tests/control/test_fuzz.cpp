@@ -1,9 +1,9 @@
 // Fuzz-style robustness: random and mutated frames thrown at a live server, which must keep
 // serving well-behaved clients throughout. Deterministic seed, bounded count and time.
+#include "ServerFixture.h"
+
 #include <cstring>
 #include <random>
-
-#include "ServerFixture.h"
 
 using namespace poolscope;
 using namespace poolscope::control;
@@ -13,18 +13,25 @@ namespace {
 
 std::vector<uint8_t> validFrame(std::mt19937_64& rng) {
     switch (rng() % 5) {
-    case 0: return encodeClientHello({});
-    case 1: return encodeRequest({Op::Set, 0x1000, uint16_t(PoolAttr::ReleaseThreshold), rng()}, 1);
-    case 2: return encodeRequest({Op::Get, 0x2000, uint16_t(1 + rng() % 8), 0}, 2);
-    case 3: return encodeRequest({Op::TrimTo, 0x1000, 0, rng() % (1u << 30)}, 3);
-    default: return encodeRequest({Op(rng() % 9), rng() % 3 ? 0x1000 : rng(), uint16_t(rng()), rng()}, 4);
+    case 0:
+        return encodeClientHello({});
+    case 1:
+        return encodeRequest({Op::Set, 0x1000, uint16_t(PoolAttr::ReleaseThreshold), rng()}, 1);
+    case 2:
+        return encodeRequest({Op::Get, 0x2000, uint16_t(1 + rng() % 8), 0}, 2);
+    case 3:
+        return encodeRequest({Op::TrimTo, 0x1000, 0, rng() % (1u << 30)}, 3);
+    default:
+        return encodeRequest({Op(rng() % 9), rng() % 3 ? 0x1000 : rng(), uint16_t(rng()), rng()},
+                             4);
     }
 }
 
 void mutate(std::vector<uint8_t>& b, std::mt19937_64& rng) {
     switch (rng() % 7) {
     case 0: // flip a few bytes anywhere (header included)
-        for (int i = 0, n = 1 + int(rng() % 4); i < n && !b.empty(); ++i) b[rng() % b.size()] ^= uint8_t(rng());
+        for (int i = 0, n = 1 + int(rng() % 4); i < n && !b.empty(); ++i)
+            b[rng() % b.size()] ^= uint8_t(rng());
         break;
     case 1: // truncate
         b.resize(rng() % (b.size() + 1));
@@ -47,7 +54,8 @@ void mutate(std::vector<uint8_t>& b, std::mt19937_64& rng) {
         break;
     }
     case 4: { // replace the JSON with garbage of the same length
-        for (size_t i = sizeof(FrameHeader); i < b.size(); ++i) b[i] = uint8_t(rng());
+        for (size_t i = sizeof(FrameHeader); i < b.size(); ++i)
+            b[i] = uint8_t(rng());
         break;
     }
     case 5: { // valid framing, hostile JSON values
@@ -71,7 +79,8 @@ void mutate(std::vector<uint8_t>& b, std::mt19937_64& rng) {
     }
     default: // pure noise
         b.resize(rng() % 512);
-        for (auto& x : b) x = uint8_t(rng());
+        for (auto& x : b)
+            x = uint8_t(rng());
     }
 }
 
@@ -122,7 +131,8 @@ TEST_F(ServerTest, OversizedFrameIsRefusedWithoutReadingIt) {
     FrameHeader h;
     h.type = MsgType::Request;
     h.length = kMaxPayload; // far above what a client may send
-    std::vector<uint8_t> b(reinterpret_cast<uint8_t*>(&h), reinterpret_cast<uint8_t*>(&h) + sizeof h);
+    std::vector<uint8_t> b(reinterpret_cast<uint8_t*>(&h),
+                           reinterpret_cast<uint8_t*>(&h) + sizeof h);
     ASSERT_TRUE(raw.send(b));
     bool closed = false;
     auto frames = raw.receive(2000, &closed);
@@ -140,10 +150,12 @@ TEST_F(ServerTest, ErrorFloodDisconnects) {
     FrameHeader h;
     h.type = MsgType::Request;
     h.length = uint32_t(j.size());
-    std::vector<uint8_t> one(reinterpret_cast<uint8_t*>(&h), reinterpret_cast<uint8_t*>(&h) + sizeof h);
+    std::vector<uint8_t> one(reinterpret_cast<uint8_t*>(&h),
+                             reinterpret_cast<uint8_t*>(&h) + sizeof h);
     one.insert(one.end(), j.begin(), j.end());
     std::vector<uint8_t> many;
-    for (int i = 0; i < 100; ++i) many.insert(many.end(), one.begin(), one.end());
+    for (int i = 0; i < 100; ++i)
+        many.insert(many.end(), one.begin(), one.end());
     raw.send(many);
     bool closed = false;
     auto frames = raw.receive(2000, &closed);

@@ -1,11 +1,11 @@
 // The launcher's argv/environment builder.
+#include "poolscope/control/Discovery.h"
+#include "poolscope/control/LaunchSpec.h"
+
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "poolscope/control/Discovery.h"
-#include "poolscope/control/LaunchSpec.h"
 
 using namespace poolscope;
 using namespace poolscope::control;
@@ -36,11 +36,13 @@ bool has(const std::vector<std::string>& env, const std::string& entry) {
 TEST(LaunchSpec, BuildsArgvAndCollectorEnvironment) {
     auto plan = buildLaunchPlan(basic(), {"PATH=/usr/bin", "HOME=/home/u"});
     ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan->argv, (std::vector<std::string>{"/usr/bin/python3", "train.py", "--epochs", "3"}));
+    EXPECT_EQ(plan->argv,
+              (std::vector<std::string>{"/usr/bin/python3", "train.py", "--epochs", "3"}));
     EXPECT_EQ(plan->workingDir, "/home/u/proj");
     EXPECT_TRUE(has(plan->env, "PATH=/usr/bin"));
     EXPECT_TRUE(has(plan->env, "HOME=/home/u"));
-    EXPECT_TRUE(has(plan->env, "CUDA_INJECTION64_PATH=/opt/poolscope/lib/libpoolscope_collector.so"));
+    EXPECT_TRUE(
+        has(plan->env, "CUDA_INJECTION64_PATH=/opt/poolscope/lib/libpoolscope_collector.so"));
     EXPECT_TRUE(has(plan->env, "POOLSCOPE_OUTPUT=/tmp/run.poolscope"));
     EXPECT_EQ(count(plan->env, "POOLSCOPE_LISTEN"), 0);
     EXPECT_TRUE(plan->warnings.empty());
@@ -77,7 +79,8 @@ TEST(LaunchSpec, AdditionsReplaceInheritedValuesButNotOurs) {
              {"HOME", "/elsewhere"},
              {"POOLSCOPE_OUTPUT", "/sneaky.poolscope"},
              {"EMPTY", ""}};
-    auto plan = buildLaunchPlan(s, {"HOME=/home/u", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+    auto plan =
+        buildLaunchPlan(s, {"HOME=/home/u", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
     ASSERT_TRUE(plan);
     EXPECT_TRUE(has(plan->env, "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync"));
     EXPECT_EQ(count(plan->env, "PYTORCH_CUDA_ALLOC_CONF"), 1);

@@ -1,29 +1,29 @@
 // The live session's GUI parts, offscreen, against the in-process control server and the fake
 // driver: the Knobs panel shows the driver's read-back, live events reach snapshots, the launch
 // dialog builds a spec, the QProcess wrapper reports through signals, Attach lists targets.
-#include <QApplication>
-#include <QCheckBox>
-#include <QComboBox>
-#include <QDoubleSpinBox>
-#include <QElapsedTimer>
-#include <QLabel>
-#include <QLineEdit>
-#include <QListWidget>
-#include <QPlainTextEdit>
-#include <QPushButton>
-#include <QThread>
-#include <functional>
-
 #include "AttachDialog.h"
 #include "KnobsPanel.h"
 #include "LaunchDialog.h"
 #include "LiveController.h"
 #include "LiveSession.h"
 #include "MainWindow.h"
-#include <QDockWidget>
-#include <QMenuBar>
 #include "ServerFixture.h"
 #include "TargetProcess.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QThread>
+#include <functional>
 
 using namespace poolscope;
 using namespace poolscope::control;
@@ -116,7 +116,8 @@ TEST_F(LiveUiTest, LiveEventsReachSnapshotsAndEndIsReported) {
     session.setRefreshIntervalMs(20);
     attach(session);
     TraceSnapshot last;
-    QObject::connect(&session, &LiveSession::snapshotReady, [&](const TraceSnapshot& s) { last = s; });
+    QObject::connect(&session, &LiveSession::snapshotReady,
+                     [&](const TraceSnapshot& s) { last = s; });
     QString endedWhy;
     QObject::connect(&session, &LiveSession::ended, [&](const QString& w) { endedWhy = w; });
     std::vector<Event> ev;
@@ -158,7 +159,8 @@ TEST(LaunchDialogTest, BuildsSpecFromFields) {
     d.programEdit()->setText("/usr/bin/python3");
     d.argumentsEdit()->setText("train.py --name \"my run\" -x");
     d.workingDirEdit()->setText("/tmp");
-    d.environmentEdit()->setPlainText("PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n# comment\n\nA=b=c\n");
+    d.environmentEdit()->setPlainText(
+        "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n# comment\n\nA=b=c\n");
     d.traceEdit()->setText("/tmp/t.poolscope");
     LaunchSpec s = d.spec();
     EXPECT_EQ(s.program, "/usr/bin/python3");
@@ -181,7 +183,8 @@ TEST(TargetProcessTest, ReportsOutputAndExit) {
     int code = -1;
     qint64 pid = 0;
     QObject::connect(&p, &TargetProcess::started, [&](qint64 x) { pid = x; });
-    QObject::connect(&p, &TargetProcess::output, [&](const QString& t, bool e) { (e ? err : out) += t; });
+    QObject::connect(&p, &TargetProcess::output,
+                     [&](const QString& t, bool e) { (e ? err : out) += t; });
     QObject::connect(&p, &TargetProcess::finished, [&](int c) { code = c; });
     LaunchPlan plan;
     plan.program = "/bin/sh";
@@ -214,7 +217,8 @@ TEST_F(LiveUiTest, ControllerFeedsTheMainWindow) {
     MainWindow w;
     LiveController* live = installLiveSession(&w);
     bool hasMenu = false;
-    for (QAction* a : w.menuBar()->actions()) hasMenu = hasMenu || a->text().contains("Live");
+    for (QAction* a : w.menuBar()->actions())
+        hasMenu = hasMenu || a->text().contains("Live");
     EXPECT_TRUE(hasMenu);
     live->session()->setRefreshIntervalMs(20);
     QString err = live->attach(QString::fromStdString(server_->socketPath()));
@@ -230,9 +234,8 @@ TEST_F(LiveUiTest, ControllerFeedsTheMainWindow) {
         ev[i].size = 4096;
     }
     server_->publish(ev);
-    ASSERT_TRUE(waitFor([&] {
-        return w.snapshot().valid() && w.snapshot().timeline->eventCount == ev.size();
-    }));
+    ASSERT_TRUE(waitFor(
+        [&] { return w.snapshot().valid() && w.snapshot().timeline->eventCount == ev.size(); }));
     live->knobs()->presetMax()->click();
     ASSERT_TRUE(waitFor([&] { return driver_.state(0x1000).releaseThreshold == ~uint64_t{0}; }));
 }

@@ -1,9 +1,9 @@
 // Protocol round trips and rejection of bad messages, without sockets.
-#include <cstring>
-#include <gtest/gtest.h>
-
 #include "poolscope/control/FrameReader.h"
 #include "poolscope/control/Protocol.h"
+
+#include <cstring>
+#include <gtest/gtest.h>
 
 using namespace poolscope;
 using namespace poolscope::control;
@@ -130,7 +130,8 @@ TEST(Protocol, RequestAckErrorNoticeRoundTrip) {
     EXPECT_EQ(ld->pools.size(), 2u);
     EXPECT_FALSE(ld->hasOld);
 
-    auto ed = decodeError(readOne(encodeError({RemoteError::NoSuchPool, "no pool 0x1"}, 5)).payload);
+    auto ed =
+        decodeError(readOne(encodeError({RemoteError::NoSuchPool, "no pool 0x1"}, 5)).payload);
     ASSERT_TRUE(ed);
     EXPECT_EQ(ed->code, RemoteError::NoSuchPool);
     EXPECT_EQ(ed->message, "no pool 0x1");
@@ -177,7 +178,8 @@ TEST(Protocol, ReaderReassemblesByteByByte) {
     Frame f;
     for (uint8_t b : bytes) {
         r.append(&b, 1);
-        while (r.next(f) == FrameReader::Status::Frame) ids.push_back(f.header.requestId);
+        while (r.next(f) == FrameReader::Status::Frame)
+            ids.push_back(f.header.requestId);
     }
     EXPECT_EQ(ids, (std::vector<uint32_t>{9, 10}));
 }
@@ -207,9 +209,9 @@ TEST(Protocol, DecodersRejectMalformedPayloads) {
     EXPECT_FALSE(decodeRequest(text("")));
     EXPECT_FALSE(decodeRequest(text("{")));
     EXPECT_FALSE(decodeRequest(text("[1,2]")));
-    EXPECT_FALSE(decodeRequest(text("{\"pool\": 1}")));               // no op
-    EXPECT_FALSE(decodeRequest(text("{\"op\": \"explode\"}")));       // unknown op
-    EXPECT_FALSE(decodeRequest(text("{\"op\": \"set\", \"pool\": -1}"))); // negative handle
+    EXPECT_FALSE(decodeRequest(text("{\"pool\": 1}")));                      // no op
+    EXPECT_FALSE(decodeRequest(text("{\"op\": \"explode\"}")));              // unknown op
+    EXPECT_FALSE(decodeRequest(text("{\"op\": \"set\", \"pool\": -1}")));    // negative handle
     EXPECT_FALSE(decodeRequest(text("{\"op\": \"set\", \"attr\": 70000}"))); // out of uint16
     EXPECT_FALSE(decodeRequest(text("{\"op\": \"set\", \"value\": \"64MiB\"}")));
     EXPECT_FALSE(decodeRequest(text("{\"op\": \"set\", \"value\": 3.7}")));

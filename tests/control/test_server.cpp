@@ -1,12 +1,12 @@
 // The control server in-process behind the fake driver: handshake, knob requests with read-back
 // acks, KnobChange events, live events with back-pressure, and refusal of bad peers.
+#include "ServerFixture.h"
+#include "poolscope/control/Discovery.h"
+
 #include <algorithm>
 #include <cstring>
 #include <sys/stat.h>
 #include <thread>
-
-#include "ServerFixture.h"
-#include "poolscope/control/Discovery.h"
 
 using namespace poolscope;
 using namespace poolscope::control;
@@ -208,8 +208,10 @@ TEST_F(ServerTest, LiveEventsArriveInOrder) {
     auto c = connect(o);
     ASSERT_TRUE(c);
     std::vector<Event> ev(10000);
-    for (size_t i = 0; i < ev.size(); ++i) ev[i].seq = i + 1;
-    for (size_t i = 0; i < ev.size(); i += 1000) s.publish(std::span(ev).subspan(i, 1000));
+    for (size_t i = 0; i < ev.size(); ++i)
+        ev[i].seq = i + 1;
+    for (size_t i = 0; i < ev.size(); i += 1000)
+        s.publish(std::span(ev).subspan(i, 1000));
     std::vector<uint64_t> seqs;
     int64_t deadline = monotonicMs() + 5000;
     while (seqs.size() < ev.size() && monotonicMs() < deadline) {
@@ -217,7 +219,8 @@ TEST_F(ServerTest, LiveEventsArriveInOrder) {
         Incoming in;
         while (c->nextIncoming(in)) {
             ASSERT_EQ(in.kind, Incoming::Kind::Events);
-            for (auto& e : in.events) seqs.push_back(e.seq);
+            for (auto& e : in.events)
+                seqs.push_back(e.seq);
         }
     }
     ASSERT_EQ(seqs.size(), ev.size());
@@ -240,8 +243,10 @@ TEST_F(ServerTest, SlowClientGetsDroppedNoticeAndNeverBlocksPublish) {
     // The client does not read while far more than its socket buffer and queue can hold is
     // published; publish must return every time (a blocking publish would hang this test).
     std::vector<Event> ev(4096);
-    for (size_t i = 0; i < ev.size(); ++i) ev[i].seq = i + 1;
-    for (int round = 0; round < 200; ++round) s.publish(ev);
+    for (size_t i = 0; i < ev.size(); ++i)
+        ev[i].seq = i + 1;
+    for (int round = 0; round < 200; ++round)
+        s.publish(ev);
     EXPECT_GT(s.stats().eventsDroppedForDisplay, 0u);
 
     uint64_t received = 0, dropped = 0;

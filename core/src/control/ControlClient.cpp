@@ -1,12 +1,12 @@
 #include "poolscope/control/ControlClient.h"
 
+#include "poolscope/control/UnixSocket.h"
+
 #include <cerrno>
 #include <cstring>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include "poolscope/control/UnixSocket.h"
 
 namespace poolscope::control {
 
@@ -19,13 +19,18 @@ Error lost() {
 ErrorCode ControlClient::errorCodeFor(RemoteError e) {
     switch (e) {
     case RemoteError::Protocol:
-    case RemoteError::Version: return ErrorCode::Protocol;
-    case RemoteError::Permission: return ErrorCode::NotReadable;
-    case RemoteError::NoSuchPool: return ErrorCode::NotFound;
-    case RemoteError::BadRequest: return ErrorCode::InvalidArgument;
+    case RemoteError::Version:
+        return ErrorCode::Protocol;
+    case RemoteError::Permission:
+        return ErrorCode::NotReadable;
+    case RemoteError::NoSuchPool:
+        return ErrorCode::NotFound;
+    case RemoteError::BadRequest:
+        return ErrorCode::InvalidArgument;
     case RemoteError::Driver:
     case RemoteError::Busy:
-    case RemoteError::Internal: return ErrorCode::Io;
+    case RemoteError::Internal:
+        return ErrorCode::Io;
     }
     return ErrorCode::Io;
 }
@@ -54,8 +59,8 @@ Result<std::unique_ptr<ControlClient>> ControlClient::connect(const std::string&
         int64_t left = deadline - monotonicMs();
         if (left <= 0)
             return Error{ErrorCode::Io, "timed out after " + std::to_string(options.timeoutMs) +
-                                            " ms waiting for the target's hello on " +
-                                            socketPath + " (is the target stopped?)"};
+                                            " ms waiting for the target's hello on " + socketPath +
+                                            " (is the target stopped?)"};
         Status s = c->pump(int(left));
         if (!s) return c->helloError_ ? *c->helloError_ : s.error();
     }
@@ -63,7 +68,9 @@ Result<std::unique_ptr<ControlClient>> ControlClient::connect(const std::string&
     return c;
 }
 
-ControlClient::~ControlClient() { fail(); }
+ControlClient::~ControlClient() {
+    fail();
+}
 
 void ControlClient::fail() {
     if (fd_ >= 0) close(fd_);
@@ -122,7 +129,8 @@ Status ControlClient::pump(int timeoutMs) {
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
         // EOF or error: process what did arrive (often an Error frame explaining why) first.
         Frame f;
-        while (reader_.next(f) == FrameReader::Status::Frame) handleFrame(f);
+        while (reader_.next(f) == FrameReader::Status::Frame)
+            handleFrame(f);
         fail();
         if (!helloDone_ && helloError_) return *helloError_;
         return lost();
@@ -207,7 +215,8 @@ Status ControlClient::handleFrame(Frame& f) {
         return {};
     }
     case MsgType::ClientHello:
-    case MsgType::Request: break;
+    case MsgType::Request:
+        break;
     }
     return Error{ErrorCode::Protocol, "the target sent an unexpected message of type " +
                                           std::to_string(int(f.header.type))};

@@ -56,7 +56,8 @@ bool processAlive(int64_t pid) {
 std::string commandLineOf(int64_t pid) {
     std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
     std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    while (!s.empty() && s.back() == '\0') s.pop_back();
+    while (!s.empty() && s.back() == '\0')
+        s.pop_back();
     std::replace(s.begin(), s.end(), '\0', ' ');
     return s;
 }
@@ -119,8 +120,8 @@ Result<std::string> resolveTarget(const std::string& target, const std::string& 
     std::string path = socketPathForPid(dir, pid);
     struct stat st {};
     if (stat(path.c_str(), &st) == 0 && processAlive(pid)) return path;
-    std::string msg = "no such target: no PoolScope control socket for pid " + target + " (" +
-                      path + ")";
+    std::string msg =
+        "no such target: no PoolScope control socket for pid " + target + " (" + path + ")";
     if (!processAlive(pid))
         msg += "; no process with that pid is running";
     else
@@ -128,7 +129,8 @@ Result<std::string> resolveTarget(const std::string& target, const std::string& 
     auto targets = listTargets(dir);
     if (!targets.empty()) {
         msg += "\nrunning targets:";
-        for (const auto& t : targets) msg += "\n  " + std::to_string(t.pid) + "  " + t.commandLine;
+        for (const auto& t : targets)
+            msg += "\n  " + std::to_string(t.pid) + "  " + t.commandLine;
     }
     return Error{ErrorCode::NotFound, msg};
 }

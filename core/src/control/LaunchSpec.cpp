@@ -1,10 +1,10 @@
 #include "poolscope/control/LaunchSpec.h"
 
+#include "poolscope/control/Discovery.h"
+
 #include <algorithm>
 #include <cctype>
 #include <string_view>
-
-#include "poolscope/control/Discovery.h"
 
 extern char** environ;
 
@@ -20,7 +20,8 @@ std::string nameOf(const std::string& entry) {
 bool validName(const std::string& n) {
     if (n.empty() || (n[0] >= '0' && n[0] <= '9')) return false;
     return std::all_of(n.begin(), n.end(), [](char c) {
-        return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+               (c >= '0' && c <= '9');
     });
 }
 
@@ -41,13 +42,15 @@ void setVar(std::vector<std::string>& env, const std::string& name, const std::s
 
 std::vector<std::string> currentEnvironment() {
     std::vector<std::string> out;
-    for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
+    for (char** e = environ; e && *e; ++e)
+        out.emplace_back(*e);
     return out;
 }
 
 std::string shellQuote(const std::string& s) {
     if (!s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./=:,+@%").find(c) != std::string_view::npos;
+            return std::isalnum(static_cast<unsigned char>(c)) ||
+                   std::string_view("_-./=:,+@%").find(c) != std::string_view::npos;
         }))
         return s;
     std::string out = "'";
@@ -60,15 +63,14 @@ std::string shellQuote(const std::string& s) {
     return out + "'";
 }
 
-Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec, const std::vector<std::string>& baseEnv) {
-    if (spec.program.empty())
-        return Error{ErrorCode::InvalidArgument, "no program to launch"};
+Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec,
+                                   const std::vector<std::string>& baseEnv) {
+    if (spec.program.empty()) return Error{ErrorCode::InvalidArgument, "no program to launch"};
     if (spec.collectorPath.empty())
         return Error{ErrorCode::InvalidArgument,
                      "the collector library (libpoolscope_collector.so) was not found; this build "
                      "cannot record (it needs the CUDA Toolkit)"};
-    if (spec.tracePath.empty())
-        return Error{ErrorCode::InvalidArgument, "no trace path given"};
+    if (spec.tracePath.empty()) return Error{ErrorCode::InvalidArgument, "no trace path given"};
     LaunchPlan plan;
     plan.program = spec.program;
     plan.argv.push_back(spec.program);
@@ -110,7 +112,8 @@ std::string LaunchPlan::displayCommand() const {
         if (!managed(n)) continue;
         out += n + "=" + shellQuote(e.substr(n.size() + 1)) + " ";
     }
-    for (size_t i = 0; i < argv.size(); ++i) out += (i ? " " : "") + shellQuote(argv[i]);
+    for (size_t i = 0; i < argv.size(); ++i)
+        out += (i ? " " : "") + shellQuote(argv[i]);
     return out;
 }
 

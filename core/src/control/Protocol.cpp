@@ -25,7 +25,9 @@ std::vector<uint8_t> frameJson(MsgType type, uint32_t requestId, const json& j) 
     return frame(type, requestId, j.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-Error protocolError(std::string what) { return Error{ErrorCode::Protocol, std::move(what)}; }
+Error protocolError(std::string what) {
+    return Error{ErrorCode::Protocol, std::move(what)};
+}
 
 json parse(std::span<const uint8_t> payload) {
     auto j = json::parse(payload.begin(), payload.end());
@@ -51,8 +53,7 @@ uint64_t u64(const json& j, const char* key, std::optional<uint64_t> fallback = 
         throw std::runtime_error(std::string("missing field '") + key + "'");
     }
     if (!it->is_number_unsigned())
-        throw std::runtime_error(std::string("field '") + key +
-                                 "' must be a non-negative integer");
+        throw std::runtime_error(std::string("field '") + key + "' must be a non-negative integer");
     return it->get<uint64_t>();
 }
 
@@ -95,7 +96,9 @@ ProcessInfo processFromJson(const json& j) {
 }
 
 json toJson(const DeviceInfo& d) {
-    return json{{"ordinal", d.ordinal}, {"name", d.name}, {"total_memory", d.totalMemory},
+    return json{{"ordinal", d.ordinal},
+                {"name", d.name},
+                {"total_memory", d.totalMemory},
                 {"uuid", d.uuid}};
 }
 
@@ -109,9 +112,9 @@ DeviceInfo deviceFromJson(const json& j) {
 }
 
 json toJson(const StreamInfo& s) {
-    return json{{"handle", s.handle},     {"cupti_stream_id", s.cuptiStreamId},
-                {"device", s.device},     {"priority", s.priority},
-                {"flags", s.flags},       {"priority_known", s.priorityKnown}};
+    return json{{"handle", s.handle}, {"cupti_stream_id", s.cuptiStreamId},
+                {"device", s.device}, {"priority", s.priority},
+                {"flags", s.flags},   {"priority_known", s.priorityKnown}};
 }
 
 StreamInfo streamFromJson(const json& j) {
@@ -173,20 +176,26 @@ PoolState poolFromJson(const json& j) {
 
 std::string_view originName(KnobOrigin o) {
     switch (o) {
-    case KnobOrigin::Gui: return "gui";
-    case KnobOrigin::Cli: return "cli";
-    case KnobOrigin::Script: return "script";
+    case KnobOrigin::Gui:
+        return "gui";
+    case KnobOrigin::Cli:
+        return "cli";
+    case KnobOrigin::Script:
+        return "script";
     }
     return "cli";
 }
 
 json toJson(const ServerHello& m) {
     json pools = json::array(), devices = json::array(), streams = json::array();
-    for (const auto& p : m.pools) pools.push_back(toJson(p));
-    for (const auto& d : m.devices) devices.push_back(toJson(d));
-    for (const auto& s : m.streams) streams.push_back(toJson(s));
-    return json{{"protocol", m.protocol}, {"server", m.server},   {"process", toJson(m.process)},
-                {"devices", devices},     {"pools", pools},       {"streams", streams},
+    for (const auto& p : m.pools)
+        pools.push_back(toJson(p));
+    for (const auto& d : m.devices)
+        devices.push_back(toJson(d));
+    for (const auto& s : m.streams)
+        streams.push_back(toJson(s));
+    return json{{"protocol", m.protocol},   {"server", m.server}, {"process", toJson(m.process)},
+                {"devices", devices},       {"pools", pools},     {"streams", streams},
                 {"trace_path", m.tracePath}};
 }
 
@@ -201,7 +210,8 @@ json toJson(const Ack& m) {
     if (m.state) j["state"] = toJson(*m.state);
     if (m.op == Op::ListPools) {
         json pools = json::array();
-        for (const auto& p : m.pools) pools.push_back(toJson(p));
+        for (const auto& p : m.pools)
+            pools.push_back(toJson(p));
         j["pools"] = pools;
     }
     return j;
@@ -211,36 +221,55 @@ json toJson(const Ack& m) {
 
 uint64_t PoolState::attribute(PoolAttr a) const {
     switch (a) {
-    case PoolAttr::ReuseFollowEventDependencies: return reuseFollowEventDependencies ? 1 : 0;
-    case PoolAttr::ReuseAllowOpportunistic: return reuseAllowOpportunistic ? 1 : 0;
-    case PoolAttr::ReuseAllowInternalDependencies: return reuseAllowInternalDependencies ? 1 : 0;
-    case PoolAttr::ReleaseThreshold: return releaseThreshold;
-    case PoolAttr::ReservedMemCurrent: return reservedCurrent;
-    case PoolAttr::ReservedMemHigh: return reservedHigh;
-    case PoolAttr::UsedMemCurrent: return usedCurrent;
-    case PoolAttr::UsedMemHigh: return usedHigh;
+    case PoolAttr::ReuseFollowEventDependencies:
+        return reuseFollowEventDependencies ? 1 : 0;
+    case PoolAttr::ReuseAllowOpportunistic:
+        return reuseAllowOpportunistic ? 1 : 0;
+    case PoolAttr::ReuseAllowInternalDependencies:
+        return reuseAllowInternalDependencies ? 1 : 0;
+    case PoolAttr::ReleaseThreshold:
+        return releaseThreshold;
+    case PoolAttr::ReservedMemCurrent:
+        return reservedCurrent;
+    case PoolAttr::ReservedMemHigh:
+        return reservedHigh;
+    case PoolAttr::UsedMemCurrent:
+        return usedCurrent;
+    case PoolAttr::UsedMemHigh:
+        return usedHigh;
     }
     return kUnknown;
 }
 
 std::string_view msgTypeName(MsgType t) {
     switch (t) {
-    case MsgType::ClientHello: return "client_hello";
-    case MsgType::ServerHello: return "server_hello";
-    case MsgType::Request: return "request";
-    case MsgType::Ack: return "ack";
-    case MsgType::Error: return "error";
-    case MsgType::EventBatch: return "event_batch";
-    case MsgType::Notice: return "notice";
+    case MsgType::ClientHello:
+        return "client_hello";
+    case MsgType::ServerHello:
+        return "server_hello";
+    case MsgType::Request:
+        return "request";
+    case MsgType::Ack:
+        return "ack";
+    case MsgType::Error:
+        return "error";
+    case MsgType::EventBatch:
+        return "event_batch";
+    case MsgType::Notice:
+        return "notice";
     }
     return "unknown";
 }
 
 namespace {
 constexpr std::pair<Op, std::string_view> kOps[] = {
-    {Op::Get, "get"},         {Op::Set, "set"},           {Op::TrimTo, "trim_to"},
-    {Op::ResetWatermarks, "reset_watermarks"},            {Op::ListPools, "list_pools"},
-    {Op::Subscribe, "subscribe"}, {Op::Ping, "ping"},
+    {Op::Get, "get"},
+    {Op::Set, "set"},
+    {Op::TrimTo, "trim_to"},
+    {Op::ResetWatermarks, "reset_watermarks"},
+    {Op::ListPools, "list_pools"},
+    {Op::Subscribe, "subscribe"},
+    {Op::Ping, "ping"},
 };
 constexpr std::pair<PoolAttr, std::string_view> kAttrs[] = {
     {PoolAttr::ReleaseThreshold, "release-threshold"},
@@ -271,14 +300,22 @@ bool opFromName(std::string_view name, Op& out) {
 
 std::string_view remoteErrorName(RemoteError e) {
     switch (e) {
-    case RemoteError::Protocol: return "protocol";
-    case RemoteError::Version: return "version";
-    case RemoteError::Permission: return "permission";
-    case RemoteError::NoSuchPool: return "no_such_pool";
-    case RemoteError::BadRequest: return "bad_request";
-    case RemoteError::Driver: return "driver";
-    case RemoteError::Busy: return "busy";
-    case RemoteError::Internal: return "internal";
+    case RemoteError::Protocol:
+        return "protocol";
+    case RemoteError::Version:
+        return "version";
+    case RemoteError::Permission:
+        return "permission";
+    case RemoteError::NoSuchPool:
+        return "no_such_pool";
+    case RemoteError::BadRequest:
+        return "bad_request";
+    case RemoteError::Driver:
+        return "driver";
+    case RemoteError::Busy:
+        return "busy";
+    case RemoteError::Internal:
+        return "internal";
     }
     return "internal";
 }
@@ -360,10 +397,9 @@ std::vector<uint8_t> encodeError(const ErrorReply& m, uint32_t requestId) {
 }
 
 std::vector<uint8_t> encodeNotice(const Notice& m) {
-    return frameJson(MsgType::Notice, 0,
-                     json{{"dropped", m.dropped},
-                          {"total_dropped", m.totalDropped},
-                          {"message", m.message}});
+    return frameJson(
+        MsgType::Notice, 0,
+        json{{"dropped", m.dropped}, {"total_dropped", m.totalDropped}, {"message", m.message}});
 }
 
 void appendEventBatch(std::vector<uint8_t>& out, std::span<const Event> events) {
@@ -410,9 +446,12 @@ Result<ServerHello> decodeServerHello(std::span<const uint8_t> payload) {
         m.protocol = u16(j, "protocol");
         m.server = opt<std::string>(j, "server", "");
         if (j.contains("process")) m.process = processFromJson(j.at("process"));
-        for (const auto& d : j.value("devices", json::array())) m.devices.push_back(deviceFromJson(d));
-        for (const auto& p : j.value("pools", json::array())) m.pools.push_back(poolFromJson(p));
-        for (const auto& s : j.value("streams", json::array())) m.streams.push_back(streamFromJson(s));
+        for (const auto& d : j.value("devices", json::array()))
+            m.devices.push_back(deviceFromJson(d));
+        for (const auto& p : j.value("pools", json::array()))
+            m.pools.push_back(poolFromJson(p));
+        for (const auto& s : j.value("streams", json::array()))
+            m.streams.push_back(streamFromJson(s));
         m.tracePath = opt<std::string>(j, "trace_path", "");
         return m;
     });
@@ -446,7 +485,8 @@ Result<Ack> decodeAck(std::span<const uint8_t> payload) {
             m.oldValue = u64(j, "old_value");
         }
         if (j.contains("state")) m.state = poolFromJson(j.at("state"));
-        for (const auto& p : j.value("pools", json::array())) m.pools.push_back(poolFromJson(p));
+        for (const auto& p : j.value("pools", json::array()))
+            m.pools.push_back(poolFromJson(p));
         return m;
     });
 }
@@ -490,8 +530,14 @@ Result<std::vector<Event>> decodeEventBatch(std::span<const uint8_t> payload) {
     return events;
 }
 
-std::string poolStateJson(const PoolState& s) { return toJson(s).dump(2); }
-std::string serverHelloJson(const ServerHello& h) { return toJson(h).dump(2); }
-std::string ackJson(const Ack& a) { return toJson(a).dump(2); }
+std::string poolStateJson(const PoolState& s) {
+    return toJson(s).dump(2);
+}
+std::string serverHelloJson(const ServerHello& h) {
+    return toJson(h).dump(2);
+}
+std::string ackJson(const Ack& a) {
+    return toJson(a).dump(2);
+}
 
 } // namespace poolscope::control

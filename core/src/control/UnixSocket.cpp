@@ -16,7 +16,9 @@ int64_t monotonicNs() {
     return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-int64_t monotonicMs() { return monotonicNs() / 1000000; }
+int64_t monotonicMs() {
+    return monotonicNs() / 1000000;
+}
 
 Status makeUnixAddress(const std::string& path, sockaddr_un& addr) {
     std::memset(&addr, 0, sizeof addr);
@@ -57,9 +59,8 @@ Result<int> connectUnix(const std::string& path, int timeoutMs) {
             return Error{ErrorCode::NotFound,
                          "no such target: nothing listens on " + path + " (the target has exited)"};
         if (e == EACCES || e == EPERM)
-            return Error{ErrorCode::NotReadable,
-                         "permission refused: cannot connect to " + path +
-                             " (it belongs to another user)"};
+            return Error{ErrorCode::NotReadable, "permission refused: cannot connect to " + path +
+                                                     " (it belongs to another user)"};
         return Error{ErrorCode::Io, "cannot connect to " + path + ": " + std::strerror(e)};
     }
 }
@@ -80,8 +81,8 @@ Status sendAll(int fd, const uint8_t* data, size_t n, int64_t deadlineMs) {
             poll(&p, 1, int(left));
             continue;
         }
-        return Error{ErrorCode::Io, std::string("connection lost while sending: ") +
-                                        std::strerror(errno)};
+        return Error{ErrorCode::Io,
+                     std::string("connection lost while sending: ") + std::strerror(errno)};
     }
     return {};
 }

@@ -4,15 +4,15 @@
 // never a hang. For an event loop (the GUI), use fd() with a socket notifier, then pump(0) and
 // nextIncoming(); sendRequest() returns the id its Reply will carry.
 
+#include "poolscope/Result.h"
+#include "poolscope/control/FrameReader.h"
+#include "poolscope/control/Protocol.h"
+
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "poolscope/Result.h"
-#include "poolscope/control/FrameReader.h"
-#include "poolscope/control/Protocol.h"
 
 namespace poolscope::control {
 
@@ -51,14 +51,18 @@ public:
 
     // Blocking request: the Ack, or the server's error in plain words, or a timeout.
     Result<Ack> request(const Request& r);
-    Result<Ack> get(uint64_t pool, PoolAttr attr) { return request({Op::Get, pool, uint16_t(attr), 0}); }
+    Result<Ack> get(uint64_t pool, PoolAttr attr) {
+        return request({Op::Get, pool, uint16_t(attr), 0});
+    }
     Result<Ack> set(uint64_t pool, PoolAttr attr, uint64_t value) {
         return request({Op::Set, pool, uint16_t(attr), value});
     }
     Result<Ack> trimTo(uint64_t pool, uint64_t minBytesToKeep) {
         return request({Op::TrimTo, pool, 0, minBytesToKeep});
     }
-    Result<Ack> resetWatermarks(uint64_t pool) { return request({Op::ResetWatermarks, pool, 0, 0}); }
+    Result<Ack> resetWatermarks(uint64_t pool) {
+        return request({Op::ResetWatermarks, pool, 0, 0});
+    }
     Result<Ack> listPools() { return request({Op::ListPools, 0, 0, 0}); }
     Result<Ack> subscribe(bool on) { return request({Op::Subscribe, 0, 0, on ? 1u : 0u}); }
     Result<Ack> ping() { return request({Op::Ping, 0, 0, 0}); }

@@ -7,11 +7,11 @@
 // The directory is the first line of defence (mode 0700); the server's SO_PEERCRED uid check is
 // the second.
 
+#include "poolscope/Result.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "poolscope/Result.h"
 
 namespace poolscope::control {
 
@@ -27,7 +27,7 @@ Status ensurePrivateDir(const std::string& dir);
 std::string socketPathForPid(const std::string& dir, int64_t pid);
 
 struct Target {
-    int64_t pid = 0;         // 0 when the socket name is not <pid>.sock
+    int64_t pid = 0; // 0 when the socket name is not <pid>.sock
     std::string socketPath;
     std::string commandLine; // from /proc/<pid>/cmdline, "" when unreadable
 };

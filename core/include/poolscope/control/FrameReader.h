@@ -4,12 +4,12 @@
 // a framing error: the stream cannot be resynchronised, so the reader stays failed and the owner
 // replies with an Error and closes the connection.
 
+#include "poolscope/control/Protocol.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "poolscope/control/Protocol.h"
 
 namespace poolscope::control {
 

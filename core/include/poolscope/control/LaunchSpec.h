@@ -4,11 +4,11 @@
 // the exact argv and environment to exec, and is unit-tested. The GUI's QProcess wrapper and
 // `poolscope record` only run the plan.
 
+#include "poolscope/Result.h"
+
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "poolscope/Result.h"
 
 namespace poolscope::control {
 

@@ -38,16 +38,16 @@
 //   reserved/used   the pool's current watermarks right after the change (flag kHasWatermarks)
 //   variant  KnobOrigin of the client; flags also has kFromPoolScope
 
+#include "poolscope/Entities.h"
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "poolscope/Entities.h"
-#include "poolscope/Event.h"
-#include "poolscope/Result.h"
 
 namespace poolscope::control {
 
@@ -147,9 +147,9 @@ struct Ack {
     uint64_t requested = 0;
     bool hasOld = false;
     uint64_t oldValue = 0;
-    uint64_t value = 0;              // what the driver reports after the operation
-    std::optional<PoolState> state;  // the pool after the operation, when it concerns one pool
-    std::vector<PoolState> pools;    // ListPools
+    uint64_t value = 0;             // what the driver reports after the operation
+    std::optional<PoolState> state; // the pool after the operation, when it concerns one pool
+    std::vector<PoolState> pools;   // ListPools
 };
 
 // Error codes travel as stable lower-case strings.

@@ -3,11 +3,11 @@
 // descriptor is close-on-exec (the target's own children must not inherit it) and writes use
 // MSG_NOSIGNAL (a vanished peer must never raise SIGPIPE inside the target).
 
+#include "poolscope/Result.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
-#include "poolscope/Result.h"
 
 struct sockaddr_un;
 
