@@ -39,10 +39,9 @@ private:
 
 // Decodes the chunk in the current row (first_seq,t_min,t_max,count,codec,data) into out.
 bool decodeChunkRow(const Stmt& s, std::vector<Event>& out) {
-    if (s.i32(4) != kEventCodecVersion) return false;
     auto* data = static_cast<const char*>(sqlite3_column_blob(s.get(), 5));
     auto bytes = static_cast<size_t>(sqlite3_column_bytes(s.get(), 5));
-    return decodeEvents(std::string_view(data ? data : "", bytes), s.u64(3), out);
+    return decodeEvents(std::string_view(data ? data : "", bytes), s.u64(3), out, s.i32(4));
 }
 
 constexpr const char* kChunkColumns = "first_seq,t_min,t_max,count,codec,data";

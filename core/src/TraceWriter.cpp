@@ -190,30 +190,23 @@ Status TraceWriter::commit() {
 }
 
 Status TraceWriter::flushChunk() {
-    if (pending_.empty()) return {};
+    if (chunk_.count == 0) return {};
     if (Status s = begin(); !s) return s;
-    encoded_.clear();
-    encodeEvents(pending_, encoded_);
-    int64_t tMin = pending_.front().tsNs, tMax = tMin;
-    uint64_t kinds = 0;
-    for (const Event& e : pending_) {
-        tMin = std::min(tMin, e.tsNs);
-        tMax = std::max(tMax, e.tsNs);
-        kinds |= uint64_t{1} << static_cast<unsigned>(e.kind);
-    }
     sqlite3_stmt* c = st_->chunk;
-    sqlite3_bind_int64(c, 1, s64(pending_.front().seq));
-    sqlite3_bind_int64(c, 2, s64(pending_.back().seq));
-    sqlite3_bind_int64(c, 3, tMin);
-    sqlite3_bind_int64(c, 4, tMax);
-    sqlite3_bind_int64(c, 5, static_cast<int64_t>(pending_.size()));
-    sqlite3_bind_int64(c, 6, s64(kinds));
+    sqlite3_bind_int64(c, 1, s64(chunk_.firstSeq));
+    sqlite3_bind_int64(c, 2, s64(chunk_.lastSeq));
+    sqlite3_bind_int64(c, 3, chunk_.tMin);
+    sqlite3_bind_int64(c, 4, chunk_.tMax);
+    sqlite3_bind_int64(c, 5, static_cast<int64_t>(chunk_.count));
+    sqlite3_bind_int64(c, 6, s64(chunk_.kinds));
     sqlite3_bind_int(c, 7, kEventCodecVersion);
     sqlite3_bind_blob64(c, 8, encoded_.data(), encoded_.size(), SQLITE_STATIC);
     int rc = sqlite3_step(c);
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
-    pending_.clear();
+    chunk_ = {};
+    encoder_.reset();
+    encoded_.clear();
     return {};
 }
 
@@ -243,8 +236,17 @@ Status TraceWriter::append(std::span<const Event> events) {
                 ++counts_[k];
                 countsDirty_[k] = true;
             }
-            pending_.push_back(e);
-            if (pending_.size() >= schema::kChunkEvents) {
+            // Encoded straight into the open chunk: no copy of the event is kept.
+            if (chunk_.count++ == 0) {
+                chunk_.firstSeq = e.seq;
+                chunk_.tMin = chunk_.tMax = e.tsNs;
+            }
+            chunk_.lastSeq = e.seq;
+            chunk_.tMin = std::min(chunk_.tMin, e.tsNs);
+            chunk_.tMax = std::max(chunk_.tMax, e.tsNs);
+            chunk_.kinds |= uint64_t{1} << (static_cast<unsigned>(e.kind) & 63);
+            encoder_.append(e, encoded_);
+            if (chunk_.count >= schema::kChunkEvents) {
                 if (Status s = flushChunk(); !s) return s;
             }
             continue;

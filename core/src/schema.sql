@@ -79,7 +79,7 @@ CREATE TABLE event_chunks (
   t_max     INTEGER NOT NULL,                 -- largest ts_ns in the chunk
   count     INTEGER NOT NULL,
   kinds     INTEGER NOT NULL,                 -- bit (1 << kind) set for each kind present
-  codec     INTEGER NOT NULL DEFAULT 1,       -- EventCodec version
+  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 and 2 exist)
   data      BLOB    NOT NULL
 );
 CREATE INDEX event_chunks_by_time ON event_chunks(t_min, t_max);

@@ -139,3 +139,29 @@ TEST(EventCodec, RoundTripsExtremeValuesAndRejectsTruncation) {
     EXPECT_FALSE(decodeEvents(data, in.size() + 1, bad));
     EXPECT_FALSE(decodeEvents(data, in.size() - 1, bad)); // trailing bytes are an error too
 }
+
+TEST(EventCodec, ReadsVersion1Chunks) {
+    // Version 1 had no presence mask: 17 varints per event in its own field order. Two events:
+    // seq 1 (kind alloc, size 4096), then seq 2 with everything else unchanged.
+    std::string v1;
+    auto put = [&v1](uint64_t z) {
+        while (z >= 0x80) {
+            v1 += static_cast<char>(z | 0x80);
+            z >>= 7;
+        }
+        v1 += static_cast<char>(z);
+    };
+    const uint64_t first[17] = {2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 8192, 0, 0, 0, 0, 0};
+    for (uint64_t z : first) put(z); // zigzag doubles: seq 1, kind 1, size 4096
+    put(2);                          // seq +1
+    for (int i = 1; i < 17; ++i) put(0);
+    std::vector<Event> out;
+    ASSERT_TRUE(decodeEvents(v1, 2, out, 1));
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].seq, 1u);
+    EXPECT_EQ(out[0].kind, EventKind::Alloc);
+    EXPECT_EQ(out[0].size, 4096u);
+    EXPECT_EQ(out[1].seq, 2u);
+    EXPECT_EQ(out[1].size, 4096u);
+    EXPECT_FALSE(decodeEvents(v1, 2, out, 3)); // unknown version
+}

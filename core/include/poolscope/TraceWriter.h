@@ -11,6 +11,7 @@
 
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
+#include "poolscope/EventCodec.h"
 #include "poolscope/Result.h"
 
 struct sqlite3;
@@ -63,8 +64,12 @@ private:
     std::unique_ptr<Statements> st_;
     bool inTransaction_ = false;
     uint64_t eventsWritten_ = 0;
-    std::vector<Event> pending_; // the chunk being filled
-    std::string encoded_;        // reused encode buffer
+    struct OpenChunk {
+        uint64_t count = 0, firstSeq = 0, lastSeq = 0, kinds = 0;
+        int64_t tMin = 0, tMax = 0;
+    } chunk_;                    // the chunk being filled
+    EventEncoder encoder_;
+    std::string encoded_;        // the open chunk's encoded events
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};
     std::string path_;
