@@ -33,6 +33,7 @@ struct RecordOptions {
     std::string output;
     double samplePeriodMs = 1.0;
     std::string collector; // --collector: override the module's location
+    std::string listen;    // --listen: POOLSCOPE_LISTEN for the live control server
     bool quiet = false;
     std::vector<std::string> command;
 };
@@ -237,6 +238,7 @@ int runRecord(RecordOptions& o) {
         setenv("POOLSCOPE_OUTPUT", out.c_str(), 1);
         setenv("POOLSCOPE_SAMPLE_PERIOD_MS", std::to_string(o.samplePeriodMs).c_str(), 1);
         setenv("POOLSCOPE_ROOT_PID", std::to_string(getpid()).c_str(), 1);
+        if (!o.listen.empty()) setenv("POOLSCOPE_LISTEN", o.listen.c_str(), 1);
         std::vector<char*> argv;
         for (std::string& a : o.command) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -287,6 +289,12 @@ void registerRecord(CLI::App& app, int& exitCode) {
                     "Watermark sampling period in ms between events (0 = off)")
         ->capture_default_str();
     sub->add_option("--collector", opts->collector, "Collector module to inject (for testing)");
+    sub->add_flag_function(
+        "--listen", [opts](int64_t) { if (opts->listen.empty()) opts->listen = "1"; },
+        "Start the live control server in the program (see 'poolscope ctl')");
+    sub->add_option_function<std::string>(
+        "--listen-at", [opts](const std::string& p) { opts->listen = "unix:" + p; },
+        "Like --listen, on this Unix socket path");
     sub->add_flag("-q,--quiet", opts->quiet, "Print only where the trace is");
     sub->add_option("command", opts->command, "-- PROGRAM ARGS...")->take_all();
     sub->positionals_at_end();

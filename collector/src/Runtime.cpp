@@ -53,14 +53,98 @@ inline PoolSlot* slotFor(ThreadState* t, uint64_t pool) {
     return s;
 }
 
+// The implicit release at a synchronize can shrink every pool, not only the device's current
+// one: re-read them all, refresh the cached reserved values, and record each as a sample at the
+// synchronize's own timestamp so every pool's graph shows the release exactly where it happened.
+// Synchronizes are rare next to allocs; a few reads per pool are affordable here.
+// The implicit release the collector itself observed: reserved memory went down across a
+// synchronize. CUPTI's MEMORY_POOL activity reports only some of these (and late); this one is
+// exact and in place. Its seq is one of the slots the synchronize reserved just below its own.
+Event releaseEvent(const Event& sync, uint64_t pool, uint64_t before, uint64_t after,
+                   uint64_t used) {
+    Event e;
+    e.kind = EventKind::ImplicitRelease;
+    e.pool = pool;
+    e.size = after;
+    e.aux = before; // reserved before the synchronize
+    e.reserved = after;
+    e.used = used;
+    e.flags = kHasWatermarks;
+    e.correlation = sync.correlation;
+    e.stream = sync.stream;
+    e.tid = sync.tid;
+    e.device = sync.device;
+    e.tsNs = sync.tsNs;
+    return e;
+}
+
+void pushEvent(ThreadState* t, const Event& e) {
+    Event* slot = t->ring ? t->ring->claim() : nullptr;
+    if (!slot) {
+        if (t->ring) t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    *slot = e;
+    t->ring->publish();
+}
+
+void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks, int device, const Event* sync,
+                    uint64_t syncSeq, int slotsUsed) {
+    Runtime& rt = runtime();
+    const int n = rt.poolCount.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) {
+        PoolSlot& s = rt.pools[i];
+        const uint64_t h = s.handle.load(std::memory_order_relaxed);
+        if (!h || h == skip) continue;
+        bool ok = true;
+        const uint64_t r = readAttr(h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, ok);
+        const uint64_t u = readAttr(h, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, ok);
+        const uint64_t rh = readAttr(h, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, ok);
+        const uint64_t uh = readAttr(h, CU_MEMPOOL_ATTR_USED_MEM_HIGH, ok);
+        if (!ok) continue;
+        const uint64_t before = s.reserved.exchange(r, std::memory_order_relaxed);
+        if (sync && syncSeq && r < before) {
+            Event rel = releaseEvent(*sync, h, before, r, u);
+            rel.device = static_cast<int16_t>(s.device.load(std::memory_order_relaxed));
+            rel.tsNs = static_cast<int64_t>(ticks);
+            rel.seq = slotsUsed < int(kReleaseSlots)
+                          ? syncSeq - kReleaseSlots + uint64_t(slotsUsed++)
+                          : runtime().seq.fetch_add(1, std::memory_order_relaxed);
+            pushEvent(t, rel);
+        }
+        Event* e = t->ring ? t->ring->claim() : nullptr;
+        if (!e) {
+            t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
+        *e = Event{};
+        e->kind = EventKind::Sample;
+        e->tsNs = static_cast<int64_t>(ticks);
+        e->pool = h;
+        e->reserved = r;
+        e->used = u;
+        e->size = rh;
+        e->aux = uh;
+        e->tid = t->tid;
+        e->device = static_cast<int16_t>(s.device.load(std::memory_order_relaxed));
+        (void)device;
+        e->flags = kHasWatermarks;
+        t->ring->publish();
+    }
+}
+
 void onEnter(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer: {
-        uint64_t ptr = cbid == CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer
-                           ? static_cast<const cuMemPoolExportPointer_params*>(cb.functionParams)->ptr
-                           : freePointer(cbid, cb);
+        const bool isFree = cbid != CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer;
+        uint64_t ptr = isFree ? freePointer(cbid, cb)
+                              : static_cast<const cuMemPoolExportPointer_params*>(cb.functionParams)->ptr;
+        // A free takes its sequence number before the driver releases the block: another
+        // thread may get the same address from its next alloc before this call returns, and
+        // that alloc must come after this free in the trace.
+        if (isFree) t->enterSeq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
         const ThreadState::Entry& en = t->cache[cacheIndex(ptr)];
         if (en.ptr == ptr && ptr) {
             t->enterPool = en.pool;
@@ -119,12 +203,14 @@ void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb)
     }
 
     const WatermarkMode wm = rt.config.watermarks;
+    uint64_t reservedBefore = 0;
     if (ev.pool && (d.needs & (kNeedReserved | kNeedUsed)) && wm != WatermarkMode::Off) {
         PoolSlot* slot = slotFor(t, ev.pool);
         Guard g(t);
         bool ok = true;
         ev.used = readAttr(ev.pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, ok);
         if ((d.needs & kNeedReserved) || wm == WatermarkMode::Full || !slot) {
+            if (slot) reservedBefore = slot->reserved.load(std::memory_order_relaxed);
             ev.reserved = readAttr(ev.pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, ok);
             if (slot && ok) slot->reserved.store(ev.reserved, std::memory_order_relaxed);
         } else {
@@ -133,18 +219,6 @@ void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb)
             ev.reserved = slot->reserved.load(std::memory_order_relaxed);
         }
         if (ok) ev.flags |= kHasWatermarks;
-        if (d.needs & kSync) {
-            // The implicit release at a synchronize can shrink every pool of the device.
-            const int n = rt.poolCount.load(std::memory_order_acquire);
-            for (int i = 0; i < n; ++i) {
-                PoolSlot& s = rt.pools[i];
-                const uint64_t h = s.handle.load(std::memory_order_relaxed);
-                if (!h || h == ev.pool) continue;
-                bool ok2 = true;
-                uint64_t r = readAttr(h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, ok2);
-                if (ok2) s.reserved.store(r, std::memory_order_relaxed);
-            }
-        }
     }
 
     const bool ok = ev.result == 0;
@@ -182,15 +256,38 @@ void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb)
         break;
     }
 
+    const bool sync = (d.needs & kSync) && wm != WatermarkMode::Off;
     if (!e) {
         if (t->ring) t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
+        if (sync) {
+            Guard g(t);
+            syncOtherPools(t, ev.pool, ticks, ev.device, nullptr, 0, 0);
+        }
         return;
     }
     ev.tsNs = static_cast<int64_t>(ticks);
-    ev.seq = (d.needs & kSync) ? rt.seq.fetch_add(1 + kReleaseSlots, std::memory_order_relaxed) +
-                                     kReleaseSlots
-                               : rt.seq.fetch_add(1, std::memory_order_relaxed);
+    if (ev.kind == EventKind::Free && t->enterSeq)
+        ev.seq = t->enterSeq;
+    else
+        ev.seq = (d.needs & kSync) ? rt.seq.fetch_add(1 + kReleaseSlots, std::memory_order_relaxed) +
+                                         kReleaseSlots
+                                   : rt.seq.fetch_add(1, std::memory_order_relaxed);
+    t->enterSeq = 0;
+    if (!sync) {
+        t->ring->publish();
+        return;
+    }
+    // ev is the ring slot: keep a copy before handing it to the writer.
+    const Event s = ev;
     t->ring->publish();
+    int slot = 0;
+    if ((s.flags & kHasWatermarks) && s.reserved < reservedBefore) {
+        Event rel = releaseEvent(s, s.pool, reservedBefore, s.reserved, s.used);
+        rel.seq = s.seq - kReleaseSlots + uint64_t(slot++);
+        pushEvent(t, rel);
+    }
+    Guard g(t);
+    syncOtherPools(t, s.pool, ticks, s.device, &s, s.seq, slot);
 }
 } // namespace
 

@@ -43,6 +43,7 @@ struct ThreadState {
     uint64_t lastPool = 0;
     PoolSlot* lastSlot = nullptr;
     uint64_t enterPool = 0;   // pool of the pointer a Free/PointerExport names, found at enter
+    uint64_t enterSeq = 0;    // a Free's seq, taken at enter (see onEnter)
     uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
     bool oldValid = false;
     struct Entry {

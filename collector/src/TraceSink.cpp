@@ -10,8 +10,7 @@ namespace poolscope::collector {
 
 namespace {
 constexpr size_t kDrainChunk = 8192;
-constexpr int kFreeWaitPasses = 3;     // passes a Free waits for a late Alloc from another thread
-constexpr int kActivityWaitPasses = 8; // passes an activity record waits for its API event
+constexpr int kActivityWaitPasses = 100; // passes (~1 ms each) a record waits for its API event
 constexpr size_t kRecentSyncs = 8192;
 constexpr auto kCommitEvery = std::chrono::milliseconds(100);
 
@@ -88,13 +87,47 @@ void TraceSink::noteThread(uint32_t tid) {
     writer_->addThread(ThreadInfo{tid, threadName(tid)});
 }
 
-void TraceSink::process(Event& e) {
+// At drain time: what activity records are matched against (synchronizes, trims, pools by the
+// correlation id of the call that created or first used them).
+void TraceSink::noteEarly(const Event& e) {
+    switch (e.kind) {
+    case EventKind::Alloc:
+        if (e.pool && earlyPools_.insert(e.pool).second) poolByCorrelation_[e.correlation] = e.pool;
+        break;
+    case EventKind::PoolCreate:
+    case EventKind::PoolImport:
+        if (e.result == 0 && e.pool) poolByCorrelation_[e.correlation] = e.pool;
+        break;
+    case EventKind::PoolTrimTo:
+        if (e.correlation) trims_.insert(e.correlation);
+        while (trims_.size() > kRecentSyncs) trims_.erase(trims_.begin());
+        break;
+    case EventKind::ImplicitRelease:
+        // Seen by the collector itself at a synchronize: CUPTI's record of it is a duplicate.
+        if (e.correlation) synthesized_.insert(e.correlation);
+        while (synthesized_.size() > kRecentSyncs) synthesized_.erase(synthesized_.begin());
+        break;
+    default:
+        if (isSync(e.kind) && e.correlation) {
+            syncs_[e.correlation] = SyncMark{e.seq, e.pool, e.tsNs, e.device, e.tid, e.stream};
+            syncsByTime_[e.tsNs] = e.correlation;
+            while (syncs_.size() > kRecentSyncs) syncs_.erase(syncs_.begin());
+            while (syncsByTime_.size() > kRecentSyncs) syncsByTime_.erase(syncsByTime_.begin());
+        }
+        break;
+    }
+}
+
+// At write time, in seq order: a Free takes its pool and size from the Alloc that returned its
+// pointer. Done here, after the hold-back, because only then is the order final: a free takes
+// its number before the driver releases the block, but may publish it after another thread's
+// alloc already reused the address.
+void TraceSink::complete(Event& e) {
     noteThread(e.tid);
     switch (e.kind) {
     case EventKind::Alloc:
         if (e.result == 0 && e.ptr) live_allocs_[e.ptr] = Live{e.pool, e.size};
         if (e.pool && poolsSeen_.insert(e.pool).second) {
-            poolByCorrelation_[e.correlation] = e.pool;
             // A pool the collector never saw created (made before it started): still an entity.
             PoolInfo p;
             p.handle = e.pool;
@@ -105,6 +138,18 @@ void TraceSink::process(Event& e) {
             if (p.kind == PoolKind::Unknown) writer_->addPool(p);
         }
         break;
+    case EventKind::Free: {
+        auto it = live_allocs_.find(e.ptr);
+        if (it != live_allocs_.end()) {
+            if (it->second.pool) e.pool = it->second.pool;
+            if (it->second.size != kUnknown) {
+                e.size = it->second.size;
+                e.flags |= kSizeKnown;
+            }
+            if (e.result == 0) live_allocs_.erase(it);
+        }
+        break;
+    }
     case EventKind::PointerImport:
         if (e.result == 0 && e.ptr) live_allocs_[e.ptr] = Live{e.pool, kUnknown};
         break;
@@ -124,7 +169,6 @@ void TraceSink::process(Event& e) {
         p.createdTsNs = e.tsNs;
         writer_->addPool(p);
         poolsSeen_.insert(e.pool);
-        poolByCorrelation_[e.correlation] = e.pool;
         break;
     }
     case EventKind::StreamCreate: {
@@ -138,17 +182,7 @@ void TraceSink::process(Event& e) {
         writer_->addStream(s);
         break;
     }
-    case EventKind::PoolTrimTo:
-        if (e.correlation) trims_.insert(e.correlation);
-        while (trims_.size() > kRecentSyncs) trims_.erase(trims_.begin());
-        break;
     default:
-        if (isSync(e.kind) && e.correlation) {
-            syncs_[e.correlation] = SyncMark{e.seq, e.pool, e.tsNs, e.device, e.tid, e.stream};
-            syncsByTime_[e.tsNs] = e.correlation;
-            while (syncs_.size() > kRecentSyncs) syncs_.erase(syncs_.begin());
-            while (syncsByTime_.size() > kRecentSyncs) syncsByTime_.erase(syncsByTime_.begin());
-        }
         break;
     }
 }
@@ -175,7 +209,8 @@ void TraceSink::resolveActivity(bool final) {
         }
         if (a.op != PoolActivity::Op::Trimmed) continue;
         // An explicit cuMemPoolTrimTo: its event already carries the watermarks read after it.
-        if (trims_.count(a.correlation)) continue;
+        // A release the collector saw itself at the synchronize: already in the trace.
+        if (trims_.count(a.correlation) || synthesized_.count(a.correlation)) continue;
         SyncMark* mark = nullptr;
         auto it = syncs_.find(a.correlation);
         if (it != syncs_.end()) {
@@ -189,6 +224,7 @@ void TraceSink::resolveActivity(bool final) {
             // synchronize to return after the release is the one that performed it.
             auto t = syncsByTime_.lower_bound(a.tsNs);
             if (t != syncsByTime_.end() && t->first - a.tsNs < 1'000'000'000) {
+                if (synthesized_.count(t->second)) continue;
                 auto s = syncs_.find(t->second);
                 if (s != syncs_.end()) mark = &s->second;
             }
@@ -254,35 +290,11 @@ Status TraceSink::flushEntities() {
 Status TraceSink::pump(bool final) {
     // Entities first: events may name a device or default pool registered just now.
     if (Status s = flushEntities(); !s) return s;
-
     drainRings();
-    for (auto& [e, age] : unresolvedFrees_) {
-        e.reserved1 = static_cast<uint32_t>(age); // carried through the sort, cleared below
-        ordered_.push_back(e);
-    }
-    unresolvedFrees_.clear();
     std::sort(ordered_.begin(), ordered_.end(),
               [](const Event& a, const Event& b) { return a.seq < b.seq; });
-
     for (Event& e : ordered_) {
-        if (e.kind == EventKind::Free) {
-            const int age = static_cast<int>(e.reserved1);
-            e.reserved1 = 0;
-            auto it = live_allocs_.find(e.ptr);
-            if (it != live_allocs_.end()) {
-                if (it->second.pool) e.pool = it->second.pool;
-                if (it->second.size != kUnknown) {
-                    e.size = it->second.size;
-                    e.flags |= kSizeKnown;
-                }
-                live_allocs_.erase(it);
-            } else if (e.result == 0 && !final && age < kFreeWaitPasses) {
-                // Its Alloc may sit in another thread's ring not drained yet.
-                unresolvedFrees_.emplace_back(e, age + 1);
-                continue;
-            }
-        }
-        process(e);
+        noteEarly(e);
         batch_.push_back(e);
     }
     ordered_.clear();
@@ -326,14 +338,13 @@ void TraceSink::stage() {
 }
 
 Status TraceSink::writeOut(bool final) {
-    uint64_t limit = ~uint64_t{0};
-    for (const auto& f : unresolvedFrees_) limit = std::min(limit, f.first.seq);
     const uint32_t now = nowMs();
     while (!staged_.empty()) {
         Event& e = staged_.front();
-        if (!final && (now - e.reserved1 < kHoldBackMs || e.seq >= limit)) break;
+        if (!final && now - e.reserved1 < kHoldBackMs) break;
         e.reserved1 = 0;
         lastWrittenSeq_ = e.seq;
+        complete(e);
         out_.push_back(e);
         staged_.pop_front();
     }

@@ -95,7 +95,8 @@ private:
     };
 
     void drainRings();
-    void process(Event& e);
+    void noteEarly(const Event& e);
+    void complete(Event& e);
     void resolveActivity(bool final);
     Status flushEntities();
     void stage();
@@ -115,7 +116,6 @@ private:
     std::vector<Event> batch_;    // this pass's finished events (resolved), by seq
     std::deque<Event> staged_;    // held back HoldBack ms so late events can slot in, by seq
     std::vector<Event> out_;      // ready to write
-    std::vector<std::pair<Event, int>> unresolvedFrees_;
 
     std::unordered_map<uint64_t, Live> live_allocs_;
     std::map<uint32_t, SyncMark> syncs_;        // recent synchronizes by correlation id
@@ -124,6 +124,8 @@ private:
     std::unordered_map<uint32_t, uint64_t> poolByCorrelation_; // creates/imports/first allocs
     std::unordered_map<uint64_t, uint64_t> poolByAddress_;     // from CREATED activity records
     std::set<uint64_t> poolsSeen_;
+    std::set<uint64_t> earlyPools_;
+    std::set<uint32_t> synthesized_;            // synchronizes with a release seen at the call
     std::set<uint32_t> threadsSeen_;
     std::unordered_map<int, uint64_t> defaultPool_;
 

@@ -68,8 +68,9 @@ else
 fi
 # PyTorch with the cudaMallocAsync backend.
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync PYTHONUNBUFFERED=1 \
-        record_and_check torch -- "$(command -v python3)" "$WL/torch_async.py"
+    export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync PYTHONUNBUFFERED=1
+    record_and_check torch -- "$(command -v python3)" "$WL/torch_async.py"
+    unset PYTORCH_CUDA_ALLOC_CONF
 else
     note "SKIP torch: no PyTorch with CUDA"
 fi
@@ -81,18 +82,24 @@ else
     note "FAIL nocuda"; cat "$WORK/nocuda.err"
 fi
 # SIGTERM mid-run: exit status 143 and a readable trace with what was committed.
-( "$PS" record -o "$WORK/term.poolscope" -- "$WL/churn" --bench 100000000 >/dev/null 2>"$WORK/term.err" & echo $! > "$WORK/term.pid"; wait ) &
-sleep 4; kill -TERM "$(cat "$WORK/term.pid")"; wait
+# (wait only for that pid: a bare `wait` would also wait for the tee of this script's log)
+"$PS" record -o "$WORK/term.poolscope" -- "$WL/churn" --bench 100000000 >/dev/null 2>"$WORK/term.err" &
+term_pid=$!
+sleep 4; kill -TERM "$term_pid"; wait "$term_pid"
+echo "-- sigterm: exit $?"
 n=$("$PS" info "$WORK/term.poolscope" 2>/dev/null | grep -m1 -o '[0-9]* events' || true)
 tail -n 3 "$WORK/term.err"
 if grep -q "signal 15" "$WORK/term.err" && [[ -n $n && $n != "0 events" ]]; then note "PASS sigterm: $n kept"; else note "FAIL sigterm: ${n:-unreadable}"; fi
 
 # ---- overhead: bare / floor (empty callbacks on the same ids) / collector, alternating ----
-ITER=${BENCH_ITER:-300000}
-ROUNDS=${BENCH_ROUNDS:-7}
+ITER=${BENCH_ITER:-200000}
+ROUNDS=${BENCH_ROUNDS:-9}
+# Pinned to the same few cores every run: unpinned runs on the VM spread over two modes ~40% apart.
+PIN=()
+command -v taskset >/dev/null && PIN=(taskset -c 2-5)
 bench() { # NAME [ENV...]
     local name=$1; shift
-    env "$@" "$WL/churn" --bench "$ITER" 2>>"$WORK/bench.err" | grep '"bench"' |
+    env "$@" "${PIN[@]}" "$WL/churn" --bench "$ITER" 2>>"$WORK/bench.err" | grep '"bench"' |
         python3 -c "import json,sys; print('$name', json.load(sys.stdin)['ns_per_iter'])"
 }
 : >"$WORK/bench.txt"

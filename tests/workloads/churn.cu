@@ -116,10 +116,14 @@ int main(int argc, char** argv) {
     for (long i = 0; i < iters; ++i) {
         const bool mark = i % 97 == 0;
         if (i == phase * 2) {
-            // Phase 3: give memory back at every synchronize from now on.
+            // Phase 3: give memory back at every synchronize from now on. With every block
+            // freed, the next synchronize hands the whole pool back (an implicit release).
             uint64_t zero = 0;
             CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &zero));
             t.count("set_attributes");
+            while (!window.empty()) freeOldest(true);
+            syncB(true);
+            t.count("implicit_releases_min");
         }
         if (i == phase * 3) {
             CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &on));
