@@ -25,10 +25,12 @@ DetailsPane::DetailsPane(QWidget* parent) : QTextBrowser(parent) {
     render();
 }
 
-void DetailsPane::setSnapshot(const TraceSnapshot& s) {
+void DetailsPane::setSnapshot(const TraceSnapshot& s, bool keepSelection) {
     snap_ = s;
-    sel_ = {};
-    cursor_ = INT64_MIN;
+    if (!keepSelection) {
+        sel_ = {};
+        cursor_ = INT64_MIN;
+    }
     render();
 }
 
@@ -51,7 +53,7 @@ QString DetailsPane::poolState(uint64_t pool, int64_t t, const QString& when) co
     s += row(tr("reserved"), qb(p->reserved.valueAt(t)));
     s += row(tr("used"), qb(p->used.valueAt(t)));
     s += row(tr("release threshold"), p->releaseThreshold.empty() ? tr("not recorded") : qb(thr));
-    s += row(tr("high watermark so far"), qb(p->reserved.maxIn(snap_.timeline->t0, t + 1)));
+    s += row(tr("high watermark so far"), qb(seriesMax(p->reserved, snap_.timeline->t0, t + 1)));
     return s + QStringLiteral("</table>");
 }
 

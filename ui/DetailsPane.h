@@ -13,7 +13,7 @@ class DetailsPane : public QTextBrowser {
     Q_OBJECT
 public:
     explicit DetailsPane(QWidget* parent = nullptr);
-    void setSnapshot(const TraceSnapshot& s);
+    void setSnapshot(const TraceSnapshot& s, bool keepSelection = false);
     void showSelection(const Selection& s);
     void setCursorTime(int64_t t);
     const Selection& selection() const { return sel_; }

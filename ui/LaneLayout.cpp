@@ -11,6 +11,19 @@ namespace poolscope::ui {
 
 QString hexHandle(uint64_t h) { return QStringLiteral("0x") + QString::number(h, 16); }
 
+size_t gallopPast(const std::vector<int64_t>& ends, size_t from, int64_t t) {
+    const size_t n = ends.size();
+    if (from >= n || ends[from] > t) return from;
+    size_t prev = from, step = 1;
+    while (from + step < n && ends[from + step] <= t) {
+        prev = from + step;
+        step *= 2;
+    }
+    const size_t hi = std::min(n, from + step);
+    return size_t(std::upper_bound(ends.begin() + ptrdiff_t(prev) + 1, ends.begin() + ptrdiff_t(hi), t) -
+                  ends.begin());
+}
+
 namespace {
 
 QString streamLabel(uint64_t s) {
@@ -47,6 +60,7 @@ void packRows(const Timeline& tl, std::vector<uint32_t>& allocs, LaneLayout& out
         if (freeRows.empty()) {
             row = rowCount++;
             out.rows.emplace_back();
+            out.rowEnds.emplace_back();
             out.laneOfRow.push_back(laneIndex);
         } else {
             row = freeRows.top();
@@ -58,6 +72,15 @@ void packRows(const Timeline& tl, std::vector<uint32_t>& allocs, LaneLayout& out
         busy.push({std::max(a.freeTsNs, a.allocTsNs), row});
     }
     lane.rowCount = rowCount;
+    for (int r = 0; r < rowCount; ++r) {
+        const auto& row = out.rows[size_t(lane.firstRow + r)];
+        auto& ends = out.rowEnds[size_t(lane.firstRow + r)];
+        ends.reserve(row.size());
+        for (uint32_t i : row) {
+            const Allocation& a = tl.allocations[i];
+            ends.push_back(a.live() ? std::max(tl.t1, a.allocTsNs) : a.freeTsNs);
+        }
+    }
 }
 
 } // namespace

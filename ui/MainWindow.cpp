@@ -333,7 +333,7 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     // The device row's long label elides; size the name column for pool and stream names.
     tree_->setColumnWidth(0, tree_->fontMetrics().horizontalAdvance("pool #10 (explicit)") + 60);
     for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c) tree_->resizeColumnToContents(c);
-    details_->setSnapshot(s);
+    details_->setSnapshot(s, keepView); // a live refresh keeps what the user is looking at
     if (!keepView && s.valid()) {
         // Give the lanes the height they need (up to 60%) and the plot the rest.
         const int total = splitter_->height();

@@ -30,6 +30,12 @@ QString timeTickLabel(int64_t relNs, int64_t stepNs, int64_t scaleNs) {
            QString::fromUtf8(kUnits[u].name);
 }
 
+uint64_t seriesMax(const Series& s, int64_t t0, int64_t t1) {
+    uint64_t m = s.valueAt(t0);
+    for (const Point& p : downsample(s, t0, std::max(t1, t0 + 1), 4)) m = std::max(m, p.v);
+    return m;
+}
+
 double TimeTicker::getTickStep(const QCPRange& range) {
     const int target = std::max(2, pixelWidth / 110);
     step_ = niceTimeStep(static_cast<int64_t>(range.size()), target);

@@ -7,6 +7,8 @@
 #include <qcustomplot.h>
 #include <vector>
 
+#include "poolscope/Timeline.h"
+
 namespace poolscope::ui {
 
 // A 1-2-5 step giving about targetCount ticks over span nanoseconds (at least 1 ns).
@@ -15,6 +17,10 @@ int64_t niceTimeStep(int64_t spanNs, int targetCount);
 // the magnitude of scaleNs (the largest visible time), the decimals follow the step, so adjacent
 // ticks never print the same text.
 QString timeTickLabel(int64_t relNs, int64_t stepNs, int64_t scaleNs);
+
+// Highest value of a step series over [t0, t1) through core's downsample (which skips whole
+// blocks by their summaries), where Series::maxIn would scan every point in the range.
+uint64_t seriesMax(const poolscope::Series& s, int64_t t0, int64_t t1);
 
 // Plot keys are nanoseconds relative to the trace start.
 class TimeTicker : public QCPAxisTicker {

@@ -1,9 +1,7 @@
 #include "TimelinePainter.h"
 
-#include <QElapsedTimer>
 #include <QPainterPath>
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
 
 #include "TimeTicker.h"
@@ -93,16 +91,9 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
         }
         p.setPen(c_.grid());
         p.drawLine(g_.labelW, y + h - 1, g_.width, y + h - 1);
-        QElapsedTimer tm;
-        tm.start();
         if (l.kind == LaneKind::Stream) paintRows(p, i, sel);
-        const qint64 a = tm.nsecsElapsed();
         if (l.kind == LaneKind::Pool) paintPoolChart(p, i);
-        const qint64 b = tm.nsecsElapsed();
         paintMarkers(p, i);
-        if (qEnvironmentVariableIsSet("POOLSCOPE_PAINT_PROFILE"))
-            std::fprintf(stderr, "lane %zu rows %.2f chart %.2f markers %.2f ms\n", i, a / 1e6, (b - a) / 1e6,
-                   (tm.nsecsElapsed() - b) / 1e6);
     }
     // The trace's extent: shade what lies outside it.
     {
@@ -113,11 +104,7 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
         if (xb < g_.width) p.fillRect(QRectF(xb, g_.lanesTop(), g_.width - xb,
                                              g_.lanesBottom() - g_.lanesTop()), out);
     }
-    QElapsedTimer te;
-    te.start();
     paintEdges(p);
-    if (qEnvironmentVariableIsSet("POOLSCOPE_PAINT_PROFILE"))
-        std::fprintf(stderr, "edges %.2f ms\n", te.nsecsElapsed() / 1e6);
     paintSelection(p, sel);
     if (cursor != INT64_MIN) {
         const double x = g_.xOf(cursor);
@@ -152,10 +139,8 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
         const std::vector<uint32_t>& row = layout.rows[size_t(l.firstRow + r)];
         const int y = y0 + r * pitch;
         if (y > g_.lanesBottom() || y + barH < g_.lanesTop()) continue;
-        auto endBefore = [&](int64_t t) {
-            return [&, t](uint32_t i) { return endOf(tl.allocations[i]) <= t; };
-        };
-        auto it = std::partition_point(row.begin(), row.end(), endBefore(v0));
+        const std::vector<int64_t>& ends = layout.rowEnds[size_t(l.firstRow + r)];
+        size_t k = size_t(std::upper_bound(ends.begin(), ends.end(), v0) - ends.begin());
         double runX0 = -1, runX1 = -1;
         QColor runColor;
         auto flush = [&] {
@@ -164,11 +149,11 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
             ++stats.mergedRuns;
             runX0 = runX1 = -1;
         };
-        while (it != row.end()) {
-            const Allocation& a = tl.allocations[*it];
+        while (k < row.size()) {
+            const Allocation& a = tl.allocations[row[k]];
             if (a.allocTsNs >= v1) break;
             const double x0 = clampX(g_.xOf(a.allocTsNs), g_);
-            const double x1 = clampX(g_.xOf(endOf(a)), g_);
+            const double x1 = clampX(g_.xOf(ends[k]), g_);
             if (x1 - x0 < 1.5) {
                 // Sub-pixel: fold into the current run, then skip every allocation of this row
                 // that ends inside this pixel column (they cannot add anything visible).
@@ -180,8 +165,7 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
                     runX1 = px + 1;
                     runColor = barColor(a).darker(110);
                 }
-                const int64_t tNext = g_.tOf(px + 1);
-                it = std::partition_point(it + 1, row.end(), endBefore(tNext));
+                k = gallopPast(ends, k + 1, g_.tOf(px + 1));
                 continue;
             }
             flush();
@@ -192,7 +176,7 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
                 // Still live at the end of the trace: a red cap at the right end.
                 p.fillRect(QRectF(x1 - 3, y, 3, barH), c_.liveMark());
             }
-            ++it;
+            ++k;
         }
         flush();
     }
@@ -222,7 +206,10 @@ void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
             for (int c = c0; c < c1; ++c) colMax[size_t(c)] = std::max(colMax[size_t(c)], double(pts[i].v));
         }
     };
+    std::vector<QRectF> fills, tops;
     auto draw = [&](QColor fill, QColor line) {
+        fills.clear();
+        tops.clear();
         int c = 0;
         while (c < W) {
             if (colMax[size_t(c)] < 0) {
@@ -232,11 +219,19 @@ void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
             int e = c + 1;
             while (e < W && colMax[size_t(e)] == colMax[size_t(c)]) ++e;
             const double y = bottom - (bottom - top) * colMax[size_t(c)] / scale;
-            const QRectF r(g_.labelW + c, y, e - c, bottom - y);
-            p.fillRect(r, fill);
-            if (line.isValid()) p.fillRect(QRectF(r.left(), y, r.width(), 1), line);
+            fills.emplace_back(g_.labelW + c, y, e - c, bottom - y);
+            if (line.isValid()) tops.emplace_back(g_.labelW + c, y, e - c, 1);
             c = e;
         }
+        // One batched call per colour instead of thousands of fillRect calls.
+        p.setPen(Qt::NoPen);
+        p.setBrush(fill);
+        p.drawRects(fills.data(), int(fills.size()));
+        if (!tops.empty()) {
+            p.setBrush(line);
+            p.drawRects(tops.data(), int(tops.size()));
+        }
+        p.setBrush(Qt::NoBrush);
     };
     // Reserved: a pale area with its top edge; used: a solid area inside it. The gap between
     // them is memory the pool holds but the program is not using.
@@ -342,7 +337,16 @@ void TimelinePainter::paintEdges(QPainter& p) {
             const double yb = g_.laneY(size_t(b)) + g_.laneH[size_t(b)] / 2.0;
             lines.emplace_back(clampX(g_.xOf(e.recordTsNs), g_), ya, clampX(xw, g_), yb);
         }
-        it = std::partition_point(it + 1, edges.end(), waitBefore(g_.tOf(std::floor(xw) + 1)));
+        // Gallop forward to the first edge waited on in the next pixel column.
+        const int64_t tNext = g_.tOf(std::floor(xw) + 1);
+        auto lo = it + 1;
+        size_t step = 1;
+        while (lo != edges.end() && size_t(edges.end() - lo) > step && (lo + ptrdiff_t(step))->waitTsNs < tNext) {
+            lo += ptrdiff_t(step);
+            step *= 2;
+        }
+        const auto hi = size_t(edges.end() - lo) > step ? lo + ptrdiff_t(step) + 1 : edges.end();
+        it = std::partition_point(lo, hi, waitBefore(tNext));
     }
     stats.edges += lines.size();
     if (lines.empty()) return;

@@ -165,12 +165,12 @@ void WatermarkPlot::refreshData() {
         if (!p) continue;
         feed(g.reserved, p->reserved, false, 0);
         feed(g.used, p->used, false, 0);
-        ymax = std::max(ymax, p->reserved.maxIn(v0_, v1_));
-        ymax = std::max(ymax, p->used.maxIn(v0_, v1_));
+        ymax = std::max(ymax, seriesMax(p->reserved, v0_, v1_));
+        ymax = std::max(ymax, seriesMax(p->used, v0_, v1_));
         // High watermark: the running maximum of reserved, starting from its value before v0.
         {
             QVector<double> k, v;
-            double running = double(p->reserved.maxIn(tl.t0, std::max(tl.t0 + 1, v0_)));
+            double running = double(seriesMax(p->reserved, tl.t0, std::max(tl.t0 + 1, v0_)));
             const auto& d = g.reserved->data();
             for (auto it = d->constBegin(); it != d->constEnd(); ++it) {
                 running = std::max(running, it->value);

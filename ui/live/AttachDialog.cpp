@@ -1,12 +1,12 @@
 #include "AttachDialog.h"
 
+#include "poolscope/control/Discovery.h"
+
 #include <QDialogButtonBox>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
 #include <QVBoxLayout>
-
-#include "poolscope/control/Discovery.h"
 
 namespace poolscope::ui {
 

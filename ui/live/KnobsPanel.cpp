@@ -1,5 +1,8 @@
 #include "KnobsPanel.h"
 
+#include "LiveSession.h"
+#include "poolscope/Units.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -8,13 +11,10 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
-#include <QVBoxLayout>
 #include <QSignalBlocker>
+#include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
-
-#include "LiveSession.h"
-#include "poolscope/Units.h"
 
 namespace poolscope::ui {
 
@@ -22,7 +22,9 @@ using namespace poolscope::control;
 
 namespace {
 
-QString bytes(uint64_t v) { return QString::fromStdString(formatBytes(v)); }
+QString bytes(uint64_t v) {
+    return QString::fromStdString(formatBytes(v));
+}
 
 QComboBox* unitBox(int defaultIndex) {
     auto* b = new QComboBox;
@@ -48,8 +50,7 @@ uint64_t KnobsPanel::toBytes(double value, int unitIndex) {
     return uint64_t(std::llround(b));
 }
 
-KnobsPanel::KnobsPanel(LiveSession* session, QWidget* parent)
-    : QWidget(parent), session_(session) {
+KnobsPanel::KnobsPanel(LiveSession* session, QWidget* parent) : QWidget(parent), session_(session) {
     auto* top = new QVBoxLayout(this);
     poolBox_ = new QComboBox;
     poolBox_->setToolTip(tr("The pool these knobs act on"));
@@ -83,7 +84,8 @@ KnobsPanel::KnobsPanel(LiveSession* session, QWidget* parent)
     follow_ = new QCheckBox(tr("Follow event dependencies"));
     opportunistic_ = new QCheckBox(tr("Allow opportunistic reuse"));
     internal_ = new QCheckBox(tr("Allow internal dependencies"));
-    for (QCheckBox* c : {follow_, opportunistic_, internal_}) rl->addWidget(c);
+    for (QCheckBox* c : {follow_, opportunistic_, internal_})
+        rl->addWidget(c);
     top->addWidget(reuse);
 
     auto* trim = new QGroupBox(tr("Trim"));
@@ -152,7 +154,9 @@ KnobsPanel::KnobsPanel(LiveSession* session, QWidget* parent)
     rebuildPools();
 }
 
-uint64_t KnobsPanel::currentPool() const { return poolBox_->currentData().toULongLong(); }
+uint64_t KnobsPanel::currentPool() const {
+    return poolBox_->currentData().toULongLong();
+}
 
 void KnobsPanel::selectPool(uint64_t handle) {
     int i = poolBox_->findData(QVariant::fromValue<qulonglong>(handle));
@@ -188,9 +192,10 @@ void KnobsPanel::showPool() {
     follow_->setChecked(p->reuseFollowEventDependencies);
     opportunistic_->setChecked(p->reuseAllowOpportunistic);
     internal_->setChecked(p->reuseAllowInternalDependencies);
-    reported_->setText(tr("Driver reports: threshold %1 · reserved %2 (high %3) · used %4 (high %5)")
-                           .arg(bytes(p->releaseThreshold), bytes(p->reservedCurrent),
-                                bytes(p->reservedHigh), bytes(p->usedCurrent), bytes(p->usedHigh)));
+    reported_->setText(
+        tr("Driver reports: threshold %1 · reserved %2 (high %3) · used %4 (high %5)")
+            .arg(bytes(p->releaseThreshold), bytes(p->reservedCurrent), bytes(p->reservedHigh),
+                 bytes(p->usedCurrent), bytes(p->usedHigh)));
 }
 
 void KnobsPanel::setThreshold(uint64_t b) {
@@ -202,16 +207,16 @@ void KnobsPanel::setThreshold(uint64_t b) {
 void KnobsPanel::onAck(const Ack& a) {
     if (a.op == Op::Set) {
         QString what = QString::fromUtf8(attrCliName(PoolAttr(a.attr)).data());
-        QString value = attrIsBoolean(PoolAttr(a.attr)) ? (a.value ? tr("on") : tr("off"))
-                                                       : bytes(a.value);
+        QString value =
+            attrIsBoolean(PoolAttr(a.attr)) ? (a.value ? tr("on") : tr("off")) : bytes(a.value);
         QString text = tr("%1 is now %2 (driver read-back)").arg(what, value);
         if (a.value != a.requested) text += tr("; %1 was requested").arg(bytes(a.requested));
         status_->setText(text);
     } else if (a.op == Op::TrimTo) {
         status_->setText(tr("Trimmed: reserved %1 -> %2").arg(bytes(a.oldValue), bytes(a.value)));
     } else if (a.op == Op::ResetWatermarks) {
-        status_->setText(tr("Watermarks reset: reserved high %1 -> %2")
-                             .arg(bytes(a.oldValue), bytes(a.value)));
+        status_->setText(
+            tr("Watermarks reset: reserved high %1 -> %2").arg(bytes(a.oldValue), bytes(a.value)));
     }
     if (a.pool == currentPool()) showPool();
 }
@@ -222,10 +227,14 @@ namespace poolscope::ui {
 
 QCheckBox* KnobsPanel::reuseToggle(PoolAttr a) const {
     switch (a) {
-    case PoolAttr::ReuseFollowEventDependencies: return follow_;
-    case PoolAttr::ReuseAllowOpportunistic: return opportunistic_;
-    case PoolAttr::ReuseAllowInternalDependencies: return internal_;
-    default: return nullptr;
+    case PoolAttr::ReuseFollowEventDependencies:
+        return follow_;
+    case PoolAttr::ReuseAllowOpportunistic:
+        return opportunistic_;
+    case PoolAttr::ReuseAllowInternalDependencies:
+        return internal_;
+    default:
+        return nullptr;
     }
 }
 

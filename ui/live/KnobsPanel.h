@@ -4,10 +4,10 @@
 // to..., Reset watermarks. Every control sends a request through LiveSession and then shows what
 // the driver reports in the acknowledgement, not what was asked for.
 
+#include "poolscope/control/Protocol.h"
+
 #include <QWidget>
 #include <cstdint>
-
-#include "poolscope/control/Protocol.h"
 
 class QCheckBox;
 class QComboBox;

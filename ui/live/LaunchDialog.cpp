@@ -19,7 +19,8 @@ namespace poolscope::ui {
 
 QString LaunchDialog::findCollector() {
     const QString name = "libpoolscope_collector.so";
-    if (QString env = qEnvironmentVariable("POOLSCOPE_COLLECTOR"); !env.isEmpty() && QFileInfo(env).isReadable())
+    if (QString env = qEnvironmentVariable("POOLSCOPE_COLLECTOR");
+        !env.isEmpty() && QFileInfo(env).isReadable())
         return QFileInfo(env).absoluteFilePath();
     const QString self = QCoreApplication::applicationDirPath();
     for (const QString& dir : {self, self + "/../lib/poolscope", self + "/../lib"}) {
@@ -38,8 +39,10 @@ QWidget* withBrowse(QLineEdit* edit, QWidget* parent, bool directory) {
     h->addWidget(edit, 1);
     h->addWidget(b);
     QObject::connect(b, &QPushButton::clicked, w, [edit, w, directory] {
-        QString p = directory ? QFileDialog::getExistingDirectory(w, QObject::tr("Working directory"), edit->text())
-                              : QFileDialog::getOpenFileName(w, QObject::tr("Program"), edit->text());
+        QString p = directory
+                        ? QFileDialog::getExistingDirectory(w, QObject::tr("Working directory"),
+                                                            edit->text())
+                        : QFileDialog::getOpenFileName(w, QObject::tr("Program"), edit->text());
         if (!p.isEmpty()) edit->setText(p);
     });
     return w;
@@ -55,7 +58,8 @@ LaunchDialog::LaunchDialog(QWidget* parent) : QDialog(parent) {
     args_->setPlaceholderText(tr("train.py --epochs 3 (quote arguments with spaces)"));
     workDir_ = new QLineEdit(QDir::currentPath());
     env_ = new QPlainTextEdit;
-    env_->setPlaceholderText(tr("NAME=value, one per line, e.g.\nPYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync"));
+    env_->setPlaceholderText(
+        tr("NAME=value, one per line, e.g.\nPYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync"));
     env_->setMaximumHeight(90);
     trace_ = new QLineEdit(QDir::homePath() + "/live.poolscope");
     listen_ = new QCheckBox(tr("Watch live and allow knob changes (control socket)"));
@@ -87,7 +91,8 @@ LaunchDialog::LaunchDialog(QWidget* parent) : QDialog(parent) {
 control::LaunchSpec LaunchDialog::spec() const {
     control::LaunchSpec s;
     s.program = program_->text().trimmed().toStdString();
-    for (const QString& a : QProcess::splitCommand(args_->text())) s.args.push_back(a.toStdString());
+    for (const QString& a : QProcess::splitCommand(args_->text()))
+        s.args.push_back(a.toStdString());
     s.workingDir = workDir_->text().trimmed().toStdString();
     for (const QString& line : env_->toPlainText().split('\n', Qt::SkipEmptyParts)) {
         QString l = line.trimmed();
@@ -106,11 +111,13 @@ control::LaunchSpec LaunchDialog::spec() const {
 void LaunchDialog::setSpec(const control::LaunchSpec& s) {
     program_->setText(QString::fromStdString(s.program));
     QStringList args;
-    for (const auto& a : s.args) args << QString::fromStdString(control::shellQuote(a));
+    for (const auto& a : s.args)
+        args << QString::fromStdString(control::shellQuote(a));
     args_->setText(args.join(' '));
     workDir_->setText(QString::fromStdString(s.workingDir));
     QStringList env;
-    for (const auto& [k, v] : s.env) env << QString::fromStdString(k + "=" + v);
+    for (const auto& [k, v] : s.env)
+        env << QString::fromStdString(k + "=" + v);
     env_->setPlainText(env.join('\n'));
     trace_->setText(QString::fromStdString(s.tracePath));
     listen_->setChecked(s.listen);

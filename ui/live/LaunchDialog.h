@@ -3,9 +3,9 @@
 // live control. It only collects a control::LaunchSpec and checks it with the core builder;
 // running it is TargetProcess's job.
 
-#include <QDialog>
-
 #include "poolscope/control/LaunchSpec.h"
+
+#include <QDialog>
 
 class QCheckBox;
 class QLabel;

@@ -1,13 +1,5 @@
 #include "LiveController.h"
 
-#include <QAction>
-#include <QDockWidget>
-#include <QDir>
-#include <QFileInfo>
-#include <QMenu>
-#include <QMenuBar>
-#include <QMessageBox>
-
 #include "AttachDialog.h"
 #include "ConsolePane.h"
 #include "KnobsPanel.h"
@@ -17,9 +9,19 @@
 #include "TargetProcess.h"
 #include "poolscope/control/Discovery.h"
 
+#include <QAction>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+
 namespace poolscope::ui {
 
-LiveController* installLiveSession(MainWindow* window) { return new LiveController(window); }
+LiveController* installLiveSession(MainWindow* window) {
+    return new LiveController(window);
+}
 
 LiveController::LiveController(MainWindow* window) : QObject(window), window_(window) {
     session_ = new LiveSession(this);
@@ -52,9 +54,8 @@ LiveController::LiveController(MainWindow* window) : QObject(window), window_(wi
         window_->setSnapshot(s, !firstSnapshot_);
         firstSnapshot_ = false;
     });
-    connect(session_, &LiveSession::droppedEvents, this, [this](quint64, const QString& m) {
-        console_->appendNote(m);
-    });
+    connect(session_, &LiveSession::droppedEvents, this,
+            [this](quint64, const QString& m) { console_->appendNote(m); });
     connect(session_, &LiveSession::ended, this, [this](const QString& why) {
         console_->appendNote(tr("live connection ended: %1").arg(why));
         updateActions();
@@ -111,19 +112,22 @@ void LiveController::launch(const control::LaunchSpec& specIn) {
     if (spec.listen) {
         // A private directory per launch: whatever process of the program initializes CUDA
         // (the program itself or a child) puts its socket here, and only there.
-        controlDir_ = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/poolscope-launch-XXXXXX");
+        controlDir_ =
+            std::make_unique<QTemporaryDir>(QDir::tempPath() + "/poolscope-launch-XXXXXX");
         spec.controlDir = controlDir_->path().toStdString();
     }
     auto plan = control::buildLaunchPlan(spec, control::currentEnvironment());
     if (!plan) {
-        QMessageBox::warning(window_, tr("Cannot launch"), QString::fromStdString(plan.error().message));
+        QMessageBox::warning(window_, tr("Cannot launch"),
+                             QString::fromStdString(plan.error().message));
         return;
     }
     tracePath_ = QString::fromStdString(spec.tracePath);
     consoleDock_->show();
     knobsDock_->setVisible(spec.listen);
     console_->appendNote(QString::fromStdString(plan->displayCommand()));
-    for (const auto& w : plan->warnings) console_->appendNote(QString::fromStdString(w));
+    for (const auto& w : plan->warnings)
+        console_->appendNote(QString::fromStdString(w));
     firstSnapshot_ = true;
     process_->start(*plan);
 }
@@ -143,9 +147,8 @@ void LiveController::pollForSocket() {
 QString LiveController::attach(const QString& socketPath) {
     QString err = session_->attach(socketPath);
     if (err.isEmpty()) {
-        console_->appendNote(tr("attached to %1 (pid %2)")
-                                 .arg(socketPath)
-                                 .arg(session_->hello().process.pid));
+        console_->appendNote(
+            tr("attached to %1 (pid %2)").arg(socketPath).arg(session_->hello().process.pid));
         knobsDock_->show();
         emit attached(socketPath);
     }
@@ -169,7 +172,8 @@ void LiveController::onTargetEnded(const QString& how) {
     if (!tracePath_.isEmpty() && QFileInfo::exists(tracePath_))
         window_->openFile(tracePath_);
     else if (!tracePath_.isEmpty())
-        console_->appendNote(tr("no trace was written to %1 (did the program use CUDA?)").arg(tracePath_));
+        console_->appendNote(
+            tr("no trace was written to %1 (did the program use CUDA?)").arg(tracePath_));
     controlDir_.reset();
 }
 

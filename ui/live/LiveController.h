@@ -7,13 +7,13 @@
 //
 // Wiring (one line, in gui_main.cpp or MainWindow): poolscope::ui::installLiveSession(&window);
 
+#include "poolscope/control/LaunchSpec.h"
+
 #include <QObject>
 #include <QString>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <memory>
-
-#include "poolscope/control/LaunchSpec.h"
 
 class QAction;
 class QDockWidget;

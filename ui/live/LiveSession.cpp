@@ -1,17 +1,21 @@
 #include "LiveSession.h"
 
+#include <QElapsedTimer>
 #include <QSocketNotifier>
+#include <algorithm>
 
 namespace poolscope::ui {
 
 using namespace poolscope::control;
 
 LiveSession::LiveSession(QObject* parent) : QObject(parent) {
-    tick_.setInterval(100);
+    tick_.setInterval(baseIntervalMs_);
     connect(&tick_, &QTimer::timeout, this, &LiveSession::onTick);
 }
 
-LiveSession::~LiveSession() { detach(); }
+LiveSession::~LiveSession() {
+    detach();
+}
 
 QString LiveSession::attach(const QString& socketPath, int timeoutMs) {
     detach();
@@ -28,7 +32,8 @@ QString LiveSession::attach(const QString& socketPath, int timeoutMs) {
     pools_ = hello_.pools;
     builder_ = std::make_unique<TimelineBuilder>();
     std::vector<PoolInfo> infos;
-    for (const auto& p : pools_) infos.push_back(p.info);
+    for (const auto& p : pools_)
+        infos.push_back(p.info);
     builder_->setEntities(hello_.devices, infos, hello_.streams);
     eventsReceived_ = dropped_ = 0;
     dirty_ = true;
@@ -72,9 +77,15 @@ void LiveSession::send(const Request& r) {
 void LiveSession::setAttribute(uint64_t pool, PoolAttr attr, uint64_t value) {
     send({Op::Set, pool, uint16_t(attr), value});
 }
-void LiveSession::trimTo(uint64_t pool, uint64_t bytes) { send({Op::TrimTo, pool, 0, bytes}); }
-void LiveSession::resetWatermarks(uint64_t pool) { send({Op::ResetWatermarks, pool, 0, 0}); }
-void LiveSession::refreshPools() { send({Op::ListPools, 0, 0, 0}); }
+void LiveSession::trimTo(uint64_t pool, uint64_t bytes) {
+    send({Op::TrimTo, pool, 0, bytes});
+}
+void LiveSession::resetWatermarks(uint64_t pool) {
+    send({Op::ResetWatermarks, pool, 0, 0});
+}
+void LiveSession::refreshPools() {
+    send({Op::ListPools, 0, 0, 0});
+}
 
 void LiveSession::updatePool(const PoolState& s) {
     for (auto& p : pools_)
@@ -93,7 +104,8 @@ void LiveSession::onReadable() {
     while (client_ && client_->nextIncoming(in)) {
         switch (in.kind) {
         case Incoming::Kind::Events:
-            for (const Event& e : in.events) builder_->add(e);
+            for (const Event& e : in.events)
+                builder_->add(e);
             eventsReceived_ += in.events.size();
             dirty_ = true;
             // A pool created while we watch: ask for its attributes.
@@ -132,13 +144,21 @@ void LiveSession::onReadable() {
 void LiveSession::onTick() {
     if (!dirty_ || !builder_) return;
     dirty_ = false;
-    emit snapshotReady(snapshot());
+    QElapsedTimer t;
+    t.start();
+    TraceSnapshot s = snapshot();
+    // Snapshots copy the timeline and lay it out on this thread: when that gets expensive (long
+    // sessions), refresh less often rather than let the window stutter. Never below the
+    // configured interval, never slower than 1 s.
+    const int spent = int(t.elapsed());
+    tick_.setInterval(std::max(baseIntervalMs_, std::min(spent * 4, 1000)));
+    emit snapshotReady(s);
 }
 
 TraceSnapshot LiveSession::snapshot() const {
     if (!builder_) return {};
-    TraceSnapshot s = TraceSnapshot::fromTimeline(
-        builder_->snapshot(), tr("live: pid %1").arg(hello_.process.pid));
+    TraceSnapshot s = TraceSnapshot::fromTimeline(builder_->snapshot(),
+                                                  tr("live: pid %1").arg(hello_.process.pid));
     s.process = hello_.process;
     return s;
 }

@@ -8,16 +8,16 @@
 // Knob requests are asynchronous: the answer arrives as knobApplied (with the driver's read-back)
 // or requestFailed (in plain words). Nothing here ever blocks longer than the connect timeout.
 
+#include "TraceSnapshot.h"
+#include "poolscope/Timeline.h"
+#include "poolscope/control/ControlClient.h"
+
 #include <QObject>
 #include <QString>
 #include <QTimer>
 #include <functional>
 #include <map>
 #include <memory>
-
-#include "TraceSnapshot.h"
-#include "poolscope/Timeline.h"
-#include "poolscope/control/ControlClient.h"
 
 class QSocketNotifier;
 
@@ -49,7 +49,10 @@ public:
     TraceSnapshot snapshot() const;
     uint64_t eventsReceived() const { return eventsReceived_; }
     uint64_t droppedForDisplay() const { return dropped_; }
-    void setRefreshIntervalMs(int ms) { tick_.setInterval(ms); }
+    void setRefreshIntervalMs(int ms) {
+        baseIntervalMs_ = ms;
+        tick_.setInterval(ms);
+    }
 
 signals:
     void poolsChanged();
@@ -76,6 +79,7 @@ private:
     std::map<uint32_t, control::Op> pending_; // request id -> what it was
     std::unique_ptr<TimelineBuilder> builder_;
     bool dirty_ = false;
+    int baseIntervalMs_ = 100;
     uint64_t eventsReceived_ = 0;
     uint64_t dropped_ = 0;
 };

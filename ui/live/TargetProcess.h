@@ -2,10 +2,10 @@
 // Runs a launch plan (built and tested in core: control::LaunchSpec) and reports only through
 // signals, like hotspot's perf wrapper: started, output, finished, crashed, failedToStart.
 
+#include "poolscope/control/LaunchSpec.h"
+
 #include <QObject>
 #include <QProcess>
-
-#include "poolscope/control/LaunchSpec.h"
 
 namespace poolscope::ui {
 
