@@ -25,7 +25,7 @@ Event fullEvent(int kind) {
     e.used = (uint64_t{1} << 40) + k;
     e.tid = 0xFFFF'FFF0u + static_cast<uint32_t>(k % 16);
     e.correlation = 0xFFFF'FF00u + static_cast<uint32_t>(k);
-    e.result = kind % 2 ? -static_cast<int32_t>(k) : 0x7FFF'FFF0 + kind;
+    e.result = kind % 2 ? -static_cast<int32_t>(k) : 0x7FFF'FF00 + kind;
     e.device = static_cast<int16_t>(kind % 2 ? -1 : 32767 - kind);
     e.kind = static_cast<EventKind>(kind);
     e.variant = static_cast<uint8_t>(255 - kind);
