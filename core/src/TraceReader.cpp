@@ -1,6 +1,7 @@
 #include "poolscope/TraceReader.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -59,6 +60,15 @@ Event readSample(const Stmt& s) {
     return e;
 }
 
+bool hasSqliteMagic(const std::string& path) {
+    char head[16] = {};
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return false;
+    size_t n = std::fread(head, 1, sizeof head, f);
+    std::fclose(f);
+    return n == sizeof head && std::memcmp(head, "SQLite format 3", 16) == 0;
+}
+
 } // namespace
 
 Error TraceReader::sqlError(const char* what) const {
@@ -101,9 +111,14 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) 
         int rc = s.ok() ? s.step() : sqlite3_errcode(r->db_);
         if (rc != SQLITE_ROW) {
             int code = sqlite3_errcode(r->db_);
-            if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+            if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
+                if (hasSqliteMagic(path))
+                    return Error{ErrorCode::Corrupt,
+                                 "'" + path + "' is damaged or truncated (an SQLite file that "
+                                              "cannot be read)"};
                 return Error{ErrorCode::NotSqlite,
                              "'" + path + "' is not a PoolScope trace (not an SQLite database)"};
+            }
             return r->sqlError("read the header");
         }
         appId = s.i32(0);
