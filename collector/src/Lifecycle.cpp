@@ -32,6 +32,7 @@ std::atomic<bool> g_inSignal{false};
 std::atomic<bool> g_shutDown{false};
 std::atomic<pthread_t> g_writerThread{};
 std::unique_ptr<CollectorApi> g_api;
+bool g_discard = false;
 
 const char* cuptiError(CUptiResult r) {
     const char* s = nullptr;
@@ -120,7 +121,15 @@ void writerLoop() {
             lastActivityFlush = now;
         }
         const int req = rt.flushRequest.load(std::memory_order_acquire);
-        if (!failed && rt.sink) {
+        if (g_discard) {
+            // Diagnostic (POOLSCOPE_BENCH_DISCARD=1): drain and drop, to tell the hot path's
+            // cost from the writer's in overhead measurements. The trace stays empty.
+            static Event sink[4096];
+            for (size_t i = 0; i < rt.rings.count(); ++i)
+                if (EventRing* r = rt.rings.at(i))
+                    while (r->drain(sink, 4096) == 4096) {
+                    }
+        } else if (!failed && rt.sink) {
             // A fatal signal asked for a flush: write everything held back, and commit.
             Status s = rt.sink->pump(req != rt.flushDone.load(std::memory_order_relaxed));
             if (!s) {
@@ -288,6 +297,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     Runtime& rt = runtime();
     rt.config = Config::fromEnvironment();
     if (rt.config.disabled) return 1;
+    if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = d[0] == '1';
     Clock::init(rt.config.allowTsc);
     if (!openTrace(rt)) return 1;
 

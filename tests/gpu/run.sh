@@ -49,6 +49,7 @@ record_and_check() {
     note "$(echo "$out" | tail -n 1)"
 }
 
+if [[ ${BENCH_ONLY:-0} != 1 ]]; then
 export POOLSCOPE_DEBUG=1
 record_and_check churn -- "$WL/churn" 1200
 unset POOLSCOPE_DEBUG
@@ -91,24 +92,34 @@ n=$("$PS" info "$WORK/term.poolscope" 2>/dev/null | grep -m1 -o '[0-9]* events' 
 tail -n 3 "$WORK/term.err"
 if grep -q "signal 15" "$WORK/term.err" && [[ -n $n && $n != "0 events" ]]; then note "PASS sigterm: $n kept"; else note "FAIL sigterm: ${n:-unreadable}"; fi
 
+fi # BENCH_ONLY
 # ---- overhead: bare / floor (empty callbacks on the same ids) / collector, alternating ----
-ITER=${BENCH_ITER:-200000}
-ROUNDS=${BENCH_ROUNDS:-9}
+ITER=${BENCH_ITER:-150000}
+ROUNDS=${BENCH_ROUNDS:-11}
 # Pinned to the same few cores every run: unpinned runs on the VM spread over two modes ~40% apart.
 PIN=()
-command -v taskset >/dev/null && PIN=(taskset -c 2-5)
+command -v taskset >/dev/null && PIN=(taskset -c ${BENCH_CPUS:-2-5})
+CONFIGS=${BENCH_CONFIGS:-bare floor collector collector_full collector_nowm collector_mono collector_ring4k}
 bench() { # NAME [ENV...]
     local name=$1; shift
     env "$@" "${PIN[@]}" "$WL/churn" --bench "$ITER" 2>>"$WORK/bench.err" | grep '"bench"' |
         python3 -c "import json,sys; print('$name', json.load(sys.stdin)['ns_per_iter'])"
 }
 : >"$WORK/bench.txt"
+C="CUDA_INJECTION64_PATH=$COLLECTOR POOLSCOPE_OUTPUT=$WORK/bench.poolscope"
 for r in $(seq "$ROUNDS"); do
-    bench bare >>"$WORK/bench.txt"
-    bench floor CUDA_INJECTION64_PATH="$FLOOR" >>"$WORK/bench.txt"
-    bench collector CUDA_INJECTION64_PATH="$COLLECTOR" POOLSCOPE_OUTPUT="$WORK/bench.poolscope" >>"$WORK/bench.txt"
-    bench collector_full CUDA_INJECTION64_PATH="$COLLECTOR" POOLSCOPE_OUTPUT="$WORK/bench.poolscope" POOLSCOPE_WATERMARKS=full >>"$WORK/bench.txt"
-    bench collector_nowm CUDA_INJECTION64_PATH="$COLLECTOR" POOLSCOPE_OUTPUT="$WORK/bench.poolscope" POOLSCOPE_WATERMARKS=off >>"$WORK/bench.txt"
+    for cfg in $CONFIGS; do
+        case $cfg in
+        bare) bench bare ;;
+        floor) bench floor CUDA_INJECTION64_PATH="$FLOOR" ;;
+        collector) bench collector $C ;;
+        collector_full) bench collector_full $C POOLSCOPE_WATERMARKS=full ;;
+        collector_nowm) bench collector_nowm $C POOLSCOPE_WATERMARKS=off ;;
+        collector_mono) bench collector_mono $C POOLSCOPE_CLOCK=monotonic ;;
+        collector_ring4k) bench collector_ring4k $C POOLSCOPE_RING_EVENTS=4096 POOLSCOPE_SAMPLE_PERIOD_MS=0 ;;
+        collector_discard) bench collector_discard $C POOLSCOPE_BENCH_DISCARD=1 ;;
+        esac >>"$WORK/bench.txt"
+    done
 done
 python3 - "$WORK/bench.txt" "$ITER" <<'PY' | tee "$OUTDIR/bench.json"
 import json, statistics, sys
@@ -118,17 +129,20 @@ for line in open(sys.argv[1]):
     rows.setdefault(k, []).append(float(v))
 med = {k: statistics.median(v) for k, v in rows.items()}
 bare, floor = med["bare"], med["floor"]
+mins = {k: min(v) for k, v in rows.items()}
 res = {"iterations": int(sys.argv[2]), "rounds": len(rows["bare"]), "median_ns_per_iter": med,
+       "min_ns_per_iter": mins,
        "runs": rows, "calls_per_iter": 4,
        "floor_ns_per_call": (floor - bare) / 4}
 for k in med:
     if k.startswith("collector"):
         res[k + "_ratio"] = (med[k] - bare) / (floor - bare)
+        res[k + "_ratio_of_minimums"] = (mins[k] - mins["bare"]) / (mins["floor"] - mins["bare"])
         res[k + "_ns_per_call"] = (med[k] - bare) / 4
         res[k + "_ns_per_call_above_floor"] = (med[k] - floor) / 4
 print(json.dumps(res, indent=1))
 PY
-"$PS" info "$WORK/bench.poolscope" | head -n 12
+"$PS" info "$WORK/bench.poolscope" 2>/dev/null | head -n 12
 
 echo "== results"
 printf '%s\n' "${results[@]}" | tee "$OUTDIR/results.txt"
