@@ -61,6 +61,7 @@ void packRows(const Timeline& tl, std::vector<uint32_t>& allocs, LaneLayout& out
             row = rowCount++;
             out.rows.emplace_back();
             out.rowEnds.emplace_back();
+            out.rowStarts.emplace_back();
             out.laneOfRow.push_back(laneIndex);
         } else {
             row = freeRows.top();
@@ -75,10 +76,13 @@ void packRows(const Timeline& tl, std::vector<uint32_t>& allocs, LaneLayout& out
     for (int r = 0; r < rowCount; ++r) {
         const auto& row = out.rows[size_t(lane.firstRow + r)];
         auto& ends = out.rowEnds[size_t(lane.firstRow + r)];
+        auto& starts = out.rowStarts[size_t(lane.firstRow + r)];
         ends.reserve(row.size());
+        starts.reserve(row.size());
         for (uint32_t i : row) {
             const Allocation& a = tl.allocations[i];
             ends.push_back(a.live() ? std::max(tl.t1, a.allocTsNs) : a.freeTsNs);
+            starts.push_back(a.allocTsNs);
         }
     }
 }

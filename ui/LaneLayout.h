@@ -46,6 +46,7 @@ public:
     // contiguously: the painter's per-pixel skips gallop through these instead of chasing
     // allocation records across memory (that was most of a fit-all frame on 10M events).
     std::vector<std::vector<int64_t>> rowEnds;
+    std::vector<std::vector<int64_t>> rowStarts; // alloc times, same layout as rowEnds
     std::vector<int32_t> rowOfAlloc; // row of each allocation
     std::vector<int32_t> laneOfRow;
 

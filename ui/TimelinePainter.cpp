@@ -140,6 +140,7 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
         const int y = y0 + r * pitch;
         if (y > g_.lanesBottom() || y + barH < g_.lanesTop()) continue;
         const std::vector<int64_t>& ends = layout.rowEnds[size_t(l.firstRow + r)];
+        const std::vector<int64_t>& starts = layout.rowStarts[size_t(l.firstRow + r)];
         size_t k = size_t(std::upper_bound(ends.begin(), ends.end(), v0) - ends.begin());
         double runX0 = -1, runX1 = -1;
         QColor runColor;
@@ -150,9 +151,10 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
             runX0 = runX1 = -1;
         };
         while (k < row.size()) {
-            const Allocation& a = tl.allocations[row[k]];
-            if (a.allocTsNs >= v1) break;
-            const double x0 = clampX(g_.xOf(a.allocTsNs), g_);
+            // Times come from the row's own arrays; the allocation record (elsewhere in memory)
+            // is only read when something is drawn from it.
+            if (starts[k] >= v1) break;
+            const double x0 = clampX(g_.xOf(starts[k]), g_);
             const double x1 = clampX(g_.xOf(ends[k]), g_);
             if (x1 - x0 < 1.5) {
                 // Sub-pixel: fold into the current run, then skip every allocation of this row
@@ -163,12 +165,13 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
                     flush();
                     runX0 = px;
                     runX1 = px + 1;
-                    runColor = barColor(a).darker(110);
+                    runColor = barColor(tl.allocations[row[k]]).darker(110);
                 }
                 k = gallopPast(ends, k + 1, g_.tOf(px + 1));
                 continue;
             }
             flush();
+            const Allocation& a = tl.allocations[row[k]];
             // A one-pixel gap at the end keeps back-to-back blocks of a row apart.
             p.fillRect(QRectF(x0, y, x1 - x0 > 4 ? x1 - x0 - 1 : x1 - x0, barH), barColor(a));
             ++stats.bars;
@@ -251,7 +254,8 @@ void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
     const int top = g_.laneY(laneIdx), h = g_.laneH[laneIdx];
     auto tsBefore = [&](int64_t t) { return [&, t](uint32_t i) { return tl.markers[i].tsNs < t; }; };
     auto it = std::partition_point(l.markers.begin(), l.markers.end(), tsBefore(g_.v0));
-    p.setRenderHint(QPainter::Antialiasing, true);
+    // Lines stay aliased and solid (dashed or antialiased lines go through Qt's stroker, which
+    // cost more than the rest of a fit-all frame); only the small shapes are antialiased.
     while (it != l.markers.end()) {
         const Marker& m = tl.markers[*it];
         if (m.tsNs >= g_.v1) break;
@@ -262,7 +266,7 @@ void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
         case EventKind::StreamSynchronize:
         case EventKind::ContextSynchronize:
         case EventKind::EventSynchronize:
-            p.setPen(QPen(c_.syncColor(), 1));
+            p.setPen(QPen(c_.syncColor(), 0));
             p.drawLine(QPointF(x, top + 1), QPointF(x, top + h - 2));
             p.setBrush(c_.syncColor());
             p.setPen(Qt::NoPen);
@@ -271,13 +275,17 @@ void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
         case EventKind::ImplicitRelease:
         case EventKind::PoolTrimTo: {
             c = m.kind == EventKind::ImplicitRelease ? c_.releaseColor() : c_.trimColor();
-            p.setPen(QPen(c, 1, Qt::DashLine));
+            QColor faint = c;
+            faint.setAlpha(140);
+            p.setPen(QPen(faint, 0));
             p.drawLine(QPointF(x, top + 2), QPointF(x, top + h - 2));
             QPolygonF tri;
             tri << QPointF(x - 5, top + 2) << QPointF(x + 5, top + 2) << QPointF(x, top + 10);
             p.setPen(Qt::NoPen);
             p.setBrush(c);
+            p.setRenderHint(QPainter::Antialiasing, true);
             p.drawPolygon(tri);
+            p.setRenderHint(QPainter::Antialiasing, false);
             break;
         }
         case EventKind::PoolSetAttribute:
@@ -289,7 +297,9 @@ void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
                 << QPointF(x - 6, cy);
             p.setPen(QPen(c_.background(), 1));
             p.setBrush(c);
+            p.setRenderHint(QPainter::Antialiasing, true);
             p.drawPolygon(dia);
+            p.setRenderHint(QPainter::Antialiasing, false);
             break;
         }
         default:

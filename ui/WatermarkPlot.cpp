@@ -172,9 +172,15 @@ void WatermarkPlot::refreshData() {
             QVector<double> k, v;
             double running = double(seriesMax(p->reserved, tl.t0, std::max(tl.t0 + 1, v0_)));
             const auto& d = g.reserved->data();
+            // Only the steps where the maximum rises: a dotted pen is drawn segment by segment.
             for (auto it = d->constBegin(); it != d->constEnd(); ++it) {
+                if (!k.isEmpty() && it->value <= running) continue;
                 running = std::max(running, it->value);
                 k.push_back(it->key);
+                v.push_back(running);
+            }
+            if (!k.isEmpty() && !d->isEmpty()) {
+                k.push_back((d->constEnd() - 1)->key);
                 v.push_back(running);
             }
             g.high->setData(k, v, true);
@@ -184,9 +190,16 @@ void WatermarkPlot::refreshData() {
         QVector<double> mk, mv;
         auto it = std::partition_point(tl.markers.begin(), tl.markers.end(),
                                        [&](const Marker& m) { return m.tsNs < v0_; });
-        for (; it != tl.markers.end() && it->tsNs < v1_ && mk.size() < 4000; ++it) {
+        // One marker per pixel column at most: thousands of overlapping triangles cost more to
+        // draw than all the lines.
+        const double pxPerNs = double(std::max(1, plot_->axisRect()->width())) / double(v1_ - v0_);
+        int64_t lastPx = INT64_MIN;
+        for (; it != tl.markers.end() && it->tsNs < v1_; ++it) {
             if (it->pool != g.pool) continue;
             if (it->kind != EventKind::ImplicitRelease && it->kind != EventKind::PoolTrimTo) continue;
+            const int64_t px = int64_t(double(it->tsNs - v0_) * pxPerNs);
+            if (px == lastPx) continue;
+            lastPx = px;
             mk.push_back(double(it->tsNs) - base);
             mv.push_back(double(p->reserved.valueAt(it->tsNs)));
         }
