@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <memory>
+#include <unistd.h>
 
 namespace poolscope::collector {
 
@@ -16,6 +17,21 @@ namespace {
 using control::ControlServer;
 using control::PoolDriver;
 using control::PoolState;
+
+std::string ownCommandLine() {
+    std::string s;
+    if (FILE* f = std::fopen("/proc/self/cmdline", "rb")) {
+        char buf[4096];
+        size_t n = std::fread(buf, 1, sizeof buf, f);
+        std::fclose(f);
+        s.assign(buf, n);
+    }
+    while (!s.empty() && s.back() == '\0')
+        s.pop_back();
+    for (char& c : s)
+        if (c == '\0') c = ' ';
+    return s;
+}
 
 // CollectorApi already applies each change with the collector's guard set and records the
 // KnobChange event itself (recordsKnobChanges() = true), so this adapter only translates.
@@ -27,6 +43,12 @@ public:
         control::TargetDescription d;
         d.process = api_.process();
         d.devices = api_.devices();
+        // What the collector leaves empty, the process itself can tell (attach lists show it).
+        if (d.process.commandLine.empty()) d.process.commandLine = ownCommandLine();
+        if (d.process.host.empty()) {
+            char host[256] = {};
+            if (gethostname(host, sizeof host - 1) == 0) d.process.host = host;
+        }
         return d;
     }
     Result<std::vector<PoolState>> listPools() override {

@@ -73,6 +73,7 @@ TEST(CollectorBridge, ListenValuesAndKnobsThroughCollectorApi) {
     auto c = ControlClient::connect(sock, o);
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_EQ((*c)->hello().process.pid, 777);
+    EXPECT_FALSE((*c)->hello().process.commandLine.empty()) << "filled from /proc/self";
     ASSERT_EQ((*c)->hello().pools.size(), 1u);
     EXPECT_EQ((*c)->hello().pools[0].reservedCurrent, 500u);
 
