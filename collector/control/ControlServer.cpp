@@ -181,10 +181,10 @@ void ControlServer::stop() {
 }
 
 void ControlServer::abandonAfterFork() {
-    // No thread exists in the child and the parent still serves the socket file.
+    // No thread exists in the child and the parent still serves the socket file. clients_ is
+    // deliberately left alone: fork() may have copied it in the middle of a change by the
+    // server thread, and walking it could crash the child; its descriptors close at exit/exec.
     if (thread_.joinable()) thread_.detach();
-    for (auto& c : clients_)
-        if (c->fd >= 0) close(c->fd);
     if (listenFd_ >= 0) close(listenFd_);
     if (wakeFd_ >= 0) close(wakeFd_);
     listenFd_ = wakeFd_ = -1;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -148,6 +149,7 @@ void writerLoop() {
 void finishRecording() {
     Runtime& rt = runtime();
     if (g_shutDown.exchange(true)) return;
+    if (rt.forkPending.load()) return; // a forked child that never used CUDA: nothing to write
     rt.enabled.store(false);
     rt.stopping.store(true, std::memory_order_release);
     if (rt.sampler.joinable()) rt.sampler.join();
@@ -261,31 +263,43 @@ void startControl(Runtime& rt) {
 #endif
 }
 
-// A child of fork() keeps only the forking thread. It must not write into the parent's file:
-// it gets a fresh trace of its own (pid in the name), fresh threads and a fresh ring table.
+// A child of fork() keeps only the forking thread. It must not write into the parent's file, and
+// most children never touch CUDA again (PyTorch DataLoader workers, helpers that exec): so the
+// child only forgets the parent's writer here and starts its own trace (pid in the name, no
+// sampler: CUDA after fork is the application's gamble, not ours to add to) at its first traced
+// call, from startForkedChild().
 void atforkChild() {
     Runtime& rt = runtime();
     if (!rt.enabled.load() || g_shutDown.load()) return;
-    // The parent's writer objects are abandoned (never closed here: closing would checkpoint the
-    // parent's WAL from the child).
+    rt.enabled.store(false);
+    // The parent's objects are abandoned, never destroyed: its threads do not exist here (a
+    // joinable std::thread must not be assigned or destroyed), and closing its SQLite handle
+    // would checkpoint the parent's WAL from the child.
     (void)rt.sink.release();
-    rt.writer = std::thread();
-    rt.sampler = std::thread();
-    rt.live.release();
+    new (&rt.writer) std::thread();
+    new (&rt.sampler) std::thread();
+    (void)rt.live.release();
+    new (&rt.coldMutex) std::mutex(); // another thread may have held it at the fork
     rt.rings.resetKeeping(threadState() ? threadState()->ring : nullptr);
-    rt.config.parentPid = getppid();
-    rt.config.output = pathForPid(rt.config.output, getpid());
-    if (!openTrace(rt)) {
-        rt.enabled.store(false);
-        return;
-    }
-    startThreads(rt);
+    rt.forkPending.store(true);
 }
 
 } // namespace
 
 // Shared with Api.cpp and Sampler.cpp.
 bool collectorShuttingDown() { return g_shutDown.load(); }
+
+// First traced call in a forked child (see atforkChild).
+void startForkedChild() {
+    Runtime& rt = runtime();
+    if (!rt.forkPending.exchange(false) || g_shutDown.load()) return;
+    rt.config.parentPid = getppid();
+    rt.config.output = pathForPid(rt.config.output, getpid());
+    rt.config.samplePeriodMs = 0;
+    if (!openTrace(rt)) return;
+    rt.enabled.store(true);
+    startThreads(rt);
+}
 
 } // namespace poolscope::collector
 

@@ -313,7 +313,11 @@ ThreadState* ownThreadState() {
 
 void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid, const void* data) {
     Runtime& rt = runtime();
-    if (!rt.enabled.load(std::memory_order_relaxed)) return;
+    if (!rt.enabled.load(std::memory_order_relaxed)) {
+        if (!rt.forkPending.load(std::memory_order_relaxed)) return;
+        startForkedChild();
+        if (!rt.enabled.load(std::memory_order_relaxed)) return;
+    }
     ThreadState* t = t_state;
     if (!t) {
         t = makeThreadState(false);

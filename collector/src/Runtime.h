@@ -82,6 +82,7 @@ struct Runtime {
     std::atomic<int> flushDone{0};
     std::unique_ptr<LiveSink> live;
     bool driverVersionKnown = false;
+    std::atomic<bool> forkPending{false}; // forked child: recording starts at its first call
 };
 
 Runtime& runtime();
@@ -110,5 +111,6 @@ PoolSlot* registerPool(uint64_t handle, int device);
 void ensureDevice(int device);       // cold: default pool, current pool, device facts
 int deviceOfContext(ThreadState* t, void* ctx);
 void disableCollector(const char* why); // logs, switches the callback off, notes it in the trace
+void startForkedChild();                // Lifecycle.cpp
 
 } // namespace poolscope::collector

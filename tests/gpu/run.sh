@@ -56,6 +56,8 @@ unset POOLSCOPE_DEBUG
 record_and_check pools -- "$WL/pools"
 record_and_check trims_oom -- "$WL/trims_oom"
 record_and_check threads -- "$WL/threads" 4 2000
+record_and_check fork_after_init -- "$WL/fork_after_init"
+if ls "$WORK"/fork_after_init.*.poolscope >/dev/null 2>&1; then note "FAIL fork_after_init: a child that never used CUDA wrote a trace"; fi
 # IPC: the child writes its own trace, with its pid in the name.
 "$PS" record -o "$WORK/ipc.poolscope" -- "$WL/ipc" >"$WORK/ipc.truth" 2>"$WORK/ipc.err"
 rc=$?; echo "-- ipc: exit $rc"; tail -n 20 "$WORK/ipc.err" | sed 's/^/   | /'
@@ -93,6 +95,7 @@ tail -n 3 "$WORK/term.err"
 if grep -q "signal 15" "$WORK/term.err" && [[ -n $n && $n != "0 events" ]]; then note "PASS sigterm: $n kept"; else note "FAIL sigterm: ${n:-unreadable}"; fi
 
 fi # BENCH_ONLY
+if [[ ${BENCH_SKIP:-0} != 1 ]]; then
 # ---- overhead: bare / floor (empty callbacks on the same ids) / collector, alternating ----
 ITER=${BENCH_ITER:-150000}
 ROUNDS=${BENCH_ROUNDS:-11}
@@ -144,6 +147,7 @@ print(json.dumps(res, indent=1))
 PY
 "$PS" info "$WORK/bench.poolscope" 2>/dev/null | head -n 12
 
+fi # BENCH_SKIP
 echo "== results"
 printf '%s\n' "${results[@]}" | tee "$OUTDIR/results.txt"
 echo "== $pass passed, $fail failed"
