@@ -71,7 +71,8 @@ public:
     Status start();
     // Stops the thread, closes every connection and removes the socket file. Idempotent.
     void stop();
-    // In a child after fork(): close inherited descriptors, leave the parent's socket file alone.
+    // In a child after fork(): close the inherited listening descriptors, leave the parent's
+    // socket file alone. Safe to call in the child only (see the .cpp for why clients stay).
     void abandonAfterFork();
 
     bool running() const { return running_.load(); }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 
 using namespace poolscope;
@@ -408,4 +409,24 @@ TEST_F(ServerTest, StaleSocketIsReplaced) {
     startServer();
     EXPECT_TRUE(server_->running());
     EXPECT_TRUE(connect());
+}
+
+TEST_F(ServerTest, ForkedChildLeavesTheParentsServerAlone) {
+    ControlServer& s = startServer();
+    pid_t pid = fork();
+    if (pid == 0) {
+        // The child: no server thread exists here. Dropping the copy must not unlink the
+        // parent's socket or disturb its clients.
+        s.abandonAfterFork();
+        _exit(s.running() ? 1 : 0);
+    }
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct stat st {};
+    EXPECT_EQ(stat(s.socketPath().c_str(), &st), 0) << "the parent's socket is still there";
+    auto c = connect();
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->ping());
 }
