@@ -31,7 +31,8 @@ enum class EventKind : uint8_t {
     PointerImport = 17, // ptr imported into pool (the importing process's mapping)
     PoolSetAccess = 18, // pool, device=accessing device, aux=CUmemAccess_flags
     KnobChange = 19,    // a change PoolScope itself made: pool, attr, size=new (driver read-back),
-                        // aux=old; variant=KnobOrigin; attr=PoolAttr or KnobAction
+                        // aux=old, ptr=the value requested; variant=KnobOrigin; attr=PoolAttr or
+                        // KnobAction (details in control/Protocol.h)
     StreamCreate = 20,  // stream, aux=flags, variant=priority (+128 bias)
     StreamDestroy = 21, // stream
     Sample = 22,        // periodic watermark sample: pool, reserved, used, size=reserved high,
