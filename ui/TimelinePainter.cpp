@@ -31,8 +31,14 @@ void TimelineGeometry::layoutLanes(const LaneLayout& layout) {
     for (const Lane& l : layout.lanes) {
         int h = kDeviceH;
         if (l.kind == LaneKind::Pool) h = kPoolH;
-        if (l.kind == LaneKind::Stream)
-            h = 2 * kStreamPad + std::max(2, std::min(l.rowCount, kMaxVisibleRows)) * kRowPitch;
+        if (l.kind == LaneKind::Stream) {
+            // Up to kMaxVisibleRows rows get full-height bars; a lane with more concurrent
+            // blocks grows to 180 px and squeezes its rows (at least 3 px each while it can).
+            const int rows = std::max(2, l.rowCount);
+            h = 2 * kStreamPad + (rows <= kMaxVisibleRows
+                                      ? rows * kRowPitch
+                                      : std::clamp(rows * 3, kMaxVisibleRows * kRowPitch, 180));
+        }
         laneTop.push_back(y);
         laneH.push_back(h);
         y += h;
@@ -343,8 +349,11 @@ void TimelinePainter::paintEdges(QPainter& p) {
         const int a = layout.laneOfStream(e.fromStream), b = layout.laneOfStream(e.toStream);
         const double xw = g_.xOf(e.waitTsNs);
         if (a >= 0 && b >= 0 && a != b && e.recordTsNs < g_.v1) {
-            const double ya = g_.laneY(size_t(a)) + g_.laneH[size_t(a)] / 2.0;
-            const double yb = g_.laneY(size_t(b)) + g_.laneH[size_t(b)] / 2.0;
+            // From the recording lane's edge to the waiting lane's edge: arrows never cover
+            // the bars of the lanes they connect.
+            const bool down = b > a;
+            const double ya = g_.laneY(size_t(a)) + (down ? g_.laneH[size_t(a)] - 1 : 1);
+            const double yb = g_.laneY(size_t(b)) + (down ? 1 : g_.laneH[size_t(b)] - 1);
             lines.emplace_back(clampX(g_.xOf(e.recordTsNs), g_), ya, clampX(xw, g_), yb);
         }
         // Gallop forward to the first edge waited on in the next pixel column.
