@@ -34,22 +34,11 @@ void ensureContext(ThreadState* t) {
 
 class Api final : public CollectorApi {
 public:
-    ProcessInfo process() const override {
-        ProcessInfo p;
-        p.pid = getpid();
-        p.collectorVersion = POOLSCOPE_VERSION;
-        return p;
-    }
+    ProcessInfo process() const override { return runtime().process; }
     std::vector<DeviceInfo> devices() const override {
-        std::vector<DeviceInfo> out;
         Runtime& rt = runtime();
-        for (int d = 0; d < Runtime::kMaxDevices; ++d)
-            if (rt.deviceReady[d].load()) {
-                DeviceInfo info;
-                info.ordinal = d;
-                out.push_back(info);
-            }
-        return out;
+        std::lock_guard lock(rt.coldMutex);
+        return rt.devices;
     }
     std::vector<PoolInfo> pools() const override {
         std::vector<PoolInfo> out;

@@ -235,6 +235,7 @@ bool openTrace(Runtime& rt) {
     if (cuDriverGetVersion(&dv) == CUDA_SUCCESS) p.driverVersion = dv;
     p.collectorVersion = POOLSCOPE_VERSION;
     rt.sink->setProcess(p);
+    rt.process = p;
     rt.sink->setMeta("collector", "poolscope collector " POOLSCOPE_VERSION);
     rt.sink->setMeta("clock", Clock::usesTsc() ? "tsc" : "monotonic");
     rt.sink->setMeta("watermarks", rt.config.watermarks == WatermarkMode::Exit   ? "exit"

@@ -425,6 +425,10 @@ void ensureDevice(int device) {
         rt.currentPool[device].store(reinterpret_cast<uint64_t>(cur), std::memory_order_relaxed);
         rt.deviceReady[device].store(true, std::memory_order_release);
     }
+    {
+        std::lock_guard lock(rt.coldMutex);
+        rt.devices.push_back(info);
+    }
     if (def) registerPool(reinterpret_cast<uint64_t>(def), device);
     if (cur && cur != def) registerPool(reinterpret_cast<uint64_t>(cur), device);
     if (rt.sink) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <cuda.h>
 #include <cupti.h>
@@ -82,7 +83,9 @@ struct Runtime {
     std::atomic<int> flushDone{0};
     std::unique_ptr<LiveSink> live;
     bool driverVersionKnown = false;
-    std::atomic<bool> forkPending{false}; // forked child: recording starts at its first call
+    std::atomic<bool> forkPending{false};
+    ProcessInfo process;              // as written to the trace (for the control server's hello)
+    std::vector<DeviceInfo> devices;  // guarded by coldMutex // forked child: recording starts at its first call
 };
 
 Runtime& runtime();
