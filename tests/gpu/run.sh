@@ -4,6 +4,13 @@
 # Records every workload in tests/workloads with `poolscope record`, checks each trace against the
 # ground truth the workload printed (tests/gpu/check_trace.py), runs the overhead benchmark (bare /
 # empty-callback floor / collector, alternating, medians) and leaves small traces and logs in $OUT.
+# Knobs: BENCH_SKIP=1 (checks only), BENCH_ONLY=1 (benchmark only), BENCH_ITER, BENCH_ROUNDS,
+# BENCH_CPUS (taskset list, default 2-5), BENCH_CONFIGS (bare floor collector collector_full
+# collector_nowm collector_mono collector_ring4k collector_discard).
+# Build (on any x86-64 Linux with CUDA 13, then carry build/gpu):
+#   cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DPOOLSCOPE_BUILD_GUI=OFF -DPOOLSCOPE_BUILD_BENCH=OFF
+#   cmake --build build/gpu -j2 --target poolscope poolscope_collector poolscope_floor_injection \
+#     workload_churn workload_pools workload_trims_oom workload_threads workload_ipc workload_fork_after_init
 set -uo pipefail
 BUILD=${1:-build/gpu}
 OUTDIR=${OUT:-$PWD/gpu-out}
