@@ -347,6 +347,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
         r = cuptiActivityRegisterTimestampCallback(monotonicTimestamp);
         if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
         if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+        // Diagnostic (POOLSCOPE_BENCH_MEMORY2=1): the other way to get watermarks, MEMORY2
+        // records per alloc/free, enabled only to measure its cost; its records are dropped.
+        if (const char* m = std::getenv("POOLSCOPE_BENCH_MEMORY2"); r == CUPTI_SUCCESS && m && m[0] == '1')
+            r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2);
         if (r != CUPTI_SUCCESS) {
             // Degraded, not off: events and exact watermarks still work; implicit releases
             // then show only through the synchronize's watermarks.

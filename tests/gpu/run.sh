@@ -6,7 +6,7 @@
 # empty-callback floor / collector, alternating, medians) and leaves small traces and logs in $OUT.
 # Knobs: BENCH_SKIP=1 (checks only), BENCH_ONLY=1 (benchmark only), BENCH_ITER, BENCH_ROUNDS,
 # BENCH_CPUS (taskset list, default 2-5), BENCH_CONFIGS (bare floor collector collector_full
-# collector_nowm collector_mono collector_ring4k collector_discard).
+# collector_nowm collector_mono collector_ring4k collector_discard collector_memory2).
 # Build (on any x86-64 Linux with CUDA 13, then carry build/gpu):
 #   cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DPOOLSCOPE_BUILD_GUI=OFF -DPOOLSCOPE_BUILD_BENCH=OFF
 #   cmake --build build/gpu -j2 --target poolscope poolscope_collector poolscope_floor_injection \
@@ -128,6 +128,7 @@ for r in $(seq "$ROUNDS"); do
         collector_mono) bench collector_mono $C POOLSCOPE_CLOCK=monotonic ;;
         collector_ring4k) bench collector_ring4k $C POOLSCOPE_RING_EVENTS=4096 POOLSCOPE_SAMPLE_PERIOD_MS=0 ;;
         collector_discard) bench collector_discard $C POOLSCOPE_BENCH_DISCARD=1 ;;
+        collector_memory2) bench collector_memory2 $C POOLSCOPE_WATERMARKS=off POOLSCOPE_BENCH_MEMORY2=1 ;;
         esac >>"$WORK/bench.txt"
     done
 done
