@@ -257,3 +257,17 @@ TEST(MainWindow, EveryRecordedSampleOpensAndPaints) {
         QApplication::processEvents();
     }
 }
+
+// First start with nothing given: the bundled recorded sample, and the window says so.
+TEST(MainWindow, FirstStartShowsBundledSampleAndSaysSo) {
+    if (!QFile::exists(QStringLiteral(POOLSCOPE_SAMPLE_TRACE))) GTEST_SKIP() << "no bundled sample";
+    MainWindow w;
+    w.show();
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openDefault();
+    ASSERT_TRUE(shown.wait(30000));
+    EXPECT_TRUE(w.snapshot().bundledSample);
+    EXPECT_TRUE(w.statusText().contains("bundled sample")) << w.statusText().toStdString();
+    EXPECT_TRUE(w.statusText().contains("recorded on")) << w.statusText().toStdString();
+    EXPECT_TRUE(w.windowTitle().contains("bundled sample"));
+}
