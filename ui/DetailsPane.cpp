@@ -223,15 +223,25 @@ void DetailsPane::render() {
     if (cursor_ != INT64_MIN) {
         h += QStringLiteral("<h4>At the cursor (%1)</h4><table>").arg(qd(cursor_ - tl.t0));
         for (const PoolTimeline& p : tl.pools) {
+            if (L.laneOfPool(p.info.handle) < 0) continue; // not shown anywhere (empty unknown pool)
             QString v = QStringLiteral("reserved %1 · used %2")
                             .arg(qb(p.reserved.valueAt(cursor_)), qb(p.used.valueAt(cursor_)));
             if (!p.releaseThreshold.empty())
                 v += QStringLiteral(" · threshold %1").arg(qb(p.releaseThreshold.valueAt(cursor_)));
             h += row(L.poolName(p.info.handle), v);
         }
-        for (const StreamTimeline& s : tl.streams)
-            h += row(L.streamName(s.info.handle),
-                     QStringLiteral("live %1").arg(qb(s.liveBytes.valueAt(cursor_))));
+        // Only streams holding memory at that instant: a PyTorch trace has 100+ streams.
+        int idle = 0;
+        for (const StreamTimeline& s : tl.streams) {
+            const uint64_t live = s.liveBytes.valueAt(cursor_);
+            if (live == 0) {
+                ++idle;
+                continue;
+            }
+            h += row(L.streamName(s.info.handle), QStringLiteral("live %1").arg(qb(live)));
+        }
+        if (idle)
+            h += row(tr("%n other stream(s)", "", idle), tr("nothing live"));
         h += QStringLiteral("</table>");
     }
     setHtml(h);

@@ -43,7 +43,7 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
             const int dev = add(-1, d);
             for (size_t pi = 0; pi < tl.pools.size(); ++pi) {
                 const PoolTimeline& p = tl.pools[pi];
-                if (p.info.device != l.device) continue;
+                if (p.info.device != l.device || layout.laneOfPool(p.info.handle) < 0) continue;
                 Node n;
                 n.kind = Selection::Pool;
                 n.handle = p.info.handle;

@@ -109,13 +109,22 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
         if (!streamsWithLane.count(e.fromStream)) extraStreams.insert(e.fromStream);
         if (!streamsWithLane.count(e.toStream)) extraStreams.insert(e.toStream);
     }
+    // A failed allocation goes on a lane of its stream; it gets a lane of its own only when the
+    // stream has none (a failure often has no pool: it never got one).
     for (const FailedAllocation& f : tl.failed)
-        if (!pairAllocs.count({f.pool, f.stream})) pairAllocs[{f.pool, f.stream}];
+        if (!streamsWithLane.count(f.stream) && !pairAllocs.count({f.pool, f.stream})) {
+            pairAllocs[{f.pool, f.stream}];
+            streamsWithLane.insert(f.stream);
+        }
 
     // Devices: those listed, plus any referenced by a pool or stream.
     std::set<int> devices;
     for (const DeviceInfo& d : tl.devices) devices.insert(d.ordinal);
-    for (const PoolTimeline& p : tl.pools) devices.insert(p.info.device);
+    const bool unknownPoolUsed = std::any_of(pairAllocs.begin(), pairAllocs.end(),
+                                             [](const auto& kv) { return kv.first.first == 0; });
+    for (const PoolTimeline& p : tl.pools)
+        if (p.info.handle != 0 || unknownPoolUsed || p.allocCount || p.peakReserved)
+            devices.insert(p.info.device);
     auto poolDevice = [&](uint64_t pool) {
         const PoolTimeline* p = tl.pool(pool);
         return p ? p->info.device : -1;
@@ -150,8 +159,12 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
         // Pools of this device: those with a timeline, plus unknown pools (handle 0) seen in
         // allocations when the device is unknown.
         std::vector<uint64_t> pools;
-        for (const PoolTimeline& p : tl.pools)
-            if (p.info.device == dev) pools.push_back(p.info.handle);
+        for (const PoolTimeline& p : tl.pools) {
+            // The "unknown pool" bucket only earns a lane when something landed in it.
+            const bool empty = p.info.handle == 0 && p.allocCount == 0 && p.peakReserved == 0 &&
+                               !unknownPoolUsed;
+            if (p.info.device == dev && !empty) pools.push_back(p.info.handle);
+        }
         for (auto& [key, v] : pairAllocs)
             if (poolDevice(key.first) == dev &&
                 std::find(pools.begin(), pools.end(), key.first) == pools.end())

@@ -86,6 +86,7 @@ void WatermarkPlot::rebuildGraphs() {
     ColorScheme c(palette());
     for (size_t i = 0; i < snap_.timeline->pools.size(); ++i) {
         const PoolTimeline& p = snap_.timeline->pools[i];
+        if (snap_.layout->laneOfPool(p.info.handle) < 0) continue; // e.g. an empty unknown pool
         PoolGraphs g;
         g.pool = p.info.handle;
         const QString name = snap_.layout->poolName(p.info.handle);
@@ -116,7 +117,7 @@ void WatermarkPlot::rebuildGraphs() {
         g.events->setScatterStyle(
             QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, c.releaseColor(),
                             c.releaseColor(), 8));
-        if (i > 0) g.events->removeFromLegend();
+        if (!graphs_.empty()) g.events->removeFromLegend();
         graphs_.push_back(g);
     }
     plot_->legend->setVisible(!graphs_.empty());

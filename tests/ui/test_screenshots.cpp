@@ -39,6 +39,8 @@ QString outDir() {
 }
 
 QString tracePath() {
+    const QString chosen = qEnvironmentVariable("POOLSCOPE_SCREENSHOT_TRACE"); // look at others
+    if (!chosen.isEmpty()) return chosen;
     const QString sample = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
     if (QFile::exists(sample)) return sample;
     return synth::syntheticTracePath(20000);
