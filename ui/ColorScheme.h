@@ -37,7 +37,9 @@ public:
     QColor attributeColor() const { return QColor(20, 170, 160); }
     QColor knobColor() const { return QColor(220, 60, 170); }
     QColor failColor() const { return QColor(230, 30, 30); }
-    QColor edgeColor() const { return dark_ ? QColor(230, 230, 230, 150) : QColor(60, 60, 60, 150); }
+    QColor edgeColor() const {
+        return dark_ ? QColor(230, 230, 230, 150) : QColor(60, 60, 60, 150);
+    }
     QColor liveMark() const { return QColor(230, 30, 30); }
 
     static QPalette palette(Theme t); // Fusion-friendly light or dark palette (System: the default)

@@ -7,9 +7,15 @@
 namespace poolscope::ui {
 
 namespace {
-QString qb(uint64_t v) { return QString::fromStdString(formatBytes(v)); }
-QString qd(int64_t ns) { return QString::fromStdString(formatDuration(ns)); }
-QString qn(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+QString qb(uint64_t v) {
+    return QString::fromStdString(formatBytes(v));
+}
+QString qd(int64_t ns) {
+    return QString::fromStdString(formatDuration(ns));
+}
+QString qn(std::string_view s) {
+    return QString::fromUtf8(s.data(), qsizetype(s.size()));
+}
 QString row(const QString& k, const QString& v) {
     return QStringLiteral("<tr><td style='padding-right:12px'><b>%1</b></td><td>%2</td></tr>")
         .arg(k, v);
@@ -90,7 +96,10 @@ void DetailsPane::render() {
     auto at = [&](int64_t t) {
         return QStringLiteral("%1 <span style='color:gray'>(%2 of the trace)</span>")
             .arg(timeTickLabel(t - tl.t0, 1, t - tl.t0))
-            .arg(QString::number(100.0 * double(t - tl.t0) / double(std::max<int64_t>(1, tl.t1 - tl.t0)), 'f', 1) + "%");
+            .arg(QString::number(100.0 * double(t - tl.t0) /
+                                     double(std::max<int64_t>(1, tl.t1 - tl.t0)),
+                                 'f', 1) +
+                 "%");
     };
     QString h;
     uint64_t pool = 0;
@@ -103,7 +112,8 @@ void DetailsPane::render() {
         h += row(tr("size"), bytesExact(a.size));
         h += row(tr("pointer"), hexHandle(a.ptr));
         h += row(tr("pool"), L.poolName(a.pool) + " · " + hexHandle(a.pool));
-        h += row(tr("allocated on"), L.streamName(a.allocStream) + " · " + hexHandle(a.allocStream));
+        h +=
+            row(tr("allocated on"), L.streamName(a.allocStream) + " · " + hexHandle(a.allocStream));
         h += row(tr("allocated at"), at(a.allocTsNs));
         h += row(tr("API"), qn(allocApiName(AllocApi(a.api))));
         if (a.live()) {
@@ -119,7 +129,9 @@ void DetailsPane::render() {
         }
         h += row(tr("thread"), QString::number(a.tid));
         h += row(tr("device"), QString::number(a.device));
-        h += row(tr("seq"), QStringLiteral("%1 → %2").arg(a.allocSeq).arg(a.live() ? QStringLiteral("–") : QString::number(a.freeSeq)));
+        h += row(tr("seq"), QStringLiteral("%1 → %2")
+                                .arg(a.allocSeq)
+                                .arg(a.live() ? QStringLiteral("–") : QString::number(a.freeSeq)));
         h += QStringLiteral("</table>");
         pool = a.pool;
         when = a.allocTsNs;
@@ -147,10 +159,11 @@ void DetailsPane::render() {
     case Selection::Failed: {
         if (sel_.index >= tl.failed.size()) break;
         const FailedAllocation& f = tl.failed[sel_.index];
-        h = QStringLiteral("<h3 style='color:#e02020'>Failed allocation of %1</h3><table>").arg(qb(f.size));
+        h = QStringLiteral("<h3 style='color:#e02020'>Failed allocation of %1</h3><table>")
+                .arg(qb(f.size));
         h += row(tr("size"), bytesExact(f.size));
-        h += row(tr("CUresult"), QString::number(f.result) +
-                                     (f.result == 2 ? tr(" (out of memory)") : QString()));
+        h += row(tr("CUresult"),
+                 QString::number(f.result) + (f.result == 2 ? tr(" (out of memory)") : QString()));
         h += row(tr("stream"), L.streamName(f.stream));
         if (f.pool) h += row(tr("pool"), L.poolName(f.pool));
         h += row(tr("at"), at(f.tsNs));
@@ -193,11 +206,15 @@ void DetailsPane::render() {
         h += row(tr("device"), QString::number(p->info.device));
         h += row(tr("kind"), qn(poolKindName(p->info.kind)));
         h += row(tr("max size"), p->info.maxSize ? qb(p->info.maxSize) : tr("unlimited"));
-        h += row(tr("peak reserved"), bytesExact(p->peakReserved) + " at " + qd(p->peakReservedTsNs - tl.t0));
+        h += row(tr("peak reserved"),
+                 bytesExact(p->peakReserved) + " at " + qd(p->peakReservedTsNs - tl.t0));
         h += row(tr("peak used"), bytesExact(p->peakUsed) + " at " + qd(p->peakUsedTsNs - tl.t0));
         h += row(tr("bytes allocated"), qb(p->bytesAllocated));
-        h += row(tr("allocations / frees"), QStringLiteral("%L1 / %L2").arg(p->allocCount).arg(p->freeCount));
-        h += row(tr("live at end"), QStringLiteral("%1 in %2 blocks").arg(qb(p->liveAtEndBytes)).arg(p->liveAtEndCount));
+        h += row(tr("allocations / frees"),
+                 QStringLiteral("%L1 / %L2").arg(p->allocCount).arg(p->freeCount));
+        h += row(
+            tr("live at end"),
+            QStringLiteral("%1 in %2 blocks").arg(qb(p->liveAtEndBytes)).arg(p->liveAtEndCount));
         h += QStringLiteral("</table>");
         break;
     }
@@ -207,10 +224,13 @@ void DetailsPane::render() {
         h += row(tr("handle"), hexHandle(sel_.handle));
         if (s) {
             if (s->info.priorityKnown) h += row(tr("priority"), QString::number(s->info.priority));
-            h += row(tr("peak live"), bytesExact(s->peakLive) + " at " + qd(s->peakLiveTsNs - tl.t0));
+            h += row(tr("peak live"),
+                     bytesExact(s->peakLive) + " at " + qd(s->peakLiveTsNs - tl.t0));
             h += row(tr("bytes allocated"), qb(s->bytesAllocated));
             h += row(tr("allocations"), QStringLiteral("%L1").arg(s->allocCount));
-            h += row(tr("live at end"), QStringLiteral("%1 in %2 blocks").arg(qb(s->liveAtEndBytes)).arg(s->liveAtEndCount));
+            h += row(tr("live at end"), QStringLiteral("%1 in %2 blocks")
+                                            .arg(qb(s->liveAtEndBytes))
+                                            .arg(s->liveAtEndCount));
         }
         h += QStringLiteral("</table>");
         break;
@@ -223,7 +243,8 @@ void DetailsPane::render() {
     if (cursor_ != INT64_MIN) {
         h += QStringLiteral("<h4>At the cursor (%1)</h4><table>").arg(qd(cursor_ - tl.t0));
         for (const PoolTimeline& p : tl.pools) {
-            if (L.laneOfPool(p.info.handle) < 0) continue; // not shown anywhere (empty unknown pool)
+            if (L.laneOfPool(p.info.handle) < 0)
+                continue; // not shown anywhere (empty unknown pool)
             QString v = QStringLiteral("reserved %1 · used %2")
                             .arg(qb(p.reserved.valueAt(cursor_)), qb(p.used.valueAt(cursor_)));
             if (!p.releaseThreshold.empty())
@@ -240,8 +261,7 @@ void DetailsPane::render() {
             }
             h += row(L.streamName(s.info.handle), QStringLiteral("live %1").arg(qb(live)));
         }
-        if (idle)
-            h += row(tr("%n other stream(s)", "", idle), tr("nothing live"));
+        if (idle) h += row(tr("%n other stream(s)", "", idle), tr("nothing live"));
         h += QStringLiteral("</table>");
     }
     setHtml(h);

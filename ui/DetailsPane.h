@@ -2,10 +2,10 @@
 // Everything about the selected allocation, marker or event: all fields in human units, where it
 // sits in time, and the pool's state at that moment (and at the replay cursor).
 
-#include <QTextBrowser>
-
 #include "Selection.h"
 #include "TraceSnapshot.h"
+
+#include <QTextBrowser>
 
 namespace poolscope::ui {
 

@@ -1,13 +1,15 @@
 #include "EntityTreeModel.h"
 
-#include <set>
-
 #include "poolscope/Units.h"
+
+#include <set>
 
 namespace poolscope::ui {
 
 namespace {
-QString qb(uint64_t v) { return QString::fromStdString(formatBytes(v)); }
+QString qb(uint64_t v) {
+    return QString::fromStdString(formatBytes(v));
+}
 } // namespace
 
 void EntityTreeModel::resetData(const TraceSnapshot& s) {
@@ -53,10 +55,10 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
                 n.cells[PeakUsed] = qb(p.peakUsed);
                 n.cells[Allocated] = qb(p.bytesAllocated);
                 n.cells[Allocations] = QString::number(p.allocCount);
-                n.cells[LiveAtEnd] = p.liveAtEndCount
-                                         ? QStringLiteral("%1 in %2").arg(qb(p.liveAtEndBytes))
-                                               .arg(p.liveAtEndCount)
-                                         : QStringLiteral("none");
+                n.cells[LiveAtEnd] =
+                    p.liveAtEndCount
+                        ? QStringLiteral("%1 in %2").arg(qb(p.liveAtEndBytes)).arg(p.liveAtEndCount)
+                        : QStringLiteral("none");
                 n.tooltip = QStringLiteral("pool %1").arg(hexHandle(p.info.handle));
                 add(dev, n);
             }
@@ -72,10 +74,10 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
                 n.cells[PeakUsed] = qb(st.peakLive);
                 n.cells[Allocated] = qb(st.bytesAllocated);
                 n.cells[Allocations] = QString::number(st.allocCount);
-                n.cells[LiveAtEnd] = st.liveAtEndCount
-                                         ? QStringLiteral("%1 in %2").arg(qb(st.liveAtEndBytes))
-                                               .arg(st.liveAtEndCount)
-                                         : QStringLiteral("none");
+                n.cells[LiveAtEnd] = st.liveAtEndCount ? QStringLiteral("%1 in %2")
+                                                             .arg(qb(st.liveAtEndBytes))
+                                                             .arg(st.liveAtEndCount)
+                                                       : QStringLiteral("none");
                 n.tooltip = QStringLiteral("stream %1").arg(hexHandle(st.info.handle));
                 add(dev, n);
             }
@@ -150,19 +152,26 @@ int EntityTreeModel::rowCount(const QModelIndex& parent) const {
     return int(nodes_[size_t(parent.internalId())].children.size());
 }
 
-int EntityTreeModel::columnCount(const QModelIndex&) const { return ColumnCount; }
+int EntityTreeModel::columnCount(const QModelIndex&) const {
+    return ColumnCount;
+}
 
 QVariant EntityTreeModel::data(const QModelIndex& idx, int role) const {
     if (!idx.isValid()) return {};
     const Node& n = nodes_[size_t(idx.internalId())];
     switch (role) {
-    case Qt::DisplayRole: return n.cells[idx.column()];
-    case Qt::ToolTipRole: return n.tooltip.isEmpty() ? QVariant() : QVariant(n.tooltip);
-    case LaneRole: return n.lane;
-    case HandleRole: return QVariant::fromValue<qulonglong>(n.handle);
+    case Qt::DisplayRole:
+        return n.cells[idx.column()];
+    case Qt::ToolTipRole:
+        return n.tooltip.isEmpty() ? QVariant() : QVariant(n.tooltip);
+    case LaneRole:
+        return n.lane;
+    case HandleRole:
+        return QVariant::fromValue<qulonglong>(n.handle);
     case Qt::TextAlignmentRole:
         return idx.column() == Name ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
-    default: return {};
+    default:
+        return {};
     }
 }
 

@@ -2,20 +2,28 @@
 // Pools & streams tree: device > pools, device > streams, with each entity's statistics from the
 // Timeline. Thin: the rows are built in resetData; data() reads one precomputed value.
 
+#include "Selection.h"
+#include "TraceSnapshot.h"
+
 #include <QAbstractItemModel>
 #include <memory>
 #include <vector>
-
-#include "Selection.h"
-#include "TraceSnapshot.h"
 
 namespace poolscope::ui {
 
 class EntityTreeModel : public QAbstractItemModel {
     Q_OBJECT
 public:
-    enum Column { Name, PeakReserved, PeakUsed, Allocated, Allocations, LiveAtEnd, AtCursor,
-                  ColumnCount };
+    enum Column {
+        Name,
+        PeakReserved,
+        PeakUsed,
+        Allocated,
+        Allocations,
+        LiveAtEnd,
+        AtCursor,
+        ColumnCount
+    };
     enum Role { LaneRole = Qt::UserRole + 1, HandleRole };
 
     using QAbstractItemModel::QAbstractItemModel;

@@ -1,8 +1,8 @@
 #include "EventFilter.h"
 
-#include <algorithm>
-
 #include "poolscope/TraceReader.h"
+
+#include <algorithm>
 
 namespace poolscope::ui {
 

@@ -3,15 +3,15 @@
 // a file (TraceReader, range queries) and, later, a live session (its own buffer) can both feed
 // the same table.
 
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+
 #include <QString>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
-
-#include "poolscope/Event.h"
-#include "poolscope/Result.h"
 
 namespace poolscope::ui {
 

@@ -1,16 +1,20 @@
 #include "EventTableModel.h"
 
-#include <QColor>
-#include <algorithm>
-
 #include "TimeTicker.h"
 #include "poolscope/Units.h"
+
+#include <QColor>
+#include <algorithm>
 
 namespace poolscope::ui {
 
 namespace {
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+QString qs(const std::string& s) {
+    return QString::fromStdString(s);
+}
+QString qs(std::string_view s) {
+    return QString::fromUtf8(s.data(), qsizetype(s.size()));
+}
 
 bool isBoolAttr(uint16_t a) {
     return a == uint16_t(PoolAttr::ReuseFollowEventDependencies) ||
@@ -104,16 +108,18 @@ QVariant EventTableModel::data(const QModelIndex& index, int role) const {
     if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
     const bool hasSize = e->kind == EventKind::Alloc || e->kind == EventKind::Free;
     switch (Column(index.column())) {
-    case Seq: return QString::number(e->seq);
-    case Time: return timeTickLabel(e->tsNs - t0_, 1000, e->tsNs - t0_); // µs resolution
-    case Kind: return qs(eventKindName(e->kind));
+    case Seq:
+        return QString::number(e->seq);
+    case Time:
+        return timeTickLabel(e->tsNs - t0_, 1000, e->tsNs - t0_); // µs resolution
+    case Kind:
+        return qs(eventKindName(e->kind));
     case Stream: {
-        const bool streamKind = e->kind == EventKind::Alloc || e->kind == EventKind::Free ||
-                                e->kind == EventKind::EventRecord ||
-                                e->kind == EventKind::StreamWaitEvent ||
-                                e->kind == EventKind::StreamSynchronize ||
-                                e->kind == EventKind::StreamCreate ||
-                                e->kind == EventKind::StreamDestroy;
+        const bool streamKind =
+            e->kind == EventKind::Alloc || e->kind == EventKind::Free ||
+            e->kind == EventKind::EventRecord || e->kind == EventKind::StreamWaitEvent ||
+            e->kind == EventKind::StreamSynchronize || e->kind == EventKind::StreamCreate ||
+            e->kind == EventKind::StreamDestroy;
         if (!streamKind) return {};
         return layout_ ? layout_->streamName(e->stream) : hexHandle(e->stream);
     }
@@ -124,19 +130,25 @@ QVariant EventTableModel::data(const QModelIndex& index, int role) const {
         if (!hasSize || (e->kind == EventKind::Free && !e->has(kSizeKnown))) return {};
         return role == Qt::ToolTipRole ? QStringLiteral("%1 bytes").arg(e->size)
                                        : qs(formatBytes(e->size));
-    case Pointer: return e->ptr ? hexHandle(e->ptr) : QString();
-    case Result: return e->result ? QString::number(e->result) : QString();
-    case Thread: return e->tid ? QString::number(e->tid) : QString();
-    case Info: return describe(*e);
-    case ColumnCount: break;
+    case Pointer:
+        return e->ptr ? hexHandle(e->ptr) : QString();
+    case Result:
+        return e->result ? QString::number(e->result) : QString();
+    case Thread:
+        return e->tid ? QString::number(e->tid) : QString();
+    case Info:
+        return describe(*e);
+    case ColumnCount:
+        break;
     }
     return {};
 }
 
 QVariant EventTableModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* kNames[] = {"Seq",     "Time",   "Kind",   "Stream", "Pool",
-                                   "Size",    "Pointer / event", "CUresult", "Thread", "Details"};
+    static const char* kNames[] = {
+        "Seq",      "Time",   "Kind",   "Stream", "Pool", "Size", "Pointer / event",
+        "CUresult", "Thread", "Details"};
     if (section < 0 || section >= ColumnCount) return {};
     return tr(kNames[section]);
 }

@@ -2,12 +2,12 @@
 // Thin table model over an immutable vector of poolscope::Event (the result of an event query).
 // data() only formats one field of one event; the filtering happened in the query job.
 
+#include "LaneLayout.h"
+#include "poolscope/Event.h"
+
 #include <QAbstractTableModel>
 #include <memory>
 #include <vector>
-
-#include "LaneLayout.h"
-#include "poolscope/Event.h"
 
 namespace poolscope::ui {
 
@@ -19,7 +19,8 @@ public:
 
     using QAbstractTableModel::QAbstractTableModel;
 
-    // traceT0: times are shown relative to it. layout: names pools and streams as the timeline does.
+    // traceT0: times are shown relative to it. layout: names pools and streams as the timeline
+    // does.
     void resetData(std::shared_ptr<const std::vector<Event>> events, int64_t traceT0,
                    std::shared_ptr<const LaneLayout> layout);
     const Event* eventAt(int row) const;

@@ -1,5 +1,7 @@
 #include "EventsPanel.h"
 
+#include "poolscope/Units.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -11,8 +13,6 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
-
-#include "poolscope/Units.h"
 
 namespace poolscope::ui {
 
@@ -26,7 +26,8 @@ const std::vector<KindGroup>& kindGroups() {
         {"Allocations", {EventKind::Alloc}},
         {"Frees", {EventKind::Free}},
         {"Synchronizations",
-         {EventKind::StreamSynchronize, EventKind::EventSynchronize, EventKind::ContextSynchronize}},
+         {EventKind::StreamSynchronize, EventKind::EventSynchronize,
+          EventKind::ContextSynchronize}},
         {"Event record / stream wait", {EventKind::EventRecord, EventKind::StreamWaitEvent}},
         {"Releases and trims", {EventKind::ImplicitRelease, EventKind::PoolTrimTo}},
         {"Attribute and knob changes", {EventKind::PoolSetAttribute, EventKind::KnobChange}},
@@ -55,7 +56,8 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     // Fixed widths: ResizeToContents would measure every row of a 200k-row model.
     const int cw = view_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
     const int widths[] = {9, 10, 16, 10, 16, 10, 15, 8, 8};
-    for (int i = 0; i < 9; ++i) view_->setColumnWidth(i, widths[i] * cw + 12);
+    for (int i = 0; i < 9; ++i)
+        view_->setColumnWidth(i, widths[i] * cw + 12);
 
     kindButton_ = new QToolButton(this);
     kindButton_->setText(tr("Kinds"));
@@ -124,8 +126,10 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
 }
 
 EventsPanel::~EventsPanel() {
-    for (auto& j : jobs_) j->cancel = true;
-    for (auto& j : jobs_) j->future.waitForFinished();
+    for (auto& j : jobs_)
+        j->cancel = true;
+    for (auto& j : jobs_)
+        j->future.waitForFinished();
 }
 
 void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
@@ -138,7 +142,9 @@ void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
     scheduleQuery();
 }
 
-void EventsPanel::clear() { setSource({}, {}); }
+void EventsPanel::clear() {
+    setSource({}, {});
+}
 
 void EventsPanel::rebuildFilterChoices() {
     const QSignalBlocker b1(streamBox_), b2(poolBox_);
@@ -168,7 +174,8 @@ EventFilter EventsPanel::filter() const {
     const auto& groups = kindGroups();
     for (size_t i = 0; i < groups.size() && i < size_t(actions.size()); ++i)
         if (actions[qsizetype(i)]->isChecked())
-            for (EventKind k : groups[i].kinds) mask |= EventFilter::bit(k);
+            for (EventKind k : groups[i].kinds)
+                mask |= EventFilter::bit(k);
     f.kindMask = mask;
     for (QAction* a : actions)
         if (a->objectName() == "failedOnly") f.failedOnly = a->isChecked();
@@ -186,7 +193,9 @@ EventFilter EventsPanel::filter() const {
     return f;
 }
 
-void EventsPanel::scheduleQuery() { debounce_.start(); }
+void EventsPanel::scheduleQuery() {
+    debounce_.start();
+}
 
 void EventsPanel::runQuery() {
     if (running_) running_->cancel = true;
@@ -223,9 +232,8 @@ void EventsPanel::runQuery() {
                         view_->selectRow(r);
                     }
                 }
-                QString text = result->error.isEmpty()
-                                   ? tr("%L1 events").arg(events->size())
-                                   : tr("error: %1").arg(result->error);
+                QString text = result->error.isEmpty() ? tr("%L1 events").arg(events->size())
+                                                       : tr("error: %1").arg(result->error);
                 if (result->truncated)
                     text = tr("first %L1 matching events; zoom in or filter to see the rest")
                                .arg(events->size());

@@ -2,15 +2,15 @@
 // The events table with its filter bar. Queries run off the UI thread through an EventProvider;
 // each query carries a generation number and stale answers are dropped.
 
+#include "EventFilter.h"
+#include "EventTableModel.h"
+#include "TraceSnapshot.h"
+
 #include <QFuture>
 #include <QTimer>
 #include <QWidget>
 #include <atomic>
 #include <memory>
-
-#include "EventFilter.h"
-#include "EventTableModel.h"
-#include "TraceSnapshot.h"
 
 class QCheckBox;
 class QComboBox;

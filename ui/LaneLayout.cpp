@@ -1,15 +1,17 @@
 #include "LaneLayout.h"
 
+#include "poolscope/Units.h"
+
 #include <algorithm>
 #include <functional>
 #include <queue>
 #include <set>
 
-#include "poolscope/Units.h"
-
 namespace poolscope::ui {
 
-QString hexHandle(uint64_t h) { return QStringLiteral("0x") + QString::number(h, 16); }
+QString hexHandle(uint64_t h) {
+    return QStringLiteral("0x") + QString::number(h, 16);
+}
 
 size_t gallopPast(const std::vector<int64_t>& ends, size_t from, int64_t t) {
     const size_t n = ends.size();
@@ -20,8 +22,9 @@ size_t gallopPast(const std::vector<int64_t>& ends, size_t from, int64_t t) {
         step *= 2;
     }
     const size_t hi = std::min(n, from + step);
-    return size_t(std::upper_bound(ends.begin() + ptrdiff_t(prev) + 1, ends.begin() + ptrdiff_t(hi), t) -
-                  ends.begin());
+    return size_t(
+        std::upper_bound(ends.begin() + ptrdiff_t(prev) + 1, ends.begin() + ptrdiff_t(hi), t) -
+        ends.begin());
 }
 
 namespace {
@@ -34,7 +37,9 @@ QString streamLabel(uint64_t s) {
     return hexHandle(s);
 }
 
-bool cancelled(const std::atomic<bool>* c) { return c && c->load(std::memory_order_relaxed); }
+bool cancelled(const std::atomic<bool>* c) {
+    return c && c->load(std::memory_order_relaxed);
+}
 
 // Interval partitioning: each allocation takes the lowest free row at its alloc time, so the
 // churn stays in the top rows and long-lived blocks sink below it.
@@ -103,7 +108,8 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
     }
     // Streams seen anywhere (sync markers, wait edges) get a lane too, so arrows have an end.
     std::set<uint64_t> streamsWithLane;
-    for (auto& [key, v] : pairAllocs) streamsWithLane.insert(key.second);
+    for (auto& [key, v] : pairAllocs)
+        streamsWithLane.insert(key.second);
     std::set<uint64_t> extraStreams;
     for (const WaitEdge& e : tl.edges) {
         if (!streamsWithLane.count(e.fromStream)) extraStreams.insert(e.fromStream);
@@ -119,7 +125,8 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
 
     // Devices: those listed, plus any referenced by a pool or stream.
     std::set<int> devices;
-    for (const DeviceInfo& d : tl.devices) devices.insert(d.ordinal);
+    for (const DeviceInfo& d : tl.devices)
+        devices.insert(d.ordinal);
     const bool unknownPoolUsed = std::any_of(pairAllocs.begin(), pairAllocs.end(),
                                              [](const auto& kv) { return kv.first.first == 0; });
     for (const PoolTimeline& p : tl.pools)
@@ -133,14 +140,16 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
         const StreamTimeline* st = tl.stream(s);
         return st ? st->info.device : -1;
     };
-    for (auto& [key, v] : pairAllocs) devices.insert(poolDevice(key.first));
+    for (auto& [key, v] : pairAllocs)
+        devices.insert(poolDevice(key.first));
 
     int poolNo = 0, streamNo = 0;
     auto nameStream = [&](uint64_t s) {
         if (!out->streamNames_.count(s))
             out->streamNames_[s] = QStringLiteral("stream #%1").arg(++streamNo);
     };
-    for (const StreamTimeline& st : tl.streams) nameStream(st.info.handle);
+    for (const StreamTimeline& st : tl.streams)
+        nameStream(st.info.handle);
 
     for (int dev : devices) {
         Lane d;
@@ -161,8 +170,8 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
         std::vector<uint64_t> pools;
         for (const PoolTimeline& p : tl.pools) {
             // The "unknown pool" bucket only earns a lane when something landed in it.
-            const bool empty = p.info.handle == 0 && p.allocCount == 0 && p.peakReserved == 0 &&
-                               !unknownPoolUsed;
+            const bool empty =
+                p.info.handle == 0 && p.allocCount == 0 && p.peakReserved == 0 && !unknownPoolUsed;
             if (p.info.device == dev && !empty) pools.push_back(p.info.handle);
         }
         for (auto& [key, v] : pairAllocs)
@@ -249,9 +258,12 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
             if (placed) continue;
         }
         int lane = -1;
-        if (m.pool && out->poolLane_.count(m.pool)) lane = out->poolLane_[m.pool];
-        else if (m.stream && out->streamLane_.count(m.stream)) lane = out->streamLane_[m.stream];
-        else lane = deviceLane(m.pool ? poolDevice(m.pool) : -1);
+        if (m.pool && out->poolLane_.count(m.pool))
+            lane = out->poolLane_[m.pool];
+        else if (m.stream && out->streamLane_.count(m.stream))
+            lane = out->streamLane_[m.stream];
+        else
+            lane = deviceLane(m.pool ? poolDevice(m.pool) : -1);
         if (lane >= 0) out->lanes[size_t(lane)].markers.push_back(i);
     }
     for (uint32_t i = 0; i < tl.failed.size(); ++i) {

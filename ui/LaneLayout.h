@@ -3,6 +3,8 @@
 // device > pool > stream, allocations packed into non-overlapping rows per lane, and markers
 // split per lane. Painting then only does binary searches over these vectors.
 
+#include "poolscope/Timeline.h"
+
 #include <QString>
 #include <atomic>
 #include <cstdint>
@@ -10,8 +12,6 @@
 #include <memory>
 #include <unordered_map>
 #include <vector>
-
-#include "poolscope/Timeline.h"
 
 namespace poolscope::ui {
 
@@ -47,7 +47,7 @@ public:
     // allocation records across memory (that was most of a fit-all frame on 10M events).
     std::vector<std::vector<int64_t>> rowEnds;
     std::vector<std::vector<int64_t>> rowStarts; // alloc times, same layout as rowEnds
-    std::vector<int32_t> rowOfAlloc; // row of each allocation
+    std::vector<int32_t> rowOfAlloc;             // row of each allocation
     std::vector<int32_t> laneOfRow;
 
     int laneOfStream(uint64_t stream) const; // first lane of the stream, -1 if none

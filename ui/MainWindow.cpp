@@ -1,5 +1,15 @@
 #include "MainWindow.h"
 
+#include "AppPaths.h"
+#include "DetailsPane.h"
+#include "EntityTreeModel.h"
+#include "EventsPanel.h"
+#include "ReplayBar.h"
+#include "TimelineWidget.h"
+#include "TraceLoader.h"
+#include "WatermarkPlot.h"
+#include "poolscope/Units.h"
+
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
@@ -22,16 +32,6 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <algorithm>
-
-#include "AppPaths.h"
-#include "DetailsPane.h"
-#include "EntityTreeModel.h"
-#include "EventsPanel.h"
-#include "ReplayBar.h"
-#include "TimelineWidget.h"
-#include "TraceLoader.h"
-#include "WatermarkPlot.h"
-#include "poolscope/Units.h"
 
 namespace poolscope::ui {
 
@@ -135,11 +135,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         if (!snap_.valid()) return;
         const int64_t span = timeline_->viewEnd() - timeline_->viewStart();
         const int64_t trace = std::max<int64_t>(1, snap_.timeline->t1 - snap_.timeline->t0);
-        if (timeline_->selection().kind == Selection::Allocation) timeline_->zoomToSelection();
+        if (timeline_->selection().kind == Selection::Allocation)
+            timeline_->zoomToSelection();
         else if (span > trace / 20) {
             const int64_t s = std::max<int64_t>(trace / 100, 2000);
             timeline_->setViewRange(e.tsNs - s / 2, e.tsNs + s / 2);
-        } else timeline_->centerOn(e.tsNs);
+        } else
+            timeline_->centerOn(e.tsNs);
     });
     connect(tree_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& cur) {
@@ -193,7 +195,8 @@ void MainWindow::buildMenus() {
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addAction(tr("Open the Bundled &Sample"), this, [this] {
         const QString sample = bundledSampleTrace();
-        if (sample.isEmpty()) showStatus(tr("No bundled sample trace is installed."));
+        if (sample.isEmpty())
+            showStatus(tr("No bundled sample trace is installed."));
         else {
             pendingBundled_ = true;
             loader_->load(sample);
@@ -238,7 +241,8 @@ void MainWindow::buildMenus() {
         connect(a, &QAction::triggered, this, [this, i] { setTheme(Theme(i)); });
     }
     view->addSeparator();
-    for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+    for (QDockWidget* d : findChildren<QDockWidget*>())
+        view->addAction(d->toggleViewAction());
 
     QMenu* replay = menuBar()->addMenu(tr("&Replay"));
     replay->addAction(tr("&Play / Pause"), QKeySequence(Qt::Key_Space), this,
@@ -295,8 +299,8 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
     s.bundledSample = pendingBundled_;
     pendingBundled_ = false;
     setSnapshot(s);
-    setEventProvider(fileEventProvider(s.path, s.timeline->t0, s.timeline->t1,
-                                       s.timeline->eventCount));
+    setEventProvider(
+        fileEventProvider(s.path, s.timeline->t0, s.timeline->t1, s.timeline->eventCount));
     if (!s.bundledSample) addRecent(s.path);
     QSettings().setValue("files/lastDir", QFileInfo(s.path).absolutePath());
     const Timeline& tl = *s.timeline;
@@ -332,7 +336,8 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     tree_->expandAll();
     // The device row's long label elides; size the name column for pool and stream names.
     tree_->setColumnWidth(0, tree_->fontMetrics().horizontalAdvance("pool #10 (explicit)") + 60);
-    for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c) tree_->resizeColumnToContents(c);
+    for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c)
+        tree_->resizeColumnToContents(c);
     details_->setSnapshot(s, keepView); // a live refresh keeps what the user is looking at
     if (!keepView && s.valid()) {
         // Give the lanes the height they need (up to 60%) and the plot the rest.
@@ -377,7 +382,9 @@ void MainWindow::setCursorTime(int64_t t) {
         timeline_->centerOn(t);
 }
 
-void MainWindow::select(const Selection& s) { onSelection(s, nullptr); }
+void MainWindow::select(const Selection& s) {
+    onSelection(s, nullptr);
+}
 
 void MainWindow::onSelection(const Selection& in, QObject* origin) {
     if (!snap_.valid()) return;
@@ -392,7 +399,8 @@ void MainWindow::onSelection(const Selection& in, QObject* origin) {
     if (origin != timeline_) timeline_->setSelection(s);
     if (origin != events_ && s.kind == Selection::Allocation)
         events_->selectSeq(tl.allocations[s.index].allocSeq);
-    if (origin != events_ && s.kind == Selection::Marker) events_->selectSeq(tl.markers[s.index].seq);
+    if (origin != events_ && s.kind == Selection::Marker)
+        events_->selectSeq(tl.markers[s.index].seq);
     int lane = -1;
     uint64_t pool = 0;
     if (s.kind == Selection::Pool) {
@@ -416,7 +424,8 @@ void MainWindow::addRecent(const QString& path) {
     QStringList recent = st.value("files/recent").toStringList();
     recent.removeAll(path);
     recent.prepend(path);
-    while (recent.size() > kMaxRecent) recent.removeLast();
+    while (recent.size() > kMaxRecent)
+        recent.removeLast();
     st.setValue("files/recent", recent);
     rebuildRecentMenu();
 }
@@ -430,9 +439,13 @@ void MainWindow::rebuildRecentMenu() {
     recentMenu_->setEnabled(!recent.isEmpty());
 }
 
-void MainWindow::showStatus(const QString& text) { statusLabel_->setText(text); }
+void MainWindow::showStatus(const QString& text) {
+    statusLabel_->setText(text);
+}
 
-QString MainWindow::statusText() const { return statusLabel_->text(); }
+QString MainWindow::statusText() const {
+    return statusLabel_->text();
+}
 
 void MainWindow::closeEvent(QCloseEvent* e) {
     QSettings st;

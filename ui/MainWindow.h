@@ -6,13 +6,13 @@
 // which is also the entry point for a live session (it pushes new snapshots with keepView=true
 // and, if it can answer event queries, an EventProvider).
 
-#include <QMainWindow>
-#include <QStringList>
-
 #include "ColorScheme.h"
 #include "EventFilter.h"
 #include "Selection.h"
 #include "TraceSnapshot.h"
+
+#include <QMainWindow>
+#include <QStringList>
 
 class QAction;
 class QLabel;

@@ -1,5 +1,7 @@
 #include "ReplayBar.h"
 
+#include "poolscope/Units.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -9,8 +11,6 @@
 #include <QToolButton>
 #include <algorithm>
 
-#include "poolscope/Units.h"
-
 namespace poolscope::ui {
 
 namespace {
@@ -19,8 +19,13 @@ constexpr int kSliderSteps = 10000;
 const struct {
     const char* label;
     double value;
-} kSpeeds[] = {{"0.01×", 0.01}, {"0.1×", 0.1},  {"1× (real time)", 1}, {"10×", 10},
-               {"100×", 100},   {"whole trace in 10 s", -10}, {"whole trace in 60 s", -60}};
+} kSpeeds[] = {{"0.01×", 0.01},
+               {"0.1×", 0.1},
+               {"1× (real time)", 1},
+               {"10×", 10},
+               {"100×", 100},
+               {"whole trace in 10 s", -10},
+               {"whole trace in 60 s", -60}};
 } // namespace
 
 ReplayBar::ReplayBar(QWidget* parent) : QWidget(parent) {
@@ -31,7 +36,8 @@ ReplayBar::ReplayBar(QWidget* parent) : QWidget(parent) {
     clearButton_->setIcon(style()->standardIcon(QStyle::SP_MediaStop));
     clearButton_->setToolTip(tr("Remove the cursor: views show the whole trace"));
     speed_ = new QComboBox(this);
-    for (const auto& s : kSpeeds) speed_->addItem(tr(s.label), s.value);
+    for (const auto& s : kSpeeds)
+        speed_->addItem(tr(s.label), s.value);
     speed_->setCurrentIndex(5);
     speed_->setToolTip(tr("Replay speed"));
     slider_ = new QSlider(Qt::Horizontal, this);
@@ -114,7 +120,8 @@ void ReplayBar::updateWidgets() {
     const QSignalBlocker b(slider_);
     if (cursor_ == INT64_MIN) {
         slider_->setValue(0);
-        label_->setText(tr("no cursor · %1").arg(QString::fromStdString(formatDuration(t1_ - t0_))));
+        label_->setText(
+            tr("no cursor · %1").arg(QString::fromStdString(formatDuration(t1_ - t0_))));
     } else {
         slider_->setValue(int(double(cursor_ - t0_) * kSliderSteps / double(t1_ - t0_)));
         label_->setText(tr("cursor %1 / %2")

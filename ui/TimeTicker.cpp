@@ -1,9 +1,9 @@
 #include "TimeTicker.h"
 
+#include "poolscope/Units.h"
+
 #include <algorithm>
 #include <cmath>
-
-#include "poolscope/Units.h"
 
 namespace poolscope::ui {
 
@@ -23,7 +23,8 @@ QString timeTickLabel(int64_t relNs, int64_t stepNs, int64_t scaleNs) {
     static const Unit kUnits[] = {{1, "ns"}, {1e3, "\xC2\xB5s"}, {1e6, "ms"}, {1e9, "s"}};
     const double scale = double(std::max<int64_t>(std::llabs(scaleNs), stepNs));
     int u = 0;
-    while (u < 3 && scale >= kUnits[u + 1].ns) ++u;
+    while (u < 3 && scale >= kUnits[u + 1].ns)
+        ++u;
     const double unit = kUnits[u].ns;
     const int decimals = std::clamp(int(std::ceil(std::log10(unit / double(stepNs)) - 1e-9)), 0, 9);
     return QString::number(double(relNs) / unit, 'f', decimals) + QChar(' ') +
@@ -32,7 +33,8 @@ QString timeTickLabel(int64_t relNs, int64_t stepNs, int64_t scaleNs) {
 
 uint64_t seriesMax(const Series& s, int64_t t0, int64_t t1) {
     uint64_t m = s.valueAt(t0);
-    for (const Point& p : downsample(s, t0, std::max(t1, t0 + 1), 4)) m = std::max(m, p.v);
+    for (const Point& p : downsample(s, t0, std::max(t1, t0 + 1), 4))
+        m = std::max(m, p.v);
     return m;
 }
 

@@ -2,12 +2,12 @@
 // Time axis ticks in human units, shared by the painted timeline ruler and the QCustomPlot plot
 // so both axes show the same labels. Times on screen are relative to the trace's first event.
 
+#include "poolscope/Timeline.h"
+
 #include <QString>
 #include <cstdint>
 #include <qcustomplot.h>
 #include <vector>
-
-#include "poolscope/Timeline.h"
 
 namespace poolscope::ui {
 

@@ -1,11 +1,11 @@
 #include "TimelinePainter.h"
 
+#include "TimeTicker.h"
+#include "poolscope/Units.h"
+
 #include <QPainterPath>
 #include <algorithm>
 #include <cmath>
-
-#include "TimeTicker.h"
-#include "poolscope/Units.h"
 
 namespace poolscope::ui {
 
@@ -16,7 +16,9 @@ constexpr int kRowPitch = 8;
 constexpr int kMaxVisibleRows = 12; // more rows than this squeeze into the same height
 constexpr int kStreamPad = 3;
 
-QString qs(const std::string& s) { return QString::fromStdString(s); }
+QString qs(const std::string& s) {
+    return QString::fromStdString(s);
+}
 
 // Clamp far-off coordinates before handing them to QPainter (it misbehaves near INT_MAX).
 double clampX(double x, const TimelineGeometry& g) {
@@ -88,9 +90,10 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
         if (y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
         const Lane& l = layout.lanes[i];
         QRect band(g_.labelW, y, g_.width - g_.labelW, h);
-        if (l.kind == LaneKind::Device) p.fillRect(band, c_.headerBg());
-        else if (i % 2) p.fillRect(band, QColor(c_.grid().red(), c_.grid().green(),
-                                               c_.grid().blue(), 10));
+        if (l.kind == LaneKind::Device)
+            p.fillRect(band, c_.headerBg());
+        else if (i % 2)
+            p.fillRect(band, QColor(c_.grid().red(), c_.grid().green(), c_.grid().blue(), 10));
         if (int(i) == highlighted) {
             QColor hl = p.device() ? QColor(60, 130, 210, 40) : QColor();
             p.fillRect(band, hl);
@@ -105,10 +108,13 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
     {
         QColor out = c_.dark() ? QColor(0, 0, 0, 90) : QColor(0, 0, 0, 22);
         const double xa = g_.xOf(tl.t0), xb = g_.xOf(tl.t1);
-        if (xa > g_.labelW) p.fillRect(QRectF(g_.labelW, g_.lanesTop(), xa - g_.labelW,
-                                              g_.lanesBottom() - g_.lanesTop()), out);
-        if (xb < g_.width) p.fillRect(QRectF(xb, g_.lanesTop(), g_.width - xb,
-                                             g_.lanesBottom() - g_.lanesTop()), out);
+        if (xa > g_.labelW)
+            p.fillRect(
+                QRectF(g_.labelW, g_.lanesTop(), xa - g_.labelW, g_.lanesBottom() - g_.lanesTop()),
+                out);
+        if (xb < g_.width)
+            p.fillRect(QRectF(xb, g_.lanesTop(), g_.width - xb, g_.lanesBottom() - g_.lanesTop()),
+                       out);
     }
     paintEdges(p);
     paintSelection(p, sel);
@@ -166,7 +172,8 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
                 // Sub-pixel: fold into the current run, then skip every allocation of this row
                 // that ends inside this pixel column (they cannot add anything visible).
                 const double px = std::floor(x0);
-                if (runX0 >= 0 && px <= runX1 + 0.5) runX1 = std::max(runX1, px + 1);
+                if (runX0 >= 0 && px <= runX1 + 0.5)
+                    runX1 = std::max(runX1, px + 1);
                 else {
                     flush();
                     runX0 = px;
@@ -212,7 +219,8 @@ void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
             const int64_t t1 = i + 1 < pts.size() ? pts[i + 1].t : b;
             const int c0 = std::clamp(int(std::floor(g_.xOf(pts[i].t))) - g_.labelW, 0, W - 1);
             const int c1 = std::clamp(int(std::ceil(g_.xOf(t1))) - g_.labelW, c0 + 1, W);
-            for (int c = c0; c < c1; ++c) colMax[size_t(c)] = std::max(colMax[size_t(c)], double(pts[i].v));
+            for (int c = c0; c < c1; ++c)
+                colMax[size_t(c)] = std::max(colMax[size_t(c)], double(pts[i].v));
         }
     };
     std::vector<QRectF> fills, tops;
@@ -226,7 +234,8 @@ void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
                 continue;
             }
             int e = c + 1;
-            while (e < W && colMax[size_t(e)] == colMax[size_t(c)]) ++e;
+            while (e < W && colMax[size_t(e)] == colMax[size_t(c)])
+                ++e;
             const double y = bottom - (bottom - top) * colMax[size_t(c)] / scale;
             fills.emplace_back(g_.labelW + c, y, e - c, bottom - y);
             if (line.isValid()) tops.emplace_back(g_.labelW + c, y, e - c, 1);
@@ -258,7 +267,9 @@ void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
     const Timeline& tl = *s_.timeline;
     const Lane& l = s_.layout->lanes[laneIdx];
     const int top = g_.laneY(laneIdx), h = g_.laneH[laneIdx];
-    auto tsBefore = [&](int64_t t) { return [&, t](uint32_t i) { return tl.markers[i].tsNs < t; }; };
+    auto tsBefore = [&](int64_t t) {
+        return [&, t](uint32_t i) { return tl.markers[i].tsNs < t; };
+    };
     auto it = std::partition_point(l.markers.begin(), l.markers.end(), tsBefore(g_.v0));
     // Lines stay aliased and solid (dashed or antialiased lines go through Qt's stroker, which
     // cost more than the rest of a fit-all frame); only the small shapes are antialiased.
@@ -338,7 +349,9 @@ void TimelinePainter::paintEdges(QPainter& p) {
     const Timeline& tl = *s_.timeline;
     const LaneLayout& layout = *s_.layout;
     const auto& edges = tl.edges;
-    auto waitBefore = [&](int64_t t) { return [&, t](const WaitEdge& e) { return e.waitTsNs < t; }; };
+    auto waitBefore = [&](int64_t t) {
+        return [&, t](const WaitEdge& e) { return e.waitTsNs < t; };
+    };
     auto it = std::partition_point(edges.begin(), edges.end(), waitBefore(g_.v0));
     // Edges are sorted by wait time; an edge recorded inside the view but waited on after it
     // is found by looking a little past the right edge.
@@ -360,7 +373,8 @@ void TimelinePainter::paintEdges(QPainter& p) {
         const int64_t tNext = g_.tOf(std::floor(xw) + 1);
         auto lo = it + 1;
         size_t step = 1;
-        while (lo != edges.end() && size_t(edges.end() - lo) > step && (lo + ptrdiff_t(step))->waitTsNs < tNext) {
+        while (lo != edges.end() && size_t(edges.end() - lo) > step &&
+               (lo + ptrdiff_t(step))->waitTsNs < tNext) {
             lo += ptrdiff_t(step);
             step *= 2;
         }
@@ -443,8 +457,8 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
                           .arg(qs(formatBytes(pt.reserved.valueAt(cursor))),
                                qs(formatBytes(pt.used.valueAt(cursor))));
             } else if (l.kind == LaneKind::Stream && l.streamIndex >= 0) {
-                sub = QStringLiteral("live %1").arg(qs(formatBytes(
-                    tl.streams[size_t(l.streamIndex)].liveBytes.valueAt(cursor))));
+                sub = QStringLiteral("live %1").arg(
+                    qs(formatBytes(tl.streams[size_t(l.streamIndex)].liveBytes.valueAt(cursor))));
             }
         }
         const int w = g_.labelW - indent - 4;
@@ -494,7 +508,8 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
     }
     if (cursor != INT64_MIN) {
         const double x = g_.xOf(cursor);
-        const QString label = timeTickLabel(cursor - tl.t0, std::max<int64_t>(1, step / 100), scale);
+        const QString label =
+            timeTickLabel(cursor - tl.t0, std::max<int64_t>(1, step / 100), scale);
         const int w = p.fontMetrics().horizontalAdvance(label) + 10;
         QRectF box(x - w / 2.0, 2, w, g_.rulerH - 4);
         p.fillRect(box, c_.cursor());
@@ -629,9 +644,8 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
         if (r >= 0 && r < l.rowCount) {
             const auto& row = layout.rows[size_t(l.firstRow + r)];
             const int64_t t0 = g_.tOf(pos.x() - 2), t1 = g_.tOf(pos.x() + 2);
-            auto it = std::partition_point(row.begin(), row.end(), [&](uint32_t i) {
-                return endOf(tl.allocations[i]) <= t0;
-            });
+            auto it = std::partition_point(
+                row.begin(), row.end(), [&](uint32_t i) { return endOf(tl.allocations[i]) <= t0; });
             if (it != row.end() && tl.allocations[*it].allocTsNs <= t1) {
                 hit.sel = {Selection::Allocation, *it, 0, {}};
                 return hit;
@@ -678,7 +692,9 @@ QString TimelinePainter::tooltip(const TimelineHit& h) const {
     case Selection::Failed: {
         const FailedAllocation& f = tl.failed[h.sel.index];
         return QStringLiteral("<b>failed allocation</b> of %1 at %2<br>CUresult %3 on %4")
-            .arg(qs(formatBytes(f.size)), rel(f.tsNs)).arg(f.result).arg(layout.streamName(f.stream));
+            .arg(qs(formatBytes(f.size)), rel(f.tsNs))
+            .arg(f.result)
+            .arg(layout.streamName(f.stream));
     }
     case Selection::Pool:
     case Selection::Stream:

@@ -3,14 +3,14 @@
 // snapshot and the geometry. Work per frame is bounded by pixels, not by events: every list is
 // range-searched, and anything narrower than a pixel is merged with its neighbours.
 
+#include "ColorScheme.h"
+#include "Selection.h"
+#include "TraceSnapshot.h"
+
 #include <QPainter>
 #include <QRect>
 #include <cstdint>
 #include <vector>
-
-#include "ColorScheme.h"
-#include "Selection.h"
-#include "TraceSnapshot.h"
 
 namespace poolscope::ui {
 

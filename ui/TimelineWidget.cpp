@@ -38,8 +38,10 @@ void TimelineWidget::setSnapshot(const TraceSnapshot& s, bool keepView) {
         cursor_ = INT64_MIN;
     }
     relayout();
-    if (keepView && snap_.valid()) setViewRange(a, b);
-    else fitAll();
+    if (keepView && snap_.valid())
+        setViewRange(a, b);
+    else
+        fitAll();
     update();
 }
 
@@ -54,7 +56,8 @@ void TimelineWidget::clear() {
 void TimelineWidget::relayout() {
     geo_.width = width();
     geo_.height = height();
-    if (snap_.valid()) geo_.layoutLanes(*snap_.layout);
+    if (snap_.valid())
+        geo_.layoutLanes(*snap_.layout);
     else {
         geo_.laneTop.clear();
         geo_.laneH.clear();
@@ -66,7 +69,8 @@ void TimelineWidget::relayout() {
 void TimelineWidget::updateScrollBar() {
     const int visible = geo_.lanesBottom() - geo_.lanesTop();
     const int maxScroll = std::max(0, geo_.contentH - visible);
-    vbar_->setGeometry(width() - geo_.rightPad, geo_.lanesTop(), geo_.rightPad, std::max(0, visible));
+    vbar_->setGeometry(width() - geo_.rightPad, geo_.lanesTop(), geo_.rightPad,
+                       std::max(0, visible));
     vbar_->setRange(0, maxScroll);
     vbar_->setPageStep(std::max(1, visible));
     vbar_->setSingleStep(20);
@@ -162,8 +166,10 @@ void TimelineWidget::scrollToLane(int lane) {
     if (lane < 0 || size_t(lane) >= geo_.laneTop.size()) return;
     const int visible = geo_.lanesBottom() - geo_.lanesTop();
     const int top = geo_.laneTop[size_t(lane)], h = geo_.laneH[size_t(lane)];
-    if (top < geo_.scrollY) vbar_->setValue(top);
-    else if (top + h > geo_.scrollY + visible) vbar_->setValue(top + h - visible);
+    if (top < geo_.scrollY)
+        vbar_->setValue(top);
+    else if (top + h > geo_.scrollY + visible)
+        vbar_->setValue(top + h - visible);
 }
 
 void TimelineWidget::setBarColoring(BarColoring c) {
@@ -208,7 +214,9 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     lastPaintNs_ = timer.nsecsElapsed();
 }
 
-void TimelineWidget::resizeEvent(QResizeEvent*) { relayout(); }
+void TimelineWidget::resizeEvent(QResizeEvent*) {
+    relayout();
+}
 
 void TimelineWidget::wheelEvent(QWheelEvent* e) {
     if (!snap_.valid()) return;
@@ -296,7 +304,8 @@ void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
     if (!snap_.valid() || e->button() != Qt::LeftButton) return;
     TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
     const TimelineHit hit = painter.hitTest(e->pos());
-    if (hit.sel.kind == Selection::None) fitAll();
+    if (hit.sel.kind == Selection::None)
+        fitAll();
     else {
         sel_ = hit.sel;
         emit selectionChanged(sel_);
@@ -310,25 +319,42 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
     switch (e->key()) {
     case Qt::Key_Plus:
     case Qt::Key_Equal:
-    case Qt::Key_W: zoomBy(1.5, cursor_ != INT64_MIN ? cursor_ : mid); break;
+    case Qt::Key_W:
+        zoomBy(1.5, cursor_ != INT64_MIN ? cursor_ : mid);
+        break;
     case Qt::Key_Minus:
-    case Qt::Key_S: zoomBy(1 / 1.5, cursor_ != INT64_MIN ? cursor_ : mid); break;
+    case Qt::Key_S:
+        zoomBy(1 / 1.5, cursor_ != INT64_MIN ? cursor_ : mid);
+        break;
     case Qt::Key_Left:
-    case Qt::Key_A: panBy(-0.1); break;
+    case Qt::Key_A:
+        panBy(-0.1);
+        break;
     case Qt::Key_Right:
-    case Qt::Key_D: panBy(0.1); break;
-    case Qt::Key_Up: vbar_->setValue(vbar_->value() - 40); break;
-    case Qt::Key_Down: vbar_->setValue(vbar_->value() + 40); break;
+    case Qt::Key_D:
+        panBy(0.1);
+        break;
+    case Qt::Key_Up:
+        vbar_->setValue(vbar_->value() - 40);
+        break;
+    case Qt::Key_Down:
+        vbar_->setValue(vbar_->value() + 40);
+        break;
     case Qt::Key_Home:
     case Qt::Key_0:
-    case Qt::Key_F: fitAll(); break;
-    case Qt::Key_Z: zoomToSelection(); break;
+    case Qt::Key_F:
+        fitAll();
+        break;
+    case Qt::Key_Z:
+        zoomToSelection();
+        break;
     case Qt::Key_Escape:
         sel_ = {};
         update();
         emit selectionChanged(sel_);
         break;
-    default: QWidget::keyPressEvent(e);
+    default:
+        QWidget::keyPressEvent(e);
     }
 }
 
@@ -337,8 +363,10 @@ bool TimelineWidget::event(QEvent* e) {
         auto* he = static_cast<QHelpEvent*>(e);
         TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
         const QString tip = painter.tooltip(painter.hitTest(he->pos()));
-        if (tip.isEmpty()) QToolTip::hideText();
-        else QToolTip::showText(he->globalPos(), tip, this);
+        if (tip.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(he->globalPos(), tip, this);
         return true;
     }
     return QWidget::event(e);

@@ -3,14 +3,14 @@
 // (visible time range, vertical scroll, selection, replay cursor) and turns input into changes of
 // that state; TimelinePainter does the drawing.
 
-#include <QElapsedTimer>
-#include <QWidget>
-#include <cstdint>
-
 #include "ColorScheme.h"
 #include "Selection.h"
 #include "TimelinePainter.h"
 #include "TraceSnapshot.h"
+
+#include <QElapsedTimer>
+#include <QWidget>
+#include <cstdint>
 
 class QScrollBar;
 

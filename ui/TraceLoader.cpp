@@ -1,10 +1,10 @@
 #include "TraceLoader.h"
 
+#include "poolscope/TraceReader.h"
+
 #include <QFileInfo>
 #include <QMetaObject>
 #include <QtConcurrent/QtConcurrentRun>
-
-#include "poolscope/TraceReader.h"
 
 namespace poolscope::ui {
 
@@ -26,9 +26,11 @@ TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {
 
 TraceLoader::~TraceLoader() {
     if (running_) running_->cancel = true;
-    for (auto& j : abandoned_) j->cancel = true;
+    for (auto& j : abandoned_)
+        j->cancel = true;
     if (running_) running_->future.waitForFinished();
-    for (auto& j : abandoned_) j->future.waitForFinished();
+    for (auto& j : abandoned_)
+        j->future.waitForFinished();
 }
 
 void TraceLoader::load(const QString& path) {
@@ -58,8 +60,10 @@ void TraceLoader::load(const QString& path) {
                 },
                 &job->cancel);
             if (!tl) {
-                if (tl.error().code == ErrorCode::Cancelled) wasCancelled = true;
-                else error = QString::fromStdString(tl.error().message);
+                if (tl.error().code == ErrorCode::Cancelled)
+                    wasCancelled = true;
+                else
+                    error = QString::fromStdString(tl.error().message);
             } else {
                 job->phase = 2;
                 snap.layout = LaneLayout::build(*tl.value(), &job->cancel);
@@ -72,7 +76,8 @@ void TraceLoader::load(const QString& path) {
         }
         if (job->cancel) wasCancelled = true;
         QMetaObject::invokeMethod(
-            this, [this, g = job->generation, snap, error, wasCancelled] {
+            this,
+            [this, g = job->generation, snap, error, wasCancelled] {
                 finish(g, snap, error, wasCancelled);
             },
             Qt::QueuedConnection);
@@ -90,16 +95,18 @@ void TraceLoader::cancel() {
 }
 
 void TraceLoader::finish(quint64 generation, TraceSnapshot snap, QString error, bool wasCancelled) {
-    std::erase_if(abandoned_, [&](const std::shared_ptr<Job>& j) {
-        return j->generation == generation;
-    });
+    std::erase_if(abandoned_,
+                  [&](const std::shared_ptr<Job>& j) { return j->generation == generation; });
     if (!running_ || generation != running_->generation) return; // stale: a newer load won
     const QString path = running_->path;
     running_.reset();
     poll_.stop();
-    if (wasCancelled) emit cancelled(path);
-    else if (!error.isEmpty()) emit failed(path, error);
-    else emit loaded(snap);
+    if (wasCancelled)
+        emit cancelled(path);
+    else if (!error.isEmpty())
+        emit failed(path, error);
+    else
+        emit loaded(snap);
 }
 
 } // namespace poolscope::ui

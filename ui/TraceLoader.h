@@ -3,14 +3,14 @@
 // from the user's point of view; a newer load cancels the older one, and results carry a
 // generation number so a stale job that finishes late is dropped.
 
+#include "TraceSnapshot.h"
+
 #include <QFuture>
 #include <QObject>
 #include <QString>
 #include <QTimer>
 #include <atomic>
 #include <memory>
-
-#include "TraceSnapshot.h"
 
 namespace poolscope::ui {
 

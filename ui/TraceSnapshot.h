@@ -2,20 +2,20 @@
 // What the main window shows: an immutable Timeline plus its lane layout, and where it came from.
 // File loading and (later) a live session both produce one of these; the window never cares which.
 
-#include <QString>
-#include <memory>
-
 #include "LaneLayout.h"
 #include "poolscope/Entities.h"
 #include "poolscope/Timeline.h"
+
+#include <QString>
+#include <memory>
 
 namespace poolscope::ui {
 
 struct TraceSnapshot {
     std::shared_ptr<const Timeline> timeline;
     std::shared_ptr<const LaneLayout> layout;
-    QString path;        // the trace file; empty for a live source
-    QString title;       // shown in the window title
+    QString path;  // the trace file; empty for a live source
+    QString title; // shown in the window title
     bool bundledSample = false;
     ProcessInfo process;
 

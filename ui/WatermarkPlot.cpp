@@ -1,12 +1,12 @@
 #include "WatermarkPlot.h"
 
+#include "ColorScheme.h"
+#include "TimeTicker.h"
+
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 #include <qcustomplot.h>
-
-#include "ColorScheme.h"
-#include "TimeTicker.h"
 
 namespace poolscope::ui {
 
@@ -114,9 +114,8 @@ void WatermarkPlot::rebuildGraphs() {
         g.events = plot_->addGraph();
         g.events->setName(tr("trim / release"));
         g.events->setLineStyle(QCPGraph::lsNone);
-        g.events->setScatterStyle(
-            QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, c.releaseColor(),
-                            c.releaseColor(), 8));
+        g.events->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted,
+                                                  c.releaseColor(), c.releaseColor(), 8));
         if (!graphs_.empty()) g.events->removeFromLegend();
         graphs_.push_back(g);
     }
@@ -131,7 +130,8 @@ void WatermarkPlot::setViewRange(int64_t t0, int64_t t1) {
 
 int WatermarkPlot::graphPointCount() const {
     int n = 0;
-    for (int i = 0; i < plot_->graphCount(); ++i) n += plot_->graph(i)->data()->size();
+    for (int i = 0; i < plot_->graphCount(); ++i)
+        n += plot_->graph(i)->data()->size();
     return n;
 }
 
@@ -146,7 +146,8 @@ void WatermarkPlot::refreshData() {
     auto feed = [&](QCPGraph* g, const Series& s, bool clampHuge, uint64_t hugeAbove) {
         QVector<double> k, v;
         if (!s.empty() && v0_ < tl.t1) {
-            const std::vector<Point> pts = downsample(s, std::max(v0_, tl.t0), std::max(end, v0_ + 1), maxPts);
+            const std::vector<Point> pts =
+                downsample(s, std::max(v0_, tl.t0), std::max(end, v0_ + 1), maxPts);
             k.reserve(qsizetype(pts.size() + 1));
             v.reserve(qsizetype(pts.size() + 1));
             for (const Point& p : pts) {
@@ -197,7 +198,8 @@ void WatermarkPlot::refreshData() {
         int64_t lastPx = INT64_MIN;
         for (; it != tl.markers.end() && it->tsNs < v1_; ++it) {
             if (it->pool != g.pool) continue;
-            if (it->kind != EventKind::ImplicitRelease && it->kind != EventKind::PoolTrimTo) continue;
+            if (it->kind != EventKind::ImplicitRelease && it->kind != EventKind::PoolTrimTo)
+                continue;
             const int64_t px = int64_t(double(it->tsNs - v0_) * pxPerNs);
             if (px == lastPx) continue;
             lastPx = px;
@@ -252,8 +254,8 @@ void WatermarkPlot::applyTheme() {
         ax->setLabelColor(fg);
         ax->grid()->setPen(QPen(grid));
     }
-    plot_->legend->setBrush(QColor(c.background().red(), c.background().green(),
-                                   c.background().blue(), 210));
+    plot_->legend->setBrush(
+        QColor(c.background().red(), c.background().green(), c.background().blue(), 210));
     plot_->legend->setTextColor(fg);
     plot_->legend->setBorderPen(QPen(grid));
     cursorLine_->setPen(QPen(c.cursor(), 2));

@@ -3,12 +3,12 @@
 // follows the timeline, and drags/zooms here are sent back as a requested range. Every refresh
 // feeds only core's downsampled points for the visible range.
 
+#include "TraceSnapshot.h"
+
 #include <QSharedPointer>
 #include <QWidget>
 #include <cstdint>
 #include <memory>
-
-#include "TraceSnapshot.h"
 
 class QCustomPlot;
 class QCPGraph;

@@ -1,16 +1,18 @@
 // poolscope-gui: the desktop window. Started by `poolscope` (no verb, a trace file, or
 // `open TRACE`), or directly.
 
+#include "MainWindow.h"
+
 #include <QApplication>
 #include <QByteArray>
-#include <cstdio>
 #include <QCommandLineParser>
 #include <QIcon>
 #include <QTimer>
+#include <cstdio>
 
-#include "MainWindow.h"
-
-static void initResources() { Q_INIT_RESOURCE(poolscope); }
+static void initResources() {
+    Q_INIT_RESOURCE(poolscope);
+}
 
 namespace {
 bool wantsInfoOnly(int argc, char** argv) {
@@ -65,8 +67,10 @@ int main(int argc, char** argv) {
     w.show();
     const QStringList args = parser.positionalArguments();
     QTimer::singleShot(0, &w, [&w, args] {
-        if (!args.isEmpty()) w.openFile(args.first());
-        else w.openDefault();
+        if (!args.isEmpty())
+            w.openFile(args.first());
+        else
+            w.openDefault();
     });
     return app.exec();
 }

@@ -1,12 +1,12 @@
 #include "SyntheticTrace.h"
 
+#include "poolscope/TraceWriter.h"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
 #include <random>
 #include <vector>
-
-#include "poolscope/TraceWriter.h"
 
 namespace poolscope::synth {
 
@@ -14,7 +14,9 @@ namespace {
 constexpr uint64_t MiB = 1ull << 20;
 constexpr uint64_t GiB = 1ull << 30;
 
-uint64_t roundUp(uint64_t v, uint64_t g) { return (v + g - 1) / g * g; }
+uint64_t roundUp(uint64_t v, uint64_t g) {
+    return (v + g - 1) / g * g;
+}
 
 // A crude model of a pool: enough to give the watermarks the shapes real pools have.
 struct PoolSim {
@@ -191,7 +193,8 @@ Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& o) {
     bool thresholdChanged = false, knobbed = false, failed = false;
     for (uint64_t i = 0; i < iterations && g.st.ok(); ++i) {
         const double f = double(i) / double(iterations);
-        inflight.push_back(alloc(def, kSynthDefaultPool, kSynthStreamA, logUniform(64 * 1024, 96 * MiB), 4242));
+        inflight.push_back(
+            alloc(def, kSynthDefaultPool, kSynthStreamA, logUniform(64 * 1024, 96 * MiB), 4242));
         step(kernel(rng)); // the kernel using it
         const uint64_t ev = 0xe0000 + (i % 4) * 16;
         Event rec = g.make(EventKind::EventRecord);
@@ -208,7 +211,8 @@ Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& o) {
             inflight.pop_front();
         }
         if (i % 3 == 0) {
-            scratch.push_back(alloc(exp, kSynthExplicitPool, kSynthStreamC, logUniform(4096, 8 * MiB), 4243));
+            scratch.push_back(
+                alloc(exp, kSynthExplicitPool, kSynthStreamC, logUniform(4096, 8 * MiB), 4243));
             if (scratch.size() > 3) {
                 free(exp, scratch.front(), kSynthStreamC);
                 scratch.pop_front();
@@ -254,7 +258,8 @@ Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& o) {
             Event trim = g.make(EventKind::PoolTrimTo);
             trim.pool = kSynthDefaultPool;
             trim.size = 64 * MiB;
-            def.reserved = std::max<uint64_t>(64 * MiB + def.pending, roundUp(def.used + def.pending, def.granule));
+            def.reserved = std::max<uint64_t>(64 * MiB + def.pending,
+                                              roundUp(def.used + def.pending, def.granule));
             trim.flags = kHasWatermarks;
             trim.reserved = def.reserved;
             trim.used = def.used;
@@ -270,7 +275,8 @@ Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& o) {
         free(def, inflight.front(), kSynthStreamB);
         inflight.pop_front();
     }
-    for (size_t i = 0; i + 2 < weights.size(); ++i) free(exp, weights[i], kSynthStreamC);
+    for (size_t i = 0; i + 2 < weights.size(); ++i)
+        free(exp, weights[i], kSynthStreamC);
     {
         step(gap(rng));
         Event sync = g.make(EventKind::ContextSynchronize);

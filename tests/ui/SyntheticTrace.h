@@ -5,10 +5,10 @@
 // release-threshold change by the app, a knob change and a trim, and one failed allocation.
 // It is marked synthetic in its metadata, device name and command line: never a recording.
 
+#include "poolscope/Result.h"
+
 #include <cstdint>
 #include <string>
-
-#include "poolscope/Result.h"
 
 namespace poolscope::synth {
 

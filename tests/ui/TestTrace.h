@@ -1,12 +1,12 @@
 #pragma once
 // A generated trace written once per test program into a temporary folder.
 
+#include "SyntheticTrace.h"
+
 #include <QDir>
 #include <QString>
 #include <QTemporaryDir>
 #include <gtest/gtest.h>
-
-#include "SyntheticTrace.h"
 
 namespace poolscope::synth {
 

@@ -1,19 +1,6 @@
 // GUI benchmark, offscreen, on a generated trace (10M events by default):
 //   open -> first frame, pan/zoom redraw times at several zoom levels, memory vs event data.
 // Usage: poolscope_bench_gui [--events N] [--trace PATH]   (the trace is generated if missing)
-#include <QApplication>
-#include <QElapsedTimer>
-#include <QFile>
-#include <QSignalSpy>
-#include <QTest>
-#include <algorithm>
-#include <ctime>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <string>
-#include <vector>
-
 #include "MainWindow.h"
 #include "SyntheticTrace.h"
 #include "TimelineWidget.h"
@@ -21,10 +8,25 @@
 #include "poolscope/Units.h"
 #include "qcustomplot.h"
 
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTest>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
 using namespace poolscope;
 using namespace poolscope::ui;
 
-static void initResources() { Q_INIT_RESOURCE(poolscope); }
+static void initResources() {
+    Q_INIT_RESOURCE(poolscope);
+}
 
 namespace {
 
@@ -36,7 +38,9 @@ long statusKiB(const char* key) {
     return 0;
 }
 
-double ms(qint64 ns) { return double(ns) / 1e6; }
+double ms(qint64 ns) {
+    return double(ns) / 1e6;
+}
 
 // CPU time of this thread: on a shared, loaded machine wall time mostly measures the others.
 double cpuMs() {
@@ -60,8 +64,10 @@ int main(int argc, char** argv) {
     uint64_t events = 10'000'000;
     std::string trace;
     for (int i = 1; i + 1 < argc; ++i) {
-        if (!std::strcmp(argv[i], "--events")) events = std::stoull(argv[++i]);
-        else if (!std::strcmp(argv[i], "--trace")) trace = argv[++i];
+        if (!std::strcmp(argv[i], "--events"))
+            events = std::stoull(argv[++i]);
+        else if (!std::strcmp(argv[i], "--trace"))
+            trace = argv[++i];
     }
     if (trace.empty()) trace = "/tmp/poolscope-bench-gui-" + std::to_string(events) + ".poolscope";
     if (!QFile::exists(QString::fromStdString(trace))) {
@@ -104,18 +110,21 @@ int main(int argc, char** argv) {
     const Timeline& tl = *w.snapshot().timeline;
     const long rssLoaded = statusKiB("VmRSS:");
 
-    std::printf("\ntrace: %s\nevents: %llu  allocations: %zu  markers: %zu  edges: %zu  lanes: %zu  rows: %zu\n",
+    std::printf("\ntrace: %s\nevents: %llu  allocations: %zu  markers: %zu  edges: %zu  lanes: %zu "
+                " rows: %zu\n",
                 trace.c_str(), (unsigned long long)tl.eventCount, tl.allocations.size(),
                 tl.markers.size(), tl.edges.size(), w.snapshot().layout->lanes.size(),
                 w.snapshot().layout->rows.size());
-    std::printf("open -> timeline ready (read + rebuild + lane layout, background): %.0f ms\n", ms(loadedNs));
-    std::printf("timeline ready -> first frame painted (timeline + plot): %.1f ms (timeline paint %.1f ms)\n",
+    std::printf("open -> timeline ready (read + rebuild + lane layout, background): %.0f ms\n",
+                ms(loadedNs));
+    std::printf("timeline ready -> first frame painted (timeline + plot): %.1f ms (timeline paint "
+                "%.1f ms)\n",
                 ms(firstFrameNs - loadedNs), ms(firstPaintNs));
     std::printf("open -> first frame: %.0f ms\n\n", ms(firstFrameNs));
 
     std::printf("wall = elapsed time; cpu = this thread's CPU time (robust to a loaded machine)\n");
-    std::printf("%-16s %8s %8s %8s %8s | %8s %8s %8s | %7s %7s\n", "zoom (span)", "tl med", "tl p95",
-                "tl max", "tl cpu", "plot med", "plot max", "plotcpu", "bars", "merged");
+    std::printf("%-16s %8s %8s %8s %8s | %8s %8s %8s | %7s %7s\n", "zoom (span)", "tl med",
+                "tl p95", "tl max", "tl cpu", "plot med", "plot max", "plotcpu", "bars", "merged");
     const int64_t span0 = tl.t1 - tl.t0;
     for (double frac : {1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6}) {
         const int64_t span = std::max<int64_t>(1000, int64_t(double(span0) * frac));
@@ -143,20 +152,25 @@ int main(int argc, char** argv) {
         f.start();
         w.watermarks()->setViewRange(start, start + span);
         const double refresh = ms(f.nsecsElapsed());
-        const Stats a = stats(tlTimes), b = stats(plotTimes), ac = stats(tlCpu), bc = stats(plotCpu);
+        const Stats a = stats(tlTimes), b = stats(plotTimes), ac = stats(tlCpu),
+                    bc = stats(plotCpu);
         char label[64];
         std::snprintf(label, sizeof label, "%g (%s)", frac,
                       QString::fromStdString(formatDuration(span)).toUtf8().constData());
-        std::printf("%-16s %8.2f %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %7llu %7llu  plot data %.2f ms\n",
-                    label, a.median, a.p95, a.max, ac.median, b.median, b.max, bc.median,
-                    (unsigned long long)ps.bars, (unsigned long long)ps.mergedRuns, refresh);
+        std::printf(
+            "%-16s %8.2f %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %7llu %7llu  plot data %.2f ms\n",
+            label, a.median, a.p95, a.max, ac.median, b.median, b.max, bc.median,
+            (unsigned long long)ps.bars, (unsigned long long)ps.mergedRuns, refresh);
     }
     QTest::qWait(2000); // let the events table's query of the visible range finish
     const long rssEnd = statusKiB("VmRSS:"), hwm = statusKiB("VmHWM:");
     const double eventData = double(tl.eventCount) * sizeof(Event) / 1048576.0;
-    std::printf("\nmemory: RSS before open %.0f MiB, after load %.0f MiB, at end %.0f MiB, peak %.0f MiB\n",
-                rss0 / 1024.0, rssLoaded / 1024.0, rssEnd / 1024.0, hwm / 1024.0);
-    std::printf("event data (events x %zu B): %.0f MiB; (RSS at end - before) / event data = %.2f; peak / event data = %.2f\n",
-                sizeof(Event), eventData, (rssEnd - rss0) / 1024.0 / eventData, hwm / 1024.0 / eventData);
+    std::printf(
+        "\nmemory: RSS before open %.0f MiB, after load %.0f MiB, at end %.0f MiB, peak %.0f MiB\n",
+        rss0 / 1024.0, rssLoaded / 1024.0, rssEnd / 1024.0, hwm / 1024.0);
+    std::printf("event data (events x %zu B): %.0f MiB; (RSS at end - before) / event data = %.2f; "
+                "peak / event data = %.2f\n",
+                sizeof(Event), eventData, (rssEnd - rss0) / 1024.0 / eventData,
+                hwm / 1024.0 / eventData);
     return 0;
 }

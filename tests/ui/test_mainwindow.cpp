@@ -1,16 +1,5 @@
 // The window offscreen: open a trace, select an allocation by clicking its bar, and check that
 // the details pane and the linked views follow. Also: bad files, cancel, replay, table jumps.
-#include <QDir>
-#include <QFile>
-#include <QFileInfo>
-#include <QMessageBox>
-#include <QSignalSpy>
-#include <QTableView>
-#include <QTest>
-#include <QTreeView>
-#include <gtest/gtest.h>
-#include <qcustomplot.h>
-
 #include "DetailsPane.h"
 #include "EntityTreeModel.h"
 #include "EventsPanel.h"
@@ -21,6 +10,17 @@
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 #include "poolscope/Units.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QMessageBox>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTest>
+#include <QTreeView>
+#include <gtest/gtest.h>
+#include <qcustomplot.h>
 
 using namespace poolscope;
 using namespace poolscope::ui;
@@ -116,7 +116,8 @@ TEST(MainWindow, TableDoubleClickJumpsTimelineAndTreeHighlightsPool) {
     EventTableModel* m = w.events()->model();
     int row = -1;
     for (int r = m->rowCount() - 1; r >= 0 && row < 0; --r)
-        if (m->eventAt(r)->kind == EventKind::Free && m->eventAt(r)->pool == synth::kSynthDefaultPool)
+        if (m->eventAt(r)->kind == EventKind::Free &&
+            m->eventAt(r)->pool == synth::kSynthDefaultPool)
             row = r;
     ASSERT_GE(row, 0);
     const Event e = *m->eventAt(row);
@@ -146,7 +147,8 @@ TEST(MainWindow, ReplayCursorShowsStateAtThatInstant) {
     w.replay()->setCursor(t);
     EXPECT_EQ(w.timeline()->cursorTime(), t);
     const QModelIndex pool = w.entityModel()->indexFor(Selection::Pool, synth::kSynthDefaultPool);
-    const QString at = w.entityModel()->data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString();
+    const QString at =
+        w.entityModel()->data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString();
     const PoolTimeline* p = tl.pool(synth::kSynthDefaultPool);
     EXPECT_EQ(at, QStringLiteral("R %1 · U %2")
                       .arg(QString::fromStdString(formatBytes(p->reserved.valueAt(t))),

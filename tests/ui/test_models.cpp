@@ -1,13 +1,13 @@
 // Models under QAbstractItemModelTester, and the lane layout's invariants that painting relies on.
-#include <QAbstractItemModelTester>
-#include <gtest/gtest.h>
-
 #include "EntityTreeModel.h"
 #include "EventFilter.h"
 #include "EventTableModel.h"
 #include "LaneLayout.h"
 #include "TestTrace.h"
 #include "poolscope/TraceReader.h"
+
+#include <QAbstractItemModelTester>
+#include <gtest/gtest.h>
 
 using namespace poolscope;
 using namespace poolscope::ui;
@@ -56,10 +56,12 @@ TEST(LaneLayout, GroupsDevicePoolStreamAndPacksRowsWithoutOverlap) {
         placed += row.size();
     }
     EXPECT_EQ(placed, tl.allocations.size());
-    for (size_t i = 0; i < tl.allocations.size(); ++i) ASSERT_GE(L.rowOfAlloc[i], 0);
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        ASSERT_GE(L.rowOfAlloc[i], 0);
     // Markers went somewhere: syncs, the release-threshold change, the knob, the trim.
     size_t markers = 0;
-    for (const Lane& l : L.lanes) markers += l.markers.size();
+    for (const Lane& l : L.lanes)
+        markers += l.markers.size();
     EXPECT_GE(markers, tl.markers.size());
     EXPECT_EQ(tl.failed.size(), 1u);
 }
@@ -83,7 +85,8 @@ TEST(EventTableModel, PassesModelTesterAndFormatsHumanUnits) {
     ASSERT_GE(allocRow, 0);
     EXPECT_EQ(model.data(model.index(allocRow, EventTableModel::Size)).toString(), "64.0 MiB");
     EXPECT_EQ(model.data(model.index(allocRow, EventTableModel::Kind)).toString(), "alloc");
-    EXPECT_TRUE(model.data(model.index(allocRow, EventTableModel::Pool)).toString().startsWith("pool #"));
+    EXPECT_TRUE(
+        model.data(model.index(allocRow, EventTableModel::Pool)).toString().startsWith("pool #"));
     EXPECT_EQ(model.rowOfSeq(model.eventAt(allocRow)->seq), allocRow);
     model.resetData({}, 0, nullptr);
     EXPECT_EQ(model.rowCount(), 0);
@@ -106,7 +109,8 @@ TEST(EntityTreeModel, PassesModelTesterWithStatsAndCursor) {
     EXPECT_TRUE(model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().isEmpty());
     const int64_t mid = (s.timeline->t0 + s.timeline->t1) / 2;
     model.setCursorTime(mid);
-    EXPECT_TRUE(model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().startsWith("R "));
+    EXPECT_TRUE(
+        model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().startsWith("R "));
     model.resetData({});
     EXPECT_EQ(model.rowCount(), 0);
 }
@@ -142,8 +146,8 @@ TEST(EventFilter, MatchesKindStreamPoolSizeAndTime) {
 
 TEST(EventFilter, FileProviderCapsAndFilters) {
     TraceSnapshot s = snapshot();
-    auto provider = fileEventProvider(synth::syntheticTracePath(), s.timeline->t0,
-                                      s.timeline->t1, s.timeline->eventCount);
+    auto provider = fileEventProvider(synth::syntheticTracePath(), s.timeline->t0, s.timeline->t1,
+                                      s.timeline->eventCount);
     std::atomic<bool> cancel{false};
     EventFilter f;
     f.kindMask = EventFilter::bit(EventKind::Alloc);

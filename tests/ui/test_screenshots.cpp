@@ -1,6 +1,12 @@
 // Screenshots of the main window under Xvfb (the xcb platform, real fonts): checks they are not
 // blank and saves them to $POOLSCOPE_SCREENSHOT_DIR for docs/screenshots. Uses the bundled
 // recorded sample when it exists, else a generated trace (whose device lane says so).
+#include "EventsPanel.h"
+#include "MainWindow.h"
+#include "ReplayBar.h"
+#include "TestTrace.h"
+#include "TimelineWidget.h"
+
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -9,12 +15,6 @@
 #include <QSignalSpy>
 #include <QTest>
 #include <gtest/gtest.h>
-
-#include "EventsPanel.h"
-#include "MainWindow.h"
-#include "ReplayBar.h"
-#include "TestTrace.h"
-#include "TimelineWidget.h"
 
 using namespace poolscope;
 using namespace poolscope::ui;
@@ -26,7 +26,8 @@ int distinctColours(const QImage& img) {
     const QImage im = img.convertToFormat(QImage::Format_RGB32);
     for (int y = 0; y < im.height(); y += 2) {
         const QRgb* line = reinterpret_cast<const QRgb*>(im.constScanLine(y));
-        for (int x = 0; x < im.width(); x += 2) colours.insert(line[x]);
+        for (int x = 0; x < im.width(); x += 2)
+            colours.insert(line[x]);
     }
     return int(colours.size());
 }
@@ -62,8 +63,8 @@ void settle(MainWindow& w) {
 void save(const QImage& img, const QString& name) {
     const QString path = outDir() + "/" + name;
     EXPECT_TRUE(img.save(path)) << path.toStdString();
-    std::printf("screenshot: %s (%dx%d, %d colours)\n", qPrintable(path), img.width(),
-                img.height(), distinctColours(img));
+    std::printf("screenshot: %s (%dx%d, %d colours)\n", qPrintable(path), img.width(), img.height(),
+                distinctColours(img));
 }
 
 } // namespace

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <gtest/gtest.h>
 
-static void initResources() { Q_INIT_RESOURCE(poolscope); }
+static void initResources() {
+    Q_INIT_RESOURCE(poolscope);
+}
 
 int main(int argc, char** argv) {
 #ifndef POOLSCOPE_NO_FORCE_OFFSCREEN
