@@ -1,6 +1,7 @@
 // poolscope-gui: the desktop window. Started by `poolscope` (no verb, a trace file, or
 // `open TRACE`), or directly.
 
+#include "LiveController.h"
 #include "MainWindow.h"
 
 #include <QApplication>
@@ -61,9 +62,19 @@ int main(int argc, char** argv) {
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument("trace", "A .poolscope trace to open");
+    // For headless runs (scripts/run.sh without a display, CI): save a picture of the window,
+    // then quit.
+    QCommandLineOption screenshot("screenshot", "Save a screenshot of the window to FILE just "
+                                                "before quitting (with --quit-after).",
+                                  "FILE");
+    QCommandLineOption quitAfter("quit-after", "Quit after MS milliseconds.", "MS");
+    parser.addOption(screenshot);
+    parser.addOption(quitAfter);
     parser.process(app);
 
     poolscope::ui::MainWindow w;
+    poolscope::ui::installLiveSession(&w);
+    if (parser.isSet(screenshot)) w.resize(1600, 1000); // a fixed size for comparable pictures
     w.show();
     const QStringList args = parser.positionalArguments();
     QTimer::singleShot(0, &w, [&w, args] {
@@ -72,5 +83,24 @@ int main(int argc, char** argv) {
         else
             w.openDefault();
     });
+    if (parser.isSet(quitAfter)) {
+        bool ok = false;
+        const int ms = parser.value(quitAfter).toInt(&ok);
+        if (!ok || ms < 0) {
+            std::fprintf(stderr, "poolscope: --quit-after takes milliseconds, e.g. 5000\n");
+            return 2;
+        }
+        const QString shotPath = parser.value(screenshot);
+        QTimer::singleShot(ms, &w, [&w, shotPath] {
+            if (!shotPath.isEmpty()) {
+                if (w.grab().save(shotPath))
+                    std::fprintf(stderr, "poolscope: saved a screenshot to %s\n",
+                                 qPrintable(shotPath));
+                else
+                    std::fprintf(stderr, "poolscope: could not save %s\n", qPrintable(shotPath));
+            }
+            QApplication::quit();
+        });
+    }
     return app.exec();
 }
