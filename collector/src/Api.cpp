@@ -43,6 +43,10 @@ public:
     std::vector<PoolInfo> pools() const override {
         std::vector<PoolInfo> out;
         Runtime& rt = runtime();
+        // Asking the driver which pool is each device's default: on this (server) thread, under
+        // the guard, so the query stays out of the trace.
+        ThreadState* t = ownThreadState();
+        Guard g(t);
         const int n = rt.poolCount.load();
         for (int i = 0; i < n; ++i) {
             const uint64_t h = rt.pools[i].handle.load();
@@ -50,6 +54,12 @@ public:
             PoolInfo p;
             p.handle = h;
             p.device = rt.pools[i].device.load();
+            CUdevice dev;
+            CUmemoryPool def;
+            if (p.device >= 0 && cuDeviceGet(&dev, p.device) == CUDA_SUCCESS &&
+                cuDeviceGetDefaultMemPool(&def, dev) == CUDA_SUCCESS)
+                p.kind = reinterpret_cast<uint64_t>(def) == h ? PoolKind::Default
+                                                             : PoolKind::Explicit;
             out.push_back(p);
         }
         return out;

@@ -14,12 +14,14 @@ namespace poolscope {
 enum class EventKind : uint8_t {
     Alloc = 1,          // size, ptr (0 on failure), stream, pool, variant=AllocApi, result
     Free = 2,           // ptr, stream, pool (resolved by the collector when known), size if known
-    PoolCreate = 3,     // pool, device, variant=PoolKind, size=max size (0 = unlimited), aux=handle types
+    PoolCreate = 3,     // pool, device, variant=PoolKind, size=max size (0 = unlimited), aux=handle
+                        // types, attr=location type
     PoolDestroy = 4,    // pool
     PoolSetAttribute = 5, // pool, attr=PoolAttr, size=new value, aux=old value (flags&HasOld)
-    DeviceSetMempool = 6, // device, pool (the device's new current pool)
+    DeviceSetMempool = 6, // device, pool (the device's new current pool), aux=location type
     PoolTrimTo = 7,     // pool, size=minBytesToKeep, reserved/used after the trim when read
-    ImplicitRelease = 8, // pool, size=pool size after the release, correlation=the sync's
+    ImplicitRelease = 8, // pool, size=pool size after the release, correlation=the sync's;
+                         // aux=reserved before, when the collector saw the drop itself
     EventRecord = 9,    // ptr=CUevent handle, stream, aux=flags
     StreamWaitEvent = 10, // ptr=CUevent handle, stream (the waiting stream), aux=flags
     StreamSynchronize = 11, // stream
@@ -29,7 +31,8 @@ enum class EventKind : uint8_t {
     PoolImport = 15,    // pool imported from a shareable handle; aux=handle type
     PointerExport = 16, // ptr exported from pool
     PointerImport = 17, // ptr imported into pool (the importing process's mapping)
-    PoolSetAccess = 18, // pool, device=accessing device, aux=CUmemAccess_flags
+    PoolSetAccess = 18, // pool, device=accessing device, aux=CUmemAccess_flags, size=number of
+                        // access descriptors in the call
     KnobChange = 19,    // a change PoolScope itself made: pool, attr, size=new (driver read-back),
                         // aux=old, ptr=the value requested; variant=KnobOrigin; attr=PoolAttr or
                         // KnobAction (details in control/Protocol.h)
@@ -79,7 +82,7 @@ inline constexpr uint64_t kUnknown = ~uint64_t{0};
 struct Event {
     uint64_t seq = 0;        // global order across threads, assigned by the collector
     int64_t tsNs = 0;        // CLOCK_MONOTONIC nanoseconds
-    uint64_t stream = 0;     // CUstream handle value (0 = legacy default stream)
+    uint64_t stream = 0;     // CUstream handle value (0 = legacy default, 2 = per-thread default)
     uint64_t pool = 0;       // CUmemoryPool handle value (0 = unknown)
     uint64_t ptr = 0;        // device pointer, or CUevent handle for event kinds
     uint64_t size = 0;       // bytes, or the kind's value (see EventKind)
