@@ -33,8 +33,12 @@ QColor ColorScheme::poolColor(int i) const {
 }
 
 QColor ColorScheme::usedColor(int i) const {
+    // A different hue from the pool's reserved colour: the two lines must be told apart at a
+    // glance, since the gap between them is what the tool is about.
     QColor c = poolColor(i);
-    return dark_ ? c.lighter(140) : c.darker(135);
+    QColor u = QColor::fromHsv((c.hsvHue() + 270) % 360, std::max(c.hsvSaturation(), 170),
+                               c.value());
+    return dark_ ? u.lighter(130) : u.darker(125);
 }
 
 QPalette ColorScheme::palette(Theme t) {
