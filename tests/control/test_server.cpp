@@ -4,6 +4,7 @@
 #include "poolscope/control/Discovery.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -279,11 +280,17 @@ TEST_F(ServerTest, OtherUidIsRefusedThroughPeerCred) {
     ASSERT_FALSE(c);
     EXPECT_EQ(c.error().code, ErrorCode::NotReadable);
     EXPECT_NE(c.error().message.find("permission refused"), std::string::npos);
+    // The server thread closes the socket and logs the refusal; the client may see the close
+    // first, so give the log line a (bounded) moment to land.
+    auto logged = [this] {
+        auto lines = logLines();
+        return std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+            return l.find("refused a control connection from uid") != std::string::npos;
+        });
+    };
+    for (int i = 0; i < 200 && !logged(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(logged());
     EXPECT_EQ(s.stats().connectionsRefused, 1u);
-    auto lines = logLines();
-    EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
-        return l.find("refused a control connection from uid") != std::string::npos;
-    }));
 }
 
 TEST_F(ServerTest, TooManyClientsIsACleanError) {
