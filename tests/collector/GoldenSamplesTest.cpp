@@ -71,7 +71,9 @@ void checkTrace(const std::string& trace, const Truth& t, bool checkWms = true) 
     ASSERT_FALSE(events.empty());
     std::map<EventKind, std::vector<const Event*>> by;
     for (size_t i = 0; i < events.size(); ++i) {
-        if (i) ASSERT_LT(events[i - 1].seq, events[i].seq);
+        if (i) {
+            ASSERT_LT(events[i - 1].seq, events[i].seq);
+        }
         by[events[i].kind].push_back(&events[i]);
     }
     uint64_t allocs = 0, allocBytes = 0, failed = 0, frees = 0, freeBytes = 0, resolved = 0;
