@@ -1,7 +1,6 @@
 #include "poolscope/EventCodec.h"
 
 #include <array>
-#include <cstring>
 
 namespace poolscope {
 
@@ -79,23 +78,21 @@ inline bool getVarint(const unsigned char*& p, const unsigned char* end, uint64_
 } // namespace
 
 void EventEncoder::append(const Event& e, std::string& out) {
-    // One pass: the changed fields' varints go after a 3-byte gap, then the mask's varint (at
-    // most 3 bytes for 17 bits) is written right-aligned into the gap.
     char buf[3 + kFields * 10];
     const Fields f = toFieldsV2(e);
+    Fields d;
     uint32_t mask = 0;
-    size_t n = 3;
     for (int i = 0; i < kFields; ++i) {
-        const uint64_t d = f[i] - prev_[i];
+        d[i] = f[i] - prev_[i];
+        mask |= static_cast<uint32_t>(d[i] != 0) << i;
         prev_[i] = f[i];
-        if (d == 0) continue;
-        mask |= 1u << i;
-        n += putVarint(buf + n, zigzag(d));
     }
-    char m[3];
-    const size_t mlen = putVarint(m, mask);
-    std::memcpy(buf + 3 - mlen, m, mlen);
-    out.append(buf + 3 - mlen, n - 3 + mlen);
+    size_t n = putVarint(buf, mask);
+    for (uint32_t m = mask; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        n += putVarint(buf + n, zigzag(d[i]));
+    }
+    out.append(buf, n);
 }
 
 void encodeEvents(std::span<const Event> events, std::string& out) {
