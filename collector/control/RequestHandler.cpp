@@ -151,20 +151,28 @@ RequestHandler::Outcome RequestHandler::applySet(const Request& r, KnobOrigin or
                                        describeValue(a, r.value));
     auto after = driver_.getAttribute(r.pool, a);
     if (!after) return failFrom(after.error(), "set, but reading it back failed");
+    return acknowledge(Op::Set, r.pool, r.attr, r.value, *before, *after, origin);
+}
+
+RequestHandler::Outcome RequestHandler::acknowledge(Op op, uint64_t pool, uint16_t attr,
+                                                    uint64_t requested, uint64_t before,
+                                                    uint64_t after, KnobOrigin origin) {
     Outcome o;
     o.ack = Ack{};
     Ack& ack = *o.ack;
-    ack.op = Op::Set;
-    ack.pool = r.pool;
-    ack.attr = r.attr;
-    ack.requested = r.value;
+    ack.op = op;
+    ack.pool = pool;
+    ack.attr = attr;
+    ack.requested = requested;
     ack.hasOld = true;
-    ack.oldValue = *before;
-    ack.value = *after;
-    if (auto s = driver_.poolState(r.pool)) ack.state = std::move(*s);
+    ack.oldValue = before;
+    ack.value = after;
+    if (auto s = driver_.poolState(pool)) ack.state = std::move(*s);
     int device = ack.state ? ack.state->info.device : -1;
+    // The real collector records its own knob events (with the driver's watermarks); the
+    // handler records them only for drivers that do not.
     if (!driver_.recordsKnobChanges())
-        sink_.record(knobChangeEvent(r.pool, device, r.attr, r.value, *before, *after,
+        sink_.record(knobChangeEvent(pool, device, attr, requested, before, after,
                                      ack.state ? &*ack.state : nullptr, origin));
     return o;
 }
@@ -177,22 +185,8 @@ RequestHandler::Outcome RequestHandler::applyTrim(const Request& r, KnobOrigin o
                                        formatBytes(r.value));
     auto after = driver_.getAttribute(r.pool, PoolAttr::ReservedMemCurrent);
     if (!after) return failFrom(after.error(), "trimmed, but reading reserved back failed");
-    Outcome o;
-    o.ack = Ack{};
-    Ack& ack = *o.ack;
-    ack.op = Op::TrimTo;
-    ack.pool = r.pool;
-    ack.attr = uint16_t(KnobAction::TrimTo);
-    ack.requested = r.value;
-    ack.hasOld = true;
-    ack.oldValue = *before;
-    ack.value = *after;
-    if (auto s = driver_.poolState(r.pool)) ack.state = std::move(*s);
-    int device = ack.state ? ack.state->info.device : -1;
-    if (!driver_.recordsKnobChanges())
-        sink_.record(knobChangeEvent(r.pool, device, ack.attr, r.value, *before, *after,
-                                     ack.state ? &*ack.state : nullptr, origin));
-    return o;
+    return acknowledge(Op::TrimTo, r.pool, uint16_t(KnobAction::TrimTo), r.value, *before,
+                       *after, origin);
 }
 
 RequestHandler::Outcome RequestHandler::applyReset(const Request& r, KnobOrigin origin) {
@@ -203,21 +197,8 @@ RequestHandler::Outcome RequestHandler::applyReset(const Request& r, KnobOrigin 
                         "the driver refused to reset the watermarks of pool " + hex(r.pool));
     auto after = driver_.getAttribute(r.pool, PoolAttr::ReservedMemHigh);
     if (!after) return failFrom(after.error(), "reset, but reading the watermark back failed");
-    Outcome o;
-    o.ack = Ack{};
-    Ack& ack = *o.ack;
-    ack.op = Op::ResetWatermarks;
-    ack.pool = r.pool;
-    ack.attr = uint16_t(KnobAction::ResetHighWatermarks);
-    ack.hasOld = true;
-    ack.oldValue = *before;
-    ack.value = *after;
-    if (auto s = driver_.poolState(r.pool)) ack.state = std::move(*s);
-    int device = ack.state ? ack.state->info.device : -1;
-    if (!driver_.recordsKnobChanges())
-        sink_.record(knobChangeEvent(r.pool, device, ack.attr, 0, *before, *after,
-                                     ack.state ? &*ack.state : nullptr, origin));
-    return o;
+    return acknowledge(Op::ResetWatermarks, r.pool, uint16_t(KnobAction::ResetHighWatermarks), 0,
+                       *before, *after, origin);
 }
 
 } // namespace poolscope::control

@@ -34,6 +34,9 @@ private:
     Outcome applySet(const Request& r, KnobOrigin origin);
     Outcome applyTrim(const Request& r, KnobOrigin origin);
     Outcome applyReset(const Request& r, KnobOrigin origin);
+    // The ack for an applied change, with the driver's read-back; records the knob event.
+    Outcome acknowledge(Op op, uint64_t pool, uint16_t attr, uint64_t requested, uint64_t before,
+                        uint64_t after, KnobOrigin origin);
 
     PoolDriver& driver_;
     EventSink& sink_;
