@@ -11,6 +11,16 @@
 
 namespace poolscope {
 
+const Series* PoolTimeline::attributeSeries(PoolAttr a) const {
+    switch (a) {
+    case PoolAttr::ReleaseThreshold: return &releaseThreshold;
+    case PoolAttr::ReuseFollowEventDependencies: return &reuseFollowEventDependencies;
+    case PoolAttr::ReuseAllowOpportunistic: return &reuseAllowOpportunistic;
+    case PoolAttr::ReuseAllowInternalDependencies: return &reuseAllowInternalDependencies;
+    default: return nullptr;
+    }
+}
+
 const PoolTimeline* Timeline::pool(uint64_t handle) const {
     for (const PoolTimeline& p : pools)
         if (p.info.handle == handle) return &p;
@@ -201,11 +211,13 @@ struct TimelineBuilder::Impl {
         close(idx, e.tsNs, e.seq, e.stream);
     }
 
-    void threshold(PoolTimeline& p, const Event& e) {
+    // A change of a settable attribute (threshold or reuse policy), by the app or by a knob.
+    void attribute(PoolTimeline& p, const Event& e) {
+        Series* s = p.attributeSeries(static_cast<PoolAttr>(e.attr));
+        if (!s) return;
         // Knowing the old value tells us what held before the change, since the trace start.
-        if (p.releaseThreshold.empty() && e.has(kHasOldValue) && e.tsNs > tl.t0)
-            p.releaseThreshold.push(tl.t0, e.aux);
-        p.releaseThreshold.push(e.tsNs, e.size);
+        if (s->empty() && e.has(kHasOldValue) && e.tsNs > tl.t0) s->push(tl.t0, e.aux);
+        s->push(e.tsNs, e.size);
     }
 
     void add(const Event& e) {
@@ -238,6 +250,9 @@ struct TimelineBuilder::Impl {
             // A new pool holds nothing and starts with the driver's default threshold, 0.
             if (!e.has(kHasWatermarks)) watermarks(p, e.tsNs, 0, 0);
             if (p.releaseThreshold.empty()) p.releaseThreshold.push(e.tsNs, 0);
+            for (Series* s : {&p.reuseFollowEventDependencies, &p.reuseAllowOpportunistic,
+                              &p.reuseAllowInternalDependencies})
+                if (s->empty()) s->push(e.tsNs, 1);
             marker(e, 0, e.pool);
             break;
         }
@@ -250,7 +265,7 @@ struct TimelineBuilder::Impl {
         case EventKind::PoolSetAttribute:
         case EventKind::KnobChange: {
             PoolTimeline& p = tl.pools[poolAt(e.pool, e.device)];
-            if (e.attr == static_cast<uint16_t>(PoolAttr::ReleaseThreshold)) threshold(p, e);
+            attribute(p, e);
             marker(e, 0, e.pool);
             break;
         }
@@ -338,6 +353,9 @@ void finalize(Timeline& tl) {
         p.reserved.shrinkToFit();
         p.used.shrinkToFit();
         p.releaseThreshold.shrinkToFit();
+        p.reuseFollowEventDependencies.shrinkToFit();
+        p.reuseAllowOpportunistic.shrinkToFit();
+        p.reuseAllowInternalDependencies.shrinkToFit();
     }
     for (StreamTimeline& s : tl.streams) {
         s.liveBytes.shrinkToFit();

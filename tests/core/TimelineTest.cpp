@@ -277,6 +277,51 @@ TEST(Timeline, EntitiesGivenUpFrontAndSortedByDevice) {
     EXPECT_EQ(tl->markers[0].kind, EventKind::KnobChange);
 }
 
+// Reuse policies: a pool created in the trace starts with all three on (the driver's default);
+// the app turns one off, a knob turns it back on; another pool, seen only through a change with
+// an old value, holds that old value from the trace start.
+TEST(Timeline, ReusePoliciesAreStepsPerPool) {
+    test::Events ev;
+    Event& create = ev.add(EventKind::PoolCreate, 10);
+    create.pool = kPool;
+    create.variant = static_cast<uint8_t>(PoolKind::Explicit);
+    Event& off = ev.add(EventKind::PoolSetAttribute, 20);
+    off.pool = kPool;
+    off.attr = static_cast<uint16_t>(PoolAttr::ReuseAllowOpportunistic);
+    off.size = 0;
+    Event& on = ev.add(EventKind::KnobChange, 30);
+    on.pool = kPool;
+    on.attr = static_cast<uint16_t>(PoolAttr::ReuseAllowOpportunistic);
+    on.size = 1;
+    on.aux = 0;
+    on.flags = kHasOldValue | kFromPoolScope;
+    Event& other = ev.add(EventKind::PoolSetAttribute, 40);
+    other.pool = 0x200;
+    other.attr = static_cast<uint16_t>(PoolAttr::ReuseFollowEventDependencies);
+    other.size = 1;
+    other.aux = 0;
+    other.flags = kHasOldValue;
+    Event& trim = ev.add(EventKind::KnobChange, 50); // not an attribute: no series changes
+    trim.pool = kPool;
+    trim.attr = static_cast<uint16_t>(KnobAction::TrimTo);
+    trim.size = 0;
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    auto tl = b.finish();
+    const PoolTimeline* p = tl->pool(kPool);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(steps(p->reuseAllowOpportunistic), (Steps{{10, 1}, {20, 0}, {30, 1}}));
+    EXPECT_EQ(steps(p->reuseFollowEventDependencies), (Steps{{10, 1}}));
+    EXPECT_EQ(steps(p->reuseAllowInternalDependencies), (Steps{{10, 1}}));
+    EXPECT_EQ(p->reuseAllowOpportunistic.valueAt(25), 0u);
+    EXPECT_EQ(p->attributeSeries(PoolAttr::ReuseAllowOpportunistic), &p->reuseAllowOpportunistic);
+    EXPECT_EQ(p->attributeSeries(PoolAttr::UsedMemCurrent), nullptr);
+    const PoolTimeline* q = tl->pool(0x200);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(steps(q->reuseFollowEventDependencies), (Steps{{10, 0}, {40, 1}}));
+    EXPECT_TRUE(q->reuseAllowOpportunistic.empty()); // never seen: unknown, not assumed
+}
+
 TEST(Timeline, WaitOnTheSameStreamIsNoEdge) {
     test::Events ev;
     Event& rec = ev.add(EventKind::EventRecord, 1);

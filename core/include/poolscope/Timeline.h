@@ -115,6 +115,17 @@ struct PoolTimeline {
     Series reserved;        // exact at events, plus periodic samples
     Series used;
     Series releaseThreshold; // steps at each observed/changed value
+    // The three reuse policies (0 = off, 1 = on) as steps, like releaseThreshold. A pool
+    // created in the trace starts with the driver's defaults (all on); for a pool that existed
+    // before recording, the value before the first change is known only from its old value.
+    Series reuseFollowEventDependencies;
+    Series reuseAllowOpportunistic;
+    Series reuseAllowInternalDependencies;
+    // The series of a settable attribute (ReleaseThreshold or a reuse policy), else nullptr.
+    const Series* attributeSeries(PoolAttr a) const;
+    Series* attributeSeries(PoolAttr a) {
+        return const_cast<Series*>(static_cast<const PoolTimeline*>(this)->attributeSeries(a));
+    }
     uint64_t peakReserved = 0;
     int64_t peakReservedTsNs = 0;
     uint64_t peakUsed = 0;
