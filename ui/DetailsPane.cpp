@@ -4,6 +4,8 @@
 #include "TimeTicker.h"
 #include "poolscope/Units.h"
 
+#include <algorithm>
+
 namespace poolscope::ui {
 
 namespace {
@@ -51,14 +53,66 @@ void DetailsPane::setCursorTime(int64_t t) {
     render();
 }
 
+namespace {
+struct PolicyRow {
+    const char* label;
+    PoolAttr attr;
+};
+// The three reuse policies, in the order cudaMemPoolAttr lists them.
+constexpr PolicyRow kPolicies[] = {
+    {QT_TRANSLATE_NOOP("DetailsPane", "reuse: follow event dependencies"),
+     PoolAttr::ReuseFollowEventDependencies},
+    {QT_TRANSLATE_NOOP("DetailsPane", "reuse: allow opportunistic"),
+     PoolAttr::ReuseAllowOpportunistic},
+    {QT_TRANSLATE_NOOP("DetailsPane", "reuse: allow internal dependencies"),
+     PoolAttr::ReuseAllowInternalDependencies},
+};
+bool known(const Series& s, int64_t t) {
+    return !s.empty() && t >= s.t.front();
+}
+} // namespace
+
+QString DetailsPane::thresholdText(const PoolTimeline& p, int64_t t) {
+    if (!known(p.releaseThreshold, t)) return tr("unknown");
+    const uint64_t v = p.releaseThreshold.valueAt(t);
+    return v == UINT64_MAX ? tr("max (never release)") : qb(v);
+}
+
+QString DetailsPane::policyText(const Series& s, int64_t t) {
+    if (!known(s, t)) return tr("unknown");
+    return s.valueAt(t) ? tr("on") : tr("off");
+}
+
+QString DetailsPane::attributeChange(const Timeline& tl, const Marker& m) {
+    if (m.kind != EventKind::PoolSetAttribute && m.kind != EventKind::KnobChange) return {};
+    const PoolTimeline* p = tl.pool(m.pool);
+    if (!p) return {};
+    // The marker does not carry the attribute: find the attribute series that steps to the
+    // marker's value at the marker's time.
+    for (PoolAttr a : {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
+                       PoolAttr::ReuseAllowOpportunistic, PoolAttr::ReuseAllowInternalDependencies}) {
+        const Series* s = p->attributeSeries(a);
+        if (!s) continue;
+        auto it = std::lower_bound(s->t.begin(), s->t.end(), m.tsNs);
+        if (it == s->t.end() || *it != m.tsNs || s->v[size_t(it - s->t.begin())] != m.value)
+            continue;
+        const QString name = qn(poolAttrName(uint16_t(a)));
+        if (a == PoolAttr::ReleaseThreshold)
+            return tr("%1 → %2").arg(name, m.value == UINT64_MAX ? tr("max") : qb(m.value));
+        return tr("%1 → %2").arg(name, m.value ? tr("on") : tr("off"));
+    }
+    return {};
+}
+
 QString DetailsPane::poolState(uint64_t pool, int64_t t, const QString& when) const {
     const PoolTimeline* p = snap_.timeline->pool(pool);
     if (!p) return {};
-    const uint64_t thr = p->releaseThreshold.empty() ? 0 : p->releaseThreshold.valueAt(t);
     QString s = QStringLiteral("<h4>%1 %2</h4><table>").arg(snap_.layout->poolName(pool), when);
     s += row(tr("reserved"), qb(p->reserved.valueAt(t)));
     s += row(tr("used"), qb(p->used.valueAt(t)));
-    s += row(tr("release threshold"), p->releaseThreshold.empty() ? tr("not recorded") : qb(thr));
+    s += row(tr("release threshold"), thresholdText(*p, t));
+    for (const PolicyRow& r : kPolicies)
+        s += row(tr(r.label), policyText(*p->attributeSeries(r.attr), t));
     s += row(tr("high watermark so far"), qb(seriesMax(p->reserved, snap_.timeline->t0, t + 1)));
     return s + QStringLiteral("</table>");
 }
@@ -148,8 +202,11 @@ void DetailsPane::render() {
             h += row(tr("pool size after release"), bytesExact(m.value));
         else if (m.kind == EventKind::PoolTrimTo)
             h += row(tr("minimum bytes to keep"), bytesExact(m.value));
-        else if (m.kind == EventKind::PoolSetAttribute || m.kind == EventKind::KnobChange)
-            h += row(tr("new value"), bytesExact(m.value));
+        else if (m.kind == EventKind::PoolSetAttribute || m.kind == EventKind::KnobChange) {
+            const QString change = attributeChange(tl, m);
+            h += change.isEmpty() ? row(tr("new value"), bytesExact(m.value))
+                                  : row(tr("changed"), change);
+        }
         h += row(tr("seq"), QString::number(m.seq));
         h += QStringLiteral("</table>");
         pool = m.pool;
@@ -247,8 +304,11 @@ void DetailsPane::render() {
                 continue; // not shown anywhere (empty unknown pool)
             QString v = QStringLiteral("reserved %1 · used %2")
                             .arg(qb(p.reserved.valueAt(cursor_)), qb(p.used.valueAt(cursor_)));
-            if (!p.releaseThreshold.empty())
-                v += QStringLiteral(" · threshold %1").arg(qb(p.releaseThreshold.valueAt(cursor_)));
+            v += tr("<br>threshold %1 · reuse: event deps %2, opportunistic %3, internal deps %4")
+                     .arg(thresholdText(p, cursor_),
+                          policyText(p.reuseFollowEventDependencies, cursor_),
+                          policyText(p.reuseAllowOpportunistic, cursor_),
+                          policyText(p.reuseAllowInternalDependencies, cursor_));
             h += row(L.poolName(p.info.handle), v);
         }
         // Only streams holding memory at that instant: a PyTorch trace has 100+ streams.

@@ -18,6 +18,15 @@ public:
     void setCursorTime(int64_t t);
     const Selection& selection() const { return sel_; }
 
+    // A pool's settable attributes at time t, as shown here and in the timeline's replay labels:
+    // the release threshold in bytes ("max" for UINT64_MAX) and each reuse policy as on/off;
+    // "unknown" before the first recorded value (a pool that existed before recording).
+    static QString thresholdText(const PoolTimeline& p, int64_t t);
+    static QString policyText(const Series& s, int64_t t);
+    // Which attribute an attribute/knob marker changed ("release threshold", "reuse allow
+    // opportunistic"...) and its new value in that attribute's unit; empty when unknown.
+    static QString attributeChange(const Timeline& tl, const Marker& m);
+
 private:
     void render();
     QString poolState(uint64_t pool, int64_t t, const QString& when) const;

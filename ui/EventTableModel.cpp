@@ -3,8 +3,10 @@
 #include "TimeTicker.h"
 #include "poolscope/Units.h"
 
+#include <QCollator>
 #include <QColor>
 #include <algorithm>
+#include <unordered_map>
 
 namespace poolscope::ui {
 
@@ -14,6 +16,16 @@ QString qs(const std::string& s) {
 }
 QString qs(std::string_view s) {
     return QString::fromUtf8(s.data(), qsizetype(s.size()));
+}
+
+bool streamShown(const Event& e) {
+    return e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
+           e.kind == EventKind::EventRecord || e.kind == EventKind::StreamWaitEvent ||
+           e.kind == EventKind::StreamSynchronize || e.kind == EventKind::StreamCreate ||
+           e.kind == EventKind::StreamDestroy;
+}
+bool sizeShown(const Event& e) {
+    return e.kind == EventKind::Alloc || (e.kind == EventKind::Free && e.has(kSizeKnown));
 }
 
 bool isBoolAttr(uint16_t a) {
@@ -33,22 +45,159 @@ void EventTableModel::resetData(std::shared_ptr<const std::vector<Event>> events
     events_ = events ? std::move(events) : std::make_shared<std::vector<Event>>();
     t0_ = traceT0;
     layout_ = std::move(layout);
+    buildOrder(); // a new query result keeps the user's sort
     endResetModel();
 }
 
 const Event* EventTableModel::eventAt(int row) const {
     if (row < 0 || size_t(row) >= events_->size()) return nullptr;
-    return &(*events_)[size_t(row)];
+    return &at(size_t(row));
 }
 
 int EventTableModel::rowOfSeq(uint64_t seq) const {
     const auto& v = *events_;
     auto it = std::lower_bound(v.begin(), v.end(), seq,
                                [](const Event& e, uint64_t s) { return e.seq < s; });
-    if (it != v.end() && it->seq == seq) return int(it - v.begin());
-    // Chunked queries are in time order, which can differ from seq order across threads.
-    auto lin = std::find_if(v.begin(), v.end(), [&](const Event& e) { return e.seq == seq; });
-    return lin == v.end() ? -1 : int(lin - v.begin());
+    size_t i = v.size();
+    if (it != v.end() && it->seq == seq)
+        i = size_t(it - v.begin());
+    else {
+        // Chunked queries are in time order, which can differ from seq order across threads.
+        auto lin = std::find_if(v.begin(), v.end(), [&](const Event& e) { return e.seq == seq; });
+        i = size_t(lin - v.begin());
+    }
+    if (i >= v.size()) return -1;
+    if (order_.empty()) return int(i);
+    auto r = std::find(order_.begin(), order_.end(), uint32_t(i));
+    return r == order_.end() ? -1 : int(r - order_.begin());
+}
+
+void EventTableModel::sort(int column, Qt::SortOrder order) {
+    if (column == sortColumn_ && order == sortOrder_) return;
+    emit layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
+    // Persistent indexes (the view's current row, selection) follow their event.
+    const QModelIndexList before = persistentIndexList();
+    std::vector<uint32_t> eventOf;
+    eventOf.reserve(size_t(before.size()));
+    for (const QModelIndex& i : before)
+        eventOf.push_back(order_.empty() ? uint32_t(i.row()) : order_[size_t(i.row())]);
+    sortColumn_ = column;
+    sortOrder_ = order;
+    buildOrder();
+    QModelIndexList after;
+    after.reserve(before.size());
+    std::vector<uint32_t> rowOf;
+    if (!before.isEmpty()) {
+        rowOf.resize(events_->size());
+        for (size_t r = 0; r < events_->size(); ++r)
+            rowOf[order_.empty() ? r : order_[r]] = uint32_t(r);
+    }
+    for (qsizetype k = 0; k < before.size(); ++k)
+        after.push_back(index(int(rowOf[eventOf[size_t(k)]]), before[k].column()));
+    changePersistentIndexList(before, after);
+    emit layoutChanged({}, QAbstractItemModel::VerticalSortHint);
+}
+
+void EventTableModel::buildOrder() {
+    order_.clear();
+    const auto& v = *events_;
+    if (sortColumn_ < 0 || sortColumn_ >= ColumnCount || v.empty()) return;
+    // Names are ranked once per distinct value (a few hundred streams at most), numerically
+    // ("stream #2" before "stream #10"), so the sort itself compares integers only.
+    QCollator coll;
+    coll.setNumericMode(true);
+    auto rankNames = [&](auto handleOf, auto nameOf) {
+        std::unordered_map<uint64_t, uint64_t> rank;
+        std::vector<std::pair<QString, uint64_t>> names;
+        for (const Event& e : v) {
+            const uint64_t h = handleOf(e);
+            if (rank.emplace(h, 0).second) names.emplace_back(nameOf(h), h);
+        }
+        std::sort(names.begin(), names.end(),
+                  [&](const auto& a, const auto& b) { return coll.compare(a.first, b.first) < 0; });
+        for (size_t i = 0; i < names.size(); ++i)
+            rank[names[i].second] = i + 1;
+        return rank;
+    };
+    uint64_t kindRank[256] = {};
+    {
+        std::vector<std::pair<QString, int>> k;
+        for (int i = 0; i < kEventKindCount; ++i)
+            k.emplace_back(qs(eventKindName(EventKind(i))), i);
+        std::sort(k.begin(), k.end());
+        for (size_t i = 0; i < k.size(); ++i)
+            kindRank[k[i].second] = i;
+    }
+    struct Key {
+        uint64_t a, b;
+        uint32_t i;
+    };
+    std::vector<Key> keys(v.size());
+    auto fill = [&](auto f) {
+        for (size_t i = 0; i < v.size(); ++i) {
+            keys[i] = f(v[i]);
+            keys[i].i = uint32_t(i);
+        }
+    };
+    auto sgn = [](int64_t x) { return uint64_t(x) ^ (uint64_t(1) << 63); }; // order-preserving
+    switch (Column(sortColumn_)) {
+    case Seq:
+        fill([](const Event& e) { return Key{e.seq, 0, 0}; });
+        break;
+    case Time:
+        fill([&](const Event& e) { return Key{sgn(e.tsNs), e.seq, 0}; });
+        break;
+    case Kind:
+        fill([&](const Event& e) { return Key{kindRank[uint8_t(e.kind)], 0, 0}; });
+        break;
+    case Stream: {
+        auto name = [&](uint64_t h) { return layout_ ? layout_->streamName(h) : hexHandle(h); };
+        auto r = rankNames([](const Event& e) { return e.stream; }, name);
+        // Rows whose stream is not shown (not a stream-bound kind) sort first, like empty text.
+        fill([&](const Event& e) { return Key{streamShown(e) ? r[e.stream] : 0, 0, 0}; });
+        break;
+    }
+    case Pool: {
+        auto name = [&](uint64_t h) { return layout_ ? layout_->poolName(h) : hexHandle(h); };
+        auto r = rankNames([](const Event& e) { return e.pool; }, name);
+        fill([&](const Event& e) { return Key{e.pool ? r[e.pool] : 0, 0, 0}; });
+        break;
+    }
+    case Size:
+        fill([](const Event& e) {
+            return Key{sizeShown(e) ? 1u : 0u, sizeShown(e) ? e.size : 0, 0};
+        });
+        break;
+    case Pointer:
+        fill([](const Event& e) { return Key{e.ptr, 0, 0}; });
+        break;
+    case Result:
+        fill([&](const Event& e) { return Key{sgn(e.result), 0, 0}; });
+        break;
+    case Thread:
+        fill([](const Event& e) { return Key{e.tid, 0, 0}; });
+        break;
+    case Info:
+        // Grouped by what the text says (kind, then attribute, then the value it reports)
+        // rather than by formatting 200k strings.
+        fill([&](const Event& e) {
+            return Key{(kindRank[uint8_t(e.kind)] << 32) | (uint64_t(e.attr) << 8) |
+                           (e.failed() ? 1u : 0u),
+                       e.size, 0};
+        });
+        break;
+    case ColumnCount:
+        return;
+    }
+    auto less = [](const Key& x, const Key& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; };
+    if (sortOrder_ == Qt::AscendingOrder)
+        std::stable_sort(keys.begin(), keys.end(), less);
+    else
+        std::stable_sort(keys.begin(), keys.end(),
+                         [&](const Key& x, const Key& y) { return less(y, x); });
+    order_.resize(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+        order_[i] = keys[i].i;
 }
 
 int EventTableModel::rowCount(const QModelIndex& parent) const {
@@ -106,7 +255,6 @@ QVariant EventTableModel::data(const QModelIndex& index, int role) const {
     }
     if (role == Qt::ForegroundRole && e->failed()) return QColor(220, 30, 30);
     if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
-    const bool hasSize = e->kind == EventKind::Alloc || e->kind == EventKind::Free;
     switch (Column(index.column())) {
     case Seq:
         return QString::number(e->seq);
@@ -114,20 +262,14 @@ QVariant EventTableModel::data(const QModelIndex& index, int role) const {
         return timeTickLabel(e->tsNs - t0_, 1000, e->tsNs - t0_); // µs resolution
     case Kind:
         return qs(eventKindName(e->kind));
-    case Stream: {
-        const bool streamKind =
-            e->kind == EventKind::Alloc || e->kind == EventKind::Free ||
-            e->kind == EventKind::EventRecord || e->kind == EventKind::StreamWaitEvent ||
-            e->kind == EventKind::StreamSynchronize || e->kind == EventKind::StreamCreate ||
-            e->kind == EventKind::StreamDestroy;
-        if (!streamKind) return {};
+    case Stream:
+        if (!streamShown(*e)) return {};
         return layout_ ? layout_->streamName(e->stream) : hexHandle(e->stream);
-    }
     case Pool:
         if (!e->pool) return {};
         return layout_ ? layout_->poolName(e->pool) : hexHandle(e->pool);
     case Size:
-        if (!hasSize || (e->kind == EventKind::Free && !e->has(kSizeKnown))) return {};
+        if (!sizeShown(*e)) return {};
         return role == Qt::ToolTipRole ? QStringLiteral("%1 bytes").arg(e->size)
                                        : qs(formatBytes(e->size));
     case Pointer:

@@ -58,6 +58,14 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     const int widths[] = {9, 10, 16, 10, 16, 10, 15, 8, 8};
     for (int i = 0; i < 9; ++i)
         view_->setColumnWidth(i, widths[i] * cw + 12);
+    // Click a header to sort (the model permutes row indices; see EventTableModel). Starts in
+    // query order (time) with no indicator; a third click on a header goes back to it.
+    view_->horizontalHeader()->setSortIndicatorClearable(true);
+    view_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
+    view_->setSortingEnabled(true);
+    view_->horizontalHeader()->setToolTip(
+        tr("Click a column header to sort by it; click again to reverse, a third time for time "
+           "order."));
 
     kindButton_ = new QToolButton(this);
     kindButton_->setText(tr("Kinds"));
@@ -120,6 +128,11 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
             [this](const QModelIndex& cur) {
                 if (const Event* e = model_->eventAt(cur.row())) emit eventSelected(*e);
             });
+    // After a sort, keep the selected event in view (the view itself does not scroll).
+    connect(view_->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, [this] {
+        if (view_->currentIndex().isValid())
+            view_->scrollTo(view_->currentIndex(), QAbstractItemView::PositionAtCenter);
+    });
     connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& idx) {
         if (const Event* e = model_->eventAt(idx.row())) emit eventActivated(*e);
     });

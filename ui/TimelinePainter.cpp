@@ -15,6 +15,7 @@ constexpr int kPoolH = 44;
 constexpr int kRowPitch = 8;
 constexpr int kMaxVisibleRows = 12; // more rows than this squeeze into the same height
 constexpr int kStreamPad = 3;
+constexpr int kSummaryH = 12; // a collapsed stream lane's one row
 
 QString qs(const std::string& s) {
     return QString::fromStdString(s);
@@ -26,26 +27,82 @@ double clampX(double x, const TimelineGeometry& g) {
 }
 } // namespace
 
-void TimelineGeometry::layoutLanes(const LaneLayout& layout) {
+void TimelineGeometry::layoutLanes(const LaneLayout& layout, const std::vector<uint8_t>& collapsedIn) {
     laneTop.clear();
     laneH.clear();
+    laneState.assign(layout.lanes.size(), kExpanded);
+    shownAs.assign(layout.lanes.size(), -1);
+    auto wants = [&](size_t i) { return i < collapsedIn.size() && collapsedIn[i]; };
+    // Lanes come in tree order: a device, its pools each followed by their stream lanes, then
+    // the device's streams that never allocate (not under any pool).
+    int devLane = -1, poolLane = -1;
+    bool devC = false, poolC = false;
     int y = 0;
-    for (const Lane& l : layout.lanes) {
+    for (size_t i = 0; i < layout.lanes.size(); ++i) {
+        const Lane& l = layout.lanes[i];
+        int owner = -1; // the collapsed header hiding this lane
+        if (l.kind == LaneKind::Device) {
+            devLane = int(i);
+            poolLane = -1;
+            devC = wants(i);
+            poolC = false;
+            if (devC) laneState[i] = kCollapsed;
+        } else if (devC) {
+            owner = devLane;
+        } else if (l.kind == LaneKind::Pool) {
+            poolLane = int(i);
+            poolC = wants(i);
+            if (poolC) laneState[i] = kCollapsed;
+        } else {
+            const bool underPool = poolLane >= 0 && layout.laneOf(l.pool, l.stream) == int(i);
+            if (underPool && poolC)
+                owner = poolLane;
+            else if (wants(i) && collapsible(l))
+                laneState[i] = kCollapsed;
+        }
         int h = kDeviceH;
-        if (l.kind == LaneKind::Pool) h = kPoolH;
-        if (l.kind == LaneKind::Stream) {
-            // Up to kMaxVisibleRows rows get full-height bars; a lane with more concurrent
-            // blocks grows to 180 px and squeezes its rows (at least 3 px each while it can).
-            const int rows = std::max(2, l.rowCount);
-            h = 2 * kStreamPad + (rows <= kMaxVisibleRows
-                                      ? rows * kRowPitch
-                                      : std::clamp(rows * 3, kMaxVisibleRows * kRowPitch, 180));
+        if (owner >= 0) {
+            laneState[i] = kHidden;
+            shownAs[i] = owner;
+            h = 0;
+        } else {
+            shownAs[i] = int(i);
+            if (l.kind == LaneKind::Pool) h = kPoolH;
+            if (l.kind == LaneKind::Stream) {
+                // Up to kMaxVisibleRows rows get full-height bars; a lane with more concurrent
+                // blocks grows to 180 px and squeezes its rows (at least 3 px each while it can).
+                // Collapsed: one summary row.
+                const int rows = std::max(2, l.rowCount);
+                h = laneState[i] == kCollapsed
+                        ? 2 * kStreamPad + kSummaryH
+                        : 2 * kStreamPad + (rows <= kMaxVisibleRows
+                                                ? rows * kRowPitch
+                                                : std::clamp(rows * 3, kMaxVisibleRows * kRowPitch,
+                                                             180));
+            }
         }
         laneTop.push_back(y);
         laneH.push_back(h);
         y += h;
     }
     contentH = y;
+}
+
+bool TimelineGeometry::collapsible(const Lane& l) {
+    return l.kind != LaneKind::Stream || l.rowCount > 0;
+}
+
+int TimelineGeometry::labelIndent(const Lane& l) {
+    return l.kind == LaneKind::Device ? 17 : l.kind == LaneKind::Pool ? 28 : 38;
+}
+
+QRect TimelineGeometry::disclosureRect(const LaneLayout& layout, size_t i) const {
+    if (i >= layout.lanes.size() || i >= laneH.size() || laneH[i] <= 0) return {};
+    const Lane& l = layout.lanes[i];
+    if (!collapsible(l)) return {};
+    const int x = labelIndent(l) - 13;
+    const int h = l.kind == LaneKind::Pool ? 20 : std::min(laneH[i], 20);
+    return QRect(x, laneY(i) + 1, 12, std::max(8, h - 2));
 }
 
 int TimelineGeometry::rowPitch(const Lane& l, int laneHeight) {
@@ -87,7 +144,7 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
     for (size_t i = 0; i < layout.lanes.size(); ++i) {
         const int y = g_.laneY(i);
         const int h = g_.laneH[i];
-        if (y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
+        if (h <= 0 || y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
         const Lane& l = layout.lanes[i];
         QRect band(g_.labelW, y, g_.width - g_.labelW, h);
         if (l.kind == LaneKind::Device)
@@ -100,7 +157,12 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
         }
         p.setPen(c_.grid());
         p.drawLine(g_.labelW, y + h - 1, g_.width, y + h - 1);
-        if (l.kind == LaneKind::Stream) paintRows(p, i, sel);
+        if (l.kind == LaneKind::Stream) {
+            if (g_.collapsed(i))
+                paintSummary(p, i);
+            else
+                paintRows(p, i, sel);
+        }
         if (l.kind == LaneKind::Pool) paintPoolChart(p, i);
         paintMarkers(p, i);
     }
@@ -138,13 +200,15 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
     paintLegend(p);
 }
 
-void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& sel) {
+void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& sel, int mergedY,
+                                int mergedH) {
     const Timeline& tl = *s_.timeline;
     const LaneLayout& layout = *s_.layout;
     const Lane& l = layout.lanes[laneIdx];
-    const int y0 = g_.laneY(laneIdx) + kStreamPad;
-    const int pitch = TimelineGeometry::rowPitch(l, g_.laneH[laneIdx]);
-    const int barH = std::max(1, pitch - (pitch > 3 ? 1 : 0));
+    const int y0 = mergedY >= 0 ? mergedY : g_.laneY(laneIdx) + kStreamPad;
+    // mergedY: every row drawn on top of each other in one row (a collapsed lane).
+    const int pitch = mergedY >= 0 ? 0 : TimelineGeometry::rowPitch(l, g_.laneH[laneIdx]);
+    const int barH = mergedY >= 0 ? mergedH : std::max(1, pitch - (pitch > 3 ? 1 : 0));
     const int64_t v0 = g_.v0, v1 = g_.v1;
     (void)sel;
     for (int r = 0; r < l.rowCount; ++r) {
@@ -198,69 +262,87 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
     }
 }
 
-void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
-    const Lane& l = s_.layout->lanes[laneIdx];
-    if (l.poolIndex < 0) return;
+void TimelinePainter::paintArea(QPainter& p, const Series& s, int top, int bottom, double scale,
+                                QColor fill, QColor line) {
     const Timeline& tl = *s_.timeline;
-    const PoolTimeline& pt = tl.pools[size_t(l.poolIndex)];
-    const int top = g_.laneY(laneIdx) + 4, bottom = g_.laneY(laneIdx) + g_.laneH[laneIdx] - 3;
-    const double scale = double(std::max<uint64_t>(1, pt.peakReserved));
     const int64_t a = std::max(g_.v0, tl.t0), b = std::min(g_.v1, tl.t1);
-    if (b <= a) return;
+    if (b <= a || s.empty()) return;
     const int W = g_.plotW();
     // Area charts at pixel resolution: each pixel column shows the highest value it covers
     // (downsample keeps every bucket's max), drawn as merged column rectangles. Filling a
     // polygon of thousands of zig-zag vertices instead costs ~100x more on a noisy series.
     std::vector<double> colMax(size_t(W), -1.0);
-    auto columns = [&](const Series& s) {
-        std::fill(colMax.begin(), colMax.end(), -1.0);
-        const std::vector<Point> pts = downsample(s, a, b, size_t(W) * 2);
-        for (size_t i = 0; i < pts.size(); ++i) {
-            const int64_t t1 = i + 1 < pts.size() ? pts[i + 1].t : b;
-            const int c0 = std::clamp(int(std::floor(g_.xOf(pts[i].t))) - g_.labelW, 0, W - 1);
-            const int c1 = std::clamp(int(std::ceil(g_.xOf(t1))) - g_.labelW, c0 + 1, W);
-            for (int c = c0; c < c1; ++c)
-                colMax[size_t(c)] = std::max(colMax[size_t(c)], double(pts[i].v));
-        }
-    };
+    const std::vector<Point> pts = downsample(s, a, b, size_t(W) * 2);
+    for (size_t i = 0; i < pts.size(); ++i) {
+        const int64_t t1 = i + 1 < pts.size() ? pts[i + 1].t : b;
+        const int c0 = std::clamp(int(std::floor(g_.xOf(pts[i].t))) - g_.labelW, 0, W - 1);
+        const int c1 = std::clamp(int(std::ceil(g_.xOf(t1))) - g_.labelW, c0 + 1, W);
+        for (int c = c0; c < c1; ++c)
+            colMax[size_t(c)] = std::max(colMax[size_t(c)], double(pts[i].v));
+    }
     std::vector<QRectF> fills, tops;
-    auto draw = [&](QColor fill, QColor line) {
-        fills.clear();
-        tops.clear();
-        int c = 0;
-        while (c < W) {
-            if (colMax[size_t(c)] < 0) {
-                ++c;
-                continue;
-            }
-            int e = c + 1;
-            while (e < W && colMax[size_t(e)] == colMax[size_t(c)])
-                ++e;
-            const double y = bottom - (bottom - top) * colMax[size_t(c)] / scale;
-            fills.emplace_back(g_.labelW + c, y, e - c, bottom - y);
-            if (line.isValid()) tops.emplace_back(g_.labelW + c, y, e - c, 1);
-            c = e;
+    int c = 0;
+    while (c < W) {
+        if (colMax[size_t(c)] < 0) {
+            ++c;
+            continue;
         }
-        // One batched call per colour instead of thousands of fillRect calls.
-        p.setPen(Qt::NoPen);
-        p.setBrush(fill);
-        p.drawRects(fills.data(), int(fills.size()));
-        if (!tops.empty()) {
-            p.setBrush(line);
-            p.drawRects(tops.data(), int(tops.size()));
-        }
-        p.setBrush(Qt::NoBrush);
-    };
+        int e = c + 1;
+        while (e < W && colMax[size_t(e)] == colMax[size_t(c)])
+            ++e;
+        const double y = bottom - (bottom - top) * std::min(1.0, colMax[size_t(c)] / scale);
+        fills.emplace_back(g_.labelW + c, y, e - c, bottom - y);
+        if (line.isValid()) tops.emplace_back(g_.labelW + c, y, e - c, 1);
+        c = e;
+    }
+    // One batched call per colour instead of thousands of fillRect calls.
+    p.setPen(Qt::NoPen);
+    p.setBrush(fill);
+    p.drawRects(fills.data(), int(fills.size()));
+    if (!tops.empty()) {
+        p.setBrush(line);
+        p.drawRects(tops.data(), int(tops.size()));
+    }
+    p.setBrush(Qt::NoBrush);
+}
+
+void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
+    const Lane& l = s_.layout->lanes[laneIdx];
+    if (l.poolIndex < 0) return;
+    const PoolTimeline& pt = s_.timeline->pools[size_t(l.poolIndex)];
+    const int top = g_.laneY(laneIdx) + 4, bottom = g_.laneY(laneIdx) + g_.laneH[laneIdx] - 3;
+    const double scale = double(std::max<uint64_t>(1, pt.peakReserved));
     // Reserved: a pale area with its top edge; used: a solid area inside it. The gap between
     // them is memory the pool holds but the program is not using.
     QColor res = c_.reservedColor(l.poolIndex);
     res.setAlpha(c_.dark() ? 60 : 50);
-    columns(pt.reserved);
-    draw(res, c_.reservedColor(l.poolIndex));
+    paintArea(p, pt.reserved, top, bottom, scale, res, c_.reservedColor(l.poolIndex));
     QColor used = c_.usedColor(l.poolIndex);
     used.setAlpha(120);
-    columns(pt.used);
-    draw(used, QColor());
+    paintArea(p, pt.used, top, bottom, scale, used, QColor());
+}
+
+void TimelinePainter::paintSummary(QPainter& p, size_t laneIdx) {
+    // A collapsed stream lane: one row. When the stream allocates from this pool only, its
+    // live bytes as a filled profile (scaled to the stream's peak); otherwise (the stream's
+    // live bytes span several lanes) the lane's rows merged into one row of bars.
+    const Lane& l = s_.layout->lanes[laneIdx];
+    const Timeline& tl = *s_.timeline;
+    bool own = l.streamIndex >= 0;
+    for (size_t i = 0; own && i < s_.layout->lanes.size(); ++i)
+        if (i != laneIdx && s_.layout->lanes[i].kind == LaneKind::Stream &&
+            s_.layout->lanes[i].stream == l.stream && s_.layout->lanes[i].rowCount > 0)
+            own = false;
+    const int top = g_.laneY(laneIdx) + kStreamPad;
+    if (own) {
+        const StreamTimeline& st = tl.streams[size_t(l.streamIndex)];
+        QColor fill = c_.sizeColor(st.peakLive ? st.peakLive : 1);
+        fill.setAlpha(150);
+        paintArea(p, st.liveBytes, top, top + kSummaryH,
+                  double(std::max<uint64_t>(1, st.peakLive)), fill, fill.darker(140));
+        return;
+    }
+    paintRows(p, laneIdx, {}, top, kSummaryH);
 }
 
 void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
@@ -359,7 +441,10 @@ void TimelinePainter::paintEdges(QPainter& p) {
     std::vector<QLineF> lines;
     while (it != edges.end() && it->waitTsNs < past) {
         const WaitEdge& e = *it;
-        const int a = layout.laneOfStream(e.fromStream), b = layout.laneOfStream(e.toStream);
+        int a = layout.laneOfStream(e.fromStream), b = layout.laneOfStream(e.toStream);
+        // A lane inside a collapsed group: the arrow ends at the group's header.
+        if (a >= 0) a = g_.shownAs[size_t(a)];
+        if (b >= 0) b = g_.shownAs[size_t(b)];
         const double xw = g_.xOf(e.waitTsNs);
         if (a >= 0 && b >= 0 && a != b && e.recordTsNs < g_.v1) {
             // From the recording lane's edge to the waiting lane's edge: arrows never cover
@@ -411,10 +496,19 @@ void TimelinePainter::paintSelection(QPainter& p, const Selection& sel) {
     const Allocation& a = tl.allocations[sel.index];
     const int row = s_.layout->rowOfAlloc[sel.index];
     if (row < 0) return;
-    const size_t lane = size_t(s_.layout->laneOfRow[size_t(row)]);
+    size_t lane = size_t(s_.layout->laneOfRow[size_t(row)]);
     const Lane& l = s_.layout->lanes[lane];
-    const int pitch = TimelineGeometry::rowPitch(l, g_.laneH[lane]);
-    const int y = g_.laneY(lane) + kStreamPad + (row - l.firstRow) * pitch;
+    int pitch = TimelineGeometry::rowPitch(l, g_.laneH[lane]);
+    int y = g_.laneY(lane) + kStreamPad + (row - l.firstRow) * pitch;
+    if (g_.collapsed(lane)) {
+        pitch = kSummaryH;
+        y = g_.laneY(lane) + kStreamPad;
+    } else if (g_.hidden(lane)) {
+        // Inside a collapsed group: outline it across the group header.
+        lane = size_t(g_.shownAs[lane]);
+        pitch = g_.laneH[lane] - 4;
+        y = g_.laneY(lane) + 2;
+    }
     double x0 = clampX(g_.xOf(a.allocTsNs), g_), x1 = clampX(g_.xOf(endOf(a)), g_);
     if (x1 - x0 < 3) {
         const double mid = (x0 + x1) / 2;
@@ -427,6 +521,7 @@ void TimelinePainter::paintSelection(QPainter& p, const Selection& sel) {
 }
 
 void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) {
+    // Lane titles and, in replay, the state at the cursor.
     const Timeline& tl = *s_.timeline;
     const LaneLayout& layout = *s_.layout;
     p.save();
@@ -439,16 +534,47 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
     small.setPointSizeF(base.pointSizeF() * 0.85);
     for (size_t i = 0; i < layout.lanes.size(); ++i) {
         const int y = g_.laneY(i), h = g_.laneH[i];
-        if (y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
+        if (h <= 0 || y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
         const Lane& l = layout.lanes[i];
-        const int indent = l.kind == LaneKind::Device ? 4 : l.kind == LaneKind::Pool ? 12 : 22;
+        const int indent = TimelineGeometry::labelIndent(l);
         if (int(i) == highlighted) p.fillRect(0, y, g_.labelW, h, QColor(60, 130, 210, 60));
         p.setPen(c_.grid());
         p.drawLine(0, y + h - 1, g_.labelW, y + h - 1);
         if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
-            p.fillRect(indent - 8, y + 4, 4, h - 8, c_.poolColor(l.poolIndex));
+            p.fillRect(4, y + 4, 4, h - 8, c_.poolColor(l.poolIndex));
+        }
+        const bool isCollapsed = g_.collapsed(i);
+        const QRect tri = g_.disclosureRect(layout, i);
+        if (!tri.isEmpty()) {
+            // Disclosure triangle: pointing right when collapsed, down when expanded.
+            const QPointF c = QRectF(tri).center();
+            QPolygonF t;
+            if (isCollapsed)
+                t << c + QPointF(-2.5, -4.5) << c + QPointF(3.5, 0) << c + QPointF(-2.5, 4.5);
+            else
+                t << c + QPointF(-4.5, -2.5) << c + QPointF(4.5, -2.5) << c + QPointF(0, 3.5);
+            p.setRenderHint(QPainter::Antialiasing, true);
+            p.setPen(Qt::NoPen);
+            p.setBrush(c_.dimText());
+            p.drawPolygon(t);
+            p.setBrush(Qt::NoBrush);
+            p.setRenderHint(QPainter::Antialiasing, false);
+        }
+        if (int(i) == focusLane) {
+            // Keyboard focus for collapsing (Ctrl+Up/Down, Enter).
+            p.setPen(QPen(c_.selection(), 1, Qt::DotLine));
+            p.drawRect(1, y + 1, g_.labelW - 3, h - 3);
         }
         QString sub = l.subtitle;
+        if (isCollapsed && l.kind != LaneKind::Stream) {
+            int n = 0;
+            for (size_t j = i + 1; j < layout.lanes.size() && g_.shownAs[j] == int(i); ++j)
+                ++n;
+            sub = QStringLiteral("%1 lane(s) collapsed").arg(n);
+            if (l.kind == LaneKind::Pool && !l.subtitle.isEmpty()) sub = l.subtitle + " · " + sub;
+        } else if (isCollapsed) {
+            sub = QStringLiteral("collapsed · %1 rows").arg(l.rowCount);
+        }
         if (cursor != INT64_MIN) {
             // Replay: the state at the cursor instead of the static subtitle.
             if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
@@ -611,6 +737,9 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
     if (hit.lane < 0) return hit;
     const Lane& l = layout.lanes[size_t(hit.lane)];
     if (pos.x() < g_.labelW) {
+        // The disclosure triangle, or anywhere on a device header (it selects nothing).
+        hit.toggle = g_.disclosureRect(layout, size_t(hit.lane)).adjusted(-3, -2, 3, 2).contains(pos) ||
+                     l.kind == LaneKind::Device;
         if (l.kind == LaneKind::Pool) hit.sel = {Selection::Pool, 0, l.pool, {}};
         if (l.kind == LaneKind::Stream) hit.sel = {Selection::Stream, 0, l.stream, {}};
         return hit;
@@ -639,17 +768,25 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
     }
     if (hit.sel.kind != Selection::None) return hit;
     if (l.kind == LaneKind::Stream && l.rowCount > 0) {
-        const int pitch = TimelineGeometry::rowPitch(l, g_.laneH[size_t(hit.lane)]);
-        const int r = (pos.y() - g_.laneY(size_t(hit.lane)) - kStreamPad) / pitch;
-        if (r >= 0 && r < l.rowCount) {
+        const int64_t t0 = g_.tOf(pos.x() - 2), t1 = g_.tOf(pos.x() + 2);
+        auto find = [&](int r) {
             const auto& row = layout.rows[size_t(l.firstRow + r)];
-            const int64_t t0 = g_.tOf(pos.x() - 2), t1 = g_.tOf(pos.x() + 2);
             auto it = std::partition_point(
                 row.begin(), row.end(), [&](uint32_t i) { return endOf(tl.allocations[i]) <= t0; });
             if (it != row.end() && tl.allocations[*it].allocTsNs <= t1) {
                 hit.sel = {Selection::Allocation, *it, 0, {}};
-                return hit;
+                return true;
             }
+            return false;
+        };
+        if (g_.collapsed(size_t(hit.lane))) {
+            // The summary row: the top-most row with a block under the pointer.
+            for (int r = 0; r < l.rowCount; ++r)
+                if (find(r)) return hit;
+        } else {
+            const int pitch = TimelineGeometry::rowPitch(l, g_.laneH[size_t(hit.lane)]);
+            const int r = (pos.y() - g_.laneY(size_t(hit.lane)) - kStreamPad) / pitch;
+            if (r >= 0 && r < l.rowCount && find(r)) return hit;
         }
     }
     if (l.kind == LaneKind::Pool) hit.sel = {Selection::Pool, 0, l.pool, {}};

@@ -25,7 +25,11 @@ struct TimelineGeometry {
     int64_t v1 = 1;
     int scrollY = 0;
     std::vector<int> laneTop; // content coordinates
-    std::vector<int> laneH;
+    std::vector<int> laneH;   // 0 for a lane hidden inside a collapsed group
+    // Collapse state per lane (LaneState), and the lane each one is drawn as: itself, or the
+    // collapsed group header that hides it (wait arrows end there).
+    std::vector<uint8_t> laneState;
+    std::vector<int> shownAs;
     int contentH = 0;
 
     int plotW() const { return std::max(1, width - labelW - rightPad); }
@@ -39,8 +43,16 @@ struct TimelineGeometry {
     }
     int laneY(size_t i) const { return rulerH + laneTop[i] - scrollY; }
     // Lane heights from the layout: fixed headers, stream lanes grow with their rows (capped).
-    void layoutLanes(const LaneLayout& layout);
+    // collapsed: per lane, whether the user collapsed it (empty: none).
+    void layoutLanes(const LaneLayout& layout, const std::vector<uint8_t>& collapsed = {});
     static int rowPitch(const Lane& l, int laneHeight);
+    bool collapsed(size_t i) const { return i < laneState.size() && laneState[i] == kCollapsed; }
+    bool hidden(size_t i) const { return i < laneState.size() && laneState[i] == kHidden; }
+    enum LaneState : uint8_t { kExpanded = 0, kCollapsed = 1, kHidden = 2 };
+    // The disclosure triangle's box in the label column (empty when the lane cannot collapse).
+    QRect disclosureRect(const LaneLayout& layout, size_t i) const;
+    static int labelIndent(const Lane& l); // where a lane's title starts
+    static bool collapsible(const Lane& l);
 };
 
 struct PaintStats {
@@ -53,6 +65,7 @@ struct PaintStats {
 struct TimelineHit {
     Selection sel;
     int lane = -1;
+    bool toggle = false; // on a lane's disclosure triangle (or a device header): collapse/expand
 };
 
 class TimelinePainter {
@@ -64,14 +77,19 @@ public:
     void paint(QPainter& p, const Selection& sel, int64_t cursor, int highlightedLane,
                const QRect& rubberBand);
     TimelineHit hitTest(QPoint pos) const;
+    int focusLane = -1; // the lane with keyboard focus (outlined in the label column)
     QString tooltip(const TimelineHit& h) const;
     PaintStats stats;
 
 private:
     void paintRuler(QPainter& p, int64_t cursor);
     void paintLabels(QPainter& p, int64_t cursor, int highlightedLane);
-    void paintRows(QPainter& p, size_t lane, const Selection& sel);
+    void paintRows(QPainter& p, size_t lane, const Selection& sel, int mergedY = -1,
+                   int mergedH = 0);
+    void paintSummary(QPainter& p, size_t lane); // a collapsed stream lane
     void paintPoolChart(QPainter& p, size_t lane);
+    void paintArea(QPainter& p, const Series& s, int top, int bottom, double scale, QColor fill,
+                   QColor line);
     void paintMarkers(QPainter& p, size_t lane);
     void paintEdges(QPainter& p);
     void paintLegend(QPainter& p);

@@ -5,6 +5,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollBar>
+#include <QSettings>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -14,7 +15,8 @@ namespace poolscope::ui {
 
 namespace {
 constexpr int64_t kMinSpanNs = 50;
-}
+const char* kCollapsedKey = "timeline/collapsedLanes";
+} // namespace
 
 TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
     setFocusPolicy(Qt::StrongFocus);
@@ -27,6 +29,84 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
         geo_.scrollY = v;
         update();
     });
+    const QStringList keys = QSettings().value(kCollapsedKey).toStringList();
+    collapsedKeys_ = QSet<QString>(keys.begin(), keys.end());
+}
+
+QString TimelineWidget::laneKey(size_t i) const {
+    const Lane& l = snap_.layout->lanes[i];
+    switch (l.kind) {
+    case LaneKind::Device:
+        return QStringLiteral("d%1").arg(l.device);
+    case LaneKind::Pool:
+        return QStringLiteral("p%1/%2").arg(l.device).arg(l.pool, 0, 16);
+    case LaneKind::Stream:
+        return QStringLiteral("s%1/%2").arg(l.pool, 0, 16).arg(l.stream, 0, 16);
+    }
+    return {};
+}
+
+bool TimelineWidget::laneCollapsed(int lane) const {
+    return snap_.valid() && lane >= 0 && geo_.collapsed(size_t(lane));
+}
+
+void TimelineWidget::setLaneCollapsed(int lane, bool c) {
+    if (!snap_.valid() || lane < 0 || size_t(lane) >= snap_.layout->lanes.size()) return;
+    if (!TimelineGeometry::collapsible(snap_.layout->lanes[size_t(lane)])) return;
+    if (geo_.hidden(size_t(lane))) return; // expand its group first
+    const QString k = laneKey(size_t(lane));
+    if (c == collapsedKeys_.contains(k)) return;
+    if (c)
+        collapsedKeys_.insert(k);
+    else
+        collapsedKeys_.remove(k);
+    saveCollapsed();
+    relayout();
+    update();
+    emit lanesCollapsedChanged();
+}
+
+void TimelineWidget::expandAll() {
+    if (!snap_.valid()) return;
+    bool any = false;
+    for (size_t i = 0; i < snap_.layout->lanes.size(); ++i)
+        any |= collapsedKeys_.remove(laneKey(i));
+    if (!any) return;
+    saveCollapsed();
+    relayout();
+    update();
+    emit lanesCollapsedChanged();
+}
+
+void TimelineWidget::saveCollapsed() const {
+    QStringList keys(collapsedKeys_.begin(), collapsedKeys_.end());
+    keys.sort();
+    QSettings().setValue(kCollapsedKey, keys);
+}
+
+int TimelineWidget::laneHeight(int lane) const {
+    return lane >= 0 && size_t(lane) < geo_.laneH.size() ? geo_.laneH[size_t(lane)] : 0;
+}
+
+int TimelineWidget::laneTop(int lane) const {
+    return lane >= 0 && size_t(lane) < geo_.laneTop.size() ? geo_.laneY(size_t(lane)) : 0;
+}
+
+void TimelineWidget::setFocusLane(int lane) {
+    if (!snap_.valid() || lane >= int(snap_.layout->lanes.size())) lane = -1;
+    focusLane_ = lane;
+    if (lane >= 0) scrollToLane(lane);
+    update();
+}
+
+void TimelineWidget::moveFocusLane(int delta) {
+    if (!snap_.valid() || snap_.layout->lanes.empty()) return;
+    const int n = int(snap_.layout->lanes.size());
+    int i = focusLane_ < 0 ? (delta > 0 ? -1 : n) : focusLane_;
+    do {
+        i += delta;
+    } while (i >= 0 && i < n && geo_.laneH[size_t(i)] <= 0);
+    if (i >= 0 && i < n) setFocusLane(i);
 }
 
 void TimelineWidget::setSnapshot(const TraceSnapshot& s, bool keepView) {
@@ -37,6 +117,7 @@ void TimelineWidget::setSnapshot(const TraceSnapshot& s, bool keepView) {
         highlightedLane_ = -1;
         cursor_ = INT64_MIN;
     }
+    if (!keepView) focusLane_ = -1;
     relayout();
     if (keepView && snap_.valid())
         setViewRange(a, b);
@@ -56,11 +137,17 @@ void TimelineWidget::clear() {
 void TimelineWidget::relayout() {
     geo_.width = width();
     geo_.height = height();
-    if (snap_.valid())
-        geo_.layoutLanes(*snap_.layout);
-    else {
+    if (snap_.valid()) {
+        std::vector<uint8_t> want(snap_.layout->lanes.size(), 0);
+        for (size_t i = 0; i < want.size(); ++i)
+            want[i] = collapsedKeys_.contains(laneKey(i));
+        geo_.layoutLanes(*snap_.layout, want);
+        if (focusLane_ >= int(want.size())) focusLane_ = -1;
+    } else {
         geo_.laneTop.clear();
         geo_.laneH.clear();
+        geo_.laneState.clear();
+        geo_.shownAs.clear();
         geo_.contentH = 0;
     }
     updateScrollBar();
@@ -183,8 +270,13 @@ QRect TimelineWidget::allocationRect(uint32_t index) const {
     if (row < 0) return {};
     const size_t lane = size_t(snap_.layout->laneOfRow[size_t(row)]);
     const Lane& l = snap_.layout->lanes[lane];
-    const int pitch = TimelineGeometry::rowPitch(l, geo_.laneH[lane]);
-    const int y = geo_.laneY(lane) + 3 + (row - l.firstRow) * pitch;
+    if (geo_.hidden(lane)) return {};
+    int pitch = TimelineGeometry::rowPitch(l, geo_.laneH[lane]);
+    int y = geo_.laneY(lane) + 3 + (row - l.firstRow) * pitch;
+    if (geo_.collapsed(lane)) {
+        pitch = geo_.laneH[lane] - 6; // the summary row
+        y = geo_.laneY(lane) + 3;
+    }
     const Allocation& a = snap_.timeline->allocations[index];
     const int64_t end = a.live() ? std::max(snap_.timeline->t1, a.allocTsNs) : a.freeTsNs;
     const double x0 = std::max<double>(geo_.labelW, geo_.xOf(a.allocTsNs));
@@ -209,6 +301,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     geo_.width = width();
     geo_.height = height();
     TimelinePainter painter(snap_, geo_, colors, coloring_);
+    painter.focusLane = hasFocus() ? focusLane_ : -1;
     painter.paint(p, sel_, cursor_, highlightedLane_, band_);
     stats_ = painter.stats;
     lastPaintNs_ = timer.nsecsElapsed();
@@ -292,6 +385,11 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
     if (d == Drag::Pan && click && e->button() == Qt::LeftButton) {
         TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
         const TimelineHit hit = painter.hitTest(e->pos());
+        if (hit.toggle) {
+            focusLane_ = hit.lane;
+            toggleLane(hit.lane);
+            return;
+        }
         if (!(hit.sel == sel_)) {
             sel_ = hit.sel;
             update();
@@ -304,6 +402,12 @@ void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
     if (!snap_.valid() || e->button() != Qt::LeftButton) return;
     TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
     const TimelineHit hit = painter.hitTest(e->pos());
+    if (e->pos().x() < geo_.labelW && hit.lane >= 0) {
+        // Double-click a lane's title: collapse or expand it (a device header toggles on the
+        // first click already).
+        if (!hit.toggle) toggleLane(hit.lane);
+        return;
+    }
     if (hit.sel.kind == Selection::None)
         fitAll();
     else {
@@ -328,17 +432,33 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
         break;
     case Qt::Key_Left:
     case Qt::Key_A:
-        panBy(-0.1);
+        if (focusLane_ >= 0 && (e->modifiers() & Qt::ControlModifier))
+            setLaneCollapsed(focusLane_, true);
+        else
+            panBy(-0.1);
         break;
     case Qt::Key_Right:
     case Qt::Key_D:
-        panBy(0.1);
+        if (focusLane_ >= 0 && (e->modifiers() & Qt::ControlModifier))
+            setLaneCollapsed(focusLane_, false);
+        else
+            panBy(0.1);
         break;
     case Qt::Key_Up:
-        vbar_->setValue(vbar_->value() - 40);
+        if (e->modifiers() & Qt::ControlModifier)
+            moveFocusLane(-1); // lane focus, for collapsing from the keyboard
+        else
+            vbar_->setValue(vbar_->value() - 40);
         break;
     case Qt::Key_Down:
-        vbar_->setValue(vbar_->value() + 40);
+        if (e->modifiers() & Qt::ControlModifier)
+            moveFocusLane(1);
+        else
+            vbar_->setValue(vbar_->value() + 40);
+        break;
+    case Qt::Key_Return:
+    case Qt::Key_Enter:
+        if (focusLane_ >= 0) toggleLane(focusLane_);
         break;
     case Qt::Key_Home:
     case Qt::Key_0:
@@ -359,6 +479,7 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
 }
 
 bool TimelineWidget::event(QEvent* e) {
+    if (e->type() == QEvent::FocusIn || e->type() == QEvent::FocusOut) update(); // lane focus
     if (e->type() == QEvent::ToolTip && snap_.valid()) {
         auto* he = static_cast<QHelpEvent*>(e);
         TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);

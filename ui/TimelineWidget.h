@@ -9,6 +9,7 @@
 #include "TraceSnapshot.h"
 
 #include <QElapsedTimer>
+#include <QSet>
 #include <QWidget>
 #include <cstdint>
 
@@ -44,6 +45,18 @@ public:
     void setBarColoring(BarColoring c);
     BarColoring barColoring() const { return coloring_; }
 
+    // Collapsible lanes (device > pool > stream). A collapsed device or pool hides the lanes
+    // under it (a pool keeps its reserved/used chart); a collapsed stream lane shows one
+    // summary row. Remembered in QSettings by device ordinal and pool/stream handles.
+    bool laneCollapsed(int lane) const;
+    void setLaneCollapsed(int lane, bool collapsed);
+    void toggleLane(int lane) { setLaneCollapsed(lane, !laneCollapsed(lane)); }
+    void expandAll();
+    int laneHeight(int lane) const; // 0 while hidden inside a collapsed group
+    int laneTop(int lane) const;    // in widget coordinates
+    int focusLane() const { return focusLane_; }
+    void setFocusLane(int lane);
+
     // Where an allocation bar is drawn now (tests, and anchoring popups); empty if off screen.
     QRect allocationRect(uint32_t index) const;
     int labelWidth() const { return geo_.labelW; }
@@ -54,6 +67,7 @@ public:
     QSize sizeHint() const override { return {1000, 420}; }
 
 signals:
+    void lanesCollapsedChanged();
     void viewRangeChanged(qint64 t0, qint64 t1);
     void selectionChanged(const poolscope::ui::Selection& s);
     void cursorRequested(qint64 t); // a click in the ruler
@@ -73,6 +87,9 @@ protected:
 private:
     void relayout();
     void updateScrollBar();
+    QString laneKey(size_t lane) const;
+    void saveCollapsed() const;
+    void moveFocusLane(int delta);
     void clampView(int64_t& a, int64_t& b) const;
 
     TraceSnapshot snap_;
@@ -82,6 +99,8 @@ private:
     int highlightedLane_ = -1;
     BarColoring coloring_ = BarColoring::BySize;
     QScrollBar* vbar_ = nullptr;
+    QSet<QString> collapsedKeys_; // laneKey()s, all traces (QSettings "timeline/collapsedLanes")
+    int focusLane_ = -1;
 
     enum class Drag { None, Pan, Band, Cursor };
     Drag drag_ = Drag::None;

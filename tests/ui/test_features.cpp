@@ -1,0 +1,235 @@
+// Events table sorting, collapsible timeline lanes and the reuse policies in the details pane.
+#include "DetailsPane.h"
+#include "EventTableModel.h"
+#include "TestTrace.h"
+#include "TimelineWidget.h"
+#include "poolscope/TraceReader.h"
+
+#include <QAbstractItemModelTester>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTest>
+#include <gtest/gtest.h>
+
+using namespace poolscope;
+using namespace poolscope::ui;
+
+namespace {
+
+std::shared_ptr<const Timeline> loadTimeline(const QString& path) {
+    auto reader = TraceReader::open(path.toStdString());
+    EXPECT_TRUE(reader.ok()) << (reader.ok() ? "" : reader.error().message);
+    if (!reader) return nullptr;
+    auto tl = buildTimeline(**reader);
+    EXPECT_TRUE(tl.ok());
+    return tl ? tl.value() : nullptr;
+}
+
+std::vector<Event> loadEvents(const QString& path) {
+    auto reader = TraceReader::open(path.toStdString());
+    EXPECT_TRUE(reader.ok());
+    if (!reader) return {};
+    auto ev = (*reader)->events(INT64_MIN, INT64_MAX);
+    EXPECT_TRUE(ev.ok());
+    return ev ? ev.value() : std::vector<Event>{};
+}
+
+QString samplePath(const char* name) {
+    return QStringLiteral(POOLSCOPE_SAMPLES_DIR "/") + QString::fromUtf8(name);
+}
+
+// Sizes of the rows that show one, in row order.
+std::vector<uint64_t> shownSizes(const EventTableModel& m) {
+    std::vector<uint64_t> v;
+    for (int r = 0; r < m.rowCount(); ++r)
+        if (!m.data(m.index(r, EventTableModel::Size)).isNull()) v.push_back(m.eventAt(r)->size);
+    return v;
+}
+
+} // namespace
+
+TEST(EventTableModel, SortsBySizeReversiblyUnderTheModelTester) {
+    const std::vector<Event> events = loadEvents(synth::syntheticTracePath());
+    ASSERT_GT(events.size(), 1000u);
+    auto tl = loadTimeline(synth::syntheticTracePath());
+    auto snap = TraceSnapshot::fromTimeline(tl, "synthetic");
+    EventTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    model.resetData(std::make_shared<std::vector<Event>>(events), tl->t0, snap.layout);
+    const int n = model.rowCount();
+    std::vector<uint64_t> seqs;
+    for (int r = 0; r < n; ++r)
+        seqs.push_back(model.eventAt(r)->seq);
+
+    // A persistent index (what the view's current row is) follows its event through sorts.
+    const int pick = n / 2;
+    const uint64_t pickedSeq = model.eventAt(pick)->seq;
+    QPersistentModelIndex current(model.index(pick, EventTableModel::Kind));
+
+    model.sort(EventTableModel::Size, Qt::AscendingOrder);
+    ASSERT_EQ(model.rowCount(), n);
+    std::vector<uint64_t> up = shownSizes(model);
+    ASSERT_GT(up.size(), 100u);
+    EXPECT_TRUE(std::is_sorted(up.begin(), up.end()));
+    EXPECT_LT(up.front(), up.back()); // really different sizes, not a trivial order
+    // Rows without a size (syncs, records...) come first, like empty text.
+    EXPECT_TRUE(model.data(model.index(0, EventTableModel::Size)).isNull());
+    EXPECT_EQ(model.eventAt(current.row())->seq, pickedSeq);
+    EXPECT_EQ(model.rowOfSeq(pickedSeq), current.row());
+
+    model.sort(EventTableModel::Size, Qt::DescendingOrder);
+    std::vector<uint64_t> down = shownSizes(model);
+    EXPECT_EQ(std::vector<uint64_t>(up.rbegin(), up.rend()), down);
+    EXPECT_EQ(model.eventAt(current.row())->seq, pickedSeq);
+
+    model.sort(EventTableModel::Kind, Qt::AscendingOrder);
+    for (int r = 1; r < n; ++r)
+        ASSERT_LE(model.data(model.index(r - 1, EventTableModel::Kind)).toString(),
+                  model.data(model.index(r, EventTableModel::Kind)).toString());
+    model.sort(EventTableModel::Stream, Qt::AscendingOrder); // exercised under the tester
+
+    // Back to query (time) order: exactly the rows as loaded.
+    model.sort(-1, Qt::AscendingOrder);
+    for (int r = 0; r < n; ++r)
+        ASSERT_EQ(model.eventAt(r)->seq, seqs[size_t(r)]);
+    EXPECT_EQ(model.eventAt(current.row())->seq, pickedSeq);
+
+    // A new query result is shown in the current sort order.
+    model.sort(EventTableModel::Size, Qt::DescendingOrder);
+    model.resetData(std::make_shared<std::vector<Event>>(events), tl->t0, snap.layout);
+    EXPECT_EQ(shownSizes(model), down);
+}
+
+TEST(TimelineWidget, CollapsesAndExpandsLanesByMouseAndKeyboard) {
+    QSettings().remove("timeline/collapsedLanes");
+    auto tl = loadTimeline(samplePath("churn.poolscope"));
+    ASSERT_TRUE(tl);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "churn");
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.setSnapshot(s);
+    const auto& lanes = s.layout->lanes;
+    int pool = -1, stream = -1;
+    for (size_t i = 0; i < lanes.size(); ++i) {
+        if (lanes[i].kind == LaneKind::Pool && pool < 0 && i + 1 < lanes.size() &&
+            lanes[i + 1].kind == LaneKind::Stream && lanes[i + 1].rowCount > 1)
+            pool = int(i);
+        if (lanes[i].kind == LaneKind::Stream && lanes[i].rowCount > 1 && stream < 0)
+            stream = int(i);
+    }
+    ASSERT_GE(pool, 0);
+    ASSERT_GE(stream, 0);
+    const int full = w.contentHeight();
+    const int streamH = w.laneHeight(stream);
+    ASSERT_GT(streamH, 20);
+
+    // A stream lane collapses to one summary row.
+    w.setLaneCollapsed(stream, true);
+    EXPECT_TRUE(w.laneCollapsed(stream));
+    EXPECT_EQ(w.laneHeight(stream), 18);
+    EXPECT_EQ(w.contentHeight(), full - (streamH - 18));
+    EXPECT_TRUE(QSettings().value("timeline/collapsedLanes").toStringList().size() == 1);
+    w.setLaneCollapsed(stream, false);
+    EXPECT_EQ(w.laneHeight(stream), streamH);
+    EXPECT_EQ(w.contentHeight(), full);
+
+    // Clicking the pool header's disclosure triangle hides its stream lanes; again restores.
+    QSignalSpy changed(&w, &TimelineWidget::lanesCollapsedChanged);
+    const int poolY = w.laneTop(pool);
+    QTest::mouseClick(&w, Qt::LeftButton, {}, QPoint(20, poolY + 8));
+    ASSERT_EQ(changed.count(), 1);
+    EXPECT_TRUE(w.laneCollapsed(pool));
+    int hiddenRows = 0;
+    for (size_t i = size_t(pool) + 1; i < lanes.size() && lanes[i].kind == LaneKind::Stream &&
+                                      lanes[i].pool == lanes[size_t(pool)].pool;
+         ++i) {
+        EXPECT_EQ(w.laneHeight(int(i)), 0) << "lane " << i;
+        hiddenRows += lanes[i].rowCount;
+    }
+    EXPECT_GT(hiddenRows, 0);
+    EXPECT_LT(w.contentHeight(), full);
+    EXPECT_GT(w.laneHeight(pool), 0); // the pool's chart stays
+    QTest::mouseClick(&w, Qt::LeftButton, {}, QPoint(20, poolY + 8));
+    EXPECT_FALSE(w.laneCollapsed(pool));
+    EXPECT_EQ(w.contentHeight(), full);
+
+    // Keyboard: Ctrl+Down moves the lane focus, Enter toggles, Ctrl+Right expands.
+    w.setFocus();
+    w.setFocusLane(-1);
+    for (int i = 0; i <= stream; ++i)
+        QTest::keyClick(&w, Qt::Key_Down, Qt::ControlModifier);
+    ASSERT_EQ(w.focusLane(), stream);
+    QTest::keyClick(&w, Qt::Key_Return);
+    EXPECT_TRUE(w.laneCollapsed(stream));
+    EXPECT_EQ(w.laneHeight(stream), 18);
+    QTest::keyClick(&w, Qt::Key_Right, Qt::ControlModifier);
+    EXPECT_FALSE(w.laneCollapsed(stream));
+    EXPECT_EQ(w.contentHeight(), full);
+
+    // Remembered: a new widget on the same trace starts with the lane collapsed.
+    w.setLaneCollapsed(pool, true);
+    {
+        TimelineWidget w2;
+        w2.resize(1200, 700);
+        w2.setSnapshot(s);
+        EXPECT_TRUE(w2.laneCollapsed(pool));
+        w2.expandAll();
+    }
+    TimelineWidget w3;
+    w3.setSnapshot(s);
+    EXPECT_FALSE(w3.laneCollapsed(pool));
+    QSettings().remove("timeline/collapsedLanes");
+}
+
+TEST(DetailsPane, ShowsReusePoliciesInForceBeforeAndAfterAChange) {
+    // pools.poolscope (recorded on an H200) turns all three reuse policies of its second
+    // explicit pool off mid-run; the events themselves say what held before (old value) and
+    // after (new value), independently of the timeline's series.
+    const QString path = samplePath("pools.poolscope");
+    auto tl = loadTimeline(path);
+    ASSERT_TRUE(tl);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "pools");
+    DetailsPane pane;
+    pane.setSnapshot(s);
+    const char* names[] = {"", "event deps", "opportunistic", "internal deps"};
+    int checked = 0;
+    for (const Event& e : loadEvents(path)) {
+        if (e.kind != EventKind::PoolSetAttribute || e.attr < 1 || e.attr > 3) continue;
+        ASSERT_TRUE(e.has(kHasOldValue));
+        ASSERT_NE(e.aux, e.size); // a real change
+        const QString pool = s.layout->poolName(e.pool);
+        auto stateAt = [&](int64_t t) {
+            pane.setCursorTime(t);
+            // The cursor section: the pool's row, then its threshold and reuse line.
+            const QStringList lines = pane.toPlainText().split('\n');
+            for (qsizetype i = lines.size() - 1; i >= 0; --i)
+                if (lines[i].startsWith(pool))
+                    return (lines.mid(i, 4).join(' '));
+            return QString();
+        };
+        const QString key = QString::fromUtf8(names[e.attr]);
+        const QString before = stateAt(e.tsNs - 1), after = stateAt(e.tsNs);
+        EXPECT_TRUE(before.contains(key + (e.aux ? " on" : " off"))) << before.toStdString();
+        EXPECT_TRUE(after.contains(key + (e.size ? " on" : " off"))) << after.toStdString();
+        ++checked;
+    }
+    EXPECT_EQ(checked, 3);
+
+    // The attribute marker names the policy and its new value, and the pool state at that
+    // moment lists all three.
+    for (uint32_t i = 0; i < tl->markers.size(); ++i) {
+        const Marker& m = tl->markers[i];
+        if (m.kind != EventKind::PoolSetAttribute) continue;
+        const QString change = DetailsPane::attributeChange(*tl, m);
+        if (!change.contains("opportunistic")) continue;
+        EXPECT_EQ(change, "reuse_allow_opportunistic → off");
+        pane.showSelection({Selection::Marker, i, 0, {}});
+        const QString text = pane.toPlainText();
+        EXPECT_TRUE(text.contains("reuse_allow_opportunistic → off")) << text.toStdString();
+        EXPECT_TRUE(text.contains("reuse: allow opportunistic")) << text.toStdString();
+        ++checked;
+    }
+    EXPECT_EQ(checked, 4);
+}
