@@ -7,7 +7,8 @@
 namespace poolscope::collector {
 
 enum class WatermarkMode : uint8_t {
-    Exit, // default: reserved+used at alloc/sync/trim exit, used at free (reserved cannot change there)
+    Exit, // default: reserved read at alloc/sync/trim exit, used at sync/trim exit; at an alloc
+          // or free `used` is derived from the sizes (kUsedDerived), reserved cached at a free
     Full, // reserved+used read at every alloc and free exit
     Off,  // no reads on the hot path (the sampler still runs)
 };

@@ -220,6 +220,8 @@ bool openTrace(Runtime& rt) {
         return false;
     }
     rt.sink = std::make_unique<TraceSink>(std::move(w.value()), rt.rings, rt.seq);
+    // Without watermark reads the implicit releases come only from late activity records.
+    if (rt.config.watermarks == WatermarkMode::Off) rt.sink->setHoldBackMs(kHoldBackForActivityMs);
     ProcessInfo p;
     p.pid = getpid();
     p.parentPid = rt.config.parentPid;
@@ -313,24 +315,33 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     rt.config = Config::fromEnvironment();
     if (rt.config.disabled) return 1;
     if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = d[0] == '1';
+    if (const char* d = std::getenv("POOLSCOPE_BENCH_STAGE")) rt.benchStage = std::atoi(d);
     Clock::init(rt.config.allowTsc);
     if (!openTrace(rt)) return 1;
 
+    // Not recording after all: the trace says why, and nothing of ours runs again (the exit
+    // handlers would otherwise close the trace a second time or call into CUPTI).
+    auto giveUp = [&rt](const std::string& why) {
+        rt.sink->setMeta("collector_disabled_reason", why);
+        rt.sink->close();
+        rt.sink.reset();
+        rt.config.activity = false;
+        g_shutDown.store(true);
+        return 1;
+    };
     CUptiResult r = cuptiSubscribe(&rt.subscriber, onCallback, nullptr);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         logOnce(LogKey::Subscribe,
                 "another CUPTI profiler is already attached to this process (Nsight Systems, "
                 "Nsight Compute, PyTorch's profiler/Kineto...). CUDA allows only one; PoolScope "
                 "is not recording. Run without the other profiler to record.");
-        rt.sink->setMeta("collector_disabled_reason", "another CUPTI subscriber");
-        rt.sink->close();
-        return 1;
+        rt.subscriber = nullptr;
+        return giveUp("another CUPTI subscriber");
     }
     if (r != CUPTI_SUCCESS) {
         logOnce(LogKey::Cupti, "cuptiSubscribe failed: %s; not recording", cuptiError(r));
-        rt.sink->setMeta("collector_disabled_reason", std::string("cuptiSubscribe: ") + cuptiError(r));
-        rt.sink->close();
-        return 1;
+        rt.subscriber = nullptr;
+        return giveUp(std::string("cuptiSubscribe: ") + cuptiError(r));
     }
     for (CUpti_CallbackId id : tracedCallbackIds()) {
         r = cuptiEnableCallback(1, rt.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
@@ -339,8 +350,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
                     cuptiError(r));
             cuptiUnsubscribe(rt.subscriber);
             rt.subscriber = nullptr;
-            rt.sink->close();
-            return 1;
+            return giveUp(std::string("cuptiEnableCallback: ") + cuptiError(r));
         }
     }
     if (rt.config.activity) {

@@ -145,11 +145,14 @@ void onEnter(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb
         // thread may get the same address from its next alloc before this call returns, and
         // that alloc must come after this free in the trace.
         if (isFree) t->enterSeq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
-        const ThreadState::Entry& en = t->cache[cacheIndex(ptr)];
+        ThreadState::Entry& en = t->cache[cacheIndex(ptr)];
         if (en.ptr == ptr && ptr) {
             t->enterPool = en.pool;
+            t->enterHit = true;
+            if (isFree) en.ptr = 0; // the address may come back from another thread's alloc
             return;
         }
+        t->enterHit = false;
         // Freed on another thread than it was allocated on, or evicted: ask the driver (the
         // pointer is still valid here, before the free).
         CUmemoryPool pool = nullptr;
@@ -182,8 +185,25 @@ void onEnter(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb
     }
 }
 
+// POOLSCOPE_BENCH_STAGE 2 and 3 (see Runtime::benchStage).
+__attribute__((noinline)) void benchPartialExit(ThreadState* t, CUpti_CallbackId cbid,
+                                                const CUpti_CallbackData& cb, int stage) {
+    Event ev;
+    const Decoded d = decodeExit(cbid, cb, ev);
+    // As the full path does, so that frees find their pointer at enter.
+    if (ev.kind == EventKind::Alloc && ev.result == 0 && ev.ptr)
+        t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
+    if (stage >= 3 && d.record) {
+        ev.tsNs = static_cast<int64_t>(Clock::ticks());
+        ev.seq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
+    }
+    ev.tid = t->tid;
+    asm volatile("" : : "r"(&ev) : "memory"); // keep the work
+}
+
 void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     Runtime& rt = runtime();
+    if (rt.benchStage >= 2) return benchPartialExit(t, cbid, cb, rt.benchStage);
     const uint64_t ticks = Clock::ticks();
     Event* e = t->ring ? t->ring->claim() : nullptr;
     Event dropped;            // decoded anyway: caches must follow even when the ring is full
@@ -208,7 +228,19 @@ void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb)
         PoolSlot* slot = slotFor(t, ev.pool);
         Guard g(t);
         bool ok = true;
-        ev.used = readAttr(ev.pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, ok);
+        // Default mode: a successful alloc or free moves the pool's used bytes by exactly its
+        // size (measured on the driver), so the writer derives `used` in seq order from the
+        // sizes and the last value read (kUsedDerived) and the hot path skips that read. A free
+        // of a pointer this thread did not allocate (its size is known only to the writer, and
+        // only if the alloc was recorded) and imported pools are read as before.
+        const bool derive =
+            wm == WatermarkMode::Exit && slot && ev.result == 0 &&
+            !slot->imported.load(std::memory_order_relaxed) &&
+            (ev.kind == EventKind::Alloc || (ev.kind == EventKind::Free && t->enterHit));
+        if (derive)
+            ev.flags |= kUsedDerived;
+        else
+            ev.used = readAttr(ev.pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, ok);
         if ((d.needs & kNeedReserved) || wm == WatermarkMode::Full || !slot) {
             if (slot) reservedBefore = slot->reserved.load(std::memory_order_relaxed);
             ev.reserved = readAttr(ev.pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, ok);
@@ -237,7 +269,7 @@ void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb)
         break;
     case EventKind::PoolCreate:
     case EventKind::PoolImport:
-        if (ok && ev.pool) registerPool(ev.pool, ev.device);
+        if (ok && ev.pool) registerPool(ev.pool, ev.device, ev.kind == EventKind::PoolImport);
         break;
     case EventKind::PoolDestroy:
         if (ok) {
@@ -323,7 +355,7 @@ void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid, con
         t = makeThreadState(false);
         if (!t) return;
     }
-    if (t->guard) return;
+    if (t->guard || rt.benchStage == 1) return;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite == CUPTI_API_ENTER)
         onEnter(t, cbid, *cb);
@@ -339,11 +371,14 @@ PoolSlot* findPool(uint64_t handle) {
     return nullptr;
 }
 
-PoolSlot* registerPool(uint64_t handle, int device) {
+PoolSlot* registerPool(uint64_t handle, int device, bool imported) {
     if (!handle) return nullptr;
     Runtime& rt = runtime();
     std::lock_guard lock(rt.coldMutex);
-    if (PoolSlot* s = findPool(handle)) return s;
+    if (PoolSlot* s = findPool(handle)) {
+        if (imported) s->imported.store(true, std::memory_order_relaxed);
+        return s;
+    }
     int n = rt.poolCount.load(std::memory_order_relaxed);
     PoolSlot* slot = nullptr;
     for (int i = 0; i < n && !slot; ++i)
@@ -354,6 +389,7 @@ PoolSlot* registerPool(uint64_t handle, int device) {
     }
     slot->device.store(device, std::memory_order_relaxed);
     slot->reserved.store(0, std::memory_order_relaxed);
+    slot->imported.store(imported, std::memory_order_relaxed);
     slot->handle.store(handle, std::memory_order_release);
     if (slot == &rt.pools[n]) rt.poolCount.store(n + 1, std::memory_order_release);
     return slot;

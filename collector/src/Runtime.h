@@ -29,6 +29,9 @@ struct PoolSlot {
     std::atomic<uint64_t> handle{0}; // 0 = free slot (or destroyed)
     std::atomic<uint64_t> reserved{0};
     std::atomic<int> device{-1};
+    // Imported from another process: its used bytes move with the exporter's allocations,
+    // which this process never sees, so they are always read, never derived.
+    std::atomic<bool> imported{false};
 };
 
 // A thread's private state. Application threads get one at their first traced call; the
@@ -44,6 +47,7 @@ struct ThreadState {
     uint64_t lastPool = 0;
     PoolSlot* lastSlot = nullptr;
     uint64_t enterPool = 0;   // pool of the pointer a Free/PointerExport names, found at enter
+    bool enterHit = false;    // ...found in this thread's cache (allocated here)
     uint64_t enterSeq = 0;    // a Free's seq, taken at enter (see onEnter)
     uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
     bool oldValid = false;
@@ -84,6 +88,10 @@ struct Runtime {
     std::unique_ptr<LiveSink> live;
     bool driverVersionKnown = false;
     std::atomic<bool> forkPending{false};
+    // Diagnostic (POOLSCOPE_BENCH_STAGE): how far the hot path goes, to locate its cost in
+    // overhead runs. 0 = all of it; 1 = return after the thread lookup; 2 = also decode into a
+    // local record; 3 = also the timestamp and the sequence number (no ring, no reads).
+    int benchStage = 0;
     ProcessInfo process;              // as written to the trace (for the control server's hello)
     std::vector<DeviceInfo> devices;  // guarded by coldMutex // forked child: recording starts at its first call
 };
@@ -110,7 +118,7 @@ private:
 };
 
 PoolSlot* findPool(uint64_t handle);
-PoolSlot* registerPool(uint64_t handle, int device);
+PoolSlot* registerPool(uint64_t handle, int device, bool imported = false);
 void ensureDevice(int device);       // cold: default pool, current pool, device facts
 int deviceOfContext(ThreadState* t, void* ctx);
 void disableCollector(const char* why); // logs, switches the callback off, notes it in the trace

@@ -9,7 +9,7 @@
 namespace poolscope::collector {
 
 namespace {
-constexpr size_t kDrainChunk = 8192;
+constexpr size_t kDrainChunk = 1024; // 96 KiB: the scratch buffer stays in L2
 constexpr int kActivityWaitPasses = 100; // passes (~1 ms each) a record waits for its API event
 constexpr size_t kRecentSyncs = 8192;
 constexpr auto kCommitEvery = std::chrono::milliseconds(100);
@@ -19,6 +19,11 @@ std::string threadName(uint32_t tid) {
     std::string name;
     std::getline(f, name);
     return name;
+}
+
+void sortBySeq(std::vector<Event>& v) {
+    auto bySeq = [](const Event& a, const Event& b) { return a.seq < b.seq; };
+    if (!std::is_sorted(v.begin(), v.end(), bySeq)) std::sort(v.begin(), v.end(), bySeq);
 }
 
 bool isSync(EventKind k) {
@@ -74,7 +79,7 @@ void TraceSink::drainRings() {
                 if (e.kind == EventKind::Sample)
                     samples_.push_back(e);
                 else
-                    ordered_.push_back(e);
+                    batch_.push_back(e);
             }
             if (got < scratch_.size()) break;
         }
@@ -127,6 +132,13 @@ void TraceSink::complete(Event& e) {
     switch (e.kind) {
     case EventKind::Alloc:
         if (e.result == 0 && e.ptr) live_allocs_[e.ptr] = Live{e.pool, e.size};
+        if (e.flags & kUsedDerived) {
+            uint64_t& used = usedOf(e.pool);
+            used += e.size;
+            e.used = used;
+        } else {
+            noteUsedRead(e);
+        }
         if (e.pool && poolsSeen_.insert(e.pool).second) {
             // A pool the collector never saw created (made before it started): still an entity.
             PoolInfo p;
@@ -147,6 +159,19 @@ void TraceSink::complete(Event& e) {
                 e.flags |= kSizeKnown;
             }
             if (e.result == 0) live_allocs_.erase(it);
+        }
+        if (e.flags & kUsedDerived) {
+            uint64_t& used = usedOf(e.pool);
+            if ((e.flags & kSizeKnown) && e.pool && used >= e.size) {
+                used -= e.size;
+                e.used = used;
+            } else {
+                // Its alloc was never recorded (dropped): no exact value to give.
+                e.flags &= static_cast<uint8_t>(~(kUsedDerived | kHasWatermarks));
+                e.used = 0;
+            }
+        } else {
+            noteUsedRead(e);
         }
         break;
     }
@@ -172,6 +197,7 @@ void TraceSink::complete(Event& e) {
         break;
     }
     case EventKind::StreamCreate: {
+        noteUsedRead(e);
         if (e.result != 0) break;
         StreamInfo s;
         s.handle = e.stream;
@@ -183,8 +209,24 @@ void TraceSink::complete(Event& e) {
         break;
     }
     default:
+        noteUsedRead(e);
         break;
     }
+}
+
+uint64_t& TraceSink::usedOf(uint64_t pool) {
+    if (pool != lastUsedPool_ || !lastUsed_) {
+        lastUsed_ = &usedByPool_[pool]; // node-based map: the reference stays valid
+        lastUsedPool_ = pool;
+    }
+    return *lastUsed_;
+}
+
+// A value read from the driver (synchronize, trim, a free from another thread, a failed alloc)
+// is the new base the following derived values build on: a drift (events dropped when a ring
+// was full) ends at the next read.
+void TraceSink::noteUsedRead(const Event& e) {
+    if (e.pool && (e.flags & kHasWatermarks) && !(e.flags & kUsedDerived)) usedOf(e.pool) = e.used;
 }
 
 void TraceSink::resolveActivity(bool final) {
@@ -291,13 +333,8 @@ Status TraceSink::pump(bool final) {
     // Entities first: events may name a device or default pool registered just now.
     if (Status s = flushEntities(); !s) return s;
     drainRings();
-    std::sort(ordered_.begin(), ordered_.end(),
-              [](const Event& a, const Event& b) { return a.seq < b.seq; });
-    for (Event& e : ordered_) {
-        noteEarly(e);
-        batch_.push_back(e);
-    }
-    ordered_.clear();
+    sortBySeq(batch_);
+    for (const Event& e : batch_) noteEarly(e);
     resolveActivity(final);
     stage();
     return writeOut(final);
@@ -312,8 +349,7 @@ uint32_t TraceSink::nowMs() const {
 void TraceSink::stage() {
     if (batch_.empty()) return;
     const uint32_t now = nowMs();
-    std::sort(batch_.begin(), batch_.end(),
-              [](const Event& a, const Event& b) { return a.seq < b.seq; });
+    sortBySeq(batch_);
     // An event older than what is already written (held up longer than the hold-back) gets a
     // fresh number: the trace stays in seq order, the event lands just after its real place.
     size_t late = 0;
@@ -325,13 +361,20 @@ void TraceSink::stage() {
     if (late) std::rotate(batch_.begin(), batch_.begin() + long(late), batch_.end());
     for (size_t i = 0; i + late < batch_.size(); ++i) batch_[i].reserved1 = now;
     auto bySeq = [](const Event& a, const Event& b) { return a.seq < b.seq; };
-    const bool inOrder = staged_.empty() || staged_.back().seq < batch_.front().seq;
+    // staged_[stagedHead_..] is the queue. Written events are dropped from the front only once
+    // they are the larger half, so each event is moved O(1) times on average (a deque of
+    // 96-byte events would allocate a block every five events).
+    if (stagedHead_ > 0 && stagedHead_ * 2 >= staged_.size()) {
+        staged_.erase(staged_.begin(), staged_.begin() + long(stagedHead_));
+        stagedHead_ = 0;
+    }
+    const bool inOrder = staged_.size() == stagedHead_ || staged_.back().seq < batch_.front().seq;
     const size_t mid = staged_.size();
     staged_.insert(staged_.end(), batch_.begin(), batch_.end());
     if (!inOrder) {
         // Stragglers belong near the end: merge only the overlapping tail.
-        auto from = std::upper_bound(staged_.begin(), staged_.begin() + long(mid),
-                                     staged_[mid], bySeq);
+        auto from = std::upper_bound(staged_.begin() + long(stagedHead_),
+                                     staged_.begin() + long(mid), staged_[mid], bySeq);
         std::inplace_merge(from, staged_.begin() + long(mid), staged_.end(), bySeq);
     }
     batch_.clear();
@@ -339,14 +382,17 @@ void TraceSink::stage() {
 
 Status TraceSink::writeOut(bool final) {
     const uint32_t now = nowMs();
-    while (!staged_.empty()) {
-        Event& e = staged_.front();
-        if (!final && now - e.reserved1 < kHoldBackMs) break;
+    for (; stagedHead_ < staged_.size(); ++stagedHead_) {
+        Event& e = staged_[stagedHead_];
+        if (!final && now - e.reserved1 < holdBackMs_) break;
         e.reserved1 = 0;
         lastWrittenSeq_ = e.seq;
         complete(e);
         out_.push_back(e);
-        staged_.pop_front();
+    }
+    if (stagedHead_ == staged_.size()) {
+        staged_.clear();
+        stagedHead_ = 0;
     }
     if (!out_.empty()) {
         if (Status s = writer_->append(out_); !s) return s;

@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,8 +44,12 @@ struct PoolActivity {
 // Synchronize events reserve this many sequence numbers just below their own, so the implicit
 // releases CUPTI reports later can be placed before the synchronize that caused them.
 inline constexpr uint64_t kReleaseSlots = 3;
-// How long finished events wait before they are written (see TraceSink::pump).
-inline constexpr uint32_t kHoldBackMs = 150;
+// How long finished events wait before they are written (see TraceSink::pump): long enough for
+// a thread preempted between taking its seq and publishing the event. When the implicit
+// releases come only from CUPTI's activity records (watermark reads off), they arrive in
+// buffers flushed every 50 ms and need the longer wait to be placed before their synchronize.
+inline constexpr uint32_t kHoldBackMs = 30;
+inline constexpr uint32_t kHoldBackForActivityMs = 150;
 
 class TraceSink {
 public:
@@ -61,6 +64,7 @@ public:
     void setMeta(const std::string& key, const std::string& value);
 
     void setLiveSink(LiveSink* live) { live_ = live; }
+    void setHoldBackMs(uint32_t ms) { holdBackMs_ = ms; }
 
     // One writer pass: drain, order, resolve, write; commits when 100 ms have passed since the
     // last commit or when final. Events are written in seq order (the trace's chunks require it)
@@ -103,6 +107,8 @@ private:
     Status writeOut(bool final);
     uint32_t nowMs() const;
     void noteThread(uint32_t tid);
+    uint64_t& usedOf(uint64_t pool);
+    void noteUsedRead(const Event& e);
 
     std::unique_ptr<TraceWriter> writer_;
     RingRegistry& rings_;
@@ -111,10 +117,15 @@ private:
     LiveSink* live_ = nullptr;
 
     std::vector<Event> scratch_;  // drain buffer
-    std::vector<Event> ordered_;  // this pass's events, by seq
     std::vector<Event> samples_;
-    std::vector<Event> batch_;    // this pass's finished events (resolved), by seq
-    std::deque<Event> staged_;    // held back HoldBack ms so late events can slot in, by seq
+    std::vector<Event> batch_;    // this pass's events (drained, plus resolved activity), by seq
+    std::vector<Event> staged_;   // from stagedHead_: held back so late events can slot in, by seq
+    size_t stagedHead_ = 0;
+    uint32_t holdBackMs_ = kHoldBackMs;
+    // Derived used bytes per pool (see kUsedDerived), in seq order.
+    std::unordered_map<uint64_t, uint64_t> usedByPool_;
+    uint64_t lastUsedPool_ = 0;
+    uint64_t* lastUsed_ = nullptr;
     std::vector<Event> out_;      // ready to write
 
     std::unordered_map<uint64_t, Live> live_allocs_;

@@ -219,3 +219,53 @@ TEST(TraceSink, DroppedEventsAreCountedInTheTrace) {
     EXPECT_EQ(meta->at("dropped_events"), "17");
     std::filesystem::remove(path);
 }
+
+// Default watermark mode: the hot path reads no `used` at allocs and frees (kUsedDerived); the
+// sink derives it in seq order from the sizes and rebases on every value read from the driver.
+// Expected values worked out by hand below.
+TEST(TraceSink, DerivesUsedFromSizesAndRebasesOnReads) {
+    const std::string path = tempTrace("used");
+    RingRegistry rings;
+    std::atomic<uint64_t> seq{1};
+    auto sink = makeSink(path, rings, seq);
+    EventRing ring(64);
+    rings.add(&ring);
+    constexpr uint64_t kPool = 0xabc, kOther = 0xdef;
+    auto push = [&](EventKind k, uint64_t pool, uint64_t ptr, uint64_t size, uint8_t flags,
+                    uint64_t used = 0) {
+        Event e;
+        e.kind = k;
+        e.pool = pool;
+        e.ptr = ptr;
+        e.size = k == EventKind::Free ? 0 : size; // a free's size comes from its alloc
+        e.flags = flags;
+        e.used = used;
+        e.reserved = 32 << 20;
+        e.seq = seq.fetch_add(1);
+        ASSERT_TRUE(ring.push(e));
+    };
+    const uint8_t derived = kHasWatermarks | kUsedDerived;
+    push(EventKind::Alloc, kPool, 0x1000, 100, derived);         // 100
+    push(EventKind::Alloc, kPool, 0x2000, 50, derived);          // 150
+    push(EventKind::Alloc, kOther, 0x9000, 7, derived);          // other pool: 7
+    push(EventKind::Free, kPool, 0x1000, 0, derived);            // 50
+    push(EventKind::StreamSynchronize, kPool, 0, 0, kHasWatermarks, 1000); // read: rebase to 1000
+    push(EventKind::Alloc, kPool, 0x3000, 24, derived);          // 1024
+    push(EventKind::Free, kPool, 0x7777, 0, derived);            // alloc never seen: no value
+    push(EventKind::Free, kPool, 0x2000, 0, derived);            // 974
+    ASSERT_TRUE(sink->close().ok());
+    auto events = readAll(path);
+    ASSERT_EQ(events.size(), 8u);
+    const uint64_t want[] = {100, 150, 7, 50, 1000, 1024, 0, 974};
+    for (size_t i = 0; i < 8; ++i) {
+        SCOPED_TRACE(i);
+        EXPECT_EQ(events[i].used, want[i]);
+        EXPECT_EQ(events[i].has(kHasWatermarks), i != 6);
+    }
+    EXPECT_TRUE(events[3].has(kUsedDerived));
+    EXPECT_TRUE(events[3].has(kSizeKnown));
+    EXPECT_EQ(events[3].size, 100u);
+    EXPECT_FALSE(events[4].has(kUsedDerived));
+    EXPECT_FALSE(events[6].has(kUsedDerived));
+    std::filesystem::remove(path);
+}

@@ -75,6 +75,11 @@ enum EventFlags : uint8_t {
     kHasOldValue = 1 << 1,   // aux holds the attribute's value before the change
     kFromPoolScope = 1 << 2, // made by PoolScope itself (knob), never by the application
     kSizeKnown = 1 << 3,     // Free: size was resolved from the matching Alloc
+    // Alloc/Free: `used` was computed by the collector (the pool's used bytes at the last
+    // driver read, plus/minus the sizes of every alloc and free since, in seq order) instead of
+    // read from the driver. Exact, not an estimate: measured on an H200, the driver moves
+    // USED_MEM_CURRENT by exactly the requested size at the alloc and at the free call.
+    kUsedDerived = 1 << 4,
 };
 
 inline constexpr uint64_t kUnknown = ~uint64_t{0};
