@@ -33,7 +33,7 @@ std::atomic<bool> g_inSignal{false};
 std::atomic<bool> g_shutDown{false};
 std::atomic<pthread_t> g_writerThread{};
 std::unique_ptr<CollectorApi> g_api;
-bool g_discard = false;
+int g_discard = 0; // POOLSCOPE_BENCH_DISCARD: 1 drain and drop, 2 never drain (diagnostics)
 
 const char* cuptiError(CUptiResult r) {
     const char* s = nullptr;
@@ -122,7 +122,10 @@ void writerLoop() {
             lastActivityFlush = now;
         }
         const int req = rt.flushRequest.load(std::memory_order_acquire);
-        if (g_discard) {
+        if (g_discard == 2) {
+            // Diagnostic: the rings are never read (size them for the whole run), so the
+            // application's stores never meet the writer's core.
+        } else if (g_discard) {
             // Diagnostic (POOLSCOPE_BENCH_DISCARD=1): drain and drop, to tell the hot path's
             // cost from the writer's in overhead measurements. The trace stays empty.
             static Event sink[4096];
@@ -314,7 +317,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     Runtime& rt = runtime();
     rt.config = Config::fromEnvironment();
     if (rt.config.disabled) return 1;
-    if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = d[0] == '1';
+    if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = std::atoi(d);
     if (const char* d = std::getenv("POOLSCOPE_BENCH_STAGE")) rt.benchStage = std::atoi(d);
     Clock::init(rt.config.allowTsc);
     if (!openTrace(rt)) return 1;
