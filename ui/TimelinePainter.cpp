@@ -16,6 +16,11 @@ constexpr int kRowPitch = 8;
 constexpr int kMaxVisibleRows = 12; // more rows than this squeeze into the same height
 constexpr int kStreamPad = 3;
 constexpr int kSummaryH = 12; // a collapsed stream lane's one row
+constexpr int64_t kRunSegment = 32;
+
+int64_t floorDiv(int64_t a, int64_t b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
 
 QString qs(const std::string& s) {
     return QString::fromStdString(s);
@@ -124,19 +129,26 @@ QColor TimelinePainter::barColor(const Allocation& a) const {
 
 void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, int highlighted,
                             const QRect& rubberBand) {
+    p.fillRect(0, 0, g_.width, g_.height, c_.background());
+    paintContent(p);
+    paintOverlay(p, sel, cursor, highlighted, rubberBand);
+}
+
+void TimelinePainter::paintContent(QPainter& p) {
     const Timeline& tl = *s_.timeline;
     const LaneLayout& layout = *s_.layout;
-    p.fillRect(0, 0, g_.width, g_.height, c_.background());
-
-    // Lane backgrounds and contents, only for lanes that intersect the viewport.
+    const int x0 = std::max(g_.labelW, g_.clipX0), x1 = std::min(g_.width, g_.clipX1);
+    if (x1 <= x0) return;
     p.save();
-    p.setClipRect(0, g_.lanesTop(), g_.width, g_.lanesBottom() - g_.lanesTop());
+    p.setClipRect(x0, g_.lanesTop(), x1 - x0, g_.lanesBottom() - g_.lanesTop());
+    p.fillRect(x0, g_.lanesTop(), x1 - x0, g_.lanesBottom() - g_.lanesTop(), c_.background());
     // Grid lines at the ruler's ticks.
     {
         const int64_t step = niceTimeStep(g_.v1 - g_.v0, std::max(2, g_.plotW() / 110));
-        int64_t first = ((g_.v0 - tl.t0) / step) * step + tl.t0;
+        const int64_t from = g_.tOf(x0 - 1);
+        int64_t first = ((from - tl.t0) / step) * step + tl.t0;
         p.setPen(c_.grid());
-        for (int64_t t = first; t <= g_.v1; t += step) {
+        for (int64_t t = first; t <= g_.tOf(x1 + 1); t += step) {
             const double x = g_.xOf(t);
             if (x >= g_.labelW) p.drawLine(QPointF(x, g_.lanesTop()), QPointF(x, g_.lanesBottom()));
         }
@@ -146,22 +158,18 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
         const int h = g_.laneH[i];
         if (h <= 0 || y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
         const Lane& l = layout.lanes[i];
-        QRect band(g_.labelW, y, g_.width - g_.labelW, h);
+        QRect band(x0, y, x1 - x0, h);
         if (l.kind == LaneKind::Device)
             p.fillRect(band, c_.headerBg());
         else if (i % 2)
             p.fillRect(band, QColor(c_.grid().red(), c_.grid().green(), c_.grid().blue(), 10));
-        if (int(i) == highlighted) {
-            QColor hl = p.device() ? QColor(60, 130, 210, 40) : QColor();
-            p.fillRect(band, hl);
-        }
         p.setPen(c_.grid());
-        p.drawLine(g_.labelW, y + h - 1, g_.width, y + h - 1);
+        p.drawLine(x0, y + h - 1, x1, y + h - 1);
         if (l.kind == LaneKind::Stream) {
             if (g_.collapsed(i))
                 paintSummary(p, i);
             else
-                paintRows(p, i, sel);
+                paintRows(p, i, {});
         }
         if (l.kind == LaneKind::Pool) paintPoolChart(p, i);
         paintMarkers(p, i);
@@ -178,6 +186,17 @@ void TimelinePainter::paint(QPainter& p, const Selection& sel, int64_t cursor, i
             p.fillRect(QRectF(xb, g_.lanesTop(), g_.width - xb, g_.lanesBottom() - g_.lanesTop()),
                        out);
     }
+    p.restore();
+}
+
+void TimelinePainter::paintOverlay(QPainter& p, const Selection& sel, int64_t cursor,
+                                   int highlighted, const QRect& rubberBand) {
+    p.save();
+    p.setClipRect(0, g_.lanesTop(), g_.width, g_.lanesBottom() - g_.lanesTop());
+    if (highlighted >= 0 && size_t(highlighted) < g_.laneH.size() && g_.laneH[size_t(highlighted)] > 0)
+        p.fillRect(QRect(g_.labelW, g_.laneY(size_t(highlighted)), g_.width - g_.labelW,
+                         g_.laneH[size_t(highlighted)]),
+                   QColor(60, 130, 210, 40));
     paintEdges(p);
     paintSelection(p, sel);
     if (cursor != INT64_MIN) {
@@ -209,7 +228,16 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
     // mergedY: every row drawn on top of each other in one row (a collapsed lane).
     const int pitch = mergedY >= 0 ? 0 : TimelineGeometry::rowPitch(l, g_.laneH[laneIdx]);
     const int barH = mergedY >= 0 ? mergedH : std::max(1, pitch - (pitch > 3 ? 1 : 0));
-    const int64_t v0 = g_.v0, v1 = g_.v1;
+    // Only what reaches into the columns being painted (the whole view, or a panned strip).
+    // Merged runs of sub-pixel blocks break every kRunSegment columns, counted from the trace
+    // start, so a run (and its colour, its first block's) is the same in a panned strip as in
+    // a full repaint: the strip starts scanning at a segment boundary left of it.
+    const int64_t phase = std::llround(double(g_.v0 - tl.t0) * g_.plotW() / double(g_.v1 - g_.v0));
+    auto segment = [&](double px) { return floorDiv(int64_t(px) + phase, kRunSegment); };
+    const int64_t scanFrom = segment(g_.clipX0 - 4) * kRunSegment - phase;
+    // Not clamped to the view: the columns under the scroll bar and the strips of a pan must
+    // hold exactly what a full repaint puts there.
+    const int64_t v0 = g_.tOf(double(scanFrom)), v1 = g_.tOf(g_.clipX1 + 4);
     (void)sel;
     for (int r = 0; r < l.rowCount; ++r) {
         const std::vector<uint32_t>& row = layout.rows[size_t(l.firstRow + r)];
@@ -230,13 +258,15 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
             // Times come from the row's own arrays; the allocation record (elsewhere in memory)
             // is only read when something is drawn from it.
             if (starts[k] >= v1) break;
-            const double x0 = clampX(g_.xOf(starts[k]), g_);
-            const double x1 = clampX(g_.xOf(ends[k]), g_);
-            if (x1 - x0 < 1.5) {
-                // Sub-pixel: fold into the current run, then skip every allocation of this row
-                // that ends inside this pixel column (they cannot add anything visible).
-                const double px = std::floor(x0);
-                if (runX0 >= 0 && px <= runX1 + 0.5)
+            const double rx0 = g_.xOf(starts[k]), rx1 = g_.xOf(ends[k]);
+            const double x0 = clampX(rx0, g_), x1 = clampX(rx1, g_);
+            if (rx1 - rx0 < 1.5) {
+                // Sub-pixel (decided on the true width: clamping at the view's edge would make
+                // a pan's strip and a full repaint disagree): fold into the current run, then
+                // skip every allocation of this row that ends inside this pixel column (they
+                // cannot add anything visible).
+                const double px = std::floor(rx0);
+                if (runX0 >= 0 && px <= runX1 + 0.5 && segment(px) == segment(runX0))
                     runX1 = std::max(runX1, px + 1);
                 else {
                     flush();
@@ -262,25 +292,73 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
     }
 }
 
+namespace {
+// The highest value of a step series in force anywhere in [ta, tb), given i = the first point
+// with t >= ta (advanced past [ta, tb) on return). Exact, and the same for a pixel column
+// whatever the rest of the view is, so a panned image and a fresh one agree. Full blocks of
+// kBlock points are read from the series' block summary.
+double columnMax(const Series& s, size_t& i, int64_t tb, bool summarised) {
+    const size_t n = s.size();
+    // The value in force at ta: the last point before it (none: nothing drawn before it).
+    const bool any = i > 0;
+    uint64_t m = any ? s.v[i - 1] : 0;
+    size_t j = i;
+    // Gallop to the first point at or after tb.
+    if (j < n && s.t[j] < tb) {
+        size_t step = 1, lo = j;
+        while (lo + step < n && s.t[lo + step] < tb) {
+            lo += step;
+            step *= 2;
+        }
+        j = size_t(std::lower_bound(s.t.begin() + ptrdiff_t(lo),
+                                    s.t.begin() + ptrdiff_t(std::min(n, lo + step + 1)), tb) -
+                   s.t.begin());
+    }
+    if (j == i && !any) return -1.0;
+    size_t k = i;
+    const uint64_t* v = s.v.data();
+    if (summarised) {
+        const size_t K = Series::kBlock;
+        const size_t firstFull = (k + K - 1) / K, endFull = j / K;
+        if (firstFull < endFull) {
+            for (; k < firstFull * K; ++k)
+                m = std::max(m, v[k]);
+            for (size_t b = firstFull; b < endFull; ++b)
+                m = std::max(m, s.blocks[b].maxV);
+            k = endFull * K;
+        }
+    }
+    for (; k < j; ++k)
+        m = std::max(m, v[k]);
+    i = j;
+    return double(m);
+}
+} // namespace
+
 void TimelinePainter::paintArea(QPainter& p, const Series& s, int top, int bottom, double scale,
                                 QColor fill, QColor line) {
     const Timeline& tl = *s_.timeline;
-    const int64_t a = std::max(g_.v0, tl.t0), b = std::min(g_.v1, tl.t1);
-    if (b <= a || s.empty()) return;
-    const int W = g_.plotW();
-    // Area charts at pixel resolution: each pixel column shows the highest value it covers
-    // (downsample keeps every bucket's max), drawn as merged column rectangles. Filling a
-    // polygon of thousands of zig-zag vertices instead costs ~100x more on a noisy series.
-    std::vector<double> colMax(size_t(W), -1.0);
-    const std::vector<Point> pts = downsample(s, a, b, size_t(W) * 2);
-    for (size_t i = 0; i < pts.size(); ++i) {
-        const int64_t t1 = i + 1 < pts.size() ? pts[i + 1].t : b;
-        const int c0 = std::clamp(int(std::floor(g_.xOf(pts[i].t))) - g_.labelW, 0, W - 1);
-        const int c1 = std::clamp(int(std::ceil(g_.xOf(t1))) - g_.labelW, c0 + 1, W);
-        for (int c = c0; c < c1; ++c)
-            colMax[size_t(c)] = std::max(colMax[size_t(c)], double(pts[i].v));
+    if (s.empty()) return;
+    // Area charts at pixel resolution: each pixel column shows the highest value it covers,
+    // drawn as merged column rectangles. Filling a polygon of thousands of zig-zag vertices
+    // instead costs ~100x more on a noisy series. Only the columns being painted are computed.
+    const int c0 = std::max(0, g_.clipX0 - g_.labelW);
+    const int c1 = std::min(g_.width - g_.labelW, g_.clipX1 - g_.labelW);
+    if (c1 <= c0) return;
+    std::vector<double> colMax(size_t(c1 - c0), -1.0);
+    const bool summarised = s.blocks.size() == (s.size() + Series::kBlock - 1) / Series::kBlock;
+    const int64_t tEnd = std::max(tl.t1, s.t.back());
+    int64_t ta = g_.tOf(g_.labelW + c0);
+    size_t i = size_t(std::lower_bound(s.t.begin(), s.t.end(), ta) - s.t.begin());
+    for (int c = c0; c < c1; ++c) {
+        const int64_t tb = g_.tOf(g_.labelW + c + 1);
+        // Outside the trace (or before the series starts) nothing is drawn.
+        if (tb > s.t.front() && ta < tEnd) colMax[size_t(c - c0)] = columnMax(s, i, tb, summarised);
+        else if (ta < tEnd) i = size_t(std::lower_bound(s.t.begin(), s.t.end(), tb) - s.t.begin());
+        ta = tb;
     }
-    std::vector<QRectF> fills, tops;
+    std::vector<QRect> fills, tops;
+    const int W = c1 - c0;
     int c = 0;
     while (c < W) {
         if (colMax[size_t(c)] < 0) {
@@ -290,20 +368,17 @@ void TimelinePainter::paintArea(QPainter& p, const Series& s, int top, int botto
         int e = c + 1;
         while (e < W && colMax[size_t(e)] == colMax[size_t(c)])
             ++e;
-        const double y = bottom - (bottom - top) * std::min(1.0, colMax[size_t(c)] / scale);
-        fills.emplace_back(g_.labelW + c, y, e - c, bottom - y);
-        if (line.isValid()) tops.emplace_back(g_.labelW + c, y, e - c, 1);
+        const int y = int(std::lround(bottom - (bottom - top) * std::min(1.0, colMax[size_t(c)] / scale)));
+        fills.emplace_back(g_.labelW + c0 + c, y, e - c, bottom - y);
+        if (line.isValid()) tops.emplace_back(g_.labelW + c0 + c, y, e - c, 1);
         c = e;
     }
-    // One batched call per colour instead of thousands of fillRect calls.
-    p.setPen(Qt::NoPen);
-    p.setBrush(fill);
-    p.drawRects(fills.data(), int(fills.size()));
-    if (!tops.empty()) {
-        p.setBrush(line);
-        p.drawRects(tops.data(), int(tops.size()));
-    }
-    p.setBrush(Qt::NoBrush);
+    // Integer rectangles: Qt fills them span by span; fractional ones (or drawRects with a
+    // brush) go through its general rasterizer, which made these charts ~10x slower.
+    for (const QRect& r : fills)
+        p.fillRect(r, fill);
+    for (const QRect& r : tops)
+        p.fillRect(r, line);
 }
 
 void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
@@ -345,6 +420,32 @@ void TimelinePainter::paintSummary(QPainter& p, size_t laneIdx) {
     paintRows(p, laneIdx, {}, top, kSummaryH);
 }
 
+const QImage& TimelinePainter::markerGlyph(int which) {
+    QImage& img = glyphs_[size_t(which)];
+    if (!img.isNull()) return img;
+    // 0/1: release/trim triangle (11x9, tip down), 2/3: attribute/knob diamond (13x13).
+    const bool tri = which < 2;
+    img = QImage(tri ? 11 : 13, tri ? 9 : 13, QImage::Format_ARGB32_Premultiplied);
+    img.fill(Qt::transparent);
+    QPainter g(&img);
+    g.setRenderHint(QPainter::Antialiasing, true);
+    const QColor c = which == 0   ? c_.releaseColor()
+                     : which == 1 ? c_.trimColor()
+                     : which == 2 ? c_.attributeColor()
+                                  : c_.knobColor();
+    QPolygonF poly;
+    if (tri) {
+        poly << QPointF(0.5, 0) << QPointF(10.5, 0) << QPointF(5.5, 8);
+        g.setPen(Qt::NoPen);
+    } else {
+        poly << QPointF(6.5, 0.5) << QPointF(12.5, 6.5) << QPointF(6.5, 12.5) << QPointF(0.5, 6.5);
+        g.setPen(QPen(c_.background(), 1));
+    }
+    g.setBrush(c);
+    g.drawPolygon(poly);
+    return img;
+}
+
 void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
     const Timeline& tl = *s_.timeline;
     const Lane& l = s_.layout->lanes[laneIdx];
@@ -352,72 +453,84 @@ void TimelinePainter::paintMarkers(QPainter& p, size_t laneIdx) {
     auto tsBefore = [&](int64_t t) {
         return [&, t](uint32_t i) { return tl.markers[i].tsNs < t; };
     };
-    auto it = std::partition_point(l.markers.begin(), l.markers.end(), tsBefore(g_.v0));
+    // Glyphs reach ~7 px from their time: include those just outside the painted columns.
+    const int64_t ta = g_.tOf(std::max(g_.clipX0, g_.labelW) - 8);
+    const int64_t tb = g_.tOf(std::min(g_.clipX1, g_.width) + 8);
+    auto it = std::partition_point(l.markers.begin(), l.markers.end(), tsBefore(ta));
     // Lines stay aliased and solid (dashed or antialiased lines go through Qt's stroker, which
-    // cost more than the rest of a fit-all frame); only the small shapes are antialiased.
+    // cost more than the rest of a fit-all frame). Everything is batched per colour, and the
+    // antialiased shapes are stamped from small pre-rendered images (an antialiased polygon
+    // per marker cost ~8 ms of a fit-all frame on 10M events).
+    std::vector<QLine> syncLines, relLines, trimLines;
+    std::vector<QRect> syncTicks, others;
+    std::vector<QPoint> relAt, trimAt, attrAt, knobAt;
     while (it != l.markers.end()) {
         const Marker& m = tl.markers[*it];
-        if (m.tsNs >= g_.v1) break;
+        if (m.tsNs >= tb) break;
         const double x = g_.xOf(m.tsNs);
+        const int xi = int(std::floor(x));
         ++stats.markers;
-        QColor c = c_.dimText();
         switch (m.kind) {
         case EventKind::StreamSynchronize:
         case EventKind::ContextSynchronize:
         case EventKind::EventSynchronize:
-            p.setPen(QPen(c_.syncColor(), 0));
-            p.drawLine(QPointF(x, top + 1), QPointF(x, top + h - 2));
-            p.setBrush(c_.syncColor());
-            p.setPen(Qt::NoPen);
-            p.drawRect(QRectF(x - 2, top + 1, 4, 3));
+            syncLines.emplace_back(xi, top + 1, xi, top + h - 2);
+            syncTicks.emplace_back(xi - 2, top + 1, 4, 3);
             break;
         case EventKind::ImplicitRelease:
-        case EventKind::PoolTrimTo: {
-            c = m.kind == EventKind::ImplicitRelease ? c_.releaseColor() : c_.trimColor();
-            QColor faint = c;
-            faint.setAlpha(140);
-            p.setPen(QPen(faint, 0));
-            p.drawLine(QPointF(x, top + 2), QPointF(x, top + h - 2));
-            QPolygonF tri;
-            tri << QPointF(x - 5, top + 2) << QPointF(x + 5, top + 2) << QPointF(x, top + 10);
-            p.setPen(Qt::NoPen);
-            p.setBrush(c);
-            p.setRenderHint(QPainter::Antialiasing, true);
-            p.drawPolygon(tri);
-            p.setRenderHint(QPainter::Antialiasing, false);
+            relLines.emplace_back(xi, top + 2, xi, top + h - 2);
+            relAt.emplace_back(xi - 5, top + 2);
             break;
-        }
+        case EventKind::PoolTrimTo:
+            trimLines.emplace_back(xi, top + 2, xi, top + h - 2);
+            trimAt.emplace_back(xi - 5, top + 2);
+            break;
         case EventKind::PoolSetAttribute:
-        case EventKind::KnobChange: {
-            c = m.kind == EventKind::KnobChange ? c_.knobColor() : c_.attributeColor();
-            QPolygonF dia;
-            const double cy = top + h / 2.0;
-            dia << QPointF(x, cy - 6) << QPointF(x + 6, cy) << QPointF(x, cy + 6)
-                << QPointF(x - 6, cy);
-            p.setPen(QPen(c_.background(), 1));
-            p.setBrush(c);
-            p.setRenderHint(QPainter::Antialiasing, true);
-            p.drawPolygon(dia);
-            p.setRenderHint(QPainter::Antialiasing, false);
+            attrAt.emplace_back(xi - 6, top + h / 2 - 6);
             break;
-        }
+        case EventKind::KnobChange:
+            knobAt.emplace_back(xi - 6, top + h / 2 - 6);
+            break;
         default:
-            p.setPen(Qt::NoPen);
-            p.setBrush(c_.dimText());
-            p.drawRect(QRectF(x - 3, top + h / 2.0 - 3, 6, 6));
+            others.emplace_back(xi - 3, top + h / 2 - 3, 6, 6);
             break;
         }
         // Anything else inside this pixel column would be drawn over this one: skip it.
-        it = std::partition_point(it + 1, l.markers.end(), tsBefore(g_.tOf(std::floor(x) + 1)));
+        it = std::partition_point(it + 1, l.markers.end(), tsBefore(g_.tOf(xi + 1)));
     }
+    auto lines = [&](const std::vector<QLine>& v, QColor c) {
+        if (v.empty()) return;
+        p.setPen(QPen(c, 0));
+        p.drawLines(v.data(), int(v.size()));
+    };
+    QColor relFaint = c_.releaseColor(), trimFaint = c_.trimColor();
+    relFaint.setAlpha(140);
+    trimFaint.setAlpha(140);
+    lines(syncLines, c_.syncColor());
+    lines(relLines, relFaint);
+    lines(trimLines, trimFaint);
+    for (const QRect& r : syncTicks)
+        p.fillRect(r, c_.syncColor());
+    for (const QRect& r : others)
+        p.fillRect(r, c_.dimText());
+    auto stamp = [&](const std::vector<QPoint>& at, int glyph) {
+        if (at.empty()) return;
+        const QImage& img = markerGlyph(glyph);
+        for (const QPoint& q : at)
+            p.drawImage(q, img);
+    };
+    stamp(relAt, 0);
+    stamp(trimAt, 1);
+    stamp(attrAt, 2);
+    stamp(knobAt, 3);
     // Failed allocations: a red cross over the lane.
     auto fBefore = [&](int64_t t) { return [&, t](uint32_t i) { return tl.failed[i].tsNs < t; }; };
-    auto f = std::partition_point(l.failed.begin(), l.failed.end(), fBefore(g_.v0));
+    auto f = std::partition_point(l.failed.begin(), l.failed.end(), fBefore(ta));
     p.setBrush(Qt::NoBrush);
     p.setPen(QPen(c_.failColor(), 2));
     while (f != l.failed.end()) {
         const FailedAllocation& fa = tl.failed[*f];
-        if (fa.tsNs >= g_.v1) break;
+        if (fa.tsNs >= tb) break;
         const double x = g_.xOf(fa.tsNs), cy = top + h / 2.0;
         p.drawLine(QPointF(x - 5, cy - 5), QPointF(x + 5, cy + 5));
         p.drawLine(QPointF(x - 5, cy + 5), QPointF(x + 5, cy - 5));

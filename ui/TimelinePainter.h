@@ -7,7 +7,9 @@
 #include "Selection.h"
 #include "TraceSnapshot.h"
 
+#include <QImage>
 #include <QPainter>
+#include <array>
 #include <QRect>
 #include <cstdint>
 #include <vector>
@@ -24,6 +26,10 @@ struct TimelineGeometry {
     int64_t v0 = 0; // visible time range [v0, v1)
     int64_t v1 = 1;
     int scrollY = 0;
+    // Pixel columns [clipX0, clipX1) that paintContent() paints (a pan paints only the strip
+    // it exposes). Everything painted there depends only on the column's times, not on v0.
+    int clipX0 = 0;
+    int clipX1 = 1 << 30;
     std::vector<int> laneTop; // content coordinates
     std::vector<int> laneH;   // 0 for a lane hidden inside a collapsed group
     // Collapse state per lane (LaneState), and the lane each one is drawn as: itself, or the
@@ -74,8 +80,16 @@ public:
                     BarColoring coloring)
         : s_(s), g_(g), c_(c), coloring_(coloring) {}
 
+    // The whole widget: paintContent() then paintOverlay().
     void paint(QPainter& p, const Selection& sel, int64_t cursor, int highlightedLane,
                const QRect& rubberBand);
+    // The lanes' contents (backgrounds, grid, bars, pool charts, markers) in the columns
+    // [g.clipX0, g.clipX1): what the widget caches in an image and shifts on a pan.
+    void paintContent(QPainter& p);
+    // What changes without the view moving: highlight, wait arrows, selection, cursor, rubber
+    // band, lane labels, ruler and legend.
+    void paintOverlay(QPainter& p, const Selection& sel, int64_t cursor, int highlightedLane,
+                      const QRect& rubberBand);
     TimelineHit hitTest(QPoint pos) const;
     int focusLane = -1; // the lane with keyboard focus (outlined in the label column)
     QString tooltip(const TimelineHit& h) const;
@@ -95,12 +109,14 @@ private:
     void paintLegend(QPainter& p);
     void paintSelection(QPainter& p, const Selection& sel);
     int64_t endOf(const Allocation& a) const;
+    const QImage& markerGlyph(int which); // 0 release, 1 trim, 2 attribute, 3 knob
     QColor barColor(const Allocation& a) const;
 
     const TraceSnapshot& s_;
     const TimelineGeometry& g_;
     const ColorScheme& c_;
     BarColoring coloring_;
+    std::array<QImage, 4> glyphs_;
 };
 
 } // namespace poolscope::ui

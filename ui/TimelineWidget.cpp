@@ -10,6 +10,7 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace poolscope::ui {
 
@@ -112,6 +113,7 @@ void TimelineWidget::moveFocusLane(int delta) {
 void TimelineWidget::setSnapshot(const TraceSnapshot& s, bool keepView) {
     const int64_t a = geo_.v0, b = geo_.v1;
     snap_ = s;
+    ++generation_;
     if (!keepView) {
         sel_ = {};
         highlightedLane_ = -1;
@@ -128,6 +130,7 @@ void TimelineWidget::setSnapshot(const TraceSnapshot& s, bool keepView) {
 
 void TimelineWidget::clear() {
     snap_ = {};
+    ++generation_;
     sel_ = {};
     cursor_ = INT64_MIN;
     relayout();
@@ -182,6 +185,14 @@ void TimelineWidget::clampView(int64_t& a, int64_t& b) const {
 void TimelineWidget::setViewRange(int64_t t0, int64_t t1) {
     if (t1 < t0) std::swap(t0, t1);
     clampView(t0, t1);
+    const int64_t span = t1 - t0;
+    if (span == geo_.v1 - geo_.v0 && contentValid_ && geo_.plotW() > 1) {
+        // A pan: snap it to a whole number of pixels (less than a pixel's worth of time) so
+        // the next frame shifts the cached lanes image instead of repainting it.
+        const double nsPerPx = double(span) / geo_.plotW();
+        t0 = geo_.v0 + std::llround(std::round(double(t0 - geo_.v0) / nsPerPx) * nsPerPx);
+        t1 = t0 + span;
+    }
     if (t0 == geo_.v0 && t1 == geo_.v1) return;
     geo_.v0 = t0;
     geo_.v1 = t1;
@@ -288,9 +299,9 @@ QRect TimelineWidget::allocationRect(uint32_t index) const {
 void TimelineWidget::paintEvent(QPaintEvent*) {
     QElapsedTimer timer;
     timer.start();
-    QPainter p(this);
     ColorScheme colors(palette());
     if (!snap_.valid()) {
+        QPainter p(this);
         p.fillRect(rect(), colors.background());
         p.setPen(colors.dimText());
         p.drawText(rect().adjusted(20, 20, -20, -20), Qt::AlignCenter | Qt::TextWordWrap,
@@ -302,9 +313,71 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     geo_.height = height();
     TimelinePainter painter(snap_, geo_, colors, coloring_);
     painter.focusLane = hasFocus() ? focusLane_ : -1;
-    painter.paint(p, sel_, cursor_, highlightedLane_, band_);
+
+    const qreal dpr = devicePixelRatioF();
+    const QSize px = (QSizeF(size()) * dpr).toSize();
+    ContentKey key{generation_, width(), height(), geo_.scrollY, geo_.labelW,
+                   geo_.v1 - geo_.v0, coloring_, geo_.laneState};
+    bool full = !contentValid_ || !(key == contentKey_) || content_.size() != px;
+    int x0 = geo_.labelW, x1 = width();
+    if (!full) {
+        x0 = x1 = 0; // same view: the image as is
+        if (geo_.v0 != contentV0_) {
+            // A pan: shift by whole pixels (setViewRange snaps pans to them, to within 1 ns of
+            // time, < 0.01 px unless zoomed to a few hundred ns) and paint the strip.
+            const double dx = double(contentV0_ - geo_.v0) * geo_.plotW() / double(key.span);
+            const double r = std::round(dx);
+            const int maxShift = (width() - geo_.labelW) * 3 / 4;
+            if (dpr == 1.0 && std::abs(dx - r) < 0.01 && std::abs(r) < maxShift && r != 0) {
+                shiftContent(int(r));
+                x0 = r > 0 ? geo_.labelW : width() + int(r);
+                x1 = r > 0 ? geo_.labelW + int(r) : width();
+            } else {
+                full = true;
+                x0 = geo_.labelW;
+                x1 = width();
+            }
+        }
+    }
+    if (full) {
+        content_ = QImage(px, QImage::Format_RGB32);
+        content_.setDevicePixelRatio(dpr);
+    }
+    if (x1 > x0) {
+        QPainter cp(&content_);
+        geo_.clipX0 = x0;
+        geo_.clipX1 = x1;
+        painter.paintContent(cp);
+        geo_.clipX0 = 0;
+        geo_.clipX1 = 1 << 30;
+    }
+    lastContent_ = full ? ContentPaint::Full : x1 > x0 ? ContentPaint::Strip : ContentPaint::Cached;
+    lastStripW_ = x1 - x0;
+    contentKey_ = std::move(key);
+    contentV0_ = geo_.v0;
+    contentValid_ = true;
+
+    QPainter p(this);
+    const QRect lanes(geo_.labelW, geo_.lanesTop(), width() - geo_.labelW,
+                      geo_.lanesBottom() - geo_.lanesTop());
+    p.drawImage(lanes, content_, QRectF(QPointF(lanes.topLeft()) * dpr, QSizeF(lanes.size()) * dpr));
+    painter.paintOverlay(p, sel_, cursor_, highlightedLane_, band_);
     stats_ = painter.stats;
     lastPaintNs_ = timer.nsecsElapsed();
+}
+
+void TimelineWidget::shiftContent(int dx) {
+    // In place, one scan line at a time: only the lanes' band [labelW, width) moves.
+    const int top = std::max(0, geo_.lanesTop()), bottom = std::min(content_.height(), geo_.lanesBottom());
+    const int x0 = geo_.labelW, w = content_.width() - x0, n = w - std::abs(dx);
+    if (n <= 0) return;
+    for (int y = top; y < bottom; ++y) {
+        auto* line = reinterpret_cast<uint32_t*>(content_.scanLine(y)) + x0;
+        if (dx > 0)
+            std::memmove(line + dx, line, size_t(n) * 4);
+        else
+            std::memmove(line, line - dx, size_t(n) * 4);
+    }
 }
 
 void TimelineWidget::resizeEvent(QResizeEvent*) {
@@ -494,7 +567,11 @@ bool TimelineWidget::event(QEvent* e) {
 }
 
 void TimelineWidget::changeEvent(QEvent* e) {
-    if (e->type() == QEvent::PaletteChange) update();
+    if (e->type() == QEvent::PaletteChange || e->type() == QEvent::FontChange ||
+        e->type() == QEvent::StyleChange) {
+        ++generation_; // colours and fonts are in the cached image
+        update();
+    }
     QWidget::changeEvent(e);
 }
 

@@ -9,6 +9,7 @@
 #include "TraceSnapshot.h"
 
 #include <QElapsedTimer>
+#include <QImage>
 #include <QSet>
 #include <QWidget>
 #include <cstdint>
@@ -64,6 +65,11 @@ public:
     int rightPad() const { return geo_.rightPad; }
     const PaintStats& lastPaintStats() const { return stats_; }
     qint64 lastPaintNs() const { return lastPaintNs_; }
+    // How the last frame got the lanes' contents: repainted all, a shifted image plus a strip
+    // of this many pixels, or the cached image as is (benchmark, tests).
+    enum class ContentPaint { Full, Strip, Cached };
+    ContentPaint lastContentPaint() const { return lastContent_; }
+    int lastStripWidth() const { return lastStripW_; }
     QSize sizeHint() const override { return {1000, 420}; }
 
 signals:
@@ -99,6 +105,23 @@ private:
     int highlightedLane_ = -1;
     BarColoring coloring_ = BarColoring::BySize;
     QScrollBar* vbar_ = nullptr;
+    // The lanes' contents as last painted (TimelinePainter::paintContent), reused while only
+    // the overlay changes (selection, cursor, highlight) and shifted on a pan by whole pixels,
+    // painting just the exposed strip. Anything else in the key changing repaints it all.
+    struct ContentKey {
+        quint64 generation = 0; // snapshot, palette, font
+        int width = 0, height = 0, scrollY = 0, labelW = 0;
+        int64_t span = 0;
+        BarColoring coloring = BarColoring::BySize;
+        std::vector<uint8_t> laneState;
+        bool operator==(const ContentKey&) const = default;
+    };
+    void shiftContent(int dx);
+    QImage content_;
+    ContentKey contentKey_;
+    int64_t contentV0_ = 0;
+    bool contentValid_ = false;
+    quint64 generation_ = 0;
     QSet<QString> collapsedKeys_; // laneKey()s, all traces (QSettings "timeline/collapsedLanes")
     int focusLane_ = -1;
 
@@ -109,6 +132,8 @@ private:
     QRect band_;
     PaintStats stats_;
     qint64 lastPaintNs_ = 0;
+    ContentPaint lastContent_ = ContentPaint::Full;
+    int lastStripW_ = 0;
 };
 
 } // namespace poolscope::ui

@@ -72,6 +72,8 @@ void WatermarkPlot::setHorizontalMargins(int left, int right) {
 
 void WatermarkPlot::setSnapshot(const TraceSnapshot& s) {
     snap_ = s;
+    ++generation_;
+    views_.clear();
     rebuildGraphs();
     if (s.valid()) setViewRange(s.timeline->t0, s.timeline->t1);
 }
@@ -83,6 +85,7 @@ void WatermarkPlot::rebuildGraphs() {
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
+    views_.clear(); // one entry per graph set
     ColorScheme c(palette());
     for (size_t i = 0; i < snap_.timeline->pools.size(); ++i) {
         const PoolTimeline& p = snap_.timeline->pools[i];
@@ -95,13 +98,15 @@ void WatermarkPlot::rebuildGraphs() {
         g.used->setName(tr("%1 used").arg(name));
         g.used->setLineStyle(QCPGraph::lsStepLeft);
         QColor uc = c.usedColor(ci);
-        g.used->setPen(QPen(uc, 1.5));
+        // Solid one-pixel pens: Qt draws them with its cosmetic line rasterizer; wider or
+        // dashed ones go through the stroker, which made a fit-all replot ~2x slower.
+        g.used->setPen(QPen(uc, 1));
         // No fill under "used": filling under a noisy step line costs more than the rest of
         // the replot together.
         g.reserved = plot_->addGraph();
         g.reserved->setName(tr("%1 reserved").arg(name));
         g.reserved->setLineStyle(QCPGraph::lsStepLeft);
-        g.reserved->setPen(QPen(c.reservedColor(ci), 2));
+        g.reserved->setPen(QPen(c.reservedColor(ci), 1));
         g.high = plot_->addGraph();
         g.high->setName(tr("%1 reserved high watermark").arg(name));
         g.high->setLineStyle(QCPGraph::lsStepLeft);
@@ -110,7 +115,7 @@ void WatermarkPlot::rebuildGraphs() {
         g.threshold = plot_->addGraph();
         g.threshold->setName(tr("%1 release threshold").arg(name));
         g.threshold->setLineStyle(QCPGraph::lsStepLeft);
-        g.threshold->setPen(QPen(c.reservedColor(ci).darker(130), 1.5, Qt::DashDotLine));
+        g.threshold->setPen(QPen(c.reservedColor(ci).darker(130), 1, Qt::DashDotLine));
         g.events = plot_->addGraph();
         g.events->setName(tr("trim / release"));
         g.events->setLineStyle(QCPGraph::lsNone);
@@ -139,74 +144,29 @@ void WatermarkPlot::refreshData() {
     if (!snap_.valid()) return;
     const Timeline& tl = *snap_.timeline;
     const double base = double(tl.t0);
-    const size_t maxPts = size_t(std::max(16, plot_->axisRect()->width() * 2));
-    const int64_t end = std::min(v1_, tl.t1);
     ticker_->pixelWidth = plot_->axisRect()->width();
-    uint64_t ymax = 1;
-    auto feed = [&](QCPGraph* g, const Series& s, bool clampHuge, uint64_t hugeAbove) {
-        QVector<double> k, v;
-        if (!s.empty() && v0_ < tl.t1) {
-            const std::vector<Point> pts =
-                downsample(s, std::max(v0_, tl.t0), std::max(end, v0_ + 1), maxPts);
-            k.reserve(qsizetype(pts.size() + 1));
-            v.reserve(qsizetype(pts.size() + 1));
-            for (const Point& p : pts) {
-                k.push_back(double(p.t) - base);
-                // A threshold at UINT64_MAX ("never release") has no place on a byte axis.
-                v.push_back(clampHuge && p.v > hugeAbove ? qQNaN() : double(p.v));
-            }
-            if (!pts.empty()) {
-                k.push_back(double(end) - base); // extend the last step to the view's end
-                v.push_back(v.back());
-            }
-        }
-        g->setData(k, v, true);
-    };
-    for (const PoolGraphs& g : graphs_) {
-        const PoolTimeline* p = tl.pool(g.pool);
-        if (!p) continue;
-        feed(g.reserved, p->reserved, false, 0);
-        feed(g.used, p->used, false, 0);
-        ymax = std::max(ymax, seriesMax(p->reserved, v0_, v1_));
-        ymax = std::max(ymax, seriesMax(p->used, v0_, v1_));
-        // High watermark: the running maximum of reserved, starting from its value before v0.
-        {
-            QVector<double> k, v;
-            double running = double(seriesMax(p->reserved, tl.t0, std::max(tl.t0 + 1, v0_)));
-            const auto& d = g.reserved->data();
-            // Only the steps where the maximum rises: a dotted pen is drawn segment by segment.
-            for (auto it = d->constBegin(); it != d->constEnd(); ++it) {
-                if (!k.isEmpty() && it->value <= running) continue;
-                running = std::max(running, it->value);
-                k.push_back(it->key);
-                v.push_back(running);
-            }
-            if (!k.isEmpty() && !d->isEmpty()) {
-                k.push_back((d->constEnd() - 1)->key);
-                v.push_back(running);
-            }
-            g.high->setData(k, v, true);
-        }
-        feed(g.threshold, p->releaseThreshold, true, uint64_t(1) << 50);
-        // Trims and implicit releases of this pool in range: the pool size after them.
-        QVector<double> mk, mv;
-        auto it = std::partition_point(tl.markers.begin(), tl.markers.end(),
-                                       [&](const Marker& m) { return m.tsNs < v0_; });
-        // One marker per pixel column at most: thousands of overlapping triangles cost more to
-        // draw than all the lines.
-        const double pxPerNs = double(std::max(1, plot_->axisRect()->width())) / double(v1_ - v0_);
-        int64_t lastPx = INT64_MIN;
-        for (; it != tl.markers.end() && it->tsNs < v1_; ++it) {
-            if (it->pool != g.pool) continue;
-            if (it->kind != EventKind::ImplicitRelease && it->kind != EventKind::PoolTrimTo)
-                continue;
-            const int64_t px = int64_t(double(it->tsNs - v0_) * pxPerNs);
-            if (px == lastPx) continue;
-            lastPx = px;
-            mk.push_back(double(it->tsNs) - base);
-            mv.push_back(double(p->reserved.valueAt(it->tsNs)));
-        }
-        g.events->setData(mk, mv, true);
+    const ViewKey key{generation_, std::max(v0_, tl.t0), std::min(v1_, tl.t1), v1_ - v0_,
+                      size_t(std::max(16, plot_->axisRect()->width() * 2))};
+    // Every view inside the trace's extent at one zoom level queries the same ranges (the
+    // whole-trace view does, wherever its margins are): reuse the fed points.
+    auto hit = std::find_if(views_.begin(), views_.end(),
+                            [&](const std::shared_ptr<ViewData>& d) { return d->key == key; });
+    std::shared_ptr<ViewData> data;
+    if (hit != views_.end()) {
+        data = *hit;
+    } else {
+        data = computeView(key);
+        views_.insert(views_.begin(), data);
+        if (views_.size() > 3) views_.pop_back();
+    }
+    for (size_t i = 0; i < graphs_.size() && i < data->pools.size(); ++i) {
+        const PoolGraphs& g = graphs_[i];
+        const auto& d = data->pools[i];
+        g.reserved->setData(d.reserved);
+        g.used->setData(d.used);
+        g.high->setData(d.high);
+        g.threshold->setData(d.threshold);
+        g.events->setData(d.events);
         const bool dim = highlighted_ && highlighted_ != g.pool;
         for (QCPGraph* gr : {g.reserved, g.used, g.high, g.threshold}) {
             QPen pen = gr->pen();
@@ -219,8 +179,90 @@ void WatermarkPlot::refreshData() {
     applyingRange_ = true;
     plot_->xAxis->setRange(double(v0_) - base, double(v1_) - base);
     applyingRange_ = false;
-    plot_->yAxis->setRange(0, double(ymax) * 1.08);
+    plot_->yAxis->setRange(0, double(data->ymax) * 1.08);
     plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKey& key) const {
+    const Timeline& tl = *snap_.timeline;
+    const double base = double(tl.t0);
+    auto data = std::make_shared<ViewData>();
+    data->key = key;
+    uint64_t ymax = 1;
+    const int64_t a = key.a, end = key.b;
+    auto feed = [&](const Series& s, bool clampHuge, uint64_t hugeAbove) {
+        auto c = QSharedPointer<QCPGraphDataContainer>::create();
+        if (s.empty() || end <= a) return c;
+        const std::vector<Point> pts = downsample(s, a, end, key.maxPts);
+        QVector<QCPGraphData> v;
+        v.reserve(qsizetype(pts.size() + 1));
+        for (const Point& p : pts)
+            // A threshold at UINT64_MAX ("never release") has no place on a byte axis.
+            v.push_back({double(p.t) - base,
+                         clampHuge && p.v > hugeAbove ? qQNaN() : double(p.v)});
+        if (!pts.empty()) v.push_back({double(end) - base, v.back().value}); // to the view's end
+        c->set(v, true);
+        return c;
+    };
+    // The y range: the highest point fed (downsample keeps every bucket's maximum, and the
+    // value in force at the start), not a second scan of the series.
+    auto maxOf = [](const QCPGraphDataContainer& c) {
+        double m = 0;
+        for (auto it = c.constBegin(); it != c.constEnd(); ++it)
+            if (!qIsNaN(it->value)) m = std::max(m, it->value);
+        return uint64_t(m);
+    };
+    for (const PoolGraphs& g : graphs_) {
+        ViewData::Pool d;
+        const PoolTimeline* p = tl.pool(g.pool);
+        if (!p) {
+            for (auto* c : {&d.reserved, &d.used, &d.high, &d.threshold, &d.events})
+                *c = QSharedPointer<QCPGraphDataContainer>::create();
+            data->pools.push_back(d);
+            continue;
+        }
+        d.reserved = feed(p->reserved, false, 0);
+        d.used = feed(p->used, false, 0);
+        ymax = std::max({ymax, maxOf(*d.reserved), maxOf(*d.used)});
+        // High watermark: the running maximum of reserved, starting from its value before a.
+        {
+            d.high = QSharedPointer<QCPGraphDataContainer>::create();
+            QVector<QCPGraphData> v;
+            double running = a > tl.t0 ? double(seriesMax(p->reserved, tl.t0, a)) : 0.0;
+            // Only the steps where the maximum rises: a dotted pen is drawn segment by segment.
+            for (auto it = d.reserved->constBegin(); it != d.reserved->constEnd(); ++it) {
+                if (!v.isEmpty() && it->value <= running) continue;
+                running = std::max(running, it->value);
+                v.push_back({it->key, running});
+            }
+            if (!v.isEmpty() && !d.reserved->isEmpty())
+                v.push_back({(d.reserved->constEnd() - 1)->key, running});
+            d.high->set(v, true);
+        }
+        d.threshold = feed(p->releaseThreshold, true, uint64_t(1) << 50);
+        // Trims and implicit releases of this pool in range: the pool size after them. One
+        // marker per pixel column at most: thousands of overlapping triangles cost more to draw
+        // than all the lines.
+        d.events = QSharedPointer<QCPGraphDataContainer>::create();
+        QVector<QCPGraphData> mk;
+        auto it = std::partition_point(tl.markers.begin(), tl.markers.end(),
+                                       [&](const Marker& m) { return m.tsNs < a; });
+        const double pxPerNs = double(key.maxPts / 2) / double(std::max<int64_t>(1, key.span));
+        int64_t lastPx = INT64_MIN;
+        for (; it != tl.markers.end() && it->tsNs < std::max(end, a + 1); ++it) {
+            if (it->pool != g.pool) continue;
+            if (it->kind != EventKind::ImplicitRelease && it->kind != EventKind::PoolTrimTo)
+                continue;
+            const int64_t px = int64_t(double(it->tsNs - a) * pxPerNs);
+            if (px == lastPx) continue;
+            lastPx = px;
+            mk.push_back({double(it->tsNs) - base, double(p->reserved.valueAt(it->tsNs))});
+        }
+        d.events->set(mk, true);
+        data->pools.push_back(d);
+    }
+    data->ymax = ymax;
+    return data;
 }
 
 void WatermarkPlot::setCursorTime(int64_t t) {

@@ -12,6 +12,9 @@
 
 class QCustomPlot;
 class QCPGraph;
+class QCPGraphData;
+template <class T> class QCPDataContainer;
+using QCPGraphDataContainer = QCPDataContainer<QCPGraphData>;
 class QCPItemStraightLine;
 
 namespace poolscope::ui {
@@ -58,6 +61,26 @@ private:
         QCPGraph* events = nullptr; // trims and releases
     };
     std::vector<PoolGraphs> graphs_;
+    // The points fed for a view, shared with the graphs (QCustomPlot keeps the pointer, no
+    // copy). Views at one zoom level inside the trace's extent share a key, the whole-trace
+    // view among them, so most fit-all frames reuse them.
+    struct ViewKey {
+        quint64 generation = 0;
+        int64_t a = 0, b = 0, span = 0; // queried range [a, b), view span
+        size_t maxPts = 0;
+        bool operator==(const ViewKey&) const = default;
+    };
+    struct ViewData {
+        ViewKey key;
+        struct Pool {
+            QSharedPointer<QCPGraphDataContainer> reserved, used, high, threshold, events;
+        };
+        std::vector<Pool> pools; // parallel to graphs_
+        uint64_t ymax = 1;
+    };
+    std::shared_ptr<ViewData> computeView(const ViewKey& key) const;
+    std::vector<std::shared_ptr<ViewData>> views_; // most recent first
+    quint64 generation_ = 0;
     int64_t v0_ = 0, v1_ = 1;
     int64_t cursor_ = INT64_MIN;
     uint64_t highlighted_ = 0;

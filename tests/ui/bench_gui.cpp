@@ -1,5 +1,5 @@
 // GUI benchmark, offscreen, on a generated trace (10M events by default):
-//   open -> first frame, pan/zoom redraw times at several zoom levels, memory vs event data.
+//   open -> first frame, pan and zoom redraw times at several zoom levels, memory vs event data.
 // Usage: poolscope_bench_gui [--events N] [--trace PATH]   (the trace is generated if missing)
 #include "MainWindow.h"
 #include "SyntheticTrace.h"
@@ -122,45 +122,76 @@ int main(int argc, char** argv) {
                 ms(firstFrameNs - loadedNs), ms(firstPaintNs));
     std::printf("open -> first frame: %.0f ms\n\n", ms(firstFrameNs));
 
+    // Redraw: 30 frames per zoom level and kind. A frame = setViewRange on the timeline (which
+    // also refreshes the plot's data through the window's link) + a synchronous repaint of the
+    // timeline + an immediate replot of the plot. "pan" frames move the view by 5-20 % of its
+    // span (the timeline shifts its cached image and paints the exposed strip); "zoom" frames
+    // alternate the span by 1.25x around the same centre (everything is repainted).
     std::printf("wall = elapsed time; cpu = this thread's CPU time (robust to a loaded machine)\n");
-    std::printf("%-16s %8s %8s %8s %8s | %8s %8s %8s | %7s %7s\n", "zoom (span)", "tl med",
-                "tl p95", "tl max", "tl cpu", "plot med", "plot max", "plotcpu", "bars", "merged");
+    std::printf("plot = its data refresh (inside setViewRange) + replot; total = timeline + plot\n");
+    std::printf("%-18s %-4s | %7s %7s | %7s %7s | %7s %7s %7s | %7s %7s | %s\n", "zoom (span)",
+                "kind", "tl cpu", "tl wall", "pl cpu", "pl wall", "tot cpu", "tot wal",
+                "tot p95", "bars", "merged", "timeline content");
     const int64_t span0 = tl.t1 - tl.t0;
     for (double frac : {1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6}) {
-        const int64_t span = std::max<int64_t>(1000, int64_t(double(span0) * frac));
-        std::vector<double> tlTimes, plotTimes, tlCpu, plotCpu;
-        int64_t start = tl.t0 + (span0 - span) / 3;
-        PaintStats ps{};
-        for (int i = 0; i < 30; ++i) {
-            const int64_t a = start + (i % 2 ? 1 : -1) * span / 20 * (i / 2 % 5);
-            w.timeline()->setViewRange(a, a + span); // also feeds the plot (downsampled range)
-            QElapsedTimer f;
-            f.start();
-            double c = cpuMs();
+        for (int zoom = 0; zoom < 2; ++zoom) {
+            const int64_t span = std::max<int64_t>(1000, int64_t(double(span0) * frac));
+            std::vector<double> tlCpu, tlWall, plCpu, plWall, totCpu, totWall;
+            const int64_t start = tl.t0 + (span0 - span) / 3;
+            PaintStats ps{};
+            int full = 0, strip = 0;
+            long stripPx = 0;
+            // Start each series from a settled view.
+            w.timeline()->setViewRange(start, start + span);
             w.timeline()->repaint();
-            tlTimes.push_back(ms(f.nsecsElapsed()));
-            tlCpu.push_back(cpuMs() - c);
-            f.restart();
-            c = cpuMs();
-            w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
-            plotTimes.push_back(ms(f.nsecsElapsed()));
-            plotCpu.push_back(cpuMs() - c);
-            ps = w.timeline()->lastPaintStats();
+            for (int i = 0; i < 30; ++i) {
+                int64_t a = start, sp = span;
+                if (zoom) {
+                    sp = i % 2 ? span * 5 / 4 : span;
+                    a = start + span / 2 - sp / 2;
+                } else {
+                    a = start + (i % 2 ? 1 : -1) * span / 20 * (i / 2 % 5);
+                }
+                QElapsedTimer f;
+                f.start();
+                double c = cpuMs();
+                w.timeline()->setViewRange(a, a + sp); // also feeds the plot (downsampled range)
+                const double setCpu = cpuMs() - c, setWall = ms(f.nsecsElapsed());
+                f.restart();
+                c = cpuMs();
+                w.timeline()->repaint();
+                const double tc = cpuMs() - c, tw = ms(f.nsecsElapsed());
+                f.restart();
+                c = cpuMs();
+                w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+                const double pc = cpuMs() - c + setCpu, pw = ms(f.nsecsElapsed()) + setWall;
+                tlCpu.push_back(tc);
+                tlWall.push_back(tw);
+                plCpu.push_back(pc);
+                plWall.push_back(pw);
+                totCpu.push_back(tc + pc);
+                totWall.push_back(tw + pw);
+                ps = w.timeline()->lastPaintStats();
+                if (w.timeline()->lastContentPaint() == TimelineWidget::ContentPaint::Full) ++full;
+                if (w.timeline()->lastContentPaint() == TimelineWidget::ContentPaint::Strip) {
+                    ++strip;
+                    stripPx += w.timeline()->lastStripWidth();
+                }
+            }
+            char label[64];
+            std::snprintf(label, sizeof label, "%g (%s)", frac,
+                          QString::fromStdString(formatDuration(span)).toUtf8().constData());
+            char content[96];
+            std::snprintf(content, sizeof content, "%d full, %d strip (avg %ld px), %d cached",
+                          full, strip, strip ? stripPx / strip : 0L, 30 - full - strip);
+            std::printf("%-18s %-4s | %7.2f %7.2f | %7.2f %7.2f | %7.2f %7.2f %7.2f | %7llu %7llu | "
+                        "%s\n",
+                        label, zoom ? "zoom" : "pan", stats(tlCpu).median, stats(tlWall).median,
+                        stats(plCpu).median, stats(plWall).median, stats(totCpu).median,
+                        stats(totWall).median, stats(totWall).p95, (unsigned long long)ps.bars,
+                        (unsigned long long)ps.mergedRuns, content);
+            std::fflush(stdout);
         }
-        // The plot's data refresh runs inside setViewRange; time it separately too.
-        QElapsedTimer f;
-        f.start();
-        w.watermarks()->setViewRange(start, start + span);
-        const double refresh = ms(f.nsecsElapsed());
-        const Stats a = stats(tlTimes), b = stats(plotTimes), ac = stats(tlCpu),
-                    bc = stats(plotCpu);
-        char label[64];
-        std::snprintf(label, sizeof label, "%g (%s)", frac,
-                      QString::fromStdString(formatDuration(span)).toUtf8().constData());
-        std::printf(
-            "%-16s %8.2f %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %7llu %7llu  plot data %.2f ms\n",
-            label, a.median, a.p95, a.max, ac.median, b.median, b.max, bc.median,
-            (unsigned long long)ps.bars, (unsigned long long)ps.mergedRuns, refresh);
     }
     QTest::qWait(2000); // let the events table's query of the visible range finish
     const long rssEnd = statusKiB("VmRSS:"), hwm = statusKiB("VmHWM:");

@@ -233,3 +233,96 @@ TEST(DetailsPane, ShowsReusePoliciesInForceBeforeAndAfterAChange) {
     }
     EXPECT_EQ(checked, 4);
 }
+
+namespace {
+// A frame painted from scratch: a colouring round trip changes the cache key twice.
+QImage freshFrame(TimelineWidget& w) {
+    const BarColoring c = w.barColoring();
+    w.setBarColoring(c == BarColoring::BySize ? BarColoring::ByPool : BarColoring::BySize);
+    w.grab();
+    w.setBarColoring(c);
+    QImage img = w.grab().toImage();
+    EXPECT_EQ(w.lastContentPaint(), TimelineWidget::ContentPaint::Full);
+    return img;
+}
+
+int differingPixels(const QImage& a, const QImage& b) {
+    if (a.size() != b.size()) return -1;
+    const QImage x = a.convertToFormat(QImage::Format_RGB32), y = b.convertToFormat(QImage::Format_RGB32);
+    int n = 0;
+    QRect box;
+    for (int r = 0; r < x.height(); ++r)
+        for (int c = 0; c < x.width(); ++c)
+            if (x.pixel(c, r) != y.pixel(c, r)) {
+                ++n;
+                box |= QRect(c, r, 1, 1);
+            }
+    if (n)
+        std::fprintf(stderr, "%d pixels differ in %d,%d %dx%d\n", n, box.x(), box.y(), box.width(),
+                     box.height());
+    return n;
+}
+} // namespace
+
+TEST(TimelineWidget, PannedCachedFramesEqualFreshOnes) {
+    // The lanes image is reused and shifted on pans: every such frame must be pixel-identical
+    // to one painted from scratch, and selection, cursor and collapse must never leave stale
+    // content.
+    QSettings().remove("timeline/collapsedLanes");
+    auto tl = loadTimeline(synth::syntheticTracePath());
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "synthetic");
+    TimelineWidget w;
+    w.resize(1100, 600);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.setSnapshot(s);
+    const int64_t span0 = tl->t1 - tl->t0;
+    for (int64_t span : {span0, span0 / 10, span0 / 300}) {
+        const int64_t a = tl->t0 + span0 / 4;
+        w.setViewRange(a, a + span);
+        w.grab();
+        for (int step : {1, -3, 7, 40, -90}) {
+            const int64_t before = w.viewStart();
+            w.setViewRange(w.viewStart() + span * step / 200, w.viewStart() + span * step / 200 + span);
+            const QImage panned = w.grab().toImage();
+            // (At the whole-trace level a pan can hit the view's limit and not move.)
+            if (w.viewStart() != before) {
+                EXPECT_EQ(w.lastContentPaint(), TimelineWidget::ContentPaint::Strip)
+                    << span << " " << step;
+            }
+            EXPECT_EQ(differingPixels(panned, freshFrame(w)), 0) << "span " << span << " step " << step;
+        }
+    }
+    // Overlay changes reuse the image as is, and show the change.
+    uint32_t idx = 0;
+    for (uint32_t i = 0; i < tl->allocations.size(); ++i)
+        if (!w.allocationRect(i).isEmpty() && w.allocationRect(i).width() > 6) {
+            idx = i;
+            break;
+        }
+    const QImage before = w.grab().toImage();
+    w.setSelection({Selection::Allocation, idx, 0, {}});
+    const QImage selected = w.grab().toImage();
+    EXPECT_EQ(w.lastContentPaint(), TimelineWidget::ContentPaint::Cached);
+    EXPECT_GT(differingPixels(before, selected), 0);
+    EXPECT_EQ(differingPixels(selected, freshFrame(w)), 0);
+    w.setCursorTime(w.viewStart() + (w.viewEnd() - w.viewStart()) / 3);
+    const QImage cursor = w.grab().toImage();
+    EXPECT_EQ(differingPixels(cursor, freshFrame(w)), 0);
+    w.setSelection({});
+    w.setCursorTime(INT64_MIN);
+    EXPECT_EQ(differingPixels(w.grab().toImage(), before), 0);
+    // Collapsing repaints (the lanes move).
+    int lane = -1;
+    for (size_t i = 0; i < s.layout->lanes.size() && lane < 0; ++i)
+        if (s.layout->lanes[i].kind == LaneKind::Stream && s.layout->lanes[i].rowCount > 1)
+            lane = int(i);
+    ASSERT_GE(lane, 0);
+    w.setLaneCollapsed(lane, true);
+    const QImage collapsed = w.grab().toImage();
+    EXPECT_EQ(w.lastContentPaint(), TimelineWidget::ContentPaint::Full);
+    EXPECT_GT(differingPixels(collapsed, before), 0);
+    w.setLaneCollapsed(lane, false);
+    EXPECT_EQ(differingPixels(w.grab().toImage(), before), 0);
+    QSettings().remove("timeline/collapsedLanes");
+}
