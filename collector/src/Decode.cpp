@@ -89,7 +89,7 @@ bool setAttributeTarget(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, uin
     return true;
 }
 
-Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, Event& e) {
+__attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, Event& e) {
     Decoded d;
     d.record = true;
     e.result = resultOf(cb);

@@ -20,7 +20,7 @@ inline size_t cacheIndex(uint64_t ptr) {
     return static_cast<size_t>((ptr >> 9) ^ (ptr >> 21)) & (ThreadState::kPtrCache - 1);
 }
 
-ThreadState* makeThreadState(bool guarded) {
+__attribute__((cold, noinline)) ThreadState* makeThreadState(bool guarded) {
     Runtime& rt = runtime();
     auto* t = new (std::nothrow) ThreadState();
     if (!t) return nullptr;
@@ -88,7 +88,7 @@ void pushEvent(ThreadState* t, const Event& e) {
     t->ring->publish();
 }
 
-void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks, int device, const Event* sync,
+__attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks, int device, const Event* sync,
                     uint64_t syncSeq, int slotsUsed) {
     Runtime& rt = runtime();
     const int n = rt.poolCount.load(std::memory_order_acquire);
@@ -133,7 +133,7 @@ void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks, int device, c
     }
 }
 
-void onEnter(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+__attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
@@ -201,7 +201,7 @@ __attribute__((noinline)) void benchPartialExit(ThreadState* t, CUpti_CallbackId
     asm volatile("" : : "r"(&ev) : "memory"); // keep the work
 }
 
-void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+__attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     Runtime& rt = runtime();
     if (rt.benchStage >= 2) return benchPartialExit(t, cbid, cb, rt.benchStage);
     const uint64_t ticks = Clock::ticks();
@@ -343,7 +343,8 @@ ThreadState* ownThreadState() {
     return makeThreadState(true);
 }
 
-void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid, const void* data) {
+__attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid,
+                                               const void* data) {
     Runtime& rt = runtime();
     if (!rt.enabled.load(std::memory_order_relaxed)) {
         if (!rt.forkPending.load(std::memory_order_relaxed)) return;
@@ -371,7 +372,7 @@ PoolSlot* findPool(uint64_t handle) {
     return nullptr;
 }
 
-PoolSlot* registerPool(uint64_t handle, int device, bool imported) {
+__attribute__((cold)) PoolSlot* registerPool(uint64_t handle, int device, bool imported) {
     if (!handle) return nullptr;
     Runtime& rt = runtime();
     std::lock_guard lock(rt.coldMutex);
@@ -395,8 +396,7 @@ PoolSlot* registerPool(uint64_t handle, int device, bool imported) {
     return slot;
 }
 
-int deviceOfContext(ThreadState* t, void* ctx) {
-    if (ctx == t->lastCtx) return t->lastDevice;
+__attribute__((cold)) int deviceOfContextSlow(ThreadState* t, void* ctx) {
     Runtime& rt = runtime();
     int dev = -1;
     const int n = rt.contextCount.load(std::memory_order_acquire);
@@ -428,7 +428,7 @@ int deviceOfContext(ThreadState* t, void* ctx) {
     return dev;
 }
 
-void ensureDevice(int device) {
+__attribute__((cold)) void ensureDevice(int device) {
     Runtime& rt = runtime();
     if (device < 0 || device >= Runtime::kMaxDevices) return;
     if (rt.deviceReady[device].load(std::memory_order_acquire)) return;

@@ -120,7 +120,10 @@ private:
 PoolSlot* findPool(uint64_t handle);
 PoolSlot* registerPool(uint64_t handle, int device, bool imported = false);
 void ensureDevice(int device);       // cold: default pool, current pool, device facts
-int deviceOfContext(ThreadState* t, void* ctx);
+int deviceOfContextSlow(ThreadState* t, void* ctx); // first call in a context: looks it up
+inline int deviceOfContext(ThreadState* t, void* ctx) {
+    return ctx == t->lastCtx ? t->lastDevice : deviceOfContextSlow(t, ctx);
+}
 void disableCollector(const char* why); // logs, switches the callback off, notes it in the trace
 void startForkedChild();                // Lifecycle.cpp
 
