@@ -20,7 +20,8 @@ public:
         size_t c = 64;
         while (c < capacity) c <<= 1;
         mask_ = c - 1;
-        slots_ = std::unique_ptr<Event[]>(new Event[c]);
+        storage_ = std::unique_ptr<Event[]>(new Event[c]);
+        slots_ = storage_.get();
     }
     EventRing(const EventRing&) = delete;
     EventRing& operator=(const EventRing&) = delete;
@@ -73,11 +74,14 @@ public:
     std::atomic<uint64_t> dropped{0};
 
 private:
+    // What the producer touches per event is one cache line: head_, cachedTail_, mask_, slots_
+    // (the consumer reads head_ once a pass anyway, and mask_/slots_ never change).
     alignas(64) std::atomic<uint64_t> head_{0}; // written by the producer
     uint64_t cachedTail_ = 0;                   // producer's last view of tail_
+    size_t mask_ = 0;
+    Event* slots_ = nullptr;                    // storage_
     alignas(64) std::atomic<uint64_t> tail_{0}; // written by the consumer
-    alignas(64) size_t mask_ = 0;
-    std::unique_ptr<Event[]> slots_;
+    std::unique_ptr<Event[]> storage_;
 };
 
 } // namespace poolscope::collector

@@ -316,6 +316,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     if (once.exchange(true)) return 1;
     Runtime& rt = runtime();
     rt.config = Config::fromEnvironment();
+    rt.watermarks = rt.config.watermarks;
     if (rt.config.disabled) return 1;
     if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = std::atoi(d);
     if (const char* d = std::getenv("POOLSCOPE_BENCH_STAGE")) rt.benchStage = std::atoi(d);

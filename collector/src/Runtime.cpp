@@ -222,7 +222,7 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         ev.pool = t->enterPool;
     }
 
-    const WatermarkMode wm = rt.config.watermarks;
+    const WatermarkMode wm = rt.watermarks;
     uint64_t reservedBefore = 0;
     if (ev.pool && (d.needs & (kNeedReserved | kNeedUsed)) && wm != WatermarkMode::Off) {
         PoolSlot* slot = slotFor(t, ev.pool);

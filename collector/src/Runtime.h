@@ -36,21 +36,23 @@ struct PoolSlot {
 
 // A thread's private state. Application threads get one at their first traced call; the
 // collector's own threads get one with guard set, so their driver calls are never recorded.
-struct ThreadState {
+// What every callback reads sits in its first cache line: a callback runs after the driver's
+// own code has been through the first-level caches, so each extra line it touches costs.
+struct alignas(64) ThreadState {
     static constexpr size_t kPtrCache = 4096; // direct-mapped pointer -> pool, for Free
 
     EventRing* ring = nullptr;
-    uint32_t tid = 0;
-    uint32_t guard = 0;
     void* lastCtx = nullptr;
-    int lastDevice = -1;
     uint64_t lastPool = 0;
     PoolSlot* lastSlot = nullptr;
     uint64_t enterPool = 0;   // pool of the pointer a Free/PointerExport names, found at enter
-    bool enterHit = false;    // ...found in this thread's cache (allocated here)
     uint64_t enterSeq = 0;    // a Free's seq, taken at enter (see onEnter)
-    uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
+    uint32_t tid = 0;
+    uint32_t guard = 0;
+    int lastDevice = -1;
+    bool enterHit = false;    // ...found in this thread's cache (allocated here)
     bool oldValid = false;
+    uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
     struct Entry {
         uint64_t ptr;
         uint64_t pool;
@@ -62,16 +64,25 @@ struct Runtime {
     static constexpr int kMaxPools = 512;
     static constexpr int kMaxContexts = 64;
 
-    Config config;
-    std::atomic<bool> enabled{false};
+    // Hot: read by every callback, written by the application's threads only (seq), in one
+    // cache line together with the first devices' current pools.
+    alignas(64) std::atomic<bool> enabled{false};
+    std::atomic<bool> forkPending{false};
+    WatermarkMode watermarks = WatermarkMode::Exit; // config.watermarks, copied at start
+    // Diagnostic (POOLSCOPE_BENCH_STAGE): how far the hot path goes, to locate its cost in
+    // overhead runs. 0 = all of it; 1 = return after the thread lookup; 2 = also decode into a
+    // local record; 3 = also the timestamp and the sequence number (no ring, no reads).
+    int benchStage = 0;
     std::atomic<uint64_t> seq{1};
+    std::atomic<uint64_t> currentPool[kMaxDevices] = {};
+
+    alignas(64) Config config;
     RingRegistry rings;
     std::unique_ptr<TraceSink> sink;
     CUpti_SubscriberHandle subscriber = nullptr;
 
     PoolSlot pools[kMaxPools];
     std::atomic<int> poolCount{0};
-    std::atomic<uint64_t> currentPool[kMaxDevices] = {};
     std::atomic<bool> deviceReady[kMaxDevices] = {};
     struct Ctx {
         std::atomic<void*> ctx{nullptr};
@@ -87,11 +98,6 @@ struct Runtime {
     std::atomic<int> flushDone{0};
     std::unique_ptr<LiveSink> live;
     bool driverVersionKnown = false;
-    std::atomic<bool> forkPending{false};
-    // Diagnostic (POOLSCOPE_BENCH_STAGE): how far the hot path goes, to locate its cost in
-    // overhead runs. 0 = all of it; 1 = return after the thread lookup; 2 = also decode into a
-    // local record; 3 = also the timestamp and the sequence number (no ring, no reads).
-    int benchStage = 0;
     ProcessInfo process;              // as written to the trace (for the control server's hello)
     std::vector<DeviceInfo> devices;  // guarded by coldMutex // forked child: recording starts at its first call
 };
