@@ -190,7 +190,7 @@ void TimelinePainter::paintContent(QPainter& p) {
 }
 
 void TimelinePainter::paintOverlay(QPainter& p, const Selection& sel, int64_t cursor,
-                                   int highlighted, const QRect& rubberBand) {
+                                   int highlighted, const QRect& rubberBand, bool withText) {
     p.save();
     p.setClipRect(0, g_.lanesTop(), g_.width, g_.lanesBottom() - g_.lanesTop());
     if (highlighted >= 0 && size_t(highlighted) < g_.laneH.size() && g_.laneH[size_t(highlighted)] > 0)
@@ -214,9 +214,9 @@ void TimelinePainter::paintOverlay(QPainter& p, const Selection& sel, int64_t cu
     }
     p.restore();
 
-    paintLabels(p, cursor, highlighted);
+    if (withText) paintLabels(p, cursor, highlighted);
     paintRuler(p, cursor);
-    paintLegend(p);
+    if (withText) paintLegend(p);
 }
 
 void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& sel, int mergedY,
@@ -742,8 +742,21 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
         p.setPen(c_.dimText());
         p.drawLine(QPointF(x, g_.rulerH - 6), QPointF(x, g_.rulerH));
         p.setPen(c_.text());
-        p.drawText(QRectF(x + 3, 0, 110, g_.rulerH - 2), Qt::AlignLeft | Qt::AlignVCenter,
-                   timeTickLabel(rel, step, scale));
+        const QString label = timeTickLabel(rel, step, scale);
+        if (textCache) {
+            // Laid-out text reused across frames (shaping the tick labels was ~1/5 of a frame).
+            auto it = textCache->find(label);
+            if (it == textCache->end()) {
+                if (textCache->size() > 512) textCache->clear();
+                it = textCache->insert(label, QStaticText(label));
+                it->prepare(QTransform(), p.font());
+            }
+            const double ty = (g_.rulerH - 2 - p.fontMetrics().height()) / 2.0;
+            p.drawStaticText(QPointF(x + 3, ty), *it);
+        } else {
+            p.drawText(QRectF(x + 3, 0, 110, g_.rulerH - 2), Qt::AlignLeft | Qt::AlignVCenter,
+                       label);
+        }
     }
     if (cursor != INT64_MIN) {
         const double x = g_.xOf(cursor);

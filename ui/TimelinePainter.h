@@ -7,7 +7,9 @@
 #include "Selection.h"
 #include "TraceSnapshot.h"
 
+#include <QHash>
 #include <QImage>
+#include <QStaticText>
 #include <QPainter>
 #include <array>
 #include <QRect>
@@ -88,16 +90,19 @@ public:
     void paintContent(QPainter& p);
     // What changes without the view moving: highlight, wait arrows, selection, cursor, rubber
     // band, lane labels, ruler and legend.
+    // withText = false leaves out the lane labels and the legend (the widget caches those).
     void paintOverlay(QPainter& p, const Selection& sel, int64_t cursor, int highlightedLane,
-                      const QRect& rubberBand);
+                      const QRect& rubberBand, bool withText = true);
+    void paintLabels(QPainter& p, int64_t cursor, int highlightedLane); // the label column
+    void paintLegend(QPainter& p);                                      // the bottom strip
     TimelineHit hitTest(QPoint pos) const;
     int focusLane = -1; // the lane with keyboard focus (outlined in the label column)
+    QHash<QString, QStaticText>* textCache = nullptr; // the ruler's labels, kept by the widget
     QString tooltip(const TimelineHit& h) const;
     PaintStats stats;
 
 private:
     void paintRuler(QPainter& p, int64_t cursor);
-    void paintLabels(QPainter& p, int64_t cursor, int highlightedLane);
     void paintRows(QPainter& p, size_t lane, const Selection& sel, int mergedY = -1,
                    int mergedH = 0);
     void paintSummary(QPainter& p, size_t lane); // a collapsed stream lane
@@ -106,7 +111,6 @@ private:
                    QColor line);
     void paintMarkers(QPainter& p, size_t lane);
     void paintEdges(QPainter& p);
-    void paintLegend(QPainter& p);
     void paintSelection(QPainter& p, const Selection& sel);
     int64_t endOf(const Allocation& a) const;
     const QImage& markerGlyph(int which); // 0 release, 1 trim, 2 attribute, 3 knob

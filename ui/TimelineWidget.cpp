@@ -313,6 +313,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     geo_.height = height();
     TimelinePainter painter(snap_, geo_, colors, coloring_);
     painter.focusLane = hasFocus() ? focusLane_ : -1;
+    painter.textCache = &rulerText_;
 
     const qreal dpr = devicePixelRatioF();
     const QSize px = (QSizeF(size()) * dpr).toSize();
@@ -361,7 +362,37 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     const QRect lanes(geo_.labelW, geo_.lanesTop(), width() - geo_.labelW,
                       geo_.lanesBottom() - geo_.lanesTop());
     p.drawImage(lanes, content_, QRectF(QPointF(lanes.topLeft()) * dpr, QSizeF(lanes.size()) * dpr));
-    painter.paintOverlay(p, sel_, cursor_, highlightedLane_, band_);
+    painter.paintOverlay(p, sel_, cursor_, highlightedLane_, band_, /*withText=*/false);
+
+    LabelKey lk{generation_, height(), geo_.scrollY, geo_.labelW, cursor_, highlightedLane_,
+                painter.focusLane, geo_.laneState};
+    const QSize labelPx = (QSizeF(geo_.labelW, height()) * dpr).toSize();
+    if (!(lk == labelKey_) || labels_.size() != labelPx) {
+        labels_ = QImage(labelPx, QImage::Format_RGB32);
+        labels_.setDevicePixelRatio(dpr);
+        labels_.fill(colors.headerBg());
+        QPainter lp(&labels_);
+        lp.setFont(font());
+        painter.paintLabels(lp, cursor_, highlightedLane_);
+        labelKey_ = std::move(lk);
+    }
+    const QRect labelRect(0, geo_.lanesTop(), geo_.labelW, geo_.lanesBottom() - geo_.lanesTop());
+    p.drawImage(labelRect, labels_,
+                QRectF(QPointF(labelRect.topLeft()) * dpr, QSizeF(labelRect.size()) * dpr));
+
+    // Legend: same for every frame of one width, colouring and palette.
+    const quint64 legendKey = (generation_ << 24) ^ (quint64(width()) << 2) ^ quint64(coloring_);
+    const QSize legendPx = (QSizeF(width(), geo_.legendH) * dpr).toSize();
+    if (legendKey != legendKey_ || legend_.size() != legendPx) {
+        legend_ = QImage(legendPx, QImage::Format_RGB32);
+        legend_.setDevicePixelRatio(dpr);
+        QPainter gp(&legend_);
+        gp.setFont(font());
+        gp.translate(0, -geo_.lanesBottom());
+        painter.paintLegend(gp);
+        legendKey_ = legendKey;
+    }
+    p.drawImage(QPoint(0, geo_.lanesBottom()), legend_);
     stats_ = painter.stats;
     lastPaintNs_ = timer.nsecsElapsed();
 }
@@ -570,6 +601,7 @@ void TimelineWidget::changeEvent(QEvent* e) {
     if (e->type() == QEvent::PaletteChange || e->type() == QEvent::FontChange ||
         e->type() == QEvent::StyleChange) {
         ++generation_; // colours and fonts are in the cached image
+        rulerText_.clear();
         update();
     }
     QWidget::changeEvent(e);

@@ -117,6 +117,20 @@ private:
         bool operator==(const ContentKey&) const = default;
     };
     void shiftContent(int dx);
+    // The label column and the legend change far less often than the view: cached too (text
+    // layout was ~1/4 of a frame).
+    struct LabelKey {
+        quint64 generation = 0;
+        int height = 0, scrollY = 0, labelW = 0;
+        int64_t cursor = 0;
+        int highlighted = -1, focus = -1;
+        std::vector<uint8_t> laneState;
+        bool operator==(const LabelKey&) const = default;
+    };
+    QImage labels_, legend_;
+    QHash<QString, QStaticText> rulerText_; // cleared with the font
+    LabelKey labelKey_;
+    quint64 legendKey_ = ~0ull;
     QImage content_;
     ContentKey contentKey_;
     int64_t contentV0_ = 0;

@@ -3,6 +3,7 @@
 #include "ColorScheme.h"
 #include "TimeTicker.h"
 
+#include <QLabel>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -26,22 +27,26 @@ WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
     // Series are already reduced to ~2 points per pixel; antialiasing them buys nothing visible
     // and costs most of the replot time at fit-all.
     plot_->setNotAntialiasedElements(QCP::aeAll);
-    plot_->setPlottingHint(QCP::phFastPolylines, true);
+    // One drawPolyline per graph: with 1-px solid pens Qt's cosmetic stroker takes the whole
+    // line at once, faster than QCustomPlot's segment-by-segment "fast polylines".
+    plot_->setPlottingHint(QCP::phFastPolylines, false);
     plot_->axisRect()->setRangeDrag(Qt::Horizontal);
     plot_->axisRect()->setRangeZoom(Qt::Horizontal);
-    plot_->legend->setVisible(true);
+    // The legend is a label above the plot, not QCustomPlot's: its legend measured and drew
+    // its text on every replot, ~1/4 of a fit-all replot, for content that changes only with
+    // the trace or the palette.
+    plot_->legend->setVisible(false);
+    legend_ = new QLabel(this);
     QFont lf = font();
     lf.setPointSizeF(lf.pointSizeF() * 0.85);
-    plot_->legend->setFont(lf);
-    // The legend gets its own row above the axis rect, laid out horizontally, so it never hides
-    // data and the axis rect keeps the timeline's horizontal alignment.
-    plot_->plotLayout()->insertRow(0);
-    plot_->plotLayout()->addElement(0, 0, plot_->legend);
-    plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    plot_->legend->setWrap(4);
-    plot_->legend->setMargins(QMargins(left_, 2, right_, 2));
-    plot_->legend->setRowSpacing(0);
-    plot_->plotLayout()->setRowStretchFactor(0, 0.001);
+    legend_->setFont(lf);
+    legend_->setWordWrap(true);
+    legend_->setTextFormat(Qt::RichText);
+    legend_->setContentsMargins(left_, 2, right_, 0);
+    lay->insertWidget(0, legend_);
+    // One paint buffer instead of two (the overlay layer holds nothing here).
+    if (QCPLayer* overlay = plot_->layer(QStringLiteral("overlay")))
+        overlay->setMode(QCPLayer::lmLogical);
     cursorLine_ = new QCPItemStraightLine(plot_);
     cursorLine_->setVisible(false);
     connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
@@ -66,7 +71,7 @@ void WatermarkPlot::setHorizontalMargins(int left, int right) {
     left_ = left;
     right_ = right;
     plot_->axisRect()->setMargins(QMargins(left_, 6, right_, 24));
-    plot_->legend->setMargins(QMargins(left_, 2, right_, 2));
+    legend_->setContentsMargins(left_, 2, right_, 0);
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -82,6 +87,7 @@ void WatermarkPlot::rebuildGraphs() {
     plot_->clearGraphs();
     graphs_.clear();
     if (!snap_.valid()) {
+        legend_->clear();
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
@@ -124,7 +130,22 @@ void WatermarkPlot::rebuildGraphs() {
         if (!graphs_.empty()) g.events->removeFromLegend();
         graphs_.push_back(g);
     }
-    plot_->legend->setVisible(!graphs_.empty());
+    // The legend: a line sample in each graph's colour, then its name.
+    QStringList items;
+    auto item = [&](QColor col, const QString& glyph, const QString& name) {
+        items << QStringLiteral("<span style='color:%1'>%2</span>&nbsp;%3")
+                     .arg(col.name(), glyph, name.toHtmlEscaped());
+    };
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+        const PoolGraphs& g = graphs_[i];
+        item(g.used->pen().color(), QStringLiteral("━━"), g.used->name());
+        item(g.reserved->pen().color(), QStringLiteral("━━"), g.reserved->name());
+        item(g.threshold->pen().color(), QStringLiteral("─·─"), g.threshold->name());
+    }
+    if (!graphs_.empty())
+        item(c.releaseColor(), QStringLiteral("▼"), tr("trim / implicit release"));
+    legend_->setText(items.join(QStringLiteral(" &nbsp;&nbsp; ")));
+    legend_->setVisible(!graphs_.empty());
 }
 
 void WatermarkPlot::setViewRange(int64_t t0, int64_t t1) {
@@ -296,10 +317,6 @@ void WatermarkPlot::applyTheme() {
         ax->setLabelColor(fg);
         ax->grid()->setPen(QPen(grid));
     }
-    plot_->legend->setBrush(
-        QColor(c.background().red(), c.background().green(), c.background().blue(), 210));
-    plot_->legend->setTextColor(fg);
-    plot_->legend->setBorderPen(QPen(grid));
     cursorLine_->setPen(QPen(c.cursor(), 2));
     rebuildGraphs();
     refreshData();

@@ -16,6 +16,7 @@ class QCPGraphData;
 template <class T> class QCPDataContainer;
 using QCPGraphDataContainer = QCPDataContainer<QCPGraphData>;
 class QCPItemStraightLine;
+class QLabel;
 
 namespace poolscope::ui {
 
@@ -48,6 +49,7 @@ private:
     void applyTheme();
 
     QCustomPlot* plot_;
+    QLabel* legend_ = nullptr;
     QSharedPointer<TimeTicker> ticker_;
     QPoint pressPos_;
     QCPItemStraightLine* cursorLine_ = nullptr;
