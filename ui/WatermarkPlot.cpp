@@ -4,6 +4,7 @@
 #include "TimeTicker.h"
 
 #include <QLabel>
+#include <QSizePolicy>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -43,7 +44,9 @@ WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
     legend_->setWordWrap(true);
     legend_->setTextFormat(Qt::RichText);
     legend_->setContentsMargins(left_, 2, right_, 0);
-    lay->insertWidget(0, legend_);
+    legend_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+    lay->insertWidget(0, legend_, 0);
+    lay->setStretchFactor(plot_, 1);
     // One paint buffer instead of two (the overlay layer holds nothing here).
     if (QCPLayer* overlay = plot_->layer(QStringLiteral("overlay")))
         overlay->setMode(QCPLayer::lmLogical);

@@ -13,6 +13,7 @@
 #include <QScreen>
 #include <QSet>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTest>
 #include <gtest/gtest.h>
 
@@ -116,4 +117,58 @@ TEST(Screenshots, MainWindowIsNotBlank) {
     const QImage dark = w.grab().toImage();
     EXPECT_GT(distinctColours(dark), 100);
     save(dark, "main-window-dark.png");
+}
+
+TEST(Screenshots, PoolsTraceWithReusePoliciesCollapsedLanesAndSortedTable) {
+    // pools.poolscope (H200) turns the reuse policies of one explicit pool off mid-run: the
+    // cursor sits just after that, the attribute marker is selected, one pool group and one
+    // stream lane are collapsed, and the events table is sorted by size, largest first.
+    QString path = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
+    path.replace(QStringLiteral("churn.poolscope"), QStringLiteral("pools.poolscope"));
+    if (!QFile::exists(path)) GTEST_SKIP() << "no pools sample";
+    MainWindow w;
+    w.setTheme(Theme::Light);
+    w.resize(1680, 1050);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(path);
+    ASSERT_TRUE(shown.wait(60000));
+    const Timeline& tl = *w.snapshot().timeline;
+    const LaneLayout& L = *w.snapshot().layout;
+    // The last attribute change of the run (the reuse policies go off one after another).
+    int64_t changeTs = 0;
+    uint32_t marker = 0;
+    for (uint32_t i = 0; i < tl.markers.size(); ++i)
+        if (tl.markers[i].kind == EventKind::PoolSetAttribute && tl.markers[i].tsNs >= changeTs) {
+            changeTs = tl.markers[i].tsNs;
+            marker = i;
+        }
+    ASSERT_GT(changeTs, 0);
+    // Collapse the first explicit pool that has stream lanes, and one stream lane elsewhere.
+    int collapsedPool = -1, collapsedStream = -1;
+    for (size_t i = 0; i + 1 < L.lanes.size(); ++i)
+        if (L.lanes[i].kind == LaneKind::Pool && L.lanes[i + 1].kind == LaneKind::Stream &&
+            L.lanes[i].pool != tl.markers[marker].pool && collapsedPool < 0)
+            collapsedPool = int(i);
+    for (size_t i = 0; i < L.lanes.size(); ++i)
+        if (L.lanes[i].kind == LaneKind::Stream && L.lanes[i].rowCount > 1 &&
+            (collapsedPool < 0 || L.lanes[i].pool != L.lanes[size_t(collapsedPool)].pool) &&
+            collapsedStream < 0)
+            collapsedStream = int(i);
+    if (collapsedPool >= 0) w.timeline()->setLaneCollapsed(collapsedPool, true);
+    if (collapsedStream >= 0) w.timeline()->setLaneCollapsed(collapsedStream, true);
+    w.select({Selection::Marker, marker, 0, {}});
+    // The run's activity: from the first allocation to the end.
+    int64_t first = tl.t1;
+    for (const Allocation& a : tl.allocations)
+        first = std::min(first, a.allocTsNs);
+    w.timeline()->setViewRange(first - (tl.t1 - first) / 20, tl.t1 + (tl.t1 - first) / 20);
+    w.replay()->setCursor(changeTs + 1000);
+    w.events()->view()->sortByColumn(EventTableModel::Size, Qt::DescendingOrder);
+    settle(w);
+    const QImage img = w.grab().toImage();
+    EXPECT_GT(distinctColours(img), 100);
+    save(img, "main-window-pools.png");
+    w.timeline()->expandAll(); // leave the test settings as found
 }
