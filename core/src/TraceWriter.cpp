@@ -200,13 +200,13 @@ Status TraceWriter::flushChunk() {
     sqlite3_bind_int64(c, 5, static_cast<int64_t>(chunk_.count));
     sqlite3_bind_int64(c, 6, s64(chunk_.kinds));
     sqlite3_bind_int(c, 7, kEventCodecVersion);
-    sqlite3_bind_blob64(c, 8, encoded_.data(), encoded_.size(), SQLITE_STATIC);
+    const std::string_view blob = encoder_.data();
+    sqlite3_bind_blob64(c, 8, blob.data(), blob.size(), SQLITE_STATIC);
     int rc = sqlite3_step(c);
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
     chunk_ = {};
     encoder_.reset();
-    encoded_.clear();
     return {};
 }
 
@@ -245,7 +245,7 @@ Status TraceWriter::append(std::span<const Event> events) {
             chunk_.tMin = std::min(chunk_.tMin, e.tsNs);
             chunk_.tMax = std::max(chunk_.tMax, e.tsNs);
             chunk_.kinds |= uint64_t{1} << (static_cast<unsigned>(e.kind) & 63);
-            encoder_.append(e, encoded_);
+            encoder_.append(e);
             if (chunk_.count >= schema::kChunkEvents) {
                 if (Status s = flushChunk(); !s) return s;
             }
