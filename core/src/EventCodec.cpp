@@ -120,6 +120,7 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
                                    packedOf(e)};
     uint64_t z[kV3Fields];
     uint64_t header = 0;
+#pragma GCC unroll 13
     for (int i = 0; i < kV3Fields; ++i) {
         z[i] = zigzag(f[i] - prev[i]);
         prev[i] = f[i];
@@ -127,6 +128,7 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
     }
     store64(out, header); // 5 bytes; the other 3 are overwritten by the data
     unsigned char* p = out + kV3Header;
+#pragma GCC unroll 13
     for (int i = 0; i < kV3Fields; ++i) {
         store64(p, z[i]); // 8 bytes; the ones past the field's length are overwritten next
         p += kLenOfCode[(header >> (3 * i)) & 7];
@@ -137,9 +139,10 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
 #if POOLSCOPE_CODEC_SSE2
 // The same with two fields per SSE2 register: seven pairs (the last one padded with 0). The
 // fields' byte lengths come from a byte compare with zero instead of a count of leading zeros.
-size_t encodeV3Sse2(const Event& e, uint64_t* prev, unsigned char* out) {
+[[gnu::always_inline]] inline size_t encodeV3Sse2(const Event& e, uint64_t* prev, unsigned char* out) {
     const auto* ev = reinterpret_cast<const unsigned char*>(&e);
     __m128i cur[7];
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) // seq,tsNs stream,pool ptr,size aux,reserved: Event's layout
         cur[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ev + 16 * k));
     // used, then tid zero-extended (the load brings correlation in the upper half: masked off)
@@ -151,6 +154,8 @@ size_t encodeV3Sse2(const Event& e, uint64_t* prev, unsigned char* out) {
     const __m128i zero = _mm_setzero_si128();
     __m128i z[7];
     uint64_t header = 0;
+    unsigned len[13];
+#pragma GCC unroll 7
     for (int k = 0; k < 7; ++k) {
         __m128i* pv = reinterpret_cast<__m128i*>(prev + 2 * k);
         const __m128i d = _mm_sub_epi64(cur[k], _mm_load_si128(pv));
@@ -158,24 +163,31 @@ size_t encodeV3Sse2(const Event& e, uint64_t* prev, unsigned char* out) {
         const __m128i sign = _mm_shuffle_epi32(_mm_srai_epi32(d, 31), 0xF5); // d >> 63 per lane
         z[k] = _mm_xor_si128(_mm_slli_epi64(d, 1), sign);
         const unsigned nonZero = ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(z[k], zero)));
-        header |= uint64_t{kCodeOfNonZeroBytes[nonZero & 0xFF]} << (6 * k);
-        if (k < 6) header |= uint64_t{kCodeOfNonZeroBytes[(nonZero >> 8) & 0xFF]} << (6 * k + 3);
+        const unsigned c0 = kCodeOfNonZeroBytes[nonZero & 0xFF];
+        header |= uint64_t{c0} << (6 * k);
+        len[2 * k] = kLenOfCode[c0];
+        if (k < 6) {
+            const unsigned c1 = kCodeOfNonZeroBytes[(nonZero >> 8) & 0xFF];
+            header |= uint64_t{c1} << (6 * k + 3);
+            len[2 * k + 1] = kLenOfCode[c1];
+        }
     }
     store64(out, header);
     unsigned char* p = out + kV3Header;
+#pragma GCC unroll 7
     for (int k = 0; k < 7; ++k) {
         _mm_storel_epi64(reinterpret_cast<__m128i*>(p), z[k]);
-        p += kLenOfCode[(header >> (6 * k)) & 7];
+        p += len[2 * k];
         if (k < 6) {
             _mm_storeh_pd(reinterpret_cast<double*>(p), _mm_castsi128_pd(z[k]));
-            p += kLenOfCode[(header >> (6 * k + 3)) & 7];
+            p += len[2 * k + 1];
         }
     }
     return static_cast<size_t>(p - out);
 }
 #endif
 
-inline size_t encodeV3(const Event& e, uint64_t* prev, unsigned char* out) {
+[[gnu::always_inline]] inline size_t encodeV3(const Event& e, uint64_t* prev, unsigned char* out) {
 #if POOLSCOPE_CODEC_SSE2
     return encodeV3Sse2(e, prev, out);
 #else
@@ -190,6 +202,7 @@ inline const unsigned char* decodeV3(const unsigned char* p, uint64_t* prev, uin
     const uint64_t header = load64(p);
     bad |= header & (uint64_t{1} << 39);
     p += kV3Header;
+#pragma GCC unroll 13
     for (int i = 0; i < kV3Fields; ++i) {
         const unsigned code = (header >> (3 * i)) & 7;
         prev[i] += unzigzag(load64(p) & kMaskOfCode[code]);
@@ -333,10 +346,12 @@ void EventEncoder::grow() {
     capacity_ = cap;
 }
 
-void EventEncoder::append(const Event& e) {
-    if (capacity_ - size_ < kMaxEncodedEventBytes) [[unlikely]]
-        grow();
-    size_ += encodeV3(e, prev_, reinterpret_cast<unsigned char*>(buf_.get() + size_));
+void EventEncoder::append(std::span<const Event> events) {
+    for (const Event& e : events) {
+        if (capacity_ - size_ < kMaxEncodedEventBytes) [[unlikely]]
+            grow();
+        size_ += encodeV3(e, prev_, reinterpret_cast<unsigned char*>(buf_.get() + size_));
+    }
 }
 
 namespace detail {
@@ -351,7 +366,7 @@ void encodeEventsPortable(std::span<const Event> events, std::string& out) {
 void encodeEvents(std::span<const Event> events, std::string& out, int version) {
     if (version == 2) return encodeRunV2(events, out);
     EventEncoder enc;
-    for (const Event& e : events) enc.append(e);
+    enc.append(events);
     out.append(enc.data());
 }
 
@@ -362,7 +377,9 @@ bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out
     // cannot fit is damage; checking it first keeps reserve() from a huge bogus allocation.
     const size_t minBytes = version == 3 ? kV3Header : version == 2 ? 1 : kFields;
     if (version < 1 || version > 3 || count > data.size() / minBytes) return false;
-    out.reserve(out.size() + count);
+    // Grow geometrically: a caller appending chunk after chunk to one vector must not pay a
+    // reallocation (and copy of everything so far) per chunk.
+    if (out.capacity() - out.size() < count) out.reserve(std::max(out.size() + count, 2 * out.capacity()));
     if (version == 3) return decodeRunV3(p, end, count, out);
     return decodeRunVarint(p, end, count, out, version);
 }

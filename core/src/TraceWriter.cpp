@@ -229,28 +229,42 @@ Status TraceWriter::append(std::span<const Event> events) {
     for (const Event& e : events) totalSamples += e.kind == EventKind::Sample;
     const size_t batchedSamples = totalSamples - totalSamples % kBatchRows;
     size_t iS = 0;
-    for (const Event& e : events) {
-        if (e.kind != EventKind::Sample) {
-            auto k = static_cast<unsigned>(e.kind);
-            if (k < static_cast<unsigned>(kEventKindCount)) {
-                ++counts_[k];
-                countsDirty_[k] = true;
+    for (size_t i = 0; i < events.size();) {
+        if (events[i].kind != EventKind::Sample) {
+            // A run of non-sample events, up to the end of the open chunk: bookkeeping per
+            // event, then encoded straight into the chunk in one call (no copy is kept).
+            const size_t room = schema::kChunkEvents - chunk_.count;
+            size_t j = i;
+            if (chunk_.count == 0) {
+                chunk_.firstSeq = events[i].seq;
+                chunk_.tMin = chunk_.tMax = events[i].tsNs;
             }
-            // Encoded straight into the open chunk: no copy of the event is kept.
-            if (chunk_.count++ == 0) {
-                chunk_.firstSeq = e.seq;
-                chunk_.tMin = chunk_.tMax = e.tsNs;
+            int64_t tMin = chunk_.tMin, tMax = chunk_.tMax; // locals: counts_ could alias them
+            uint64_t kinds = chunk_.kinds;
+            for (; j < events.size() && j - i < room && events[j].kind != EventKind::Sample; ++j) {
+                const Event& e = events[j];
+                const auto k = static_cast<unsigned>(e.kind);
+                if (k < static_cast<unsigned>(kEventKindCount)) {
+                    ++counts_[k];
+                    countsDirty_[k] = true;
+                }
+                tMin = std::min(tMin, e.tsNs);
+                tMax = std::max(tMax, e.tsNs);
+                kinds |= uint64_t{1} << (k & 63);
             }
-            chunk_.lastSeq = e.seq;
-            chunk_.tMin = std::min(chunk_.tMin, e.tsNs);
-            chunk_.tMax = std::max(chunk_.tMax, e.tsNs);
-            chunk_.kinds |= uint64_t{1} << (static_cast<unsigned>(e.kind) & 63);
-            encoder_.append(e);
+            chunk_.tMin = tMin;
+            chunk_.tMax = tMax;
+            chunk_.kinds = kinds;
+            chunk_.lastSeq = events[j - 1].seq;
+            chunk_.count += j - i;
+            encoder_.append(events.subspan(i, j - i));
+            i = j;
             if (chunk_.count >= schema::kChunkEvents) {
                 if (Status s = flushChunk(); !s) return s;
             }
             continue;
         }
+        const Event& e = events[i++];
         bool ok = true;
         if (iS < batchedSamples) {
             bindSample(st.sampleBatch, static_cast<int>(iS % kBatchRows) * kSampleColumns, e);

@@ -59,7 +59,8 @@ public:
     EventEncoder();
     // Starts the next run: previous values back to zero, buffer emptied (capacity kept).
     void reset();
-    void append(const Event& e);
+    void append(std::span<const Event> events); // appends to the current run
+    void append(const Event& e) { append(std::span<const Event>(&e, 1)); }
     std::string_view data() const { return {buf_.get(), size_}; }
     size_t size() const { return size_; }
 
