@@ -92,10 +92,17 @@ constexpr uint64_t kMaskOfCode[8] = {0,
                                      0xFFFF'FFFF'FFFF,
                                      ~uint64_t{0}};
 
-// code = min(significant bytes, 7), from the mask of z's non-zero bytes (bit b = byte b).
-constexpr std::array<unsigned char, 256> kCodeOfNonZeroBytes = [] {
-    std::array<unsigned char, 256> t{};
-    for (unsigned m = 0; m < 256; ++m) t[m] = static_cast<unsigned char>(std::min(std::bit_width(m), 7u));
+// code = min(significant bytes, 7) and the bytes stored for it, from the mask of z's zero
+// bytes (bit b set = byte b is zero: what an SSE2 byte compare gives).
+struct CodeLen {
+    unsigned char code, len;
+};
+constexpr std::array<CodeLen, 256> kCodeOfZeroBytes = [] {
+    std::array<CodeLen, 256> t{};
+    for (unsigned m = 0; m < 256; ++m) {
+        const unsigned code = std::min(std::bit_width(~m & 0xFFu), 7u);
+        t[m] = {static_cast<unsigned char>(code), kLenOfCode[code]};
+    }
     return t;
 }();
 
@@ -162,14 +169,14 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
         _mm_store_si128(pv, cur[k]);
         const __m128i sign = _mm_shuffle_epi32(_mm_srai_epi32(d, 31), 0xF5); // d >> 63 per lane
         z[k] = _mm_xor_si128(_mm_slli_epi64(d, 1), sign);
-        const unsigned nonZero = ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(z[k], zero)));
-        const unsigned c0 = kCodeOfNonZeroBytes[nonZero & 0xFF];
-        header |= uint64_t{c0} << (6 * k);
-        len[2 * k] = kLenOfCode[c0];
+        const auto zeroBytes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(z[k], zero)));
+        const CodeLen c0 = kCodeOfZeroBytes[zeroBytes & 0xFF];
+        header |= uint64_t{c0.code} << (6 * k);
+        len[2 * k] = c0.len;
         if (k < 6) {
-            const unsigned c1 = kCodeOfNonZeroBytes[(nonZero >> 8) & 0xFF];
-            header |= uint64_t{c1} << (6 * k + 3);
-            len[2 * k + 1] = kLenOfCode[c1];
+            const CodeLen c1 = kCodeOfZeroBytes[zeroBytes >> 8];
+            header |= uint64_t{c1.code} << (6 * k + 3);
+            len[2 * k + 1] = c1.len;
         }
     }
     store64(out, header);
