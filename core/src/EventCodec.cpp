@@ -186,7 +186,8 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
         _mm_storel_epi64(reinterpret_cast<__m128i*>(p), z[k]);
         p += len[2 * k];
         if (k < 6) {
-            _mm_storeh_pd(reinterpret_cast<double*>(p), _mm_castsi128_pd(z[k]));
+            // (not _mm_storeh_pd: its double* store is misaligned here, which is UB)
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_unpackhi_epi64(z[k], z[k]));
             p += len[2 * k + 1];
         }
     }
