@@ -22,9 +22,10 @@
 //   Then, for i = 0..12, z_i as L(code_i) little-endian bytes.
 //   Example: seq +1 and tsNs +500, nothing else changed: z = 2 and 1000: codes 1 and 2 ->
 //   header 11 00 00 00 00, data 02 e8 03: 8 bytes.
-// A decoder must reject bit 39 set, tid/correlation above 32 bits, result outside int32,
-// packed above 56 bits, data ending inside an event and bytes left after the last event. An
-// event takes 5..109 bytes; ~26 on the synthetic training-loop workload.
+// A decoder must reject: bit 39 set; a reconstructed tid or correlation above 32 bits, result
+// outside int32 (not equal to its own sign extension) or packed above 56 bits; data ending
+// inside an event; bytes left after the last event. An event takes 5..109 bytes: ~26 on the
+// synthetic training-loop workload (v2: 25), 18-26 on the recorded samples (v2: 16-27).
 //
 // Version 2 (still read): 17 fields, i = 0..16:
 //   seq, tsNs, kind, correlation, ptr, size, used, stream, pool, reserved, tid, aux, variant,
@@ -52,8 +53,9 @@ inline constexpr int kEventCodecFields = 13; // version 3
 // Most bytes one version-3 event can take: the 5-byte header and 13 fields of 8 bytes.
 inline constexpr size_t kMaxEncodedEventBytes = 5 + kEventCodecFields * 8;
 
-// Incremental version-3 encoder into its own buffer: one run (chunk) at a time. The buffer
-// keeps room for a worst-case event, so append() never reallocates per event.
+// Incremental version-3 encoder into its own buffer: one run (chunk) at a time. Each event is
+// written straight into the buffer (which grows, rarely, only when a worst-case event would
+// not fit), with no per-event std::string append.
 class EventEncoder {
 public:
     EventEncoder();
