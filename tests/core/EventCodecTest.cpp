@@ -146,6 +146,32 @@ TEST(EventCodecV3, BytesAreExactlyTheDocumentedFormat) {
     expectSame(two, out);
 }
 
+TEST(EventCodecV3, EveryLengthCodeTakesItsDocumentedBytes) {
+    // Fields 0..7 with z of 1..8 significant bytes (top byte 0x80): codes 1..7, where a 7-byte
+    // z is stored in 8 bytes. Pins the code -> length table, which a round trip cannot (encoder
+    // and decoder share it).
+    Event e;
+    e.kind = static_cast<EventKind>(0);
+    e.device = 0;
+    e.seq = uint64_t{1} << 6;      // z = 2^7: 1 byte
+    e.tsNs = int64_t{1} << 14;     // 2 bytes
+    e.stream = uint64_t{1} << 22;  // 3
+    e.pool = uint64_t{1} << 30;    // 4
+    e.ptr = uint64_t{1} << 38;     // 5
+    e.size = uint64_t{1} << 46;    // 6
+    e.aux = uint64_t{1} << 54;     // 7 -> code 7, 8 bytes
+    e.reserved = uint64_t{1} << 62; // 8 -> code 7
+    const std::string expected = "d1 58 ff 00 00 80 00 80 00 00 80 00 00 00 80 00 00 00 00 80 00 00 00 00 00 80 00 00 00 00 00 00 80 00 00 00 00 00 00 00 00 80";
+    std::string data, portable;
+    encodeEvents(std::span<const Event>(&e, 1), data);
+    detail::encodeEventsPortable(std::span<const Event>(&e, 1), portable);
+    EXPECT_EQ(hex(data), expected);
+    EXPECT_EQ(hex(portable), expected);
+    std::vector<Event> out;
+    ASSERT_TRUE(decodeEvents(data, 1, out));
+    expectSame({e}, out);
+}
+
 TEST(EventCodecV3, ExtremeValuesOfEveryKindRoundTrip) {
     const std::vector<Event> in = extremeEvents();
     expectSame(in, roundTrip(in, 3));
