@@ -79,7 +79,6 @@ inline void store64(unsigned char* p, uint64_t v) {
 
 constexpr int kV3Fields = kEventCodecFields; // 13
 constexpr size_t kV3Header = 5;
-constexpr uint64_t kV3HeaderMask = (uint64_t{1} << 39) - 1; // bit 39 must be 0
 
 // Bytes a field takes for a code, and the mask that keeps those bytes of an 8-byte load.
 constexpr unsigned char kLenOfCode[8] = {0, 1, 2, 3, 4, 5, 6, 8};
