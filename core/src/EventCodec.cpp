@@ -1,24 +1,32 @@
 #include "poolscope/EventCodec.h"
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstring>
+
+#if defined(__SSE2__) && defined(__x86_64__)
+#define POOLSCOPE_CODEC_SSE2 1
+#include <emmintrin.h>
+#endif
 
 namespace poolscope {
 
 namespace {
 
-constexpr int kFields = 17;
+constexpr int kFields = 17; // versions 1 and 2
 using Fields = std::array<uint64_t, kFields>;
 
 inline uint64_t sx(int64_t v) { return static_cast<uint64_t>(v); }
 
 // Version 2 order: the fields that change at almost every event first (see the header).
-inline Fields toFieldsV2(const Event& e) {
+inline Fields toFields(const Event& e) {
     return {e.seq,      sx(e.tsNs), static_cast<uint64_t>(e.kind), e.correlation, e.ptr,
             e.size,     e.used,     e.stream,  e.pool,   e.reserved, e.tid,
             e.aux,      e.variant,  sx(e.device), sx(e.result), e.attr, e.flags};
 }
 
-inline Event fromFieldsV2(const Fields& f) {
+inline Event fromFields(const Fields& f) {
     Event e;
     e.seq = f[0];
     e.tsNs = static_cast<int64_t>(f[1]);
@@ -44,7 +52,7 @@ inline Event fromFieldsV2(const Fields& f) {
 inline Event fromFieldsV1(const Fields& f) {
     Fields v2 = {f[0], f[1], f[2], f[6], f[10], f[11], f[16], f[8], f[9],
                  f[15], f[4], f[12], f[3], f[5], f[7], f[13], f[14]};
-    return fromFieldsV2(v2);
+    return fromFields(v2);
 }
 
 inline uint64_t zigzag(uint64_t delta) {
@@ -54,13 +62,225 @@ inline uint64_t zigzag(uint64_t delta) {
 
 inline uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (~(z & 1) + 1); }
 
-inline size_t putVarint(char* buf, uint64_t z) {
+// Unaligned little-endian 8-byte load/store (memcpy compiles to one mov).
+inline uint64_t load64(const unsigned char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    return v;
+}
+
+inline void store64(unsigned char* p, uint64_t v) {
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    std::memcpy(p, &v, 8);
+}
+
+// ---- version 3 -------------------------------------------------------------------------------
+
+constexpr int kV3Fields = kEventCodecFields; // 13
+constexpr size_t kV3Header = 5;
+
+// Bytes a field takes for a code, and the mask that keeps those bytes of an 8-byte load.
+constexpr unsigned char kLenOfCode[8] = {0, 1, 2, 3, 4, 5, 6, 8};
+constexpr uint64_t kMaskOfCode[8] = {0,
+                                     0xFF,
+                                     0xFFFF,
+                                     0xFF'FFFF,
+                                     0xFFFF'FFFF,
+                                     0xFF'FFFF'FFFF,
+                                     0xFFFF'FFFF'FFFF,
+                                     ~uint64_t{0}};
+
+// code = min(significant bytes, 7) and the bytes stored for it, from the mask of z's zero
+// bytes (bit b set = byte b is zero: what an SSE2 byte compare gives).
+struct CodeLen {
+    unsigned char code, len;
+};
+constexpr std::array<CodeLen, 256> kCodeOfZeroBytes = [] {
+    std::array<CodeLen, 256> t{};
+    for (unsigned m = 0; m < 256; ++m) {
+        const unsigned code = std::min(std::bit_width(~m & 0xFFu), 7u);
+        t[m] = {static_cast<unsigned char>(code), kLenOfCode[code]};
+    }
+    return t;
+}();
+
+inline uint64_t codeOf(uint64_t z) {
+    // Significant bytes = ceil(bit_width / 8); branch-free (countl_zero(0) may branch).
+    const unsigned bytes = (71u - static_cast<unsigned>(__builtin_clzll(z | 1))) >> 3;
+    return std::min(bytes, 7u) & (0u - static_cast<unsigned>(z != 0));
+}
+
+inline uint64_t packedOf(const Event& e) {
+    return uint64_t{static_cast<uint8_t>(e.kind)} | uint64_t{e.flags} << 8 |
+           uint64_t{e.variant} << 16 | uint64_t{e.attr} << 24 |
+           uint64_t{static_cast<uint16_t>(e.device)} << 40;
+}
+
+// Portable encoder of one event (the reference; the SSE2 one below must match it byte for byte).
+// out needs kMaxEncodedEventBytes writable bytes; returns the event's length.
+size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
+    const uint64_t f[kV3Fields] = {e.seq,  sx(e.tsNs), e.stream,      e.pool,
+                                   e.ptr,  e.size,     e.aux,         e.reserved,
+                                   e.used, e.tid,      e.correlation, sx(e.result),
+                                   packedOf(e)};
+    uint64_t z[kV3Fields];
+    uint64_t header = 0;
+#pragma GCC unroll 13
+    for (int i = 0; i < kV3Fields; ++i) {
+        z[i] = zigzag(f[i] - prev[i]);
+        prev[i] = f[i];
+        header |= codeOf(z[i]) << (3 * i);
+    }
+    store64(out, header); // 5 bytes; the other 3 are overwritten by the data
+    unsigned char* p = out + kV3Header;
+#pragma GCC unroll 13
+    for (int i = 0; i < kV3Fields; ++i) {
+        store64(p, z[i]); // 8 bytes; the ones past the field's length are overwritten next
+        p += kLenOfCode[(header >> (3 * i)) & 7];
+    }
+    return static_cast<size_t>(p - out);
+}
+
+#if POOLSCOPE_CODEC_SSE2
+// The same with two fields per SSE2 register: seven pairs (the last one padded with 0). The
+// fields' byte lengths come from a byte compare with zero instead of a count of leading zeros.
+[[gnu::always_inline]] inline size_t encodeV3Sse2(const Event& e, uint64_t* prev, unsigned char* out) {
+    const auto* ev = reinterpret_cast<const unsigned char*>(&e);
+    __m128i cur[7];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) // seq,tsNs stream,pool ptr,size aux,reserved: Event's layout
+        cur[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ev + 16 * k));
+    // used, then tid zero-extended (the load brings correlation in the upper half: masked off)
+    cur[4] = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ev + 64)),
+                           _mm_set_epi32(0, -1, -1, -1));
+    cur[5] = _mm_set_epi64x(static_cast<long long>(sx(e.result)),
+                            static_cast<long long>(e.correlation));
+    cur[6] = _mm_cvtsi64_si128(static_cast<long long>(packedOf(e)));
+    const __m128i zero = _mm_setzero_si128();
+    __m128i z[7];
+    uint64_t header = 0;
+    unsigned len[13];
+#pragma GCC unroll 7
+    for (int k = 0; k < 7; ++k) {
+        __m128i* pv = reinterpret_cast<__m128i*>(prev + 2 * k);
+        const __m128i d = _mm_sub_epi64(cur[k], _mm_load_si128(pv));
+        _mm_store_si128(pv, cur[k]);
+        const __m128i sign = _mm_shuffle_epi32(_mm_srai_epi32(d, 31), 0xF5); // d >> 63 per lane
+        z[k] = _mm_xor_si128(_mm_slli_epi64(d, 1), sign);
+        const auto zeroBytes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(z[k], zero)));
+        const CodeLen c0 = kCodeOfZeroBytes[zeroBytes & 0xFF];
+        header |= uint64_t{c0.code} << (6 * k);
+        len[2 * k] = c0.len;
+        if (k < 6) {
+            const CodeLen c1 = kCodeOfZeroBytes[zeroBytes >> 8];
+            header |= uint64_t{c1.code} << (6 * k + 3);
+            len[2 * k + 1] = c1.len;
+        }
+    }
+    store64(out, header);
+    unsigned char* p = out + kV3Header;
+#pragma GCC unroll 7
+    for (int k = 0; k < 7; ++k) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(p), z[k]);
+        p += len[2 * k];
+        if (k < 6) {
+            // (not _mm_storeh_pd: its double* store is misaligned here, which is UB)
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_unpackhi_epi64(z[k], z[k]));
+            p += len[2 * k + 1];
+        }
+    }
+    return static_cast<size_t>(p - out);
+}
+#endif
+
+[[gnu::always_inline]] inline size_t encodeV3(const Event& e, uint64_t* prev, unsigned char* out) {
+#if POOLSCOPE_CODEC_SSE2
+    return encodeV3Sse2(e, prev, out);
+#else
+    return encodeV3Scalar(e, prev, out);
+#endif
+}
+
+// Decodes one event at p into prev (the running values), which must have
+// kMaxEncodedEventBytes readable bytes (the fast path checks; the tail is decoded from a
+// zero-padded copy). Returns the next event's position; bad collects invalid bits.
+inline const unsigned char* decodeV3(const unsigned char* p, uint64_t* prev, uint64_t& bad) {
+    const uint64_t header = load64(p);
+    bad |= header & (uint64_t{1} << 39);
+    p += kV3Header;
+#pragma GCC unroll 13
+    for (int i = 0; i < kV3Fields; ++i) {
+        const unsigned code = (header >> (3 * i)) & 7;
+        prev[i] += unzigzag(load64(p) & kMaskOfCode[code]);
+        p += kLenOfCode[code];
+    }
+    return p;
+}
+
+inline Event eventOfV3(const uint64_t* f, uint64_t& bad) {
+    bad |= (f[9] >> 32) | (f[10] >> 32) | (f[12] >> 56) |
+           (f[11] ^ sx(static_cast<int32_t>(f[11])));
+    Event e;
+    e.seq = f[0];
+    e.tsNs = static_cast<int64_t>(f[1]);
+    e.stream = f[2];
+    e.pool = f[3];
+    e.ptr = f[4];
+    e.size = f[5];
+    e.aux = f[6];
+    e.reserved = f[7];
+    e.used = f[8];
+    e.tid = static_cast<uint32_t>(f[9]);
+    e.correlation = static_cast<uint32_t>(f[10]);
+    e.result = static_cast<int32_t>(f[11]);
+    const uint64_t packed = f[12];
+    e.kind = static_cast<EventKind>(packed & 0xFF);
+    e.flags = static_cast<uint8_t>(packed >> 8);
+    e.variant = static_cast<uint8_t>(packed >> 16);
+    e.attr = static_cast<uint16_t>(packed >> 24);
+    e.device = static_cast<int16_t>(static_cast<uint16_t>(packed >> 40));
+    return e;
+}
+
+bool decodeRunV3(const unsigned char* p, const unsigned char* end, uint64_t count,
+                 std::vector<Event>& out) {
+    uint64_t prev[kV3Fields] = {};
+    uint64_t bad = 0;
+    uint64_t k = 0;
+    // Fast path: every byte the event could touch is inside the data.
+    for (; k < count && static_cast<size_t>(end - p) >= kMaxEncodedEventBytes; ++k) {
+        p = decodeV3(p, prev, bad);
+        out.push_back(eventOfV3(prev, bad));
+    }
+    if (k < count) {
+        // Tail (fewer than kMaxEncodedEventBytes left): decode from a zero-padded copy, so a
+        // short or damaged chunk is never read past its end.
+        unsigned char tail[2 * kMaxEncodedEventBytes] = {};
+        const size_t left = static_cast<size_t>(end - p);
+        std::memcpy(tail, p, left);
+        const unsigned char* q = tail;
+        const unsigned char* qEnd = tail + left;
+        for (; k < count; ++k) {
+            if (qEnd - q < static_cast<std::ptrdiff_t>(kV3Header)) return false;
+            q = decodeV3(q, prev, bad);
+            if (q > qEnd) return false;
+            out.push_back(eventOfV3(prev, bad));
+        }
+        p = end - (qEnd - q);
+    }
+    return p == end && bad == 0;
+}
+
+// ---- versions 1 and 2 (LEB128 varints) -------------------------------------------------------
+
+inline size_t putVarint(unsigned char* buf, uint64_t z) {
     size_t n = 0;
     while (z >= 0x80) {
-        buf[n++] = static_cast<char>(z | 0x80);
+        buf[n++] = static_cast<unsigned char>(z | 0x80);
         z >>= 7;
     }
-    buf[n++] = static_cast<char>(z);
+    buf[n++] = static_cast<unsigned char>(z);
     return n;
 }
 
@@ -75,37 +295,28 @@ inline bool getVarint(const unsigned char*& p, const unsigned char* end, uint64_
     return false;
 }
 
-} // namespace
-
-void EventEncoder::append(const Event& e, std::string& out) {
-    char buf[3 + kFields * 10];
-    const Fields f = toFieldsV2(e);
-    Fields d;
-    uint32_t mask = 0;
-    for (int i = 0; i < kFields; ++i) {
-        d[i] = f[i] - prev_[i];
-        mask |= static_cast<uint32_t>(d[i] != 0) << i;
-        prev_[i] = f[i];
-    }
-    size_t n = putVarint(buf, mask);
-    for (uint32_t m = mask; m; m &= m - 1) {
-        int i = __builtin_ctz(m);
-        n += putVarint(buf + n, zigzag(d[i]));
-    }
-    out.append(buf, n);
-}
-
-void encodeEvents(std::span<const Event> events, std::string& out) {
-    EventEncoder enc;
-    for (const Event& e : events) enc.append(e, out);
-}
-
-bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out, int version) {
-    if (version != 1 && version != 2) return false;
+// Kept so tests and benchmarks can produce version-2 data (what traces before codec 3 hold).
+void encodeRunV2(std::span<const Event> events, std::string& out) {
     Fields prev{};
-    const auto* p = reinterpret_cast<const unsigned char*>(data.data());
-    const auto* end = p + data.size();
-    out.reserve(out.size() + count);
+    unsigned char buf[3 + kFields * 10];
+    for (const Event& e : events) {
+        const Fields f = toFields(e);
+        Fields d;
+        uint32_t mask = 0;
+        for (int i = 0; i < kFields; ++i) {
+            d[i] = f[i] - prev[i];
+            mask |= static_cast<uint32_t>(d[i] != 0) << i;
+            prev[i] = f[i];
+        }
+        size_t n = putVarint(buf, mask);
+        for (uint32_t m = mask; m; m &= m - 1) n += putVarint(buf + n, zigzag(d[__builtin_ctz(m)]));
+        out.append(reinterpret_cast<const char*>(buf), n);
+    }
+}
+
+bool decodeRunVarint(const unsigned char* p, const unsigned char* end, uint64_t count,
+                     std::vector<Event>& out, int version) {
+    Fields prev{};
     for (uint64_t k = 0; k < count; ++k) {
         uint64_t mask = (1u << kFields) - 1;
         if (version == 2 && (!getVarint(p, end, mask) || mask >> kFields)) return false;
@@ -116,10 +327,68 @@ bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out
             if (!getVarint(p, end, z)) return false;
             f[i] = prev[i] + unzigzag(z);
         }
-        out.push_back(version == 2 ? fromFieldsV2(f) : fromFieldsV1(f));
+        out.push_back(version == 2 ? fromFields(f) : fromFieldsV1(f));
         prev = f;
     }
     return p == end;
+}
+
+} // namespace
+
+EventEncoder::EventEncoder() {
+    capacity_ = 64 * 1024;
+    buf_ = std::make_unique_for_overwrite<char[]>(capacity_);
+}
+
+void EventEncoder::reset() {
+    std::fill(std::begin(prev_), std::end(prev_), 0);
+    size_ = 0;
+}
+
+void EventEncoder::grow() {
+    const size_t cap = std::max(capacity_ * 2, size_ + kMaxEncodedEventBytes);
+    auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+    std::memcpy(bigger.get(), buf_.get(), size_);
+    buf_ = std::move(bigger);
+    capacity_ = cap;
+}
+
+void EventEncoder::append(std::span<const Event> events) {
+    for (const Event& e : events) {
+        if (capacity_ - size_ < kMaxEncodedEventBytes) [[unlikely]]
+            grow();
+        size_ += encodeV3(e, prev_, reinterpret_cast<unsigned char*>(buf_.get() + size_));
+    }
+}
+
+namespace detail {
+void encodeEventsPortable(std::span<const Event> events, std::string& out) {
+    alignas(16) uint64_t prev[kV3Fields + 1] = {};
+    unsigned char buf[kMaxEncodedEventBytes];
+    for (const Event& e : events)
+        out.append(reinterpret_cast<const char*>(buf), encodeV3Scalar(e, prev, buf));
+}
+} // namespace detail
+
+void encodeEvents(std::span<const Event> events, std::string& out, int version) {
+    if (version == 2) return encodeRunV2(events, out);
+    EventEncoder enc;
+    enc.append(events);
+    out.append(enc.data());
+}
+
+bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out, int version) {
+    const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+    const auto* end = p + data.size();
+    // Smallest event: 5 header bytes (v3), 1 mask byte (v2), 17 varints (v1). A count that
+    // cannot fit is damage; checking it first keeps reserve() from a huge bogus allocation.
+    const size_t minBytes = version == 3 ? kV3Header : version == 2 ? 1 : kFields;
+    if (version < 1 || version > 3 || count > data.size() / minBytes) return false;
+    // Grow geometrically: a caller appending chunk after chunk to one vector must not pay a
+    // reallocation (and copy of everything so far) per chunk.
+    if (out.capacity() - out.size() < count) out.reserve(std::max(out.size() + count, 2 * out.capacity()));
+    if (version == 3) return decodeRunV3(p, end, count, out);
+    return decodeRunVarint(p, end, count, out, version);
 }
 
 } // namespace poolscope

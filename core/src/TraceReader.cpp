@@ -38,11 +38,21 @@ private:
     bool ok_ = false;
 };
 
-// Decodes the chunk in the current row (first_seq,t_min,t_max,count,codec,data) into out.
-bool decodeChunkRow(const Stmt& s, std::vector<Event>& out) {
+// Decodes the chunk in the current row (first_seq,t_min,t_max,count,codec,data) into out. A
+// codec above ours is a trace from a newer PoolScope (say so, like a newer schema); anything
+// else that does not decode is damage.
+Status decodeChunkRow(const Stmt& s, std::vector<Event>& out, const std::string& path) {
+    const int codec = s.i32(4);
+    if (codec > kEventCodecVersion)
+        return Error{ErrorCode::NewerVersion,
+                     "'" + path + "' was written by a newer PoolScope (event codec " +
+                         std::to_string(codec) + "; this version reads up to " +
+                         std::to_string(kEventCodecVersion) + "). Please update PoolScope."};
     auto* data = static_cast<const char*>(sqlite3_column_blob(s.get(), 5));
     auto bytes = static_cast<size_t>(sqlite3_column_bytes(s.get(), 5));
-    return decodeEvents(std::string_view(data ? data : "", bytes), s.u64(3), out, s.i32(4));
+    if (!decodeEvents(std::string_view(data ? data : "", bytes), s.u64(3), out, codec))
+        return Error{ErrorCode::Corrupt, "'" + path + "' is damaged (an event chunk does not decode)"};
+    return {};
 }
 
 constexpr const char* kChunkColumns = "first_seq,t_min,t_max,count,codec,data";
@@ -318,8 +328,7 @@ Result<std::vector<Event>> TraceReader::events(int64_t t0, int64_t t1) const {
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
         chunk.clear();
-        if (!decodeChunkRow(s, chunk))
-            return Error{ErrorCode::Corrupt, "'" + path_ + "' is damaged (an event chunk does not decode)"};
+        if (Status d = decodeChunkRow(s, chunk, path_); !d) return d.error();
         for (const Event& e : chunk)
             if (e.tsNs >= t0 && e.tsNs < t1) out.push_back(e);
     }
@@ -343,8 +352,7 @@ Status TraceReader::forEachEvent(const std::function<bool(const Event&)>& fn,
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
         chunk.clear();
-        if (!decodeChunkRow(s, chunk))
-            return Error{ErrorCode::Corrupt, "'" + path_ + "' is damaged (an event chunk does not decode)"};
+        if (Status d = decodeChunkRow(s, chunk, path_); !d) return d;
         for (const Event& e : chunk)
             if (!fn(e)) return Error{ErrorCode::Cancelled, "cancelled"};
         done += chunk.size();

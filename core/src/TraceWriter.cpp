@@ -200,13 +200,13 @@ Status TraceWriter::flushChunk() {
     sqlite3_bind_int64(c, 5, static_cast<int64_t>(chunk_.count));
     sqlite3_bind_int64(c, 6, s64(chunk_.kinds));
     sqlite3_bind_int(c, 7, kEventCodecVersion);
-    sqlite3_bind_blob64(c, 8, encoded_.data(), encoded_.size(), SQLITE_STATIC);
+    const std::string_view blob = encoder_.data();
+    sqlite3_bind_blob64(c, 8, blob.data(), blob.size(), SQLITE_STATIC);
     int rc = sqlite3_step(c);
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
     chunk_ = {};
     encoder_.reset();
-    encoded_.clear();
     return {};
 }
 
@@ -229,28 +229,42 @@ Status TraceWriter::append(std::span<const Event> events) {
     for (const Event& e : events) totalSamples += e.kind == EventKind::Sample;
     const size_t batchedSamples = totalSamples - totalSamples % kBatchRows;
     size_t iS = 0;
-    for (const Event& e : events) {
-        if (e.kind != EventKind::Sample) {
-            auto k = static_cast<unsigned>(e.kind);
-            if (k < static_cast<unsigned>(kEventKindCount)) {
-                ++counts_[k];
-                countsDirty_[k] = true;
+    for (size_t i = 0; i < events.size();) {
+        if (events[i].kind != EventKind::Sample) {
+            // A run of non-sample events, up to the end of the open chunk: bookkeeping per
+            // event, then encoded straight into the chunk in one call (no copy is kept).
+            const size_t room = schema::kChunkEvents - chunk_.count;
+            size_t j = i;
+            if (chunk_.count == 0) {
+                chunk_.firstSeq = events[i].seq;
+                chunk_.tMin = chunk_.tMax = events[i].tsNs;
             }
-            // Encoded straight into the open chunk: no copy of the event is kept.
-            if (chunk_.count++ == 0) {
-                chunk_.firstSeq = e.seq;
-                chunk_.tMin = chunk_.tMax = e.tsNs;
+            int64_t tMin = chunk_.tMin, tMax = chunk_.tMax; // locals: counts_ could alias them
+            uint64_t kinds = chunk_.kinds;
+            for (; j < events.size() && j - i < room && events[j].kind != EventKind::Sample; ++j) {
+                const Event& e = events[j];
+                const auto k = static_cast<unsigned>(e.kind);
+                if (k < static_cast<unsigned>(kEventKindCount)) {
+                    ++counts_[k];
+                    countsDirty_[k] = true;
+                }
+                tMin = std::min(tMin, e.tsNs);
+                tMax = std::max(tMax, e.tsNs);
+                kinds |= uint64_t{1} << (k & 63);
             }
-            chunk_.lastSeq = e.seq;
-            chunk_.tMin = std::min(chunk_.tMin, e.tsNs);
-            chunk_.tMax = std::max(chunk_.tMax, e.tsNs);
-            chunk_.kinds |= uint64_t{1} << (static_cast<unsigned>(e.kind) & 63);
-            encoder_.append(e, encoded_);
+            chunk_.tMin = tMin;
+            chunk_.tMax = tMax;
+            chunk_.kinds = kinds;
+            chunk_.lastSeq = events[j - 1].seq;
+            chunk_.count += j - i;
+            encoder_.append(events.subspan(i, j - i));
+            i = j;
             if (chunk_.count >= schema::kChunkEvents) {
                 if (Status s = flushChunk(); !s) return s;
             }
             continue;
         }
+        const Event& e = events[i++];
         bool ok = true;
         if (iS < batchedSamples) {
             bindSample(st.sampleBatch, static_cast<int>(iS % kBatchRows) * kSampleColumns, e);

@@ -67,7 +67,11 @@ CREATE TABLE threads (
 -- documented on poolscope::EventKind. Failed calls are kept with their CUresult (an OOM is 2).
 --
 -- They are stored in chunks: runs of consecutive events (by seq) encoded with the codec of
--- core/include/poolscope/EventCodec.h (delta + zigzag + varint per field, ~20 bytes an event).
+-- core/include/poolscope/EventCodec.h (its header comment specifies every version byte for byte).
+-- Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
+-- as 0-8 raw little-endian bytes, their lengths as 3-bit codes in a 5-byte header per event,
+-- ~20-26 bytes an event. Versions 1 and 2 (LEB128 varints) are still read. A chunk's `codec`
+-- says which; a reader refuses a codec above its own as a trace from a newer PoolScope.
 -- Why: one SQLite row per event tops out near 0.4 M events/s on a small machine, while a tight
 -- cudaMallocAsync loop produces over 1 M/s; chunks write at several million per second and make
 -- a 10 M-event trace about 200 MB instead of 700. `poolscope dump TRACE` prints events as rows.
@@ -79,7 +83,7 @@ CREATE TABLE event_chunks (
   t_max     INTEGER NOT NULL,                 -- largest ts_ns in the chunk
   count     INTEGER NOT NULL,
   kinds     INTEGER NOT NULL,                 -- bit (1 << kind) set for each kind present
-  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 and 2 exist)
+  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1, 2, 3; the writer sets it)
   data      BLOB    NOT NULL
 );
 CREATE INDEX event_chunks_by_time ON event_chunks(t_min, t_max);

@@ -4,7 +4,8 @@
 // schema::createSql(), with the blobs already encoded) through one prepared statement inside
 // one transaction: what SQLite itself costs. TraceWriter's extra is encoding, chunk bookkeeping
 // and the per-kind counts. A third benchmark, one row per event in a plain table, is kept for
-// reference: it is the design the chunked format replaced.
+// reference: it is the design the chunked format replaced. BM_EncodeEvents/N and
+// BM_DecodeEvents/N time the chunk codec alone in version N (2: the previous one, 3: written).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -236,16 +237,56 @@ void BM_WriterVsFloor(benchmark::State& state) {
     state.counters["bytes_per_event"] = static_cast<double>(bytes) / n;
 }
 
-// TraceWriter's own work on top of the floor, isolated: the chunk codec.
+// TraceWriter's own work on top of the floor, isolated: the chunk codec, per version (range(0)).
+// Version 3 goes through EventEncoder, one append per event, as TraceWriter does; version 2
+// (the previous codec, still read) through encodeEvents into a std::string, as the writer did.
 void BM_EncodeEvents(benchmark::State& state) {
+    const int version = static_cast<int>(state.range(0));
     const auto& ev = workload();
     std::string out;
+    EventEncoder enc;
+    size_t bytes = 0;
     for (auto _ : state) {
+        bytes = 0;
         for (size_t i = 0; i < ev.size(); i += schema::kChunkEvents) {
+            std::span<const Event> run(ev.data() + i, std::min(schema::kChunkEvents, ev.size() - i));
+            if (version == 3) {
+                enc.reset();
+                for (const Event& e : run) enc.append(e);
+                benchmark::DoNotOptimize(enc.data().data());
+                bytes += enc.size();
+            } else {
+                out.clear();
+                encodeEvents(run, out, version);
+                benchmark::DoNotOptimize(out.data());
+                bytes += out.size();
+            }
+        }
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kEvents));
+    state.counters["bytes_per_event"] = static_cast<double>(bytes) / kEvents;
+}
+
+// The reader's side: every chunk of the workload decoded into a reused vector, as
+// TraceReader::forEachEvent does (the timeline loader decodes every chunk of a trace).
+void BM_DecodeEvents(benchmark::State& state) {
+    const int version = static_cast<int>(state.range(0));
+    const auto& ev = workload();
+    std::vector<std::string> chunks;
+    for (size_t i = 0; i < ev.size(); i += schema::kChunkEvents) {
+        chunks.emplace_back();
+        encodeEvents(std::span<const Event>(ev.data() + i,
+                                            std::min(schema::kChunkEvents, ev.size() - i)),
+                     chunks.back(), version);
+    }
+    std::vector<Event> out;
+    for (auto _ : state) {
+        size_t left = ev.size();
+        for (const std::string& c : chunks) {
             out.clear();
-            encodeEvents(std::span<const Event>(ev.data() + i,
-                                                std::min(schema::kChunkEvents, ev.size() - i)),
-                         out);
+            const size_t n = std::min(schema::kChunkEvents, left);
+            if (!decodeEvents(c, n, out, version)) std::abort();
+            left -= n;
             benchmark::DoNotOptimize(out.data());
         }
     }
@@ -256,7 +297,8 @@ BENCHMARK(BM_TraceWriterAppend)->UseManualTime()->Unit(benchmark::kMillisecond)-
 BENCHMARK(BM_RawSqliteFloor)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_RowPerEventReference)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_WriterVsFloor)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(7);
-BENCHMARK(BM_EncodeEvents)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeEvents)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeEvents)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -1,48 +1,92 @@
 #pragma once
 // Compact encoding of Event runs, used for the trace's event chunks (and usable on the wire).
 //
-// Every field of an event is stored as its difference from the same field of the previous
-// event (the first event of a run starts from all zeros), taken modulo 2^64 and zigzag-mapped,
-// as an unsigned LEB128 varint. Signed fields (tsNs, device, result) are sign-extended first.
+// Common to all versions: a run (one chunk) is encoded event after event. Every field is taken
+// as its difference d from the same field of the previous event of the run (the first event
+// starts from all zeros), modulo 2^64, zigzag-mapped so that small |d| gives a small number:
+//   z = (d << 1) ^ (d >> 63)   (d as int64_t, arithmetic shift).
+// Signed fields (tsNs, device, result) are sign-extended to 64 bits first (except in version
+// 3's packed word), unsigned ones zero-extended. Decoding adds the unzigzagged z to the previous
+// value modulo 2^64. Event::reserved0/reserved1 are not stored (decoded as 0).
 //
-// Version 2 (written): per event, a varint presence mask with bit i set when field i's delta is
-// not zero, then the varints of those fields only. Field order (bit order):
+// Version 3 (written): 13 fields, fixed-width bytes instead of varints, so that neither encoder
+// nor decoder has a data-dependent branch. Fields, in order (i = 0..12):
+//   0 seq, 1 tsNs, 2 stream, 3 pool, 4 ptr, 5 size, 6 aux, 7 reserved, 8 used, 9 tid,
+//   10 correlation, 11 result, 12 packed
+// where packed = kind | flags << 8 | variant << 16 | attr << 24 | uint16_t(device) << 40
+// (bits 56..63 zero). Per event:
+//   len_i = number of bytes of z_i without its leading zero bytes (0 when z_i = 0, else 1..8);
+//   code_i = min(len_i, 7); the field takes L(code_i) bytes, L = {0,1,2,3,4,5,6,8} (a 7-byte
+//   z is stored in 8 bytes).
+//   Header: 5 bytes, a little-endian 40-bit number: bits 3i..3i+2 hold code_i; bit 39 is 0.
+//   Then, for i = 0..12, z_i as L(code_i) little-endian bytes.
+//   Example: seq +1 and tsNs +500, nothing else changed: z = 2 and 1000: codes 1 and 2 ->
+//   header 11 00 00 00 00, data 02 e8 03: 8 bytes.
+// A decoder must reject: bit 39 set; a reconstructed tid or correlation above 32 bits, result
+// outside int32 (not equal to its own sign extension) or packed above 56 bits; data ending
+// inside an event; bytes left after the last event. An event takes 5..109 bytes: ~26 on the
+// synthetic training-loop workload (v2: 25), 18-26 on the recorded samples (v2: 16-27).
+//
+// Version 2 (still read): 17 fields, i = 0..16:
 //   seq, tsNs, kind, correlation, ptr, size, used, stream, pool, reserved, tid, aux, variant,
 //   device, result, attr, flags
-// The fields that change at nearly every event come first, so the mask is usually one byte and
-// an event takes ~15-25 bytes instead of 96.
-// Version 1 (still read): no mask; all 17 fields in the order
+// per event a presence mask as an unsigned LEB128 varint (bit i set when z_i != 0; bits above
+// 16 must be zero), then z_i of each present field, in increasing i, as a LEB128 varint.
+// Version 1 (still read): no mask; all 17 z_i as LEB128 varints in the order
 //   seq, tsNs, kind, variant, tid, device, correlation, result, stream, pool, ptr, size, aux,
 //   attr, flags, reserved, used
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <iterator>
+#include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "poolscope/Event.h"
 
 namespace poolscope {
 
-inline constexpr int kEventCodecVersion = 2; // written; 1 and 2 are read
+inline constexpr int kEventCodecVersion = 3; // written; 1, 2 and 3 are read
+inline constexpr int kEventCodecFields = 13; // version 3
+// Most bytes one version-3 event can take: the 5-byte header and 13 fields of 8 bytes.
+inline constexpr size_t kMaxEncodedEventBytes = 5 + kEventCodecFields * 8;
 
-// Incremental encoder: one run (chunk) at a time; reset() starts the next run.
+// Incremental version-3 encoder into its own buffer: one run (chunk) at a time. Each event is
+// written straight into the buffer (which grows, rarely, only when a worst-case event would
+// not fit), with no per-event std::string append.
 class EventEncoder {
 public:
-    void reset() { std::fill(std::begin(prev_), std::end(prev_), 0); }
-    void append(const Event& e, std::string& out);
+    EventEncoder();
+    // Starts the next run: previous values back to zero, buffer emptied (capacity kept).
+    void reset();
+    void append(std::span<const Event> events); // appends to the current run
+    void append(const Event& e) { append(std::span<const Event>(&e, 1)); }
+    std::string_view data() const { return {buf_.get(), size_}; }
+    size_t size() const { return size_; }
 
 private:
-    uint64_t prev_[17] = {};
+    void grow();
+    alignas(16) uint64_t prev_[kEventCodecFields + 1] = {}; // +1: SIMD pairs
+    std::unique_ptr<char[]> buf_;
+    size_t size_ = 0;
+    size_t capacity_ = 0;
 };
 
-// Appends the encoding of events (one run) to out.
-void encodeEvents(std::span<const Event> events, std::string& out);
-// Decodes exactly count events encoded with codec `version`; false if the data is short,
-// malformed or of an unknown version.
+// Appends the encoding of events (one run) to out, in codec `version` (3, or 2 for tests and
+// benchmarks that need old-format data).
+void encodeEvents(std::span<const Event> events, std::string& out,
+                  int version = kEventCodecVersion);
+// Decodes exactly count events encoded with codec `version`, appending them to out; false if
+// the data is short, malformed, has bytes left over, or is of an unknown version.
 bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out,
                   int version = kEventCodecVersion);
+
+namespace detail {
+// Tests only: the portable version-3 encoder (used where SSE2 is missing), which must produce
+// exactly the bytes of the SSE2 one.
+void encodeEventsPortable(std::span<const Event> events, std::string& out);
+} // namespace detail
 
 } // namespace poolscope

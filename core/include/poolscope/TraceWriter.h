@@ -68,8 +68,7 @@ private:
         uint64_t count = 0, firstSeq = 0, lastSeq = 0, kinds = 0;
         int64_t tMin = 0, tMax = 0;
     } chunk_;                    // the chunk being filled
-    EventEncoder encoder_;
-    std::string encoded_;        // the open chunk's encoded events
+    EventEncoder encoder_;       // holds the open chunk's encoded events
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};
     std::string path_;
