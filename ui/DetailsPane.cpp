@@ -89,8 +89,9 @@ QString DetailsPane::attributeChange(const Timeline& tl, const Marker& m) {
     if (!p) return {};
     // The marker does not carry the attribute: find the attribute series that steps to the
     // marker's value at the marker's time.
-    for (PoolAttr a : {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
-                       PoolAttr::ReuseAllowOpportunistic, PoolAttr::ReuseAllowInternalDependencies}) {
+    for (PoolAttr a :
+         {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
+          PoolAttr::ReuseAllowOpportunistic, PoolAttr::ReuseAllowInternalDependencies}) {
         const Series* s = p->attributeSeries(a);
         if (!s) continue;
         auto it = std::lower_bound(s->t.begin(), s->t.end(), m.tsNs);

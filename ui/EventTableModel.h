@@ -25,8 +25,8 @@ public:
     // does.
     void resetData(std::shared_ptr<const std::vector<Event>> events, int64_t traceT0,
                    std::shared_ptr<const LaneLayout> layout);
-    const Event* eventAt(int row) const;     // in the current (sorted) row order
-    int rowOfSeq(uint64_t seq) const;        // -1 when not loaded
+    const Event* eventAt(int row) const; // in the current (sorted) row order
+    int rowOfSeq(uint64_t seq) const;    // -1 when not loaded
     int sortColumn() const { return sortColumn_; }
     Qt::SortOrder sortOrder() const { return sortOrder_; }
 

@@ -1,5 +1,6 @@
 #include "TimelinePainter.h"
 
+#include "DetailsPane.h"
 #include "TimeTicker.h"
 #include "poolscope/Units.h"
 
@@ -32,7 +33,8 @@ double clampX(double x, const TimelineGeometry& g) {
 }
 } // namespace
 
-void TimelineGeometry::layoutLanes(const LaneLayout& layout, const std::vector<uint8_t>& collapsedIn) {
+void TimelineGeometry::layoutLanes(const LaneLayout& layout,
+                                   const std::vector<uint8_t>& collapsedIn) {
     laneTop.clear();
     laneH.clear();
     laneState.assign(layout.lanes.size(), kExpanded);
@@ -80,10 +82,10 @@ void TimelineGeometry::layoutLanes(const LaneLayout& layout, const std::vector<u
                 const int rows = std::max(2, l.rowCount);
                 h = laneState[i] == kCollapsed
                         ? 2 * kStreamPad + kSummaryH
-                        : 2 * kStreamPad + (rows <= kMaxVisibleRows
-                                                ? rows * kRowPitch
-                                                : std::clamp(rows * 3, kMaxVisibleRows * kRowPitch,
-                                                             180));
+                        : 2 * kStreamPad +
+                              (rows <= kMaxVisibleRows
+                                   ? rows * kRowPitch
+                                   : std::clamp(rows * 3, kMaxVisibleRows * kRowPitch, 180));
             }
         }
         laneTop.push_back(y);
@@ -193,7 +195,8 @@ void TimelinePainter::paintOverlay(QPainter& p, const Selection& sel, int64_t cu
                                    int highlighted, const QRect& rubberBand, bool withText) {
     p.save();
     p.setClipRect(0, g_.lanesTop(), g_.width, g_.lanesBottom() - g_.lanesTop());
-    if (highlighted >= 0 && size_t(highlighted) < g_.laneH.size() && g_.laneH[size_t(highlighted)] > 0)
+    if (highlighted >= 0 && size_t(highlighted) < g_.laneH.size() &&
+        g_.laneH[size_t(highlighted)] > 0)
         p.fillRect(QRect(g_.labelW, g_.laneY(size_t(highlighted)), g_.width - g_.labelW,
                          g_.laneH[size_t(highlighted)]),
                    QColor(60, 130, 210, 40));
@@ -353,8 +356,10 @@ void TimelinePainter::paintArea(QPainter& p, const Series& s, int top, int botto
     for (int c = c0; c < c1; ++c) {
         const int64_t tb = g_.tOf(g_.labelW + c + 1);
         // Outside the trace (or before the series starts) nothing is drawn.
-        if (tb > s.t.front() && ta < tEnd) colMax[size_t(c - c0)] = columnMax(s, i, tb, summarised);
-        else if (ta < tEnd) i = size_t(std::lower_bound(s.t.begin(), s.t.end(), tb) - s.t.begin());
+        if (tb > s.t.front() && ta < tEnd)
+            colMax[size_t(c - c0)] = columnMax(s, i, tb, summarised);
+        else if (ta < tEnd)
+            i = size_t(std::lower_bound(s.t.begin(), s.t.end(), tb) - s.t.begin());
         ta = tb;
     }
     std::vector<QRect> fills, tops;
@@ -368,7 +373,8 @@ void TimelinePainter::paintArea(QPainter& p, const Series& s, int top, int botto
         int e = c + 1;
         while (e < W && colMax[size_t(e)] == colMax[size_t(c)])
             ++e;
-        const int y = int(std::lround(bottom - (bottom - top) * std::min(1.0, colMax[size_t(c)] / scale)));
+        const int y =
+            int(std::lround(bottom - (bottom - top) * std::min(1.0, colMax[size_t(c)] / scale)));
         fills.emplace_back(g_.labelW + c0 + c, y, e - c, bottom - y);
         if (line.isValid()) tops.emplace_back(g_.labelW + c0 + c, y, e - c, 1);
         c = e;
@@ -413,8 +419,8 @@ void TimelinePainter::paintSummary(QPainter& p, size_t laneIdx) {
         const StreamTimeline& st = tl.streams[size_t(l.streamIndex)];
         QColor fill = c_.sizeColor(st.peakLive ? st.peakLive : 1);
         fill.setAlpha(150);
-        paintArea(p, st.liveBytes, top, top + kSummaryH,
-                  double(std::max<uint64_t>(1, st.peakLive)), fill, fill.darker(140));
+        paintArea(p, st.liveBytes, top, top + kSummaryH, double(std::max<uint64_t>(1, st.peakLive)),
+                  fill, fill.darker(140));
         return;
     }
     paintRows(p, laneIdx, {}, top, kSummaryH);
@@ -864,8 +870,9 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
     const Lane& l = layout.lanes[size_t(hit.lane)];
     if (pos.x() < g_.labelW) {
         // The disclosure triangle, or anywhere on a device header (it selects nothing).
-        hit.toggle = g_.disclosureRect(layout, size_t(hit.lane)).adjusted(-3, -2, 3, 2).contains(pos) ||
-                     l.kind == LaneKind::Device;
+        hit.toggle =
+            g_.disclosureRect(layout, size_t(hit.lane)).adjusted(-3, -2, 3, 2).contains(pos) ||
+            l.kind == LaneKind::Device;
         if (l.kind == LaneKind::Pool) hit.sel = {Selection::Pool, 0, l.pool, {}};
         if (l.kind == LaneKind::Stream) hit.sel = {Selection::Stream, 0, l.stream, {}};
         return hit;
@@ -945,8 +952,12 @@ QString TimelinePainter::tooltip(const TimelineHit& h) const {
             s += QStringLiteral("<br>pool size after release: %1").arg(qs(formatBytes(m.value)));
         else if (m.kind == EventKind::PoolTrimTo)
             s += QStringLiteral("<br>trim to keep at least %1").arg(qs(formatBytes(m.value)));
-        else if (m.kind == EventKind::PoolSetAttribute || m.kind == EventKind::KnobChange)
-            s += QStringLiteral("<br>new value: %1").arg(qs(formatBytes(m.value)));
+        else if (m.kind == EventKind::PoolSetAttribute || m.kind == EventKind::KnobChange) {
+            const QString change = DetailsPane::attributeChange(tl, m); // names a reuse policy
+            s += change.isEmpty()
+                     ? QStringLiteral("<br>new value: %1").arg(qs(formatBytes(m.value)))
+                     : QStringLiteral("<br>%1").arg(change.toHtmlEscaped());
+        }
         if (m.pool) s += QStringLiteral("<br>%1").arg(layout.poolName(m.pool));
         if (m.kind == EventKind::StreamSynchronize)
             s += QStringLiteral("<br>%1").arg(layout.streamName(m.stream));

@@ -9,10 +9,10 @@
 
 #include <QHash>
 #include <QImage>
-#include <QStaticText>
 #include <QPainter>
-#include <array>
 #include <QRect>
+#include <QStaticText>
+#include <array>
 #include <cstdint>
 #include <vector>
 

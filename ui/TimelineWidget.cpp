@@ -317,8 +317,8 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
 
     const qreal dpr = devicePixelRatioF();
     const QSize px = (QSizeF(size()) * dpr).toSize();
-    ContentKey key{generation_, width(), height(), geo_.scrollY, geo_.labelW,
-                   geo_.v1 - geo_.v0, coloring_, geo_.laneState};
+    ContentKey key{generation_, width(),           height(),  geo_.scrollY,
+                   geo_.labelW, geo_.v1 - geo_.v0, coloring_, geo_.laneState};
     bool full = !contentValid_ || !(key == contentKey_) || content_.size() != px;
     int x0 = geo_.labelW, x1 = width();
     if (!full) {
@@ -361,11 +361,12 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     QPainter p(this);
     const QRect lanes(geo_.labelW, geo_.lanesTop(), width() - geo_.labelW,
                       geo_.lanesBottom() - geo_.lanesTop());
-    p.drawImage(lanes, content_, QRectF(QPointF(lanes.topLeft()) * dpr, QSizeF(lanes.size()) * dpr));
+    p.drawImage(lanes, content_,
+                QRectF(QPointF(lanes.topLeft()) * dpr, QSizeF(lanes.size()) * dpr));
     painter.paintOverlay(p, sel_, cursor_, highlightedLane_, band_, /*withText=*/false);
 
-    LabelKey lk{generation_, height(), geo_.scrollY, geo_.labelW, cursor_, highlightedLane_,
-                painter.focusLane, geo_.laneState};
+    LabelKey lk{generation_, height(),         geo_.scrollY,      geo_.labelW,
+                cursor_,     highlightedLane_, painter.focusLane, geo_.laneState};
     const QSize labelPx = (QSizeF(geo_.labelW, height()) * dpr).toSize();
     if (!(lk == labelKey_) || labels_.size() != labelPx) {
         labels_ = QImage(labelPx, QImage::Format_RGB32);
@@ -399,7 +400,8 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
 
 void TimelineWidget::shiftContent(int dx) {
     // In place, one scan line at a time: only the lanes' band [labelW, width) moves.
-    const int top = std::max(0, geo_.lanesTop()), bottom = std::min(content_.height(), geo_.lanesBottom());
+    const int top = std::max(0, geo_.lanesTop()),
+              bottom = std::min(content_.height(), geo_.lanesBottom());
     const int x0 = geo_.labelW, w = content_.width() - x0, n = w - std::abs(dx);
     if (n <= 0) return;
     for (int y = top; y < bottom; ++y) {

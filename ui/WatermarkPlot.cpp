@@ -222,8 +222,7 @@ std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKe
         v.reserve(qsizetype(pts.size() + 1));
         for (const Point& p : pts)
             // A threshold at UINT64_MAX ("never release") has no place on a byte axis.
-            v.push_back({double(p.t) - base,
-                         clampHuge && p.v > hugeAbove ? qQNaN() : double(p.v)});
+            v.push_back({double(p.t) - base, clampHuge && p.v > hugeAbove ? qQNaN() : double(p.v)});
         if (!pts.empty()) v.push_back({double(end) - base, v.back().value}); // to the view's end
         c->set(v, true);
         return c;

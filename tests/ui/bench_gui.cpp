@@ -128,10 +128,11 @@ int main(int argc, char** argv) {
     // span (the timeline shifts its cached image and paints the exposed strip); "zoom" frames
     // alternate the span by 1.25x around the same centre (everything is repainted).
     std::printf("wall = elapsed time; cpu = this thread's CPU time (robust to a loaded machine)\n");
-    std::printf("plot = its data refresh (inside setViewRange) + replot; total = timeline + plot\n");
+    std::printf(
+        "plot = its data refresh (inside setViewRange) + replot; total = timeline + plot\n");
     std::printf("%-18s %-4s | %7s %7s | %7s %7s | %7s %7s %7s | %7s %7s | %s\n", "zoom (span)",
-                "kind", "tl cpu", "tl wall", "pl cpu", "pl wall", "tot cpu", "tot wal",
-                "tot p95", "bars", "merged", "timeline content");
+                "kind", "tl cpu", "tl wall", "pl cpu", "pl wall", "tot cpu", "tot wal", "tot p95",
+                "bars", "merged", "timeline content");
     const int64_t span0 = tl.t1 - tl.t0;
     for (double frac : {1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6}) {
         for (int zoom = 0; zoom < 2; ++zoom) {
@@ -184,12 +185,13 @@ int main(int argc, char** argv) {
             char content[96];
             std::snprintf(content, sizeof content, "%d full, %d strip (avg %ld px), %d cached",
                           full, strip, strip ? stripPx / strip : 0L, 30 - full - strip);
-            std::printf("%-18s %-4s | %7.2f %7.2f | %7.2f %7.2f | %7.2f %7.2f %7.2f | %7llu %7llu | "
-                        "%s\n",
-                        label, zoom ? "zoom" : "pan", stats(tlCpu).median, stats(tlWall).median,
-                        stats(plCpu).median, stats(plWall).median, stats(totCpu).median,
-                        stats(totWall).median, stats(totWall).p95, (unsigned long long)ps.bars,
-                        (unsigned long long)ps.mergedRuns, content);
+            std::printf(
+                "%-18s %-4s | %7.2f %7.2f | %7.2f %7.2f | %7.2f %7.2f %7.2f | %7llu %7llu | "
+                "%s\n",
+                label, zoom ? "zoom" : "pan", stats(tlCpu).median, stats(tlWall).median,
+                stats(plCpu).median, stats(plWall).median, stats(totCpu).median,
+                stats(totWall).median, stats(totWall).p95, (unsigned long long)ps.bars,
+                (unsigned long long)ps.mergedRuns, content);
             std::fflush(stdout);
         }
     }

@@ -205,8 +205,7 @@ TEST(DetailsPane, ShowsReusePoliciesInForceBeforeAndAfterAChange) {
             // The cursor section: the pool's row, then its threshold and reuse line.
             const QStringList lines = pane.toPlainText().split('\n');
             for (qsizetype i = lines.size() - 1; i >= 0; --i)
-                if (lines[i].startsWith(pool))
-                    return (lines.mid(i, 4).join(' '));
+                if (lines[i].startsWith(pool)) return (lines.mid(i, 4).join(' '));
             return QString();
         };
         const QString key = QString::fromUtf8(names[e.attr]);
@@ -248,7 +247,8 @@ QImage freshFrame(TimelineWidget& w) {
 
 int differingPixels(const QImage& a, const QImage& b) {
     if (a.size() != b.size()) return -1;
-    const QImage x = a.convertToFormat(QImage::Format_RGB32), y = b.convertToFormat(QImage::Format_RGB32);
+    const QImage x = a.convertToFormat(QImage::Format_RGB32),
+                 y = b.convertToFormat(QImage::Format_RGB32);
     int n = 0;
     QRect box;
     for (int r = 0; r < x.height(); ++r)
@@ -283,14 +283,16 @@ TEST(TimelineWidget, PannedCachedFramesEqualFreshOnes) {
         w.grab();
         for (int step : {1, -3, 7, 40, -90}) {
             const int64_t before = w.viewStart();
-            w.setViewRange(w.viewStart() + span * step / 200, w.viewStart() + span * step / 200 + span);
+            w.setViewRange(w.viewStart() + span * step / 200,
+                           w.viewStart() + span * step / 200 + span);
             const QImage panned = w.grab().toImage();
             // (At the whole-trace level a pan can hit the view's limit and not move.)
             if (w.viewStart() != before) {
                 EXPECT_EQ(w.lastContentPaint(), TimelineWidget::ContentPaint::Strip)
                     << span << " " << step;
             }
-            EXPECT_EQ(differingPixels(panned, freshFrame(w)), 0) << "span " << span << " step " << step;
+            EXPECT_EQ(differingPixels(panned, freshFrame(w)), 0)
+                << "span " << span << " step " << step;
         }
     }
     // Overlay changes reuse the image as is, and show the change.
