@@ -1,10 +1,12 @@
--- PoolScope trace schema, version 1.
+-- PoolScope trace schema, version 2.
 --
 -- A trace is one SQLite file (extension .poolscope) identified by
 --   PRAGMA application_id = 1347634000  (0x50534350, 'PSCP')
---   PRAGMA user_version   = 1           (this schema's version)
+--   PRAGMA user_version   = 2           (this schema's version)
 -- The schema grows only by adding tables and columns under a higher user_version; a reader opens
 -- every version up to its own and refuses newer ones with a plain message.
+-- History: 1 = event chunks in codec 1 or 2. 2 = the same tables; chunks may be codec 3, so a
+-- reader of version 1 (which would call codec 3 "damaged") says "newer PoolScope" instead.
 --
 -- Conventions
 -- * Handles (CUstream, CUmemoryPool, CUevent, device pointers) are 64-bit unsigned values stored

@@ -7,7 +7,7 @@
 
 namespace poolscope::schema {
 
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2; // written; 1 and 2 are read (see schema.sql)
 // 'PSCP' as a big-endian integer: `file` and the reader recognise a trace by it.
 inline constexpr int32_t kApplicationId = 0x50534350;
 inline constexpr std::string_view kFileExtension = ".poolscope";
