@@ -309,22 +309,33 @@ Result<TraceSummary> TraceReader::summary() const {
 }
 
 Result<std::vector<Event>> TraceReader::events(int64_t t0, int64_t t1) const {
-    std::string sql = std::string("SELECT ") + kChunkColumns +
-                      " FROM event_chunks WHERE t_min < ?2 AND t_max >= ?1 ORDER BY first_seq";
+    // The matching chunks' ids first, sorted here: ORDER BY first_seq on the rows themselves
+    // would have SQLite copy their blobs into a temporary b-tree before the first row.
+    std::vector<std::pair<uint64_t, int64_t>> order; // (first_seq, id)
+    {
+        Stmt s(db_, "SELECT first_seq, id FROM event_chunks WHERE t_min < ?2 AND t_max >= ?1");
+        if (!s.ok()) return sqlError("query events");
+        s.bind(1, t0);
+        s.bind(2, t1);
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) order.emplace_back(s.u64(0), s.i64(1));
+        if (rc != SQLITE_DONE) return sqlError("query events");
+    }
+    std::sort(order.begin(), order.end());
+    std::string sql = std::string("SELECT ") + kChunkColumns + " FROM event_chunks WHERE id = ?1";
     Stmt s(db_, sql.c_str());
     if (!s.ok()) return sqlError("query events");
-    s.bind(1, t0);
-    s.bind(2, t1);
     std::vector<Event> out, chunk;
-    int rc;
-    while ((rc = s.step()) == SQLITE_ROW) {
+    for (const auto& [firstSeq, id] : order) {
+        sqlite3_reset(s.get());
+        s.bind(1, id);
+        if (s.step() != SQLITE_ROW) return sqlError("query events");
         chunk.clear();
         if (!decodeChunkRow(s, chunk))
             return Error{ErrorCode::Corrupt, "'" + path_ + "' is damaged (an event chunk does not decode)"};
         for (const Event& e : chunk)
             if (e.tsNs >= t0 && e.tsNs < t1) out.push_back(e);
     }
-    if (rc != SQLITE_DONE) return sqlError("query events");
     return out;
 }
 

@@ -647,6 +647,11 @@ TEST(BuildTimeline, ChunksOutOfRowidOrderAreReadInSeqOrder) {
         return true;
     }));
     EXPECT_EQ(n, t.events.size());
+    // The time-range query too (the events table's).
+    auto ranged = (*r)->events(t.events[100].tsNs, t.events[t.events.size() - 100].tsNs);
+    ASSERT_TRUE(ranged);
+    EXPECT_EQ(ranged->size(), t.events.size() - 200);
+    for (size_t i = 1; i < ranged->size(); ++i) ASSERT_GT((*ranged)[i].seq, (*ranged)[i - 1].seq);
     t.reader = std::move(*r);
     auto tl = buildTimeline(*t.reader);
     ASSERT_TRUE(tl);
