@@ -33,10 +33,15 @@ public:
         hide();
     }
 
+    // Repaints only where the note is (a repaint of the overlay makes the view under it paint
+    // that area again, and the timeline's painting is not free).
     void setText(const QString& text) {
         if (text == text_) return;
         text_ = text;
-        update();
+        if (textBox_.isEmpty())
+            update();
+        else
+            update(textBox_.toAlignedRect().adjusted(-40, -2, 40, 2));
     }
 
 protected:
@@ -69,6 +74,7 @@ protected:
         f.setBold(true);
         p.setFont(f);
         const QRectF textBox = p.boundingRect(r, Qt::AlignCenter, text_).adjusted(-8, -4, 8, 4);
+        textBox_ = textBox;
         if (textBox.width() > r.width()) return; // a sliver: the dashed edge says enough
         QColor box = palette().color(QPalette::Base);
         box.setAlpha(235);
@@ -82,6 +88,7 @@ protected:
 private:
     Band band_;
     QString text_;
+    QRectF textBox_; // where the note was last drawn
 };
 
 } // namespace poolscope::ui

@@ -444,20 +444,24 @@ void MainWindow::fitSplitterToLanes() {
 
 void MainWindow::updateLoadingOverlays() {
     const bool partial = snap_.valid() && snap_.timeline->partial;
-    QString text;
+    QString text, coarse;
     if (partial) {
-        // The percentage is the status bar's: events read so far (layout comes after).
-        text = showingPartialOf(snap_.path) && loader_->busy()
-                   ? tr("loading %1 %").arg(std::max(loadPercent_, int(snap_.timeline->loadedFraction() * 90)))
-                   : tr("not loaded");
-    }
-    for (LoadingOverlay* o : {timelineOverlay_, plotOverlay_}) {
-        o->setText(text);
-        o->setVisible(partial);
-        if (partial) {
-            o->raise();
-            o->update();
+        if (showingPartialOf(snap_.path) && loader_->busy()) {
+            // The percentage is the status bar's (events read; 90-100 is the lane layout).
+            const int pct = std::max(loadPercent_, int(snap_.timeline->loadedFraction() * 90));
+            text = tr("loading %1 %").arg(pct);
+            // The timeline repaints what the note covers at each change: in 5 % steps there.
+            coarse = tr("loading %1 %").arg(pct / 5 * 5);
+        } else {
+            text = coarse = tr("not loaded");
         }
+    }
+    timelineOverlay_->setText(coarse);
+    plotOverlay_->setText(text); // the plot repaints from its buffer: cheap
+    for (LoadingOverlay* o : {timelineOverlay_, plotOverlay_}) {
+        if (o->isVisible() == partial) continue;
+        o->setVisible(partial);
+        if (partial) o->raise();
     }
 }
 

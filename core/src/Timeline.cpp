@@ -615,7 +615,6 @@ private:
 
 Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
                                                       const BuildOptions& options) {
-    const auto started = std::chrono::steady_clock::now();
     TimelineBuilder b;
     auto devices = reader.devices();
     if (!devices) return devices.error();
@@ -625,10 +624,15 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     if (!streams) return streams.error();
     b.setEntities(std::move(devices.value()), std::move(pools.value()),
                   std::move(streams.value()));
-    const uint64_t total = reader.chunkedEventCount();
-    // The whole trace's time range (for partial timelines) and per-kind counts (capacity).
+    // The whole trace's time range (for partial timelines), per-kind counts (capacity) and
+    // event count (progress); the chunks' own count when the summary cannot be read.
     TraceSummary summary;
-    if (auto s = reader.summary(); s) summary = std::move(*s);
+    uint64_t total = 0;
+    if (auto s = reader.summary(); s) {
+        summary = std::move(*s);
+        total = summary.eventCount;
+    }
+    if (total == 0) total = reader.chunkedEventCount();
 
     // Samples live in their own table; they are few (periodic), so read them whole and merge
     // them into the event stream by time: each goes in before the first event not earlier.
@@ -644,9 +648,13 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
 
     uint64_t done = 0;
     bool partialDue = static_cast<bool>(options.onPartial);
+    // The partial timeline's clock starts with the first events: the time spent opening and
+    // reading samples before them would otherwise leave it next to empty.
+    std::chrono::steady_clock::time_point started{};
     auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
     // One chunk into the builder, then progress, the partial timeline when due, and cancel.
     auto consume = [&](const std::vector<Event>& chunk) {
+        if (done == 0) started = std::chrono::steady_clock::now();
         for (const Event& e : chunk) {
             if (e.tsNs >= nextSample) [[unlikely]] {
                 while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(b, ss[si++]);

@@ -259,8 +259,8 @@ struct BuildOptions {
     // Setting *cancel makes buildTimeline return ErrorCode::Cancelled within a chunk.
     const std::atomic<bool>* cancel = nullptr;
     // Progressive loading: called once, on the building thread, with a partial timeline (see
-    // Timeline::partial) as soon as partialAfter has passed since the build started, or
-    // partialAfterEvents events are in when that is not 0, whichever comes first (checked
+    // Timeline::partial) as soon as partialAfter has passed since the first events were read,
+    // or partialAfterEvents events are in when that is not 0, whichever comes first (checked
     // between chunks). Taking it early keeps it small: it is a copy of what is built so far.
     // Not called when the whole trace is read before then. The build waits for the callback.
     std::function<void(std::shared_ptr<const Timeline>)> onPartial;
