@@ -133,7 +133,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                     double(std::max<int64_t>(1, v1 - v0));
         const double x0 = std::max<double>(x, left);
         if (x0 >= right) return std::nullopt;
-        return QRectF(x0, 0, right - x0, timeline_->height());
+        // Over the ruler and the lanes; the legend strip at the bottom stays readable.
+        const int bottom = timeline_->height() - TimelineGeometry{}.legendH;
+        return QRectF(x0, 0, right - x0, std::max(0, bottom));
     });
     QCustomPlot* cp = plot_->plot();
     plotOverlay_ = new LoadingOverlay(cp, [this, cp]() -> std::optional<QRectF> {
@@ -444,20 +446,19 @@ void MainWindow::fitSplitterToLanes() {
 
 void MainWindow::updateLoadingOverlays() {
     const bool partial = snap_.valid() && snap_.timeline->partial;
-    QString text, coarse;
+    QString text;
     if (partial) {
         if (showingPartialOf(snap_.path) && loader_->busy()) {
-            // The percentage is the status bar's (events read; 90-100 is the lane layout).
+            // The percentage is the status bar's (events read; 90-100 is the lane layout), in
+            // 5 % steps: each change repaints the timeline under the note.
             const int pct = std::max(loadPercent_, int(snap_.timeline->loadedFraction() * 90));
-            text = tr("loading %1 %").arg(pct);
-            // The timeline repaints what the note covers at each change: in 5 % steps there.
-            coarse = tr("loading %1 %").arg(pct / 5 * 5);
+            text = tr("loading %1 %").arg(pct / 5 * 5);
         } else {
-            text = coarse = tr("not loaded");
+            text = tr("not loaded");
         }
     }
-    timelineOverlay_->setText(coarse);
-    plotOverlay_->setText(text); // the plot repaints from its buffer: cheap
+    timelineOverlay_->setText(text);
+    plotOverlay_->setText(text);
     for (LoadingOverlay* o : {timelineOverlay_, plotOverlay_}) {
         if (o->isVisible() == partial) continue;
         o->setVisible(partial);
