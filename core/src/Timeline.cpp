@@ -616,6 +616,10 @@ private:
 
 } // namespace
 
+bool BuildOptions::defaultReadAhead() {
+    return std::thread::hardware_concurrency() >= 4;
+}
+
 Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
                                                       const BuildOptions& options) {
     TimelineBuilder b;

@@ -82,7 +82,8 @@ std::shared_ptr<const Timeline> builtTimeline() {
 }
 
 // The whole load: read + decode + reconstruct. Args: read-ahead (decoding on a second thread)
-// on/off, and a partial timeline handed out at the default 300 ms (as the GUI asks) or not.
+// on/off, and a partial timeline handed out at the default 300 ms (as the GUI asks) or not;
+// the last row is what the GUI does on this 2-vCPU machine (no read-ahead, a partial).
 // Process CPU time (both threads) and wall time.
 void BM_BuildTimeline10M(benchmark::State& state) {
     auto reader = openTrace();
@@ -178,7 +179,7 @@ BENCHMARK(BM_BuildTimeline10M)
     ->ArgNames({"readahead", "partial"})
     ->Args({1, 0})
     ->Args({0, 0})
-    ->Args({1, 1})
+    ->Args({0, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->MeasureProcessCPUTime()

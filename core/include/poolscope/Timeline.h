@@ -267,7 +267,11 @@ struct BuildOptions {
     std::chrono::milliseconds partialAfter{300};
     uint64_t partialAfterEvents = 0;
     // Read and decode chunks on a second thread while this one builds (same result either way).
-    bool readAhead = true;
+    // Default: on with 4 or more hardware threads. On the 2-vCPU development VM it did not pay:
+    // the same instructions, 5-10 % more cycles (decoded events cross cores), and no overlap
+    // while other work keeps both vCPUs busy (docs/PERFORMANCE.md).
+    bool readAhead = defaultReadAhead();
+    static bool defaultReadAhead();
 };
 
 // Reads the whole trace through a builder: one pass in seq order, samples merged in by time.
