@@ -8,8 +8,8 @@
 // purpose: no Q_OBJECT, nothing to moc.
 
 #include <QEvent>
-#include <QRectF>
 #include <QPainter>
+#include <QRectF>
 #include <QWidget>
 #include <algorithm>
 #include <cstdint>

@@ -127,9 +127,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     timelineOverlay_ = new LoadingOverlay(timeline_, [this]() -> std::optional<QRectF> {
         if (!snap_.valid() || !snap_.timeline->partial) return std::nullopt;
         // TimelineGeometry::xOf, from what the widget exposes.
-        const int left = timeline_->labelWidth(), right = timeline_->width() - timeline_->rightPad();
+        const int left = timeline_->labelWidth(),
+                  right = timeline_->width() - timeline_->rightPad();
         const int64_t v0 = timeline_->viewStart(), v1 = timeline_->viewEnd();
-        const double x = left + double(snap_.timeline->loadedUntilNs - v0) * std::max(1, right - left) /
+        const double x = left + double(snap_.timeline->loadedUntilNs - v0) *
+                                    std::max(1, right - left) /
                                     double(std::max<int64_t>(1, v1 - v0));
         const double x0 = std::max<double>(x, left);
         if (x0 >= right) return std::nullopt;
@@ -204,7 +206,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(loader_, &TraceLoader::cancelled, this, [this](const QString& path) {
         progress_->hide();
         cancelButton_->hide();
-        if (snap_.valid() && snap_.timeline->partial && snap_.path == QFileInfo(path).absoluteFilePath())
+        if (snap_.valid() && snap_.timeline->partial &&
+            snap_.path == QFileInfo(path).absoluteFilePath())
             showStatus(tr("Loading %1 cancelled: showing only its first %2 %.")
                            .arg(QFileInfo(path).fileName())
                            .arg(int(snap_.timeline->loadedFraction() * 100)));
@@ -421,8 +424,9 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
         QString title = s.title;
         if (s.bundledSample) title += tr(" (bundled sample)");
         setWindowTitle(tr("%1 — PoolScope").arg(title));
-        const QString events = tl.partial ? tr("%L1 of %L2 events loaded").arg(tl.eventCount).arg(tl.totalEvents)
-                                          : tr("%L1 events").arg(tl.eventCount);
+        const QString events =
+            tl.partial ? tr("%L1 of %L2 events loaded").arg(tl.eventCount).arg(tl.totalEvents)
+                       : tr("%L1 events").arg(tl.eventCount);
         summaryLabel_->setText(tr("%1 · %L2 allocations · %3 · %4 pools · %5 streams")
                                    .arg(events)
                                    .arg(tl.allocations.size())

@@ -15,8 +15,7 @@
 
 namespace poolscope::detail {
 
-template <class T>
-void reserveHuge(std::vector<T>& v, size_t n) {
+template <class T> void reserveHuge(std::vector<T>& v, size_t n) {
     if (n <= v.capacity()) return;
     v.reserve(n);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

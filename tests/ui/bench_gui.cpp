@@ -5,9 +5,9 @@
 //   (the trace is generated if missing; --no-partial loads without a partial timeline, as
 //   before progressive loading; --load-only stops after the load figures)
 #include "MainWindow.h"
-#include "TraceLoader.h"
 #include "SyntheticTrace.h"
 #include "TimelineWidget.h"
+#include "TraceLoader.h"
 #include "WatermarkPlot.h"
 #include "poolscope/Units.h"
 #include "qcustomplot.h"
@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
     if (partialNs >= 0) {
         std::printf("open -> partial timeline on screen (%llu events = %.1f %%, %llu allocations): "
                     "%.0f ms\n",
-                    (unsigned long long)partialEvents, 100.0 * double(partialEvents) / double(tl.eventCount),
+                    (unsigned long long)partialEvents,
+                    100.0 * double(partialEvents) / double(tl.eventCount),
                     (unsigned long long)partialAllocs, ms(partialNs));
         std::printf("partial frame painted (timeline + plot): %.1f ms wall, %.1f ms CPU\n",
                     ms(partialFrameNs - partialNs), partialCpuMs);
@@ -163,8 +164,9 @@ int main(int argc, char** argv) {
         std::printf("no partial timeline (%s)\n",
                     partial ? "the whole trace was read before one was due" : "--no-partial");
     }
-    std::printf("open -> whole timeline ready (read + rebuild + lane layout, background): %.0f ms\n",
-                ms(loadedNs));
+    std::printf(
+        "open -> whole timeline ready (read + rebuild + lane layout, background): %.0f ms\n",
+        ms(loadedNs));
     std::printf("whole timeline ready -> frame painted (timeline + plot): %.1f ms (timeline paint "
                 "%.1f ms)\n",
                 ms(firstFrameNs - loadedNs), ms(firstPaintNs));

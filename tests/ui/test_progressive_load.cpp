@@ -19,7 +19,8 @@ namespace {
 
 int visibleOverlays(MainWindow& w) {
     int n = 0;
-    for (QWidget* o : w.loadingOverlays()) n += o->isVisible();
+    for (QWidget* o : w.loadingOverlays())
+        n += o->isVisible();
     return n;
 }
 
@@ -108,7 +109,8 @@ TEST(ProgressiveLoad, CancelAfterThePartialKeepsItMarkedNotLoaded) {
         cancelledInPartial = true;
     });
     w.openFile(synth::syntheticTracePath(300000));
-    for (int i = 0; i < 600 && !cancelledInPartial; ++i) QTest::qWait(50);
+    for (int i = 0; i < 600 && !cancelledInPartial; ++i)
+        QTest::qWait(50);
     ASSERT_TRUE(cancelledInPartial);
     QTest::qWait(300);
     EXPECT_EQ(shown.count(), 0);
