@@ -99,11 +99,33 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
     auto out = std::make_shared<LaneLayout>();
     out->rowOfAlloc.assign(tl.allocations.size(), -1);
 
-    // Which (pool, stream) pairs allocate, and their allocations.
+    // Which (pool, stream) pairs allocate, and their allocations. Traces have a handful of
+    // pairs and allocations alternate between them: a few recently used pairs are found by a
+    // linear compare instead of a map lookup per allocation (millions of them), and each list
+    // is reserved for its stream's allocation count so it is not copied while growing.
     std::map<std::pair<uint64_t, uint64_t>, std::vector<uint32_t>> pairAllocs;
+    struct Recent {
+        uint64_t pool, stream;
+        std::vector<uint32_t>* list;
+    };
+    std::vector<Recent> recent;
     for (uint32_t i = 0; i < tl.allocations.size(); ++i) {
         const Allocation& a = tl.allocations[i];
-        pairAllocs[{a.pool, a.allocStream}].push_back(i);
+        std::vector<uint32_t>* list = nullptr;
+        for (const Recent& r : recent)
+            if (r.pool == a.pool && r.stream == a.allocStream) {
+                list = r.list;
+                break;
+            }
+        if (!list) {
+            auto [it, inserted] = pairAllocs.try_emplace({a.pool, a.allocStream});
+            list = &it->second;
+            if (inserted)
+                if (const StreamTimeline* st = tl.stream(a.allocStream))
+                    list->reserve(st->allocations.size());
+            if (recent.size() < 8) recent.push_back({a.pool, a.allocStream, list});
+        }
+        list->push_back(i);
         if ((i & 0xFFFF) == 0 && cancelled(cancel)) return nullptr;
     }
     // Streams seen anywhere (sync markers, wait edges) get a lane too, so arrows have an end.

@@ -4,6 +4,7 @@
 #include "DetailsPane.h"
 #include "EntityTreeModel.h"
 #include "EventsPanel.h"
+#include "LoadingOverlay.h"
 #include "ReplayBar.h"
 #include "TimelineWidget.h"
 #include "TraceLoader.h"
@@ -32,6 +33,8 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <optional>
+#include <qcustomplot.h>
 
 namespace poolscope::ui {
 
@@ -119,11 +122,44 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     statusBar()->addPermanentWidget(cancelButton_);
     statusBar()->addPermanentWidget(summaryLabel_);
 
+    // While a trace loads progressively, the part of the time axis not read yet is shaded on
+    // both views (they draw the last known values on to the end of the trace).
+    timelineOverlay_ = new LoadingOverlay(timeline_, [this]() -> std::optional<QRectF> {
+        if (!snap_.valid() || !snap_.timeline->partial) return std::nullopt;
+        // TimelineGeometry::xOf, from what the widget exposes.
+        const int left = timeline_->labelWidth(),
+                  right = timeline_->width() - timeline_->rightPad();
+        const int64_t v0 = timeline_->viewStart(), v1 = timeline_->viewEnd();
+        const double x = left + double(snap_.timeline->loadedUntilNs - v0) *
+                                    std::max(1, right - left) /
+                                    double(std::max<int64_t>(1, v1 - v0));
+        const double x0 = std::max<double>(x, left);
+        if (x0 >= right) return std::nullopt;
+        // Over the ruler and the lanes; the legend strip at the bottom stays readable.
+        const int bottom = timeline_->height() - TimelineGeometry{}.legendH;
+        return QRectF(x0, 0, right - x0, std::max(0, bottom));
+    });
+    QCustomPlot* cp = plot_->plot();
+    plotOverlay_ = new LoadingOverlay(cp, [this, cp]() -> std::optional<QRectF> {
+        if (!snap_.valid() || !snap_.timeline->partial) return std::nullopt;
+        const QRect area = cp->axisRect()->rect(); // the plot's time axis is t - t0
+        const double x =
+            cp->xAxis->coordToPixel(double(snap_.timeline->loadedUntilNs - snap_.timeline->t0));
+        const double x0 = std::max<double>(x, area.left());
+        if (x0 >= area.right()) return std::nullopt;
+        return QRectF(x0, area.top(), area.right() - x0, area.height());
+    });
+
     // Linking: every view reports to this window, which fans out.
     connect(timeline_, &TimelineWidget::viewRangeChanged, this, [this](qint64 a, qint64 b) {
         plot_->setViewRange(a, b);
         events_->setVisibleRange(a, b);
+        if (timelineOverlay_->isVisible()) {
+            timelineOverlay_->update();
+            plotOverlay_->update();
+        }
     });
+    connect(splitter_, &QSplitter::splitterMoved, this, [this] { splitterMoved_ = true; });
     connect(plot_, &WatermarkPlot::viewRangeRequested, timeline_, &TimelineWidget::setViewRange);
     connect(timeline_, &TimelineWidget::selectionChanged, this,
             [this](const Selection& s) { onSelection(s, timeline_); });
@@ -154,19 +190,30 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(loader_, &TraceLoader::started, this, [this](const QString& path) {
         showStatus(tr("Loading %1…").arg(QFileInfo(path).fileName()));
         progress_->setValue(0);
+        loadPercent_ = 0;
         progress_->show();
         cancelButton_->show();
     });
     connect(loader_, &TraceLoader::progress, this, [this](int pct, const QString& phase) {
         progress_->setValue(pct);
         progress_->setFormat(phase + QStringLiteral(" %p%"));
+        loadPercent_ = pct;
+        updateLoadingOverlays();
     });
+    connect(loader_, &TraceLoader::partialLoaded, this, &MainWindow::onPartialLoaded);
     connect(loader_, &TraceLoader::loaded, this, &MainWindow::onLoaded);
     connect(loader_, &TraceLoader::failed, this, &MainWindow::onFailed);
     connect(loader_, &TraceLoader::cancelled, this, [this](const QString& path) {
         progress_->hide();
         cancelButton_->hide();
-        showStatus(tr("Loading %1 cancelled.").arg(QFileInfo(path).fileName()));
+        if (snap_.valid() && snap_.timeline->partial &&
+            snap_.path == QFileInfo(path).absoluteFilePath())
+            showStatus(tr("Loading %1 cancelled: showing only its first %2 %.")
+                           .arg(QFileInfo(path).fileName())
+                           .arg(int(snap_.timeline->loadedFraction() * 100)));
+        else
+            showStatus(tr("Loading %1 cancelled.").arg(QFileInfo(path).fileName()));
+        updateLoadingOverlays();
     });
     connect(cancelButton_, &QPushButton::clicked, loader_, &TraceLoader::cancel);
 
@@ -292,15 +339,42 @@ void MainWindow::openDefault() {
     loader_->load(sample);
 }
 
+bool MainWindow::showingPartialOf(const QString& path) const {
+    return snap_.valid() && snap_.timeline->partial && snap_.path == path &&
+           partialGeneration_ == loader_->generation();
+}
+
+void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
+    // The beginning of the trace, at once, as a new document; onLoaded() replaces it with the
+    // whole trace and keeps whatever the user did meanwhile (same time axis: the partial
+    // timeline already spans the whole trace). Progress and Cancel stay in the status bar.
+    TraceSnapshot s = loaded;
+    s.bundledSample = pendingBundled_;
+    partialGeneration_ = loader_->generation();
+    splitterMoved_ = false;
+    setSnapshot(s);
+    const Timeline& tl = *s.timeline;
+    // The events table reads the file itself: it can list every event already.
+    setEventProvider(fileEventProvider(s.path, tl.t0, tl.t1, tl.totalEvents));
+    showStatus(tr("Loading %1: showing its beginning while the rest is read…").arg(s.title));
+    emit partialShown();
+}
+
 void MainWindow::onLoaded(const TraceSnapshot& loaded) {
     progress_->hide();
     cancelButton_->hide();
     TraceSnapshot s = loaded;
     s.bundledSample = pendingBundled_;
     pendingBundled_ = false;
-    setSnapshot(s);
+    const bool replacingPartial = showingPartialOf(s.path);
+    setSnapshot(s, replacingPartial); // keeps zoom, selection, cursor of the partial's display
+    if (replacingPartial && !splitterMoved_) fitSplitterToLanes();
+    // Also when replacing a partial: the table's filter choices and names come from the whole
+    // trace now, and the partial timeline's memory is released with its last holder.
     setEventProvider(
         fileEventProvider(s.path, s.timeline->t0, s.timeline->t1, s.timeline->eventCount));
+    if (replacingPartial && timeline_->selection().kind != Selection::None)
+        onSelection(timeline_->selection(), timeline_);
     if (!s.bundledSample) addRecent(s.path);
     QSettings().setValue("files/lastDir", QFileInfo(s.path).absolutePath());
     const Timeline& tl = *s.timeline;
@@ -317,6 +391,7 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
 void MainWindow::onFailed(const QString& path, const QString& message) {
     progress_->hide();
     cancelButton_->hide();
+    updateLoadingOverlays(); // a partial timeline stays, marked as not loaded
     showStatus(tr("Could not open %1.").arg(QFileInfo(path).fileName()));
     auto* box = new QMessageBox(QMessageBox::Warning, tr("Cannot open trace"),
                                 tr("PoolScope could not open\n%1\n\n%2").arg(path, message),
@@ -339,13 +414,7 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c)
         tree_->resizeColumnToContents(c);
     details_->setSnapshot(s, keepView); // a live refresh keeps what the user is looking at
-    if (!keepView && s.valid()) {
-        // Give the lanes the height they need (up to 60%) and the plot the rest.
-        const int total = splitter_->height();
-        const int want = timeline_->contentHeight() + 30;
-        const int top = std::clamp(want, total * 4 / 10, total * 6 / 10);
-        splitter_->setSizes({top, std::max(120, total - top)});
-    }
+    if (!keepView && s.valid()) fitSplitterToLanes();
     if (!keepView) {
         replay_->setRange(s.valid() ? s.timeline->t0 : 0, s.valid() ? s.timeline->t1 : 1);
         events_->setSource(s, {});
@@ -355,8 +424,11 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
         QString title = s.title;
         if (s.bundledSample) title += tr(" (bundled sample)");
         setWindowTitle(tr("%1 — PoolScope").arg(title));
-        summaryLabel_->setText(tr("%L1 events · %L2 allocations · %3 · %4 pools · %5 streams")
-                                   .arg(tl.eventCount)
+        const QString events =
+            tl.partial ? tr("%L1 of %L2 events loaded").arg(tl.eventCount).arg(tl.totalEvents)
+                       : tr("%L1 events").arg(tl.eventCount);
+        summaryLabel_->setText(tr("%1 · %L2 allocations · %3 · %4 pools · %5 streams")
+                                   .arg(events)
                                    .arg(tl.allocations.size())
                                    .arg(QString::fromStdString(formatDuration(tl.t1 - tl.t0)))
                                    .arg(tl.pools.size())
@@ -364,6 +436,37 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     } else {
         setWindowTitle(tr("PoolScope"));
         summaryLabel_->clear();
+    }
+    updateLoadingOverlays();
+}
+
+void MainWindow::fitSplitterToLanes() {
+    // Give the lanes the height they need (up to 60%) and the plot the rest.
+    const int total = splitter_->height();
+    const int want = timeline_->contentHeight() + 30;
+    const int top = std::clamp(want, total * 4 / 10, total * 6 / 10);
+    splitter_->setSizes({top, std::max(120, total - top)});
+}
+
+void MainWindow::updateLoadingOverlays() {
+    const bool partial = snap_.valid() && snap_.timeline->partial;
+    QString text;
+    if (partial) {
+        if (showingPartialOf(snap_.path) && loader_->busy()) {
+            // The percentage is the status bar's (events read; 90-100 is the lane layout), in
+            // 5 % steps: each change repaints the timeline under the note.
+            const int pct = std::max(loadPercent_, int(snap_.timeline->loadedFraction() * 90));
+            text = tr("loading %1 %").arg(pct / 5 * 5);
+        } else {
+            text = tr("not loaded");
+        }
+    }
+    timelineOverlay_->setText(text);
+    plotOverlay_->setText(text);
+    for (LoadingOverlay* o : {timelineOverlay_, plotOverlay_}) {
+        if (o->isVisible() == partial) continue;
+        o->setVisible(partial);
+        if (partial) o->raise();
     }
 }
 
@@ -441,6 +544,10 @@ void MainWindow::rebuildRecentMenu() {
 
 void MainWindow::showStatus(const QString& text) {
     statusLabel_->setText(text);
+}
+
+QList<QWidget*> MainWindow::loadingOverlays() const {
+    return {timelineOverlay_, plotOverlay_};
 }
 
 QString MainWindow::statusText() const {

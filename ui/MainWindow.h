@@ -27,6 +27,7 @@ namespace poolscope::ui {
 class DetailsPane;
 class EntityTreeModel;
 class EventsPanel;
+class LoadingOverlay;
 class ReplayBar;
 class TimelineWidget;
 class TraceLoader;
@@ -56,9 +57,15 @@ public:
     ReplayBar* replay() const { return replay_; }
     TraceLoader* loader() const { return loader_; }
     QString statusText() const;
+    // The shades over the timeline and the plot marking what a progressive load has not read
+    // yet (visible only while a partial timeline is shown).
+    QList<QWidget*> loadingOverlays() const;
 
 signals:
     void snapshotShown(); // after a new document is on screen (tests, benchmark)
+    // After the beginning of a trace that is still loading is on screen (a partial timeline;
+    // snapshotShown() follows when the whole trace is).
+    void partialShown();
     void loadFailed(const QString& message);
 
 protected:
@@ -74,7 +81,11 @@ private:
     void onSelection(const Selection& s, QObject* origin);
     void showStatus(const QString& text);
     void onLoaded(const TraceSnapshot& s);
+    void onPartialLoaded(const TraceSnapshot& s);
     void onFailed(const QString& path, const QString& message);
+    void fitSplitterToLanes();
+    bool showingPartialOf(const QString& path) const; // a partial of the load in progress
+    void updateLoadingOverlays();
 
     TimelineWidget* timeline_;
     WatermarkPlot* plot_;
@@ -94,6 +105,13 @@ private:
     QAction* colorByPool_ = nullptr;
     QList<QAction*> themeActions_;
     TraceSnapshot snap_;
+    // Progressive loading: the shaded "not loaded yet" part of the timeline and the plot, the
+    // load whose partial timeline is shown, and whether the user has resized the views since.
+    LoadingOverlay* timelineOverlay_ = nullptr;
+    LoadingOverlay* plotOverlay_ = nullptr;
+    quint64 partialGeneration_ = 0;
+    int loadPercent_ = 0;
+    bool splitterMoved_ = false;
     bool pendingBundled_ = false;
     Theme theme_ = Theme::System;
 };

@@ -43,7 +43,9 @@ void TraceLoader::load(const QString& path) {
     poll_.start();
     // The job owns a reference to its own state; `this` is only touched through a queued call,
     // which Qt drops if the loader is gone (and the destructor waits for jobs anyway).
-    job->future = QtConcurrent::run([this, job] {
+    const auto partialAfter = partialAfter_;
+    const uint64_t partialAfterEvents = partialAfterEvents_;
+    job->future = QtConcurrent::run([this, job, partialAfter, partialAfterEvents] {
         TraceSnapshot snap;
         QString error;
         bool wasCancelled = false;
@@ -51,14 +53,32 @@ void TraceLoader::load(const QString& path) {
         if (!reader) {
             error = QString::fromStdString(reader.error().message);
         } else {
+            snap.path = QFileInfo(job->path).absoluteFilePath();
+            snap.title = QFileInfo(job->path).fileName();
+            if (auto p = (*reader)->process()) snap.process = p.value();
             job->phase = 1;
-            auto tl = buildTimeline(
-                **reader,
-                [&](uint64_t done, uint64_t total) {
-                    job->done = done;
-                    job->total = total;
-                },
-                &job->cancel);
+            BuildOptions options;
+            options.progress = [&](uint64_t done, uint64_t total) {
+                job->done = done;
+                job->total = total;
+            };
+            options.cancel = &job->cancel;
+            if (partialAfter.count() >= 0) {
+                options.partialAfter = partialAfter;
+                options.partialAfterEvents = partialAfterEvents;
+                // Runs on this thread while the build waits: the partial timeline is small (it
+                // is taken early), so its lane layout is quick.
+                options.onPartial = [&](std::shared_ptr<const Timeline> tl) {
+                    TraceSnapshot part = snap;
+                    part.layout = LaneLayout::build(*tl, &job->cancel);
+                    if (!part.layout) return; // cancelled
+                    part.timeline = std::move(tl);
+                    QMetaObject::invokeMethod(
+                        this, [this, g = job->generation, part] { partial(g, part); },
+                        Qt::QueuedConnection);
+                };
+            }
+            auto tl = buildTimeline(**reader, options);
             if (!tl) {
                 if (tl.error().code == ErrorCode::Cancelled)
                     wasCancelled = true;
@@ -69,9 +89,6 @@ void TraceLoader::load(const QString& path) {
                 snap.layout = LaneLayout::build(*tl.value(), &job->cancel);
                 if (!snap.layout) wasCancelled = true;
                 snap.timeline = tl.value();
-                snap.path = QFileInfo(job->path).absoluteFilePath();
-                snap.title = QFileInfo(job->path).fileName();
-                if (auto p = (*reader)->process()) snap.process = p.value();
             }
         }
         if (job->cancel) wasCancelled = true;
@@ -92,6 +109,11 @@ void TraceLoader::cancel() {
     running_.reset();
     poll_.stop();
     emit cancelled(path);
+}
+
+void TraceLoader::partial(quint64 generation, const TraceSnapshot& snap) {
+    if (!running_ || generation != running_->generation) return; // stale or cancelled
+    emit partialLoaded(snap);
 }
 
 void TraceLoader::finish(quint64 generation, TraceSnapshot snap, QString error, bool wasCancelled) {

@@ -2,6 +2,11 @@
 // Loads a trace off the UI thread: open, rebuild the Timeline, lay out lanes. One job at a time
 // from the user's point of view; a newer load cancels the older one, and results carry a
 // generation number so a stale job that finishes late is dropped.
+//
+// Progressive: shortly after a big load starts (partialAfter), partialLoaded() hands out a
+// snapshot of the beginning of the trace (Timeline::partial, already spanning the whole trace's
+// time range) so the window can draw something at once; loaded() follows with the whole trace.
+// A load that finishes before then only sends loaded().
 
 #include "TraceSnapshot.h"
 
@@ -10,6 +15,7 @@
 #include <QString>
 #include <QTimer>
 #include <atomic>
+#include <chrono>
 #include <memory>
 
 namespace poolscope::ui {
@@ -24,10 +30,17 @@ public:
     void cancel();
     bool busy() const { return running_ != nullptr; }
     quint64 generation() const { return generation_; }
+    // When the partial snapshot is taken (see BuildOptions): after this long, or after this
+    // many events when not 0. A negative duration turns partial snapshots off.
+    void setPartialAfter(std::chrono::milliseconds after, uint64_t events = 0) {
+        partialAfter_ = after;
+        partialAfterEvents_ = events;
+    }
 
 signals:
     void started(const QString& path);
     void progress(int percent, const QString& phase);
+    void partialLoaded(const poolscope::ui::TraceSnapshot& snapshot); // then loaded() or an end
     void loaded(const poolscope::ui::TraceSnapshot& snapshot);
     void failed(const QString& path, const QString& message);
     void cancelled(const QString& path);
@@ -43,8 +56,11 @@ private:
         QFuture<void> future;
     };
     void finish(quint64 generation, TraceSnapshot snap, QString error, bool wasCancelled);
+    void partial(quint64 generation, const TraceSnapshot& snap);
 
     quint64 generation_ = 0;
+    std::chrono::milliseconds partialAfter_{300};
+    uint64_t partialAfterEvents_ = 0;
     std::shared_ptr<Job> running_;
     std::vector<std::shared_ptr<Job>> abandoned_; // cancelled jobs still winding down
     QTimer poll_;

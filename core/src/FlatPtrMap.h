@@ -1,5 +1,6 @@
 #pragma once
-// Open-addressing map from device pointer to allocation index for TimelineBuilder's live set.
+// Open-addressing map from device pointer to a 64-bit value (TimelineBuilder's live set: the
+// allocation's index, with its pool and stream indices packed in beside it).
 // std::unordered_map would heap-allocate a node per allocation: on 10M-event traces that is
 // millions of small objects and most of the build time. Key 0 marks an empty slot (a null
 // pointer is never a live allocation).
@@ -13,16 +14,18 @@ class FlatPtrMap {
 public:
     FlatPtrMap() { rehash(64); }
 
-    // Returns the index stored for key, or UINT32_MAX.
-    uint32_t find(uint64_t key) const {
+    static constexpr uint64_t kAbsent = ~uint64_t{0};
+
+    // Returns the value stored for key, or kAbsent.
+    uint64_t find(uint64_t key) const {
         for (size_t i = home(key);; i = (i + 1) & mask_) {
             if (keys_[i] == key) return vals_[i];
-            if (keys_[i] == 0) return UINT32_MAX;
+            if (keys_[i] == 0) return kAbsent;
         }
     }
 
     // Inserts or overwrites.
-    void put(uint64_t key, uint32_t value) {
+    void put(uint64_t key, uint64_t value) {
         if ((count_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
         size_t i = home(key);
         while (keys_[i] != 0 && keys_[i] != key) i = (i + 1) & mask_;
@@ -31,14 +34,14 @@ public:
         vals_[i] = value;
     }
 
-    // Removes key and returns its value, or UINT32_MAX when absent.
-    uint32_t take(uint64_t key) {
+    // Removes key and returns its value, or kAbsent when absent.
+    uint64_t take(uint64_t key) {
         size_t i = home(key);
         while (keys_[i] != key) {
-            if (keys_[i] == 0) return UINT32_MAX;
+            if (keys_[i] == 0) return kAbsent;
             i = (i + 1) & mask_;
         }
-        const uint32_t value = vals_[i];
+        const uint64_t value = vals_[i];
         // Backward-shift deletion: no tombstones, so lookups stay short after millions of frees.
         for (size_t j = i;;) {
             j = (j + 1) & mask_;
@@ -64,7 +67,7 @@ private:
     }
     void rehash(size_t capacity) {
         std::vector<uint64_t> oldKeys = std::move(keys_);
-        std::vector<uint32_t> oldVals = std::move(vals_);
+        std::vector<uint64_t> oldVals = std::move(vals_);
         keys_.assign(capacity, 0);
         vals_.assign(capacity, 0);
         mask_ = capacity - 1;
@@ -76,7 +79,7 @@ private:
     }
 
     std::vector<uint64_t> keys_;
-    std::vector<uint32_t> vals_;
+    std::vector<uint64_t> vals_;
     size_t mask_ = 0;
     unsigned shift_ = 64;
     size_t count_ = 0;

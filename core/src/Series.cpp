@@ -3,6 +3,7 @@
 // summary turns the scan of a zoomed-out range into a walk over blocks.
 #include <algorithm>
 
+#include "HugeReserve.h"
 #include "poolscope/Timeline.h"
 
 namespace poolscope {
@@ -22,7 +23,7 @@ void Series::refreshLastBlock() {
     blocks[b] = Block{v[lo], v[hi], static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)};
 }
 
-void Series::push(int64_t ts, uint64_t value) {
+void Series::pushSlow(int64_t ts, uint64_t value) {
     const bool summarised = blocks.size() == (t.size() + kBlock - 1) / kBlock;
     if (!t.empty()) {
         if (ts <= t.back()) {
@@ -50,6 +51,12 @@ void Series::push(int64_t ts, uint64_t value) {
         if (value < b.minV) b = Block{value, b.maxV, idx, b.maxI};
         if (value > b.maxV) b = Block{b.minV, value, b.minI, idx};
     }
+}
+
+void Series::reserve(size_t n) {
+    detail::reserveHuge(t, n);
+    detail::reserveHuge(v, n);
+    detail::reserveHuge(blocks, n / kBlock + 1);
 }
 
 void Series::shrinkToFit() {

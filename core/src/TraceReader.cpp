@@ -1,5 +1,6 @@
 #include "poolscope/TraceReader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -318,56 +319,101 @@ Result<TraceSummary> TraceReader::summary() const {
 }
 
 Result<std::vector<Event>> TraceReader::events(int64_t t0, int64_t t1) const {
-    std::string sql = std::string("SELECT ") + kChunkColumns +
-                      " FROM event_chunks WHERE t_min < ?2 AND t_max >= ?1 ORDER BY first_seq";
+    // The matching chunks' ids first, sorted here: ORDER BY first_seq on the rows themselves
+    // would have SQLite copy their blobs into a temporary b-tree before the first row.
+    std::vector<std::pair<uint64_t, int64_t>> order; // (first_seq, id)
+    {
+        Stmt s(db_, "SELECT first_seq, id FROM event_chunks WHERE t_min < ?2 AND t_max >= ?1");
+        if (!s.ok()) return sqlError("query events");
+        s.bind(1, t0);
+        s.bind(2, t1);
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) order.emplace_back(s.u64(0), s.i64(1));
+        if (rc != SQLITE_DONE) return sqlError("query events");
+    }
+    std::sort(order.begin(), order.end());
+    std::string sql = std::string("SELECT ") + kChunkColumns + " FROM event_chunks WHERE id = ?1";
     Stmt s(db_, sql.c_str());
     if (!s.ok()) return sqlError("query events");
-    s.bind(1, t0);
-    s.bind(2, t1);
     std::vector<Event> out, chunk;
-    int rc;
-    while ((rc = s.step()) == SQLITE_ROW) {
+    for (const auto& [firstSeq, id] : order) {
+        sqlite3_reset(s.get());
+        s.bind(1, id);
+        if (s.step() != SQLITE_ROW) return sqlError("query events");
         chunk.clear();
         if (Status d = decodeChunkRow(s, chunk, path_); !d) return d.error();
         for (const Event& e : chunk)
             if (e.tsNs >= t0 && e.tsNs < t1) out.push_back(e);
     }
-    if (rc != SQLITE_DONE) return sqlError("query events");
     return out;
+}
+
+uint64_t TraceReader::chunkedEventCount() const {
+    Stmt c(db_, "SELECT coalesce(sum(count),0) FROM event_chunks");
+    if (!c.ok() || c.step() != SQLITE_ROW) return 0;
+    return c.u64(0);
+}
+
+Status TraceReader::forEachChunk(const std::function<bool(std::vector<Event>&)>& fn) const {
+    // "ORDER BY first_seq" on the chunk rows made SQLite copy every blob into a temporary b-tree
+    // before returning the first row (300 MB for 10M events, spilled to temp files: seconds of
+    // wall time, most of a load). TraceWriter appends chunks in seq order, so rowid order is
+    // seq order: check that on the small columns (the blobs' overflow pages are not read) and
+    // scan by rowid; otherwise fetch the rows one by one, by id, in seq order.
+    std::vector<std::pair<uint64_t, int64_t>> order; // (first_seq, id)
+    bool byRowid = true;
+    {
+        Stmt s(db_, "SELECT first_seq, id FROM event_chunks ORDER BY id");
+        if (!s.ok()) return sqlError("read events");
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) {
+            order.emplace_back(s.u64(0), s.i64(1));
+            if (order.size() > 1 && order[order.size() - 2].first > order.back().first)
+                byRowid = false;
+        }
+        if (rc != SQLITE_DONE) return sqlError("read events");
+    }
+    const std::string cols = std::string("SELECT ") + kChunkColumns + " FROM event_chunks ";
+    Stmt s(db_, (cols + (byRowid ? "ORDER BY id" : "WHERE id = ?1")).c_str());
+    if (!s.ok()) return sqlError("read events");
+    if (!byRowid) std::stable_sort(order.begin(), order.end());
+    std::vector<Event> chunk;
+    for (size_t i = 0; byRowid || i < order.size(); ++i) {
+        if (!byRowid) {
+            sqlite3_reset(s.get());
+            s.bind(1, order[i].second);
+        }
+        const int rc = s.step();
+        if (byRowid && rc == SQLITE_DONE) break;
+        if (rc != SQLITE_ROW) return sqlError("read events");
+        chunk.clear();
+        if (Status d = decodeChunkRow(s, chunk, path_); !d) return d;
+        if (!fn(chunk)) return Error{ErrorCode::Cancelled, "cancelled"};
+    }
+    return {};
 }
 
 Status TraceReader::forEachEvent(const std::function<bool(const Event&)>& fn,
                                  const std::function<void(uint64_t, uint64_t)>& progress) const {
-    uint64_t total = 0;
-    if (progress) {
-        Stmt c(db_, "SELECT coalesce(sum(count),0) FROM event_chunks");
-        if (!c.ok() || c.step() != SQLITE_ROW) return sqlError("count events");
-        total = c.u64(0);
-    }
-    std::string sql = std::string("SELECT ") + kChunkColumns + " FROM event_chunks ORDER BY first_seq";
-    Stmt s(db_, sql.c_str());
-    if (!s.ok()) return sqlError("read events");
+    const uint64_t total = progress ? chunkedEventCount() : 0;
     uint64_t done = 0;
-    std::vector<Event> chunk;
-    int rc;
-    while ((rc = s.step()) == SQLITE_ROW) {
-        chunk.clear();
-        if (Status d = decodeChunkRow(s, chunk, path_); !d) return d;
+    return forEachChunk([&](std::vector<Event>& chunk) {
         for (const Event& e : chunk)
-            if (!fn(e)) return Error{ErrorCode::Cancelled, "cancelled"};
+            if (!fn(e)) return false;
         done += chunk.size();
         if (progress) progress(done, total);
-    }
-    if (rc != SQLITE_DONE) return sqlError("read events");
-    return {};
+        return true;
+    });
 }
 
 Result<std::vector<Event>> TraceReader::samples(uint64_t pool, int64_t t0, int64_t t1) const {
     const char* sql =
         pool ? "SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
                "WHERE pool=?3 AND ts_ns >= ?1 AND ts_ns < ?2 ORDER BY ts_ns, id"
+             // All pools: in id order (no index gives time order across pools, and SQLite's
+             // sort of 100k rows was a good part of opening a big trace), sorted below.
              : "SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
-               "WHERE ts_ns >= ?1 AND ts_ns < ?2 ORDER BY ts_ns, id";
+               "WHERE ts_ns >= ?1 AND ts_ns < ?2 ORDER BY id";
     Stmt s(db_, sql);
     if (!s.ok()) return sqlError("query samples");
     s.bind(1, t0);
@@ -377,6 +423,11 @@ Result<std::vector<Event>> TraceReader::samples(uint64_t pool, int64_t t0, int64
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) out.push_back(readSample(s));
     if (rc != SQLITE_DONE) return sqlError("query samples");
+    // Time order, ties in id order (stable): the same as ORDER BY ts_ns, id. Written traces are
+    // nearly always in time order already.
+    auto byTime = [](const Event& a, const Event& b) { return a.tsNs < b.tsNs; };
+    if (!std::is_sorted(out.begin(), out.end(), byTime))
+        std::stable_sort(out.begin(), out.end(), byTime);
     return out;
 }
 

@@ -1,9 +1,13 @@
 // GUI benchmark, offscreen, on a generated trace (10M events by default):
-//   open -> first frame, pan and zoom redraw times at several zoom levels, memory vs event data.
-// Usage: poolscope_bench_gui [--events N] [--trace PATH]   (the trace is generated if missing)
+//   open -> first frame with data (the partial timeline of a progressive load), open -> the
+//   whole timeline on screen, pan/zoom redraw times at several zoom levels, memory vs event data.
+// Usage: poolscope_bench_gui [--events N] [--trace PATH] [--no-partial] [--load-only]
+//   (the trace is generated if missing; --no-partial loads without a partial timeline, as
+//   before progressive loading; --load-only stops after the load figures)
 #include "MainWindow.h"
 #include "SyntheticTrace.h"
 #include "TimelineWidget.h"
+#include "TraceLoader.h"
 #include "WatermarkPlot.h"
 #include "poolscope/Units.h"
 #include "qcustomplot.h"
@@ -14,6 +18,7 @@
 #include <QSignalSpy>
 #include <QTest>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -49,6 +54,13 @@ double cpuMs() {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+// CPU time of the whole process (the loader's threads included).
+double processCpuMs() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 struct Stats {
     double median = 0, p95 = 0, max = 0;
 };
@@ -63,11 +75,16 @@ Stats stats(std::vector<double> v) {
 int main(int argc, char** argv) {
     uint64_t events = 10'000'000;
     std::string trace;
-    for (int i = 1; i + 1 < argc; ++i) {
-        if (!std::strcmp(argv[i], "--events"))
+    bool partial = true, loadOnly = false;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--events") && i + 1 < argc)
             events = std::stoull(argv[++i]);
-        else if (!std::strcmp(argv[i], "--trace"))
+        else if (!std::strcmp(argv[i], "--trace") && i + 1 < argc)
             trace = argv[++i];
+        else if (!std::strcmp(argv[i], "--no-partial"))
+            partial = false;
+        else if (!std::strcmp(argv[i], "--load-only"))
+            loadOnly = true;
     }
     if (trace.empty()) trace = "/tmp/poolscope-bench-gui-" + std::to_string(events) + ".poolscope";
     if (!QFile::exists(QString::fromStdString(trace))) {
@@ -94,8 +111,26 @@ int main(int argc, char** argv) {
     w.resize(1600, 1000);
     w.show();
     QApplication::processEvents();
-    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    if (!partial) w.loader()->setPartialAfter(std::chrono::milliseconds(-1));
+    // Each figure is taken where the window first has it on screen: a signal, then a synchronous
+    // paint of the timeline and the plot (offscreen, nothing else would paint them in a
+    // benchmark that does not return to the event loop at once).
+    qint64 partialNs = -1, partialFrameNs = -1;
+    uint64_t partialEvents = 0, partialAllocs = 0;
+    double partialCpuMs = 0;
     QElapsedTimer t;
+    QObject::connect(&w, &MainWindow::partialShown, [&] {
+        partialNs = t.nsecsElapsed();
+        const double c = cpuMs();
+        w.timeline()->repaint();
+        w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+        partialFrameNs = t.nsecsElapsed();
+        partialCpuMs = cpuMs() - c;
+        partialEvents = w.snapshot().timeline->eventCount;
+        partialAllocs = w.snapshot().timeline->allocations.size();
+    });
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    const double cpu0 = processCpuMs();
     t.start();
     w.openFile(QString::fromStdString(trace));
     if (!shown.wait(600000)) {
@@ -106,21 +141,48 @@ int main(int argc, char** argv) {
     w.timeline()->repaint();
     w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
     const qint64 firstFrameNs = t.nsecsElapsed();
+    const double loadCpu = processCpuMs() - cpu0;
     const qint64 firstPaintNs = w.timeline()->lastPaintNs();
     const Timeline& tl = *w.snapshot().timeline;
-    const long rssLoaded = statusKiB("VmRSS:");
+    const long rssLoaded = statusKiB("VmRSS:"), hwmLoaded = statusKiB("VmHWM:");
 
     std::printf("\ntrace: %s\nevents: %llu  allocations: %zu  markers: %zu  edges: %zu  lanes: %zu "
                 " rows: %zu\n",
                 trace.c_str(), (unsigned long long)tl.eventCount, tl.allocations.size(),
                 tl.markers.size(), tl.edges.size(), w.snapshot().layout->lanes.size(),
                 w.snapshot().layout->rows.size());
-    std::printf("open -> timeline ready (read + rebuild + lane layout, background): %.0f ms\n",
-                ms(loadedNs));
-    std::printf("timeline ready -> first frame painted (timeline + plot): %.1f ms (timeline paint "
+    if (partialNs >= 0) {
+        std::printf("open -> partial timeline on screen (%llu events = %.1f %%, %llu allocations): "
+                    "%.0f ms\n",
+                    (unsigned long long)partialEvents,
+                    100.0 * double(partialEvents) / double(tl.eventCount),
+                    (unsigned long long)partialAllocs, ms(partialNs));
+        std::printf("partial frame painted (timeline + plot): %.1f ms wall, %.1f ms CPU\n",
+                    ms(partialFrameNs - partialNs), partialCpuMs);
+        std::printf("open -> first frame with data (partial): %.0f ms\n", ms(partialFrameNs));
+    } else {
+        std::printf("no partial timeline (%s)\n",
+                    partial ? "the whole trace was read before one was due" : "--no-partial");
+    }
+    std::printf(
+        "open -> whole timeline ready (read + rebuild + lane layout, background): %.0f ms\n",
+        ms(loadedNs));
+    std::printf("whole timeline ready -> frame painted (timeline + plot): %.1f ms (timeline paint "
                 "%.1f ms)\n",
                 ms(firstFrameNs - loadedNs), ms(firstPaintNs));
-    std::printf("open -> first frame: %.0f ms\n\n", ms(firstFrameNs));
+    std::printf("open -> frame of the whole timeline: %.0f ms\n", ms(firstFrameNs));
+    std::printf("open -> %s: %.0f ms\n", partialNs >= 0 ? "first frame with data" : "first frame",
+                ms(partialNs >= 0 ? partialFrameNs : firstFrameNs));
+    std::printf("CPU time of the whole process during the load (all threads): %.0f ms\n", loadCpu);
+    if (loadOnly) {
+        const double eventData = double(tl.eventCount) * sizeof(Event) / 1048576.0;
+        std::printf("memory: RSS before open %.0f MiB, after load %.0f MiB (%.2fx the event data "
+                    "of %.0f MiB), peak %.0f MiB (%.2fx)\n",
+                    rss0 / 1024.0, rssLoaded / 1024.0, (rssLoaded - rss0) / 1024.0 / eventData,
+                    eventData, hwmLoaded / 1024.0, hwmLoaded / 1024.0 / eventData);
+        return 0;
+    }
+    std::printf("\n");
 
     // Redraw: 30 frames per zoom level and kind. A frame = setViewRange on the timeline (which
     // also refreshes the plot's data through the window's link) + a synchronous repaint of the

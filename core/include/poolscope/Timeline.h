@@ -4,8 +4,10 @@
 // immutable once built; the GUI keeps a shared_ptr<const Timeline>.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -40,17 +42,45 @@ struct Series {
     // Appends a step. Equal timestamps keep the last value; a timestamp earlier than the last
     // point (threads' clocks interleave slightly in seq order) is treated as equal to it; a
     // value equal to the one in force adds nothing.
-    void push(int64_t ts, uint64_t value);
+    void push(int64_t ts, uint64_t value); // inline below: called at nearly every event
     uint64_t valueAt(int64_t ts) const;        // the step value at ts (0 before the first point)
     uint64_t maxIn(int64_t t0, int64_t t1) const; // max value in force anywhere in [t0, t1)
     uint64_t max() const;                      // max over all points (0 when empty)
     // Indices of the first minimum and first maximum among points [i, j) (i < j).
     void minMaxIndex(size_t i, size_t j, size_t& lo, size_t& hi) const;
     void shrinkToFit(); // after the last push, return growth slack to the allocator
+    // Room for n points in one allocation per column (huge pages where available), for a
+    // builder that knows an upper bound: no copies while growing, and the unwritten rest of
+    // the reservation is never faulted in.
+    void reserve(size_t n);
 
 private:
+    void pushSlow(int64_t ts, uint64_t value);
     void refreshLastBlock();
 };
+
+inline void Series::push(int64_t ts, uint64_t value) {
+    // Fast path: a later time, a new value, inside the current (summarised) block.
+    const size_t n = t.size();
+    if (n != 0 && ts > t.back()) [[likely]] {
+        if (v.back() == value) return;
+        if (n % kBlock != 0 && blocks.size() == n / kBlock + 1) {
+            t.push_back(ts);
+            v.push_back(value);
+            Block& b = blocks.back();
+            const auto idx = static_cast<uint32_t>(n);
+            if (value < b.minV) {
+                b.minV = value;
+                b.minI = idx;
+            } else if (value > b.maxV) {
+                b.maxV = value;
+                b.maxI = idx;
+            }
+            return;
+        }
+    }
+    pushSlow(ts, value);
+}
 
 struct Point {
     int64_t t;
@@ -177,6 +207,20 @@ struct Timeline {
     std::vector<WaitEdge> edges;         // by wait time
     std::vector<uint32_t> leaks;         // indices of allocations live at the end
 
+    // A partial timeline is one buildTimeline hands out while it is still reading the trace
+    // (BuildOptions::onPartial): exactly what building its first eventCount events (and the
+    // samples up to loadedUntilNs) gives, except that t0/t1 are already the whole trace's range
+    // (from the trace summary) so a view's time axis need not move when the rest arrives.
+    // Nothing after loadedUntilNs is known yet: series hold their last value from there on,
+    // allocations live at that time look live, and `leaks`/liveAtEnd* describe that instant.
+    // A complete timeline has partial == false, loadedUntilNs == t1, totalEvents == eventCount.
+    bool partial = false;
+    int64_t loadedUntilNs = 0;
+    uint64_t totalEvents = 0; // events in the whole trace, as far as known
+    double loadedFraction() const {
+        return partial && totalEvents ? double(eventCount) / double(totalEvents) : 1.0;
+    }
+
     const PoolTimeline* pool(uint64_t handle) const;
     const StreamTimeline* stream(uint64_t handle) const;
 };
@@ -192,17 +236,48 @@ public:
     // Capacity hint (e.g. from TraceSummary::countsByKind) so 10M-event traces do not pay for
     // vector doubling twice over.
     void reserve(uint64_t allocs, uint64_t events);
+    // Per-kind counts of what is coming (TraceSummary::countsByKind, with the samples' count
+    // under EventKind::Sample): reserves every big vector for the bound these counts give, so
+    // none is copied while growing (and finish() then leaves their unused, untouched tail).
+    void reserve(const std::map<EventKind, uint64_t>& countsByKind);
     void add(const Event& e); // any kind, Sample included
     std::shared_ptr<const Timeline> snapshot() const; // copies; cheap enough for live refresh
     std::shared_ptr<const Timeline> finish();          // moves out; the builder is then empty
+    // snapshot(), marked partial (Timeline::partial) with its range widened to [t0, t1], the
+    // whole trace's, of which totalEvents events are coming.
+    std::shared_ptr<const Timeline> partialSnapshot(int64_t t0, int64_t t1,
+                                                    uint64_t totalEvents) const;
 
 private:
     struct Impl;
     std::unique_ptr<Impl> d_;
 };
 
-// Reads the whole trace through a builder. progress gets (done, total) events; setting *cancel
-// makes it return ErrorCode::Cancelled promptly.
+struct BuildOptions {
+    // Gets (done, total) events after every chunk (a few thousand events).
+    std::function<void(uint64_t, uint64_t)> progress;
+    // Setting *cancel makes buildTimeline return ErrorCode::Cancelled within a chunk.
+    const std::atomic<bool>* cancel = nullptr;
+    // Progressive loading: called once, on the building thread, with a partial timeline (see
+    // Timeline::partial) as soon as partialAfter has passed since the first events were read,
+    // or partialAfterEvents events are in when that is not 0, whichever comes first (checked
+    // between chunks). Taking it early keeps it small: it is a copy of what is built so far.
+    // Not called when the whole trace is read before then. The build waits for the callback.
+    std::function<void(std::shared_ptr<const Timeline>)> onPartial;
+    std::chrono::milliseconds partialAfter{300};
+    uint64_t partialAfterEvents = 0;
+    // Read and decode chunks on a second thread while this one builds (same result either way).
+    // Default: on with 4 or more hardware threads. On the 2-vCPU development VM it did not pay:
+    // the same instructions, 5-10 % more cycles (decoded events cross cores), and no overlap
+    // while other work keeps both vCPUs busy (docs/PERFORMANCE.md).
+    bool readAhead = defaultReadAhead();
+    static bool defaultReadAhead();
+};
+
+// Reads the whole trace through a builder: one pass in seq order, samples merged in by time.
+Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
+                                                      const BuildOptions& options);
+// The same with only progress and cancel.
 Result<std::shared_ptr<const Timeline>>
 buildTimeline(const TraceReader& reader,
               const std::function<void(uint64_t, uint64_t)>& progress = {},

@@ -50,6 +50,13 @@ public:
     // set, gets (done, total) every few thousand rows.
     Status forEachEvent(const std::function<bool(const Event&)>& fn,
                         const std::function<void(uint64_t, uint64_t)>& progress = {}) const;
+    // Bulk reading, one chunk (a few thousand events) at a time, seq order: each chunk is decoded
+    // into `chunk` (cleared first; its capacity is reused) and handed to fn, which may swap the
+    // vector with another to keep the events (handing them to another thread) without a copy.
+    // fn returns false to stop (ErrorCode::Cancelled). Rows are visited in rowid order when that
+    // is seq order (always, for files TraceWriter wrote), so SQLite never sorts the blobs.
+    Status forEachChunk(const std::function<bool(std::vector<Event>& chunk)>& fn) const;
+    uint64_t chunkedEventCount() const; // sum of the chunks' counts (0 on error)
     // Periodic samples (Event with kind Sample) in t0 <= tsNs < t1, time order; pool 0 = all.
     Result<std::vector<Event>> samples(uint64_t pool, int64_t t0, int64_t t1) const;
 

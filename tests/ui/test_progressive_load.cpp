@@ -1,0 +1,129 @@
+// Progressive loading in the window: the beginning of a trace is shown while the rest loads,
+// marked as partial, then replaced by the whole trace without losing what the user did.
+#include "DetailsPane.h"
+#include "MainWindow.h"
+#include "TestTrace.h"
+#include "TimelineWidget.h"
+#include "TraceLoader.h"
+#include "WatermarkPlot.h"
+
+#include <QSignalSpy>
+#include <QTest>
+#include <chrono>
+#include <gtest/gtest.h>
+
+using namespace poolscope;
+using namespace poolscope::ui;
+
+namespace {
+
+int visibleOverlays(MainWindow& w) {
+    int n = 0;
+    for (QWidget* o : w.loadingOverlays())
+        n += o->isVisible();
+    return n;
+}
+
+} // namespace
+
+TEST(ProgressiveLoad, PartialFirstThenWholeTraceKeepingZoomAndSelection) {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    // A partial timeline after the first chunk (4,096 events) of a 60,000-event trace.
+    w.loader()->setPartialAfter(std::chrono::hours(1), 1);
+    const QString path = synth::syntheticTracePath(60000);
+    QSignalSpy partial(&w, &MainWindow::partialShown);
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+
+    int64_t zoomed0 = 0, zoomed1 = 0, fullT0 = 0, fullT1 = 0;
+    uint64_t partialEvents = 0;
+    uint32_t picked = 0;
+    int overlaysDuringPartial = -1;
+    QObject::connect(&w, &MainWindow::partialShown, [&] {
+        const Timeline& tl = *w.snapshot().timeline;
+        EXPECT_TRUE(tl.partial);
+        EXPECT_EQ(shown.count(), 0); // before the whole trace
+        partialEvents = tl.eventCount;
+        fullT0 = tl.t0;
+        fullT1 = tl.t1;
+        overlaysDuringPartial = visibleOverlays(w);
+        // The user zooms into the loaded part and selects an allocation there.
+        ASSERT_FALSE(tl.allocations.empty());
+        picked = uint32_t(tl.allocations.size() / 2);
+        const Allocation& a = tl.allocations[picked];
+        zoomed0 = a.allocTsNs - 1000000;
+        zoomed1 = a.allocTsNs + 1000000;
+        w.timeline()->setViewRange(zoomed0, zoomed1);
+        w.select({Selection::Allocation, picked, 0, {}});
+    });
+    w.openFile(path);
+    ASSERT_TRUE(shown.wait(60000));
+    ASSERT_EQ(partial.count(), 1);
+    EXPECT_EQ(partialEvents, 4096u);
+    EXPECT_EQ(overlaysDuringPartial, 2); // the timeline and the plot shade the unloaded part
+
+    const Timeline& tl = *w.snapshot().timeline;
+    EXPECT_FALSE(tl.partial);
+    EXPECT_GT(tl.eventCount, partialEvents);
+    EXPECT_EQ(tl.t0, fullT0); // the axis did not move: the partial one spanned the trace
+    EXPECT_EQ(tl.t1, fullT1);
+    EXPECT_EQ(visibleOverlays(w), 0);
+    EXPECT_EQ(w.timeline()->viewStart(), zoomed0); // the user's zoom survived the swap
+    EXPECT_EQ(w.timeline()->viewEnd(), zoomed1);
+    EXPECT_EQ(w.timeline()->selection().kind, Selection::Allocation);
+    EXPECT_EQ(w.timeline()->selection().index, picked); // same allocation in the whole trace
+    EXPECT_FALSE(w.loader()->busy());
+}
+
+TEST(ProgressiveLoad, WithoutInteractionTheWholeTraceFitsAsBefore) {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    w.loader()->setPartialAfter(std::chrono::hours(1), 1);
+    QSignalSpy partial(&w, &MainWindow::partialShown);
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(synth::syntheticTracePath(60000));
+    ASSERT_TRUE(shown.wait(60000));
+    EXPECT_EQ(partial.count(), 1);
+    // Same view as a load without a partial timeline: fit all.
+    const int64_t a = w.timeline()->viewStart(), b = w.timeline()->viewEnd();
+    w.timeline()->fitAll();
+    EXPECT_EQ(w.timeline()->viewStart(), a);
+    EXPECT_EQ(w.timeline()->viewEnd(), b);
+    EXPECT_TRUE(w.statusText().contains(QStringLiteral("Opened")));
+}
+
+TEST(ProgressiveLoad, CancelAfterThePartialKeepsItMarkedNotLoaded) {
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    w.loader()->setPartialAfter(std::chrono::hours(1), 1);
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    QSignalSpy cancelled(w.loader(), &TraceLoader::cancelled);
+    bool cancelledInPartial = false;
+    QObject::connect(&w, &MainWindow::partialShown, [&] {
+        // The loader may have finished already (its result then waits in the queue): cancel
+        // drops it either way.
+        w.loader()->cancel();
+        cancelledInPartial = true;
+    });
+    w.openFile(synth::syntheticTracePath(300000));
+    for (int i = 0; i < 600 && !cancelledInPartial; ++i)
+        QTest::qWait(50);
+    ASSERT_TRUE(cancelledInPartial);
+    QTest::qWait(300);
+    EXPECT_EQ(shown.count(), 0);
+    EXPECT_EQ(cancelled.count(), 1);
+    ASSERT_TRUE(w.snapshot().valid());
+    EXPECT_TRUE(w.snapshot().timeline->partial);
+    EXPECT_EQ(visibleOverlays(w), 2);
+    EXPECT_TRUE(w.statusText().contains(QStringLiteral("cancelled")));
+    // A new load replaces it as usual.
+    w.loader()->setPartialAfter(std::chrono::milliseconds(-1));
+    QSignalSpy shown2(&w, &MainWindow::snapshotShown);
+    w.openFile(synth::syntheticTracePath());
+    ASSERT_TRUE(shown2.wait(60000));
+    EXPECT_FALSE(w.snapshot().timeline->partial);
+    EXPECT_EQ(visibleOverlays(w), 0);
+}
