@@ -365,24 +365,37 @@ void TimelinePainter::paintArea(QPainter& p, const Series& s, int top, int botto
     std::vector<QRect> fills, tops;
     const int W = c1 - c0;
     int c = 0;
+    // Each column's top in pixels; runs of equal tops merge into one rectangle.
+    auto yOf = [&](int col) {
+        return int(
+            std::lround(bottom - (bottom - top) * std::min(1.0, colMax[size_t(col)] / scale)));
+    };
+    std::vector<QLine> columns; // one-column runs: a vertical line is one call, not h spans
     while (c < W) {
         if (colMax[size_t(c)] < 0) {
             ++c;
             continue;
         }
+        const int y = yOf(c);
         int e = c + 1;
-        while (e < W && colMax[size_t(e)] == colMax[size_t(c)])
+        while (e < W && colMax[size_t(e)] >= 0 && yOf(e) == y)
             ++e;
-        const int y =
-            int(std::lround(bottom - (bottom - top) * std::min(1.0, colMax[size_t(c)] / scale)));
-        fills.emplace_back(g_.labelW + c0 + c, y, e - c, bottom - y);
-        if (line.isValid()) tops.emplace_back(g_.labelW + c0 + c, y, e - c, 1);
+        const int x = g_.labelW + c0 + c;
+        if (e - c == 1 && bottom - y > 1)
+            columns.emplace_back(x, y, x, bottom - 1);
+        else
+            fills.emplace_back(x, y, e - c, bottom - y);
+        if (line.isValid()) tops.emplace_back(x, y, e - c, 1);
         c = e;
     }
     // Integer rectangles: Qt fills them span by span; fractional ones (or drawRects with a
     // brush) go through its general rasterizer, which made these charts ~10x slower.
     for (const QRect& r : fills)
         p.fillRect(r, fill);
+    if (!columns.empty()) {
+        p.setPen(QPen(fill, 0));
+        p.drawLines(columns.data(), int(columns.size()));
+    }
     for (const QRect& r : tops)
         p.fillRect(r, line);
 }
