@@ -1,0 +1,367 @@
+// TimelinePainter, part 2: the text and interaction around the lanes: the label column, the
+// ruler, the legend, hit testing and tooltips. The lanes' contents (bars, pool charts, markers,
+// wait arrows, selection) and the lane geometry are in TimelinePainter.cpp.
+#include "DetailsPane.h"
+#include "TimeTicker.h"
+#include "TimelinePainter.h"
+#include "poolscope/Units.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace poolscope::ui {
+
+namespace {
+// Must equal kStreamPad in TimelinePainter.cpp (a stream lane's padding above its first row):
+// hitTest() maps a y back to the row that paintRows() drew there.
+constexpr int kStreamPad = 3;
+
+QString qs(const std::string& s) {
+    return QString::fromStdString(s);
+}
+} // namespace
+
+void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) {
+    // Lane titles and, in replay, the state at the cursor.
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    p.save();
+    p.setClipRect(0, g_.lanesTop(), g_.labelW, g_.lanesBottom() - g_.lanesTop());
+    p.fillRect(0, g_.lanesTop(), g_.labelW, g_.lanesBottom() - g_.lanesTop(), c_.headerBg());
+    QFont base = p.font();
+    QFont bold = base;
+    bold.setBold(true);
+    QFont small = base;
+    small.setPointSizeF(base.pointSizeF() * 0.85);
+    for (size_t i = 0; i < layout.lanes.size(); ++i) {
+        const int y = g_.laneY(i), h = g_.laneH[i];
+        if (h <= 0 || y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
+        const Lane& l = layout.lanes[i];
+        const int indent = TimelineGeometry::labelIndent(l);
+        if (int(i) == highlighted) p.fillRect(0, y, g_.labelW, h, QColor(60, 130, 210, 60));
+        p.setPen(c_.grid());
+        p.drawLine(0, y + h - 1, g_.labelW, y + h - 1);
+        if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
+            p.fillRect(4, y + 4, 4, h - 8, c_.poolColor(l.poolIndex));
+        }
+        const bool isCollapsed = g_.collapsed(i);
+        const QRect tri = g_.disclosureRect(layout, i);
+        if (!tri.isEmpty()) {
+            // Disclosure triangle: pointing right when collapsed, down when expanded.
+            const QPointF c = QRectF(tri).center();
+            QPolygonF t;
+            if (isCollapsed)
+                t << c + QPointF(-2.5, -4.5) << c + QPointF(3.5, 0) << c + QPointF(-2.5, 4.5);
+            else
+                t << c + QPointF(-4.5, -2.5) << c + QPointF(4.5, -2.5) << c + QPointF(0, 3.5);
+            p.setRenderHint(QPainter::Antialiasing, true);
+            p.setPen(Qt::NoPen);
+            p.setBrush(c_.dimText());
+            p.drawPolygon(t);
+            p.setBrush(Qt::NoBrush);
+            p.setRenderHint(QPainter::Antialiasing, false);
+        }
+        if (int(i) == focusLane) {
+            // Keyboard focus for collapsing (Ctrl+Up/Down, Enter).
+            p.setPen(QPen(c_.selection(), 1, Qt::DotLine));
+            p.drawRect(1, y + 1, g_.labelW - 3, h - 3);
+        }
+        QString sub = l.subtitle;
+        if (isCollapsed && l.kind != LaneKind::Stream) {
+            int n = 0;
+            for (size_t j = i + 1; j < layout.lanes.size() && g_.shownAs[j] == int(i); ++j)
+                ++n;
+            sub = QStringLiteral("%1 lane(s) collapsed").arg(n);
+            if (l.kind == LaneKind::Pool && !l.subtitle.isEmpty()) sub = l.subtitle + " · " + sub;
+        } else if (isCollapsed) {
+            sub = QStringLiteral("collapsed · %1 rows").arg(l.rowCount);
+        }
+        if (cursor != INT64_MIN) {
+            // Replay: the state at the cursor instead of the static subtitle.
+            if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
+                const PoolTimeline& pt = tl.pools[size_t(l.poolIndex)];
+                sub = QStringLiteral("R %1 · U %2")
+                          .arg(qs(formatBytes(pt.reserved.valueAt(cursor))),
+                               qs(formatBytes(pt.used.valueAt(cursor))));
+            } else if (l.kind == LaneKind::Stream && l.streamIndex >= 0) {
+                sub = QStringLiteral("live %1").arg(
+                    qs(formatBytes(tl.streams[size_t(l.streamIndex)].liveBytes.valueAt(cursor))));
+            }
+        }
+        const int w = g_.labelW - indent - 4;
+        if (h >= 28 || l.kind == LaneKind::Pool) {
+            p.setFont(l.kind == LaneKind::Stream ? base : bold);
+            p.setPen(c_.text());
+            p.drawText(QRect(indent, y + 2, w, h / 2), Qt::AlignLeft | Qt::AlignVCenter,
+                       p.fontMetrics().elidedText(l.title, Qt::ElideRight, w));
+            p.setFont(small);
+            p.setPen(c_.dimText());
+            p.drawText(QRect(indent, y + h / 2, w, h / 2 - 2), Qt::AlignLeft | Qt::AlignVCenter,
+                       p.fontMetrics().elidedText(sub, Qt::ElideRight, w));
+        } else {
+            p.setFont(l.kind == LaneKind::Stream ? base : bold);
+            p.setPen(c_.text());
+            QString t = l.title;
+            if (!sub.isEmpty()) t += QStringLiteral("  ") + sub;
+            p.drawText(QRect(indent, y, w, h), Qt::AlignLeft | Qt::AlignVCenter,
+                       p.fontMetrics().elidedText(t, Qt::ElideRight, w));
+        }
+    }
+    p.setFont(base);
+    p.setPen(c_.grid());
+    p.drawLine(g_.labelW - 1, g_.lanesTop(), g_.labelW - 1, g_.lanesBottom());
+    p.restore();
+}
+
+void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
+    const Timeline& tl = *s_.timeline;
+    p.fillRect(0, 0, g_.width, g_.rulerH, c_.headerBg());
+    p.setPen(c_.dimText());
+    p.drawText(QRect(6, 0, g_.labelW - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,
+               QStringLiteral("time since first event"));
+    const int64_t step = niceTimeStep(g_.v1 - g_.v0, std::max(2, g_.plotW() / 110));
+    const int64_t scale = std::max(std::llabs(g_.v0 - tl.t0), std::llabs(g_.v1 - tl.t0));
+    int64_t rel = ((g_.v0 - tl.t0) / step) * step;
+    p.save();
+    p.setClipRect(g_.labelW, 0, g_.width - g_.labelW, g_.rulerH);
+    for (; tl.t0 + rel <= g_.v1; rel += step) {
+        const double x = g_.xOf(tl.t0 + rel);
+        if (x < g_.labelW - 1) continue;
+        p.setPen(c_.dimText());
+        p.drawLine(QPointF(x, g_.rulerH - 6), QPointF(x, g_.rulerH));
+        p.setPen(c_.text());
+        const QString label = timeTickLabel(rel, step, scale);
+        if (textCache) {
+            // Laid-out text reused across frames (shaping the tick labels was ~1/5 of a frame).
+            auto it = textCache->find(label);
+            if (it == textCache->end()) {
+                if (textCache->size() > 512) textCache->clear();
+                it = textCache->insert(label, QStaticText(label));
+                it->prepare(QTransform(), p.font());
+            }
+            const double ty = (g_.rulerH - 2 - p.fontMetrics().height()) / 2.0;
+            p.drawStaticText(QPointF(x + 3, ty), *it);
+        } else {
+            p.drawText(QRectF(x + 3, 0, 110, g_.rulerH - 2), Qt::AlignLeft | Qt::AlignVCenter,
+                       label);
+        }
+    }
+    if (cursor != INT64_MIN) {
+        const double x = g_.xOf(cursor);
+        const QString label =
+            timeTickLabel(cursor - tl.t0, std::max<int64_t>(1, step / 100), scale);
+        const int w = p.fontMetrics().horizontalAdvance(label) + 10;
+        QRectF box(x - w / 2.0, 2, w, g_.rulerH - 4);
+        p.fillRect(box, c_.cursor());
+        p.setPen(Qt::white);
+        p.drawText(box, Qt::AlignCenter, label);
+    }
+    p.restore();
+    p.setPen(c_.grid());
+    p.drawLine(0, g_.rulerH - 1, g_.width, g_.rulerH - 1);
+}
+
+void TimelinePainter::paintLegend(QPainter& p) {
+    const int y = g_.lanesBottom();
+    p.fillRect(0, y, g_.width, g_.legendH, c_.headerBg());
+    p.setRenderHint(QPainter::Antialiasing, true);
+    int x = 8;
+    const int cy = y + g_.legendH / 2;
+    auto text = [&](const QString& t) {
+        p.setPen(c_.text());
+        p.drawText(QPoint(x, cy + p.fontMetrics().ascent() / 2 - 1), t);
+        x += p.fontMetrics().horizontalAdvance(t) + 14;
+    };
+    // Bar colours: the size ramp or "by pool".
+    if (coloring_ == BarColoring::BySize) {
+        for (int i = 0; i < 5; ++i)
+            p.fillRect(x + i * 8, cy - 4, 8, 8, c_.sizeColor(uint64_t(1) << (8 + i * 6)));
+        x += 44;
+        text(QStringLiteral("allocation, alloc→free (256 B → 16 GiB)"));
+    } else {
+        p.fillRect(x, cy - 4, 16, 8, c_.poolColor(0));
+        x += 20;
+        text(QStringLiteral("allocation, alloc→free (colour = pool)"));
+    }
+    {
+        QColor r = c_.poolColor(0);
+        r.setAlpha(60);
+        p.fillRect(x, cy - 6, 14, 12, r);
+        p.fillRect(x, cy + 1, 14, 5, c_.usedColor(0));
+        x += 18;
+        text(QStringLiteral("pool reserved / used"));
+    }
+    p.fillRect(x, cy - 4, 12, 8, c_.sizeColor(1 << 20));
+    p.fillRect(x + 9, cy - 4, 3, 8, c_.liveMark());
+    x += 16;
+    text(QStringLiteral("still live at end"));
+    p.setPen(QPen(c_.syncColor(), 2));
+    p.drawLine(x, cy - 5, x, cy + 5);
+    x += 6;
+    text(QStringLiteral("synchronize"));
+    auto tri = [&](QColor c) {
+        QPolygonF t;
+        t << QPointF(x - 5, cy - 4) << QPointF(x + 5, cy - 4) << QPointF(x, cy + 4);
+        p.setPen(Qt::NoPen);
+        p.setBrush(c);
+        p.drawPolygon(t);
+        x += 9;
+    };
+    tri(c_.releaseColor());
+    text(QStringLiteral("implicit release"));
+    tri(c_.trimColor());
+    text(QStringLiteral("trim"));
+    auto dia = [&](QColor c) {
+        QPolygonF d;
+        d << QPointF(x, cy - 5) << QPointF(x + 5, cy) << QPointF(x, cy + 5) << QPointF(x - 5, cy);
+        p.setPen(Qt::NoPen);
+        p.setBrush(c);
+        p.drawPolygon(d);
+        x += 9;
+    };
+    dia(c_.attributeColor());
+    text(QStringLiteral("attribute set"));
+    dia(c_.knobColor());
+    text(QStringLiteral("knob (PoolScope)"));
+    p.setPen(QPen(c_.failColor(), 2));
+    p.drawLine(x - 4, cy - 4, x + 4, cy + 4);
+    p.drawLine(x - 4, cy + 4, x + 4, cy - 4);
+    x += 9;
+    text(QStringLiteral("failed alloc"));
+    p.setPen(QPen(c_.edgeColor(), 1));
+    p.drawLine(x - 4, cy, x + 12, cy);
+    x += 18;
+    text(QStringLiteral("event record → stream wait"));
+    p.setRenderHint(QPainter::Antialiasing, false);
+    p.setBrush(Qt::NoBrush);
+}
+
+TimelineHit TimelinePainter::hitTest(QPoint pos) const {
+    TimelineHit hit;
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    if (pos.y() < g_.lanesTop() || pos.y() >= g_.lanesBottom()) return hit;
+    for (size_t i = 0; i < layout.lanes.size(); ++i) {
+        const int y = g_.laneY(i);
+        if (pos.y() >= y && pos.y() < y + g_.laneH[i]) {
+            hit.lane = int(i);
+            break;
+        }
+    }
+    if (hit.lane < 0) return hit;
+    const Lane& l = layout.lanes[size_t(hit.lane)];
+    if (pos.x() < g_.labelW) {
+        // The disclosure triangle, or anywhere on a device header (it selects nothing).
+        hit.toggle =
+            g_.disclosureRect(layout, size_t(hit.lane)).adjusted(-3, -2, 3, 2).contains(pos) ||
+            l.kind == LaneKind::Device;
+        if (l.kind == LaneKind::Pool) hit.sel = {Selection::Pool, 0, l.pool, {}};
+        if (l.kind == LaneKind::Stream) hit.sel = {Selection::Stream, 0, l.stream, {}};
+        return hit;
+    }
+    const int64_t ta = g_.tOf(pos.x() - 5), tb = g_.tOf(pos.x() + 5);
+    const int64_t tc = g_.tOf(pos.x());
+    // Markers and failures first: they sit on top.
+    int64_t best = INT64_MAX;
+    auto mt = std::partition_point(l.markers.begin(), l.markers.end(),
+                                   [&](uint32_t i) { return tl.markers[i].tsNs < ta; });
+    for (; mt != l.markers.end() && tl.markers[*mt].tsNs <= tb; ++mt) {
+        const int64_t d = std::llabs(tl.markers[*mt].tsNs - tc);
+        if (d < best) {
+            best = d;
+            hit.sel = {Selection::Marker, *mt, 0, {}};
+        }
+    }
+    auto ft = std::partition_point(l.failed.begin(), l.failed.end(),
+                                   [&](uint32_t i) { return tl.failed[i].tsNs < ta; });
+    for (; ft != l.failed.end() && tl.failed[*ft].tsNs <= tb; ++ft) {
+        const int64_t d = std::llabs(tl.failed[*ft].tsNs - tc);
+        if (d <= best) {
+            best = d;
+            hit.sel = {Selection::Failed, *ft, 0, {}};
+        }
+    }
+    if (hit.sel.kind != Selection::None) return hit;
+    if (l.kind == LaneKind::Stream && l.rowCount > 0) {
+        const int64_t t0 = g_.tOf(pos.x() - 2), t1 = g_.tOf(pos.x() + 2);
+        auto find = [&](int r) {
+            const auto& row = layout.rows[size_t(l.firstRow + r)];
+            auto it = std::partition_point(
+                row.begin(), row.end(), [&](uint32_t i) { return endOf(tl.allocations[i]) <= t0; });
+            if (it != row.end() && tl.allocations[*it].allocTsNs <= t1) {
+                hit.sel = {Selection::Allocation, *it, 0, {}};
+                return true;
+            }
+            return false;
+        };
+        if (g_.collapsed(size_t(hit.lane))) {
+            // The summary row: the top-most row with a block under the pointer.
+            for (int r = 0; r < l.rowCount; ++r)
+                if (find(r)) return hit;
+        } else {
+            const int pitch = TimelineGeometry::rowPitch(l, g_.laneH[size_t(hit.lane)]);
+            const int r = (pos.y() - g_.laneY(size_t(hit.lane)) - kStreamPad) / pitch;
+            if (r >= 0 && r < l.rowCount && find(r)) return hit;
+        }
+    }
+    if (l.kind == LaneKind::Pool) hit.sel = {Selection::Pool, 0, l.pool, {}};
+    return hit;
+}
+
+QString TimelinePainter::tooltip(const TimelineHit& h) const {
+    const Timeline& tl = *s_.timeline;
+    const LaneLayout& layout = *s_.layout;
+    auto rel = [&](int64_t t) { return qs(formatDuration(t - tl.t0)); };
+    switch (h.sel.kind) {
+    case Selection::Allocation: {
+        const Allocation& a = tl.allocations[h.sel.index];
+        QString s = QStringLiteral("<b>%1</b> at %2<br>%3 on %4<br>allocated at %5")
+                        .arg(qs(formatBytes(a.size)), hexHandle(a.ptr), layout.poolName(a.pool),
+                             layout.streamName(a.allocStream), rel(a.allocTsNs));
+        if (a.live())
+            s += QStringLiteral("<br><span style='color:#e02020'>never freed (live at end)</span>");
+        else
+            s += QStringLiteral("<br>freed at %1 on %2 (lived %3)")
+                     .arg(rel(a.freeTsNs), layout.streamName(a.freeStream),
+                          qs(formatDuration(a.freeTsNs - a.allocTsNs)));
+        return s;
+    }
+    case Selection::Marker: {
+        const Marker& m = tl.markers[h.sel.index];
+        QString s = QStringLiteral("<b>%1</b> at %2")
+                        .arg(QString::fromUtf8(eventKindName(m.kind).data()), rel(m.tsNs));
+        if (m.kind == EventKind::ImplicitRelease)
+            s += QStringLiteral("<br>pool size after release: %1").arg(qs(formatBytes(m.value)));
+        else if (m.kind == EventKind::PoolTrimTo)
+            s += QStringLiteral("<br>trim to keep at least %1").arg(qs(formatBytes(m.value)));
+        else if (m.kind == EventKind::PoolSetAttribute || m.kind == EventKind::KnobChange) {
+            const QString change = DetailsPane::attributeChange(tl, m); // names a reuse policy
+            s += change.isEmpty()
+                     ? QStringLiteral("<br>new value: %1").arg(qs(formatBytes(m.value)))
+                     : QStringLiteral("<br>%1").arg(change.toHtmlEscaped());
+        }
+        if (m.pool) s += QStringLiteral("<br>%1").arg(layout.poolName(m.pool));
+        if (m.kind == EventKind::StreamSynchronize)
+            s += QStringLiteral("<br>%1").arg(layout.streamName(m.stream));
+        return s;
+    }
+    case Selection::Failed: {
+        const FailedAllocation& f = tl.failed[h.sel.index];
+        return QStringLiteral("<b>failed allocation</b> of %1 at %2<br>CUresult %3 on %4")
+            .arg(qs(formatBytes(f.size)), rel(f.tsNs))
+            .arg(f.result)
+            .arg(layout.streamName(f.stream));
+    }
+    case Selection::Pool:
+    case Selection::Stream:
+        if (h.lane >= 0) {
+            const Lane& l = layout.lanes[size_t(h.lane)];
+            return QStringLiteral("<b>%1</b><br>%2").arg(l.title, l.subtitle);
+        }
+        return {};
+    default:
+        return {};
+    }
+}
+
+} // namespace poolscope::ui
