@@ -1,5 +1,7 @@
 #include "EventsPanel.h"
 
+#include <algorithm>
+
 #include "poolscope/Units.h"
 
 #include <QCheckBox>
@@ -161,6 +163,9 @@ void EventsPanel::clear() {
 
 void EventsPanel::rebuildFilterChoices() {
     const QSignalBlocker b1(streamBox_), b2(poolBox_);
+    // A new snapshot of the same trace (the whole timeline after a partial one, a live refresh)
+    // keeps the stream and pool the user picked, when they still exist.
+    const QVariant keepStream = streamBox_->currentData(), keepPool = poolBox_->currentData();
     streamBox_->clear();
     poolBox_->clear();
     streamBox_->addItem(tr("all"));
@@ -172,6 +177,8 @@ void EventsPanel::rebuildFilterChoices() {
     for (const PoolTimeline& pt : snap_.timeline->pools)
         poolBox_->addItem(snap_.layout->poolName(pt.info.handle),
                           QVariant::fromValue<qulonglong>(pt.info.handle));
+    if (keepStream.isValid()) streamBox_->setCurrentIndex(std::max(0, streamBox_->findData(keepStream)));
+    if (keepPool.isValid()) poolBox_->setCurrentIndex(std::max(0, poolBox_->findData(keepPool)));
 }
 
 void EventsPanel::setVisibleRange(int64_t t0, int64_t t1) {

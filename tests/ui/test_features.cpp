@@ -1,11 +1,13 @@
 // Events table sorting, collapsible timeline lanes and the reuse policies in the details pane.
 #include "DetailsPane.h"
 #include "EventTableModel.h"
+#include "EventsPanel.h"
 #include "TestTrace.h"
 #include "TimelineWidget.h"
 #include "poolscope/TraceReader.h"
 
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTest>
@@ -13,17 +15,9 @@
 
 using namespace poolscope;
 using namespace poolscope::ui;
+using poolscope::synth::loadTimeline;
 
 namespace {
-
-std::shared_ptr<const Timeline> loadTimeline(const QString& path) {
-    auto reader = TraceReader::open(path.toStdString());
-    EXPECT_TRUE(reader.ok()) << (reader.ok() ? "" : reader.error().message);
-    if (!reader) return nullptr;
-    auto tl = buildTimeline(**reader);
-    EXPECT_TRUE(tl.ok());
-    return tl ? tl.value() : nullptr;
-}
 
 std::vector<Event> loadEvents(const QString& path) {
     auto reader = TraceReader::open(path.toStdString());
@@ -327,4 +321,30 @@ TEST(TimelineWidget, PannedCachedFramesEqualFreshOnes) {
     w.setLaneCollapsed(lane, false);
     EXPECT_EQ(differingPixels(w.grab().toImage(), before), 0);
     QSettings().remove("timeline/collapsedLanes");
+}
+
+// A new snapshot of the same trace (the whole timeline replacing the partial one of a progressive
+// load, a live refresh) keeps the stream and pool the user filtered on.
+TEST(EventsPanel, KeepsStreamAndPoolFilterAcrossANewSnapshot) {
+    auto tl = loadTimeline(samplePath("churn.poolscope"));
+    ASSERT_TRUE(tl);
+    ASSERT_GE(tl->streams.size(), 2u);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "churn");
+    EventsPanel panel;
+    panel.setSource(s, {});
+    const auto boxes = panel.findChildren<QComboBox*>();
+    QComboBox* streamBox = nullptr;
+    for (QComboBox* b : boxes)
+        if (b->count() == int(tl->streams.size()) + 1 && b->itemData(1).toULongLong() == tl->streams[0].info.handle)
+            streamBox = b;
+    ASSERT_NE(streamBox, nullptr);
+    streamBox->setCurrentIndex(2); // the second stream
+    ASSERT_TRUE(panel.filter().stream.has_value());
+    EXPECT_EQ(*panel.filter().stream, tl->streams[1].info.handle);
+    panel.setSource(TraceSnapshot::fromTimeline(tl, "churn"), {});
+    ASSERT_TRUE(panel.filter().stream.has_value());
+    EXPECT_EQ(*panel.filter().stream, tl->streams[1].info.handle);
+    panel.clear(); // another document: back to all
+    panel.setSource(s, {});
+    EXPECT_FALSE(panel.filter().stream.has_value());
 }

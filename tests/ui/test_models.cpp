@@ -11,17 +11,9 @@
 
 using namespace poolscope;
 using namespace poolscope::ui;
+using poolscope::synth::loadTimeline;
 
 namespace {
-
-std::shared_ptr<const Timeline> loadTimeline(const QString& path) {
-    auto reader = TraceReader::open(path.toStdString());
-    EXPECT_TRUE(reader.ok()) << (reader.ok() ? "" : reader.error().message);
-    if (!reader) return nullptr;
-    auto tl = buildTimeline(**reader);
-    EXPECT_TRUE(tl.ok());
-    return tl ? tl.value() : nullptr;
-}
 
 TraceSnapshot snapshot() {
     static TraceSnapshot s = [] {
