@@ -7,4 +7,10 @@ cd "$(dirname "$0")/.."
 preset=${1:-default}
 scripts/setup.sh "$preset"
 echo "== running tests"
-ctest --preset "$preset" -j "$(nproc 2>/dev/null || echo 2)" --timeout 600
+rc=0
+ctest --preset "$preset" -j "$(nproc 2>/dev/null || echo 2)" --timeout 600 || rc=$?
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "== GPU tests (gpu.*): skipped: no GPU (they record the CUDA workloads; run them on a GPU"
+    echo "   machine with tests/gpu/run.sh and tests/gpu/live_check.sh, see README)"
+fi
+exit "$rc"
