@@ -45,6 +45,16 @@ std::string formatBytesSigned(int64_t bytes) {
     return "+" + formatBytes(static_cast<uint64_t>(bytes));
 }
 
+std::string formatCount(uint64_t n) {
+    const std::string digits = std::to_string(n);
+    std::string s;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i != 0 && (digits.size() - i) % 3 == 0) s += ',';
+        s += digits[i];
+    }
+    return s;
+}
+
 std::string formatDuration(int64_t ns) {
     if (ns < 0) return "-" + formatDuration(-ns);
     if (ns < 1000) return std::to_string(ns) + " ns";

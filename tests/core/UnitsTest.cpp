@@ -35,6 +35,14 @@ TEST(Units, FormatDuration) {
     EXPECT_EQ(formatDuration(125LL * 1'000'000'000), "2 min 05 s");
 }
 
+TEST(Units, FormatCount) {
+    EXPECT_EQ(formatCount(0), "0");
+    EXPECT_EQ(formatCount(999), "999");
+    EXPECT_EQ(formatCount(1000), "1,000");
+    EXPECT_EQ(formatCount(9'950'369), "9,950,369");
+    EXPECT_EQ(formatCount(UINT64_MAX), "18,446,744,073,709,551,615");
+}
+
 TEST(Units, ParseBytes) {
     uint64_t v = 0;
     EXPECT_TRUE(parseBytes("4096", v));

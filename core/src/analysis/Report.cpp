@@ -49,16 +49,6 @@ std::string poolName(const PoolReport& p) {
            (p.info.device >= 0 ? ", device " + std::to_string(p.info.device) : "") + ")";
 }
 
-std::string count(uint64_t n) {
-    const std::string digits = std::to_string(n);
-    std::string s;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i != 0 && (digits.size() - i) % 3 == 0) s += ',';
-        s += digits[i];
-    }
-    return s;
-}
-
 std::string percent(uint64_t part, uint64_t whole) {
     if (whole == 0) return "0%";
     char buf[16];
@@ -93,21 +83,21 @@ void addFindings(Report& r) {
     uint64_t cross = 0;
     for (const StreamReport& s : r.streams) cross += s.crossStreamFrees;
     if (cross > 0)
-        r.findings.push_back(count(cross) +
+        r.findings.push_back(formatCount(cross) +
                              " allocation(s) were freed on another stream than the one that "
                              "allocated them (reuse then depends on event dependencies)");
     if (r.failedCount > 0) {
         const FailedAllocation& f = r.failed.front();
-        r.findings.push_back(count(r.failedCount) + " allocation(s) failed; the first at " +
+        r.findings.push_back(formatCount(r.failedCount) + " allocation(s) failed; the first at " +
                              at(f.tsNs) + " asked for " + formatBytes(f.size) + " (CUresult " +
                              std::to_string(f.result) + ")");
     }
     if (r.leakCount > 0)
-        r.findings.push_back(count(r.leakCount) + " allocation(s) (" +
+        r.findings.push_back(formatCount(r.leakCount) + " allocation(s) (" +
                              formatBytes(r.leakBytes) +
                              ") were still live when the trace ended");
     if (r.unmatchedFrees > 0)
-        r.findings.push_back(count(r.unmatchedFrees) +
+        r.findings.push_back(formatCount(r.unmatchedFrees) +
                              " free(s) of pointers not allocated in this trace (allocated before "
                              "recording started, or by cudaMalloc): ignored");
 }

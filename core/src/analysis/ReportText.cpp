@@ -19,17 +19,6 @@ std::string poolLabel(uint64_t handle) {
     return handle == 0 ? std::string("(unknown)") : formatHandle(handle);
 }
 
-std::string count(uint64_t n) {
-    // Thousands separators: counts of millions are common and hard to read bare.
-    const std::string digits = std::to_string(n);
-    std::string s;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i != 0 && (digits.size() - i) % 3 == 0) s += ',';
-        s += digits[i];
-    }
-    return s;
-}
-
 std::string bytesOrDash(bool known, uint64_t b) { return known ? formatBytes(b) : "-"; }
 
 std::string threshold(const PoolReport& p) {
@@ -51,9 +40,9 @@ std::string reportToText(const Report& r) {
         if (!p.host.empty()) out += "  on " + p.host;
         out += "\n";
     }
-    out += "  duration " + formatDuration(r.t1 - r.t0) + ", " + count(r.eventCount) + " events, " +
-           count(r.sampleCount) + " samples, " + count(r.syncCount) + " synchronizes, " +
-           count(r.implicitReleases) + " implicit releases, " + count(r.waitEdges) +
+    out += "  duration " + formatDuration(r.t1 - r.t0) + ", " + formatCount(r.eventCount) + " events, " +
+           formatCount(r.sampleCount) + " samples, " + formatCount(r.syncCount) + " synchronizes, " +
+           formatCount(r.implicitReleases) + " implicit releases, " + formatCount(r.waitEdges) +
            " cross-stream waits\n";
     for (const DeviceInfo& d : r.devices)
         out += "  device " + std::to_string(d.ordinal) + ": " + d.name + " (" +
@@ -70,7 +59,7 @@ std::string reportToText(const Report& r) {
                    std::string(poolKindName(pr.info.kind)), bytesOrDash(w, pr.peakReserved),
                    bytesOrDash(w, pr.usedAtPeakReserved), bytesOrDash(w, pr.idleAtPeak),
                    w ? formatBytes(pr.peakUsed) : formatBytes(pr.peakLive) + "*",
-                   count(pr.allocCount), formatBytes(pr.bytesAllocated),
+                   formatCount(pr.allocCount), formatBytes(pr.bytesAllocated),
                    formatBytes(pr.liveAtEndBytes), bytesOrDash(w, pr.finalReserved),
                    threshold(pr)});
     }
@@ -86,14 +75,14 @@ std::string reportToText(const Report& r) {
                                "peak at", "freed elsewhere", "live@end", "failed"});
     for (const StreamReport& s : r.streams) {
         streams.row({streamName(s.info.handle),
-                     s.info.device < 0 ? "-" : std::to_string(s.info.device), count(s.allocCount),
+                     s.info.device < 0 ? "-" : std::to_string(s.info.device), formatCount(s.allocCount),
                      formatBytes(s.bytesAllocated), formatBytes(s.peakLive),
-                     s.peakLive ? rel(s.peakLiveTsNs) : "-", count(s.crossStreamFrees),
-                     formatBytes(s.liveAtEndBytes), count(s.failedCount)});
+                     s.peakLive ? rel(s.peakLiveTsNs) : "-", formatCount(s.crossStreamFrees),
+                     formatBytes(s.liveAtEndBytes), formatCount(s.failedCount)});
     }
     out += streams.empty() ? "  (none)\n" : streams.render();
 
-    out += "\nLeaks: " + count(r.leakCount) + " allocation(s) live at the end, " +
+    out += "\nLeaks: " + formatCount(r.leakCount) + " allocation(s) live at the end, " +
            formatBytes(r.leakBytes) + "\n";
     if (!r.topLeaks.empty()) {
         detail::TextTable leaks({"ptr", "size", "pool", "stream", "allocated at", "seq"});
@@ -102,10 +91,10 @@ std::string reportToText(const Report& r) {
                        streamName(a.allocStream), rel(a.allocTsNs), std::to_string(a.allocSeq)});
         out += leaks.render();
         if (r.leakCount > r.topLeaks.size())
-            out += "  ... " + count(r.leakCount - r.topLeaks.size()) + " more\n";
+            out += "  ... " + formatCount(r.leakCount - r.topLeaks.size()) + " more\n";
     }
 
-    out += "\nFailed allocations: " + count(r.failedCount) + "\n";
+    out += "\nFailed allocations: " + formatCount(r.failedCount) + "\n";
     if (!r.failed.empty()) {
         detail::TextTable failed({"at", "size", "stream", "pool", "CUresult", "seq"});
         for (const FailedAllocation& f : r.failed)
@@ -113,7 +102,7 @@ std::string reportToText(const Report& r) {
                         std::to_string(f.result), std::to_string(f.seq)});
         out += failed.render();
         if (r.failedCount > r.failed.size())
-            out += "  ... " + count(r.failedCount - r.failed.size()) + " more\n";
+            out += "  ... " + formatCount(r.failedCount - r.failed.size()) + " more\n";
     }
 
     out += "\nFindings\n";
