@@ -88,23 +88,19 @@ void pushEvent(ThreadState* t, const Event& e) {
     t->ring->publish();
 }
 
-__attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks, int device, const Event* sync,
-                    uint64_t syncSeq, int slotsUsed) {
+__attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks,
+                                                    const Event* sync, uint64_t syncSeq,
+                                                    int slotsUsed) {
     Runtime& rt = runtime();
     const int n = rt.poolCount.load(std::memory_order_acquire);
     for (int i = 0; i < n; ++i) {
         PoolSlot& s = rt.pools[i];
         const uint64_t h = s.handle.load(std::memory_order_relaxed);
-        if (!h || h == skip) continue;
-        bool ok = true;
-        const uint64_t r = readAttr(h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, ok);
-        const uint64_t u = readAttr(h, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, ok);
-        const uint64_t rh = readAttr(h, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, ok);
-        const uint64_t uh = readAttr(h, CU_MEMPOOL_ATTR_USED_MEM_HIGH, ok);
-        if (!ok) continue;
-        const uint64_t before = s.reserved.exchange(r, std::memory_order_relaxed);
-        if (sync && syncSeq && r < before) {
-            Event rel = releaseEvent(*sync, h, before, r, u);
+        PoolWatermarks w;
+        if (!h || h == skip || !readWatermarks(h, w)) continue;
+        const uint64_t before = s.reserved.exchange(w.reserved, std::memory_order_relaxed);
+        if (sync && syncSeq && w.reserved < before) {
+            Event rel = releaseEvent(*sync, h, before, w.reserved, w.used);
             rel.device = static_cast<int16_t>(s.device.load(std::memory_order_relaxed));
             rel.tsNs = static_cast<int64_t>(ticks);
             rel.seq = slotsUsed < int(kReleaseSlots)
@@ -112,24 +108,7 @@ __attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t ski
                           : runtime().seq.fetch_add(1, std::memory_order_relaxed);
             pushEvent(t, rel);
         }
-        Event* e = t->ring ? t->ring->claim() : nullptr;
-        if (!e) {
-            t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
-            continue;
-        }
-        *e = Event{};
-        e->kind = EventKind::Sample;
-        e->tsNs = static_cast<int64_t>(ticks);
-        e->pool = h;
-        e->reserved = r;
-        e->used = u;
-        e->size = rh;
-        e->aux = uh;
-        e->tid = t->tid;
-        e->device = static_cast<int16_t>(s.device.load(std::memory_order_relaxed));
-        (void)device;
-        e->flags = kHasWatermarks;
-        t->ring->publish();
+        pushSample(t, h, s, ticks, w);
     }
 }
 
@@ -185,25 +164,8 @@ __attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const C
     }
 }
 
-// POOLSCOPE_BENCH_STAGE 2 and 3 (see Runtime::benchStage).
-__attribute__((noinline)) void benchPartialExit(ThreadState* t, CUpti_CallbackId cbid,
-                                                const CUpti_CallbackData& cb, int stage) {
-    Event ev;
-    const Decoded d = decodeExit(cbid, cb, ev);
-    // As the full path does, so that frees find their pointer at enter.
-    if (ev.kind == EventKind::Alloc && ev.result == 0 && ev.ptr)
-        t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
-    if (stage >= 3 && d.record) {
-        ev.tsNs = static_cast<int64_t>(Clock::ticks());
-        ev.seq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
-    }
-    ev.tid = t->tid;
-    asm volatile("" : : "r"(&ev) : "memory"); // keep the work
-}
-
 __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     Runtime& rt = runtime();
-    if (rt.benchStage >= 2) return benchPartialExit(t, cbid, cb, rt.benchStage);
     const uint64_t ticks = Clock::ticks();
     Event* e = t->ring ? t->ring->claim() : nullptr;
     Event dropped;            // decoded anyway: caches must follow even when the ring is full
@@ -293,7 +255,7 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         if (t->ring) t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
         if (sync) {
             Guard g(t);
-            syncOtherPools(t, ev.pool, ticks, ev.device, nullptr, 0, 0);
+            syncOtherPools(t, ev.pool, ticks, nullptr, 0, 0);
         }
         return;
     }
@@ -319,7 +281,7 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         pushEvent(t, rel);
     }
     Guard g(t);
-    syncOtherPools(t, s.pool, ticks, s.device, &s, s.seq, slot);
+    syncOtherPools(t, s.pool, ticks, &s, s.seq, slot);
 }
 } // namespace
 
@@ -356,7 +318,7 @@ __attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti
         t = makeThreadState(false);
         if (!t) return;
     }
-    if (t->guard || rt.benchStage == 1) return;
+    if (t->guard) return;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite == CUPTI_API_ENTER)
         onEnter(t, cbid, *cb);
@@ -370,6 +332,31 @@ PoolSlot* findPool(uint64_t handle) {
     for (int i = 0; i < n; ++i)
         if (rt.pools[i].handle.load(std::memory_order_relaxed) == handle) return &rt.pools[i];
     return nullptr;
+}
+
+bool readWatermarks(uint64_t pool, PoolWatermarks& w) {
+    bool ok = true;
+    w.reserved = readAttr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, ok);
+    w.used = readAttr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, ok);
+    w.reservedHigh = readAttr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, ok);
+    w.usedHigh = readAttr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, ok);
+    return ok;
+}
+
+void pushSample(ThreadState* t, uint64_t pool, const PoolSlot& slot, uint64_t ticks,
+                const PoolWatermarks& w) {
+    Event e;
+    e.kind = EventKind::Sample;
+    e.tsNs = static_cast<int64_t>(ticks);
+    e.pool = pool;
+    e.reserved = w.reserved;
+    e.used = w.used;
+    e.size = w.reservedHigh;
+    e.aux = w.usedHigh;
+    e.tid = t->tid;
+    e.device = static_cast<int16_t>(slot.device.load(std::memory_order_relaxed));
+    e.flags = kHasWatermarks;
+    pushEvent(t, e);
 }
 
 __attribute__((cold)) PoolSlot* registerPool(uint64_t handle, int device, bool imported) {

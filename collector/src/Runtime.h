@@ -69,10 +69,6 @@ struct Runtime {
     alignas(64) std::atomic<bool> enabled{false};
     std::atomic<bool> forkPending{false};
     WatermarkMode watermarks = WatermarkMode::Exit; // config.watermarks, copied at start
-    // Diagnostic (POOLSCOPE_BENCH_STAGE): how far the hot path goes, to locate its cost in
-    // overhead runs. 0 = all of it; 1 = return after the thread lookup; 2 = also decode into a
-    // local record; 3 = also the timestamp and the sequence number (no ring, no reads).
-    int benchStage = 0;
     std::atomic<uint64_t> seq{1};
     std::atomic<uint64_t> currentPool[kMaxDevices] = {};
 
@@ -122,6 +118,18 @@ public:
 private:
     ThreadState* t_;
 };
+
+// A pool's four watermarks as the driver reports them. Cold paths only (synchronize, sampler);
+// call with the thread's Guard held.
+struct PoolWatermarks {
+    uint64_t reserved = 0, reservedHigh = 0, used = 0, usedHigh = 0;
+    bool operator==(const PoolWatermarks&) const = default;
+};
+bool readWatermarks(uint64_t pool, PoolWatermarks& w); // false when the driver refuses
+// A Sample event of pool (on device, of the slot), at ticks, into t's ring (a full ring counts a
+// drop). pool is the handle the caller read the watermarks of.
+void pushSample(ThreadState* t, uint64_t pool, const PoolSlot& slot, uint64_t ticks,
+                const PoolWatermarks& w);
 
 PoolSlot* findPool(uint64_t handle);
 PoolSlot* registerPool(uint64_t handle, int device, bool imported = false);
