@@ -319,7 +319,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     rt.watermarks = rt.config.watermarks;
     if (rt.config.disabled) return 1;
     if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = std::atoi(d);
-    if (const char* d = std::getenv("POOLSCOPE_BENCH_STAGE")) rt.benchStage = std::atoi(d);
     Clock::init(rt.config.allowTsc);
     if (!openTrace(rt)) return 1;
 

@@ -157,10 +157,8 @@ for r in $(seq "$ROUNDS"); do
         collector_ring4k) bench collector_ring4k $C POOLSCOPE_RING_EVENTS=4096 POOLSCOPE_SAMPLE_PERIOD_MS=0 ;;
         collector_discard) bench collector_discard $C POOLSCOPE_BENCH_DISCARD=1 ;;
         collector_noact) bench collector_noact $C POOLSCOPE_ACTIVITY=0 ;;
-        collector_base) bench collector_base CUDA_INJECTION64_PATH=${COLLECTOR%.so}_base.so POOLSCOPE_OUTPUT=$WORK/bench.poolscope ;;
         collector_nodrain) bench collector_nodrain $C POOLSCOPE_BENCH_DISCARD=2 POOLSCOPE_RING_EVENTS=2097152 ;;
         collector_bigring) bench collector_bigring $C POOLSCOPE_BENCH_DISCARD=1 POOLSCOPE_RING_EVENTS=2097152 ;;
-        collector_stage1|collector_stage2|collector_stage3) bench $cfg $C POOLSCOPE_BENCH_STAGE=${cfg#collector_stage} ;;
         collector_nosamp) bench collector_nosamp $C POOLSCOPE_SAMPLE_PERIOD_MS=0 ;;
         collector_memory2) bench collector_memory2 $C POOLSCOPE_WATERMARKS=off POOLSCOPE_BENCH_MEMORY2=1 ;;
         esac >>"$WORK/bench.txt"
