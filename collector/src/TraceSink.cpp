@@ -129,6 +129,7 @@ void TraceSink::noteEarly(const Event& e) {
 // alloc already reused the address.
 void TraceSink::complete(Event& e) {
     noteThread(e.tid);
+    noteUsedRead(e);
     switch (e.kind) {
     case EventKind::Alloc:
         if (e.result == 0 && e.ptr) live_allocs_[e.ptr] = Live{e.pool, e.size};
@@ -136,8 +137,6 @@ void TraceSink::complete(Event& e) {
             uint64_t& used = usedOf(e.pool);
             used += e.size;
             e.used = used;
-        } else {
-            noteUsedRead(e);
         }
         if (e.pool && poolsSeen_.insert(e.pool).second) {
             // A pool the collector never saw created (made before it started): still an entity.
@@ -170,8 +169,6 @@ void TraceSink::complete(Event& e) {
                 e.flags &= static_cast<uint8_t>(~(kUsedDerived | kHasWatermarks));
                 e.used = 0;
             }
-        } else {
-            noteUsedRead(e);
         }
         break;
     }
@@ -197,7 +194,6 @@ void TraceSink::complete(Event& e) {
         break;
     }
     case EventKind::StreamCreate: {
-        noteUsedRead(e);
         if (e.result != 0) break;
         StreamInfo s;
         s.handle = e.stream;
@@ -209,7 +205,6 @@ void TraceSink::complete(Event& e) {
         break;
     }
     default:
-        noteUsedRead(e);
         break;
     }
 }
