@@ -1,6 +1,7 @@
 #include "WatermarkPlot.h"
 
 #include "ColorScheme.h"
+#include "StepGraph.h"
 #include "TimeTicker.h"
 
 #include <QLabel>
@@ -121,16 +122,17 @@ void WatermarkPlot::rebuildGraphs() {
         g.pool = p.info.handle;
         const QString name = snap_.layout->poolName(p.info.handle);
         const int ci = int(i);
-        g.used = plot_->addGraph();
+        g.used = new StepGraph(plot_->xAxis, plot_->yAxis);
         g.used->setName(tr("%1 used").arg(name));
         g.used->setLineStyle(QCPGraph::lsStepLeft);
         QColor uc = c.usedColor(ci);
-        // Solid one-pixel pens: Qt draws them with its cosmetic line rasterizer; wider or
+        // Solid one-pixel pens: StepGraph fills these step lines column by column (Qt's
+        // cosmetic rasterizer, used for a dimmed one, was most of a fit-all replot); wider or
         // dashed ones go through the stroker, which made a fit-all replot ~2x slower.
         g.used->setPen(QPen(uc, 1));
         // No fill under "used": filling under a noisy step line costs more than the rest of
         // the replot together.
-        g.reserved = plot_->addGraph();
+        g.reserved = new StepGraph(plot_->xAxis, plot_->yAxis);
         g.reserved->setName(tr("%1 reserved").arg(name));
         g.reserved->setLineStyle(QCPGraph::lsStepLeft);
         g.reserved->setPen(QPen(c.reservedColor(ci), 1));
