@@ -295,6 +295,17 @@ std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
         if (lane < 0) lane = deviceLane(-1);
         if (lane >= 0) out->lanes[size_t(lane)].failed.push_back(i);
     }
+    auto blockTimes = [](const Series& s) {
+        std::vector<int64_t> bt;
+        bt.reserve(s.size() / Series::kBlock + 1);
+        for (size_t i = 0; i < s.size(); i += Series::kBlock)
+            bt.push_back(s.t[i]);
+        return bt;
+    };
+    for (const PoolTimeline& p : tl.pools)
+        out->poolBlockT.push_back({blockTimes(p.reserved), blockTimes(p.used)});
+    for (const StreamTimeline& st : tl.streams)
+        out->streamBlockT.push_back(blockTimes(st.liveBytes));
     for (Lane& l : out->lanes) {
         std::stable_sort(l.markers.begin(), l.markers.end(), [&](uint32_t a, uint32_t b) {
             return tl.markers[a].tsNs < tl.markers[b].tsNs;

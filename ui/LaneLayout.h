@@ -47,6 +47,15 @@ public:
     // allocation records across memory (that was most of a fit-all frame on 10M events).
     std::vector<std::vector<int64_t>> rowEnds;
     std::vector<std::vector<int64_t>> rowStarts; // alloc times, same layout as rowEnds
+    // The time of every Series::kBlock-th point of the series the area charts scan (a pool's
+    // reserved and used, a stream's live bytes): a pixel column's search for its last point
+    // looks here first, then in one block of the series' times, instead of galloping through
+    // a time array of millions of points (a cache miss per step).
+    struct BlockTimes {
+        std::vector<int64_t> reserved, used;
+    };
+    std::vector<BlockTimes> poolBlockT;               // by Timeline::pools index
+    std::vector<std::vector<int64_t>> streamBlockT;   // by Timeline::streams index: liveBytes
     std::vector<int32_t> rowOfAlloc;             // row of each allocation
     std::vector<int32_t> laneOfRow;
 

@@ -335,10 +335,95 @@ double columnMax(const Series& s, size_t& i, int64_t tb, bool summarised) {
     i = j;
     return double(m);
 }
+
+// Branchless lower_bound over [first, first + len): the searches of many columns are
+// independent, and without a branch to mispredict the CPU overlaps their cache misses.
+size_t lowerBoundIn(const int64_t* first, size_t len, int64_t x) {
+    if (len == 0) return 0;
+    const int64_t* b = first;
+    while (len > 1) {
+        const size_t half = len / 2;
+        b = b[half - 1] < x ? b + half : b;
+        len -= half;
+    }
+    return size_t(b - first) + (*b < x);
+}
+
+// columnMax for every column at once: colMax[c] for the columns [e[c], e[c + 1]), where e holds
+// W + 1 increasing boundaries. The same values as calling columnMax column by column, found in
+// passes (block of each boundary, then the point inside its block, then the maxima) so that each
+// pass's memory reads are independent of each other and prefetched a few columns ahead.
+void columnMaxes(const Series& s, const std::vector<int64_t>& blockT, const std::vector<int64_t>& e,
+                 int64_t tEnd, std::vector<double>& colMax) {
+    constexpr size_t K = Series::kBlock;
+    const size_t n = s.size(), B = blockT.size(), W = e.size() - 1;
+    const int64_t* t = s.t.data();
+    const uint64_t* v = s.v.data();
+    // idx[q]: the first point with t >= e[q].
+    std::vector<size_t> blk(W + 1), idx(W + 1);
+    size_t b = 0;
+    for (size_t q = 0; q <= W; ++q) {
+        // First block whose first point is at or after e[q] (boundaries increase: walk on).
+        size_t step = 1;
+        while (b < B && blockT[b] < e[q]) {
+            if (b + step < B && blockT[b + step] < e[q]) {
+                b += step;
+                step *= 2;
+            } else {
+                ++b;
+                step = 1;
+            }
+        }
+        blk[q] = b;
+    }
+    constexpr size_t D = 6; // prefetch distance, in columns
+    auto range = [&](size_t bq, size_t& from, size_t& len) {
+        // t[(bq - 1) * K] < e <= t[bq * K]: the answer is in ((bq - 1) * K, bq * K].
+        from = bq == 0 ? 0 : (bq - 1) * K + 1;
+        const size_t to = bq == 0 ? 0 : bq < B ? bq * K : n;
+        len = to - from;
+    };
+    for (size_t q = 0; q <= W; ++q) {
+        if (q + D <= W) {
+            size_t f, l;
+            range(blk[q + D], f, l);
+            for (size_t o = 0; o < l; o += 8)
+                __builtin_prefetch(t + f + o);
+        }
+        size_t from, len;
+        range(blk[q], from, len);
+        idx[q] = from + lowerBoundIn(t + from, len, e[q]);
+    }
+    for (size_t c = 0; c < W; ++c) {
+        if (c + D < W) {
+            const size_t i2 = idx[c + D];
+            __builtin_prefetch(v + (i2 > 0 ? i2 - 1 : 0));
+            __builtin_prefetch(&s.blocks[std::min(B - 1, (i2 + K - 1) / K)]);
+            __builtin_prefetch(v + std::min(n - 1, idx[c + D + 1] / K * K));
+        }
+        const int64_t ta = e[c], tb = e[c + 1];
+        if (!(tb > t[0] && ta < tEnd)) continue; // outside the series: nothing drawn
+        const size_t i = idx[c], j = idx[c + 1];
+        if (j == i && i == 0) continue;
+        uint64_t m = i > 0 ? v[i - 1] : 0;
+        size_t k = i;
+        const size_t firstFull = (k + K - 1) / K, endFull = j / K;
+        if (firstFull < endFull) {
+            for (; k < firstFull * K; ++k)
+                m = std::max(m, v[k]);
+            for (size_t bb = firstFull; bb < endFull; ++bb)
+                m = std::max(m, s.blocks[bb].maxV);
+            k = endFull * K;
+        }
+        for (; k < j; ++k)
+            m = std::max(m, v[k]);
+        colMax[c] = double(m);
+    }
+}
 } // namespace
 
-void TimelinePainter::paintArea(QPainter& p, const Series& s, int top, int bottom, double scale,
-                                QColor fill, QColor line) {
+void TimelinePainter::paintArea(QPainter& p, const Series& s, const std::vector<int64_t>& blockT,
+                                int top, int bottom, double scale, QColor fill, QColor line) {
     const Timeline& tl = *s_.timeline;
     if (s.empty()) return;
     // Area charts at pixel resolution: each pixel column shows the highest value it covers,
@@ -350,16 +435,24 @@ void TimelinePainter::paintArea(QPainter& p, const Series& s, int top, int botto
     std::vector<double> colMax(size_t(c1 - c0), -1.0);
     const bool summarised = s.blocks.size() == (s.size() + Series::kBlock - 1) / Series::kBlock;
     const int64_t tEnd = std::max(tl.t1, s.t.back());
-    int64_t ta = g_.tOf(g_.labelW + c0);
-    size_t i = size_t(std::lower_bound(s.t.begin(), s.t.end(), ta) - s.t.begin());
-    for (int c = c0; c < c1; ++c) {
-        const int64_t tb = g_.tOf(g_.labelW + c + 1);
-        // Outside the trace (or before the series starts) nothing is drawn.
-        if (tb > s.t.front() && ta < tEnd)
-            colMax[size_t(c - c0)] = columnMax(s, i, tb, summarised);
-        else if (ta < tEnd)
-            i = size_t(std::lower_bound(s.t.begin(), s.t.end(), tb) - s.t.begin());
-        ta = tb;
+    if (summarised && blockT.size() == s.blocks.size()) {
+        // The layout's block times: every column's boundaries searched, then maxima, in passes.
+        std::vector<int64_t> e(size_t(c1 - c0) + 1);
+        for (int c = c0; c <= c1; ++c)
+            e[size_t(c - c0)] = g_.tOf(g_.labelW + c);
+        columnMaxes(s, blockT, e, tEnd, colMax);
+    } else {
+        int64_t ta = g_.tOf(g_.labelW + c0);
+        size_t i = size_t(std::lower_bound(s.t.begin(), s.t.end(), ta) - s.t.begin());
+        for (int c = c0; c < c1; ++c) {
+            const int64_t tb = g_.tOf(g_.labelW + c + 1);
+            // Outside the trace (or before the series starts) nothing is drawn.
+            if (tb > s.t.front() && ta < tEnd)
+                colMax[size_t(c - c0)] = columnMax(s, i, tb, summarised);
+            else if (ta < tEnd)
+                i = size_t(std::lower_bound(s.t.begin(), s.t.end(), tb) - s.t.begin());
+            ta = tb;
+        }
     }
     std::vector<QRect> fills, tops;
     const int W = c1 - c0;
@@ -409,10 +502,11 @@ void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
     // them is memory the pool holds but the program is not using.
     QColor res = c_.reservedColor(l.poolIndex);
     res.setAlpha(c_.dark() ? 60 : 50);
-    paintArea(p, pt.reserved, top, bottom, scale, res, c_.reservedColor(l.poolIndex));
+    const auto& bt = s_.layout->poolBlockT[size_t(l.poolIndex)];
+    paintArea(p, pt.reserved, bt.reserved, top, bottom, scale, res, c_.reservedColor(l.poolIndex));
     QColor used = c_.usedColor(l.poolIndex);
     used.setAlpha(120);
-    paintArea(p, pt.used, top, bottom, scale, used, QColor());
+    paintArea(p, pt.used, bt.used, top, bottom, scale, used, QColor());
 }
 
 void TimelinePainter::paintSummary(QPainter& p, size_t laneIdx) {
@@ -431,7 +525,8 @@ void TimelinePainter::paintSummary(QPainter& p, size_t laneIdx) {
         const StreamTimeline& st = tl.streams[size_t(l.streamIndex)];
         QColor fill = c_.sizeColor(st.peakLive ? st.peakLive : 1);
         fill.setAlpha(150);
-        paintArea(p, st.liveBytes, top, top + kSummaryH, double(std::max<uint64_t>(1, st.peakLive)),
+        paintArea(p, st.liveBytes, s_.layout->streamBlockT[size_t(l.streamIndex)], top,
+                  top + kSummaryH, double(std::max<uint64_t>(1, st.peakLive)),
                   fill, fill.darker(140));
         return;
     }

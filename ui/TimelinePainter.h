@@ -107,7 +107,8 @@ private:
                    int mergedH = 0);
     void paintSummary(QPainter& p, size_t lane); // a collapsed stream lane
     void paintPoolChart(QPainter& p, size_t lane);
-    void paintArea(QPainter& p, const Series& s, int top, int bottom, double scale, QColor fill,
+    void paintArea(QPainter& p, const Series& s, const std::vector<int64_t>& blockT, int top,
+                   int bottom, double scale, QColor fill,
                    QColor line);
     void paintMarkers(QPainter& p, size_t lane);
     void paintEdges(QPainter& p);

@@ -2,6 +2,7 @@
 //   open -> first frame with data (the partial timeline of a progressive load), open -> the
 //   whole timeline on screen, pan/zoom redraw times at several zoom levels, memory vs event data.
 // Usage: poolscope_bench_gui [--events N] [--trace PATH] [--no-partial] [--load-only]
+//                            [--levels 1,0.1,...] [--frames N]
 //   (the trace is generated if missing; --no-partial loads without a partial timeline, as
 //   before progressive loading; --load-only stops after the load figures)
 #include "MainWindow.h"
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
     uint64_t events = 10'000'000;
     std::string trace;
     bool partial = true, loadOnly = false;
+    std::vector<double> levels{1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6};
+    int frames = 30;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--events") && i + 1 < argc)
             events = std::stoull(argv[++i]);
@@ -85,6 +88,14 @@ int main(int argc, char** argv) {
             partial = false;
         else if (!std::strcmp(argv[i], "--load-only"))
             loadOnly = true;
+        else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc)
+            frames = std::max(1, std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc) {
+            // Visible spans as fractions of the trace, e.g. "1,0.1" (profiling one level).
+            levels.clear();
+            for (const QString& f : QString::fromUtf8(argv[++i]).split(QLatin1Char(',')))
+                levels.push_back(f.toDouble());
+        }
     }
     if (trace.empty()) trace = "/tmp/poolscope-bench-gui-" + std::to_string(events) + ".poolscope";
     if (!QFile::exists(QString::fromStdString(trace))) {
@@ -184,7 +195,7 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
 
-    // Redraw: 30 frames per zoom level and kind. A frame = setViewRange on the timeline (which
+    // Redraw: 30 frames (--frames) per zoom level and kind. A frame = setViewRange on the timeline (which
     // also refreshes the plot's data through the window's link) + a synchronous repaint of the
     // timeline + an immediate replot of the plot. "pan" frames move the view by 5-20 % of its
     // span (the timeline shifts its cached image and paints the exposed strip); "zoom" frames
@@ -196,7 +207,7 @@ int main(int argc, char** argv) {
                 "kind", "tl cpu", "tl wall", "pl cpu", "pl wall", "tot cpu", "tot wal", "tot p95",
                 "bars", "merged", "timeline content");
     const int64_t span0 = tl.t1 - tl.t0;
-    for (double frac : {1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6}) {
+    for (double frac : levels) {
         for (int zoom = 0; zoom < 2; ++zoom) {
             const int64_t span = std::max<int64_t>(1000, int64_t(double(span0) * frac));
             std::vector<double> tlCpu, tlWall, plCpu, plWall, totCpu, totWall;
@@ -207,7 +218,7 @@ int main(int argc, char** argv) {
             // Start each series from a settled view.
             w.timeline()->setViewRange(start, start + span);
             w.timeline()->repaint();
-            for (int i = 0; i < 30; ++i) {
+            for (int i = 0; i < frames; ++i) {
                 int64_t a = start, sp = span;
                 if (zoom) {
                     sp = i % 2 ? span * 5 / 4 : span;
@@ -246,7 +257,7 @@ int main(int argc, char** argv) {
                           QString::fromStdString(formatDuration(span)).toUtf8().constData());
             char content[96];
             std::snprintf(content, sizeof content, "%d full, %d strip (avg %ld px), %d cached",
-                          full, strip, strip ? stripPx / strip : 0L, 30 - full - strip);
+                          full, strip, strip ? stripPx / strip : 0L, frames - full - strip);
             std::printf(
                 "%-18s %-4s | %7.2f %7.2f | %7.2f %7.2f | %7.2f %7.2f %7.2f | %7llu %7llu | "
                 "%s\n",

@@ -323,6 +323,46 @@ TEST(TimelineWidget, PannedCachedFramesEqualFreshOnes) {
     QSettings().remove("timeline/collapsedLanes");
 }
 
+TEST(TimelineWidget, PoolChartsFromBlockTimesEqualTheColumnByColumnScan) {
+    // Pool charts and collapsed stream profiles search their columns through the layout's block
+    // times; without them (the plain column-by-column scan) every frame must be the same.
+    QSettings().remove("timeline/collapsedLanes");
+    auto tl = loadTimeline(synth::syntheticTracePath());
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "synthetic");
+    auto plain = std::make_shared<LaneLayout>(*s.layout);
+    plain->poolBlockT.assign(plain->poolBlockT.size(), {});
+    plain->streamBlockT.assign(plain->streamBlockT.size(), {});
+    TraceSnapshot s2 = s;
+    s2.layout = plain;
+    TimelineWidget a, b;
+    for (TimelineWidget* w : {&a, &b}) {
+        w->resize(1100, 600);
+        w->show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(w));
+    }
+    a.setSnapshot(s);
+    b.setSnapshot(s2);
+    int stream = -1;
+    for (size_t i = 0; i < s.layout->lanes.size() && stream < 0; ++i)
+        if (s.layout->lanes[i].kind == LaneKind::Stream && s.layout->lanes[i].rowCount > 0)
+            stream = int(i);
+    const int64_t span0 = tl->t1 - tl->t0;
+    for (bool collapsed : {false, true}) {
+        a.setLaneCollapsed(stream, collapsed);
+        b.setLaneCollapsed(stream, collapsed);
+        ASSERT_EQ(a.laneCollapsed(stream), collapsed);
+        ASSERT_EQ(b.laneCollapsed(stream), collapsed);
+        for (int64_t span : {span0 * 11 / 10, span0, span0 / 7, span0 / 300, span0 / 20000}) {
+            const int64_t from = tl->t0 - span0 / 20 + span0 / 3;
+            a.setViewRange(from, from + span);
+            b.setViewRange(from, from + span);
+            EXPECT_EQ(differingPixels(a.grab().toImage(), b.grab().toImage()), 0)
+                << "span " << span << " collapsed " << collapsed;
+        }
+    }
+    QSettings().remove("timeline/collapsedLanes");
+}
+
 // A new snapshot of the same trace (the whole timeline replacing the partial one of a progressive
 // load, a live refresh) keeps the stream and pool the user filtered on.
 TEST(EventsPanel, KeepsStreamAndPoolFilterAcrossANewSnapshot) {
