@@ -276,7 +276,18 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, const Selection& se
                     runX1 = px + 1;
                     runColor = barColor(tl.allocations[row[k]]).darker(110);
                 }
-                k = gallopPast(ends, k + 1, g_.tOf(px + 1));
+                const size_t next = gallopPast(ends, k + 1, g_.tOf(px + 1));
+                // Each skip lands on memory no earlier step touched, and waits for it (most of a
+                // zoomed-out frame's rows). The skips of a row are about as long as each other:
+                // ask now for what the step after next will read.
+                const size_t ahead = next + 2 * (next - k);
+                if (ahead + 8 < ends.size()) {
+                    __builtin_prefetch(ends.data() + ahead - 4);
+                    __builtin_prefetch(ends.data() + ahead + 4);
+                    __builtin_prefetch(starts.data() + ahead - 4);
+                    __builtin_prefetch(starts.data() + ahead + 4);
+                }
+                k = next;
                 continue;
             }
             flush();
