@@ -446,8 +446,16 @@ void TimelinePainter::paintArea(QPainter& p, const Series& s, const std::vector<
     std::vector<double> colMax(size_t(c1 - c0), -1.0);
     const bool summarised = s.blocks.size() == (s.size() + Series::kBlock - 1) / Series::kBlock;
     const int64_t tEnd = std::max(tl.t1, s.t.back());
-    if (summarised && blockT.size() == s.blocks.size()) {
-        // The layout's block times: every column's boundaries searched, then maxima, in passes.
+    // Columns of many points each (zoomed out): the layout's block times, every column's
+    // boundaries searched, then the maxima, in passes. With a few points per column the plain
+    // scan is cheaper.
+    auto pointsIn = [&](int64_t a, int64_t b) {
+        return size_t(std::lower_bound(s.t.begin(), s.t.end(), b) -
+                      std::lower_bound(s.t.begin(), s.t.end(), a));
+    };
+    if (summarised && blockT.size() == s.blocks.size() &&
+        pointsIn(g_.tOf(g_.labelW + c0), g_.tOf(g_.labelW + c1)) >=
+            blockScanMinPoints * size_t(c1 - c0)) {
         std::vector<int64_t> e(size_t(c1 - c0) + 1);
         for (int c = c0; c <= c1; ++c)
             e[size_t(c - c0)] = g_.tOf(g_.labelW + c);

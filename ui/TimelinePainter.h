@@ -100,6 +100,9 @@ public:
     QHash<QString, QStaticText>* textCache = nullptr; // the ruler's labels, kept by the widget
     QString tooltip(const TimelineHit& h) const;
     PaintStats stats;
+    // Area charts use the layout's block times from this many points per pixel column on
+    // (fewer: the plain column-by-column scan is cheaper). Tests set 0 to compare the two.
+    static inline size_t blockScanMinPoints = Series::kBlock;
 
 private:
     void paintRuler(QPainter& p, int64_t cursor);
