@@ -310,6 +310,26 @@ namespace {
 // with t >= ta (advanced past [ta, tb) on return). Exact, and the same for a pixel column
 // whatever the rest of the view is, so a panned image and a fresh one agree. Full blocks of
 // kBlock points are read from the series' block summary.
+uint64_t plainMax(const uint64_t* v, size_t i, size_t j) {
+    uint64_t m = 0;
+    for (; i < j; ++i)
+        m = std::max(m, v[i]);
+    return m;
+}
+
+// max(m, values [i, j)), whole blocks of Series::kBlock points through their summaries.
+uint64_t summarisedMax(const Series& s, size_t i, size_t j, uint64_t m) {
+    const size_t K = Series::kBlock;
+    const size_t firstFull = (i + K - 1) / K, endFull = j / K;
+    if (firstFull < endFull) {
+        m = std::max(m, plainMax(s.v.data(), i, firstFull * K));
+        for (size_t b = firstFull; b < endFull; ++b)
+            m = std::max(m, s.blocks[b].maxV);
+        i = endFull * K;
+    }
+    return std::max(m, plainMax(s.v.data(), i, j));
+}
+
 double columnMax(const Series& s, size_t& i, int64_t tb, bool summarised) {
     const size_t n = s.size();
     // The value in force at ta: the last point before it (none: nothing drawn before it).
@@ -328,21 +348,7 @@ double columnMax(const Series& s, size_t& i, int64_t tb, bool summarised) {
                    s.t.begin());
     }
     if (j == i && !any) return -1.0;
-    size_t k = i;
-    const uint64_t* v = s.v.data();
-    if (summarised) {
-        const size_t K = Series::kBlock;
-        const size_t firstFull = (k + K - 1) / K, endFull = j / K;
-        if (firstFull < endFull) {
-            for (; k < firstFull * K; ++k)
-                m = std::max(m, v[k]);
-            for (size_t b = firstFull; b < endFull; ++b)
-                m = std::max(m, s.blocks[b].maxV);
-            k = endFull * K;
-        }
-    }
-    for (; k < j; ++k)
-        m = std::max(m, v[k]);
+    m = summarised ? summarisedMax(s, i, j, m) : std::max(m, plainMax(s.v.data(), i, j));
     i = j;
     return double(m);
 }
@@ -416,19 +422,7 @@ void columnMaxes(const Series& s, const std::vector<int64_t>& blockT, const std:
         if (!(tb > t[0] && ta < tEnd)) continue; // outside the series: nothing drawn
         const size_t i = idx[c], j = idx[c + 1];
         if (j == i && i == 0) continue;
-        uint64_t m = i > 0 ? v[i - 1] : 0;
-        size_t k = i;
-        const size_t firstFull = (k + K - 1) / K, endFull = j / K;
-        if (firstFull < endFull) {
-            for (; k < firstFull * K; ++k)
-                m = std::max(m, v[k]);
-            for (size_t bb = firstFull; bb < endFull; ++bb)
-                m = std::max(m, s.blocks[bb].maxV);
-            k = endFull * K;
-        }
-        for (; k < j; ++k)
-            m = std::max(m, v[k]);
-        colMax[c] = double(m);
+        colMax[c] = double(summarisedMax(s, i, j, i > 0 ? v[i - 1] : 0));
     }
 }
 } // namespace
