@@ -205,29 +205,19 @@ void TimelinePainter::paintLegend(QPainter& p) {
     p.drawLine(x, cy - 5, x, cy + 5);
     x += 6;
     text(QStringLiteral("synchronize"));
-    auto tri = [&](QColor c) {
-        QPolygonF t;
-        t << QPointF(x - 5, cy - 4) << QPointF(x + 5, cy - 4) << QPointF(x, cy + 4);
-        p.setPen(Qt::NoPen);
-        p.setBrush(c);
-        p.drawPolygon(t);
+    // The lanes' own marker glyphs, centred at (x, cy).
+    auto glyph = [&](int which) {
+        const QImage& img = markerGlyph(which);
+        p.drawImage(x - img.width() / 2, cy - img.height() / 2, img);
         x += 9;
     };
-    tri(c_.releaseColor());
+    glyph(0);
     text(QStringLiteral("implicit release"));
-    tri(c_.trimColor());
+    glyph(1);
     text(QStringLiteral("trim"));
-    auto dia = [&](QColor c) {
-        QPolygonF d;
-        d << QPointF(x, cy - 5) << QPointF(x + 5, cy) << QPointF(x, cy + 5) << QPointF(x - 5, cy);
-        p.setPen(Qt::NoPen);
-        p.setBrush(c);
-        p.drawPolygon(d);
-        x += 9;
-    };
-    dia(c_.attributeColor());
+    glyph(2);
     text(QStringLiteral("attribute set"));
-    dia(c_.knobColor());
+    glyph(3);
     text(QStringLiteral("knob (PoolScope)"));
     p.setPen(QPen(c_.failColor(), 2));
     p.drawLine(x - 4, cy - 4, x + 4, cy + 4);
