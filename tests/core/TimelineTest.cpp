@@ -366,6 +366,19 @@ void expectSameSeries(const Series& a, const Series& b, const char* what) {
     }
 }
 
+// The totals a pool and a stream both keep.
+template <class Entity>
+void expectSameTotals(const Entity& p, const Entity& q) {
+    EXPECT_EQ(p.peakLive, q.peakLive);
+    EXPECT_EQ(p.peakLiveTsNs, q.peakLiveTsNs);
+    EXPECT_EQ(p.bytesAllocated, q.bytesAllocated);
+    EXPECT_EQ(p.allocCount, q.allocCount);
+    EXPECT_EQ(p.freeCount, q.freeCount);
+    EXPECT_EQ(p.failedCount, q.failedCount);
+    EXPECT_EQ(p.liveAtEndBytes, q.liveAtEndBytes);
+    EXPECT_EQ(p.liveAtEndCount, q.liveAtEndCount);
+}
+
 // Every field of two timelines, except the partial-timeline fields and t0/t1 (checked by the
 // callers, since a partial timeline spans the whole trace).
 void expectSameContent(const Timeline& a, const Timeline& b) {
@@ -396,14 +409,7 @@ void expectSameContent(const Timeline& a, const Timeline& b) {
         EXPECT_EQ(p.peakReservedTsNs, q.peakReservedTsNs);
         EXPECT_EQ(p.peakUsed, q.peakUsed);
         EXPECT_EQ(p.peakUsedTsNs, q.peakUsedTsNs);
-        EXPECT_EQ(p.peakLive, q.peakLive);
-        EXPECT_EQ(p.peakLiveTsNs, q.peakLiveTsNs);
-        EXPECT_EQ(p.bytesAllocated, q.bytesAllocated);
-        EXPECT_EQ(p.allocCount, q.allocCount);
-        EXPECT_EQ(p.freeCount, q.freeCount);
-        EXPECT_EQ(p.failedCount, q.failedCount);
-        EXPECT_EQ(p.liveAtEndBytes, q.liveAtEndBytes);
-        EXPECT_EQ(p.liveAtEndCount, q.liveAtEndCount);
+        expectSameTotals(p, q);
     }
     ASSERT_EQ(a.streams.size(), b.streams.size());
     for (size_t i = 0; i < a.streams.size(); ++i) {
@@ -412,14 +418,7 @@ void expectSameContent(const Timeline& a, const Timeline& b) {
         EXPECT_EQ(s.info.device, r.info.device);
         EXPECT_EQ(s.allocations, r.allocations);
         expectSameSeries(s.liveBytes, r.liveBytes, "liveBytes");
-        EXPECT_EQ(s.peakLive, r.peakLive);
-        EXPECT_EQ(s.peakLiveTsNs, r.peakLiveTsNs);
-        EXPECT_EQ(s.bytesAllocated, r.bytesAllocated);
-        EXPECT_EQ(s.allocCount, r.allocCount);
-        EXPECT_EQ(s.freeCount, r.freeCount);
-        EXPECT_EQ(s.failedCount, r.failedCount);
-        EXPECT_EQ(s.liveAtEndBytes, r.liveAtEndBytes);
-        EXPECT_EQ(s.liveAtEndCount, r.liveAtEndCount);
+        expectSameTotals(s, r);
     }
     ASSERT_EQ(a.allocations.size(), b.allocations.size());
     for (size_t i = 0; i < a.allocations.size(); ++i) {
