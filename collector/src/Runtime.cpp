@@ -1,8 +1,6 @@
 #include "Runtime.h"
 
-#include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <new>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -10,38 +8,9 @@
 #include "Clock.h"
 #include "Decode.h"
 #include "Log.h"
+#include "SelfTime.h"
 
 namespace poolscope::collector {
-
-#ifdef POOLSCOPE_EXP_SELFTIME // diagnostic build only: TSC ticks spent inside the callback
-namespace selftime {
-uint64_t ticks[6], calls[2], mark;
-struct Report {
-    uint64_t tsc0 = __rdtsc();
-    timespec ts0 = [] { timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t; }();
-    ~Report() {
-        timespec t1;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        const double ns = double(t1.tv_sec - ts0.tv_sec) * 1e9 + double(t1.tv_nsec - ts0.tv_nsec);
-        const double perTick = ns / double(__rdtsc() - tsc0);
-        auto per = [&](int i, int c) { return calls[c] ? double(ticks[i]) * perTick / double(calls[c]) : 0.0; };
-        std::fprintf(stderr,
-                     "[selftime] enter %llu calls %.1f ns/call; exit %llu calls %.1f ns/call "
-                     "(decode %.1f, lookups+reads %.1f, switch %.1f, seq+ring %.1f)\n",
-                     (unsigned long long)calls[0], per(0, 0), (unsigned long long)calls[1],
-                     per(1, 1), per(2, 1), per(3, 1), per(4, 1), per(5, 1));
-    }
-} report;
-inline void add(int i, uint64_t& last) {
-    const uint64_t now = __rdtsc();
-    ticks[i] += now - last;
-    last = now;
-}
-} // namespace selftime
-#define SELFTIME(i) selftime::add(i, selftime::mark)
-#else
-#define SELFTIME(i) ((void)0)
-#endif
 
 namespace {
 constexpr size_t kRingPrefetchAhead = 8;
@@ -367,18 +336,12 @@ __attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti
     }
     if (t->guard) return;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-#ifdef POOLSCOPE_EXP_SELFTIME
-    const uint64_t start = selftime::mark = __rdtsc();
-    const int site = cb->callbackSite == CUPTI_API_ENTER ? 0 : 1;
-#endif
+    SELFTIME_BEGIN(cb->callbackSite == CUPTI_API_ENTER ? 0 : 1);
     if (cb->callbackSite == CUPTI_API_ENTER)
         onEnter(t, cbid, *cb);
     else
         onExit(t, cbid, *cb);
-#ifdef POOLSCOPE_EXP_SELFTIME
-    selftime::ticks[site] += __rdtsc() - start;
-    ++selftime::calls[site];
-#endif
+    SELFTIME_END();
 }
 
 PoolSlot* findPool(uint64_t handle) {
