@@ -20,7 +20,7 @@
 
 #include "Commands.h"
 #include "poolscope/Report.h"
-#include "poolscope/Timeline.h"
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/Units.h"

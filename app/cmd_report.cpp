@@ -8,7 +8,7 @@
 
 #include "Commands.h"
 #include "poolscope/Report.h"
-#include "poolscope/Timeline.h"
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 
 namespace poolscope::cli {

@@ -1,5 +1,6 @@
 #include "TraceLoader.h"
 
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 
 #include <QFileInfo>

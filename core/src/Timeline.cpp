@@ -1,6 +1,6 @@
 // Timeline reconstruction. One pass over the events in seq order; state per event is a few
 // integer updates on vectors of PODs (see FlatPtrMap.h for why the live set is not a std map).
-#include "poolscope/Timeline.h"
+#include "poolscope/TimelineBuilder.h"
 
 #include <algorithm>
 #include <chrono>

@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 
 #include "SyntheticTrace.h"
-#include "poolscope/Timeline.h"
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 

@@ -5,6 +5,7 @@
 
 #include "TestTraces.h"
 #include "poolscope/Report.h"
+#include "poolscope/TimelineBuilder.h"
 
 namespace poolscope {
 namespace {

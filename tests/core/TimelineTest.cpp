@@ -6,7 +6,7 @@
 
 #include "../bench/SyntheticTrace.h"
 #include "TestTraces.h"
-#include "poolscope/Timeline.h"
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 

@@ -2,7 +2,7 @@
 // A generated trace written once per test program into a temporary folder.
 
 #include "SyntheticTrace.h"
-#include "poolscope/Timeline.h"
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 
 #include <QDir>

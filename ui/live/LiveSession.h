@@ -9,7 +9,7 @@
 // or requestFailed (in plain words). Nothing here ever blocks longer than the connect timeout.
 
 #include "TraceSnapshot.h"
-#include "poolscope/Timeline.h"
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/control/ControlClient.h"
 
 #include <QObject>

@@ -1,0 +1,80 @@
+#pragma once
+// Building a Timeline: incrementally from events in seq order (a live session), or from a whole
+// trace file with progress, cancel and a partial timeline early (progressive loading).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "poolscope/Entities.h"
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+#include "poolscope/Timeline.h"
+
+namespace poolscope {
+
+class TraceReader;
+
+// Incremental builder: feed events in seq order (from a file or a live socket), then take a
+// snapshot. Entities may be given up front; unseen pools/streams are created on first sight.
+class TimelineBuilder {
+public:
+    TimelineBuilder();
+    ~TimelineBuilder();
+    void setEntities(std::vector<DeviceInfo> devices, std::vector<PoolInfo> pools,
+                     std::vector<StreamInfo> streams);
+    // Capacity hint (e.g. from TraceSummary::countsByKind) so 10M-event traces do not pay for
+    // vector doubling twice over.
+    void reserve(uint64_t allocs, uint64_t events);
+    // Per-kind counts of what is coming (TraceSummary::countsByKind, with the samples' count
+    // under EventKind::Sample): reserves every big vector for the bound these counts give, so
+    // none is copied while growing (and finish() then leaves their unused, untouched tail).
+    void reserve(const std::map<EventKind, uint64_t>& countsByKind);
+    void add(const Event& e); // any kind, Sample included
+    std::shared_ptr<const Timeline> snapshot() const; // copies; cheap enough for live refresh
+    std::shared_ptr<const Timeline> finish();          // moves out; the builder is then empty
+    // snapshot(), marked partial (Timeline::partial) with its range widened to [t0, t1], the
+    // whole trace's, of which totalEvents events are coming.
+    std::shared_ptr<const Timeline> partialSnapshot(int64_t t0, int64_t t1,
+                                                    uint64_t totalEvents) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d_;
+};
+
+struct BuildOptions {
+    // Gets (done, total) events after every chunk (a few thousand events).
+    std::function<void(uint64_t, uint64_t)> progress;
+    // Setting *cancel makes buildTimeline return ErrorCode::Cancelled within a chunk.
+    const std::atomic<bool>* cancel = nullptr;
+    // Progressive loading: called once, on the building thread, with a partial timeline (see
+    // Timeline::partial) as soon as partialAfter has passed since the first events were read,
+    // or partialAfterEvents events are in when that is not 0, whichever comes first (checked
+    // between chunks). Taking it early keeps it small: it is a copy of what is built so far.
+    // Not called when the whole trace is read before then. The build waits for the callback.
+    std::function<void(std::shared_ptr<const Timeline>)> onPartial;
+    std::chrono::milliseconds partialAfter{300};
+    uint64_t partialAfterEvents = 0;
+    // Read and decode chunks on a second thread while this one builds (same result either way).
+    // Default: on with 4 or more hardware threads. On the 2-vCPU development VM it did not pay:
+    // the same instructions, 5-10 % more cycles (decoded events cross cores), and no overlap
+    // while other work keeps both vCPUs busy (docs/PERFORMANCE.md).
+    bool readAhead = defaultReadAhead();
+    static bool defaultReadAhead();
+};
+
+// Reads the whole trace through a builder: one pass in seq order, samples merged in by time.
+Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
+                                                      const BuildOptions& options);
+// The same with only progress and cancel.
+Result<std::shared_ptr<const Timeline>>
+buildTimeline(const TraceReader& reader,
+              const std::function<void(uint64_t, uint64_t)>& progress = {},
+              const std::atomic<bool>* cancel = nullptr);
+
+} // namespace poolscope
