@@ -290,6 +290,10 @@ void DetailsPane::render() {
                                             .arg(qb(s->liveAtEndBytes))
                                             .arg(s->liveAtEndCount));
         }
+        // Freed in this stream's order, not yet reusable by other streams.
+        if (const PendingFrees::Stream* pf = tl.pendingFrees.stream(sel_.handle); pf && pf->peak)
+            h += row(tr("peak pending free"),
+                     bytesExact(pf->peak) + " at " + qd(pf->peakTsNs - tl.t0));
         h += QStringLiteral("</table>");
         break;
     }
@@ -316,11 +320,15 @@ void DetailsPane::render() {
         int idle = 0;
         for (const StreamTimeline& s : tl.streams) {
             const uint64_t live = s.liveBytes.valueAt(cursor_);
-            if (live == 0) {
+            const PendingFrees::Stream* pf = tl.pendingFrees.stream(s.info.handle);
+            const uint64_t pending = pf ? pf->bytes.valueAt(cursor_) : 0;
+            if (live == 0 && pending == 0) {
                 ++idle;
                 continue;
             }
-            h += row(L.streamName(s.info.handle), QStringLiteral("live %1").arg(qb(live)));
+            QString v = QStringLiteral("live %1").arg(qb(live));
+            if (pending) v += tr(" · pending free %1").arg(qb(pending));
+            h += row(L.streamName(s.info.handle), v);
         }
         if (idle) h += row(tr("%n other stream(s)", "", idle), tr("nothing live"));
         h += QStringLiteral("</table>");

@@ -88,7 +88,6 @@ void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
         a.address = m->address;
         a.size = m->size;
         a.utilized = m->utilizedSize;
-        a.minBytesToKeep = m->minBytesToKeep;
         a.tsNs = static_cast<int64_t>(m->timestamp);
         if (rt.config.debug)
             logLine("activity memory_pool op=%d type=%d corr=%u dev=%u addr=0x%llx size=%llu "

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "ControlHook.h"
+#include "poolscope/EventFields.h"
 
 namespace poolscope::collector {
 
@@ -123,105 +124,33 @@ void TraceSink::noteEarly(const Event& e) {
     }
 }
 
-// At write time, in seq order: a Free takes its pool and size from the Alloc that returned its
-// pointer. Done here, after the hold-back, because only then is the order final: a free takes
-// its number before the driver releases the block, but may publish it after another thread's
-// alloc already reused the address.
+// At write time, in seq order, through the replay: a Free takes its pool and size from the
+// Alloc that returned its pointer, and derived `used` values are filled in. Done here, after
+// the hold-back, because only then is the order final: a free takes its number before the
+// driver releases the block, but may publish it after another thread's alloc already reused
+// the address. Entities the events reveal are written as they appear.
 void TraceSink::complete(Event& e) {
     noteThread(e.tid);
-    noteUsedRead(e);
-    switch (e.kind) {
-    case EventKind::Alloc:
-        if (e.result == 0 && e.ptr) live_allocs_[e.ptr] = Live{e.pool, e.size};
-        if (e.flags & kUsedDerived) {
-            uint64_t& used = usedOf(e.pool);
-            used += e.size;
-            e.used = used;
-        }
-        if (e.pool && poolsSeen_.insert(e.pool).second) {
-            // A pool the collector never saw created (made before it started): still an entity.
-            PoolInfo p;
-            p.handle = e.pool;
-            p.device = e.device;
-            auto d = defaultPool_.find(e.device);
-            p.kind = (d != defaultPool_.end() && d->second == e.pool) ? PoolKind::Default
-                                                                       : PoolKind::Unknown;
-            if (p.kind == PoolKind::Unknown) writer_->addPool(p);
-        }
-        break;
-    case EventKind::Free: {
-        auto it = live_allocs_.find(e.ptr);
-        if (it != live_allocs_.end()) {
-            if (it->second.pool) e.pool = it->second.pool;
-            if (it->second.size != kUnknown) {
-                e.size = it->second.size;
-                e.flags |= kSizeKnown;
-            }
-            if (e.result == 0) live_allocs_.erase(it);
-        }
-        if (e.flags & kUsedDerived) {
-            uint64_t& used = usedOf(e.pool);
-            if ((e.flags & kSizeKnown) && e.pool && used >= e.size) {
-                used -= e.size;
-                e.used = used;
-            } else {
-                // Its alloc was never recorded (dropped): no exact value to give.
-                e.flags &= static_cast<uint8_t>(~(kUsedDerived | kHasWatermarks));
-                e.used = 0;
-            }
-        }
-        break;
-    }
-    case EventKind::PointerImport:
-        if (e.result == 0 && e.ptr) live_allocs_[e.ptr] = Live{e.pool, kUnknown};
-        break;
-    case EventKind::PoolCreate:
-    case EventKind::PoolImport: {
-        if (e.result != 0 || !e.pool) break;
+    const replay::Fact& f = replay_.complete(e);
+    // A pool the collector never saw created (made before it started) is still an entity.
+    if (e.kind == EventKind::Alloc && f.newPool && e.pool) {
         PoolInfo p;
         p.handle = e.pool;
         p.device = e.device;
-        p.kind = e.kind == EventKind::PoolCreate ? PoolKind::Explicit : PoolKind::Imported;
-        p.handleTypes = static_cast<uint32_t>(e.aux);
-        if (e.kind == EventKind::PoolCreate) {
-            p.locationType = e.attr;
-            p.locationId = e.device;
-            p.maxSize = e.size;
-        }
-        p.createdTsNs = e.tsNs;
         writer_->addPool(p);
-        poolsSeen_.insert(e.pool);
-        break;
     }
-    case EventKind::StreamCreate: {
-        if (e.result != 0) break;
-        StreamInfo s;
-        s.handle = e.stream;
-        s.device = e.device;
-        s.priority = int(e.variant) - 128;
-        s.flags = static_cast<uint32_t>(e.aux);
-        s.priorityKnown = true;
-        writer_->addStream(s);
+    if (e.result != 0) return;
+    switch (e.kind) {
+    case EventKind::PoolCreate:
+    case EventKind::PoolImport:
+        if (e.pool) writer_->addPool(replay_.pools()[f.pool].info);
         break;
-    }
+    case EventKind::StreamCreate:
+        writer_->addStream(replay_.streams()[f.stream].info);
+        break;
     default:
         break;
     }
-}
-
-uint64_t& TraceSink::usedOf(uint64_t pool) {
-    if (pool != lastUsedPool_ || !lastUsed_) {
-        lastUsed_ = &usedByPool_[pool]; // node-based map: the reference stays valid
-        lastUsedPool_ = pool;
-    }
-    return *lastUsed_;
-}
-
-// A value read from the driver (synchronize, trim, a free from another thread, a failed alloc)
-// is the new base the following derived values build on: a drift (events dropped when a ring
-// was full) ends at the next read.
-void TraceSink::noteUsedRead(const Event& e) {
-    if (e.pool && (e.flags & kHasWatermarks) && !(e.flags & kUsedDerived)) usedOf(e.pool) = e.used;
 }
 
 void TraceSink::resolveActivity(bool final) {
@@ -267,10 +196,9 @@ void TraceSink::resolveActivity(bool final) {
             }
         }
         Event e;
-        e.kind = EventKind::ImplicitRelease;
+        ReleaseFields{a.size, std::nullopt}.into(e);
         e.correlation = a.correlation;
         e.device = static_cast<int16_t>(a.device);
-        e.size = a.size;
         e.reserved = a.size;
         e.used = a.utilized;
         e.flags = kHasWatermarks;
@@ -314,8 +242,7 @@ Status TraceSink::flushEntities() {
         if (live_) live_->onDevice(d);
     }
     for (const PoolInfo& p : pools) {
-        if (p.kind == PoolKind::Default) defaultPool_[p.device] = p.handle;
-        poolsSeen_.insert(p.handle);
+        replay_.declarePool(p);
         if (Status s = writer_->addPool(p); !s) return s;
         if (live_) live_->onPool(p);
     }
@@ -349,13 +276,9 @@ void TraceSink::stage() {
     // fresh number: the trace stays in seq order, the event lands just after its real place.
     size_t late = 0;
     while (late < batch_.size() && batch_[late].seq <= lastWrittenSeq_ && lastWrittenSeq_) ++late;
-    for (size_t i = 0; i < late; ++i) {
-        batch_[i].seq = seq_.fetch_add(1, std::memory_order_relaxed);
-        batch_[i].reserved1 = now;
-    }
+    for (size_t i = 0; i < late; ++i) batch_[i].seq = seq_.fetch_add(1, std::memory_order_relaxed);
     if (late) std::rotate(batch_.begin(), batch_.begin() + long(late), batch_.end());
-    for (size_t i = 0; i + late < batch_.size(); ++i) batch_[i].reserved1 = now;
-    auto bySeq = [](const Event& a, const Event& b) { return a.seq < b.seq; };
+    auto bySeq = [](const Staged& a, const Staged& b) { return a.e.seq < b.e.seq; };
     // staged_[stagedHead_..] is the queue. Written events are dropped from the front only once
     // they are the larger half, so each event is moved O(1) times on average (a deque of
     // 96-byte events would allocate a block every five events).
@@ -363,9 +286,10 @@ void TraceSink::stage() {
         staged_.erase(staged_.begin(), staged_.begin() + long(stagedHead_));
         stagedHead_ = 0;
     }
-    const bool inOrder = staged_.size() == stagedHead_ || staged_.back().seq < batch_.front().seq;
+    const bool inOrder =
+        staged_.size() == stagedHead_ || staged_.back().e.seq < batch_.front().seq;
     const size_t mid = staged_.size();
-    staged_.insert(staged_.end(), batch_.begin(), batch_.end());
+    for (const Event& e : batch_) staged_.push_back(Staged{e, now});
     if (!inOrder) {
         // Stragglers belong near the end: merge only the overlapping tail.
         auto from = std::upper_bound(staged_.begin() + long(stagedHead_),
@@ -378,12 +302,11 @@ void TraceSink::stage() {
 Status TraceSink::writeOut(bool final) {
     const uint32_t now = nowMs();
     for (; stagedHead_ < staged_.size(); ++stagedHead_) {
-        Event& e = staged_[stagedHead_];
-        if (!final && now - e.reserved1 < holdBackMs_) break;
-        e.reserved1 = 0;
-        lastWrittenSeq_ = e.seq;
-        complete(e);
-        out_.push_back(e);
+        Staged& st = staged_[stagedHead_];
+        if (!final && now - st.drainedMs < holdBackMs_) break;
+        lastWrittenSeq_ = st.e.seq;
+        complete(st.e);
+        out_.push_back(st.e);
     }
     if (stagedHead_ == staged_.size()) {
         staged_.clear();

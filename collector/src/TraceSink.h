@@ -1,8 +1,8 @@
 #pragma once
 // The writer side of the collector: drains every ring, puts events in sequence order, completes
-// what the hot path could not know (a Free's pool and size from its Alloc, the implicit releases
-// CUPTI reports later in activity buffers) and writes batches through TraceWriter, committing at
-// least every 100 ms. Owned and called by one thread (the writer thread); the add*() entry points
+// what the hot path could not know through the allocator replay (a Free's pool and size from its
+// Alloc, derived used bytes), places the implicit releases CUPTI reports later in activity
+// buffers, and writes batches through TraceWriter, committing at least every 100 ms. Owned and called by one thread (the writer thread); the add*() entry points
 // are safe from any thread. Calls neither CUDA nor CUPTI, so tests drive it without a GPU.
 
 #include <atomic>
@@ -23,6 +23,7 @@
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/replay/Replay.h"
 
 namespace poolscope::collector {
 
@@ -37,7 +38,6 @@ struct PoolActivity {
     uint64_t address = 0;
     uint64_t size = 0;       // pool size after the operation
     uint64_t utilized = 0;
-    uint64_t minBytesToKeep = 0;
     int64_t tsNs = 0;        // CLOCK_MONOTONIC (the collector registers its own CUPTI clock)
 };
 
@@ -77,12 +77,12 @@ public:
 
     uint64_t dropped() const { return dropped_; }
     uint64_t written() const { return written_; }
-    TraceWriter* writer() { return writer_.get(); }
 
 private:
-    struct Live {
-        uint64_t pool;
-        uint64_t size;
+    // An event waiting out the hold-back, with the time (ms since start) it was drained.
+    struct Staged {
+        Event e;
+        uint32_t drainedMs;
     };
     struct SyncMark {
         uint64_t seq;        // the synchronize's own seq; releases go just below it
@@ -107,8 +107,6 @@ private:
     Status writeOut(bool final);
     uint32_t nowMs() const;
     void noteThread(uint32_t tid);
-    uint64_t& usedOf(uint64_t pool);
-    void noteUsedRead(const Event& e);
 
     std::unique_ptr<TraceWriter> writer_;
     RingRegistry& rings_;
@@ -119,26 +117,19 @@ private:
     std::vector<Event> scratch_;  // drain buffer
     std::vector<Event> samples_;
     std::vector<Event> batch_;    // this pass's events (drained, plus resolved activity), by seq
-    std::vector<Event> staged_;   // from stagedHead_: held back so late events can slot in, by seq
+    std::vector<Staged> staged_;  // from stagedHead_: held back so late events can slot in, by seq
     size_t stagedHead_ = 0;
     uint32_t holdBackMs_ = kHoldBackMs;
-    // Derived used bytes per pool (see kUsedDerived), in seq order.
-    std::unordered_map<uint64_t, uint64_t> usedByPool_;
-    uint64_t lastUsedPool_ = 0;
-    uint64_t* lastUsed_ = nullptr;
     std::vector<Event> out_;      // ready to write
-
-    std::unordered_map<uint64_t, Live> live_allocs_;
+    replay::Replay replay_;       // the written events, in their final order
     std::map<uint32_t, SyncMark> syncs_;        // recent synchronizes by correlation id
     std::set<uint32_t> trims_;                  // recent explicit trims by correlation id
     std::map<int64_t, uint32_t> syncsByTime_;   // sync exit time -> correlation
     std::unordered_map<uint32_t, uint64_t> poolByCorrelation_; // creates/imports/first allocs
     std::unordered_map<uint64_t, uint64_t> poolByAddress_;     // from CREATED activity records
-    std::set<uint64_t> poolsSeen_;
     std::set<uint64_t> earlyPools_;
     std::set<uint32_t> synthesized_;            // synchronizes with a release seen at the call
     std::set<uint32_t> threadsSeen_;
-    std::unordered_map<int, uint64_t> defaultPool_;
 
     std::mutex inMutex_; // guards the in* members below
     std::vector<DeviceInfo> inDevices_;

@@ -1,5 +1,5 @@
-// Timeline reconstruction. One pass over the events in seq order; state per event is a few
-// integer updates on vectors of PODs (see FlatPtrMap.h for why the live set is not a std map).
+// Timeline reconstruction: one pass over the events in seq order through the allocator replay,
+// keeping the series and records the views draw.
 #include "poolscope/TimelineBuilder.h"
 
 #include <algorithm>
@@ -11,9 +11,11 @@
 #include <thread>
 #include <unordered_map>
 
-#include "FlatPtrMap.h"
 #include "HugeReserve.h"
+#include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/analysis/PendingFrees.h"
+#include "poolscope/replay/Replay.h"
 
 namespace poolscope {
 
@@ -39,72 +41,18 @@ const StreamTimeline* Timeline::stream(uint64_t handle) const {
     return nullptr;
 }
 
+// What the timeline keeps beside the replay: the series, records and counters the views draw.
+// The allocator's state itself (live blocks, pools, streams, knobs, event records) is the
+// replay's; pools and streams share its indices until finalize() sorts a copy.
 struct TimelineBuilder::Impl {
-    Timeline tl; // pools and streams in order of first sight until finalize() sorts a copy
-    std::unordered_map<uint64_t, uint32_t> poolIdx;
-    std::unordered_map<uint64_t, uint32_t> streamIdx;
-    std::vector<uint64_t> poolLive;   // live bytes per pool (allocations seen here)
-    std::vector<uint64_t> streamLive; // live bytes per allocating stream
-    detail::FlatPtrMap live;          // ptr -> index into tl.allocations
-    struct Record {
-        uint64_t stream;
-        int64_t tsNs;
-    };
-    std::unordered_map<uint64_t, Record> lastRecord; // CUevent -> its latest cudaEventRecord
+    Timeline tl;
+    replay::Replay replay;
+    PendingFreesAnalysis pending;
     bool anyTime = false;
 
-    // Pool and stream lookups happen on almost every event (~6% of a 10M-event build when they
-    // all hashed). Processes have a handful of each, so the first kFast are found by a linear
-    // compare over a small array (device already known); the map holds them all.
-    static constexpr size_t kFast = 8;
-    struct Fast {
-        uint64_t handle;
-        uint32_t idx;
-    };
-    std::vector<Fast> fastPools, fastStreams;
-
-    // The last hit of each list answers first: an alloc's free, watermarks and stream usually
-    // repeat the previous event's pool. Only entries of the fast lists are cached.
-    Fast lastPool{~uint64_t{0}, 0}, lastStream{~uint64_t{0}, 0};
-
-    static int find(const std::vector<Fast>& fast, uint64_t handle) {
-        for (size_t i = 0; i < fast.size(); ++i)
-            if (fast[i].handle == handle) return static_cast<int>(fast[i].idx);
-        return -1;
-    }
-
-    uint32_t poolAt(uint64_t handle, int16_t device) {
-        if (handle == lastPool.handle) return lastPool.idx;
-        return poolMiss(handle, device);
-    }
-
-    uint32_t streamAt(uint64_t handle, int16_t device) {
-        if (handle == lastStream.handle) return lastStream.idx;
-        return streamMiss(handle, device);
-    }
-
-    // Out of line so that the hit above inlines into the per-event code.
-    [[gnu::noinline]] uint32_t poolMiss(uint64_t handle, int16_t device) {
-        if (int i = find(fastPools, handle); i >= 0) {
-            lastPool = {handle, static_cast<uint32_t>(i)};
-            return static_cast<uint32_t>(i);
-        }
-        const uint32_t idx = poolSlow(handle, device);
-        if (fastPools.size() < kFast && tl.pools[idx].info.device >= 0)
-            fastPools.push_back({handle, idx});
-        return idx;
-    }
-
-    [[gnu::noinline]] uint32_t streamMiss(uint64_t handle, int16_t device) {
-        if (int i = find(fastStreams, handle); i >= 0) {
-            lastStream = {handle, static_cast<uint32_t>(i)};
-            return static_cast<uint32_t>(i);
-        }
-        const uint32_t idx = streamSlow(handle, device);
-        if (fastStreams.size() < kFast && tl.streams[idx].info.device >= 0)
-            fastStreams.push_back({handle, idx});
-        return idx;
-    }
+    Impl() { replay.subscribe(&pending, PendingFreesAnalysis::kindMask()); }
+    Impl(const Impl&) = delete;
+    Impl& operator=(const Impl&) = delete;
 
     // Capacity hints from reserve(): upper bounds on the points of a pool's watermark series
     // and of a stream's live-bytes series and allocation list. Only the first few pools and
@@ -129,157 +77,124 @@ struct TimelineBuilder::Impl {
         detail::reserveHuge(s.allocations, streamAllocsHint);
     }
 
-    uint32_t poolSlow(uint64_t handle, int16_t device) {
-        auto [it, inserted] = poolIdx.try_emplace(handle, static_cast<uint32_t>(tl.pools.size()));
-        if (inserted) {
+    // New entities of the replay get their timeline records, at the same index.
+    [[gnu::noinline]] void mirrorEntities() {
+        while (tl.pools.size() < replay.pools().size()) {
             PoolTimeline p;
-            p.info.handle = handle;
-            p.info.device = device;
             reservePool(p);
             tl.pools.push_back(std::move(p));
-            poolLive.push_back(0);
-        } else if (tl.pools[it->second].info.device < 0 && device >= 0) {
-            tl.pools[it->second].info.device = device; // first seen in a sample, which has none
         }
-        return it->second;
-    }
-
-    uint32_t streamSlow(uint64_t handle, int16_t device) {
-        auto [it, inserted] =
-            streamIdx.try_emplace(handle, static_cast<uint32_t>(tl.streams.size()));
-        if (inserted) {
+        while (tl.streams.size() < replay.streams().size()) {
             StreamTimeline s;
-            s.info.handle = handle;
-            s.info.device = device;
             reserveStream(s);
             tl.streams.push_back(std::move(s));
-            streamLive.push_back(0);
-        } else if (tl.streams[it->second].info.device < 0 && device >= 0) {
-            tl.streams[it->second].info.device = device;
         }
-        return it->second;
+    }
+
+    // The replay's view of each entity (devices learnt late, kinds from create events...) and
+    // the totals it keeps, into the timeline.
+    void syncFromReplay(Timeline& out) const {
+        for (size_t i = 0; i < out.pools.size(); ++i) out.pools[i].info = replay.pools()[i].info;
+        for (size_t i = 0; i < out.streams.size(); ++i)
+            out.streams[i].info = replay.streams()[i].info;
+        out.reusedWithoutFree = replay.reusedWithoutFree();
+    }
+
+    // The number a marker shows next to its kind.
+    static uint64_t markerValue(const Event& e) {
+        switch (e.kind) {
+        case EventKind::Alloc: return AllocFields::of(e).bytes;
+        case EventKind::PoolCreate: return PoolCreateFields::of(e).maxSize;
+        case EventKind::PoolSetAttribute: return AttributeFields::of(e).value;
+        case EventKind::KnobChange: return KnobFields::of(e).value;
+        case EventKind::PoolTrimTo: return TrimFields::of(e).minBytesToKeep;
+        case EventKind::ImplicitRelease: return ReleaseFields::of(e).reservedAfter;
+        default: return 0;
+        }
     }
 
     void marker(const Event& e, uint64_t stream, uint64_t pool) {
-        tl.markers.push_back(Marker{e.tsNs, e.seq, e.kind, stream, pool, e.size});
+        tl.markers.push_back(Marker{e.tsNs, e.seq, e.kind, stream, pool, markerValue(e)});
     }
 
-    void watermarks(PoolTimeline& p, int64_t ts, uint64_t reserved, uint64_t used) {
+    static void reservedPoint(PoolTimeline& p, int64_t ts, uint64_t reserved) {
         p.reserved.push(ts, reserved);
-        p.used.push(ts, used);
         if (reserved > p.peakReserved) {
             p.peakReserved = reserved;
             p.peakReservedTsNs = ts;
         }
+    }
+
+    static void watermarks(PoolTimeline& p, int64_t ts, uint64_t reserved, uint64_t used) {
+        reservedPoint(p, ts, reserved);
+        p.used.push(ts, used);
         if (used > p.peakUsed) {
             p.peakUsed = used;
             p.peakUsedTsNs = ts;
         }
     }
 
-    void reservedOnly(PoolTimeline& p, int64_t ts, uint64_t reserved) {
-        p.reserved.push(ts, reserved);
-        if (reserved > p.peakReserved) {
-            p.peakReserved = reserved;
-            p.peakReservedTsNs = ts;
-        }
-    }
-
-    // What the live set keeps per pointer: the allocation's index and the indices of its pool
-    // and allocating stream (so a free needs no lookup; kNoIdx: too many to pack, look it up).
-    static constexpr uint32_t kNoIdx = 0xFFFF;
-    static uint64_t liveRef(uint32_t idx, uint32_t pi, uint32_t si) {
-        return idx | uint64_t{std::min(pi, kNoIdx)} << 32 | uint64_t{std::min(si, kNoIdx)} << 48;
-    }
-
-    // Ends the allocation of a live-set entry at (ts, seq) on freeStream and updates the live
-    // byte counts.
-    void close(uint64_t ref, int64_t ts, uint64_t seq, uint64_t freeStream) {
-        Allocation& a = tl.allocations[static_cast<uint32_t>(ref)];
+    // Ends an allocation that the replay released at (ts, seq) on freeStream.
+    void close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream) {
+        Allocation& a = tl.allocations[b.tag];
         a.freeTsNs = std::max(ts, a.allocTsNs);
         a.freeSeq = seq;
         a.freeStream = freeStream;
-        uint32_t pi = static_cast<uint32_t>(ref >> 32) & 0xFFFF;
-        if (pi == kNoIdx) pi = poolAt(a.pool, a.device); // exists: created by the alloc
-        tl.pools[pi].freeCount++;
-        poolLive[pi] -= a.size;
-        uint32_t si = static_cast<uint32_t>(ref >> 48);
-        if (si == kNoIdx) si = streamAt(a.allocStream, a.device);
-        streamLive[si] -= a.size;
-        tl.streams[si].liveBytes.push(a.freeTsNs, streamLive[si]);
+        tl.pools[b.pool].freeCount++;
+        tl.streams[b.stream].liveBytes.push(a.freeTsNs, replay.streams()[b.stream].liveBytes);
     }
 
-    void alloc(const Event& e) {
-        const uint32_t si = streamAt(e.stream, e.device);
-        const uint32_t pi = poolAt(e.pool, e.device);
-        StreamTimeline& s = tl.streams[si];
-        PoolTimeline& p = tl.pools[pi];
-        if (e.failed()) {
-            tl.failed.push_back(FailedAllocation{e.tsNs, e.seq, e.size, e.stream, e.pool, e.result});
+    void alloc(const Event& e, const replay::Fact& f) {
+        StreamTimeline& s = tl.streams[f.stream];
+        PoolTimeline& p = tl.pools[f.pool];
+        if (f.failedAlloc) {
+            tl.failed.push_back(
+                FailedAllocation{e.tsNs, e.seq, AllocFields::of(e).bytes, e.stream, e.pool, e.result});
             marker(e, e.stream, e.pool);
             s.failedCount++;
             p.failedCount++;
             return;
         }
+        const replay::Block& b = f.block;
         Allocation a;
-        a.ptr = e.ptr;
-        a.size = e.size;
+        a.ptr = b.ptr;
+        a.size = b.bytes;
         a.pool = e.pool;
         a.allocStream = e.stream;
         a.allocTsNs = e.tsNs;
         a.allocSeq = e.seq;
         a.tid = e.tid;
         a.device = e.device;
-        a.api = e.variant;
-        const auto idx = static_cast<uint32_t>(tl.allocations.size());
-        if (e.ptr == 0) a.freeTsNs = e.tsNs; // a zero-byte request: nothing to free later
+        a.api = static_cast<uint8_t>(AllocFields::of(e).api);
+        if (b.ptr == 0) a.freeTsNs = e.tsNs; // a zero-byte request: nothing to free later
         tl.allocations.push_back(a);
-        if (e.ptr != 0) {
-            if (uint64_t old = live.take(e.ptr); old != detail::FlatPtrMap::kAbsent) {
-                tl.reusedWithoutFree++;
-                close(old, e.tsNs, 0, 0);
-            }
-            live.put(e.ptr, liveRef(idx, pi, si));
-        }
-        s.allocations.push_back(idx);
+        if (f.replacedLive) close(f.closed, e.tsNs, 0, 0);
+        s.allocations.push_back(b.tag);
         s.allocCount++;
-        s.bytesAllocated += e.size;
+        s.bytesAllocated += b.bytes;
         p.allocCount++;
-        p.bytesAllocated += e.size;
-        if (e.ptr == 0) return;
-        streamLive[si] += e.size;
-        s.liveBytes.push(e.tsNs, streamLive[si]);
-        if (streamLive[si] > s.peakLive) {
-            s.peakLive = streamLive[si];
+        p.bytesAllocated += b.bytes;
+        if (b.ptr == 0) return;
+        const uint64_t streamLive = replay.streams()[f.stream].liveBytes;
+        s.liveBytes.push(e.tsNs, streamLive);
+        if (streamLive > s.peakLive) {
+            s.peakLive = streamLive;
             s.peakLiveTsNs = e.tsNs;
         }
-        poolLive[pi] += e.size;
-        if (poolLive[pi] > p.peakLive) {
-            p.peakLive = poolLive[pi];
+        const uint64_t poolLive = replay.pools()[f.pool].liveBytes;
+        if (poolLive > p.peakLive) {
+            p.peakLive = poolLive;
             p.peakLiveTsNs = e.tsNs;
         }
     }
 
-    void free(const Event& e) {
-        // cudaFreeAsync(nullptr) is a legal no-op, and a failed free released nothing.
-        if (e.ptr == 0 || e.failed()) return;
-        const uint32_t fsi = streamAt(e.stream, e.device);
-        const uint64_t ref = live.take(e.ptr);
-        if (ref == detail::FlatPtrMap::kAbsent) {
-            tl.unmatchedFrees++;
-            return;
-        }
-        tl.streams[fsi].freeCount++;
-        close(ref, e.tsNs, e.seq, e.stream);
-    }
-
     // A change of a settable attribute (threshold or reuse policy), by the app or by a knob.
-    void attribute(PoolTimeline& p, const Event& e) {
-        Series* s = p.attributeSeries(static_cast<PoolAttr>(e.attr));
+    void knob(PoolTimeline& p, const Event& e, const replay::Fact& f) {
+        Series* s = p.attributeSeries(f.knobAttr);
         if (!s) return;
-        // Knowing the old value tells us what held before the change, since the trace start.
-        if (s->empty() && e.has(kHasOldValue) && e.tsNs > tl.t0) s->push(tl.t0, e.aux);
-        s->push(e.tsNs, e.size);
+        // Knowing the value before tells us what held since the trace start.
+        if (s->empty() && f.knobBefore.known && e.tsNs > tl.t0) s->push(tl.t0, f.knobBefore.value);
+        s->push(e.tsNs, replay.pools()[f.pool].knob(f.knobAttr).value);
     }
 
     void add(const Event& e) {
@@ -290,96 +205,62 @@ struct TimelineBuilder::Impl {
             tl.t0 = std::min(tl.t0, e.tsNs);
             tl.t1 = std::max(tl.t1, e.tsNs);
         }
+        const auto tag = static_cast<uint32_t>(tl.allocations.size());
+        const replay::Fact& f = replay.apply(e, tag);
+        if (f.newPool || f.newStream) [[unlikely]]
+            mirrorEntities();
         if (e.kind == EventKind::Sample) {
             tl.sampleCount++;
-            watermarks(tl.pools[poolAt(e.pool, e.device)], e.tsNs, e.reserved, e.used);
+            watermarks(tl.pools[f.pool], e.tsNs, e.reserved, e.used);
             return;
         }
         tl.eventCount++;
-        if (e.has(kHasWatermarks) && e.pool != 0)
-            watermarks(tl.pools[poolAt(e.pool, e.device)], e.tsNs, e.reserved, e.used);
+        if (f.watermarks) {
+            const replay::PoolState& ps = replay.pools()[f.pool];
+            watermarks(tl.pools[f.pool], e.tsNs, ps.reserved, ps.used);
+        } else if (f.reservedOnly) {
+            reservedPoint(tl.pools[f.pool], e.tsNs, replay.pools()[f.pool].reserved);
+        }
 
         switch (e.kind) {
-        case EventKind::Alloc: alloc(e); break;
-        case EventKind::Free: free(e); break;
-        case EventKind::PoolCreate: {
-            PoolTimeline& p = tl.pools[poolAt(e.pool, e.device)];
-            if (p.info.kind == PoolKind::Unknown) p.info.kind = static_cast<PoolKind>(e.variant);
-            if (p.info.maxSize == 0) p.info.maxSize = e.size;
-            if (p.info.handleTypes == 0) p.info.handleTypes = static_cast<uint32_t>(e.aux);
-            if (p.info.createdTsNs == 0) p.info.createdTsNs = e.tsNs;
-            if (p.info.device < 0) p.info.device = e.device;
-            // A new pool holds nothing and starts with the driver's default threshold, 0.
-            if (!e.has(kHasWatermarks)) watermarks(p, e.tsNs, 0, 0);
-            if (p.releaseThreshold.empty()) p.releaseThreshold.push(e.tsNs, 0);
-            for (Series* s : {&p.reuseFollowEventDependencies, &p.reuseAllowOpportunistic,
-                              &p.reuseAllowInternalDependencies})
-                if (s->empty()) s->push(e.tsNs, 1);
-            marker(e, 0, e.pool);
+        case EventKind::Alloc: alloc(e, f); break;
+        case EventKind::Free:
+            if (f.unmatchedFree || (f.freed && f.block.imported)) {
+                tl.unmatchedFrees++;
+            } else if (f.freed) {
+                tl.streams[f.stream].freeCount++;
+                close(f.block, e.tsNs, e.seq, e.stream);
+            }
             break;
-        }
-        case EventKind::PoolDestroy: {
-            PoolTimeline& p = tl.pools[poolAt(e.pool, e.device)];
-            if (!e.has(kHasWatermarks)) watermarks(p, e.tsNs, 0, 0);
+        case EventKind::PoolCreate: {
+            PoolTimeline& p = tl.pools[f.pool];
+            const replay::PoolState& ps = replay.pools()[f.pool];
+            for (PoolAttr a : {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
+                               PoolAttr::ReuseAllowOpportunistic,
+                               PoolAttr::ReuseAllowInternalDependencies})
+                if (Series* s = p.attributeSeries(a); s->empty()) s->push(e.tsNs, ps.knob(a).value);
             marker(e, 0, e.pool);
             break;
         }
         case EventKind::PoolSetAttribute:
-        case EventKind::KnobChange: {
-            PoolTimeline& p = tl.pools[poolAt(e.pool, e.device)];
-            attribute(p, e);
+        case EventKind::KnobChange:
+            if (f.knobChanged) knob(tl.pools[f.pool], e, f);
             marker(e, 0, e.pool);
             break;
-        }
+        case EventKind::PoolDestroy:
         case EventKind::DeviceSetMempool:
-            poolAt(e.pool, e.device);
-            marker(e, 0, e.pool);
-            break;
         case EventKind::PoolTrimTo:
-            poolAt(e.pool, e.device);
-            marker(e, 0, e.pool);
+        case EventKind::ImplicitRelease: marker(e, 0, e.pool); break;
+        case EventKind::StreamWaitEvent:
+            if (f.edge)
+                tl.edges.push_back(WaitEdge{CuEventFields::of(e).event,
+                                            replay.streams()[f.edgeFrom].info.handle, e.stream,
+                                            f.edgeRecordTsNs, e.tsNs});
             break;
-        case EventKind::ImplicitRelease: {
-            // size is the pool's size after the release (CUPTI's TRIMMED record): its reserved.
-            PoolTimeline& p = tl.pools[poolAt(e.pool, e.device)];
-            if (!e.has(kHasWatermarks)) reservedOnly(p, e.tsNs, e.size);
-            marker(e, 0, e.pool);
-            break;
-        }
-        case EventKind::EventRecord:
-            streamAt(e.stream, e.device);
-            lastRecord[e.ptr] = Record{e.stream, e.tsNs};
-            break;
-        case EventKind::StreamWaitEvent: {
-            streamAt(e.stream, e.device);
-            auto it = lastRecord.find(e.ptr);
-            if (it != lastRecord.end() && it->second.stream != e.stream)
-                tl.edges.push_back(
-                    WaitEdge{e.ptr, it->second.stream, e.stream, it->second.tsNs, e.tsNs});
-            break;
-        }
-        case EventKind::StreamSynchronize:
-            streamAt(e.stream, e.device);
-            marker(e, e.stream, 0);
-            break;
+        case EventKind::StreamSynchronize: marker(e, e.stream, 0); break;
         case EventKind::EventSynchronize:
         case EventKind::ContextSynchronize: marker(e, 0, 0); break;
-        case EventKind::StreamCreate: {
-            StreamTimeline& s = tl.streams[streamAt(e.stream, e.device)];
-            s.info.flags = static_cast<uint32_t>(e.aux);
-            s.info.priority = static_cast<int>(e.variant) - 128;
-            s.info.priorityKnown = true;
-            break;
-        }
-        case EventKind::StreamDestroy: streamAt(e.stream, e.device); break;
-        case EventKind::PoolExport:
-        case EventKind::PoolImport:
-        case EventKind::PointerExport:
-        case EventKind::PointerImport:
-        case EventKind::PoolSetAccess:
-            if (e.pool != 0) poolAt(e.pool, e.device);
-            break;
-        case EventKind::Sample: break; // handled above
+        default: break;
         }
     }
 };
@@ -458,20 +339,11 @@ TimelineBuilder::~TimelineBuilder() = default;
 
 void TimelineBuilder::setEntities(std::vector<DeviceInfo> devices, std::vector<PoolInfo> pools,
                                   std::vector<StreamInfo> streams) {
-    d_->tl.devices = std::move(devices);
-    for (PoolInfo& info : pools) {
-        const uint32_t i = d_->poolAt(info.handle, static_cast<int16_t>(info.device));
-        d_->tl.pools[i].info = std::move(info);
-    }
-    for (StreamInfo& info : streams) {
-        const uint32_t i = d_->streamAt(info.handle, static_cast<int16_t>(info.device));
-        d_->tl.streams[i].info = std::move(info);
-    }
-    // The fast lookup lists only hold entities whose device is known; the infos just replaced
-    // may have none, so let them refill from events.
-    d_->fastPools.clear();
-    d_->fastStreams.clear();
-    d_->lastPool = d_->lastStream = {~uint64_t{0}, 0};
+    d_->tl.devices = devices;
+    d_->replay.setDevices(std::move(devices));
+    for (const PoolInfo& info : pools) d_->replay.declarePool(info);
+    for (const StreamInfo& info : streams) d_->replay.declareStream(info);
+    d_->mirrorEntities();
 }
 
 void TimelineBuilder::reserve(uint64_t allocs, uint64_t events) {
@@ -512,6 +384,8 @@ void TimelineBuilder::add(const Event& e) { d_->add(e); }
 std::shared_ptr<const Timeline> TimelineBuilder::partialSnapshot(int64_t t0, int64_t t1,
                                                                  uint64_t totalEvents) const {
     auto copy = std::make_shared<Timeline>(d_->tl);
+    d_->syncFromReplay(*copy);
+    copy->pendingFrees = d_->pending.result();
     finalize(*copy);
     copy->partial = true;
     copy->loadedUntilNs = copy->t1;
@@ -529,11 +403,15 @@ std::shared_ptr<const Timeline> TimelineBuilder::partialSnapshot(int64_t t0, int
 
 std::shared_ptr<const Timeline> TimelineBuilder::snapshot() const {
     auto copy = std::make_shared<Timeline>(d_->tl);
+    d_->syncFromReplay(*copy);
+    copy->pendingFrees = d_->pending.result();
     finalize(*copy);
     return copy;
 }
 
 std::shared_ptr<const Timeline> TimelineBuilder::finish() {
+    d_->syncFromReplay(d_->tl);
+    d_->tl.pendingFrees = d_->pending.take();
     auto out = std::make_shared<Timeline>(std::move(d_->tl));
     const bool shrink = !d_->reservedBig;
     d_ = std::make_unique<Impl>();

@@ -50,6 +50,9 @@ struct StreamReport {
     int64_t peakLiveTsNs = 0;
     uint64_t liveAtEndBytes = 0;
     uint64_t liveAtEndCount = 0;
+    // Freed here in stream order but not yet reusable by other streams (analysis/PendingFrees.h)
+    uint64_t peakPendingFree = 0;
+    int64_t peakPendingFreeTsNs = 0;
 };
 
 struct Report {

@@ -10,6 +10,7 @@
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Series.h"
+#include "poolscope/analysis/PendingFrees.h"
 
 namespace poolscope {
 
@@ -126,6 +127,7 @@ struct Timeline {
     std::vector<Marker> markers;         // by seq
     std::vector<WaitEdge> edges;         // by wait time
     std::vector<uint32_t> leaks;         // indices of allocations live at the end
+    PendingFrees pendingFrees;           // per stream, see analysis/PendingFrees.h
 
     // A partial timeline is one buildTimeline hands out while it is still reading the trace
     // (BuildOptions::onPartial): exactly what building its first eventCount events (and the

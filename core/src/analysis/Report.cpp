@@ -86,6 +86,22 @@ void addFindings(Report& r) {
         r.findings.push_back(formatCount(cross) +
                              " allocation(s) were freed on another stream than the one that "
                              "allocated them (reuse then depends on event dependencies)");
+    // Frees other streams cannot reuse yet make the pool reserve new memory for their
+    // allocations: worth a line when they reach a MiB and another stream allocates at all (a
+    // stream reuses its own frees at once).
+    const StreamReport* worst = nullptr;
+    int allocating = 0;
+    for (const StreamReport& s : r.streams) {
+        if (s.allocCount > 0) ++allocating;
+        if (!worst || s.peakPendingFree > worst->peakPendingFree) worst = &s;
+    }
+    if (allocating > 1 && worst && worst->peakPendingFree >= (uint64_t{1} << 20))
+        r.findings.push_back("stream " + formatHandle(worst->info.handle) + " held up to " +
+                             formatBytes(worst->peakPendingFree) + " freed in stream order that "
+                             "other streams could not reuse yet (at " +
+                             at(worst->peakPendingFreeTsNs) + "); a synchronize, or other "
+                             "streams waiting on an event recorded after the frees, hands it "
+                             "back sooner");
     if (r.failedCount > 0) {
         const FailedAllocation& f = r.failed.front();
         r.findings.push_back(formatCount(r.failedCount) + " allocation(s) failed; the first at " +
@@ -167,6 +183,10 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         sr.peakLiveTsNs = s.peakLiveTsNs;
         sr.liveAtEndBytes = s.liveAtEndBytes;
         sr.liveAtEndCount = s.liveAtEndCount;
+        if (const PendingFrees::Stream* pf = tl.pendingFrees.stream(s.info.handle)) {
+            sr.peakPendingFree = pf->peak;
+            sr.peakPendingFreeTsNs = pf->peakTsNs;
+        }
         for (uint32_t idx : s.allocations) {
             const Allocation& a = tl.allocations[idx];
             if (!a.live() && a.freeSeq != 0 && a.freeStream != a.allocStream) sr.crossStreamFrees++;

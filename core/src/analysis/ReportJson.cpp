@@ -96,7 +96,10 @@ std::string reportToJson(const Report& r, int indent) {
                            {"peak_live", s.peakLive},
                            {"peak_live_ns", s.peakLiveTsNs - r.t0},
                            {"live_at_end_bytes", s.liveAtEndBytes},
-                           {"live_at_end_count", s.liveAtEndCount}});
+                           {"live_at_end_count", s.liveAtEndCount},
+                           {"peak_pending_free", s.peakPendingFree},
+                           {"peak_pending_free_ns",
+                            s.peakPendingFree ? s.peakPendingFreeTsNs - r.t0 : 0}});
     j["streams"] = streams;
 
     json leaks = json::array();

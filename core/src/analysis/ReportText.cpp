@@ -72,13 +72,13 @@ std::string reportToText(const Report& r) {
 
     out += "\nStreams\n";
     detail::TextTable streams({"stream", "dev", "allocs", "allocated", "peak live",
-                               "peak at", "freed elsewhere", "live@end", "failed"});
+                               "peak at", "freed elsewhere", "pending free", "live@end", "failed"});
     for (const StreamReport& s : r.streams) {
         streams.row({streamName(s.info.handle),
                      s.info.device < 0 ? "-" : std::to_string(s.info.device), formatCount(s.allocCount),
                      formatBytes(s.bytesAllocated), formatBytes(s.peakLive),
                      s.peakLive ? rel(s.peakLiveTsNs) : "-", formatCount(s.crossStreamFrees),
-                     formatBytes(s.liveAtEndBytes), formatCount(s.failedCount)});
+                     formatBytes(s.peakPendingFree), formatBytes(s.liveAtEndBytes), formatCount(s.failedCount)});
     }
     out += streams.empty() ? "  (none)\n" : streams.render();
 

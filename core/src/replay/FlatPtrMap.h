@@ -1,6 +1,6 @@
 #pragma once
-// Open-addressing map from device pointer to a 64-bit value (TimelineBuilder's live set: the
-// allocation's index, with its pool and stream indices packed in beside it).
+// Open-addressing map from device pointer to a 64-bit value (the replay's live set: pointer ->
+// the slot of its Block).
 // std::unordered_map would heap-allocate a node per allocation: on 10M-event traces that is
 // millions of small objects and most of the build time. Key 0 marks an empty slot (a null
 // pointer is never a live allocation).

@@ -1,0 +1,219 @@
+#pragma once
+// The one allocator replay. It consumes events in sequence order and keeps what the stream-ordered
+// allocator's state was after each: per pool (reserved and used as last read, live blocks seen in
+// this trace, the release threshold and the three reuse policies) and per stream (live bytes,
+// frees still pending on it), the live blocks themselves, and the last record of each CUevent.
+// Each event comes back as a Fact: what it meant against the state before it (the block a free
+// released, on which stream it was allocated, the wait that ordered it, the knob value a change
+// replaced...). The collector's writer, the timeline builder (and through it the report and the
+// window) and every analysis read the allocator's semantics from here and nowhere else.
+//
+// Pools and streams get dense indices in order of first sight, so consumers keep their own
+// per-entity data in plain vectors indexed the same way.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "poolscope/Entities.h"
+#include "poolscope/Event.h"
+
+namespace poolscope::replay {
+
+inline constexpr uint32_t kNone = ~uint32_t{0};
+
+// A block handed out by an alloc (or mapped by a pointer import) and not yet freed.
+struct Block {
+    uint64_t ptr = 0;
+    uint64_t bytes = 0;
+    uint64_t allocSeq = 0;
+    int64_t allocTsNs = 0;
+    uint32_t pool = kNone;   // index into Replay::pools()
+    uint32_t stream = kNone; // index into Replay::streams() (the allocating stream)
+    uint32_t tag = 0;        // the consumer's own number for it (e.g. its Allocation index)
+    uint32_t tid = 0;
+    bool imported = false;   // a PointerImport mapping: its size is not known
+};
+
+// A settable pool attribute's value as far as the trace tells it.
+struct Knob {
+    uint64_t value = 0;
+    bool known = false;
+};
+
+struct PoolState {
+    PoolInfo info;
+    // As last read from the driver (or derived from a read by the collector, kUsedDerived).
+    uint64_t reserved = 0;
+    uint64_t used = 0;
+    bool watermarksKnown = false;
+    // Blocks of this pool allocated in this trace and not yet freed.
+    uint64_t liveBytes = 0;
+    uint64_t liveCount = 0;
+    // ReleaseThreshold, ReuseFollowEventDependencies, ReuseAllowOpportunistic,
+    // ReuseAllowInternalDependencies (see knob()).
+    Knob knobs[4];
+    const Knob& knob(PoolAttr a) const { return knobs[knobIndex(a)]; }
+    static int knobIndex(PoolAttr a); // -1 for attributes that are not settable knobs
+};
+
+struct StreamState {
+    StreamInfo info;
+    uint64_t liveBytes = 0; // allocated on this stream, not yet freed (wherever freed)
+    uint64_t liveCount = 0;
+    // Bytes freed on this stream, in stream order, that no other stream may reuse yet: not
+    // covered by a synchronize of this stream (stream, event or context synchronize) nor by
+    // another stream's wait on an event recorded here after the free. Opportunistic reuse
+    // depends on the GPU's progress, which the trace does not show, so this is the most other
+    // streams could be kept from.
+    uint64_t pendingFreeBytes() const { return freedBytes - clearedBytes; }
+    uint64_t freedBytes = 0;   // running total of frees on this stream
+    uint64_t clearedBytes = 0; // of those, made available to other streams
+};
+
+// What one event meant. Only the members its kind sets are meaningful.
+struct Fact {
+    const Event* event = nullptr;
+    uint32_t pool = kNone;   // the event's pool index (kNone: the event names none)
+    uint32_t stream = kNone; // the event's stream index (kNone: the event names none)
+    bool newPool = false;    // the pool was first seen at this event
+    bool newStream = false;
+    bool watermarks = false; // the event (or sample) carried reserved/used
+
+    // Alloc
+    bool allocated = false;   // a block was handed out: `block` (ptr 0 for a zero-byte request)
+    bool failedAlloc = false; // the call failed (result != 0): nothing handed out
+    bool replacedLive = false; // the pointer was still live (its free was not recorded):
+                               // `closed` is that older block, ended here
+    // Free
+    bool freed = false;         // a live block was released: `block` is it
+    bool unmatchedFree = false; // no live block had this pointer (allocated before recording,
+                                // by cudaMalloc, or its alloc event was dropped)
+    bool crossStream = false;   // freed on another stream than it was allocated on
+    // For a cross-stream free: the free's stream waited on an event recorded on the allocating
+    // stream before the free (the ordering the API asks for); the record's and wait's times.
+    bool orderedByWait = false;
+    int64_t orderRecordTsNs = 0;
+    int64_t orderWaitTsNs = 0;
+    // Knob (PoolSetAttribute, or KnobChange on an attribute)
+    bool knobChanged = false;
+    PoolAttr knobAttr = PoolAttr::ReleaseThreshold;
+    Knob knobBefore; // the value in force before, as the trace knew it
+    // StreamWaitEvent on an event last recorded on another stream
+    bool edge = false;
+    uint32_t edgeFrom = kNone; // stream index the event was recorded on
+    int64_t edgeRecordTsNs = 0;
+    // Frees on some streams became available to others (synchronize, event wait)
+    bool pendingCleared = false;
+    uint32_t clearedStream = kNone; // the one stream cleared; kNone with several
+    // ImplicitRelease without watermarks: only the pool's reserved bytes are known (the
+    // release's size after); `watermarks` stays false
+    bool reservedOnly = false;
+
+    Block block;
+    Block closed;
+};
+
+class Observer;
+
+class Replay {
+public:
+    Replay();
+    ~Replay();
+    Replay(const Replay&) = delete;
+    Replay& operator=(const Replay&) = delete;
+    Replay(Replay&&) noexcept;
+    Replay& operator=(Replay&&) noexcept;
+
+    // Entities known before the events (a trace's tables, the collector's cold paths). A pool or
+    // stream declared again updates the fields the later record knows and keeps its index.
+    uint32_t declarePool(const PoolInfo& info);
+    uint32_t declareStream(const StreamInfo& info);
+    void setDevices(std::vector<DeviceInfo> devices) { devices_ = std::move(devices); }
+
+    // Applies one event (Sample included), in seq order. The fact refers to `e` and stays
+    // valid until the next call. tag is stored with a block the event hands out.
+    const Fact& apply(const Event& e, uint32_t tag = 0);
+
+    // The collector's writer: fills in what the hot path could not know, then applies. A Free
+    // gets its pool and size from the block it releases (kSizeKnown); an Alloc or Free marked
+    // kUsedDerived gets `used` from the last value read plus or minus the sizes since, in seq
+    // order (an exact value: the driver moves the pool's used bytes by exactly the requested
+    // size), or loses its watermarks when no exact value can be given.
+    const Fact& complete(Event& e);
+
+    // Analyses follow the replay: each is called after every applied event whose kind is in
+    // its mask (bit 1 << EventKind). Not owned; must outlive the replay or be removed.
+    void subscribe(Observer* o, uint32_t kindMask = ~0u);
+    void unsubscribe(Observer* o);
+
+    const std::vector<PoolState>& pools() const { return pools_; }
+    const std::vector<StreamState>& streams() const { return streams_; }
+    const std::vector<DeviceInfo>& devices() const { return devices_; }
+    uint32_t poolIndex(uint64_t handle) const;   // kNone when never seen
+    uint32_t streamIndex(uint64_t handle) const;
+    const Block* liveBlock(uint64_t ptr) const;  // nullptr when not live
+    size_t liveBlockCount() const;
+    // Calls f for every live block (order unspecified).
+    void forEachLive(const std::function<void(const Block&)>& f) const;
+
+    uint64_t eventCount() const { return eventCount_; } // samples excluded
+    uint64_t unmatchedFrees() const { return unmatchedFrees_; }
+    uint64_t reusedWithoutFree() const { return reusedWithoutFree_; }
+
+private:
+    struct Impl;
+    uint32_t poolAt(uint64_t handle, int16_t device, bool& isNew);
+    uint32_t streamAt(uint64_t handle, int16_t device, bool& isNew);
+    [[gnu::noinline]] uint32_t poolSlow(uint64_t handle, int16_t device, bool& isNew);
+    [[gnu::noinline]] uint32_t streamSlow(uint64_t handle, int16_t device, bool& isNew);
+    void alloc(const Event& e, uint32_t tag);
+    void free(const Event& e);
+    void release(uint32_t slot, Block& out);
+    void clearPending(uint32_t stream, uint64_t upTo);
+    void notify();
+
+    std::vector<PoolState> pools_;
+    std::vector<StreamState> streams_;
+    std::vector<DeviceInfo> devices_;
+    std::unique_ptr<Impl> d_; // lookups, live set, event records, observers
+    Fact fact_;
+    uint64_t lastPoolHandle_ = ~uint64_t{0};
+    uint32_t lastPoolIdx_ = 0;
+    uint64_t lastStreamHandle_ = ~uint64_t{0};
+    uint32_t lastStreamIdx_ = 0;
+    uint64_t eventCount_ = 0;
+    uint64_t unmatchedFrees_ = 0;
+    uint64_t reusedWithoutFree_ = 0;
+    bool anyObserver_ = false;
+};
+
+// An analysis driven by the replay: sees each applied event's fact with the state after it.
+class Observer {
+public:
+    virtual ~Observer() = default;
+    virtual void onFact(const Fact& f, const Replay& r) = 0;
+};
+
+inline uint32_t Replay::poolAt(uint64_t handle, int16_t device, bool& isNew) {
+    if (handle == lastPoolHandle_) [[likely]] {
+        isNew = false;
+        if (device >= 0 && pools_[lastPoolIdx_].info.device < 0)
+            pools_[lastPoolIdx_].info.device = device;
+        return lastPoolIdx_;
+    }
+    return poolSlow(handle, device, isNew);
+}
+
+inline uint32_t Replay::streamAt(uint64_t handle, int16_t device, bool& isNew) {
+    if (handle == lastStreamHandle_) [[likely]] {
+        isNew = false;
+        if (device >= 0 && streams_[lastStreamIdx_].info.device < 0)
+            streams_[lastStreamIdx_].info.device = device;
+        return lastStreamIdx_;
+    }
+    return streamSlow(handle, device, isNew);
+}
+
+} // namespace poolscope::replay

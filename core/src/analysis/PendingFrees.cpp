@@ -1,0 +1,51 @@
+#include "poolscope/analysis/PendingFrees.h"
+
+namespace poolscope {
+
+const PendingFrees::Stream* PendingFrees::stream(uint64_t handle) const {
+    for (const Stream& s : streams)
+        if (s.handle == handle) return &s;
+    return nullptr;
+}
+
+uint32_t PendingFreesAnalysis::kindMask() {
+    uint32_t m = 0;
+    for (EventKind k : {EventKind::Free, EventKind::StreamWaitEvent, EventKind::StreamSynchronize,
+                        EventKind::EventSynchronize, EventKind::ContextSynchronize})
+        m |= 1u << static_cast<unsigned>(k);
+    return m;
+}
+
+void PendingFreesAnalysis::note(uint32_t stream, const replay::Replay& r, int64_t ts) {
+    if (stream >= slot_.size()) slot_.resize(r.streams().size(), -1);
+    const replay::StreamState& st = r.streams()[stream];
+    int32_t& i = slot_[stream];
+    if (i < 0) {
+        if (st.freedBytes == 0) return; // never had a pending free: nothing to draw
+        i = static_cast<int32_t>(out_.streams.size());
+        out_.streams.push_back(PendingFrees::Stream{st.info.handle, {}, 0, 0});
+    }
+    PendingFrees::Stream& s = out_.streams[static_cast<size_t>(i)];
+    const uint64_t pending = st.pendingFreeBytes();
+    s.bytes.push(ts, pending);
+    if (pending > s.peak) {
+        s.peak = pending;
+        s.peakTsNs = ts;
+    }
+}
+
+void PendingFreesAnalysis::onFact(const replay::Fact& f, const replay::Replay& r) {
+    const int64_t ts = f.event->tsNs;
+    if (f.freed && !f.block.imported) note(f.stream, r, ts);
+    if (!f.pendingCleared) return;
+    if (f.clearedStream != replay::kNone) {
+        note(f.clearedStream, r, ts);
+        return;
+    }
+    // Several streams at once (a context synchronize): refresh every stream with a series;
+    // the others had nothing pending.
+    for (uint32_t si = 0; si < slot_.size(); ++si)
+        if (slot_[si] >= 0) note(si, r, ts);
+}
+
+} // namespace poolscope

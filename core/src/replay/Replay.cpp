@@ -1,0 +1,471 @@
+// The allocator replay. One pass in seq order; per event a few integer updates on vectors of
+// PODs (see FlatPtrMap.h for why the live set is not a std map).
+#include "poolscope/replay/Replay.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+#include "FlatPtrMap.h"
+#include "poolscope/EventFields.h"
+
+namespace poolscope::replay {
+
+int PoolState::knobIndex(PoolAttr a) {
+    switch (a) {
+    case PoolAttr::ReleaseThreshold: return 0;
+    case PoolAttr::ReuseFollowEventDependencies: return 1;
+    case PoolAttr::ReuseAllowOpportunistic: return 2;
+    case PoolAttr::ReuseAllowInternalDependencies: return 3;
+    default: return -1;
+    }
+}
+
+struct Replay::Impl {
+    std::unordered_map<uint64_t, uint32_t> poolIdx;
+    std::unordered_map<uint64_t, uint32_t> streamIdx;
+    detail::FlatPtrMap live; // ptr -> index into slots
+    std::vector<Block> slots;
+    std::vector<uint32_t> freeSlots;
+    struct Record {
+        uint32_t stream;
+        int64_t tsNs;
+        uint64_t freedAtRecord; // the stream's freedBytes when the event was recorded
+    };
+    std::unordered_map<uint64_t, Record> lastRecord; // CUevent -> its latest record
+    struct Wait {
+        int64_t recordTsNs;
+        int64_t waitTsNs;
+    };
+    // (waiting stream, recording stream) -> the latest such wait
+    std::unordered_map<uint64_t, Wait> lastWait;
+    struct Sub {
+        Observer* o;
+        uint32_t mask;
+    };
+    std::vector<Sub> observers;
+
+    static uint64_t pairKey(uint32_t to, uint32_t from) { return uint64_t{to} << 32 | from; }
+
+    uint32_t store(const Block& b) {
+        if (!freeSlots.empty()) {
+            const uint32_t i = freeSlots.back();
+            freeSlots.pop_back();
+            slots[i] = b;
+            return i;
+        }
+        slots.push_back(b);
+        return static_cast<uint32_t>(slots.size() - 1);
+    }
+};
+
+Replay::Replay() : d_(std::make_unique<Impl>()) {}
+Replay::~Replay() = default;
+Replay::Replay(Replay&&) noexcept = default;
+Replay& Replay::operator=(Replay&&) noexcept = default;
+
+uint32_t Replay::poolSlow(uint64_t handle, int16_t device, bool& isNew) {
+    auto [it, inserted] = d_->poolIdx.try_emplace(handle, static_cast<uint32_t>(pools_.size()));
+    isNew = inserted;
+    if (inserted) {
+        PoolState p;
+        p.info.handle = handle;
+        p.info.device = device;
+        pools_.push_back(std::move(p));
+    } else if (pools_[it->second].info.device < 0 && device >= 0) {
+        pools_[it->second].info.device = device; // first seen in a sample, which has none
+    }
+    lastPoolHandle_ = handle;
+    lastPoolIdx_ = it->second;
+    return it->second;
+}
+
+uint32_t Replay::streamSlow(uint64_t handle, int16_t device, bool& isNew) {
+    auto [it, inserted] =
+        d_->streamIdx.try_emplace(handle, static_cast<uint32_t>(streams_.size()));
+    isNew = inserted;
+    if (inserted) {
+        StreamState s;
+        s.info.handle = handle;
+        s.info.device = device;
+        streams_.push_back(std::move(s));
+    } else if (streams_[it->second].info.device < 0 && device >= 0) {
+        streams_[it->second].info.device = device;
+    }
+    lastStreamHandle_ = handle;
+    lastStreamIdx_ = it->second;
+    return it->second;
+}
+
+uint32_t Replay::declarePool(const PoolInfo& info) {
+    bool isNew = false;
+    const uint32_t i = poolAt(info.handle, static_cast<int16_t>(info.device), isNew);
+    PoolInfo& p = pools_[i].info;
+    if (isNew || p.kind == PoolKind::Unknown) {
+        const int device = p.device;
+        p = info;
+        if (p.device < 0) p.device = device;
+    }
+    return i;
+}
+
+uint32_t Replay::declareStream(const StreamInfo& info) {
+    bool isNew = false;
+    const uint32_t i = streamAt(info.handle, static_cast<int16_t>(info.device), isNew);
+    StreamInfo& s = streams_[i].info;
+    const int device = s.device;
+    s = info;
+    if (s.device < 0) s.device = device;
+    return i;
+}
+
+uint32_t Replay::poolIndex(uint64_t handle) const {
+    auto it = d_->poolIdx.find(handle);
+    return it == d_->poolIdx.end() ? kNone : it->second;
+}
+
+uint32_t Replay::streamIndex(uint64_t handle) const {
+    auto it = d_->streamIdx.find(handle);
+    return it == d_->streamIdx.end() ? kNone : it->second;
+}
+
+const Block* Replay::liveBlock(uint64_t ptr) const {
+    if (ptr == 0) return nullptr;
+    const uint64_t slot = d_->live.find(ptr);
+    return slot == detail::FlatPtrMap::kAbsent ? nullptr : &d_->slots[slot];
+}
+
+size_t Replay::liveBlockCount() const { return d_->live.size(); }
+
+void Replay::forEachLive(const std::function<void(const Block&)>& f) const {
+    for (const Block& b : d_->slots)
+        if (b.ptr != 0) f(b);
+}
+
+void Replay::subscribe(Observer* o, uint32_t kindMask) {
+    d_->observers.push_back({o, kindMask});
+    anyObserver_ = true;
+}
+
+void Replay::unsubscribe(Observer* o) {
+    auto& v = d_->observers;
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const Impl::Sub& s) { return s.o == o; }),
+            v.end());
+    anyObserver_ = !v.empty();
+}
+
+void Replay::notify() {
+    const uint32_t bit = 1u << static_cast<unsigned>(fact_.event->kind);
+    for (const Impl::Sub& s : d_->observers)
+        if (s.mask & bit) s.o->onFact(fact_, *this);
+}
+
+// Takes a live block out of the set and the live totals; `out` receives it.
+void Replay::release(uint32_t slot, Block& out) {
+    Block& b = d_->slots[slot];
+    out = b;
+    if (!b.imported) {
+        PoolState& p = pools_[b.pool];
+        p.liveBytes -= b.bytes;
+        p.liveCount--;
+        StreamState& s = streams_[b.stream];
+        s.liveBytes -= b.bytes;
+        s.liveCount--;
+    }
+    b.ptr = 0;
+    d_->freeSlots.push_back(slot);
+}
+
+void Replay::clearPending(uint32_t stream, uint64_t upTo) {
+    StreamState& s = streams_[stream];
+    if (upTo > s.clearedBytes) {
+        s.clearedBytes = upTo;
+        fact_.clearedStream = fact_.pendingCleared ? kNone : stream;
+        fact_.pendingCleared = true;
+    }
+}
+
+void Replay::alloc(const Event& e, uint32_t tag) {
+    bool ns = false, np = false;
+    const uint32_t si = streamAt(e.stream, e.device, ns);
+    const uint32_t pi = poolAt(e.pool, e.device, np);
+    fact_.stream = si;
+    fact_.pool = pi;
+    fact_.newStream = ns;
+    fact_.newPool = fact_.newPool || np;
+    if (e.failed()) {
+        fact_.failedAlloc = true;
+        return;
+    }
+    const AllocFields a = AllocFields::of(e);
+    Block& b = fact_.block;
+    b.ptr = a.ptr;
+    b.bytes = a.bytes;
+    b.allocSeq = e.seq;
+    b.allocTsNs = e.tsNs;
+    b.pool = pi;
+    b.stream = si;
+    b.tag = tag;
+    b.tid = e.tid;
+    fact_.allocated = true;
+    if (a.ptr == 0) return; // a zero-byte request: nothing to free later
+    if (uint64_t old = d_->live.take(a.ptr); old != detail::FlatPtrMap::kAbsent) {
+        reusedWithoutFree_++;
+        fact_.replacedLive = true;
+        release(static_cast<uint32_t>(old), fact_.closed);
+    }
+    d_->live.put(a.ptr, d_->store(b));
+    PoolState& p = pools_[pi];
+    p.liveBytes += a.bytes;
+    p.liveCount++;
+    StreamState& s = streams_[si];
+    s.liveBytes += a.bytes;
+    s.liveCount++;
+}
+
+void Replay::free(const Event& e) {
+    const FreeFields f = FreeFields::of(e);
+    // cudaFreeAsync(nullptr) is a legal no-op, and a failed free released nothing.
+    if (f.ptr == 0 || e.failed()) return;
+    bool ns = false;
+    const uint32_t si = streamAt(e.stream, e.device, ns);
+    fact_.stream = si;
+    fact_.newStream = ns;
+    const uint64_t slot = d_->live.take(f.ptr);
+    if (slot == detail::FlatPtrMap::kAbsent) {
+        unmatchedFrees_++;
+        fact_.unmatchedFree = true;
+        return;
+    }
+    release(static_cast<uint32_t>(slot), fact_.block);
+    const Block& b = fact_.block;
+    fact_.freed = true;
+    fact_.pool = b.pool;
+    if (b.imported) return;
+    streams_[si].freedBytes += b.bytes;
+    if (b.stream != si) {
+        fact_.crossStream = true;
+        auto it = d_->lastWait.find(Impl::pairKey(si, b.stream));
+        // The wait orders this free after work on the allocating stream only if that stream
+        // recorded the event after the block was handed out.
+        if (it != d_->lastWait.end() && it->second.recordTsNs >= b.allocTsNs) {
+            fact_.orderedByWait = true;
+            fact_.orderRecordTsNs = it->second.recordTsNs;
+            fact_.orderWaitTsNs = it->second.waitTsNs;
+        }
+    }
+}
+
+const Fact& Replay::apply(const Event& e, uint32_t tag) {
+    fact_ = Fact{};
+    fact_.event = &e;
+    bool isNew = false;
+    if (e.kind == EventKind::Sample) {
+        const uint32_t pi = poolAt(e.pool, e.device, isNew);
+        PoolState& p = pools_[pi];
+        p.reserved = e.reserved;
+        p.used = e.used;
+        p.watermarksKnown = true;
+        fact_.pool = pi;
+        fact_.newPool = isNew;
+        fact_.watermarks = true;
+        if (anyObserver_) notify();
+        return fact_;
+    }
+    eventCount_++;
+    // PoolSetAccess's device is the device given access, not the pool's.
+    const int16_t poolDevice = e.kind == EventKind::PoolSetAccess ? int16_t{-1} : e.device;
+    if (e.has(kHasWatermarks) && e.pool != 0) {
+        const uint32_t pi = poolAt(e.pool, poolDevice, isNew);
+        PoolState& p = pools_[pi];
+        p.reserved = e.reserved;
+        p.used = e.used;
+        p.watermarksKnown = true;
+        fact_.pool = pi;
+        fact_.newPool = isNew;
+        fact_.watermarks = true;
+    }
+    auto pool = [&]() -> PoolState& {
+        if (fact_.pool == kNone) {
+            fact_.pool = poolAt(e.pool, poolDevice, isNew);
+            fact_.newPool = isNew;
+        }
+        return pools_[fact_.pool];
+    };
+    auto stream = [&]() -> StreamState& {
+        if (fact_.stream == kNone) {
+            fact_.stream = streamAt(e.stream, e.device, isNew);
+            fact_.newStream = isNew;
+        }
+        return streams_[fact_.stream];
+    };
+
+    switch (e.kind) {
+    case EventKind::Alloc: alloc(e, tag); break;
+    case EventKind::Free: free(e); break;
+    case EventKind::PoolCreate:
+    case EventKind::PoolImport: {
+        PoolState& p = pool();
+        const PoolCreateFields c = PoolCreateFields::of(e);
+        if (p.info.kind == PoolKind::Unknown) p.info.kind = c.kind;
+        if (p.info.handleTypes == 0) p.info.handleTypes = c.handleTypes;
+        if (p.info.createdTsNs == 0) p.info.createdTsNs = e.tsNs;
+        if (e.kind == EventKind::PoolImport) break;
+        if (p.info.maxSize == 0) p.info.maxSize = c.maxSize;
+        if (p.info.locationType == 0) {
+            p.info.locationType = c.locationType;
+            p.info.locationId = e.device;
+        }
+        // A new pool holds nothing and starts with the driver's defaults: threshold 0, every
+        // reuse policy on.
+        if (!fact_.watermarks) {
+            p.reserved = p.used = 0;
+            p.watermarksKnown = true;
+            fact_.watermarks = true;
+        }
+        for (int i = 0; i < 4; ++i)
+            if (!p.knobs[i].known) p.knobs[i] = Knob{i == 0 ? 0u : 1u, true};
+        break;
+    }
+    case EventKind::PoolDestroy: {
+        PoolState& p = pool();
+        if (!fact_.watermarks) {
+            p.reserved = p.used = 0;
+            p.watermarksKnown = true;
+            fact_.watermarks = true;
+        }
+        break;
+    }
+    case EventKind::PoolSetAttribute:
+    case EventKind::KnobChange: {
+        PoolState& p = pool();
+        PoolAttr attr;
+        uint64_t value;
+        std::optional<uint64_t> old;
+        if (e.kind == EventKind::PoolSetAttribute) {
+            const AttributeFields a = AttributeFields::of(e);
+            attr = a.attr;
+            value = a.value;
+            old = a.old;
+        } else {
+            const KnobFields k = KnobFields::of(e);
+            if (!k.isAttribute()) break;
+            attr = k.attr();
+            value = k.value;
+            old = k.old;
+        }
+        const int ki = PoolState::knobIndex(attr);
+        if (ki < 0 || e.failed()) break;
+        Knob& knob = p.knobs[ki];
+        fact_.knobChanged = true;
+        fact_.knobAttr = attr;
+        fact_.knobBefore = knob.known ? knob : old ? Knob{*old, true} : Knob{};
+        knob = Knob{value, true};
+        break;
+    }
+    case EventKind::DeviceSetMempool:
+    case EventKind::PoolTrimTo: pool(); break;
+    case EventKind::ImplicitRelease: {
+        PoolState& p = pool();
+        if (!fact_.watermarks) {
+            p.reserved = ReleaseFields::of(e).reservedAfter;
+            fact_.reservedOnly = true;
+        }
+        break;
+    }
+    case EventKind::EventRecord: {
+        StreamState& s = stream();
+        d_->lastRecord[CuEventFields::of(e).event] =
+            Impl::Record{fact_.stream, e.tsNs, s.freedBytes};
+        break;
+    }
+    case EventKind::StreamWaitEvent: {
+        stream();
+        auto it = d_->lastRecord.find(CuEventFields::of(e).event);
+        if (it == d_->lastRecord.end() || it->second.stream == fact_.stream) break;
+        const Impl::Record& r = it->second;
+        fact_.edge = true;
+        fact_.edgeFrom = r.stream;
+        fact_.edgeRecordTsNs = r.tsNs;
+        d_->lastWait[Impl::pairKey(fact_.stream, r.stream)] = Impl::Wait{r.tsNs, e.tsNs};
+        clearPending(r.stream, r.freedAtRecord);
+        break;
+    }
+    case EventKind::StreamSynchronize: {
+        StreamState& s = stream();
+        clearPending(fact_.stream, s.freedBytes);
+        break;
+    }
+    case EventKind::EventSynchronize: {
+        auto it = d_->lastRecord.find(CuEventFields::of(e).event);
+        if (it != d_->lastRecord.end()) clearPending(it->second.stream, it->second.freedAtRecord);
+        break;
+    }
+    case EventKind::ContextSynchronize:
+        for (uint32_t i = 0; i < streams_.size(); ++i) {
+            const int dev = streams_[i].info.device;
+            if (e.device < 0 || dev < 0 || dev == e.device) clearPending(i, streams_[i].freedBytes);
+        }
+        break;
+    case EventKind::StreamCreate: {
+        StreamState& s = stream();
+        const StreamCreateFields c = StreamCreateFields::of(e);
+        s.info.flags = c.flags;
+        s.info.priority = c.priority;
+        s.info.priorityKnown = true;
+        break;
+    }
+    case EventKind::StreamDestroy: stream(); break;
+    case EventKind::PointerImport: {
+        if (e.pool != 0) pool();
+        const uint64_t ptr = SharedPointerFields::of(e).ptr;
+        if (e.failed() || ptr == 0) break;
+        Block b;
+        b.ptr = ptr;
+        b.allocSeq = e.seq;
+        b.allocTsNs = e.tsNs;
+        b.pool = fact_.pool;
+        b.tid = e.tid;
+        b.imported = true;
+        if (uint64_t old = d_->live.take(ptr); old != detail::FlatPtrMap::kAbsent)
+            release(static_cast<uint32_t>(old), fact_.closed);
+        d_->live.put(ptr, d_->store(b));
+        break;
+    }
+    case EventKind::PoolExport:
+    case EventKind::PointerExport:
+    case EventKind::PoolSetAccess:
+        if (e.pool != 0) pool();
+        break;
+    case EventKind::Sample: break; // handled above
+    }
+    if (anyObserver_) notify();
+    return fact_;
+}
+
+const Fact& Replay::complete(Event& e) {
+    if (e.kind == EventKind::Free && e.ptr != 0) {
+        if (const Block* b = liveBlock(e.ptr)) {
+            const PoolState* p = b->pool == kNone ? nullptr : &pools_[b->pool];
+            if (p && p->info.handle != 0) e.pool = p->info.handle;
+            if (!b->imported) FreeFields{e.ptr, b->bytes}.into(e);
+        }
+    }
+    if (e.flags & kUsedDerived) {
+        const uint32_t pi = poolIndex(e.pool);
+        const uint64_t base = pi == kNone ? 0 : pools_[pi].used;
+        if (e.kind == EventKind::Alloc) {
+            e.used = base + AllocFields::of(e).bytes;
+        } else if (e.kind == EventKind::Free && e.has(kSizeKnown) && e.pool != 0 &&
+                   base >= e.size) {
+            e.used = base - e.size;
+        } else {
+            // Its alloc was never recorded (dropped): no exact value to give.
+            e.flags &= static_cast<uint8_t>(~(kUsedDerived | kHasWatermarks));
+            e.used = 0;
+        }
+    }
+    return apply(e);
+}
+
+} // namespace poolscope::replay

@@ -1,0 +1,274 @@
+// The allocator replay: what each event means against the state before it.
+#include <gtest/gtest.h>
+
+#include "TestTraces.h"
+#include "poolscope/EventFields.h"
+#include "poolscope/analysis/PendingFrees.h"
+#include "poolscope/replay/Replay.h"
+
+namespace poolscope {
+namespace {
+
+using replay::Fact;
+using replay::Replay;
+using test::Events;
+
+constexpr uint64_t kPool = 0x100, kPool2 = 0x200, kS1 = 0x11, kS2 = 0x22;
+
+Event& record(Events& ev, int64_t ts, uint64_t stream, uint64_t cuEvent) {
+    Event& e = ev.add(EventKind::EventRecord, ts);
+    e.stream = stream;
+    CuEventFields{cuEvent, 0}.into(e);
+    return e;
+}
+
+Event& wait(Events& ev, int64_t ts, uint64_t stream, uint64_t cuEvent) {
+    Event& e = ev.add(EventKind::StreamWaitEvent, ts);
+    e.stream = stream;
+    CuEventFields{cuEvent, 0}.into(e);
+    return e;
+}
+
+Event& sync(Events& ev, int64_t ts, uint64_t stream) {
+    Event& e = ev.add(EventKind::StreamSynchronize, ts);
+    e.stream = stream;
+    return e;
+}
+
+TEST(Replay, FreeResolvesItsBlockAndTheLiveTotals) {
+    Events ev;
+    ev.alloc(10, kS1, kPool, 0xA000, 100);
+    ev.alloc(20, kS1, kPool, 0xB000, 50);
+    ev.free(30, kS1, 0, 0xA000); // pool unknown at the free: the replay knows it
+    Replay r;
+    r.apply(ev.all()[0], 7);
+    r.apply(ev.all()[1], 8);
+    EXPECT_EQ(r.pools()[r.poolIndex(kPool)].liveBytes, 150u);
+    EXPECT_EQ(r.streams()[r.streamIndex(kS1)].liveCount, 2u);
+    const Fact& f = r.apply(ev.all()[2]);
+    ASSERT_TRUE(f.freed);
+    EXPECT_EQ(f.block.bytes, 100u);
+    EXPECT_EQ(f.block.tag, 7u);
+    EXPECT_EQ(f.block.allocTsNs, 10);
+    EXPECT_EQ(r.pools()[f.pool].info.handle, kPool);
+    EXPECT_FALSE(f.crossStream);
+    EXPECT_EQ(r.pools()[f.pool].liveBytes, 50u);
+    EXPECT_EQ(r.liveBlockCount(), 1u);
+    ASSERT_NE(r.liveBlock(0xB000), nullptr);
+    EXPECT_EQ(r.liveBlock(0xA000), nullptr);
+}
+
+TEST(Replay, UnmatchedFreeAndPointerReusedWithoutFree) {
+    Events ev;
+    ev.free(5, kS1, kPool, 0xDEAD);
+    ev.alloc(10, kS1, kPool, 0xA000, 100);
+    ev.alloc(20, kS2, kPool, 0xA000, 40); // its free was never recorded
+    Replay r;
+    EXPECT_TRUE(r.apply(ev.all()[0]).unmatchedFree);
+    r.apply(ev.all()[1], 1);
+    const Fact& f = r.apply(ev.all()[2], 2);
+    ASSERT_TRUE(f.replacedLive);
+    EXPECT_EQ(f.closed.tag, 1u);
+    EXPECT_EQ(f.closed.bytes, 100u);
+    EXPECT_EQ(r.unmatchedFrees(), 1u);
+    EXPECT_EQ(r.reusedWithoutFree(), 1u);
+    EXPECT_EQ(r.pools()[r.poolIndex(kPool)].liveBytes, 40u);
+    EXPECT_EQ(r.streams()[r.streamIndex(kS1)].liveBytes, 0u);
+    EXPECT_EQ(r.streams()[r.streamIndex(kS2)].liveBytes, 40u);
+}
+
+TEST(Replay, CrossStreamFreeIsOrderedOnlyByAWaitOnARecordAfterTheAlloc) {
+    Events ev;
+    record(ev, 5, kS1, 0xE1);            // before the alloc: orders nothing about it
+    wait(ev, 6, kS2, 0xE1);
+    ev.alloc(10, kS1, kPool, 0xA000, 64);
+    ev.free(20, kS2, kPool, 0xA000);     // freed on S2 with no wait after the alloc
+    ev.alloc(30, kS1, kPool, 0xB000, 64);
+    record(ev, 40, kS1, 0xE1);
+    wait(ev, 50, kS2, 0xE1);
+    ev.free(60, kS2, kPool, 0xB000);
+    Replay r;
+    std::vector<Fact> facts;
+    for (const Event& e : ev.all()) facts.push_back(r.apply(e));
+    EXPECT_TRUE(facts[1].edge);
+    EXPECT_EQ(r.streams()[facts[1].edgeFrom].info.handle, kS1);
+    EXPECT_TRUE(facts[3].crossStream);
+    EXPECT_FALSE(facts[3].orderedByWait);
+    EXPECT_TRUE(facts[7].crossStream);
+    EXPECT_TRUE(facts[7].orderedByWait);
+    EXPECT_EQ(facts[7].orderRecordTsNs, 40);
+    EXPECT_EQ(facts[7].orderWaitTsNs, 50);
+}
+
+TEST(Replay, PendingFreesClearBySynchronizeAndByWaitsOnLaterRecords) {
+    Events ev;
+    ev.alloc(1, kS1, kPool, 0xA000, 100);
+    ev.alloc(2, kS1, kPool, 0xB000, 30);
+    ev.alloc(3, kS2, kPool, 0xC000, 7);
+    ev.free(10, kS1, kPool, 0xA000);   // S1 pending 100
+    record(ev, 11, kS1, 0xE1);         // covers the 100
+    ev.free(12, kS1, kPool, 0xB000);   // S1 pending 130
+    wait(ev, 13, kS2, 0xE1);           // S2 may now reuse the first 100: pending 30
+    ev.free(14, kS2, kPool, 0xC000);   // S2 pending 7
+    sync(ev, 15, kS1);                 // S1 pending 0
+    ev.add(EventKind::ContextSynchronize, 16); // everything on device 0
+    Replay r;
+    std::vector<uint64_t> s1, s2;
+    for (const Event& e : ev.all()) {
+        r.apply(e);
+        const uint32_t i1 = r.streamIndex(kS1), i2 = r.streamIndex(kS2);
+        s1.push_back(i1 == replay::kNone ? 0 : r.streams()[i1].pendingFreeBytes());
+        s2.push_back(i2 == replay::kNone ? 0 : r.streams()[i2].pendingFreeBytes());
+    }
+    EXPECT_EQ(s1, (std::vector<uint64_t>{0, 0, 0, 100, 100, 130, 30, 30, 0, 0}));
+    EXPECT_EQ(s2, (std::vector<uint64_t>{0, 0, 0, 0, 0, 0, 0, 7, 7, 0}));
+}
+
+TEST(Replay, EventSynchronizeClearsWhatWasFreedBeforeTheRecord) {
+    Events ev;
+    ev.alloc(1, kS1, kPool, 0xA000, 100);
+    ev.alloc(2, kS1, kPool, 0xB000, 30);
+    ev.free(3, kS1, kPool, 0xA000);
+    record(ev, 4, kS1, 0xE9);
+    ev.free(5, kS1, kPool, 0xB000);
+    Event& es = ev.add(EventKind::EventSynchronize, 6);
+    CuEventFields{0xE9, 0}.into(es);
+    Replay r;
+    for (const Event& e : ev.all()) r.apply(e);
+    EXPECT_EQ(r.streams()[r.streamIndex(kS1)].pendingFreeBytes(), 30u);
+}
+
+TEST(Replay, KnobsStartAtTheDriverDefaultsForCreatedPoolsAndFollowChanges) {
+    Events ev;
+    Event& c = ev.add(EventKind::PoolCreate, 1);
+    c.pool = kPool2;
+    PoolCreateFields{PoolKind::Explicit, 1 << 30, 0, 1}.into(c);
+    Event& set = ev.add(EventKind::PoolSetAttribute, 2);
+    set.pool = kPool2;
+    AttributeFields{PoolAttr::ReleaseThreshold, 64 << 20, uint64_t{0}}.into(set);
+    // A pool that existed before recording: only the old value tells what held before.
+    Event& knob = ev.add(EventKind::KnobChange, 3);
+    knob.pool = kPool;
+    KnobFields{uint16_t(PoolAttr::ReuseAllowOpportunistic), 0, 0, uint64_t{1}, KnobOrigin::Cli}
+        .into(knob);
+    // A failed change leaves the value alone.
+    Event& bad = ev.add(EventKind::PoolSetAttribute, 4);
+    bad.pool = kPool2;
+    bad.result = 1;
+    AttributeFields{PoolAttr::ReleaseThreshold, 5, std::nullopt}.into(bad);
+    Replay r;
+    r.apply(ev.all()[0]);
+    const auto& p2 = r.pools()[r.poolIndex(kPool2)];
+    EXPECT_EQ(p2.info.kind, PoolKind::Explicit);
+    EXPECT_EQ(p2.info.maxSize, uint64_t{1} << 30);
+    EXPECT_TRUE(p2.knob(PoolAttr::ReuseFollowEventDependencies).known);
+    EXPECT_EQ(p2.knob(PoolAttr::ReuseFollowEventDependencies).value, 1u);
+    const Fact& f1 = r.apply(ev.all()[1]);
+    ASSERT_TRUE(f1.knobChanged);
+    EXPECT_EQ(f1.knobBefore.value, 0u);
+    EXPECT_EQ(r.pools()[r.poolIndex(kPool2)].knob(PoolAttr::ReleaseThreshold).value, 64u << 20);
+    const Fact& f2 = r.apply(ev.all()[2]);
+    ASSERT_TRUE(f2.knobChanged);
+    EXPECT_TRUE(f2.knobBefore.known);
+    EXPECT_EQ(f2.knobBefore.value, 1u);
+    EXPECT_EQ(r.pools()[r.poolIndex(kPool)].knob(PoolAttr::ReuseAllowOpportunistic).value, 0u);
+    EXPECT_FALSE(r.apply(ev.all()[3]).knobChanged);
+    EXPECT_EQ(r.pools()[r.poolIndex(kPool2)].knob(PoolAttr::ReleaseThreshold).value, 64u << 20);
+}
+
+// The collector's writer: completes frees and derives used from the last read.
+TEST(Replay, CompleteFillsFreesAndDerivedUsed) {
+    Events ev;
+    Event& a = ev.alloc(1, kS1, kPool, 0xA000, 100);
+    Events::wm(a, 1 << 20, 0);
+    a.flags |= kUsedDerived;
+    Event& read = ev.alloc(2, kS1, kPool, 0xB000, 50);
+    Events::wm(read, 1 << 20, 1000); // a driver read: the new base
+    Event& f = ev.free(3, kS2, 0, 0xA000);
+    Events::wm(f, 1 << 20, 0);
+    f.flags |= kUsedDerived;
+    Event& lost = ev.free(4, kS1, kPool, 0xFFFF); // its alloc was dropped
+    Events::wm(lost, 1 << 20, 0);
+    lost.flags |= kUsedDerived;
+    std::vector<Event> es = ev.all();
+    Replay r;
+    r.complete(es[0]);
+    EXPECT_EQ(es[0].used, 100u);
+    r.complete(es[1]);
+    EXPECT_EQ(es[1].used, 1000u);
+    const Fact& ff = r.complete(es[2]);
+    EXPECT_TRUE(ff.freed);
+    EXPECT_EQ(es[2].pool, kPool);
+    EXPECT_TRUE(es[2].has(kSizeKnown));
+    EXPECT_EQ(FreeFields::of(es[2]).bytes, uint64_t{100});
+    EXPECT_EQ(es[2].used, 900u);
+    r.complete(es[3]);
+    EXPECT_FALSE(es[3].has(kHasWatermarks));
+    EXPECT_FALSE(es[3].has(kUsedDerived));
+    EXPECT_FALSE(es[3].has(kSizeKnown));
+}
+
+TEST(Replay, ImportedPointersGiveTheirPoolButNoSize) {
+    Events ev;
+    Event& imp = ev.add(EventKind::PointerImport, 1);
+    imp.pool = kPool2;
+    SharedPointerFields{0x7000}.into(imp);
+    Event& fr = ev.free(2, kS1, 0, 0x7000);
+    std::vector<Event> es = ev.all();
+    Replay r;
+    r.complete(es[0]);
+    const Fact& f = r.complete(es[1]);
+    EXPECT_TRUE(f.freed);
+    EXPECT_TRUE(f.block.imported);
+    EXPECT_EQ(es[1].pool, kPool2);
+    EXPECT_FALSE(es[1].has(kSizeKnown));
+    EXPECT_EQ(r.streams()[r.streamIndex(kS1)].pendingFreeBytes(), 0u);
+    (void)fr;
+}
+
+TEST(Replay, ObserversSeeOnlyTheKindsTheyAskFor) {
+    struct Count final : replay::Observer {
+        int n = 0;
+        void onFact(const Fact&, const Replay&) override { ++n; }
+    } frees, all;
+    Events ev;
+    ev.alloc(1, kS1, kPool, 0xA000, 100);
+    ev.free(2, kS1, kPool, 0xA000);
+    sync(ev, 3, kS1);
+    Replay r;
+    r.subscribe(&frees, 1u << unsigned(EventKind::Free));
+    r.subscribe(&all);
+    for (const Event& e : ev.all()) r.apply(e);
+    EXPECT_EQ(frees.n, 1);
+    EXPECT_EQ(all.n, 3);
+    r.unsubscribe(&all);
+    r.apply(ev.all()[0]);
+    EXPECT_EQ(all.n, 3);
+}
+
+TEST(PendingFreesAnalysis, SeriesPerStreamWithPeak) {
+    Events ev;
+    ev.alloc(1, kS1, kPool, 0xA000, 100);
+    ev.alloc(2, kS1, kPool, 0xB000, 30);
+    ev.free(10, kS1, kPool, 0xA000);
+    ev.free(20, kS1, kPool, 0xB000);
+    sync(ev, 30, kS1);
+    ev.alloc(31, kS2, kPool, 0xC000, 5); // never freed: S2 gets no series
+    Replay r;
+    PendingFreesAnalysis a;
+    r.subscribe(&a, PendingFreesAnalysis::kindMask());
+    for (const Event& e : ev.all()) r.apply(e);
+    const PendingFrees& p = a.result();
+    ASSERT_EQ(p.streams.size(), 1u);
+    const PendingFrees::Stream* s = p.stream(kS1);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(p.stream(kS2), nullptr);
+    EXPECT_EQ(s->peak, 130u);
+    EXPECT_EQ(s->peakTsNs, 20);
+    EXPECT_EQ(s->bytes.valueAt(15), 100u);
+    EXPECT_EQ(s->bytes.valueAt(25), 130u);
+    EXPECT_EQ(s->bytes.valueAt(35), 0u);
+}
+
+} // namespace
+} // namespace poolscope
