@@ -109,5 +109,42 @@ TEST(Report, TopNLimitsLists) {
     EXPECT_NE(reportToText(r).find("... 27 more"), std::string::npos);
 }
 
+// A producer allocates on A, a consumer frees on B after waiting on A, and nothing hands B's
+// frees back to A until a synchronize: the pending-free analysis reaches the report.
+TEST(Report, PendingFreesOfAConsumerStream) {
+    test::Events ev;
+    for (uint64_t i = 0; i < 4; ++i) {
+        const auto t = static_cast<int64_t>(i * 100);
+        ev.alloc(t + 1, 0xA, 0x100, 0x1000 * (i + 1), 2 * MiB);
+        Event& rec = ev.add(EventKind::EventRecord, t + 2);
+        rec.stream = 0xA;
+        rec.ptr = 0xE0;
+        Event& w = ev.add(EventKind::StreamWaitEvent, t + 3);
+        w.stream = 0xB;
+        w.ptr = 0xE0;
+        ev.free(t + 4, 0xB, 0x100, 0x1000 * (i + 1));
+    }
+    Event& sync = ev.add(EventKind::StreamSynchronize, 1000);
+    sync.stream = 0xB;
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    Report r = buildReport(*b.finish());
+    const StreamReport* consumer = nullptr;
+    for (const StreamReport& s : r.streams)
+        if (s.info.handle == 0xB) consumer = &s;
+    ASSERT_NE(consumer, nullptr);
+    EXPECT_EQ(consumer->peakPendingFree, 8 * MiB);
+    EXPECT_EQ(consumer->peakPendingFreeTsNs, 304);
+    bool found = false;
+    for (const std::string& f : r.findings)
+        found = found || (f.find("stream 0xb held up to 8.00 MiB") != std::string::npos);
+    EXPECT_TRUE(found) << reportToText(r);
+    auto j = nlohmann::json::parse(reportToJson(r));
+    bool inJson = false;
+    for (const auto& s : j["streams"])
+        inJson = inJson || (s["handle"] == "0xb" && s["peak_pending_free"] == 8 * MiB);
+    EXPECT_TRUE(inJson);
+}
+
 } // namespace
 } // namespace poolscope

@@ -87,21 +87,22 @@ void addFindings(Report& r) {
                              " allocation(s) were freed on another stream than the one that "
                              "allocated them (reuse then depends on event dependencies)");
     // Frees other streams cannot reuse yet make the pool reserve new memory for their
-    // allocations: worth a line when they reach a MiB and another stream allocates at all (a
-    // stream reuses its own frees at once).
+    // allocations: worth a line when they reach a MiB and some other stream allocates at all
+    // (a stream reuses its own frees at once).
     const StreamReport* worst = nullptr;
-    int allocating = 0;
-    for (const StreamReport& s : r.streams) {
-        if (s.allocCount > 0) ++allocating;
+    for (const StreamReport& s : r.streams)
         if (!worst || s.peakPendingFree > worst->peakPendingFree) worst = &s;
-    }
-    if (allocating > 1 && worst && worst->peakPendingFree >= (uint64_t{1} << 20))
+    bool otherAllocates = false;
+    for (const StreamReport& s : r.streams)
+        otherAllocates = otherAllocates || (&s != worst && s.allocCount > 0);
+    if (otherAllocates && worst && worst->peakPendingFree >= (uint64_t{1} << 20))
         r.findings.push_back("stream " + formatHandle(worst->info.handle) + " held up to " +
-                             formatBytes(worst->peakPendingFree) + " freed in stream order that "
-                             "other streams could not reuse yet (at " +
-                             at(worst->peakPendingFreeTsNs) + "); a synchronize, or other "
-                             "streams waiting on an event recorded after the frees, hands it "
-                             "back sooner");
+                             formatBytes(worst->peakPendingFree) +
+                             " of frees that no synchronize or event wait had handed to other "
+                             "streams yet (at " + at(worst->peakPendingFreeTsNs) +
+                             "): they could reuse it only opportunistically, so the pool may "
+                             "reserve more; a synchronize, or other streams waiting on an event "
+                             "recorded after the frees, hands it back sooner");
     if (r.failedCount > 0) {
         const FailedAllocation& f = r.failed.front();
         r.findings.push_back(formatCount(r.failedCount) + " allocation(s) failed; the first at " +
