@@ -42,11 +42,9 @@ void maxIdle(const PoolTimeline& p, uint64_t& gap, int64_t& at) {
     }
 }
 
-std::string poolName(const PoolReport& p) {
-    if (p.info.handle == 0) return "pool (unknown)";
-    return "pool " + formatHandle(p.info.handle) + " (" +
-           std::string(poolKindName(p.info.kind)) +
-           (p.info.device >= 0 ? ", device " + std::to_string(p.info.device) : "") + ")";
+std::string poolName(const Report& r, const PoolReport& p) {
+    return r.names.poolWithHandle(p.info.handle) +
+           (p.info.device >= 0 ? " on device " + std::to_string(p.info.device) : "");
 }
 
 std::string percent(uint64_t part, uint64_t whole) {
@@ -68,7 +66,7 @@ void addFindings(Report& r) {
         // the process holds but does not use, which other processes cannot have.
         if (!p.hasWatermarks || p.peakReserved == 0) continue;
         if (p.idleAtPeak < (uint64_t{1} << 20) || p.idleAtPeak * 4 < p.peakReserved) continue;
-        std::string s = poolName(p) + ": reserved peaked at " + formatBytes(p.peakReserved) +
+        std::string s = poolName(r, p) + ": reserved peaked at " + formatBytes(p.peakReserved) +
                         " (at " + at(p.peakReservedTsNs) + ") while " +
                         formatBytes(p.usedAtPeakReserved) + " was in use: " +
                         formatBytes(p.idleAtPeak) + " (" + percent(p.idleAtPeak, p.peakReserved) +
@@ -118,6 +116,7 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
     r.reusedWithoutFree = tl.reusedWithoutFree;
     r.waitEdges = tl.edges.size();
     r.devices = tl.devices;
+    r.names = view::EntityNames::fromTimeline(tl);
     for (const Marker& m : tl.markers) {
         switch (m.kind) {
         case EventKind::StreamSynchronize:
