@@ -1,9 +1,8 @@
 // Pixel-column maxima of step series (poolscope/view/ColumnMax.h) against a brute-force scan.
-#include <gtest/gtest.h>
-
 #include "poolscope/view/ColumnMax.h"
 
 #include <algorithm>
+#include <gtest/gtest.h>
 #include <random>
 
 namespace poolscope {

@@ -1,11 +1,11 @@
 // The events list's filter (poolscope/view/EventFilter.h) and the allocation an event belongs
 // to (poolscope/view/AllocationLookup.h).
-#include <gtest/gtest.h>
-
 #include "TestTraces.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/view/AllocationLookup.h"
 #include "poolscope/view/EventFilter.h"
+
+#include <gtest/gtest.h>
 
 namespace poolscope {
 namespace {

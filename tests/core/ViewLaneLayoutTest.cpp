@@ -1,11 +1,11 @@
 // The core lane layout and entity names (poolscope/view): hand-built traces whose rows, lanes
 // and names are worked out by hand in each test.
-#include <gtest/gtest.h>
-
 #include "TestTraces.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/view/EntityNames.h"
 #include "poolscope/view/LaneLayout.h"
+
+#include <gtest/gtest.h>
 
 namespace poolscope {
 namespace {
@@ -72,7 +72,8 @@ TEST(ViewLaneLayout, PacksOverlappingAllocationsIntoLowestFreeRow) {
     EXPECT_EQ(L->rowEnds[r0], (std::vector<int64_t>{400, 500})); // d live: ends at t1
     EXPECT_EQ(L->rowStarts[r1], (std::vector<int64_t>{200, 300}));
     EXPECT_EQ(L->rowEnds[r1], (std::vector<int64_t>{300, 500}));
-    EXPECT_EQ(L->rowOfAlloc, (std::vector<int32_t>{int(r0), int(r1), int(r1), int(r0), int(r1 + 1)}));
+    EXPECT_EQ(L->rowOfAlloc,
+              (std::vector<int32_t>{int(r0), int(r1), int(r1), int(r0), int(r1 + 1)}));
     EXPECT_EQ(L->laneOfRow, (std::vector<int32_t>{2, 2, 3}));
     EXPECT_EQ(L->lanes[3].firstRow, int(r1 + 1));
     EXPECT_EQ(L->lanes[3].rowCount, 1);

@@ -39,8 +39,8 @@ LanePlan planLanes(const Timeline& tl, std::set<PoolStream>& pairs) {
     std::set<int> devices;
     for (const DeviceInfo& d : tl.devices)
         devices.insert(d.ordinal);
-    const bool unknownPoolUsed = std::any_of(pairs.begin(), pairs.end(),
-                                             [](const PoolStream& k) { return k.first == 0; });
+    const bool unknownPoolUsed =
+        std::any_of(pairs.begin(), pairs.end(), [](const PoolStream& k) { return k.first == 0; });
     for (const PoolTimeline& p : tl.pools)
         if (p.info.handle != 0 || unknownPoolUsed || p.allocCount || p.peakReserved)
             devices.insert(p.info.device);

@@ -16,8 +16,8 @@ using PoolStream = std::pair<uint64_t, uint64_t>; // (pool, stream)
 struct LanePlan {
     struct PoolLanes {
         uint64_t pool = 0;
-        int poolIndex = -1;                // into Timeline::pools
-        std::vector<uint64_t> streams;     // a stream lane per (pool, stream), by stream handle
+        int poolIndex = -1;            // into Timeline::pools
+        std::vector<uint64_t> streams; // a stream lane per (pool, stream), by stream handle
     };
     struct DeviceLanes {
         int device = -1;
