@@ -10,6 +10,8 @@
 #include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/Event.h"
+#include "poolscope/TimelineBuilder.h"
+#include "poolscope/view/EntityNames.h"
 
 namespace poolscope::cli {
 
@@ -19,6 +21,7 @@ struct DumpOptions {
     std::string trace;
     std::string format = "jsonl";
     bool samples = false;
+    bool names = false;
 };
 
 nlohmann::json toJson(const Event& e) {
@@ -30,27 +33,73 @@ nlohmann::json toJson(const Event& e) {
             {"reserved", e.reserved}, {"used", e.used}};
 }
 
-void printCsv(const Event& e) {
-    std::printf("%" PRIu64 ",%" PRId64 ",%s,%u,%u,%d,%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 "\n",
-                e.seq, e.tsNs, std::string(eventKindName(e.kind)).c_str(), e.variant, e.tid,
-                e.device, e.correlation, e.result, e.stream, e.pool, e.ptr, e.size, e.aux, e.attr,
-                e.flags, e.reserved, e.used);
+// The window's names of an event's stream and pool (--names): "" for a pool handle of 0 (the
+// event has none).
+struct Names {
+    std::string stream, pool;
+};
+
+Names namesOf(const view::EntityNames& n, const Event& e) {
+    return {n.stream(e.stream), e.pool ? n.pool(e.pool) : std::string()};
+}
+
+std::string csvQuoted(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + "\"";
+}
+
+std::string csvRow(const Event& e) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%" PRIu64 ",%" PRId64 ",%s,%u,%u,%d,%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                  ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64,
+                  e.seq, e.tsNs, std::string(eventKindName(e.kind)).c_str(), e.variant, e.tid,
+                  e.device, e.correlation, e.result, e.stream, e.pool, e.ptr, e.size, e.aux,
+                  e.attr, e.flags, e.reserved, e.used);
+    return buf;
 }
 
 int runDump(const DumpOptions& o) {
     int exitCode = 0;
     auto reader = openTraceOrReport(o.trace, exitCode);
     if (!reader) return exitCode;
+    // Names number pools and streams in lane order, which takes the whole timeline: built
+    // only when asked for.
+    view::EntityNames names;
+    if (o.names) {
+        auto tl = buildTimeline(*reader);
+        if (!tl) {
+            reportError(tl.error(), exitCode);
+            return exitCode;
+        }
+        names = view::EntityNames::fromTimeline(**tl);
+    }
     const bool csv = o.format == "csv";
     if (csv)
         std::printf("seq,ts_ns,kind,variant,tid,device,correlation,result,stream,pool,ptr,size,"
-                    "aux,attr,flags,reserved,used\n");
+                    "aux,attr,flags,reserved,used%s\n",
+                    o.names ? ",stream_name,pool_name" : "");
     auto print = [&](const Event& e) {
-        if (csv)
-            printCsv(e);
-        else
-            std::printf("%s\n", toJson(e).dump().c_str());
+        if (csv) {
+            std::string row = csvRow(e);
+            if (o.names) {
+                const Names n = namesOf(names, e);
+                row += "," + csvQuoted(n.stream) + "," + csvQuoted(n.pool);
+            }
+            std::printf("%s\n", row.c_str());
+        } else {
+            nlohmann::json j = toJson(e);
+            if (o.names) {
+                const Names n = namesOf(names, e);
+                j["stream_name"] = n.stream;
+                if (!n.pool.empty()) j["pool_name"] = n.pool;
+            }
+            std::printf("%s\n", j.dump().c_str());
+        }
         return !std::ferror(stdout);
     };
     Status st = reader->forEachEvent(print);
@@ -79,6 +128,9 @@ void registerDump(CLI::App& app, int& exitCode) {
     sub->add_option("--format", opts->format, "jsonl (default) or csv")
         ->check(CLI::IsMember({"jsonl", "csv"}));
     sub->add_flag("--samples", opts->samples, "also print periodic watermark samples (kind sample)");
+    sub->add_flag("--names", opts->names,
+                  "add stream_name and pool_name, the names the window and report use (reads the "
+                  "trace twice)");
     sub->callback([opts, &exitCode] { exitCode = runDump(*opts); });
 }
 

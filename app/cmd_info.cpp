@@ -9,6 +9,7 @@
 #include "poolscope/Report.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
+#include "poolscope/view/EntityNames.h"
 
 namespace poolscope::cli {
 
@@ -150,7 +151,7 @@ std::string toText(const TraceReader& r, const InfoData& d) {
     }
     out += "streams  " + std::to_string(d.streams.size()) + "\n";
     for (const StreamInfo& st : d.streams) {
-        out += "  " + (st.handle ? formatHandle(st.handle) : std::string("0 (legacy)")) +
+        out += "  " + view::EntityNames::streamLabel(st.handle) +
                "  device " + std::to_string(st.device);
         if (st.priorityKnown) out += "  priority " + std::to_string(st.priority);
         out += "\n";

@@ -40,7 +40,8 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
             const Lane& l = layout.lanes[li];
             if (l.kind != LaneKind::Device) continue;
             Node d;
-            d.cells[Name] = l.subtitle.isEmpty() ? l.title : l.title + " · " + l.subtitle;
+            d.cells[Name] = QString::fromStdString(l.subtitle.empty() ? l.title
+                                                                    : l.title + " · " + l.subtitle);
             d.lane = int(li);
             const int dev = add(-1, d);
             for (size_t pi = 0; pi < tl.pools.size(); ++pi) {

@@ -1,82 +1,34 @@
 #pragma once
-// The timeline's lane structure, computed once per Timeline off the UI thread: lanes grouped
-// device > pool > stream, allocations packed into non-overlapping rows per lane, and markers
-// split per lane. Painting then only does binary searches over these vectors.
+// The window's view of the core lane layout (poolscope/view/LaneLayout.h): the same lanes,
+// rows and names, handed out as QString where widgets want them.
 
-#include "poolscope/Timeline.h"
+#include "poolscope/view/LaneLayout.h"
 
 #include <QString>
 #include <atomic>
-#include <cstdint>
-#include <map>
 #include <memory>
-#include <unordered_map>
-#include <vector>
 
 namespace poolscope::ui {
 
-enum class LaneKind { Device, Pool, Stream };
+using view::gallopPast;
+using view::Lane;
+using view::LaneKind;
 
-struct Lane {
-    LaneKind kind = LaneKind::Stream;
-    int device = -1;
-    int poolIndex = -1;   // into Timeline::pools (Pool lanes, and Stream lanes under a pool)
-    int streamIndex = -1; // into Timeline::streams (-1 when the stream has no entity record)
-    uint64_t pool = 0;
-    uint64_t stream = 0;
-    int firstRow = 0; // into LaneLayout::rows
-    int rowCount = 0;
-    std::vector<uint32_t> markers; // indices into Timeline::markers, by time
-    std::vector<uint32_t> failed;  // indices into Timeline::failed, by time
-    QString title;
-    QString subtitle;
-};
-
-class LaneLayout {
+class LaneLayout : public view::LaneLayout {
 public:
     // Returns nullptr when cancelled.
     static std::shared_ptr<const LaneLayout> build(const Timeline& tl,
                                                    const std::atomic<bool>* cancel = nullptr);
 
-    std::vector<Lane> lanes;
-    // Allocation indices per row, ordered by alloc time; allocations in one row never overlap,
-    // so they are ordered by free time too (which is what makes culling a binary search).
-    std::vector<std::vector<uint32_t>> rows;
-    // Per row, each allocation's drawn end (free time, or the trace's end while live), stored
-    // contiguously: the painter's per-pixel skips gallop through these instead of chasing
-    // allocation records across memory (that was most of a fit-all frame on 10M events).
-    std::vector<std::vector<int64_t>> rowEnds;
-    std::vector<std::vector<int64_t>> rowStarts; // alloc times, same layout as rowEnds
-    // The time of every Series::kBlock-th point of the series the area charts scan (a pool's
-    // reserved and used, a stream's live bytes): a pixel column's search for its last point
-    // looks here first, then in one block of the series' times, instead of galloping through
-    // a time array of millions of points (a cache miss per step).
-    struct BlockTimes {
-        std::vector<int64_t> reserved, used;
-    };
-    std::vector<BlockTimes> poolBlockT;               // by Timeline::pools index
-    std::vector<std::vector<int64_t>> streamBlockT;   // by Timeline::streams index: liveBytes
-    std::vector<int32_t> rowOfAlloc;             // row of each allocation
-    std::vector<int32_t> laneOfRow;
-
-    int laneOfStream(uint64_t stream) const; // first lane of the stream, -1 if none
-    int laneOfPool(uint64_t pool) const;
-    int laneOf(uint64_t pool, uint64_t stream) const;
-
     // Short, stable names: "pool #1 (default)", "stream #2". Numbered in lane order.
-    QString poolName(uint64_t pool) const;
-    QString streamName(uint64_t stream) const;
-
-private:
-    std::unordered_map<uint64_t, int> streamLane_, poolLane_;
-    std::map<std::pair<uint64_t, uint64_t>, int> pairLane_;
-    std::unordered_map<uint64_t, QString> poolNames_, streamNames_;
+    QString poolName(uint64_t pool) const { return QString::fromStdString(names.pool(pool)); }
+    QString streamName(uint64_t stream) const {
+        return QString::fromStdString(names.stream(stream));
+    }
 };
 
-QString hexHandle(uint64_t h);
-
-// First index i >= from with ends[i] > t (ends sorted): an exponential search from `from`, so a
-// scan that moves forward a little at a time touches only nearby memory.
-size_t gallopPast(const std::vector<int64_t>& ends, size_t from, int64_t t);
+inline QString hexHandle(uint64_t h) {
+    return QString::fromStdString(view::EntityNames::hexHandle(h));
+}
 
 } // namespace poolscope::ui

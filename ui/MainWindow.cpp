@@ -10,6 +10,7 @@
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 #include "poolscope/Units.h"
+#include "poolscope/view/AllocationLookup.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -40,20 +41,6 @@ namespace poolscope::ui {
 
 namespace {
 constexpr int kMaxRecent = 10;
-
-// The allocation an alloc or free event belongs to, or -1.
-int64_t allocationOf(const Timeline& tl, const Event& e) {
-    if (e.kind == EventKind::Alloc) {
-        auto it = std::lower_bound(tl.allocations.begin(), tl.allocations.end(), e.seq,
-                                   [](const Allocation& a, uint64_t s) { return a.allocSeq < s; });
-        if (it != tl.allocations.end() && it->allocSeq == e.seq) return it - tl.allocations.begin();
-    } else if (e.kind == EventKind::Free) {
-        for (size_t i = 0; i < tl.allocations.size(); ++i)
-            if (tl.allocations[i].freeSeq == e.seq && tl.allocations[i].ptr == e.ptr)
-                return int64_t(i);
-    }
-    return -1;
-}
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -495,7 +482,7 @@ void MainWindow::onSelection(const Selection& in, QObject* origin) {
     Selection s = in;
     // An alloc or free row stands for its allocation: the richer view of the same thing.
     if (s.kind == Selection::Event) {
-        const int64_t a = allocationOf(tl, s.event);
+        const int64_t a = view::allocationOf(tl, s.event);
         if (a >= 0) s = {Selection::Allocation, uint32_t(a), 0, {}};
     }
     details_->showSelection(s.kind == Selection::None ? in : s);

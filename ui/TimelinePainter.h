@@ -106,8 +106,7 @@ public:
 
 private:
     void paintRuler(QPainter& p, int64_t cursor);
-    void paintRows(QPainter& p, size_t lane, const Selection& sel, int mergedY = -1,
-                   int mergedH = 0);
+    void paintRows(QPainter& p, size_t lane, int mergedY = -1, int mergedH = 0);
     void paintSummary(QPainter& p, size_t lane); // a collapsed stream lane
     void paintPoolChart(QPainter& p, size_t lane);
     void paintArea(QPainter& p, const Series& s, const std::vector<int64_t>& blockT, int top,

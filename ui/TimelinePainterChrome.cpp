@@ -66,13 +66,13 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
             p.setPen(QPen(c_.selection(), 1, Qt::DotLine));
             p.drawRect(1, y + 1, g_.labelW - 3, h - 3);
         }
-        QString sub = l.subtitle;
+        QString sub = qs(l.subtitle);
         if (isCollapsed && l.kind != LaneKind::Stream) {
             int n = 0;
             for (size_t j = i + 1; j < layout.lanes.size() && g_.shownAs[j] == int(i); ++j)
                 ++n;
             sub = QStringLiteral("%1 lane(s) collapsed").arg(n);
-            if (l.kind == LaneKind::Pool && !l.subtitle.isEmpty()) sub = l.subtitle + " · " + sub;
+            if (l.kind == LaneKind::Pool && !l.subtitle.empty()) sub = qs(l.subtitle) + " · " + sub;
         } else if (isCollapsed) {
             sub = QStringLiteral("collapsed · %1 rows").arg(l.rowCount);
         }
@@ -93,7 +93,7 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
             p.setFont(l.kind == LaneKind::Stream ? base : bold);
             p.setPen(c_.text());
             p.drawText(QRect(indent, y + 2, w, h / 2), Qt::AlignLeft | Qt::AlignVCenter,
-                       p.fontMetrics().elidedText(l.title, Qt::ElideRight, w));
+                       p.fontMetrics().elidedText(qs(l.title), Qt::ElideRight, w));
             p.setFont(small);
             p.setPen(c_.dimText());
             p.drawText(QRect(indent, y + h / 2, w, h / 2 - 2), Qt::AlignLeft | Qt::AlignVCenter,
@@ -101,7 +101,7 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
         } else {
             p.setFont(l.kind == LaneKind::Stream ? base : bold);
             p.setPen(c_.text());
-            QString t = l.title;
+            QString t = qs(l.title);
             if (!sub.isEmpty()) t += QStringLiteral("  ") + sub;
             p.drawText(QRect(indent, y, w, h), Qt::AlignLeft | Qt::AlignVCenter,
                        p.fontMetrics().elidedText(t, Qt::ElideRight, w));
@@ -352,7 +352,7 @@ QString TimelinePainter::tooltip(const TimelineHit& h) const {
     case Selection::Stream:
         if (h.lane >= 0) {
             const Lane& l = layout.lanes[size_t(h.lane)];
-            return QStringLiteral("<b>%1</b><br>%2").arg(l.title, l.subtitle);
+            return QStringLiteral("<b>%1</b><br>%2").arg(qs(l.title), qs(l.subtitle));
         }
         return {};
     default:

@@ -159,6 +159,29 @@ TEST(Cli, ValidTraceSucceeds) {
     EXPECT_NE(json.output.find("\"leaks\""), std::string::npos) << json.output;
 }
 
+TEST(Cli, DumpNamesAreTheReportsNames) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("names.poolscope");
+    writeValidTrace(path, 3); // stream 0x10, pool 0x20
+    CliRun report = runCli("report '" + path + "'");
+    ASSERT_EQ(report.exitCode, 0) << report.output;
+    EXPECT_NE(report.output.find("stream #1 0x10"), std::string::npos) << report.output;
+    EXPECT_NE(report.output.find("pool #1 (unknown) 0x20"), std::string::npos) << report.output;
+    CliRun plain = runCli("dump '" + path + "'");
+    ASSERT_EQ(plain.exitCode, 0) << plain.output;
+    EXPECT_EQ(plain.output.find("stream_name"), std::string::npos) << "names only when asked";
+    CliRun jsonl = runCli("dump --names '" + path + "'");
+    ASSERT_EQ(jsonl.exitCode, 0) << jsonl.output;
+    EXPECT_NE(jsonl.output.find("\"stream_name\":\"stream #1\""), std::string::npos) << jsonl.output;
+    EXPECT_NE(jsonl.output.find("\"pool_name\":\"pool #1 (unknown)\""), std::string::npos)
+        << jsonl.output;
+    CliRun csv = runCli("dump --names --format csv '" + path + "'");
+    ASSERT_EQ(csv.exitCode, 0) << csv.output;
+    EXPECT_NE(csv.output.find(",used,stream_name,pool_name\n"), std::string::npos) << csv.output;
+    EXPECT_NE(csv.output.find(",\"stream #1\",\"pool #1 (unknown)\"\n"), std::string::npos)
+        << csv.output;
+}
+
 TEST(Cli, EmptyTraceReportsNothingUnusual) {
     // A recording in which the program never allocated is valid, not an error.
     test::ScratchDir dir;

@@ -80,6 +80,14 @@ TEST(Report, IdleAtPeakLeaksFailuresAndFindings) {
     EXPECT_NE(text.find("Leaks: 1 allocation(s) live at the end, 8.00 MiB"), std::string::npos)
         << text;
     EXPECT_NE(text.find("Failed allocations: 1"), std::string::npos) << text;
+    // The window's names, each next to its handle.
+    const std::string pool = r.names.poolWithHandle(0x100);
+    EXPECT_EQ(pool.rfind("pool #1 (", 0), 0u) << pool;
+    EXPECT_EQ(pool.substr(pool.size() - 7), ") 0x100") << pool;
+    EXPECT_NE(text.find(pool), std::string::npos) << text;
+    EXPECT_NE(text.find("stream #1 0xa"), std::string::npos) << text;
+    EXPECT_NE(text.find("stream #2 0xb"), std::string::npos) << text;
+    EXPECT_NE(r.findings[1].find(pool), std::string::npos) << r.findings[1];
     int lines = 0;
     for (char c : text) lines += c == '\n';
     EXPECT_LT(lines, 50) << "one screen";
@@ -88,6 +96,9 @@ TEST(Report, IdleAtPeakLeaksFailuresAndFindings) {
     EXPECT_EQ(j["pools"][0]["peak_reserved"].get<uint64_t>(), 1 * GiB);
     EXPECT_EQ(j["pools"][0]["idle_at_peak"].get<uint64_t>(), 1 * GiB - 8 * MiB);
     EXPECT_EQ(j["pools"][0]["handle"], "0x100");
+    EXPECT_EQ(j["pools"][0]["name"], r.names.pool(0x100));
+    EXPECT_EQ(j["streams"][0]["name"], "stream #1");
+    EXPECT_EQ(j["streams"][1]["name"], "stream #2");
     EXPECT_EQ(j["pools"][0]["release_threshold"].get<uint64_t>(), UINT64_MAX);
     EXPECT_EQ(j["leaks"]["count"], 1);
     EXPECT_EQ(j["leaks"]["top"][0]["ptr"], "0x2000");
@@ -137,7 +148,8 @@ TEST(Report, PendingFreesOfAConsumerStream) {
     EXPECT_EQ(consumer->peakPendingFreeTsNs, 304);
     bool found = false;
     for (const std::string& f : r.findings)
-        found = found || (f.find("stream 0xb held up to 8.00 MiB") != std::string::npos);
+        found = found || (f.find(r.names.streamWithHandle(0xB) + " held up to 8.00 MiB") !=
+                          std::string::npos);
     EXPECT_TRUE(found) << reportToText(r);
     auto j = nlohmann::json::parse(reportToJson(r));
     bool inJson = false;

@@ -10,6 +10,7 @@
 
 #include "poolscope/Entities.h"
 #include "poolscope/Timeline.h"
+#include "poolscope/view/EntityNames.h"
 
 namespace poolscope {
 
@@ -78,6 +79,7 @@ struct Report {
     uint64_t failedCount = 0;
     std::vector<FailedAllocation> failed; // first topN in time order
     std::vector<std::string> findings; // one-line statements for a person, most important first
+    view::EntityNames names;           // the window's names for pools and streams
 };
 
 struct ReportOptions {

@@ -42,11 +42,9 @@ void maxIdle(const PoolTimeline& p, uint64_t& gap, int64_t& at) {
     }
 }
 
-std::string poolName(const PoolReport& p) {
-    if (p.info.handle == 0) return "pool (unknown)";
-    return "pool " + formatHandle(p.info.handle) + " (" +
-           std::string(poolKindName(p.info.kind)) +
-           (p.info.device >= 0 ? ", device " + std::to_string(p.info.device) : "") + ")";
+std::string poolName(const Report& r, const PoolReport& p) {
+    return r.names.poolWithHandle(p.info.handle) +
+           (p.info.device >= 0 ? " on device " + std::to_string(p.info.device) : "");
 }
 
 std::string percent(uint64_t part, uint64_t whole) {
@@ -68,7 +66,7 @@ void addFindings(Report& r) {
         // the process holds but does not use, which other processes cannot have.
         if (!p.hasWatermarks || p.peakReserved == 0) continue;
         if (p.idleAtPeak < (uint64_t{1} << 20) || p.idleAtPeak * 4 < p.peakReserved) continue;
-        std::string s = poolName(p) + ": reserved peaked at " + formatBytes(p.peakReserved) +
+        std::string s = poolName(r, p) + ": reserved peaked at " + formatBytes(p.peakReserved) +
                         " (at " + at(p.peakReservedTsNs) + ") while " +
                         formatBytes(p.usedAtPeakReserved) + " was in use: " +
                         formatBytes(p.idleAtPeak) + " (" + percent(p.idleAtPeak, p.peakReserved) +
@@ -96,7 +94,7 @@ void addFindings(Report& r) {
     for (const StreamReport& s : r.streams)
         otherAllocates = otherAllocates || (&s != worst && s.allocCount > 0);
     if (otherAllocates && worst && worst->peakPendingFree >= (uint64_t{1} << 20))
-        r.findings.push_back("stream " + formatHandle(worst->info.handle) + " held up to " +
+        r.findings.push_back(r.names.streamWithHandle(worst->info.handle) + " held up to " +
                              formatBytes(worst->peakPendingFree) +
                              " of frees that no synchronize or event wait had handed to other "
                              "streams yet (at " + at(worst->peakPendingFreeTsNs) +
@@ -135,6 +133,7 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
     r.reusedWithoutFree = tl.reusedWithoutFree;
     r.waitEdges = tl.edges.size();
     r.devices = tl.devices;
+    r.names = view::EntityNames::fromTimeline(tl);
     for (const Marker& m : tl.markers) {
         switch (m.kind) {
         case EventKind::StreamSynchronize:

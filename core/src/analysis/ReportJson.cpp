@@ -57,6 +57,7 @@ std::string reportToJson(const Report& r, int indent) {
     json pools = json::array();
     for (const PoolReport& p : r.pools) {
         json o = {{"handle", formatHandle(p.info.handle)},
+                  {"name", r.names.pool(p.info.handle)},
                   {"device", p.info.device},
                   {"kind", poolKindName(p.info.kind)},
                   {"max_size", p.info.maxSize},
@@ -87,6 +88,7 @@ std::string reportToJson(const Report& r, int indent) {
     json streams = json::array();
     for (const StreamReport& s : r.streams)
         streams.push_back({{"handle", formatHandle(s.info.handle)},
+                           {"name", r.names.stream(s.info.handle)},
                            {"device", s.info.device},
                            {"alloc_count", s.allocCount},
                            {"bytes_allocated", s.bytesAllocated},

@@ -11,14 +11,6 @@ namespace poolscope {
 
 namespace {
 
-std::string streamName(uint64_t handle) {
-    return handle == 0 ? std::string("0 (legacy)") : formatHandle(handle);
-}
-
-std::string poolLabel(uint64_t handle) {
-    return handle == 0 ? std::string("(unknown)") : formatHandle(handle);
-}
-
 std::string bytesOrDash(bool known, uint64_t b) { return known ? formatBytes(b) : "-"; }
 
 std::string threshold(const PoolReport& p) {
@@ -55,7 +47,7 @@ std::string reportToText(const Report& r) {
                              "threshold"});
     for (const PoolReport& pr : r.pools) {
         const bool w = pr.hasWatermarks;
-        pools.row({poolLabel(pr.info.handle), pr.info.device < 0 ? "-" : std::to_string(pr.info.device),
+        pools.row({r.names.poolWithHandle(pr.info.handle), pr.info.device < 0 ? "-" : std::to_string(pr.info.device),
                    std::string(poolKindName(pr.info.kind)), bytesOrDash(w, pr.peakReserved),
                    bytesOrDash(w, pr.usedAtPeakReserved), bytesOrDash(w, pr.idleAtPeak),
                    w ? formatBytes(pr.peakUsed) : formatBytes(pr.peakLive) + "*",
@@ -74,7 +66,7 @@ std::string reportToText(const Report& r) {
     detail::TextTable streams({"stream", "dev", "allocs", "allocated", "peak live",
                                "peak at", "freed elsewhere", "pending free", "live@end", "failed"});
     for (const StreamReport& s : r.streams) {
-        streams.row({streamName(s.info.handle),
+        streams.row({r.names.streamWithHandle(s.info.handle),
                      s.info.device < 0 ? "-" : std::to_string(s.info.device), formatCount(s.allocCount),
                      formatBytes(s.bytesAllocated), formatBytes(s.peakLive),
                      s.peakLive ? rel(s.peakLiveTsNs) : "-", formatCount(s.crossStreamFrees),
@@ -87,8 +79,8 @@ std::string reportToText(const Report& r) {
     if (!r.topLeaks.empty()) {
         detail::TextTable leaks({"ptr", "size", "pool", "stream", "allocated at", "seq"});
         for (const Allocation& a : r.topLeaks)
-            leaks.row({formatHandle(a.ptr), formatBytes(a.size), poolLabel(a.pool),
-                       streamName(a.allocStream), rel(a.allocTsNs), std::to_string(a.allocSeq)});
+            leaks.row({formatHandle(a.ptr), formatBytes(a.size), r.names.poolWithHandle(a.pool),
+                       r.names.streamWithHandle(a.allocStream), rel(a.allocTsNs), std::to_string(a.allocSeq)});
         out += leaks.render();
         if (r.leakCount > r.topLeaks.size())
             out += "  ... " + formatCount(r.leakCount - r.topLeaks.size()) + " more\n";
@@ -98,7 +90,7 @@ std::string reportToText(const Report& r) {
     if (!r.failed.empty()) {
         detail::TextTable failed({"at", "size", "stream", "pool", "CUresult", "seq"});
         for (const FailedAllocation& f : r.failed)
-            failed.row({rel(f.tsNs), formatBytes(f.size), streamName(f.stream), poolLabel(f.pool),
+            failed.row({rel(f.tsNs), formatBytes(f.size), r.names.streamWithHandle(f.stream), r.names.poolWithHandle(f.pool),
                         std::to_string(f.result), std::to_string(f.seq)});
         out += failed.render();
         if (r.failedCount > r.failed.size())
