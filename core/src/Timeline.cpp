@@ -373,6 +373,9 @@ void TimelineBuilder::reserve(const std::map<EventKind, uint64_t>& countsByKind)
     for (const auto& [kind, count] : countsByKind) all += count;
     d.poolPointsHint = all + 4;
     d.streamPointsHint = n(EventKind::Alloc) + n(EventKind::Free) + 4;
+    d.pending.reservePoints(n(EventKind::Free) + n(EventKind::StreamWaitEvent) +
+                            n(EventKind::StreamSynchronize) + n(EventKind::EventSynchronize) +
+                            n(EventKind::ContextSynchronize) + 4);
     d.streamAllocsHint = n(EventKind::Alloc);
     d.reservedBig = true;
     for (PoolTimeline& p : tl.pools) d.reservePool(p);

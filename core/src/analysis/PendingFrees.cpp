@@ -24,6 +24,9 @@ void PendingFreesAnalysis::note(uint32_t stream, const replay::Replay& r, int64_
         if (st.freedBytes == 0) return; // never had a pending free: nothing to draw
         i = static_cast<int32_t>(out_.streams.size());
         out_.streams.push_back(PendingFrees::Stream{st.info.handle, {}, 0, 0});
+        constexpr size_t kReservedStreams = 16;
+        if (pointsHint_ && out_.streams.size() <= kReservedStreams)
+            out_.streams.back().bytes.reserve(pointsHint_);
     }
     PendingFrees::Stream& s = out_.streams[static_cast<size_t>(i)];
     const uint64_t pending = st.pendingFreeBytes();

@@ -65,6 +65,14 @@ Replay::Replay(Replay&&) noexcept = default;
 Replay& Replay::operator=(Replay&&) noexcept = default;
 
 uint32_t Replay::poolSlow(uint64_t handle, int16_t device, bool& isNew) {
+    for (const Fast& f : fastPools_)
+        if (f.handle == handle) {
+            isNew = false;
+            if (device >= 0 && pools_[f.idx].info.device < 0) pools_[f.idx].info.device = device;
+            lastPoolHandle_ = handle;
+            lastPoolIdx_ = f.idx;
+            return f.idx;
+        }
     auto [it, inserted] = d_->poolIdx.try_emplace(handle, static_cast<uint32_t>(pools_.size()));
     isNew = inserted;
     if (inserted) {
@@ -75,12 +83,22 @@ uint32_t Replay::poolSlow(uint64_t handle, int16_t device, bool& isNew) {
     } else if (pools_[it->second].info.device < 0 && device >= 0) {
         pools_[it->second].info.device = device; // first seen in a sample, which has none
     }
+    if (inserted && fastPools_.size() < kFast) fastPools_.push_back({handle, it->second});
     lastPoolHandle_ = handle;
     lastPoolIdx_ = it->second;
     return it->second;
 }
 
 uint32_t Replay::streamSlow(uint64_t handle, int16_t device, bool& isNew) {
+    for (const Fast& f : fastStreams_)
+        if (f.handle == handle) {
+            isNew = false;
+            if (device >= 0 && streams_[f.idx].info.device < 0)
+                streams_[f.idx].info.device = device;
+            lastStreamHandle_ = handle;
+            lastStreamIdx_ = f.idx;
+            return f.idx;
+        }
     auto [it, inserted] =
         d_->streamIdx.try_emplace(handle, static_cast<uint32_t>(streams_.size()));
     isNew = inserted;
@@ -92,6 +110,7 @@ uint32_t Replay::streamSlow(uint64_t handle, int16_t device, bool& isNew) {
     } else if (streams_[it->second].info.device < 0 && device >= 0) {
         streams_[it->second].info.device = device;
     }
+    if (inserted && fastStreams_.size() < kFast) fastStreams_.push_back({handle, it->second});
     lastStreamHandle_ = handle;
     lastStreamIdx_ = it->second;
     return it->second;
@@ -257,8 +276,7 @@ void Replay::free(const Event& e) {
 }
 
 const Fact& Replay::apply(const Event& e, uint32_t tag) {
-    fact_ = Fact{};
-    fact_.event = &e;
+    fact_.reset(&e);
     bool isNew = false;
     if (e.kind == EventKind::Sample) {
         const uint32_t pi = poolAt(e.pool, e.device, isNew);

@@ -29,6 +29,10 @@ class PendingFreesAnalysis final : public replay::Observer {
 public:
     // The event kinds that can change a stream's pending bytes.
     static uint32_t kindMask();
+    // An upper bound on one stream's points (its frees plus the clearings), for a builder that
+    // knows the trace's counts: the first few series get room for it at once (address space
+    // only; see Series::reserve).
+    void reservePoints(uint64_t n) { pointsHint_ = n; }
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
     const PendingFrees& result() const { return out_; }
     PendingFrees take() { return std::move(out_); }
@@ -36,6 +40,7 @@ public:
 private:
     void note(uint32_t stream, const replay::Replay& r, int64_t ts);
     std::vector<int32_t> slot_; // replay stream index -> index into out_.streams, -1 if none
+    uint64_t pointsHint_ = 0;
     PendingFrees out_;
 };
 

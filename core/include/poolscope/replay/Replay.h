@@ -72,18 +72,23 @@ struct StreamState {
     uint64_t clearedBytes = 0; // of those, made available to other streams
 };
 
-// What one event meant. Only the members its kind sets are meaningful.
+// What one event meant. Only the members its kind sets are meaningful: the flags are reset at
+// every event, the values beside them are written only with their flag (a Fact is rebuilt ten
+// million times on a large trace, so nothing else is cleared).
 struct Fact {
     const Event* event = nullptr;
     uint32_t pool = kNone;   // the event's pool index (kNone: the event names none)
     uint32_t stream = kNone; // the event's stream index (kNone: the event names none)
+
     bool newPool = false;    // the pool was first seen at this event
     bool newStream = false;
     bool watermarks = false; // the event (or sample) carried reserved/used
-
+    // ImplicitRelease without watermarks: only the pool's reserved bytes are known (the
+    // release's size after); `watermarks` stays false
+    bool reservedOnly = false;
     // Alloc
-    bool allocated = false;   // a block was handed out: `block` (ptr 0 for a zero-byte request)
-    bool failedAlloc = false; // the call failed (result != 0): nothing handed out
+    bool allocated = false;    // a block was handed out: `block` (ptr 0 for a zero-byte request)
+    bool failedAlloc = false;  // the call failed (result != 0): nothing handed out
     bool replacedLive = false; // the pointer was still live (its free was not recorded):
                                // `closed` is that older block, ended here
     // Free
@@ -92,27 +97,34 @@ struct Fact {
                                 // by cudaMalloc, or its alloc event was dropped)
     bool crossStream = false;   // freed on another stream than it was allocated on
     // For a cross-stream free: the free's stream waited on an event recorded on the allocating
-    // stream before the free (the ordering the API asks for); the record's and wait's times.
+    // stream before the free (the ordering the API asks for): orderRecordTsNs/orderWaitTsNs.
     bool orderedByWait = false;
+    // PoolSetAttribute, or KnobChange on an attribute: knobAttr, knobBefore
+    bool knobChanged = false;
+    // StreamWaitEvent on an event last recorded on another stream: edgeFrom, edgeRecordTsNs
+    bool edge = false;
+    // Frees on some streams became available to others (synchronize, event wait):
+    // clearedStream
+    bool pendingCleared = false;
+
     int64_t orderRecordTsNs = 0;
     int64_t orderWaitTsNs = 0;
-    // Knob (PoolSetAttribute, or KnobChange on an attribute)
-    bool knobChanged = false;
     PoolAttr knobAttr = PoolAttr::ReleaseThreshold;
-    Knob knobBefore; // the value in force before, as the trace knew it
-    // StreamWaitEvent on an event last recorded on another stream
-    bool edge = false;
+    Knob knobBefore;           // the value in force before, as the trace knew it
     uint32_t edgeFrom = kNone; // stream index the event was recorded on
     int64_t edgeRecordTsNs = 0;
-    // Frees on some streams became available to others (synchronize, event wait)
-    bool pendingCleared = false;
     uint32_t clearedStream = kNone; // the one stream cleared; kNone with several
-    // ImplicitRelease without watermarks: only the pool's reserved bytes are known (the
-    // release's size after); `watermarks` stays false
-    bool reservedOnly = false;
-
     Block block;
     Block closed;
+
+    void reset(const Event* e) {
+        event = e;
+        pool = stream = kNone;
+        newPool = newStream = watermarks = reservedOnly = false;
+        allocated = failedAlloc = replacedLive = false;
+        freed = unmatchedFree = crossStream = orderedByWait = false;
+        knobChanged = edge = pendingCleared = false;
+    }
 };
 
 class Observer;
@@ -178,6 +190,14 @@ private:
     std::vector<StreamState> streams_;
     std::vector<DeviceInfo> devices_;
     std::unique_ptr<Impl> d_; // lookups, live set, event records, observers
+    // Pool and stream lookups happen at nearly every event. Processes have a handful of each,
+    // so the first kFast are found by a compare over a small array before the hash map.
+    static constexpr size_t kFast = 8;
+    struct Fast {
+        uint64_t handle;
+        uint32_t idx;
+    };
+    std::vector<Fast> fastPools_, fastStreams_;
     Fact fact_;
     uint64_t lastPoolHandle_ = ~uint64_t{0};
     uint32_t lastPoolIdx_ = 0;
