@@ -5,9 +5,9 @@
 #include "poolscope/control/UnixSocket.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <poll.h>
 #include <pthread.h>
@@ -56,8 +56,24 @@ struct ControlServer::Client {
     size_t pending() const { return out.size() - outPos; }
 };
 
-ControlServer::ControlServer(PoolDriver& driver, EventSink& sink, ServerOptions options)
-    : driver_(driver), sink_(sink), handler_(driver, sink), options_(std::move(options)) {
+Result<std::optional<std::string>> socketPathFromListen(const std::string& listen) {
+    std::string v = listen;
+    for (char& c : v)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (v == "0" || v == "off" || v == "no" || v == "false") return std::optional<std::string>();
+    // "": <control dir>/<pid>.sock, discoverable by `poolscope ctl PID` and the GUI's Attach.
+    if (v.empty() || v == "1" || v == "on" || v == "yes" || v == "true")
+        return std::optional<std::string>(std::string());
+    if (listen.rfind("unix:", 0) == 0) return std::optional<std::string>(listen.substr(5));
+    if (listen[0] == '/') return std::optional<std::string>(listen);
+    return Error{ErrorCode::InvalidArgument,
+                 "POOLSCOPE_LISTEN=" + listen +
+                     " is not understood (use 1, or unix:/path/to.sock; only local Unix sockets "
+                     "are supported)"};
+}
+
+ControlServer::ControlServer(PoolControl& target, ServerOptions options)
+    : handler_(target), options_(std::move(options)) {
     if (options_.allowedUid < 0) options_.allowedUid = getuid();
 }
 
@@ -66,10 +82,7 @@ ControlServer::~ControlServer() {
 }
 
 void ControlServer::logLine(const std::string& s) {
-    if (options_.log)
-        options_.log(s);
-    else
-        std::fprintf(stderr, "[poolscope] %s\n", s.c_str());
+    if (options_.log) options_.log(s);
 }
 
 Status ControlServer::createSocket() {
@@ -197,7 +210,7 @@ void ControlServer::wake() {
     [[maybe_unused]] ssize_t r = write(wakeFd_, &one, sizeof one);
 }
 
-void ControlServer::publish(std::span<const Event> events) {
+void ControlServer::onEvents(std::span<const Event> events) {
     if (events.empty() || !running_) return;
     bool any = false;
     {

@@ -4,15 +4,16 @@
 // crash the target: all sockets are non-blocking, each client has bounded buffers, malformed or
 // hostile input gets an Error reply and at worst a disconnect, and writes use MSG_NOSIGNAL.
 //
-// Usage (collector):
-//   ControlServer server(driver, sink, options);
+// Usage (collector, collector/src/PoolControl.cpp):
+//   ControlServer server(target, options);
 //   if (Status s = server.start(); !s) log(s.error().message);   // the target runs on regardless
-//   ... writer thread, after each drain:  server.publish(events);  // never blocks
+//   ... writer thread, after each drain:  server.onEvents(events);  // LiveSink; never blocks
 //   ... at shutdown (before CUDA teardown): server.stop();
 // In a forked child: server.abandonAfterFork() (the thread does not exist there).
 
-#include "PoolDriver.h"
+#include "LiveSink.h"
 #include "RequestHandler.h"
+#include "PoolControl.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
 
@@ -21,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -45,9 +47,15 @@ struct ServerOptions {
     int helloTimeoutMs = 5000;
     // Runs first on the server thread: the collector sets its thread_local "own call" guard here.
     std::function<void()> onThreadStart;
-    // One line per problem, without prefix. Default: "[poolscope] ..." on stderr.
+    // One line per problem, without prefix. The collector routes it to its own log
+    // (collector/src/Log.h); without it the server stays silent (it runs inside the target).
     std::function<void(const std::string&)> log;
 };
+
+// POOLSCOPE_LISTEN's value: nullopt for "0", "off", "no", "false" (no server); "" for "1", "on",
+// "yes", "true" or empty (the discoverable <control dir>/<pid>.sock); the path for
+// "unix:/path" or "/path". Anything else (e.g. "host:port") is InvalidArgument, in plain words.
+Result<std::optional<std::string>> socketPathFromListen(const std::string& listen);
 
 struct ServerStats {
     uint64_t connectionsAccepted = 0;
@@ -59,10 +67,10 @@ struct ServerStats {
     size_t clients = 0;
 };
 
-class ControlServer {
+class ControlServer final : public collector::LiveSink {
 public:
-    ControlServer(PoolDriver& driver, EventSink& sink, ServerOptions options = {});
-    ~ControlServer(); // stop()
+    explicit ControlServer(PoolControl& target, ServerOptions options = {});
+    ~ControlServer() override; // stop()
     ControlServer(const ControlServer&) = delete;
     ControlServer& operator=(const ControlServer&) = delete;
 
@@ -70,7 +78,7 @@ public:
     // plain words; the collector logs it and carries on recording without a control channel.
     Status start();
     // Stops the thread, closes every connection and removes the socket file. Idempotent.
-    void stop();
+    void stop() override;
     // In a child after fork(): close the inherited listening descriptors, leave the parent's
     // socket file alone. Safe to call in the child only (see the .cpp for why clients stay).
     void abandonAfterFork();
@@ -80,7 +88,7 @@ public:
 
     // Hands events to every subscribed client's bounded queue; never blocks on a client and never
     // allocates once queues exist. Thread-safe; meant for the collector's writer thread.
-    void publish(std::span<const Event> events);
+    void onEvents(std::span<const Event> events) override;
 
     ServerStats stats() const;
 
@@ -101,8 +109,6 @@ private:
     void logLine(const std::string& s);
     Status createSocket();
 
-    PoolDriver& driver_;
-    EventSink& sink_;
     RequestHandler handler_;
     ServerOptions options_;
     std::string path_;

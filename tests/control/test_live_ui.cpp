@@ -93,7 +93,7 @@ TEST_F(LiveUiTest, KnobsPanelShowsDriverReadBack) {
     panel.resetButton()->click();
     ASSERT_TRUE(waitFor([&] { return panel.statusLabel()->text().contains("reset"); }));
 
-    auto ev = sink_.events();
+    auto ev = driver_.knobChanges();
     ASSERT_EQ(ev.size(), 5u);
     for (const auto& e : ev) {
         EXPECT_EQ(e.kind, EventKind::KnobChange);
@@ -132,7 +132,7 @@ TEST_F(LiveUiTest, LiveEventsReachSnapshotsAndEndIsReported) {
         e.size = 4096;
         ev.push_back(e);
     }
-    server_->publish(ev);
+    server_->onEvents(ev);
     ASSERT_TRUE(waitFor([&] { return last.valid() && last.timeline->eventCount == 100; }));
     EXPECT_EQ(session.eventsReceived(), 100u);
     EXPECT_EQ(last.timeline->allocations.size(), 50u);
@@ -233,7 +233,7 @@ TEST_F(LiveUiTest, ControllerFeedsTheMainWindow) {
         ev[i].ptr = 0x1000000 + i * 4096;
         ev[i].size = 4096;
     }
-    server_->publish(ev);
+    server_->onEvents(ev);
     ASSERT_TRUE(waitFor(
         [&] { return w.snapshot().valid() && w.snapshot().timeline->eventCount == ev.size(); }));
     live->knobs()->presetMax()->click();
