@@ -5,7 +5,6 @@
 #include "poolscope/control/UnixSocket.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -55,22 +54,6 @@ struct ControlServer::Client {
     int64_t closeDeadlineMs = 0;
     size_t pending() const { return out.size() - outPos; }
 };
-
-Result<std::optional<std::string>> socketPathFromListen(const std::string& listen) {
-    std::string v = listen;
-    for (char& c : v)
-        c = char(std::tolower(static_cast<unsigned char>(c)));
-    if (v == "0" || v == "off" || v == "no" || v == "false") return std::optional<std::string>();
-    // "": <control dir>/<pid>.sock, discoverable by `poolscope ctl PID` and the GUI's Attach.
-    if (v.empty() || v == "1" || v == "on" || v == "yes" || v == "true")
-        return std::optional<std::string>(std::string());
-    if (listen.rfind("unix:", 0) == 0) return std::optional<std::string>(listen.substr(5));
-    if (listen[0] == '/') return std::optional<std::string>(listen);
-    return Error{ErrorCode::InvalidArgument,
-                 "POOLSCOPE_LISTEN=" + listen +
-                     " is not understood (use 1, or unix:/path/to.sock; only local Unix sockets "
-                     "are supported)"};
-}
 
 ControlServer::ControlServer(PoolControl& target, ServerOptions options)
     : handler_(target), options_(std::move(options)) {

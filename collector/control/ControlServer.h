@@ -22,7 +22,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -52,10 +51,6 @@ struct ServerOptions {
     std::function<void(const std::string&)> log;
 };
 
-// POOLSCOPE_LISTEN's value: nullopt for "0", "off", "no", "false" (no server); "" for "1", "on",
-// "yes", "true" or empty (the discoverable <control dir>/<pid>.sock); the path for
-// "unix:/path" or "/path". Anything else (e.g. "host:port") is InvalidArgument, in plain words.
-Result<std::optional<std::string>> socketPathFromListen(const std::string& listen);
 
 struct ServerStats {
     uint64_t connectionsAccepted = 0;

@@ -12,6 +12,7 @@
 #include "ControlServer.h"
 #include "Log.h"
 #include "Runtime.h"
+#include "poolscope/control/Discovery.h"
 
 namespace poolscope::collector {
 

@@ -1,6 +1,7 @@
 // The collector's seam without CUDA: what POOLSCOPE_LISTEN means, and the server as the
 // collector's writer sees it (a LiveSink, the only feed it has).
 #include "ServerFixture.h"
+#include "poolscope/control/Discovery.h"
 
 using namespace poolscope;
 using namespace poolscope::control;
