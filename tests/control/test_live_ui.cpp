@@ -24,6 +24,7 @@
 #include <QPushButton>
 #include <QThread>
 #include <functional>
+#include <set>
 
 using namespace poolscope;
 using namespace poolscope::control;
@@ -210,6 +211,38 @@ TEST(TargetProcessTest, ReportsOutputAndExit) {
     p.start(plan);
     ASSERT_TRUE(waitFor([&] { return !failed.isEmpty(); }));
     EXPECT_TRUE(failed.contains("/nonexistent/program"));
+}
+
+// The GUI's runner execs the same way as `poolscope record` (ChildExec): the program gets the
+// plan's environment plus POOLSCOPE_ROOT_PID = its own pid (test_launchspec.cpp compares this
+// environment with record's).
+TEST(TargetProcessTest, ExecsThePlanWithItsOwnRootPid) {
+    TargetProcess p;
+    QByteArray out;
+    int code = -1;
+    qint64 pid = 0;
+    QObject::connect(&p, &TargetProcess::started, [&](qint64 x) { pid = x; });
+    QObject::connect(&p, &TargetProcess::output, [&](const QString& t, bool e) {
+        if (!e) out += t.toLocal8Bit();
+    });
+    QObject::connect(&p, &TargetProcess::finished, [&](int c) { code = c; });
+    LaunchSpec s;
+    s.program = "env"; // a bare name, found in PATH
+    s.args = {"-0"};
+    s.tracePath = "/tmp/t.poolscope";
+    s.collectorPath = "/opt/libpoolscope_collector.so";
+    auto plan = buildLaunchPlan(s, currentEnvironment());
+    ASSERT_TRUE(plan);
+    p.start(*plan);
+    ASSERT_TRUE(waitFor([&] { return code != -1; }));
+    EXPECT_EQ(code, 0);
+    ASSERT_GT(pid, 0);
+    std::set<std::string> got;
+    for (const QByteArray& e : out.split('\0'))
+        if (!e.isEmpty()) got.insert(e.toStdString());
+    auto want = plan->environmentFor(pid);
+    EXPECT_EQ(got, std::set<std::string>(want.begin(), want.end()));
+    EXPECT_TRUE(got.count(std::string(kEnvRootPid) + "=" + std::to_string(pid)));
 }
 
 TEST_F(LiveUiTest, ControllerFeedsTheMainWindow) {
