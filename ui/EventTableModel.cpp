@@ -225,7 +225,8 @@ QString EventTableModel::describe(const Event& e) {
         const KnobFields k = KnobFields::of(e);
         QString s = qs(poolAttrName(k.target)) + QStringLiteral(": ");
         if (!k.isAttribute() && k.action() == KnobAction::TrimTo)
-            s = QStringLiteral("trim to keep at least %1: reserved ").arg(qs(formatBytes(k.requested)));
+            s = QStringLiteral("trim to keep at least %1: reserved ")
+                    .arg(qs(formatBytes(k.requested)));
         else if (!k.isAttribute() && k.action() == KnobAction::ResetHighWatermarks)
             s = QStringLiteral("reset high watermarks: reserved high ");
         if (k.old) s += attrValue(k.target, *k.old) + QStringLiteral(" → ");

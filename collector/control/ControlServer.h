@@ -12,8 +12,8 @@
 // In a forked child: server.abandonAfterFork() (the thread does not exist there).
 
 #include "LiveSink.h"
-#include "RequestHandler.h"
 #include "PoolControl.h"
+#include "RequestHandler.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
 
@@ -50,7 +50,6 @@ struct ServerOptions {
     // (collector/src/Log.h); without it the server stays silent (it runs inside the target).
     std::function<void(const std::string&)> log;
 };
-
 
 struct ServerStats {
     uint64_t connectionsAccepted = 0;

@@ -148,8 +148,8 @@ RequestHandler::Outcome RequestHandler::acknowledge(Op op, uint64_t pool, uint16
     std::optional<KnobWatermarks> marks;
     if (ack.state) marks = KnobWatermarks{ack.state->reservedCurrent, ack.state->usedCurrent};
     target_.recordKnobChange(makeKnobChange(pool, ack.state ? ack.state->info.device : -1,
-                                            KnobFields{attr, requested, after, before, origin},
-                                            0, marks));
+                                            KnobFields{attr, requested, after, before, origin}, 0,
+                                            marks));
     return o;
 }
 

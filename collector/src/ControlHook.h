@@ -1,17 +1,17 @@
 #pragma once
 // The seam between the collector and the live control server (collector/control/). Two
 // interfaces, one each way:
-//   - control::PoolControl (collector/control/PoolControl.h): what the server asks of the process, which
-//     PoolControl.cpp implements directly with the CUDA driver API;
+//   - control::PoolControl (collector/control/PoolControl.h): what the server asks of the
+//     process, which PoolControl.cpp implements directly with the CUDA driver API;
 //   - LiveSink (collector/control/LiveSink.h): the events the collector's writer has written,
 //     fed to the server (ControlServer implements it).
 // The collector knows nothing about sockets or the protocol: when POOLSCOPE_LISTEN is set it
 // calls startControlServer() and hands the result to its TraceSink.
 
+#include "LiveSink.h"
+
 #include <memory>
 #include <string>
-
-#include "LiveSink.h"
 
 namespace poolscope::collector {
 

@@ -1,6 +1,6 @@
 #pragma once
-// In-memory control::PoolControl for tests: models the semantics the real driver has for what the control
-// channel touches (see ../shared/seeds and GPU_FACTS.md):
+// In-memory control::PoolControl for tests: models the semantics the real driver has for what the
+// control channel touches (see ../shared/seeds and GPU_FACTS.md):
 //   - reserved grows when used exceeds it (allocation granularity ignored);
 //   - at a synchronize, memory above the release threshold goes back: reserved becomes
 //     min(reserved, max(used, threshold));

@@ -157,11 +157,9 @@ TEST(LaunchSpec, ChildExecGivesTheLaunchedProcessItsOwnPid) {
     auto env = splitNul(runCaptured({}, &ex, &pid));
     ASSERT_FALSE(env.empty());
     EXPECT_EQ(valueOf(env, kEnvRootPid), std::to_string(pid));
+    const auto want = plan->environmentFor(pid);
     EXPECT_EQ(std::set<std::string>(env.begin(), env.end()),
-              [&] {
-                  auto e = plan->environmentFor(pid);
-                  return std::set<std::string>(e.begin(), e.end());
-              }());
+              std::set<std::string>(want.begin(), want.end()));
 }
 
 // The one launch contract: for the same program, trace and collector, `poolscope record` runs

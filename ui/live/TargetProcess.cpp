@@ -54,10 +54,10 @@ void TargetProcess::start(const control::LaunchPlan& planIn) {
     if (program.isRelative() && !plan.workingDir.empty())
         program = QFileInfo(QDir(QString::fromStdString(plan.workingDir)), program.filePath());
     if (!program.isFile() || !program.isExecutable()) {
-        emit failedToStart(tr("could not start %1: %2")
-                               .arg(QString::fromStdString(plan.program),
-                                    program.exists() ? tr("not an executable file")
-                                                     : tr("no such file")));
+        emit failedToStart(
+            tr("could not start %1: %2")
+                .arg(QString::fromStdString(plan.program),
+                     program.exists() ? tr("not an executable file") : tr("no such file")));
         return;
     }
     exec_ = std::make_unique<control::ChildExec>(plan);

@@ -15,7 +15,7 @@ inline constexpr const char* kEnvSamplePeriodMs = "POOLSCOPE_SAMPLE_PERIOD_MS"; 
 // child) writes its own trace beside it instead of sharing the file.
 inline constexpr const char* kEnvRootPid = "POOLSCOPE_ROOT_PID";
 // Set when the launch asks for live control.
-inline constexpr const char* kEnvListen = "POOLSCOPE_LISTEN";        // 1 | unix:/path | 0
+inline constexpr const char* kEnvListen = "POOLSCOPE_LISTEN";          // 1 | unix:/path | 0
 inline constexpr const char* kEnvControlDir = "POOLSCOPE_CONTROL_DIR"; // where sockets go
 
 // Tuning and diagnostics: never set by a launcher, passed through from its environment.
