@@ -24,6 +24,8 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/Units.h"
+#include "poolscope/control/Discovery.h"
+#include "poolscope/control/LaunchSpec.h"
 
 namespace poolscope::cli {
 
@@ -82,7 +84,7 @@ std::string findCollector(const std::string& override) {
     if (!override.empty()) return isExecutable(override) || access(override.c_str(), R_OK) == 0
                                       ? absolutePath(override)
                                       : std::string();
-    if (const char* env = std::getenv("POOLSCOPE_COLLECTOR"))
+    if (const char* env = std::getenv(control::kEnvCollector))
         if (access(env, R_OK) == 0) return absolutePath(env);
     const std::string self = selfDir();
     const char* kName = "libpoolscope_collector.so";
@@ -227,6 +229,36 @@ int runRecord(RecordOptions& o) {
         }
     }
 
+    // The same builder as the GUI's Live > Launch: the program sees the same variables either
+    // way. What record takes from its own environment: the control dir (for discovery by
+    // `poolscope ctl PID`) and POOLSCOPE_LISTEN as a default for --listen.
+    control::LaunchSpec spec;
+    spec.program = program;
+    spec.args.assign(o.command.begin() + 1, o.command.end());
+    spec.tracePath = out;
+    spec.collectorPath = collector;
+    spec.samplePeriodMs = o.samplePeriodMs;
+    std::string listen = o.listen;
+    if (const char* v = std::getenv(control::kEnvListen); listen.empty() && v) listen = v;
+    if (!listen.empty()) {
+        auto at = control::socketPathFromListen(listen);
+        if (!at)
+            std::fprintf(stderr, "poolscope record: note: %s; no live control\n",
+                         at.error().message.c_str());
+        spec.listen = at && at->has_value();
+        if (spec.listen) spec.listenAt = **at;
+    }
+    if (const char* d = std::getenv(control::kEnvControlDir); d && *d) spec.controlDir = d;
+    auto plan = control::buildLaunchPlan(spec, control::currentEnvironment());
+    if (!plan) {
+        std::fprintf(stderr, "poolscope record: %s\n", plan.error().message.c_str());
+        return 2;
+    }
+    for (const std::string& w : plan->warnings)
+        std::fprintf(stderr, "poolscope record: note: %s\n", w.c_str());
+    plan->argv[0] = o.command[0]; // as typed (exec uses the resolved plan->program)
+    control::ChildExec exec(*plan);
+
     std::fflush(nullptr);
     pid_t child = fork();
     if (child < 0) {
@@ -234,15 +266,7 @@ int runRecord(RecordOptions& o) {
         return 2;
     }
     if (child == 0) {
-        setenv("CUDA_INJECTION64_PATH", collector.c_str(), 1);
-        setenv("POOLSCOPE_OUTPUT", out.c_str(), 1);
-        setenv("POOLSCOPE_SAMPLE_PERIOD_MS", std::to_string(o.samplePeriodMs).c_str(), 1);
-        setenv("POOLSCOPE_ROOT_PID", std::to_string(getpid()).c_str(), 1);
-        if (!o.listen.empty()) setenv("POOLSCOPE_LISTEN", o.listen.c_str(), 1);
-        std::vector<char*> argv;
-        for (std::string& a : o.command) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        execv(program.c_str(), argv.data());
+        exec.exec();
         std::fprintf(stderr, "poolscope record: cannot run %s: %s\n", program.c_str(),
                      std::strerror(errno));
         _exit(127);

@@ -1,6 +1,7 @@
 #include "EventTableModel.h"
 
 #include "TimeTicker.h"
+#include "poolscope/EventFields.h"
 #include "poolscope/Units.h"
 
 #include <QCollator>
@@ -213,13 +214,24 @@ QString EventTableModel::describe(const Event& e) {
     case EventKind::Alloc:
         return e.failed() ? QStringLiteral("FAILED (CUresult %1)").arg(e.result)
                           : qs(allocApiName(AllocApi(e.variant)));
-    case EventKind::PoolSetAttribute:
-    case EventKind::KnobChange: {
+    case EventKind::PoolSetAttribute: {
+        const AttributeFields a = AttributeFields::of(e);
         QString s = qs(poolAttrName(e.attr)) + QStringLiteral(": ");
-        if (e.has(kHasOldValue)) s += attrValue(e.attr, e.aux) + QStringLiteral(" → ");
-        s += attrValue(e.attr, e.size);
-        if (e.kind == EventKind::KnobChange) s += QStringLiteral(" (set by PoolScope)");
-        return s;
+        if (a.old) s += attrValue(e.attr, *a.old) + QStringLiteral(" → ");
+        return s + attrValue(e.attr, a.value);
+    }
+    case EventKind::KnobChange: {
+        // A trim's requested value is what to keep; its old/value are reserved bytes.
+        const KnobFields k = KnobFields::of(e);
+        QString s = qs(poolAttrName(k.target)) + QStringLiteral(": ");
+        if (!k.isAttribute() && k.action() == KnobAction::TrimTo)
+            s = QStringLiteral("trim to keep at least %1: reserved ")
+                    .arg(qs(formatBytes(k.requested)));
+        else if (!k.isAttribute() && k.action() == KnobAction::ResetHighWatermarks)
+            s = QStringLiteral("reset high watermarks: reserved high ");
+        if (k.old) s += attrValue(k.target, *k.old) + QStringLiteral(" → ");
+        s += attrValue(k.target, k.value);
+        return s + QStringLiteral(" (set by PoolScope)");
     }
     case EventKind::PoolTrimTo:
         return QStringLiteral("keep at least %1").arg(qs(formatBytes(e.size)));

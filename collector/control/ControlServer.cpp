@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <poll.h>
 #include <pthread.h>
@@ -56,8 +55,8 @@ struct ControlServer::Client {
     size_t pending() const { return out.size() - outPos; }
 };
 
-ControlServer::ControlServer(PoolDriver& driver, EventSink& sink, ServerOptions options)
-    : driver_(driver), sink_(sink), handler_(driver, sink), options_(std::move(options)) {
+ControlServer::ControlServer(PoolControl& target, ServerOptions options)
+    : handler_(target), options_(std::move(options)) {
     if (options_.allowedUid < 0) options_.allowedUid = getuid();
 }
 
@@ -66,10 +65,7 @@ ControlServer::~ControlServer() {
 }
 
 void ControlServer::logLine(const std::string& s) {
-    if (options_.log)
-        options_.log(s);
-    else
-        std::fprintf(stderr, "[poolscope] %s\n", s.c_str());
+    if (options_.log) options_.log(s);
 }
 
 Status ControlServer::createSocket() {
@@ -197,7 +193,7 @@ void ControlServer::wake() {
     [[maybe_unused]] ssize_t r = write(wakeFd_, &one, sizeof one);
 }
 
-void ControlServer::publish(std::span<const Event> events) {
+void ControlServer::onEvents(std::span<const Event> events) {
     if (events.empty() || !running_) return;
     bool any = false;
     {

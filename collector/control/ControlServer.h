@@ -4,14 +4,15 @@
 // crash the target: all sockets are non-blocking, each client has bounded buffers, malformed or
 // hostile input gets an Error reply and at worst a disconnect, and writes use MSG_NOSIGNAL.
 //
-// Usage (collector):
-//   ControlServer server(driver, sink, options);
+// Usage (collector, collector/src/PoolControl.cpp):
+//   ControlServer server(target, options);
 //   if (Status s = server.start(); !s) log(s.error().message);   // the target runs on regardless
-//   ... writer thread, after each drain:  server.publish(events);  // never blocks
+//   ... writer thread, after each drain:  server.onEvents(events);  // LiveSink; never blocks
 //   ... at shutdown (before CUDA teardown): server.stop();
 // In a forked child: server.abandonAfterFork() (the thread does not exist there).
 
-#include "PoolDriver.h"
+#include "LiveSink.h"
+#include "PoolControl.h"
 #include "RequestHandler.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
@@ -45,7 +46,8 @@ struct ServerOptions {
     int helloTimeoutMs = 5000;
     // Runs first on the server thread: the collector sets its thread_local "own call" guard here.
     std::function<void()> onThreadStart;
-    // One line per problem, without prefix. Default: "[poolscope] ..." on stderr.
+    // One line per problem, without prefix. The collector routes it to its own log
+    // (collector/src/Log.h); without it the server stays silent (it runs inside the target).
     std::function<void(const std::string&)> log;
 };
 
@@ -59,10 +61,10 @@ struct ServerStats {
     size_t clients = 0;
 };
 
-class ControlServer {
+class ControlServer final : public collector::LiveSink {
 public:
-    ControlServer(PoolDriver& driver, EventSink& sink, ServerOptions options = {});
-    ~ControlServer(); // stop()
+    explicit ControlServer(PoolControl& target, ServerOptions options = {});
+    ~ControlServer() override; // stop()
     ControlServer(const ControlServer&) = delete;
     ControlServer& operator=(const ControlServer&) = delete;
 
@@ -70,7 +72,7 @@ public:
     // plain words; the collector logs it and carries on recording without a control channel.
     Status start();
     // Stops the thread, closes every connection and removes the socket file. Idempotent.
-    void stop();
+    void stop() override;
     // In a child after fork(): close the inherited listening descriptors, leave the parent's
     // socket file alone. Safe to call in the child only (see the .cpp for why clients stay).
     void abandonAfterFork();
@@ -80,7 +82,7 @@ public:
 
     // Hands events to every subscribed client's bounded queue; never blocks on a client and never
     // allocates once queues exist. Thread-safe; meant for the collector's writer thread.
-    void publish(std::span<const Event> events);
+    void onEvents(std::span<const Event> events) override;
 
     ServerStats stats() const;
 
@@ -101,8 +103,6 @@ private:
     void logLine(const std::string& s);
     Status createSocket();
 
-    PoolDriver& driver_;
-    EventSink& sink_;
     RequestHandler handler_;
     ServerOptions options_;
     std::string path_;

@@ -1,15 +1,13 @@
 #include "RequestHandler.h"
 
+#include "poolscope/EventFields.h"
 #include "poolscope/Units.h"
-#include "poolscope/control/UnixSocket.h"
 
 #include <cstdio>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 namespace poolscope::control {
 
-Result<PoolState> PoolDriver::poolState(uint64_t pool) {
+Result<PoolState> PoolControl::poolState(uint64_t pool) {
     auto pools = listPools();
     if (!pools) return pools.error();
     for (auto& p : *pools)
@@ -34,29 +32,6 @@ std::string describeValue(PoolAttr a, uint64_t v) {
 
 } // namespace
 
-Event RequestHandler::knobChangeEvent(uint64_t pool, int device, uint16_t attr, uint64_t requested,
-                                      uint64_t oldValue, uint64_t newValue, const PoolState* after,
-                                      KnobOrigin origin) {
-    Event e;
-    e.kind = EventKind::KnobChange;
-    e.tsNs = monotonicNs();
-    e.tid = static_cast<uint32_t>(syscall(SYS_gettid));
-    e.pool = pool;
-    e.device = static_cast<int16_t>(device);
-    e.attr = attr;
-    e.ptr = requested;
-    e.size = newValue;
-    e.aux = oldValue;
-    e.variant = static_cast<uint8_t>(origin);
-    e.flags = kHasOldValue | kFromPoolScope;
-    if (after) {
-        e.reserved = after->reservedCurrent;
-        e.used = after->usedCurrent;
-        e.flags |= kHasWatermarks;
-    }
-    return e;
-}
-
 RequestHandler::Outcome RequestHandler::fail(RemoteError code, std::string message) {
     Outcome o;
     o.error = ErrorReply{code, std::move(message)};
@@ -75,13 +50,13 @@ RequestHandler::Outcome RequestHandler::failFrom(const Error& e, const std::stri
 ServerHello RequestHandler::hello() {
     ServerHello h;
     h.server = std::string("poolscope collector ") + POOLSCOPE_VERSION;
-    TargetDescription d = driver_.describe();
+    TargetDescription d = target_.describe();
     h.process = std::move(d.process);
     h.devices = std::move(d.devices);
     h.streams = std::move(d.streams);
     h.tracePath = std::move(d.tracePath);
     // A failing pool listing must not fail the hello: the client can still ask again later.
-    if (auto pools = driver_.listPools()) h.pools = std::move(*pools);
+    if (auto pools = target_.listPools()) h.pools = std::move(*pools);
     return h;
 }
 
@@ -93,7 +68,7 @@ RequestHandler::Outcome RequestHandler::handle(const Request& r, KnobOrigin orig
         o.ack->op = Op::Ping;
         return o;
     case Op::ListPools: {
-        auto pools = driver_.listPools();
+        auto pools = target_.listPools();
         if (!pools) return failFrom(pools.error(), "cannot list pools");
         o.ack = Ack{};
         o.ack->op = Op::ListPools;
@@ -106,14 +81,14 @@ RequestHandler::Outcome RequestHandler::handle(const Request& r, KnobOrigin orig
             return fail(RemoteError::BadRequest, "unknown pool attribute " +
                                                      std::to_string(r.attr) +
                                                      " (valid: 1-8, see PoolAttr)");
-        auto v = driver_.getAttribute(r.pool, PoolAttr(r.attr));
+        auto v = target_.getAttribute(r.pool, PoolAttr(r.attr));
         if (!v) return failFrom(v.error(), "");
         o.ack = Ack{};
         o.ack->op = Op::Get;
         o.ack->pool = r.pool;
         o.ack->attr = r.attr;
         o.ack->value = *v;
-        if (auto s = driver_.poolState(r.pool)) o.ack->state = std::move(*s);
+        if (auto s = target_.poolState(r.pool)) o.ack->state = std::move(*s);
         return o;
     }
     case Op::Set:
@@ -143,13 +118,13 @@ RequestHandler::Outcome RequestHandler::applySet(const Request& r, KnobOrigin or
         return fail(RemoteError::BadRequest, std::string(attrCliName(a)) +
                                                  " is on or off: the value must be 0 or 1, not " +
                                                  std::to_string(r.value));
-    auto before = driver_.getAttribute(r.pool, a);
+    auto before = target_.getAttribute(r.pool, a);
     if (!before) return failFrom(before.error(), "");
-    if (Status s = driver_.setAttribute(r.pool, a, r.value, origin); !s)
+    if (Status s = target_.setAttribute(r.pool, a, r.value); !s)
         return failFrom(s.error(), "the driver refused to set " + std::string(attrCliName(a)) +
                                        " of pool " + hex(r.pool) + " to " +
                                        describeValue(a, r.value));
-    auto after = driver_.getAttribute(r.pool, a);
+    auto after = target_.getAttribute(r.pool, a);
     if (!after) return failFrom(after.error(), "set, but reading it back failed");
     return acknowledge(Op::Set, r.pool, r.attr, r.value, *before, *after, origin);
 }
@@ -167,35 +142,36 @@ RequestHandler::Outcome RequestHandler::acknowledge(Op op, uint64_t pool, uint16
     ack.hasOld = true;
     ack.oldValue = before;
     ack.value = after;
-    if (auto s = driver_.poolState(pool)) ack.state = std::move(*s);
-    int device = ack.state ? ack.state->info.device : -1;
-    // The real collector records its own knob events (with the driver's watermarks); the
-    // handler records them only for drivers that do not.
-    if (!driver_.recordsKnobChanges())
-        sink_.record(knobChangeEvent(pool, device, attr, requested, before, after,
-                                     ack.state ? &*ack.state : nullptr, origin));
+    if (auto s = target_.poolState(pool)) ack.state = std::move(*s);
+    // What each field means is EventFields.h's KnobFields; only applied changes are recorded
+    // (a refusal reaches the client as an error, and the trace keeps what happened).
+    std::optional<KnobWatermarks> marks;
+    if (ack.state) marks = KnobWatermarks{ack.state->reservedCurrent, ack.state->usedCurrent};
+    target_.recordKnobChange(makeKnobChange(pool, ack.state ? ack.state->info.device : -1,
+                                            KnobFields{attr, requested, after, before, origin}, 0,
+                                            marks));
     return o;
 }
 
 RequestHandler::Outcome RequestHandler::applyTrim(const Request& r, KnobOrigin origin) {
-    auto before = driver_.getAttribute(r.pool, PoolAttr::ReservedMemCurrent);
+    auto before = target_.getAttribute(r.pool, PoolAttr::ReservedMemCurrent);
     if (!before) return failFrom(before.error(), "");
-    if (Status s = driver_.trimTo(r.pool, r.value, origin); !s)
+    if (Status s = target_.trimTo(r.pool, r.value); !s)
         return failFrom(s.error(), "the driver refused to trim pool " + hex(r.pool) + " to " +
                                        formatBytes(r.value));
-    auto after = driver_.getAttribute(r.pool, PoolAttr::ReservedMemCurrent);
+    auto after = target_.getAttribute(r.pool, PoolAttr::ReservedMemCurrent);
     if (!after) return failFrom(after.error(), "trimmed, but reading reserved back failed");
     return acknowledge(Op::TrimTo, r.pool, uint16_t(KnobAction::TrimTo), r.value, *before,
                        *after, origin);
 }
 
 RequestHandler::Outcome RequestHandler::applyReset(const Request& r, KnobOrigin origin) {
-    auto before = driver_.getAttribute(r.pool, PoolAttr::ReservedMemHigh);
+    auto before = target_.getAttribute(r.pool, PoolAttr::ReservedMemHigh);
     if (!before) return failFrom(before.error(), "");
-    if (Status s = driver_.resetHighWatermarks(r.pool, origin); !s)
+    if (Status s = target_.resetHighWatermarks(r.pool); !s)
         return failFrom(s.error(),
                         "the driver refused to reset the watermarks of pool " + hex(r.pool));
-    auto after = driver_.getAttribute(r.pool, PoolAttr::ReservedMemHigh);
+    auto after = target_.getAttribute(r.pool, PoolAttr::ReservedMemHigh);
     if (!after) return failFrom(after.error(), "reset, but reading the watermark back failed");
     return acknowledge(Op::ResetWatermarks, r.pool, uint16_t(KnobAction::ResetHighWatermarks), 0,
                        *before, *after, origin);

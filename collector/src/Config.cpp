@@ -1,5 +1,7 @@
 #include "Config.h"
 
+#include "poolscope/control/LaunchEnv.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
@@ -24,29 +26,29 @@ std::string pathForPid(const std::string& path, int64_t pid) {
 Config Config::fromEnvironment() {
     Config c;
     const int64_t pid = getpid();
-    if (const char* v = env("POOLSCOPE_OUTPUT"))
+    if (const char* v = env(control::kEnvOutput))
         c.output = v;
     else
         c.output = "poolscope-" + std::to_string(pid) + ".poolscope";
-    if (const char* v = env("POOLSCOPE_SAMPLE_PERIOD_MS")) {
+    if (const char* v = env(control::kEnvSamplePeriodMs)) {
         char* end = nullptr;
         double d = std::strtod(v, &end);
         if (end != v && d >= 0) c.samplePeriodMs = d;
     }
-    if (const char* v = env("POOLSCOPE_RING_EVENTS")) {
+    if (const char* v = env(control::kEnvRingEvents)) {
         long long n = std::atoll(v);
         if (n >= 64) c.ringEvents = static_cast<size_t>(n);
     }
-    if (const char* v = env("POOLSCOPE_WATERMARKS")) {
+    if (const char* v = env(control::kEnvWatermarks)) {
         if (std::strcmp(v, "full") == 0) c.watermarks = WatermarkMode::Full;
         else if (std::strcmp(v, "off") == 0) c.watermarks = WatermarkMode::Off;
     }
-    if (const char* v = env("POOLSCOPE_ACTIVITY")) c.activity = std::strcmp(v, "0") != 0;
-    if (const char* v = env("POOLSCOPE_CLOCK")) c.allowTsc = std::strcmp(v, "monotonic") != 0;
-    if (const char* v = env("POOLSCOPE_DEBUG")) c.debug = std::strcmp(v, "0") != 0;
-    if (const char* v = env("POOLSCOPE_DISABLE")) c.disabled = std::strcmp(v, "0") != 0;
-    if (const char* v = env("POOLSCOPE_LISTEN")) c.listen = v;
-    if (const char* v = env("POOLSCOPE_ROOT_PID")) c.rootPid = std::atoll(v);
+    if (const char* v = env(control::kEnvActivity)) c.activity = std::strcmp(v, "0") != 0;
+    if (const char* v = env(control::kEnvClock)) c.allowTsc = std::strcmp(v, "monotonic") != 0;
+    if (const char* v = env(control::kEnvDebug)) c.debug = std::strcmp(v, "0") != 0;
+    if (const char* v = env(control::kEnvDisable)) c.disabled = std::strcmp(v, "0") != 0;
+    if (const char* v = env(control::kEnvListen)) c.listen = v;
+    if (const char* v = env(control::kEnvRootPid)) c.rootPid = std::atoll(v);
     // A process the launcher did not start itself (a fork+exec'd helper, a multiprocessing
     // worker) writes its own file so two writers never share one trace.
     if (c.rootPid != 0 && c.rootPid != pid) {

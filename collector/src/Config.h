@@ -1,5 +1,6 @@
 #pragma once
-// Collector settings, read once from the environment (the CLI sets them; see collector/README.md).
+// Collector settings, read once from the environment: the names are the launch contract in
+// core/include/poolscope/control/LaunchEnv.h (the launchers set them; see collector/README.md).
 
 #include <cstdint>
 #include <string>

@@ -22,7 +22,6 @@
 
 namespace poolscope::collector {
 
-std::unique_ptr<CollectorApi> makeCollectorApi(); // Api.cpp
 void samplerLoop();                               // Sampler.cpp
 
 namespace {
@@ -32,7 +31,6 @@ struct sigaction g_previous[65];
 std::atomic<bool> g_inSignal{false};
 std::atomic<bool> g_shutDown{false};
 std::atomic<pthread_t> g_writerThread{};
-std::unique_ptr<CollectorApi> g_api;
 int g_discard = 0; // POOLSCOPE_BENCH_DISCARD: 1 drain and drop, 2 never drain (diagnostics)
 
 const char* cuptiError(CUptiResult r) {
@@ -259,8 +257,7 @@ void startThreads(Runtime& rt) {
 void startControl(Runtime& rt) {
     if (rt.config.listen.empty()) return;
 #ifdef POOLSCOPE_HAVE_CONTROL
-    g_api = makeCollectorApi();
-    rt.live = startControlServer(rt.config.listen, *g_api);
+    rt.live = startControlServer(rt.config.listen);
     if (rt.live && rt.sink) rt.sink->setLiveSink(rt.live.get());
 #else
     logOnce(LogKey::Info, "POOLSCOPE_LISTEN is set but this collector was built without the "

@@ -4,7 +4,7 @@
 
 namespace poolscope::collector {
 
-enum class LogKey { Cupti, Subscribe, Activity, Sqlite, Output, Driver, Ring, Fork, Info, Count };
+enum class LogKey { Cupti, Subscribe, Activity, Sqlite, Output, Driver, Ring, Fork, Info, Control, Count };
 
 // Logs once per key; later calls with the same key are dropped. printf-style.
 void logOnce(LogKey key, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

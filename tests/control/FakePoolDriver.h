@@ -1,6 +1,6 @@
 #pragma once
-// In-memory PoolDriver for tests: models the semantics the real driver has for what the control
-// channel touches (see ../shared/seeds and GPU_FACTS.md):
+// In-memory control::PoolControl for tests: models the semantics the real driver has for what the
+// control channel touches (see ../shared/seeds and GPU_FACTS.md):
 //   - reserved grows when used exceeds it (allocation granularity ignored);
 //   - at a synchronize, memory above the release threshold goes back: reserved becomes
 //     min(reserved, max(used, threshold));
@@ -8,9 +8,11 @@
 //     reserved becomes min(reserved, max(used, k));
 //   - resetting watermarks sets both highs to the current values;
 //   - the three reuse policies are booleans, on by default for a default pool.
+// Recorded KnobChange events are kept in order, as the collector would append them to its trace.
 // Thread-safe: the server thread drives it while the test thread inspects it.
 
-#include "PoolDriver.h"
+#include "PoolControl.h"
+#include "poolscope/control/UnixSocket.h"
 
 #include <algorithm>
 #include <map>
@@ -19,7 +21,7 @@
 
 namespace poolscope::control::test {
 
-class FakePoolDriver : public PoolDriver {
+class FakePoolDriver : public PoolControl {
 public:
     FakePoolDriver() {
         addPool(0x1000, 0, PoolKind::Default);
@@ -97,7 +99,7 @@ public:
         if (it == pools_.end()) return notFound(pool);
         return it->second.attribute(attr);
     }
-    Status setAttribute(uint64_t pool, PoolAttr attr, uint64_t value, KnobOrigin) override {
+    Status setAttribute(uint64_t pool, PoolAttr attr, uint64_t value) override {
         std::lock_guard lock(m_);
         auto it = pools_.find(pool);
         if (it == pools_.end()) return notFound(pool);
@@ -126,7 +128,7 @@ public:
         ++sets;
         return {};
     }
-    Status trimTo(uint64_t pool, uint64_t keep, KnobOrigin) override {
+    Status trimTo(uint64_t pool, uint64_t keep) override {
         std::lock_guard lock(m_);
         auto it = pools_.find(pool);
         if (it == pools_.end()) return notFound(pool);
@@ -134,13 +136,27 @@ public:
         p.reservedCurrent = std::min(p.reservedCurrent, std::max(p.usedCurrent, keep));
         return {};
     }
-    Status resetHighWatermarks(uint64_t pool, KnobOrigin) override {
+    Status resetHighWatermarks(uint64_t pool) override {
         std::lock_guard lock(m_);
         auto it = pools_.find(pool);
         if (it == pools_.end()) return notFound(pool);
         it->second.reservedHigh = it->second.reservedCurrent;
         it->second.usedHigh = it->second.usedCurrent;
         return {};
+    }
+
+    // The recorder's part, as the collector does it: seq, time and thread.
+    void recordKnobChange(const Event& change) override {
+        std::lock_guard lock(m_);
+        Event e = change;
+        e.seq = ++seq_;
+        e.tsNs = monotonicNs();
+        e.tid = 1;
+        knobChanges_.push_back(e);
+    }
+    std::vector<Event> knobChanges() {
+        std::lock_guard lock(m_);
+        return knobChanges_;
     }
 
     int sets = 0;
@@ -157,23 +173,8 @@ private:
     std::map<uint64_t, PoolState> pools_;
     std::string failNext_;
     uint64_t clamp_ = ~uint64_t{0};
-};
-
-// Collects recorded KnobChange events (the collector would append them to its trace).
-class VectorSink : public EventSink {
-public:
-    void record(const Event& e) override {
-        std::lock_guard lock(m_);
-        events_.push_back(e);
-    }
-    std::vector<Event> events() {
-        std::lock_guard lock(m_);
-        return events_;
-    }
-
-private:
-    std::mutex m_;
-    std::vector<Event> events_;
+    std::vector<Event> knobChanges_;
+    uint64_t seq_ = 0;
 };
 
 } // namespace poolscope::control::test

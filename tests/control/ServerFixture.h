@@ -35,7 +35,7 @@ protected:
             std::lock_guard lock(logMutex_);
             log_.push_back(s);
         };
-        server_ = std::make_unique<ControlServer>(driver_, sink_, std::move(o));
+        server_ = std::make_unique<ControlServer>(driver_, std::move(o));
         Status s = server_->start();
         EXPECT_TRUE(s) << (s ? "" : s.error().message);
         return *server_;
@@ -53,7 +53,6 @@ protected:
 
     std::string dir_;
     FakePoolDriver driver_;
-    VectorSink sink_;
     std::unique_ptr<ControlServer> server_;
     std::mutex logMutex_;
     std::vector<std::string> log_;

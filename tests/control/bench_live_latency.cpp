@@ -1,7 +1,7 @@
 // Benchmark (not a ctest test): event-to-screen latency of the live session. An in-process control
 // server (the collector's, with the fake driver) publishes one event at a time to a window with
 // the live session installed, at the default refresh interval; the latency is the time from
-// publish() until the window's snapshot holds that event. Measured with 0, 100k and 1M events
+// onEvents() until the window's snapshot holds that event. Measured with 0, 100k and 1M events
 // already in the session, since each refresh rebuilds the window's snapshot.
 //   QT_QPA_PLATFORM=offscreen build/default/bin/poolscope_bench_live_latency
 #include "LiveController.h"
@@ -74,13 +74,13 @@ public:
             while (seq < preload) {
                 batch.push_back(churnEvent(++seq));
                 if (batch.size() == 20'000) {
-                    server_->publish(batch);
+                    server_->onEvents(batch);
                     batch.clear();
                     QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
                     QThread::msleep(5); // a live source, not a flood the queue would drop
                 }
             }
-            if (!batch.empty()) server_->publish(batch);
+            if (!batch.empty()) server_->onEvents(batch);
             // A flood is partly dropped for display by design (the trace on disk stays complete):
             // wait until the window has settled, then time single events against what it holds.
             uint64_t settled = count();
@@ -96,7 +96,7 @@ public:
                 const Event e = churnEvent(++seq);
                 const uint64_t before = count();
                 auto t0 = std::chrono::steady_clock::now();
-                server_->publish(std::vector<Event>{e});
+                server_->onEvents(std::vector<Event>{e});
                 if (!waitFor([&] { return count() > before; }, 10'000)) break;
                 ms.push_back(std::chrono::duration<double, std::milli>(
                                  std::chrono::steady_clock::now() - t0)

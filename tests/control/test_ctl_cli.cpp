@@ -141,7 +141,7 @@ TEST_F(ServerTest, CtlSetGetTrimResetList) {
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["release_threshold"].get<uint64_t>(), 64u << 20);
 
-    auto ev = sink_.events();
+    auto ev = driver_.knobChanges();
     ASSERT_EQ(ev.size(), 5u);
     for (const auto& e : ev)
         EXPECT_EQ(e.variant, uint8_t(KnobOrigin::Cli));
@@ -246,7 +246,7 @@ TEST_F(ServerTest, CtlWatchPrintsLiveEvents) {
             e.kind = EventKind::Alloc;
             e.pool = 0x1000;
             e.size = 4096;
-            s.publish(std::span(&e, 1));
+            s.onEvents(std::span(&e, 1));
             usleep(2000);
         }
     });

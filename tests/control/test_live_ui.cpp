@@ -24,6 +24,7 @@
 #include <QPushButton>
 #include <QThread>
 #include <functional>
+#include <set>
 
 using namespace poolscope;
 using namespace poolscope::control;
@@ -93,7 +94,7 @@ TEST_F(LiveUiTest, KnobsPanelShowsDriverReadBack) {
     panel.resetButton()->click();
     ASSERT_TRUE(waitFor([&] { return panel.statusLabel()->text().contains("reset"); }));
 
-    auto ev = sink_.events();
+    auto ev = driver_.knobChanges();
     ASSERT_EQ(ev.size(), 5u);
     for (const auto& e : ev) {
         EXPECT_EQ(e.kind, EventKind::KnobChange);
@@ -132,7 +133,7 @@ TEST_F(LiveUiTest, LiveEventsReachSnapshotsAndEndIsReported) {
         e.size = 4096;
         ev.push_back(e);
     }
-    server_->publish(ev);
+    server_->onEvents(ev);
     ASSERT_TRUE(waitFor([&] { return last.valid() && last.timeline->eventCount == 100; }));
     EXPECT_EQ(session.eventsReceived(), 100u);
     EXPECT_EQ(last.timeline->allocations.size(), 50u);
@@ -212,6 +213,38 @@ TEST(TargetProcessTest, ReportsOutputAndExit) {
     EXPECT_TRUE(failed.contains("/nonexistent/program"));
 }
 
+// The GUI's runner execs the same way as `poolscope record` (ChildExec): the program gets the
+// plan's environment plus POOLSCOPE_ROOT_PID = its own pid (test_launchspec.cpp compares this
+// environment with record's).
+TEST(TargetProcessTest, ExecsThePlanWithItsOwnRootPid) {
+    TargetProcess p;
+    QByteArray out;
+    int code = -1;
+    qint64 pid = 0;
+    QObject::connect(&p, &TargetProcess::started, [&](qint64 x) { pid = x; });
+    QObject::connect(&p, &TargetProcess::output, [&](const QString& t, bool e) {
+        if (!e) out += t.toLocal8Bit();
+    });
+    QObject::connect(&p, &TargetProcess::finished, [&](int c) { code = c; });
+    LaunchSpec s;
+    s.program = "env"; // a bare name, found in PATH
+    s.args = {"-0"};
+    s.tracePath = "/tmp/t.poolscope";
+    s.collectorPath = "/opt/libpoolscope_collector.so";
+    auto plan = buildLaunchPlan(s, currentEnvironment());
+    ASSERT_TRUE(plan);
+    p.start(*plan);
+    ASSERT_TRUE(waitFor([&] { return code != -1; }));
+    EXPECT_EQ(code, 0);
+    ASSERT_GT(pid, 0);
+    std::set<std::string> got;
+    for (const QByteArray& e : out.split('\0'))
+        if (!e.isEmpty()) got.insert(e.toStdString());
+    auto want = plan->environmentFor(pid);
+    EXPECT_EQ(got, std::set<std::string>(want.begin(), want.end()));
+    EXPECT_TRUE(got.count(std::string(kEnvRootPid) + "=" + std::to_string(pid)));
+}
+
 TEST_F(LiveUiTest, ControllerFeedsTheMainWindow) {
     startServer();
     MainWindow w;
@@ -233,7 +266,7 @@ TEST_F(LiveUiTest, ControllerFeedsTheMainWindow) {
         ev[i].ptr = 0x1000000 + i * 4096;
         ev[i].size = 4096;
     }
-    server_->publish(ev);
+    server_->onEvents(ev);
     ASSERT_TRUE(waitFor(
         [&] { return w.snapshot().valid() && w.snapshot().timeline->eventCount == ev.size(); }));
     live->knobs()->presetMax()->click();

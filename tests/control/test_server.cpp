@@ -1,6 +1,7 @@
 // The control server in-process behind the fake driver: handshake, knob requests with read-back
 // acks, KnobChange events, live events with back-pressure, and refusal of bad peers.
 #include "ServerFixture.h"
+#include "poolscope/EventFields.h"
 #include "poolscope/control/Discovery.h"
 
 #include <algorithm>
@@ -81,24 +82,28 @@ TEST_F(ServerTest, SetThresholdAcksReadBackAndRecordsKnobChange) {
     driver_.synchronize();
     EXPECT_EQ(driver_.state(0x1000).reservedCurrent, 0u);
 
-    auto ev = sink_.events();
+    auto ev = driver_.knobChanges();
     ASSERT_EQ(ev.size(), 2u);
+    // The events the server hands the target to record, in EventFields.h's one meaning (the
+    // collector's ControlTarget records exactly these, stamping only seq, time and thread).
     const Event& e = ev[0];
     EXPECT_EQ(e.kind, EventKind::KnobChange);
     EXPECT_EQ(e.pool, 0x1000u);
     EXPECT_EQ(e.device, 0);
-    EXPECT_EQ(e.attr, uint16_t(PoolAttr::ReleaseThreshold));
-    EXPECT_EQ(e.size, ~uint64_t{0}); // read back
-    EXPECT_EQ(e.aux, 0u);            // old
-    EXPECT_EQ(e.ptr, ~uint64_t{0});  // requested
-    EXPECT_EQ(e.variant, uint8_t(KnobOrigin::Gui));
-    EXPECT_TRUE(e.has(kHasOldValue));
+    KnobFields k = KnobFields::of(e);
+    EXPECT_TRUE(k.isAttribute());
+    EXPECT_EQ(k.attr(), PoolAttr::ReleaseThreshold);
+    EXPECT_EQ(k.value, ~uint64_t{0}); // read back
+    EXPECT_EQ(k.old, 0u);
+    EXPECT_EQ(k.requested, ~uint64_t{0});
+    EXPECT_EQ(k.origin, KnobOrigin::Gui);
+    EXPECT_EQ(e.result, 0);
     EXPECT_TRUE(e.has(kFromPoolScope));
     EXPECT_TRUE(e.has(kHasWatermarks));
     EXPECT_EQ(e.reserved, 100u << 20);
     EXPECT_GT(e.tsNs, 0);
-    EXPECT_EQ(ev[1].size, 0u);
-    EXPECT_EQ(ev[1].aux, ~uint64_t{0});
+    EXPECT_EQ(KnobFields::of(ev[1]).value, 0u);
+    EXPECT_EQ(KnobFields::of(ev[1]).old, ~uint64_t{0});
 }
 
 TEST_F(ServerTest, AckCarriesTheDriverValueNotTheRequest) {
@@ -110,10 +115,10 @@ TEST_F(ServerTest, AckCarriesTheDriverValueNotTheRequest) {
     ASSERT_TRUE(a);
     EXPECT_EQ(a->requested, 4ull << 30);
     EXPECT_EQ(a->value, 1u << 30);
-    auto ev = sink_.events();
+    auto ev = driver_.knobChanges();
     ASSERT_EQ(ev.size(), 1u);
-    EXPECT_EQ(ev[0].size, 1u << 30);
-    EXPECT_EQ(ev[0].ptr, 4ull << 30);
+    EXPECT_EQ(KnobFields::of(ev[0]).value, 1u << 30);
+    EXPECT_EQ(KnobFields::of(ev[0]).requested, 4ull << 30);
 }
 
 TEST_F(ServerTest, ReusePolicyToggles) {
@@ -133,8 +138,8 @@ TEST_F(ServerTest, ReusePolicyToggles) {
         ASSERT_TRUE(on);
         EXPECT_EQ(on->value, 1u);
     }
-    EXPECT_EQ(sink_.events().size(), 6u);
-    EXPECT_EQ(sink_.events()[0].device, 1);
+    EXPECT_EQ(driver_.knobChanges().size(), 6u);
+    EXPECT_EQ(driver_.knobChanges()[0].device, 1);
 }
 
 TEST_F(ServerTest, TrimAndResetWatermarks) {
@@ -159,13 +164,24 @@ TEST_F(ServerTest, TrimAndResetWatermarks) {
     ASSERT_TRUE(r->state);
     EXPECT_EQ(r->state->usedHigh, 100u << 20);
 
-    auto ev = sink_.events();
+    auto ev = driver_.knobChanges();
     ASSERT_EQ(ev.size(), 3u);
-    EXPECT_EQ(ev[1].attr, uint16_t(KnobAction::TrimTo));
-    EXPECT_EQ(ev[1].ptr, 0u);
-    EXPECT_EQ(ev[1].aux, 300u << 20);
-    EXPECT_EQ(ev[1].size, 100u << 20);
-    EXPECT_EQ(ev[2].attr, uint16_t(KnobAction::ResetHighWatermarks));
+    // TrimTo: requested = minBytesToKeep, value = reserved after, old = reserved before.
+    KnobFields trim = KnobFields::of(ev[1]);
+    EXPECT_FALSE(trim.isAttribute());
+    EXPECT_EQ(trim.action(), KnobAction::TrimTo);
+    EXPECT_EQ(trim.requested, 0u);
+    EXPECT_EQ(trim.old, 300u << 20);
+    EXPECT_EQ(trim.value, 100u << 20);
+    EXPECT_EQ(ev[1].reserved, 100u << 20);
+    EXPECT_EQ(ev[1].used, 100u << 20);
+    // One event for the reset, in reserved-high terms (not two attribute sets).
+    KnobFields reset = KnobFields::of(ev[2]);
+    EXPECT_EQ(reset.action(), KnobAction::ResetHighWatermarks);
+    EXPECT_EQ(reset.requested, 0u);
+    EXPECT_EQ(reset.old, 300u << 20);
+    EXPECT_EQ(reset.value, 100u << 20);
+    EXPECT_LT(ev[1].seq, ev[2].seq);
 }
 
 TEST_F(ServerTest, BadRequestsGetPlainErrorsAndTheConnectionSurvives) {
@@ -196,7 +212,7 @@ TEST_F(ServerTest, BadRequestsGetPlainErrorsAndTheConnectionSurvives) {
     EXPECT_NE(e.error().message.find("CUDA_ERROR_NOT_SUPPORTED"), std::string::npos);
     EXPECT_NE(e.error().message.find("release-threshold"), std::string::npos);
 
-    EXPECT_TRUE(sink_.events().empty()) << "failed changes are not recorded as applied";
+    EXPECT_TRUE(driver_.knobChanges().empty()) << "failed changes are not recorded as applied";
     EXPECT_TRUE(c->ping());
     auto list = c->listPools();
     ASSERT_TRUE(list);
@@ -213,7 +229,7 @@ TEST_F(ServerTest, LiveEventsArriveInOrder) {
     for (size_t i = 0; i < ev.size(); ++i)
         ev[i].seq = i + 1;
     for (size_t i = 0; i < ev.size(); i += 1000)
-        s.publish(std::span(ev).subspan(i, 1000));
+        s.onEvents(std::span(ev).subspan(i, 1000));
     std::vector<uint64_t> seqs;
     int64_t deadline = monotonicMs() + 5000;
     while (seqs.size() < ev.size() && monotonicMs() < deadline) {
@@ -230,7 +246,7 @@ TEST_F(ServerTest, LiveEventsArriveInOrder) {
     EXPECT_EQ(seqs.back(), ev.size());
     // Unsubscribing stops the stream; requests still work.
     ASSERT_TRUE(c->subscribe(false));
-    s.publish(ev);
+    s.onEvents(ev);
     EXPECT_EQ(s.stats().eventsDroppedForDisplay, 0u);
 }
 
@@ -248,7 +264,7 @@ TEST_F(ServerTest, SlowClientGetsDroppedNoticeAndNeverBlocksPublish) {
     for (size_t i = 0; i < ev.size(); ++i)
         ev[i].seq = i + 1;
     for (int round = 0; round < 200; ++round)
-        s.publish(ev);
+        s.onEvents(ev);
     EXPECT_GT(s.stats().eventsDroppedForDisplay, 0u);
 
     uint64_t received = 0, dropped = 0;

@@ -200,6 +200,14 @@ for (name, attr, value), k in zip(expect, knobs):
         check(k["flags"] & 2 == 0 or k["aux"] == a.get("old_value"),
               f"{name}: trace old value {k['aux']} == ack old {a.get('old_value')}")
 check(len(knobs) < 4 or knobs[3]["flags"] & 1 != 0, "trim: watermarks read after the trim")
+# The trim's fields mean what EventFields.h's KnobFields says: requested (ptr) = minBytesToKeep,
+# value (size) = reserved after, old (aux) = reserved before: the same triple as the ack.
+if len(knobs) >= 4:
+    k, a = knobs[3], acks["trim"]
+    check(k["ptr"] == 0, f"trim: requested {k['ptr']} == 0 (minBytesToKeep)")
+    check(k["size"] == a["value"], f"trim: trace reserved after {k['size']} == ack {a['value']}")
+    check(k["flags"] & 2 != 0 and k["aux"] == a.get("old_value"),
+          f"trim: trace reserved before {k['aux']} == ack old {a.get('old_value')}")
 
 def watermarks(t0, t1):
     return [(e["ts_ns"], e["reserved"], e["used"]) for e in events

@@ -1,5 +1,6 @@
 #include "SyntheticTrace.h"
 
+#include "poolscope/EventFields.h"
 #include "poolscope/TraceWriter.h"
 
 #include <algorithm>
@@ -145,11 +146,18 @@ Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& o) {
         step(gap(rng));
         Event e = g.make(knob ? EventKind::KnobChange : EventKind::PoolSetAttribute);
         e.pool = pool;
-        e.attr = uint16_t(PoolAttr::ReleaseThreshold);
-        e.size = value;
-        e.aux = ps.threshold;
-        e.flags = kHasOldValue | (knob ? kFromPoolScope : 0);
-        if (knob) e.variant = uint8_t(KnobOrigin::Gui);
+        if (knob) {
+            Event k = makeKnobChange(pool, e.device,
+                                     KnobFields{uint16_t(PoolAttr::ReleaseThreshold), value, value,
+                                                ps.threshold, KnobOrigin::Gui},
+                                     0, std::nullopt);
+            k.seq = e.seq;
+            k.tsNs = e.tsNs;
+            k.tid = e.tid;
+            e = k;
+        } else {
+            AttributeFields{PoolAttr::ReleaseThreshold, value, ps.threshold}.into(e);
+        }
         ps.threshold = value;
         g.push(e);
     };

@@ -15,8 +15,9 @@ AttachDialog::AttachDialog(QWidget* parent, const QString& directory)
     setWindowTitle(tr("Attach to a running program"));
     list_ = new QListWidget;
     empty_ = new QLabel(tr("No running program can be attached to. Start one with\n"
-                           "  poolscope record --listen -- PROGRAM\nor set POOLSCOPE_LISTEN=1 "
-                           "for a program recorded with the collector."));
+                           "  poolscope record --listen -- PROGRAM\nor set %1=1 "
+                           "for a program recorded with the collector.")
+                            .arg(QString::fromLatin1(control::kEnvListen)));
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
     buttons->button(QDialogButtonBox::Ok)->setText(tr("Attach"));
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);

@@ -19,7 +19,7 @@ namespace poolscope::ui {
 
 QString LaunchDialog::findCollector() {
     const QString name = "libpoolscope_collector.so";
-    if (QString env = qEnvironmentVariable("POOLSCOPE_COLLECTOR");
+    if (QString env = qEnvironmentVariable(control::kEnvCollector);
         !env.isEmpty() && QFileInfo(env).isReadable())
         return QFileInfo(env).absoluteFilePath();
     const QString self = QCoreApplication::applicationDirPath();

@@ -1,11 +1,14 @@
 #pragma once
 // Runs a launch plan (built and tested in core: control::LaunchSpec) and reports only through
 // signals, like hotspot's perf wrapper: started, output, finished, crashed, failedToStart.
+// QProcess forks and sets up the pipes; the exec itself is core's ChildExec, the same as
+// `poolscope record`'s, so the program's environment (POOLSCOPE_ROOT_PID included) is the same.
 
 #include "poolscope/control/LaunchSpec.h"
 
 #include <QObject>
 #include <QProcess>
+#include <memory>
 
 namespace poolscope::ui {
 
@@ -30,6 +33,7 @@ signals:
 
 private:
     QProcess process_;
+    std::unique_ptr<control::ChildExec> exec_; // read by the forked child until it execs
 };
 
 } // namespace poolscope::ui

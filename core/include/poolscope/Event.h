@@ -35,7 +35,7 @@ enum class EventKind : uint8_t {
                         // access descriptors in the call
     KnobChange = 19,    // a change PoolScope itself made: pool, attr, size=new (driver read-back),
                         // aux=old, ptr=the value requested; variant=KnobOrigin; attr=PoolAttr or
-                        // KnobAction (details in control/Protocol.h)
+                        // KnobAction (KnobFields in EventFields.h)
     StreamCreate = 20,  // stream, aux=flags, variant=priority (+128 bias)
     StreamDestroy = 21, // stream
     Sample = 22,        // periodic watermark sample: pool, reserved, used, size=reserved high,

@@ -1,6 +1,7 @@
 #include "poolscope/control/Discovery.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -40,6 +41,21 @@ Status ensurePrivateDir(const std::string& dir) {
                          dir + " is accessible to other users and cannot be made private"};
     }
     return {};
+}
+
+Result<std::optional<std::string>> socketPathFromListen(const std::string& listen) {
+    std::string v = listen;
+    for (char& c : v)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (v == "0" || v == "off" || v == "no" || v == "false") return std::optional<std::string>();
+    if (v.empty() || v == "1" || v == "on" || v == "yes" || v == "true")
+        return std::optional<std::string>(std::string());
+    if (listen.rfind("unix:", 0) == 0) return std::optional<std::string>(listen.substr(5));
+    if (listen[0] == '/') return std::optional<std::string>(listen);
+    return Error{ErrorCode::InvalidArgument,
+                 std::string(kEnvListen) + "=" + listen +
+                     " is not understood (use 1, or unix:/path/to.sock; only local Unix sockets "
+                     "are supported)"};
 }
 
 std::string socketPathForPid(const std::string& dir, int64_t pid) {

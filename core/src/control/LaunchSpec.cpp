@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <string_view>
+#include <unistd.h>
 
 extern char** environ;
 
@@ -25,11 +27,22 @@ bool validName(const std::string& n) {
     });
 }
 
-// Variables whose inherited values must not leak into a launch that did not ask for them
-// (a shell that exported POOLSCOPE_LISTEN=1 once should not make every launch listen).
+// The variables a launch sets (LaunchEnv.h). Their inherited values must not leak into a launch
+// that did not ask for them (a shell that exported POOLSCOPE_LISTEN=1 once should not make every
+// launch listen; a launcher started under PoolScope must not pass its own root pid on).
 bool managed(const std::string& n) {
-    return n == kEnvInjection || n == kEnvOutput || n == kEnvListen || n == kEnvControlDir;
+    return n == kEnvInjection || n == kEnvOutput || n == kEnvSamplePeriodMs || n == kEnvRootPid ||
+           n == kEnvListen || n == kEnvControlDir;
 }
+
+// "1", "0.1": the shortest text the collector's strtod reads back exactly.
+std::string formatPeriod(double ms) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, ms);
+    return std::string(buf, r.ptr);
+}
+
+constexpr size_t kPidDigits = 20; // room for any int64
 
 void setVar(std::vector<std::string>& env, const std::string& name, const std::string& value) {
     env.erase(std::remove_if(env.begin(), env.end(),
@@ -71,6 +84,8 @@ Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec,
                      "the collector library (libpoolscope_collector.so) was not found; this build "
                      "cannot record (it needs the CUDA Toolkit)"};
     if (spec.tracePath.empty()) return Error{ErrorCode::InvalidArgument, "no trace path given"};
+    if (!(spec.samplePeriodMs >= 0))
+        return Error{ErrorCode::InvalidArgument, "the sample period must be >= 0 ms (0 = off)"};
     LaunchPlan plan;
     plan.program = spec.program;
     plan.argv.push_back(spec.program);
@@ -98,11 +113,51 @@ Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec,
     }
     setVar(plan.env, kEnvInjection, spec.collectorPath);
     setVar(plan.env, kEnvOutput, spec.tracePath);
+    setVar(plan.env, kEnvSamplePeriodMs, formatPeriod(spec.samplePeriodMs));
     if (spec.listen) {
-        setVar(plan.env, kEnvListen, "1");
+        setVar(plan.env, kEnvListen, spec.listenAt.empty() ? "1" : "unix:" + spec.listenAt);
         if (!spec.controlDir.empty()) setVar(plan.env, kEnvControlDir, spec.controlDir);
     }
     return plan;
+}
+
+std::vector<std::string> LaunchPlan::environmentFor(int64_t pid) const {
+    std::vector<std::string> out = env;
+    out.push_back(std::string(kEnvRootPid) + "=" + std::to_string(pid));
+    return out;
+}
+
+ChildExec::ChildExec(const LaunchPlan& plan) : program_(plan.program) {
+    strings_ = plan.argv;
+    const size_t argc = strings_.size();
+    strings_.insert(strings_.end(), plan.env.begin(), plan.env.end());
+    std::string root = std::string(kEnvRootPid) + "=";
+    pidValueAt_ = root.size();
+    root.append(kPidDigits, '\0');
+    strings_.push_back(std::move(root));
+    for (size_t i = 0; i < strings_.size(); ++i)
+        (i < argc ? argv_ : envp_).push_back(strings_[i].data());
+    argv_.push_back(nullptr);
+    envp_.push_back(nullptr);
+}
+
+void ChildExec::setPid(int64_t pid) noexcept {
+    char digits[kPidDigits];
+    size_t n = 0;
+    uint64_t v = pid < 0 ? 0 : static_cast<uint64_t>(pid);
+    do {
+        digits[n++] = char('0' + v % 10);
+        v /= 10;
+    } while (v && n < kPidDigits - 1);
+    char* out = strings_.back().data() + pidValueAt_;
+    for (size_t i = 0; i < n; ++i)
+        out[i] = digits[n - 1 - i];
+    out[n] = '\0';
+}
+
+void ChildExec::exec() noexcept {
+    setPid(getpid());
+    execve(program_.c_str(), argv_.data(), envp_.data());
 }
 
 std::string LaunchPlan::displayCommand() const {

@@ -8,14 +8,14 @@
 // the second.
 
 #include "poolscope/Result.h"
+#include "poolscope/control/LaunchEnv.h" // kEnvControlDir, kEnvListen
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace poolscope::control {
-
-inline constexpr const char* kEnvControlDir = "POOLSCOPE_CONTROL_DIR";
 
 // The discovery directory for this user (not created).
 std::string defaultControlDir();
@@ -25,6 +25,11 @@ std::string defaultControlDir();
 Status ensurePrivateDir(const std::string& dir);
 
 std::string socketPathForPid(const std::string& dir, int64_t pid);
+
+// POOLSCOPE_LISTEN's value: nullopt for "0", "off", "no", "false" (no server); "" for "1", "on",
+// "yes", "true" or empty (the discoverable <dir>/<pid>.sock); the path for "unix:/path" or
+// "/path". Anything else (e.g. "host:port") is InvalidArgument, in plain words.
+Result<std::optional<std::string>> socketPathFromListen(const std::string& listen);
 
 struct Target {
     int64_t pid = 0; // 0 when the socket name is not <pid>.sock

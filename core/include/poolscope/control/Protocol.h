@@ -28,15 +28,10 @@
 // counted instead of queued and the client later receives a Notice with the count. The trace on
 // disk is written separately by the collector and stays complete.
 //
-// Knob changes. Each applied Set/TrimTo/ResetWatermarks is also recorded into the trace as an
-// Event of kind KnobChange (see knobChangeEvent in ControlServer) with these fields:
-//   attr     PoolAttr for attribute sets, KnobAction::TrimTo / ResetHighWatermarks otherwise
-//   size     the new value as read back from the driver (TrimTo: reserved bytes after the trim;
-//            ResetHighWatermarks: reserved high watermark after the reset)
-//   aux      the value before the change (flag kHasOldValue); TrimTo: reserved before
-//   ptr      the value requested by the client (TrimTo: minBytesToKeep)
-//   reserved/used   the pool's current watermarks right after the change (flag kHasWatermarks)
-//   variant  KnobOrigin of the client; flags also has kFromPoolScope
+// Knob changes. Each applied Set/TrimTo/ResetWatermarks is also recorded into the trace as one
+// Event of kind KnobChange, built by the server with makeKnobChange. What its fields mean is
+// defined once, in poolscope/EventFields.h (KnobFields): read them with KnobFields::of(e).
+// The Ack of the change carries the same requested / old / value triple.
 
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
