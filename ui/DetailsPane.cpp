@@ -83,26 +83,21 @@ QString DetailsPane::policyText(const Series& s, int64_t t) {
     return s.valueAt(t) ? tr("on") : tr("off");
 }
 
-QString DetailsPane::attributeChange(const Timeline& tl, const Marker& m) {
+QString DetailsPane::attributeChange(const Timeline&, const Marker& m) {
     if (m.kind != EventKind::PoolSetAttribute && m.kind != EventKind::KnobChange) return {};
-    const PoolTimeline* p = tl.pool(m.pool);
-    if (!p) return {};
-    // The marker does not carry the attribute: find the attribute series that steps to the
-    // marker's value at the marker's time.
-    for (PoolAttr a :
-         {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
-          PoolAttr::ReuseAllowOpportunistic, PoolAttr::ReuseAllowInternalDependencies}) {
-        const Series* s = p->attributeSeries(a);
-        if (!s) continue;
-        auto it = std::lower_bound(s->t.begin(), s->t.end(), m.tsNs);
-        if (it == s->t.end() || *it != m.tsNs || s->v[size_t(it - s->t.begin())] != m.value)
-            continue;
-        const QString name = qn(poolAttrName(uint16_t(a)));
-        if (a == PoolAttr::ReleaseThreshold)
-            return tr("%1 → %2").arg(name, m.value == UINT64_MAX ? tr("max") : qb(m.value));
+    const QString name = qn(poolAttrName(m.attr));
+    switch (m.attr) {
+    case uint16_t(PoolAttr::ReleaseThreshold):
+        return tr("%1 → %2").arg(name, m.value == UINT64_MAX ? tr("max") : qb(m.value));
+    case uint16_t(PoolAttr::ReuseFollowEventDependencies):
+    case uint16_t(PoolAttr::ReuseAllowOpportunistic):
+    case uint16_t(PoolAttr::ReuseAllowInternalDependencies):
         return tr("%1 → %2").arg(name, m.value ? tr("on") : tr("off"));
+    case uint16_t(KnobAction::TrimTo): return tr("trimmed: reserved %1 after").arg(qb(m.value));
+    case uint16_t(KnobAction::ResetHighWatermarks):
+        return tr("high watermarks reset (reserved high %1)").arg(qb(m.value));
+    default: return {};
     }
-    return {};
 }
 
 QString DetailsPane::poolState(uint64_t pool, int64_t t, const QString& when) const {

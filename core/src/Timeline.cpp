@@ -114,7 +114,12 @@ struct TimelineBuilder::Impl {
     }
 
     void marker(const Event& e, uint64_t stream, uint64_t pool) {
-        tl.markers.push_back(Marker{e.tsNs, e.seq, e.kind, stream, pool, markerValue(e)});
+        uint16_t attr = 0;
+        if (e.kind == EventKind::PoolSetAttribute)
+            attr = static_cast<uint16_t>(AttributeFields::of(e).attr);
+        else if (e.kind == EventKind::KnobChange)
+            attr = KnobFields::of(e).target;
+        tl.markers.push_back(Marker{e.tsNs, e.seq, e.kind, attr, stream, pool, markerValue(e)});
     }
 
     static void reservedPoint(PoolTimeline& p, int64_t ts, uint64_t reserved) {

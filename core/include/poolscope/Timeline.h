@@ -47,9 +47,13 @@ struct Marker {
     int64_t tsNs = 0;
     uint64_t seq = 0;
     EventKind kind = EventKind::StreamSynchronize;
+    uint16_t attr = 0;   // attribute and knob markers: the PoolAttr, or the KnobAction
     uint64_t stream = 0; // 0 when not stream-bound
     uint64_t pool = 0;   // 0 when not pool-bound
-    uint64_t value = 0;  // the event's size field (new value, bytes kept...)
+    // The kind's number: a failed alloc's bytes, a create's max size, an attribute's new value,
+    // a knob's read-back (a trim's: reserved after), a trim's bytes to keep, a release's pool
+    // size after.
+    uint64_t value = 0;
 };
 
 // cudaEventRecord on one stream, later waited on by another: drawn as an arrow between lanes.
