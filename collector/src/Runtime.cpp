@@ -8,7 +8,6 @@
 #include "Clock.h"
 #include "Decode.h"
 #include "Log.h"
-#include "SelfTime.h"
 
 namespace poolscope::collector {
 
@@ -169,16 +168,11 @@ __attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const C
 
 __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     Runtime& rt = runtime();
-#ifdef POOLSCOPE_EXP_NO_CLOCK // diagnostic build only: what the timestamp read costs
-    const uint64_t ticks = 0;
-#else
     const uint64_t ticks = Clock::ticks();
-#endif
     // Built here and copied into the ring slot once at the end: the slot's lines are written
     // only by that copy, never read back field by field while they are still on their way in.
     Event ev;
     const Decoded d = decodeExit(cbid, cb, ev);
-    SELFTIME(2);
     if (!d.record) return;
     ev.tid = t->tid;
     if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
@@ -221,7 +215,6 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         if (ok) ev.flags |= kHasWatermarks;
     }
 
-    SELFTIME(3);
     const bool ok = ev.result == 0;
     switch (ev.kind) {
     case EventKind::Alloc:
@@ -257,16 +250,10 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         break;
     }
 
-    SELFTIME(4);
     const bool sync = (d.needs & kSync) && wm != WatermarkMode::Off;
     Event* e = t->ring ? t->ring->claim() : nullptr;
-#ifdef POOLSCOPE_EXP_NO_RING // diagnostic build only: everything but the ring write
-    e = nullptr;
-#endif
     if (!e) {
-#ifndef POOLSCOPE_EXP_NO_RING
         if (t->ring) t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
-#endif
         t->enterSeq = 0;
         if (sync) {
             Guard g(t);
@@ -287,7 +274,6 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
     // writes to lines this core already owns (measured: -20 ns/iteration, docs/PERFORMANCE.md).
     t->ring->prefetchForWrite(kRingPrefetchAhead);
     t->ring->publish();
-    SELFTIME(5);
     if (!sync) return;
     const Event& s = ev;
     int slot = 0;
@@ -336,12 +322,10 @@ __attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti
     }
     if (t->guard) return;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-    SELFTIME_BEGIN(cb->callbackSite == CUPTI_API_ENTER ? 0 : 1);
     if (cb->callbackSite == CUPTI_API_ENTER)
         onEnter(t, cbid, *cb);
     else
         onExit(t, cbid, *cb);
-    SELFTIME_END();
 }
 
 PoolSlot* findPool(uint64_t handle) {
