@@ -281,9 +281,6 @@ void atforkChild() {
 
 } // namespace
 
-// Shared with Api.cpp and Sampler.cpp.
-bool collectorShuttingDown() { return g_shutDown.load(); }
-
 // First traced call in a forked child (see atforkChild).
 void startForkedChild() {
     Runtime& rt = runtime();

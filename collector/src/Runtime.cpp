@@ -55,10 +55,6 @@ inline PoolSlot* slotFor(ThreadState* t, uint64_t pool) {
     return s;
 }
 
-// The implicit release at a synchronize can shrink every pool, not only the device's current
-// one: re-read them all, refresh the cached reserved values, and record each as a sample at the
-// synchronize's own timestamp so every pool's graph shows the release exactly where it happened.
-// Synchronizes are rare next to allocs; a few reads per pool are affordable here.
 // The implicit release the collector itself observed: reserved memory went down across a
 // synchronize. CUPTI's MEMORY_POOL activity reports only some of these (and late); this one is
 // exact and in place. Its seq is one of the slots the synchronize reserved just below its own.
@@ -90,6 +86,10 @@ void pushEvent(ThreadState* t, const Event& e) {
     t->ring->publish();
 }
 
+// The implicit release at a synchronize can shrink every pool, not only the device's current
+// one: re-read them all, refresh the cached reserved values, and record each as a sample at the
+// synchronize's own timestamp so every pool's graph shows the release exactly where it happened.
+// Synchronizes are rare next to allocs; a few reads per pool are affordable here.
 __attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks,
                                                     const Event* sync, uint64_t syncSeq,
                                                     int slotsUsed) {
@@ -194,7 +194,7 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         // size (measured on the driver), so the writer derives `used` in seq order from the
         // sizes and the last value read (kUsedDerived) and the hot path skips that read. A free
         // of a pointer this thread did not allocate (its size is known only to the writer, and
-        // only if the alloc was recorded) and imported pools are read as before.
+        // only if the alloc was recorded) and imported pools are read.
         const bool derive =
             wm == WatermarkMode::Exit && slot && ev.result == 0 &&
             !slot->imported.load(std::memory_order_relaxed) &&
