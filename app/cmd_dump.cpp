@@ -1,6 +1,8 @@
 // poolscope dump: every event of a trace as rows (JSON lines or CSV), for scripts and checks.
 // Events are stored compressed in chunks (see core/src/schema.sql), so this is the way to get
-// them as plain rows.
+// them as plain rows. The columns are the record's fields as stored (their meaning per kind is
+// on poolscope::EventKind), then `details`: what the kind's values mean, the same text as the
+// window's Details column (describeEvent).
 
 #include <CLI/CLI.hpp>
 #include <cinttypes>
@@ -10,6 +12,7 @@
 #include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/Event.h"
+#include "poolscope/EventText.h"
 
 namespace poolscope::cli {
 
@@ -27,15 +30,26 @@ nlohmann::json toJson(const Event& e) {
             {"correlation", e.correlation}, {"result", e.result}, {"stream", e.stream},
             {"pool", e.pool},        {"ptr", e.ptr},        {"size", e.size},
             {"aux", e.aux},          {"attr", e.attr},      {"flags", e.flags},
-            {"reserved", e.reserved}, {"used", e.used}};
+            {"reserved", e.reserved}, {"used", e.used},    {"details", describeEvent(e)}};
+}
+
+// RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes doubled.
+std::string csvField(const std::string& s) {
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) {
+        if (c == '"') q += '"';
+        q += c;
+    }
+    return q + '"';
 }
 
 void printCsv(const Event& e) {
     std::printf("%" PRIu64 ",%" PRId64 ",%s,%u,%u,%d,%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 "\n",
+                ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",%s\n",
                 e.seq, e.tsNs, std::string(eventKindName(e.kind)).c_str(), e.variant, e.tid,
                 e.device, e.correlation, e.result, e.stream, e.pool, e.ptr, e.size, e.aux, e.attr,
-                e.flags, e.reserved, e.used);
+                e.flags, e.reserved, e.used, csvField(describeEvent(e)).c_str());
 }
 
 int runDump(const DumpOptions& o) {
@@ -45,7 +59,7 @@ int runDump(const DumpOptions& o) {
     const bool csv = o.format == "csv";
     if (csv)
         std::printf("seq,ts_ns,kind,variant,tid,device,correlation,result,stream,pool,ptr,size,"
-                    "aux,attr,flags,reserved,used\n");
+                    "aux,attr,flags,reserved,used,details\n");
     auto print = [&](const Event& e) {
         if (csv)
             printCsv(e);

@@ -1,6 +1,7 @@
 #include "EventTableModel.h"
 
 #include "TimeTicker.h"
+#include "poolscope/EventText.h"
 #include "poolscope/Units.h"
 
 #include <QCollator>
@@ -209,38 +210,7 @@ int EventTableModel::columnCount(const QModelIndex& parent) const {
 }
 
 QString EventTableModel::describe(const Event& e) {
-    switch (e.kind) {
-    case EventKind::Alloc:
-        return e.failed() ? QStringLiteral("FAILED (CUresult %1)").arg(e.result)
-                          : qs(allocApiName(AllocApi(e.variant)));
-    case EventKind::PoolSetAttribute:
-    case EventKind::KnobChange: {
-        QString s = qs(poolAttrName(e.attr)) + QStringLiteral(": ");
-        if (e.has(kHasOldValue)) s += attrValue(e.attr, e.aux) + QStringLiteral(" → ");
-        s += attrValue(e.attr, e.size);
-        if (e.kind == EventKind::KnobChange) s += QStringLiteral(" (set by PoolScope)");
-        return s;
-    }
-    case EventKind::PoolTrimTo:
-        return QStringLiteral("keep at least %1").arg(qs(formatBytes(e.size)));
-    case EventKind::ImplicitRelease:
-        return QStringLiteral("pool size after release %1").arg(qs(formatBytes(e.size)));
-    case EventKind::PoolCreate:
-        return QStringLiteral("%1 pool, max size %2")
-            .arg(qs(poolKindName(PoolKind(e.variant))),
-                 e.size ? qs(formatBytes(e.size)) : QStringLiteral("unlimited"));
-    case EventKind::EventRecord:
-    case EventKind::StreamWaitEvent:
-    case EventKind::EventSynchronize:
-        return QStringLiteral("event %1").arg(hexHandle(e.ptr));
-    case EventKind::DeviceSetMempool:
-        return QStringLiteral("device %1 current pool").arg(e.device);
-    case EventKind::Sample:
-        return QStringLiteral("reserved high %1, used high %2")
-            .arg(qs(formatBytes(e.size)), qs(formatBytes(e.aux)));
-    default:
-        return {};
-    }
+    return qs(describeEvent(e));
 }
 
 QVariant EventTableModel::data(const QModelIndex& index, int role) const {
