@@ -28,16 +28,6 @@ bool streamShown(const Event& e) {
 bool sizeShown(const Event& e) {
     return e.kind == EventKind::Alloc || (e.kind == EventKind::Free && e.has(kSizeKnown));
 }
-
-bool isBoolAttr(uint16_t a) {
-    return a == uint16_t(PoolAttr::ReuseFollowEventDependencies) ||
-           a == uint16_t(PoolAttr::ReuseAllowOpportunistic) ||
-           a == uint16_t(PoolAttr::ReuseAllowInternalDependencies);
-}
-QString attrValue(uint16_t a, uint64_t v) {
-    if (isBoolAttr(a)) return v ? QStringLiteral("on") : QStringLiteral("off");
-    return qs(formatBytes(v));
-}
 } // namespace
 
 void EventTableModel::resetData(std::shared_ptr<const std::vector<Event>> events, int64_t traceT0,
