@@ -37,8 +37,11 @@ struct SelfTime {
         if (!on) return;
         const double ns = double(monoNowNs() - ns0);
         const double perTick = ns / double(Clock::ticks() - ticks0);
-        auto per = [&](int i) { return calls[i] ? double(ticks[i]) * perTick / double(calls[i]) : 0.0; };
-        std::fprintf(stderr, "[selftime] enter %llu calls %.1f ns/call; exit %llu calls %.1f ns/call\n",
+        auto per = [&](int i) {
+            return calls[i] ? double(ticks[i]) * perTick / double(calls[i]) : 0.0;
+        };
+        std::fprintf(stderr,
+                     "[selftime] enter %llu calls %.1f ns/call; exit %llu calls %.1f ns/call\n",
                      (unsigned long long)calls[0], per(0), (unsigned long long)calls[1], per(1));
     }
 };
@@ -48,7 +51,8 @@ void CUPTIAPI timedCallback(void* user, CUpti_CallbackDomain domain, CUpti_Callb
                             const void* data) {
     const uint64_t t0 = Clock::ticks();
     g_shipped(user, domain, cbid, data);
-    const int site = static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER ? 0 : 1;
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    const int site = cb->callbackSite == CUPTI_API_ENTER ? 0 : 1;
     g_self.ticks[site] += Clock::ticks() - t0;
     ++g_self.calls[site];
 }

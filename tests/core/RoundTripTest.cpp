@@ -245,7 +245,8 @@ TEST(RoundTrip, StreamsWithAndWithoutTheUnusedCuptiStreamIdColumn) {
     auto exec = [&](const char* sql) {
         sqlite3* db = nullptr;
         ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-        EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+        EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK)
+            << sqlite3_errmsg(db);
         sqlite3_close(db);
     };
     auto expectStream = [&] {
