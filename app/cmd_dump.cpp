@@ -1,6 +1,8 @@
 // poolscope dump: every event of a trace as rows (JSON lines or CSV), for scripts and checks.
 // Events are stored compressed in chunks (see core/src/schema.sql), so this is the way to get
-// them as plain rows.
+// them as plain rows. The columns are the record's fields as stored (their meaning per kind is
+// on poolscope::EventKind), then `details`: what the kind's values mean, the same text as the
+// window's Details column (describeEvent).
 
 #include <CLI/CLI.hpp>
 #include <cinttypes>
@@ -10,6 +12,7 @@
 #include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/Event.h"
+#include "poolscope/EventText.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/view/EntityNames.h"
 
@@ -30,7 +33,7 @@ nlohmann::json toJson(const Event& e) {
             {"correlation", e.correlation}, {"result", e.result}, {"stream", e.stream},
             {"pool", e.pool},        {"ptr", e.ptr},        {"size", e.size},
             {"aux", e.aux},          {"attr", e.attr},      {"flags", e.flags},
-            {"reserved", e.reserved}, {"used", e.used}};
+            {"reserved", e.reserved}, {"used", e.used},    {"details", describeEvent(e)}};
 }
 
 // The window's names of an event's stream and pool (--names): "" for a pool handle of 0 (the
@@ -43,6 +46,18 @@ Names namesOf(const view::EntityNames& n, const Event& e) {
     return {n.stream(e.stream), e.pool ? n.pool(e.pool) : std::string()};
 }
 
+// RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes doubled.
+std::string csvField(const std::string& s) {
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) {
+        if (c == '"') q += '"';
+        q += c;
+    }
+    return q + '"';
+}
+
+// Always quoted: names hold spaces and parentheses, and scripts split on the quotes.
 std::string csvQuoted(const std::string& s) {
     std::string out = "\"";
     for (char c : s) {
@@ -60,7 +75,7 @@ std::string csvRow(const Event& e) {
                   e.seq, e.tsNs, std::string(eventKindName(e.kind)).c_str(), e.variant, e.tid,
                   e.device, e.correlation, e.result, e.stream, e.pool, e.ptr, e.size, e.aux,
                   e.attr, e.flags, e.reserved, e.used);
-    return buf;
+    return buf + ("," + csvField(describeEvent(e)));
 }
 
 int runDump(const DumpOptions& o) {
@@ -81,7 +96,7 @@ int runDump(const DumpOptions& o) {
     const bool csv = o.format == "csv";
     if (csv)
         std::printf("seq,ts_ns,kind,variant,tid,device,correlation,result,stream,pool,ptr,size,"
-                    "aux,attr,flags,reserved,used%s\n",
+                    "aux,attr,flags,reserved,used,details%s\n",
                     o.names ? ",stream_name,pool_name" : "");
     auto print = [&](const Event& e) {
         if (csv) {

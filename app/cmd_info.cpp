@@ -92,7 +92,6 @@ std::string toJson(const TraceReader& r, const InfoData& d) {
     j["streams"] = json::array();
     for (const StreamInfo& s : d.streams)
         j["streams"].push_back({{"handle", formatHandle(s.handle)},
-                                {"cupti_stream_id", s.cuptiStreamId},
                                 {"device", s.device},
                                 {"priority", s.priorityKnown ? json(s.priority) : json()},
                                 {"flags", s.flags}});

@@ -1,7 +1,7 @@
 #include "EventTableModel.h"
 
 #include "TimeTicker.h"
-#include "poolscope/EventFields.h"
+#include "poolscope/EventText.h"
 #include "poolscope/Units.h"
 
 #include <QCollator>
@@ -27,16 +27,6 @@ bool streamShown(const Event& e) {
 }
 bool sizeShown(const Event& e) {
     return e.kind == EventKind::Alloc || (e.kind == EventKind::Free && e.has(kSizeKnown));
-}
-
-bool isBoolAttr(uint16_t a) {
-    return a == uint16_t(PoolAttr::ReuseFollowEventDependencies) ||
-           a == uint16_t(PoolAttr::ReuseAllowOpportunistic) ||
-           a == uint16_t(PoolAttr::ReuseAllowInternalDependencies);
-}
-QString attrValue(uint16_t a, uint64_t v) {
-    if (isBoolAttr(a)) return v ? QStringLiteral("on") : QStringLiteral("off");
-    return qs(formatBytes(v));
 }
 } // namespace
 
@@ -210,49 +200,7 @@ int EventTableModel::columnCount(const QModelIndex& parent) const {
 }
 
 QString EventTableModel::describe(const Event& e) {
-    switch (e.kind) {
-    case EventKind::Alloc:
-        return e.failed() ? QStringLiteral("FAILED (CUresult %1)").arg(e.result)
-                          : qs(allocApiName(AllocApi(e.variant)));
-    case EventKind::PoolSetAttribute: {
-        const AttributeFields a = AttributeFields::of(e);
-        QString s = qs(poolAttrName(e.attr)) + QStringLiteral(": ");
-        if (a.old) s += attrValue(e.attr, *a.old) + QStringLiteral(" → ");
-        return s + attrValue(e.attr, a.value);
-    }
-    case EventKind::KnobChange: {
-        // A trim's requested value is what to keep; its old/value are reserved bytes.
-        const KnobFields k = KnobFields::of(e);
-        QString s = qs(poolAttrName(k.target)) + QStringLiteral(": ");
-        if (!k.isAttribute() && k.action() == KnobAction::TrimTo)
-            s = QStringLiteral("trim to keep at least %1: reserved ")
-                    .arg(qs(formatBytes(k.requested)));
-        else if (!k.isAttribute() && k.action() == KnobAction::ResetHighWatermarks)
-            s = QStringLiteral("reset high watermarks: reserved high ");
-        if (k.old) s += attrValue(k.target, *k.old) + QStringLiteral(" → ");
-        s += attrValue(k.target, k.value);
-        return s + QStringLiteral(" (set by PoolScope)");
-    }
-    case EventKind::PoolTrimTo:
-        return QStringLiteral("keep at least %1").arg(qs(formatBytes(e.size)));
-    case EventKind::ImplicitRelease:
-        return QStringLiteral("pool size after release %1").arg(qs(formatBytes(e.size)));
-    case EventKind::PoolCreate:
-        return QStringLiteral("%1 pool, max size %2")
-            .arg(qs(poolKindName(PoolKind(e.variant))),
-                 e.size ? qs(formatBytes(e.size)) : QStringLiteral("unlimited"));
-    case EventKind::EventRecord:
-    case EventKind::StreamWaitEvent:
-    case EventKind::EventSynchronize:
-        return QStringLiteral("event %1").arg(hexHandle(e.ptr));
-    case EventKind::DeviceSetMempool:
-        return QStringLiteral("device %1 current pool").arg(e.device);
-    case EventKind::Sample:
-        return QStringLiteral("reserved high %1, used high %2")
-            .arg(qs(formatBytes(e.size)), qs(formatBytes(e.aux)));
-    default:
-        return {};
-    }
+    return qs(describeEvent(e));
 }
 
 QVariant EventTableModel::data(const QModelIndex& index, int role) const {

@@ -2,6 +2,8 @@
 
 #include <cuda.h>
 
+#include "poolscope/EventFields.h"
+
 namespace poolscope::collector {
 
 namespace {
@@ -59,11 +61,9 @@ template <class P>
 void alloc(const CUpti_CallbackData& cb, Event& e, AllocApi api, bool ptsz, bool fromPool,
            Decoded& d) {
     const P& p = params<P>(cb);
-    e.kind = EventKind::Alloc;
-    e.variant = static_cast<uint8_t>(api);
-    e.size = p.bytesize;
+    AllocFields{(e.result == 0 && p.dptr) ? static_cast<uint64_t>(*p.dptr) : 0, p.bytesize, api}
+        .into(e);
     e.stream = ptsz ? ptszStream(p.hStream) : h(p.hStream);
-    e.ptr = (e.result == 0 && p.dptr) ? static_cast<uint64_t>(*p.dptr) : 0;
     if constexpr (requires { p.pool; }) e.pool = h(p.pool);
     d.needs = kNeedReserved | kNeedUsed | (fromPool ? 0 : kNeedDevicePool);
 }
@@ -110,16 +110,14 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync: {
         const auto& p = params<cuMemFreeAsync_params>(cb);
-        e.kind = EventKind::Free;
-        e.ptr = p.dptr;
+        FreeFields{p.dptr, std::nullopt}.into(e); // the size is the writer's to resolve
         e.stream = h(p.hStream);
         d.needs = kNeedPtrPool | kNeedUsed;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
         const auto& p = params<cuMemFreeAsync_ptsz_params>(cb);
-        e.kind = EventKind::Free;
-        e.ptr = p.dptr;
+        FreeFields{p.dptr, std::nullopt}.into(e);
         e.stream = ptszStream(p.hStream);
         d.needs = kNeedPtrPool | kNeedUsed;
         break;
@@ -128,15 +126,15 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         const auto& p = params<cuMemPoolCreate_params>(cb);
         e.kind = EventKind::PoolCreate;
         e.pool = (ok && p.pool) ? h(*p.pool) : 0;
-        e.variant = static_cast<uint8_t>(PoolKind::Explicit);
+        PoolCreateFields f{PoolKind::Explicit};
         if (p.poolProps) {
-            e.size = p.poolProps->maxSize;
-            e.aux = static_cast<uint64_t>(p.poolProps->handleTypes);
-            // The location type has no field of its own: attr carries it for PoolCreate.
-            e.attr = static_cast<uint16_t>(p.poolProps->location.type);
+            f.maxSize = p.poolProps->maxSize;
+            f.handleTypes = static_cast<uint32_t>(p.poolProps->handleTypes);
+            f.locationType = static_cast<uint16_t>(p.poolProps->location.type);
             if (p.poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
                 e.device = static_cast<int16_t>(p.poolProps->location.id);
         }
+        f.into(e);
         d.needs = ok ? kNeedPoolEntity : 0;
         break;
     }
@@ -146,80 +144,80 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAttribute: {
         const auto& p = params<cuMemPoolSetAttribute_params>(cb);
-        e.kind = EventKind::PoolSetAttribute;
         e.pool = h(p.pool);
-        e.attr = static_cast<uint16_t>(p.attr);
+        // The old value is read at enter; the caller adds it (kNeedOldValue).
+        AttributeFields f{static_cast<PoolAttr>(p.attr), 0, std::nullopt};
         if (p.value) {
             // Reuse policies are ints, thresholds and high-watermark resets are cuuint64_t.
             if (p.attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD ||
                 p.attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || p.attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH)
-                e.size = *static_cast<const cuuint64_t*>(p.value);
+                f.value = *static_cast<const cuuint64_t*>(p.value);
             else
-                e.size = static_cast<uint64_t>(*static_cast<const int*>(p.value));
+                f.value = static_cast<uint64_t>(*static_cast<const int*>(p.value));
         }
+        f.into(e);
         d.needs = kNeedOldValue;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolTrimTo: {
         const auto& p = params<cuMemPoolTrimTo_params>(cb);
-        e.kind = EventKind::PoolTrimTo;
         e.pool = h(p.pool);
-        e.size = p.minBytesToKeep;
+        TrimFields{p.minBytesToKeep}.into(e);
         d.needs = kNeedReserved | kNeedUsed;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess: {
         const auto& p = params<cuMemPoolSetAccess_params>(cb);
-        e.kind = EventKind::PoolSetAccess;
         e.pool = h(p.pool);
-        e.size = p.count; // descriptors in the call; the first one is stored
+        SetAccessFields f{0, p.count}; // descriptors in the call; the first one is stored
         if (p.map && p.count > 0) {
             if (p.map[0].location.type == CU_MEM_LOCATION_TYPE_DEVICE)
                 e.device = static_cast<int16_t>(p.map[0].location.id);
-            e.aux = static_cast<uint64_t>(p.map[0].flags);
+            f.accessFlags = static_cast<uint32_t>(p.map[0].flags);
         }
+        f.into(e);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuDeviceSetMemPool: {
         const auto& p = params<cuDeviceSetMemPool_params>(cb);
-        e.kind = EventKind::DeviceSetMempool;
         e.device = static_cast<int16_t>(p.dev);
         e.pool = h(p.pool);
-        e.aux = CU_MEM_LOCATION_TYPE_DEVICE;
+        SetMempoolFields{CU_MEM_LOCATION_TYPE_DEVICE}.into(e);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemSetMemPool: {
         // CUDA 13's location form: only device locations have a "device current pool".
         const auto& p = params<cuMemSetMemPool_params>(cb);
-        e.kind = EventKind::DeviceSetMempool;
         e.pool = h(p.pool);
+        SetMempoolFields f;
         if (p.location) {
-            e.aux = static_cast<uint64_t>(p.location->type);
+            f.locationType = static_cast<uint32_t>(p.location->type);
             if (p.location->type == CU_MEM_LOCATION_TYPE_DEVICE)
                 e.device = static_cast<int16_t>(p.location->id);
         }
+        f.into(e);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportToShareableHandle: {
         const auto& p = params<cuMemPoolExportToShareableHandle_params>(cb);
-        e.kind = EventKind::PoolExport;
         e.pool = h(p.pool);
-        e.aux = static_cast<uint64_t>(p.handleType);
+        PoolExportFields{static_cast<uint32_t>(p.handleType)}.into(e);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolImportFromShareableHandle: {
         const auto& p = params<cuMemPoolImportFromShareableHandle_params>(cb);
         e.kind = EventKind::PoolImport;
         e.pool = (ok && p.pool_out) ? h(*p.pool_out) : 0;
-        e.aux = static_cast<uint64_t>(p.handleType);
-        e.variant = static_cast<uint8_t>(PoolKind::Imported);
+        PoolCreateFields f{PoolKind::Imported};
+        f.handleTypes = static_cast<uint32_t>(p.handleType);
+        f.into(e);
         d.needs = ok ? kNeedPoolEntity : 0;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer: {
         const auto& p = params<cuMemPoolExportPointer_params>(cb);
         e.kind = EventKind::PointerExport;
-        e.ptr = p.ptr;
+        SharedPointerFields{p.ptr}.into(e);
         d.needs = kNeedPtrPool;
         break;
     }
@@ -227,53 +225,49 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         const auto& p = params<cuMemPoolImportPointer_params>(cb);
         e.kind = EventKind::PointerImport;
         e.pool = h(p.pool);
-        e.ptr = (ok && p.ptr_out) ? static_cast<uint64_t>(*p.ptr_out) : 0;
+        SharedPointerFields{(ok && p.ptr_out) ? static_cast<uint64_t>(*p.ptr_out) : 0}.into(e);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecord: {
         const auto& p = params<cuEventRecord_params>(cb);
         e.kind = EventKind::EventRecord;
-        e.ptr = h(p.hEvent);
+        CuEventFields{h(p.hEvent)}.into(e);
         e.stream = h(p.hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
         const auto& p = params<cuEventRecord_ptsz_params>(cb);
         e.kind = EventKind::EventRecord;
-        e.ptr = h(p.hEvent);
+        CuEventFields{h(p.hEvent)}.into(e);
         e.stream = ptszStream(p.hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags: {
         const auto& p = params<cuEventRecordWithFlags_params>(cb);
         e.kind = EventKind::EventRecord;
-        e.ptr = h(p.hEvent);
+        CuEventFields{h(p.hEvent), p.flags}.into(e);
         e.stream = h(p.hStream);
-        e.aux = p.flags;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz: {
         const auto& p = params<cuEventRecordWithFlags_ptsz_params>(cb);
         e.kind = EventKind::EventRecord;
-        e.ptr = h(p.hEvent);
+        CuEventFields{h(p.hEvent), p.flags}.into(e);
         e.stream = ptszStream(p.hStream);
-        e.aux = p.flags;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent: {
         const auto& p = params<cuStreamWaitEvent_params>(cb);
         e.kind = EventKind::StreamWaitEvent;
-        e.ptr = h(p.hEvent);
+        CuEventFields{h(p.hEvent), p.Flags}.into(e);
         e.stream = h(p.hStream);
-        e.aux = p.Flags;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: {
         const auto& p = params<cuStreamWaitEvent_ptsz_params>(cb);
         e.kind = EventKind::StreamWaitEvent;
-        e.ptr = h(p.hEvent);
+        CuEventFields{h(p.hEvent), p.Flags}.into(e);
         e.stream = ptszStream(p.hStream);
-        e.aux = p.Flags;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
@@ -288,7 +282,7 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
         e.kind = EventKind::EventSynchronize;
-        e.ptr = h(params<cuEventSynchronize_params>(cb).hEvent);
+        CuEventFields{h(params<cuEventSynchronize_params>(cb).hEvent)}.into(e);
         d.needs = kSync | kNeedDevicePool | kNeedReserved | kNeedUsed;
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
@@ -298,19 +292,15 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuStreamCreate: {
         const auto& p = params<cuStreamCreate_params>(cb);
-        e.kind = EventKind::StreamCreate;
         e.stream = (ok && p.phStream) ? h(*p.phStream) : 0;
-        e.aux = p.Flags;
-        e.variant = 128; // priority 0, biased
+        StreamCreateFields{p.Flags, 0}.into(e);
         d.needs = ok ? kNeedStreamEntity : 0;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamCreateWithPriority: {
         const auto& p = params<cuStreamCreateWithPriority_params>(cb);
-        e.kind = EventKind::StreamCreate;
         e.stream = (ok && p.phStream) ? h(*p.phStream) : 0;
-        e.aux = p.flags;
-        e.variant = static_cast<uint8_t>(p.priority + 128);
+        StreamCreateFields{p.flags, p.priority}.into(e);
         d.needs = ok ? kNeedStreamEntity : 0;
         break;
     }

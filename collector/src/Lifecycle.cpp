@@ -17,6 +17,7 @@
 #include "Clock.h"
 #include "ControlHook.h"
 #include "Decode.h"
+#include "Diagnostics.h"
 #include "Log.h"
 #include "Runtime.h"
 
@@ -31,7 +32,6 @@ struct sigaction g_previous[65];
 std::atomic<bool> g_inSignal{false};
 std::atomic<bool> g_shutDown{false};
 std::atomic<pthread_t> g_writerThread{};
-int g_discard = 0; // POOLSCOPE_BENCH_DISCARD: 1 drain and drop, 2 never drain (diagnostics)
 
 const char* cuptiError(CUptiResult r) {
     const char* s = nullptr;
@@ -119,18 +119,7 @@ void writerLoop() {
             lastActivityFlush = now;
         }
         const int req = rt.flushRequest.load(std::memory_order_acquire);
-        if (g_discard == 2) {
-            // Diagnostic: the rings are never read (size them for the whole run), so the
-            // application's stores never meet the writer's core.
-        } else if (g_discard) {
-            // Diagnostic (POOLSCOPE_BENCH_DISCARD=1): drain and drop, to tell the hot path's
-            // cost from the writer's in overhead measurements. The trace stays empty.
-            static Event sink[4096];
-            for (size_t i = 0; i < rt.rings.count(); ++i)
-                if (EventRing* r = rt.rings.at(i))
-                    while (r->drain(sink, 4096) == 4096) {
-                    }
-        } else if (!failed && rt.sink) {
+        if (!diag::writerPass(rt) && !failed && rt.sink) {
             // A fatal signal asked for a flush: write everything held back, and commit.
             Status s = rt.sink->pump(req != rt.flushDone.load(std::memory_order_relaxed));
             if (!s) {
@@ -288,9 +277,6 @@ void atforkChild() {
 
 } // namespace
 
-// Shared with Api.cpp and Sampler.cpp.
-bool collectorShuttingDown() { return g_shutDown.load(); }
-
 // First traced call in a forked child (see atforkChild).
 void startForkedChild() {
     Runtime& rt = runtime();
@@ -314,8 +300,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     rt.config = Config::fromEnvironment();
     rt.watermarks = rt.config.watermarks;
     if (rt.config.disabled) return 1;
-    if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = std::atoi(d);
     Clock::init(rt.config.allowTsc);
+    const CUpti_CallbackFunc callback = diag::start(onCallback);
     if (!openTrace(rt)) return 1;
 
     // Not recording after all: the trace says why, and nothing of ours runs again (the exit
@@ -328,7 +314,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
         g_shutDown.store(true);
         return 1;
     };
-    CUptiResult r = cuptiSubscribe(&rt.subscriber, onCallback, nullptr);
+    CUptiResult r = cuptiSubscribe(&rt.subscriber, callback, nullptr);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         logOnce(LogKey::Subscribe,
                 "another CUPTI profiler is already attached to this process (Nsight Systems, "
@@ -356,10 +342,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
         r = cuptiActivityRegisterTimestampCallback(monotonicTimestamp);
         if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
         if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
-        // Diagnostic (POOLSCOPE_BENCH_MEMORY2=1): the other way to get watermarks, MEMORY2
-        // records per alloc/free, enabled only to measure its cost; its records are dropped.
-        if (const char* m = std::getenv("POOLSCOPE_BENCH_MEMORY2"); r == CUPTI_SUCCESS && m && m[0] == '1')
-            r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2);
+        if (r == CUPTI_SUCCESS) r = diag::enableActivity();
         if (r != CUPTI_SUCCESS) {
             // Degraded, not off: events and exact watermarks still work; implicit releases
             // then show only through the synchronize's watermarks.

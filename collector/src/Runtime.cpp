@@ -8,7 +8,7 @@
 #include "Clock.h"
 #include "Decode.h"
 #include "Log.h"
-#include "SelfTime.h"
+#include "poolscope/EventFields.h"
 
 namespace poolscope::collector {
 
@@ -56,20 +56,14 @@ inline PoolSlot* slotFor(ThreadState* t, uint64_t pool) {
     return s;
 }
 
-// The implicit release at a synchronize can shrink every pool, not only the device's current
-// one: re-read them all, refresh the cached reserved values, and record each as a sample at the
-// synchronize's own timestamp so every pool's graph shows the release exactly where it happened.
-// Synchronizes are rare next to allocs; a few reads per pool are affordable here.
 // The implicit release the collector itself observed: reserved memory went down across a
 // synchronize. CUPTI's MEMORY_POOL activity reports only some of these (and late); this one is
 // exact and in place. Its seq is one of the slots the synchronize reserved just below its own.
 Event releaseEvent(const Event& sync, uint64_t pool, uint64_t before, uint64_t after,
                    uint64_t used) {
     Event e;
-    e.kind = EventKind::ImplicitRelease;
+    ReleaseFields{after, before}.into(e);
     e.pool = pool;
-    e.size = after;
-    e.aux = before; // reserved before the synchronize
     e.reserved = after;
     e.used = used;
     e.flags = kHasWatermarks;
@@ -91,6 +85,10 @@ void pushEvent(ThreadState* t, const Event& e) {
     t->ring->publish();
 }
 
+// The implicit release at a synchronize can shrink every pool, not only the device's current
+// one: re-read them all, refresh the cached reserved values, and record each as a sample at the
+// synchronize's own timestamp so every pool's graph shows the release exactly where it happened.
+// Synchronizes are rare next to allocs; a few reads per pool are affordable here.
 __attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks,
                                                     const Event* sync, uint64_t syncSeq,
                                                     int slotsUsed) {
@@ -167,18 +165,17 @@ __attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const C
     }
 }
 
-__attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+// Always inlined into onCallback, with the decode it inlines: GCC's size estimate counts the
+// decode's stores of fields the fresh event already holds (they fold away once inlined here),
+// and would otherwise leave one call more on every exit callback.
+__attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_CallbackId cbid,
+                                                      const CUpti_CallbackData& cb) {
     Runtime& rt = runtime();
-#ifdef POOLSCOPE_EXP_NO_CLOCK // diagnostic build only: what the timestamp read costs
-    const uint64_t ticks = 0;
-#else
     const uint64_t ticks = Clock::ticks();
-#endif
     // Built here and copied into the ring slot once at the end: the slot's lines are written
     // only by that copy, never read back field by field while they are still on their way in.
     Event ev;
     const Decoded d = decodeExit(cbid, cb, ev);
-    SELFTIME(2);
     if (!d.record) return;
     ev.tid = t->tid;
     if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
@@ -200,7 +197,7 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         // size (measured on the driver), so the writer derives `used` in seq order from the
         // sizes and the last value read (kUsedDerived) and the hot path skips that read. A free
         // of a pointer this thread did not allocate (its size is known only to the writer, and
-        // only if the alloc was recorded) and imported pools are read as before.
+        // only if the alloc was recorded) and imported pools are read.
         const bool derive =
             wm == WatermarkMode::Exit && slot && ev.result == 0 &&
             !slot->imported.load(std::memory_order_relaxed) &&
@@ -221,7 +218,6 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         if (ok) ev.flags |= kHasWatermarks;
     }
 
-    SELFTIME(3);
     const bool ok = ev.result == 0;
     switch (ev.kind) {
     case EventKind::Alloc:
@@ -232,8 +228,9 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         break;
     case EventKind::PoolSetAttribute:
         if (t->oldValid) {
-            ev.aux = t->oldValue;
-            ev.flags |= kHasOldValue;
+            AttributeFields a = AttributeFields::of(ev);
+            a.old = t->oldValue;
+            a.into(ev);
         }
         break;
     case EventKind::PoolCreate:
@@ -257,16 +254,10 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
         break;
     }
 
-    SELFTIME(4);
     const bool sync = (d.needs & kSync) && wm != WatermarkMode::Off;
     Event* e = t->ring ? t->ring->claim() : nullptr;
-#ifdef POOLSCOPE_EXP_NO_RING // diagnostic build only: everything but the ring write
-    e = nullptr;
-#endif
     if (!e) {
-#ifndef POOLSCOPE_EXP_NO_RING
         if (t->ring) t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
-#endif
         t->enterSeq = 0;
         if (sync) {
             Guard g(t);
@@ -287,7 +278,6 @@ __attribute__((hot)) void onExit(ThreadState* t, CUpti_CallbackId cbid, const CU
     // writes to lines this core already owns (measured: -20 ns/iteration, docs/PERFORMANCE.md).
     t->ring->prefetchForWrite(kRingPrefetchAhead);
     t->ring->publish();
-    SELFTIME(5);
     if (!sync) return;
     const Event& s = ev;
     int slot = 0;
@@ -336,12 +326,10 @@ __attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti
     }
     if (t->guard) return;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-    SELFTIME_BEGIN(cb->callbackSite == CUPTI_API_ENTER ? 0 : 1);
     if (cb->callbackSite == CUPTI_API_ENTER)
         onEnter(t, cbid, *cb);
     else
         onExit(t, cbid, *cb);
-    SELFTIME_END();
 }
 
 PoolSlot* findPool(uint64_t handle) {
@@ -364,13 +352,11 @@ bool readWatermarks(uint64_t pool, PoolWatermarks& w) {
 void pushSample(ThreadState* t, uint64_t pool, const PoolSlot& slot, uint64_t ticks,
                 const PoolWatermarks& w) {
     Event e;
-    e.kind = EventKind::Sample;
+    SampleFields{w.reservedHigh, w.usedHigh}.into(e);
     e.tsNs = static_cast<int64_t>(ticks);
     e.pool = pool;
     e.reserved = w.reserved;
     e.used = w.used;
-    e.size = w.reservedHigh;
-    e.aux = w.usedHigh;
     e.tid = t->tid;
     e.device = static_cast<int16_t>(slot.device.load(std::memory_order_relaxed));
     e.flags = kHasWatermarks;

@@ -93,9 +93,8 @@ struct Runtime {
     std::atomic<int> flushRequest{0}; // signal handler -> writer: commit now
     std::atomic<int> flushDone{0};
     std::unique_ptr<LiveSink> live;
-    bool driverVersionKnown = false;
     ProcessInfo process;              // as written to the trace (for the control server's hello)
-    std::vector<DeviceInfo> devices;  // guarded by coldMutex // forked child: recording starts at its first call
+    std::vector<DeviceInfo> devices;  // guarded by coldMutex
 };
 
 Runtime& runtime();

@@ -254,16 +254,14 @@ Result<std::vector<PoolInfo>> TraceReader::pools() const {
 Result<std::vector<StreamInfo>> TraceReader::streams() const {
     return selectAll<StreamInfo>(
         db_,
-        "SELECT handle,cupti_stream_id,device,priority,flags,priority_known FROM streams "
-        "ORDER BY device, handle",
+        "SELECT handle,device,priority,flags,priority_known FROM streams ORDER BY device, handle",
         [](const Stmt& s) {
             StreamInfo si;
             si.handle = s.u64(0);
-            si.cuptiStreamId = s.u64(1);
-            si.device = s.i32(2);
-            si.priority = s.i32(3);
-            si.flags = static_cast<uint32_t>(s.i64(4));
-            si.priorityKnown = s.i32(5) != 0;
+            si.device = s.i32(1);
+            si.priority = s.i32(2);
+            si.flags = static_cast<uint32_t>(s.i64(3));
+            si.priorityKnown = s.i32(4) != 0;
             return si;
         },
         [this](const char* w) { return sqlError(w); });
@@ -355,7 +353,7 @@ uint64_t TraceReader::chunkedEventCount() const {
 }
 
 Status TraceReader::forEachChunk(const std::function<bool(std::vector<Event>&)>& fn) const {
-    // "ORDER BY first_seq" on the chunk rows made SQLite copy every blob into a temporary b-tree
+    // "ORDER BY first_seq" on the chunk rows makes SQLite copy every blob into a temporary b-tree
     // before returning the first row (300 MB for 10M events, spilled to temp files: seconds of
     // wall time, most of a load). TraceWriter appends chunks in seq order, so rowid order is
     // seq order: check that on the small columns (the blobs' overflow pages are not read) and
@@ -411,7 +409,7 @@ Result<std::vector<Event>> TraceReader::samples(uint64_t pool, int64_t t0, int64
         pool ? "SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
                "WHERE pool=?3 AND ts_ns >= ?1 AND ts_ns < ?2 ORDER BY ts_ns, id"
              // All pools: in id order (no index gives time order across pools, and SQLite's
-             // sort of 100k rows was a good part of opening a big trace), sorted below.
+             // sort of 100k rows is a good part of opening a big trace), sorted below.
              : "SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
                "WHERE ts_ns >= ?1 AND ts_ns < ?2 ORDER BY id";
     Stmt s(db_, sql);

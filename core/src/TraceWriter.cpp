@@ -135,8 +135,8 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                      "VALUES(?,?,?,?)"},
         {&st.pool, "INSERT OR REPLACE INTO pools(handle,device,kind,handle_types,location_type,"
                    "location_id,max_size,created_ns) VALUES(?,?,?,?,?,?,?,?)"},
-        {&st.stream, "INSERT OR REPLACE INTO streams(handle,cupti_stream_id,device,priority,"
-                     "flags,priority_known) VALUES(?,?,?,?,?,?)"},
+        {&st.stream, "INSERT OR REPLACE INTO streams(handle,device,priority,flags,"
+                     "priority_known) VALUES(?,?,?,?,?)"},
         {&st.thread, "INSERT OR REPLACE INTO threads(tid,name) VALUES(?,?)"},
         {&st.meta, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)"},
     };
@@ -322,11 +322,10 @@ Status TraceWriter::addPool(const PoolInfo& p) {
 Status TraceWriter::addStream(const StreamInfo& si) {
     sqlite3_stmt* s = st_->stream;
     sqlite3_bind_int64(s, 1, s64(si.handle));
-    sqlite3_bind_int64(s, 2, s64(si.cuptiStreamId));
-    sqlite3_bind_int(s, 3, si.device);
-    sqlite3_bind_int(s, 4, si.priority);
-    sqlite3_bind_int64(s, 5, si.flags);
-    sqlite3_bind_int(s, 6, si.priorityKnown ? 1 : 0);
+    sqlite3_bind_int(s, 2, si.device);
+    sqlite3_bind_int(s, 3, si.priority);
+    sqlite3_bind_int64(s, 4, si.flags);
+    sqlite3_bind_int(s, 5, si.priorityKnown ? 1 : 0);
     if (!stepReset(s)) return sqlError("write");
     return {};
 }

@@ -53,6 +53,8 @@ CREATE TABLE pools (
 
 CREATE TABLE streams (
   handle          INTEGER PRIMARY KEY,        -- 0 is the legacy default stream
+  -- Never filled and no longer read or written; kept in the table because readers of this
+  -- format version from before 2026-11-24 select it, and they must open new files too.
   cupti_stream_id INTEGER NOT NULL DEFAULT 0,
   device          INTEGER NOT NULL DEFAULT -1,
   priority        INTEGER NOT NULL DEFAULT 0,

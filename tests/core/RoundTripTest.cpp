@@ -1,6 +1,7 @@
 // Every EventKind, with every field set to a value that would expose truncation or a sign
 // error, goes through TraceWriter and comes back unchanged from TraceReader.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "TestTraces.h"
 #include "poolscope/TraceReader.h"
@@ -164,7 +165,7 @@ TEST(RoundTrip, EntitiesAndMeta) {
     DeviceInfo d0{0, "NVIDIA H200", 150'000'000'000ull, "GPU-1234"};
     DeviceInfo d1{1, "NVIDIA H100", 80'000'000'000ull, "GPU-5678"};
     PoolInfo pool{0xFFFF'8000'0000'0010ull, 1, PoolKind::Explicit, 0x9, 1, 1, 1ull << 40, 777};
-    StreamInfo stream{0xFFFF'FFFF'0000'0001ull, 99, 1, -3, 1, true};
+    StreamInfo stream{0xFFFF'FFFF'0000'0001ull, 1, -3, 1, true};
     ThreadInfo thread{0xFFFF'FFFEu, "loader"};
     {
         auto w = TraceWriter::create(path);
@@ -215,7 +216,6 @@ TEST(RoundTrip, EntitiesAndMeta) {
     ASSERT_TRUE(streams);
     ASSERT_EQ(streams->size(), 1u);
     EXPECT_EQ(streams->front().handle, stream.handle);
-    EXPECT_EQ(streams->front().cuptiStreamId, stream.cuptiStreamId);
     EXPECT_EQ(streams->front().device, stream.device);
     EXPECT_EQ(streams->front().priority, stream.priority);
     EXPECT_EQ(streams->front().flags, stream.flags);
@@ -228,6 +228,43 @@ TEST(RoundTrip, EntitiesAndMeta) {
     auto meta = (*r)->meta();
     ASSERT_TRUE(meta);
     EXPECT_EQ(meta->at("dropped_events"), "17");
+}
+
+// streams.cupti_stream_id was never filled: the reader must not depend on it, whether a file has
+// it with a value (older writers could have) or lacks it altogether.
+TEST(RoundTrip, StreamsWithAndWithoutTheUnusedCuptiStreamIdColumn) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("streams.poolscope");
+    StreamInfo stream{0x1234, 0, 5, 4, true};
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w);
+        ASSERT_TRUE((*w)->addStream(stream));
+        ASSERT_TRUE((*w)->close());
+    }
+    auto exec = [&](const char* sql) {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+        EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK)
+            << sqlite3_errmsg(db);
+        sqlite3_close(db);
+    };
+    auto expectStream = [&] {
+        auto r = TraceReader::open(path);
+        ASSERT_TRUE(r) << r.error().message;
+        auto streams = (*r)->streams();
+        ASSERT_TRUE(streams) << streams.error().message;
+        ASSERT_EQ(streams->size(), 1u);
+        EXPECT_EQ(streams->front().handle, stream.handle);
+        EXPECT_EQ(streams->front().device, stream.device);
+        EXPECT_EQ(streams->front().priority, stream.priority);
+        EXPECT_EQ(streams->front().flags, stream.flags);
+        EXPECT_TRUE(streams->front().priorityKnown);
+    };
+    exec("UPDATE streams SET cupti_stream_id=99");
+    expectStream();
+    exec("ALTER TABLE streams DROP COLUMN cupti_stream_id");
+    expectStream();
 }
 
 } // namespace

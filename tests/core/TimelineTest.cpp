@@ -254,7 +254,7 @@ TEST(Timeline, EntitiesGivenUpFrontAndSortedByDevice) {
     TimelineBuilder b;
     PoolInfo p1{0x300, 1, PoolKind::Default, 0, 0, 0, 0, 0};
     PoolInfo p0{0x400, 0, PoolKind::Explicit, 0, 0, 0, 0, 0};
-    StreamInfo s1{0x30, 7, 1, 0, 0, false};
+    StreamInfo s1{0x30, 1, 0, 0, false};
     b.setEntities({DeviceInfo{0, "gpu0", 1, ""}}, {p1, p0}, {s1});
     test::Events ev;
     ev.alloc(5, 0x20, 0x500, 0x1, 8).device = 0; // unseen pool and stream: created on sight
@@ -275,7 +275,8 @@ TEST(Timeline, EntitiesGivenUpFrontAndSortedByDevice) {
     EXPECT_EQ(steps(tl->pools[2].releaseThreshold), (Steps{{5, 1024}, {6, ~uint64_t{0}}}));
     ASSERT_EQ(tl->streams.size(), 2u);
     EXPECT_EQ(tl->streams[0].info.handle, 0x20u);
-    EXPECT_EQ(tl->streams[1].info.cuptiStreamId, 7u);
+    EXPECT_EQ(tl->streams[1].info.handle, 0x30u);
+    EXPECT_EQ(tl->streams[1].info.device, 1);
     ASSERT_EQ(tl->markers.size(), 1u);
     EXPECT_EQ(tl->markers[0].kind, EventKind::KnobChange);
 }

@@ -6,11 +6,14 @@
 # empty-callback floor / collector, alternating, medians) and leaves small traces and logs in $OUT.
 # Knobs: BENCH_SKIP=1 (checks only), BENCH_ONLY=1 (benchmark only), BENCH_ITER, BENCH_ROUNDS,
 # BENCH_CPUS (taskset list, default 2-5), BENCH_PIN (pin only the measuring thread), BENCH_CONFIGS (bare floor collector collector_full
-# collector_nowm collector_mono collector_ring4k collector_discard collector_memory2).
+# collector_nowm collector_mono collector_ring4k collector_noact collector_nosamp; with the
+# diagnostic module: collector_discard collector_nodrain collector_memory2 collector_selftime).
 # Build (on any x86-64 Linux with CUDA 13, then carry build/gpu):
 #   cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DPOOLSCOPE_BUILD_GUI=OFF -DPOOLSCOPE_BUILD_BENCH=OFF
 #   cmake --build build/gpu -j2 --target poolscope poolscope_collector poolscope_floor_injection \
 #     workload_churn workload_pools workload_trims_oom workload_threads workload_ipc workload_fork_after_init
+# and, for the diagnostic configurations, --target poolscope_collector_diag
+# (libpoolscope_collector_diag.so: the POOLSCOPE_BENCH_* variables, collector/src/Diagnostics.cpp).
 set -uo pipefail
 BUILD=${1:-build/gpu}
 OUTDIR=${OUT:-$PWD/gpu-out}
@@ -24,6 +27,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PS=$BUILD/bin/poolscope
 WL=$BUILD/workloads
 COLLECTOR=$BUILD/bin/libpoolscope_collector.so
+DIAG=$BUILD/bin/libpoolscope_collector_diag.so
 FLOOR=$WL/libpoolscope_floor_injection.so
 for f in "$PS" "$COLLECTOR" "$FLOOR" "$WL/churn"; do
     [[ -e $f ]] || { echo "run.sh: missing $f (build with tests/gpu/README or see run.sh)"; exit 2; }
@@ -145,6 +149,11 @@ bench() { # NAME [ENV...]
 }
 : >"$WORK/bench.txt"
 C="CUDA_INJECTION64_PATH=$COLLECTOR POOLSCOPE_OUTPUT=$WORK/bench.poolscope"
+D="CUDA_INJECTION64_PATH=$DIAG POOLSCOPE_OUTPUT=$WORK/bench.poolscope"
+case " $CONFIGS " in
+*" collector_discard "* | *" collector_nodrain "* | *" collector_memory2 "* | *" collector_selftime "*)
+    [[ -e $DIAG ]] || { echo "run.sh: missing $DIAG (build --target poolscope_collector_diag)"; exit 2; } ;;
+esac
 for r in $(seq "$ROUNDS"); do
     for cfg in $CONFIGS; do
         case $cfg in
@@ -155,14 +164,15 @@ for r in $(seq "$ROUNDS"); do
         collector_nowm) bench collector_nowm $C POOLSCOPE_WATERMARKS=off ;;
         collector_mono) bench collector_mono $C POOLSCOPE_CLOCK=monotonic ;;
         collector_ring4k) bench collector_ring4k $C POOLSCOPE_RING_EVENTS=4096 POOLSCOPE_SAMPLE_PERIOD_MS=0 ;;
-        collector_discard) bench collector_discard $C POOLSCOPE_BENCH_DISCARD=1 ;;
         collector_noact) bench collector_noact $C POOLSCOPE_ACTIVITY=0 ;;
-        collector_nodrain) bench collector_nodrain $C POOLSCOPE_BENCH_DISCARD=2 POOLSCOPE_RING_EVENTS=2097152 ;;
-        collector_bigring) bench collector_bigring $C POOLSCOPE_BENCH_DISCARD=1 POOLSCOPE_RING_EVENTS=2097152 ;;
         collector_nosamp) bench collector_nosamp $C POOLSCOPE_SAMPLE_PERIOD_MS=0 ;;
-        collector_memory2) bench collector_memory2 $C POOLSCOPE_WATERMARKS=off POOLSCOPE_BENCH_MEMORY2=1 ;;
-        # Any other name: a diagnostic build of the module left at BUILD_DIR/exp/NAME.so
-        # (POOLSCOPE_COLLECTOR_DEFINES, see docs/PERFORMANCE.md), in the default mode.
+        # The diagnostic module (collector/src/Diagnostics.cpp).
+        collector_discard) bench collector_discard $D POOLSCOPE_BENCH_DISCARD=1 ;;
+        collector_nodrain) bench collector_nodrain $D POOLSCOPE_BENCH_DISCARD=2 POOLSCOPE_RING_EVENTS=2097152 ;;
+        collector_memory2) bench collector_memory2 $D POOLSCOPE_WATERMARKS=off POOLSCOPE_BENCH_MEMORY2=1 ;;
+        collector_selftime) bench collector_selftime $D POOLSCOPE_BENCH_SELFTIME=1 ;;
+        # Any other name: another build of the module left at BUILD_DIR/exp/NAME.so (e.g. an
+        # earlier commit's, to compare against), in the default mode.
         *) if [[ -f $BUILD/exp/$cfg.so ]]; then
                bench "$cfg" CUDA_INJECTION64_PATH="$BUILD/exp/$cfg.so" POOLSCOPE_OUTPUT="$WORK/bench.poolscope"
            else echo "run.sh: unknown bench config $cfg" >&2; fi ;;

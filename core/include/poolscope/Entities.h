@@ -41,7 +41,6 @@ struct PoolInfo {
 
 struct StreamInfo {
     uint64_t handle = 0;
-    uint64_t cuptiStreamId = 0;
     int device = -1;
     int priority = 0;
     uint32_t flags = 0;

@@ -112,15 +112,14 @@ DeviceInfo deviceFromJson(const json& j) {
 }
 
 json toJson(const StreamInfo& s) {
-    return json{{"handle", s.handle}, {"cupti_stream_id", s.cuptiStreamId},
-                {"device", s.device}, {"priority", s.priority},
-                {"flags", s.flags},   {"priority_known", s.priorityKnown}};
+    return json{{"handle", s.handle},     {"device", s.device},
+                {"priority", s.priority}, {"flags", s.flags},
+                {"priority_known", s.priorityKnown}};
 }
 
 StreamInfo streamFromJson(const json& j) {
     StreamInfo s;
     s.handle = j.at("handle").get<uint64_t>();
-    s.cuptiStreamId = opt<uint64_t>(j, "cupti_stream_id", 0);
     s.device = opt<int>(j, "device", -1);
     s.priority = opt<int>(j, "priority", 0);
     s.flags = opt<uint32_t>(j, "flags", 0);

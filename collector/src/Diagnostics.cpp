@@ -1,0 +1,94 @@
+// The diagnostic module's side of Diagnostics.h (poolscope_collector_diag only). Each variable
+// isolates one part of the collector's cost in the overhead benchmark (tests/gpu/run.sh):
+//   POOLSCOPE_BENCH_DISCARD=1  the writer drains the rings and drops the events (empty trace):
+//                              the hot path's cost without the writer's.
+//   POOLSCOPE_BENCH_DISCARD=2  the rings are never read until exit (size them for the whole run
+//                              with POOLSCOPE_RING_EVENTS): the application's stores never meet
+//                              the writer's core.
+//   POOLSCOPE_BENCH_MEMORY2=1  also enables CUPTI MEMORY2 activity (its records are dropped): the
+//                              cost of the other way to get watermarks.
+//   POOLSCOPE_BENCH_SELFTIME=1 the callback is wrapped in two timestamp reads; the mean time of
+//                              enter and exit callbacks goes to stderr at exit. Not thread-safe:
+//                              for the single-threaded benchmark.
+
+#include "Diagnostics.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "Clock.h"
+#include "Runtime.h"
+
+namespace poolscope::collector::diag {
+
+namespace {
+
+int g_discard = 0;
+CUpti_CallbackFunc g_shipped = nullptr;
+
+struct SelfTime {
+    uint64_t ticks[2] = {}, calls[2] = {};
+    uint64_t ticks0 = 0;
+    int64_t ns0 = 0;
+    bool on = false;
+
+    ~SelfTime() {
+        if (!on) return;
+        const double ns = double(monoNowNs() - ns0);
+        const double perTick = ns / double(Clock::ticks() - ticks0);
+        auto per = [&](int i) {
+            return calls[i] ? double(ticks[i]) * perTick / double(calls[i]) : 0.0;
+        };
+        std::fprintf(stderr,
+                     "[selftime] enter %llu calls %.1f ns/call; exit %llu calls %.1f ns/call\n",
+                     (unsigned long long)calls[0], per(0), (unsigned long long)calls[1], per(1));
+    }
+};
+SelfTime g_self;
+
+void CUPTIAPI timedCallback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void* data) {
+    const uint64_t t0 = Clock::ticks();
+    g_shipped(user, domain, cbid, data);
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    const int site = cb->callbackSite == CUPTI_API_ENTER ? 0 : 1;
+    g_self.ticks[site] += Clock::ticks() - t0;
+    ++g_self.calls[site];
+}
+
+bool envIs(const char* name, char value) {
+    const char* v = std::getenv(name);
+    return v && v[0] == value;
+}
+
+} // namespace
+
+CUpti_CallbackFunc start(CUpti_CallbackFunc shipped) {
+    if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = std::atoi(d);
+    g_shipped = shipped;
+    if (!envIs("POOLSCOPE_BENCH_SELFTIME", '1')) return shipped;
+    g_self.on = true;
+    g_self.ticks0 = Clock::ticks();
+    g_self.ns0 = monoNowNs();
+    return timedCallback;
+}
+
+CUptiResult enableActivity() {
+    return envIs("POOLSCOPE_BENCH_MEMORY2", '1') ? cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2)
+                                                 : CUPTI_SUCCESS;
+}
+
+bool writerPass(Runtime& rt) {
+    if (g_discard == 0) return false;
+    if (g_discard == 1) {
+        static Event sink[4096];
+        for (size_t i = 0; i < rt.rings.count(); ++i)
+            if (EventRing* r = rt.rings.at(i))
+                while (r->drain(sink, 4096) == 4096) {
+                }
+    }
+    return true;
+}
+
+} // namespace poolscope::collector::diag

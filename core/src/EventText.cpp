@@ -1,0 +1,85 @@
+#include "poolscope/EventText.h"
+
+#include <cstdio>
+
+#include "poolscope/EventFields.h"
+#include "poolscope/Units.h"
+
+namespace poolscope {
+
+namespace {
+
+bool isBoolAttr(uint16_t a) {
+    return a == uint16_t(PoolAttr::ReuseFollowEventDependencies) ||
+           a == uint16_t(PoolAttr::ReuseAllowOpportunistic) ||
+           a == uint16_t(PoolAttr::ReuseAllowInternalDependencies);
+}
+
+std::string attrValue(uint16_t a, uint64_t v) {
+    if (isBoolAttr(a)) return v ? "on" : "off";
+    return formatBytes(v);
+}
+
+// "name: old → new", the old value only when it was read.
+std::string attrChange(uint16_t a, const std::optional<uint64_t>& old, uint64_t value) {
+    std::string s = std::string(poolAttrName(a)) + ": ";
+    if (old) s += attrValue(a, *old) + " → ";
+    return s + attrValue(a, value);
+}
+
+std::string hex(uint64_t h) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(h));
+    return buf;
+}
+
+} // namespace
+
+std::string describeEvent(const Event& e) {
+    switch (e.kind) {
+    case EventKind::Alloc:
+        if (e.failed()) return "FAILED (CUresult " + std::to_string(e.result) + ")";
+        return std::string(allocApiName(AllocFields::of(e).api));
+    case EventKind::PoolSetAttribute: {
+        const AttributeFields a = AttributeFields::of(e);
+        return attrChange(static_cast<uint16_t>(a.attr), a.old, a.value);
+    }
+    case EventKind::KnobChange: {
+        // A trim's requested value is what to keep; its old value and value are reserved bytes.
+        const KnobFields k = KnobFields::of(e);
+        std::string s;
+        if (!k.isAttribute() && k.action() == KnobAction::TrimTo)
+            s = "trim to keep at least " + formatBytes(k.requested) + ": reserved ";
+        else if (!k.isAttribute() && k.action() == KnobAction::ResetHighWatermarks)
+            s = "reset high watermarks: reserved high ";
+        else
+            return attrChange(k.target, k.old, k.value) + " (set by PoolScope)";
+        if (k.old) s += formatBytes(*k.old) + " → ";
+        return s + formatBytes(k.value) + " (set by PoolScope)";
+    }
+    case EventKind::PoolTrimTo:
+        return "keep at least " + formatBytes(TrimFields::of(e).minBytesToKeep);
+    case EventKind::ImplicitRelease:
+        return "pool size after release " + formatBytes(ReleaseFields::of(e).reservedAfter);
+    case EventKind::PoolCreate: {
+        const PoolCreateFields p = PoolCreateFields::of(e);
+        return std::string(poolKindName(p.kind)) + " pool, max size " +
+               (p.maxSize ? formatBytes(p.maxSize) : std::string("unlimited"));
+    }
+    case EventKind::EventRecord:
+    case EventKind::StreamWaitEvent:
+    case EventKind::EventSynchronize:
+        return "event " + hex(CuEventFields::of(e).event);
+    case EventKind::DeviceSetMempool:
+        return "device " + std::to_string(e.device) + " current pool";
+    case EventKind::Sample: {
+        const SampleFields s = SampleFields::of(e);
+        return "reserved high " + formatBytes(s.reservedHigh) + ", used high " +
+               formatBytes(s.usedHigh);
+    }
+    default:
+        return {};
+    }
+}
+
+} // namespace poolscope
