@@ -1,9 +1,9 @@
 #pragma once
 // One up-front allocation for a vector that will grow big, backed by transparent huge pages
 // where the kernel offers them (Linux, THP "madvise" mode, the common default). A 10M-event
-// timeline is ~600 MB of vectors: grown by doubling, each element was copied once or twice and
-// every 4 KiB page faulted in separately (a third of the build in the kernel, measured with
-// perf). Reserved once and advised, the data is written in place and faults once per 2 MiB.
+// timeline is ~600 MB of vectors: grown by doubling, each element is copied once or twice and
+// every 4 KiB page faults in separately, a third of a build spent in the kernel. Reserved once
+// and advised, the data is written in place and faults once per 2 MiB.
 // Pages of the reservation that are never written are never faulted in, so reserving for an
 // upper bound costs address space, not memory.
 

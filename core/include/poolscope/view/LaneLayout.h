@@ -48,7 +48,7 @@ public:
     std::vector<std::vector<uint32_t>> rows;
     // Per row, each allocation's drawn end (free time, or the trace's end while live), stored
     // contiguously: the painter's per-pixel skips gallop through these instead of chasing
-    // allocation records across memory (that was most of a fit-all frame on 10M events).
+    // allocation records across memory (which would be most of a fit-all frame on 10M events).
     std::vector<std::vector<int64_t>> rowEnds;
     std::vector<std::vector<int64_t>> rowStarts; // alloc times, same layout as rowEnds
     // The time of every Series::kBlock-th point of the series the area charts scan (a pool's
