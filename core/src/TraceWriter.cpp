@@ -124,7 +124,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
         std::string sql;
     } preps[] = {
         {&st.chunk, "INSERT INTO event_chunks(first_seq,last_seq,t_min,t_max,count,kinds,codec,"
-                    "data) VALUES(?,?,?,?,?,?,?,?)"},
+                    "data,prev_last_seq,crc) VALUES(?,?,?,?,?,?,?,?,?,?)"},
         {&st.count, "INSERT OR REPLACE INTO event_counts(kind,count) VALUES(?,?)"},
         {&st.sample, multiRowInsert(sampleHead, kSampleColumns, 1)},
         {&st.sampleBatch, multiRowInsert(sampleHead, kSampleColumns, kBatchRows)},
@@ -202,9 +202,21 @@ Status TraceWriter::flushChunk() {
     sqlite3_bind_int(c, 7, kEventCodecVersion);
     const std::string_view blob = encoder_.data();
     sqlite3_bind_blob64(c, 8, blob.data(), blob.size(), SQLITE_STATIC);
+    schema::ChunkHeader h;
+    h.firstSeq = chunk_.firstSeq;
+    h.lastSeq = chunk_.lastSeq;
+    h.prevLastSeq = prevLastSeq_;
+    h.tMin = chunk_.tMin;
+    h.tMax = chunk_.tMax;
+    h.count = chunk_.count;
+    h.kinds = chunk_.kinds;
+    h.codec = kEventCodecVersion;
+    sqlite3_bind_int64(c, 9, s64(prevLastSeq_));
+    sqlite3_bind_int64(c, 10, schema::chunkChecksum(h, blob));
     int rc = sqlite3_step(c);
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
+    prevLastSeq_ = chunk_.lastSeq;
     chunk_ = {};
     encoder_.reset();
     return {};

@@ -69,6 +69,7 @@ private:
         int64_t tMin = 0, tMax = 0;
     } chunk_;                    // the chunk being filled
     EventEncoder encoder_;       // holds the open chunk's encoded events
+    uint64_t prevLastSeq_ = 0;   // last_seq of the chunk written before (prev_last_seq)
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};
     std::string path_;
