@@ -18,7 +18,8 @@ uint32_t chunkChecksum(const ChunkHeader& h, std::string_view data) {
                               static_cast<uint64_t>(h.codec)};
     unsigned char bytes[sizeof words];
     for (size_t i = 0; i < std::size(words); ++i)
-        for (int b = 0; b < 8; ++b) bytes[i * 8 + b] = static_cast<unsigned char>(words[i] >> (8 * b));
+        for (int b = 0; b < 8; ++b)
+            bytes[i * 8 + b] = static_cast<unsigned char>(words[i] >> (8 * b));
     return crc32c(crc32c(0, bytes, sizeof bytes), data.data(), data.size());
 }
 

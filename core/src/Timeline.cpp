@@ -380,7 +380,8 @@ void TimelineBuilder::reserve(const std::map<EventKind, uint64_t>& countsByKind)
     // Bounds: a watermark point per event or sample at most (an event carries one pool's); a
     // stream's live bytes change at its allocs and at frees of its blocks.
     uint64_t all = 0;
-    for (const auto& [kind, count] : countsByKind) all = std::min(all + std::min(count, kMaxHint), kMaxHint);
+    for (const auto& [kind, count] : countsByKind)
+        all = std::min(all + std::min(count, kMaxHint), kMaxHint); // both terms <= 2^32
     d.poolPointsHint = all + 4;
     d.streamPointsHint = n(EventKind::Alloc) + n(EventKind::Free) + 4;
     d.pending.reservePoints(n(EventKind::Free) + n(EventKind::StreamWaitEvent) +

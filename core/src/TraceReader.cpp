@@ -309,7 +309,8 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
     const bool v3 = schemaVersion_ >= schema::kChunkChecksumVersion;
     std::string sql = "SELECT id,first_seq,last_seq,t_min,t_max,count,kinds,codec,typeof(data),"
                       "length(data)";
-    sql += v3 ? ",prev_last_seq,crc FROM event_chunks ORDER BY id" : " FROM event_chunks ORDER BY id";
+    sql += v3 ? ",prev_last_seq,crc" : "";
+    sql += " FROM event_chunks ORDER BY id";
     Stmt s(db_, sql.c_str());
     if (!s.ok()) return sqlError("read the event chunks");
     const int intColumns = v3 ? 12 : 8;
@@ -387,7 +388,8 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
         if (v3) {
             const uint64_t expected = prev ? prev->h.lastSeq : 0;
             const bool explained = std::any_of(refused.begin(), refused.end(), [&](auto r) {
-                return r.first > expected && r.first < c.h.firstSeq;
+                auto inside = [&](uint64_t seq) { return seq > expected && seq < c.h.firstSeq; };
+                return inside(r.first) || inside(r.second);
             });
             if (c.h.prevLastSeq != expected && !explained) {
                 if (c.h.prevLastSeq > expected && c.h.prevLastSeq < c.h.firstSeq)

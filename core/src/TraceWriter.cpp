@@ -112,7 +112,8 @@ Result<bool> finishPartialTrace(const std::string& path) {
     const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
     folded = sqlite3_close(db) == SQLITE_OK && folded;
     if (!folded)
-        return Error{ErrorCode::WriteFailed, "could not finish the trace '" + partial + "': " + why};
+        return Error{ErrorCode::WriteFailed,
+                     "could not finish the trace '" + partial + "': " + why};
     {
         auto r = TraceReader::open(partial);
         if (!r) return r.error();
