@@ -78,6 +78,11 @@ Error TraceReader::sqlError(const char* what) const {
     if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
         return {ErrorCode::Corrupt, "'" + path_ + "' is damaged (" + what + " failed: " +
                                         sqlite3_errmsg(db_) + ")"};
+    // A column or table of this format that is not there: the file was altered (issue #12).
+    const std::string msg = sqlite3_errmsg(db_);
+    if (code == SQLITE_ERROR && (msg.starts_with("no such column") ||
+                                 msg.starts_with("no such table")))
+        return {ErrorCode::Corrupt, "'" + path_ + "' is damaged (" + msg + ")"};
     return {ErrorCode::Io, std::string("could not ") + what + " in '" + path_ +
                                "': " + sqlite3_errmsg(db_)};
 }
@@ -370,12 +375,8 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
     auto bySeq = [](const ChunkRef& a, const ChunkRef& b) {
         return a.h.firstSeq != b.h.firstSeq ? a.h.firstSeq < b.h.firstSeq : a.id < b.id;
     };
-    if (!std::is_sorted(idx->chunks.begin(), idx->chunks.end(), bySeq)) {
+    if (!std::is_sorted(idx->chunks.begin(), idx->chunks.end(), bySeq))
         std::sort(idx->chunks.begin(), idx->chunks.end(), bySeq);
-        idx->byRowid = false;
-        damaged("event chunk rows are out of seq order (moved rows; read in seq order, nothing "
-                "lost)", 0, true);
-    }
     std::vector<ChunkRef> kept;
     kept.reserve(idx->chunks.size());
     for (const ChunkRef& c : idx->chunks) {
@@ -396,7 +397,9 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
                     damaged("events with seq " + std::to_string(expected + 1) + ".." +
                                 std::to_string(c.h.prevLastSeq) +
                                 " are missing (event chunk rows deleted before chunk " +
-                                std::to_string(c.id) + ")", c.h.prevLastSeq - expected);
+                                std::to_string(c.id) + "; at most " +
+                                std::to_string(c.h.prevLastSeq - expected) + " events)",
+                            c.h.prevLastSeq - expected);
                 else
                     damaged(describeChunk(c.id, c.h) + " does not follow the chunk before it "
                                 "(its prev_last_seq " + std::to_string(c.h.prevLastSeq) +
@@ -406,8 +409,13 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
         kept.push_back(c);
     }
     idx->chunks = std::move(kept);
-    uint64_t chunkTotal = 0;
-    for (const ChunkRef& c : idx->chunks) chunkTotal += c.h.count;
+    // Rows the writer appended in seq order are in id order too: read them by rowid. Otherwise
+    // they were moved (nothing is lost: they are read in seq order, one by one).
+    for (size_t i = 1; i < idx->chunks.size() && idx->byRowid; ++i)
+        idx->byRowid = idx->chunks[i - 1].id < idx->chunks[i].id;
+    if (!idx->byRowid)
+        damaged("event chunk rows are out of seq order (moved rows; read in seq order, nothing "
+                "lost)", 0, true);
 
     // event_counts: valid rows, and their sum against the chunk rows'.
     Stmt k(db_, "SELECT kind,count,typeof(kind),typeof(count) FROM event_counts");
