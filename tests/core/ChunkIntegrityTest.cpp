@@ -279,6 +279,21 @@ TEST(ChunkIntegrity, NonIntegerAndOutOfRangeHeadersAreDamage) {
     EXPECT_GE(r.damage.size(), 4u) << r.damageText();
 }
 
+TEST(ChunkIntegrity, DroppedColumnIsDamageNotAnIoError) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("dropcol.poolscope");
+    writeTrace(path);
+    execSql(path, "ALTER TABLE event_chunks DROP COLUMN kinds");
+    Read r = readAll(path, true);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("is damaged (no such column: kinds)"), std::string::npos) << r.error;
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    Status st = (*reader)->forEachEvent([](const Event&) { return true; });
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code, ErrorCode::Corrupt);
+}
+
 TEST(ChunkIntegrity, OldFormatSampleOpensWithoutDamage) {
     // The bundled samples are format 1 (codec 2, no checksum): still read, headers checked.
     const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/churn.poolscope";
