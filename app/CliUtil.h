@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "poolscope/Result.h"
 #include "poolscope/TraceReader.h"
@@ -25,6 +26,19 @@ inline std::unique_ptr<TraceReader> openTraceOrReport(const std::string& path, i
 inline void reportError(const Error& e, int& exitCode) {
     std::fprintf(stderr, "poolscope: %s\n", e.message.c_str());
     exitCode = exitCodeFor(e.code);
+}
+
+// Prints one warning per damaged part of the trace (issue #12: never a silent wrong answer) and
+// returns the exit status for it: Corrupt's when anything is damaged, else 0. The output above
+// it still shows what is intact.
+inline int warnDamage(const TraceReader& r) {
+    const std::vector<TraceDamage> damage = r.damage();
+    for (const TraceDamage& d : damage) {
+        std::string line = "poolscope: warning: '" + r.path() + "' is damaged: " + d.what;
+        if (d.events) line += " [" + std::to_string(d.events) + " events affected]";
+        std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    return damage.empty() ? 0 : exitCodeFor(ErrorCode::Corrupt);
 }
 
 } // namespace poolscope::cli

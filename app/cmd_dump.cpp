@@ -82,6 +82,7 @@ int runDump(const DumpOptions& o) {
     int exitCode = 0;
     auto reader = openTraceOrReport(o.trace, exitCode);
     if (!reader) return exitCode;
+    reader->setSkipDamaged(true); // print what is intact, then say what is not
     // Names number pools and streams in lane order, which takes the whole timeline: built
     // only when asked for.
     view::EntityNames names;
@@ -120,6 +121,7 @@ int runDump(const DumpOptions& o) {
     Status st = reader->forEachEvent(print);
     if (!st) {
         if (st.error().code == ErrorCode::Cancelled) return 13; // stdout closed (e.g. | head)
+        (void)warnDamage(*reader);
         reportError(st.error(), exitCode);
         return exitCode;
     }
@@ -131,7 +133,7 @@ int runDump(const DumpOptions& o) {
         }
         for (const Event& e : *samples) print(e);
     }
-    return 0;
+    return warnDamage(*reader);
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/Report.h"
 #include "poolscope/TraceReader.h"
@@ -106,6 +107,10 @@ std::string toJson(const TraceReader& r, const InfoData& d) {
     json counts = json::object();
     for (const auto& [kind, n] : s.countsByKind) counts[std::string(eventKindName(kind))] = n;
     j["counts_by_kind"] = counts;
+    // What does not add up (issue #12): the counts above are what is intact.
+    j["damage"] = json::array();
+    for (const TraceDamage& dm : r.damage())
+        j["damage"].push_back({{"what", dm.what}, {"events", dm.events}});
     return j.dump(2);
 }
 
@@ -156,6 +161,9 @@ std::string toText(const TraceReader& r, const InfoData& d) {
         out += "\n";
     }
     out += "threads  " + std::to_string(d.threads.size()) + "\n";
+    for (const TraceDamage& dm : r.damage())
+        out += "DAMAGED  " + dm.what +
+               (dm.events ? " [" + std::to_string(dm.events) + " events affected]" : "") + "\n";
     for (const auto& [k, v] : d.meta) out += "meta     " + k + " = " + v + "\n";
     return out;
 }
@@ -175,6 +183,13 @@ void registerInfo(CLI::App& app, int& exitCode) {
             exitCode = fail(reader.error());
             return;
         }
+        // info prints counts and times from the chunk headers: check every chunk first
+        // (its checksum; older files are decoded), so that what it prints holds.
+        (*reader)->setSkipDamaged(true);
+        if (Status v = (*reader)->verifyChunks(); !v) {
+            exitCode = fail(v.error());
+            return;
+        }
         auto data = load(**reader);
         if (!data) {
             exitCode = fail(data.error());
@@ -182,7 +197,7 @@ void registerInfo(CLI::App& app, int& exitCode) {
         }
         const std::string text = *json ? toJson(**reader, *data) + "\n" : toText(**reader, *data);
         std::fwrite(text.data(), 1, text.size(), stdout);
-        exitCode = 0;
+        exitCode = warnDamage(**reader);
     });
 }
 

@@ -108,7 +108,8 @@ std::string defaultOutput(const std::string& program) {
 }
 
 // Traces written by child processes of the program: "<out minus .poolscope>.<pid>.poolscope".
-std::vector<std::string> childTraces(const std::string& out) {
+// Traces of forked children beside out: <stem>.<pid>.poolscope (+ tail, e.g. ".partial").
+std::vector<std::string> childTraces(const std::string& out, const std::string& tail = "") {
     std::vector<std::string> found;
     const std::string ext = ".poolscope";
     std::string stem = out.size() > ext.size() && out.ends_with(ext)
@@ -123,11 +124,12 @@ std::vector<std::string> childTraces(const std::string& out) {
     if (DIR* d = opendir(dir.c_str())) {
         while (dirent* e = readdir(d)) {
             std::string n = e->d_name;
-            if (n.size() > prefix.size() + ext.size() && n.starts_with(prefix) &&
-                n.ends_with(ext)) {
-                std::string mid = n.substr(prefix.size(), n.size() - prefix.size() - ext.size());
+            const std::string end = ext + tail;
+            if (n.size() > prefix.size() + end.size() && n.starts_with(prefix) &&
+                n.ends_with(end)) {
+                std::string mid = n.substr(prefix.size(), n.size() - prefix.size() - end.size());
                 if (!mid.empty() && mid.find_first_not_of("0123456789") == std::string::npos)
-                    found.push_back(dir + "/" + n);
+                    found.push_back(dir + "/" + n.substr(0, n.size() - tail.size()));
             }
         }
         closedir(d);
@@ -212,8 +214,12 @@ int runRecord(RecordOptions& o) {
     const std::string out = absolutePath(o.output);
     // Creating the trace now proves the location is writable before the program runs, and
     // leaves a valid empty trace if the program never loads CUDA. The collector replaces it.
+    // Both write beside the output and rename when complete: a full disk leaves the trace that
+    // was there untouched.
     {
-        auto w = TraceWriter::create(out);
+        WriterOptions options;
+        options.replaceAtClose = true;
+        auto w = TraceWriter::create(out, options);
         if (!w) {
             std::fprintf(stderr, "poolscope record: cannot write the trace %s: %s\n", out.c_str(),
                          w.error().message.c_str());
@@ -294,6 +300,22 @@ int runRecord(RecordOptions& o) {
                      WTERMSIG(status), strsignal(WTERMSIG(status)));
     }
 
+    // A trace the collector could not close (the program was killed, or the disk filled) is
+    // still in <out>.partial with what was committed: finish it and move it into place.
+    std::vector<std::string> unfinished = childTraces(out, ".partial");
+    unfinished.insert(unfinished.begin(), out);
+    for (const std::string& t : unfinished) {
+        auto done = finishPartialTrace(t);
+        if (!done)
+            std::fprintf(stderr, "poolscope: warning: the trace was not finished and %s; what "
+                                 "was recorded is in %s\n",
+                         done.error().message.c_str(), partialPath(t).c_str());
+        else if (*done)
+            std::fprintf(stderr, "poolscope: note: the collector did not close %s (the program "
+                                 "was killed, or the disk filled): it holds what was recorded "
+                                 "until then\n",
+                         t.c_str());
+    }
     std::fprintf(stderr, "poolscope: trace written to %s\n", out.c_str());
     for (const std::string& c : childTraces(out))
         std::fprintf(stderr, "poolscope: a child process wrote %s\n", c.c_str());

@@ -6,6 +6,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/Report.h"
 #include "poolscope/TimelineBuilder.h"
@@ -65,6 +66,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             exitCode = fail(reader.error());
             return;
         }
+        (*reader)->setSkipDamaged(true); // report what is intact, then say what is not
         const TraceReader& r = **reader;
         auto process = r.process();
         if (!process) {
@@ -81,6 +83,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             Progress progress;
             auto built = buildTimeline(r, [&](uint64_t d, uint64_t t) { progress(d, t); });
             if (!built) {
+                (void)warnDamage(r);
                 exitCode = fail(built.error());
                 return;
             }
@@ -91,7 +94,7 @@ void registerReport(CLI::App& app, int& exitCode) {
         Report rep = buildReport(*tl, options, *path, std::move(*process), std::move(*meta));
         const std::string text = *json ? reportToJson(rep) + "\n" : reportToText(rep);
         std::fwrite(text.data(), 1, text.size(), stdout);
-        exitCode = 0;
+        exitCode = warnDamage(r);
     });
 }
 

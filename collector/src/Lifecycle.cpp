@@ -202,7 +202,11 @@ void installSignalHandlers() {
 }
 
 bool openTrace(Runtime& rt) {
-    auto w = TraceWriter::create(rt.config.output);
+    // Written beside the output and renamed over it when closed: a recording that fails (a full
+    // disk) never destroys the trace that was there, and keeps what it committed in .partial.
+    WriterOptions options;
+    options.replaceAtClose = true;
+    auto w = TraceWriter::create(rt.config.output, options);
     if (!w) {
         logOnce(LogKey::Output, "cannot write the trace %s: %s; not recording",
                 rt.config.output.c_str(), w.error().message.c_str());

@@ -357,9 +357,14 @@ void TimelineBuilder::reserve(uint64_t allocs, uint64_t events) {
 }
 
 void TimelineBuilder::reserve(const std::map<EventKind, uint64_t>& countsByKind) {
+    // The counts come from the file (event_counts): a hint, never trusted to size memory. The
+    // caller bounds them by what the chunks can hold (buildTimeline clamps them to the validated
+    // chunk rows' total); here each is also capped and every sum saturates, so that no count
+    // (2^63, say) can wrap a sum or ask for an impossible allocation.
+    constexpr uint64_t kMaxHint = uint64_t{1} << 32;
     auto n = [&](EventKind k) {
         auto it = countsByKind.find(k);
-        return it == countsByKind.end() ? uint64_t{0} : it->second;
+        return it == countsByKind.end() ? uint64_t{0} : std::min(it->second, kMaxHint);
     };
     Impl& d = *d_;
     Timeline& tl = d.tl;
@@ -375,7 +380,8 @@ void TimelineBuilder::reserve(const std::map<EventKind, uint64_t>& countsByKind)
     // Bounds: a watermark point per event or sample at most (an event carries one pool's); a
     // stream's live bytes change at its allocs and at frees of its blocks.
     uint64_t all = 0;
-    for (const auto& [kind, count] : countsByKind) all += count;
+    for (const auto& [kind, count] : countsByKind)
+        all = std::min(all + std::min(count, kMaxHint), kMaxHint); // both terms <= 2^32
     d.poolPointsHint = all + 4;
     d.streamPointsHint = n(EventKind::Alloc) + n(EventKind::Free) + 4;
     d.pending.reservePoints(n(EventKind::Free) + n(EventKind::StreamWaitEvent) +
@@ -533,8 +539,12 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
                                   std::numeric_limits<int64_t>::max());
     if (!samples) return samples.error();
     const std::vector<Event>& ss = samples.value();
+    // Capacity hints from event_counts, each bounded by the events the chunk rows can hold
+    // (a damaged or hostile table may claim 2^63 of a kind: issue #12).
     auto counts = summary.countsByKind;
-    counts[EventKind::Sample] += ss.size();
+    const uint64_t chunkBound = reader.chunkedEventCount();
+    for (auto& [kind, n] : counts) n = std::min(n, chunkBound);
+    counts[EventKind::Sample] = ss.size();
     b.reserve(counts);
     size_t si = 0;
     int64_t nextSample = ss.empty() ? std::numeric_limits<int64_t>::max() : ss[0].tsNs;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,24 +40,14 @@ private:
     bool ok_ = false;
 };
 
-// Decodes the chunk in the current row (first_seq,t_min,t_max,count,codec,data) into out. A
-// codec above ours is a trace from a newer PoolScope (say so, like a newer schema); anything
-// else that does not decode is damage.
-Status decodeChunkRow(const Stmt& s, std::vector<Event>& out, const std::string& path) {
-    const int codec = s.i32(4);
-    if (codec > kEventCodecVersion)
-        return Error{ErrorCode::NewerVersion,
-                     "'" + path + "' was written by a newer PoolScope (event codec " +
-                         std::to_string(codec) + "; this version reads up to " +
-                         std::to_string(kEventCodecVersion) + "). Please update PoolScope."};
-    auto* data = static_cast<const char*>(sqlite3_column_blob(s.get(), 5));
-    auto bytes = static_cast<size_t>(sqlite3_column_bytes(s.get(), 5));
-    if (!decodeEvents(std::string_view(data ? data : "", bytes), s.u64(3), out, codec))
-        return Error{ErrorCode::Corrupt, "'" + path + "' is damaged (an event chunk does not decode)"};
-    return {};
-}
+// The fewest bytes an event takes in each codec: a chunk's data shorter than count times this
+// cannot hold its count (version 1: 17 varints; 2: a mask byte; 3: the 5-byte header).
+uint64_t minEventBytes(int64_t codec) { return codec == 1 ? 17 : codec == 3 ? 5 : 1; }
 
-constexpr const char* kChunkColumns = "first_seq,t_min,t_max,count,codec,data";
+std::string describeChunk(int64_t id, const schema::ChunkHeader& h) {
+    return "event chunk " + std::to_string(id) + " (seq " + std::to_string(h.firstSeq) + ".." +
+           std::to_string(h.lastSeq) + ", " + std::to_string(h.count) + " events)";
+}
 
 Event readSample(const Stmt& s) {
     Event e;
@@ -87,6 +78,11 @@ Error TraceReader::sqlError(const char* what) const {
     if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
         return {ErrorCode::Corrupt, "'" + path_ + "' is damaged (" + what + " failed: " +
                                         sqlite3_errmsg(db_) + ")"};
+    // A column or table of this format that is not there: the file was altered (issue #12).
+    const std::string msg = sqlite3_errmsg(db_);
+    if (code == SQLITE_ERROR && (msg.starts_with("no such column") ||
+                                 msg.starts_with("no such table")))
+        return {ErrorCode::Corrupt, "'" + path_ + "' is damaged (" + msg + ")"};
     return {ErrorCode::Io, std::string("could not ") + what + " in '" + path_ +
                                "': " + sqlite3_errmsg(db_)};
 }
@@ -283,112 +279,420 @@ Result<std::map<std::string, std::string>> TraceReader::meta() const {
     return std::map<std::string, std::string>(rows->begin(), rows->end());
 }
 
+struct TraceReader::ChunkRef {
+    int64_t id = 0;
+    schema::ChunkHeader h;
+    uint32_t crc = 0;
+};
+
+struct TraceReader::ChunkIndex {
+    std::vector<ChunkRef> chunks; // rows whose headers hold up, in seq order
+    bool byRowid = true;          // id order is seq order (rows as the writer left them)
+    std::vector<TraceDamage> damage; // found in the headers and event_counts
+    std::vector<bool> lossless;      // per damage: every event still reads (nothing lost)
+    std::map<EventKind, uint64_t> counts; // event_counts, as stored (valid rows, count > 0)
+};
+
+// Reads every chunk row's small columns (SQLite does not read the blobs for these, nor for
+// length()) and event_counts, and checks them against the format's rules (schema.sql).
+Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks() const {
+    auto idx = std::make_shared<ChunkIndex>();
+    auto damaged = [&](std::string what, uint64_t events, bool lossless = false) {
+        idx->damage.push_back({std::move(what), events});
+        idx->lossless.push_back(lossless);
+    };
+    // One snapshot for the chunks and event_counts (a live trace commits both together).
+    const bool txn = sqlite3_exec(db_, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK;
+    struct EndTxn {
+        sqlite3* db;
+        bool on;
+        ~EndTxn() {
+            if (on) sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+        }
+    } endTxn{db_, txn};
+
+    const bool v3 = schemaVersion_ >= schema::kChunkChecksumVersion;
+    std::string sql = "SELECT id,first_seq,last_seq,t_min,t_max,count,kinds,codec,typeof(data),"
+                      "length(data)";
+    sql += v3 ? ",prev_last_seq,crc" : "";
+    sql += " FROM event_chunks ORDER BY id";
+    Stmt s(db_, sql.c_str());
+    if (!s.ok()) return sqlError("read the event chunks");
+    const int intColumns = v3 ? 12 : 8;
+    uint64_t rowsTotal = 0; // counts of every row whose count is plausible
+    // Seq ranges of rows refused for their header: the hole they leave is already reported.
+    std::vector<std::pair<uint64_t, uint64_t>> refused;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        ChunkRef c;
+        c.id = s.i64(0);
+        bool ints = true;
+        for (int col = 0; col < intColumns; ++col)
+            if (col < 8 || col >= 10) ints &= sqlite3_column_type(s.get(), col) == SQLITE_INTEGER;
+        schema::ChunkHeader& h = c.h;
+        h.firstSeq = s.u64(1);
+        h.lastSeq = s.u64(2);
+        h.tMin = s.i64(3);
+        h.tMax = s.i64(4);
+        const int64_t count = s.i64(5);
+        h.count = static_cast<uint64_t>(count);
+        h.kinds = s.u64(6);
+        h.codec = s.i64(7);
+        const bool isBlob = s.text(8) == "blob";
+        const auto bytes = static_cast<uint64_t>(s.i64(9));
+        const int64_t crc = v3 ? s.i64(11) : 0;
+        if (v3) h.prevLastSeq = s.u64(10);
+        const bool countOk = ints && count >= 1 && count <= int64_t(schema::kChunkEvents);
+        if (countOk) rowsTotal += h.count;
+        const std::string name = "event chunk " + std::to_string(c.id);
+        const uint64_t lost = countOk ? h.count : 0;
+        if (!ints) damaged(name + ": a header column is not an integer", lost);
+        else if (!countOk)
+            damaged(name + ": its count " + std::to_string(count) + " is outside 1.." +
+                        std::to_string(schema::kChunkEvents), 0);
+        else if (h.codec < 1 || h.codec > 255)
+            damaged(describeChunk(c.id, h) + ": codec value " + std::to_string(h.codec) +
+                        " is out of range", lost);
+        else if (!isBlob || bytes < h.count * minEventBytes(h.codec))
+            damaged(describeChunk(c.id, h) + ": its data is missing or too short", lost);
+        else if (h.lastSeq < h.firstSeq || h.lastSeq - h.firstSeq < h.count - 1)
+            damaged(describeChunk(c.id, h) + ": its seq range cannot hold its events", lost);
+        else if (h.tMin > h.tMax)
+            damaged(describeChunk(c.id, h) + ": its time range is inverted", lost);
+        else if (crc < 0 || crc > int64_t{0xFFFFFFFF})
+            damaged(describeChunk(c.id, h) + ": its checksum value is out of range", lost);
+        else {
+            c.crc = static_cast<uint32_t>(crc);
+            idx->chunks.push_back(c);
+            continue;
+        }
+        refused.emplace_back(h.firstSeq, h.lastSeq);
+    }
+    if (rc != SQLITE_DONE) return sqlError("read the event chunks");
+
+    // Seq order; rows that overlap the one before (a duplicated row) are damage, and in format 3
+    // each chunk names the last seq of the one before it, so a deleted row leaves a hole.
+    auto bySeq = [](const ChunkRef& a, const ChunkRef& b) {
+        return a.h.firstSeq != b.h.firstSeq ? a.h.firstSeq < b.h.firstSeq : a.id < b.id;
+    };
+    if (!std::is_sorted(idx->chunks.begin(), idx->chunks.end(), bySeq))
+        std::sort(idx->chunks.begin(), idx->chunks.end(), bySeq);
+    std::vector<ChunkRef> kept;
+    kept.reserve(idx->chunks.size());
+    for (const ChunkRef& c : idx->chunks) {
+        const ChunkRef* prev = kept.empty() ? nullptr : &kept.back();
+        if (prev && c.h.firstSeq <= prev->h.lastSeq) {
+            damaged(describeChunk(c.id, c.h) + " overlaps event chunk " + std::to_string(prev->id) +
+                        ": a duplicated or damaged row (skipped)", c.h.count);
+            continue;
+        }
+        if (v3) {
+            const uint64_t expected = prev ? prev->h.lastSeq : 0;
+            const bool explained = std::any_of(refused.begin(), refused.end(), [&](auto r) {
+                auto inside = [&](uint64_t seq) { return seq > expected && seq < c.h.firstSeq; };
+                return inside(r.first) || inside(r.second);
+            });
+            if (c.h.prevLastSeq != expected && !explained) {
+                if (c.h.prevLastSeq > expected && c.h.prevLastSeq < c.h.firstSeq)
+                    damaged("events with seq " + std::to_string(expected + 1) + ".." +
+                                std::to_string(c.h.prevLastSeq) +
+                                " are missing (event chunk rows deleted before chunk " +
+                                std::to_string(c.id) + "; at most " +
+                                std::to_string(c.h.prevLastSeq - expected) + " events)",
+                            c.h.prevLastSeq - expected);
+                else
+                    damaged(describeChunk(c.id, c.h) + " does not follow the chunk before it "
+                                "(its prev_last_seq " + std::to_string(c.h.prevLastSeq) +
+                                ", expected " + std::to_string(expected) + ")", 0);
+            }
+        }
+        kept.push_back(c);
+    }
+    idx->chunks = std::move(kept);
+    // Rows the writer appended in seq order are in id order too: read them by rowid. Otherwise
+    // they were moved (nothing is lost: they are read in seq order, one by one).
+    for (size_t i = 1; i < idx->chunks.size() && idx->byRowid; ++i)
+        idx->byRowid = idx->chunks[i - 1].id < idx->chunks[i].id;
+    if (!idx->byRowid)
+        damaged("event chunk rows are out of seq order (moved rows; read in seq order, nothing "
+                "lost)", 0, true);
+
+    // event_counts: valid rows, and their sum against the chunk rows'.
+    Stmt k(db_, "SELECT kind,count,typeof(kind),typeof(count) FROM event_counts");
+    if (!k.ok()) return sqlError("count events");
+    uint64_t tableTotal = 0;
+    bool saturated = false;
+    while ((rc = k.step()) == SQLITE_ROW) {
+        const int64_t kind = k.i64(0), count = k.i64(1);
+        if (k.text(2) != "integer" || k.text(3) != "integer" || kind < 0 ||
+            kind >= kEventKindCount || count < 0) {
+            damaged("event_counts has an invalid row (kind " + k.text(0) + ", count " +
+                        k.text(1) + ")", 0, true);
+            continue;
+        }
+        if (count == 0) continue;
+        idx->counts[static_cast<EventKind>(kind)] = static_cast<uint64_t>(count);
+        if (tableTotal + static_cast<uint64_t>(count) < tableTotal) saturated = true;
+        tableTotal += static_cast<uint64_t>(count);
+    }
+    if (rc != SQLITE_DONE) return sqlError("count events");
+    struct stat sb;
+    const uint64_t fileBytes = ::stat(path_.c_str(), &sb) == 0 ? uint64_t(sb.st_size) : 0;
+    const std::string says = "event_counts says " + std::to_string(tableTotal) +
+                             " events, the event chunk rows hold " + std::to_string(rowsTotal);
+    if (saturated || tableTotal > fileBytes)
+        damaged("event_counts is damaged (its counts are more than the file can hold; the chunk "
+                "rows hold " + std::to_string(rowsTotal) + " events)", 0, true);
+    else if (tableTotal > rowsTotal)
+        damaged(says + ": " + std::to_string(tableTotal - rowsTotal) +
+                    " events missing (chunk rows deleted or emptied)", tableTotal - rowsTotal);
+    else if (tableTotal < rowsTotal)
+        damaged(says + " (event_counts is damaged, or chunk rows were added)", 0, true);
+    return std::shared_ptr<const ChunkIndex>(std::move(idx));
+}
+
+void TraceReader::addDamage(int64_t chunkId, TraceDamage d) const {
+    std::lock_guard lock(mutex_);
+    chunkDamage_.emplace(chunkId, std::move(d));
+}
+
+std::vector<TraceDamage> TraceReader::damage() const {
+    std::lock_guard lock(mutex_);
+    std::vector<TraceDamage> out;
+    if (index_) out = index_->damage;
+    for (const auto& [id, d] : chunkDamage_) out.push_back(d);
+    return out;
+}
+
+Error TraceReader::firstDamageError(const std::string& what) const {
+    return Error{ErrorCode::Corrupt, "'" + path_ + "' is damaged: " + what};
+}
+
+Status TraceReader::readChunk(const ChunkRef& c, std::string_view data, std::vector<Event>& out,
+                              std::string& damaged, bool decode) const {
+    damaged.clear();
+    const schema::ChunkHeader& h = c.h;
+    // A codec above ours (and in the range a codec can take) is a trace from a newer PoolScope:
+    // say so, like a newer schema.
+    if (h.codec > kEventCodecVersion)
+        return Error{ErrorCode::NewerVersion,
+                     "'" + path_ + "' was written by a newer PoolScope (event codec " +
+                         std::to_string(h.codec) + "; this version reads up to " +
+                         std::to_string(kEventCodecVersion) + "). Please update PoolScope."};
+    auto fail = [&](const std::string& why) {
+        damaged = describeChunk(c.id, h) + ": " + why;
+        addDamage(c.id, {damaged, h.count});
+        return Status{};
+    };
+    const bool checksummed = schemaVersion_ >= schema::kChunkChecksumVersion;
+    if (checksummed && schema::chunkChecksum(h, data) != c.crc)
+        return fail("checksum mismatch (damaged data or header)");
+    if (!decode && checksummed) return {};
+    const size_t before = out.size();
+    if (!decodeEvents(data, h.count, out, static_cast<int>(h.codec))) {
+        out.resize(before);
+        return fail("its data does not decode");
+    }
+    // Older formats have no checksum: the header must at least agree with what it holds.
+    int64_t tMin = INT64_MAX, tMax = INT64_MIN;
+    uint64_t kinds = 0;
+    for (size_t i = before; i < out.size(); ++i) {
+        tMin = std::min(tMin, out[i].tsNs);
+        tMax = std::max(tMax, out[i].tsNs);
+        kinds |= uint64_t{1} << (static_cast<unsigned>(out[i].kind) & 63);
+    }
+    if (out[before].seq != h.firstSeq || out.back().seq != h.lastSeq || tMin != h.tMin ||
+        tMax != h.tMax || kinds != h.kinds) {
+        out.resize(before);
+        return fail("its header does not match its events");
+    }
+    return {};
+}
+
+namespace {
+// Visits the data of `list` (chunks of one index): one scan in rowid order when that is seq
+// order, else one lookup per chunk. Rows not in the list (damaged headers) are passed over.
+template <class F>
+Status visitChunkData(sqlite3* db, const std::vector<TraceReader::ChunkRef>& list, bool byRowid,
+                      F fn, const std::function<Error(const char*)>& err) {
+    if (byRowid) {
+        Stmt s(db, "SELECT id,data FROM event_chunks ORDER BY id");
+        if (!s.ok()) return err("read events");
+        size_t k = 0;
+        while (k < list.size() && s.step() == SQLITE_ROW) {
+            if (s.i64(0) != list[k].id) continue;
+            auto* d = static_cast<const char*>(sqlite3_column_blob(s.get(), 1));
+            const auto n = static_cast<size_t>(sqlite3_column_bytes(s.get(), 1));
+            Status st;
+            if (!fn(list[k++], std::string_view(d ? d : "", n), st)) return st;
+        }
+        if (k < list.size()) return err("read events");
+        return {};
+    }
+    Stmt s(db, "SELECT data FROM event_chunks WHERE id = ?1");
+    if (!s.ok()) return err("read events");
+    for (const auto& c : list) {
+        sqlite3_reset(s.get());
+        s.bind(1, c.id);
+        if (s.step() != SQLITE_ROW) return err("read events");
+        auto* d = static_cast<const char*>(sqlite3_column_blob(s.get(), 0));
+        const auto n = static_cast<size_t>(sqlite3_column_bytes(s.get(), 0));
+        Status st;
+        if (!fn(c, std::string_view(d ? d : "", n), st)) return st;
+    }
+    return {};
+}
+} // namespace
+
 Result<TraceSummary> TraceReader::summary() const {
     TraceSummary t;
     t.schemaVersion = schemaVersion_;
+    auto idx = scanChunks();
+    if (!idx) return idx.error();
+    std::set<int64_t> bad;
     {
-        Stmt s(db_, "SELECT kind, count FROM event_counts WHERE count > 0");
-        if (!s.ok()) return sqlError("count events");
-        int rc;
-        while ((rc = s.step()) == SQLITE_ROW) {
-            t.countsByKind[static_cast<EventKind>(s.i32(0))] = s.u64(1);
-            t.eventCount += s.u64(1);
-        }
-        if (rc != SQLITE_DONE) return sqlError("count events");
+        std::lock_guard lock(mutex_);
+        index_ = *idx;
+        for (const auto& [id, d] : chunkDamage_) bad.insert(id);
+    }
+    bool haveE = false;
+    for (const ChunkRef& c : (*idx)->chunks) {
+        if (bad.count(c.id)) continue;
+        t.eventCount += c.h.count;
+        t.firstTsNs = haveE ? std::min(t.firstTsNs, c.h.tMin) : c.h.tMin;
+        t.lastTsNs = haveE ? std::max(t.lastTsNs, c.h.tMax) : c.h.tMax;
+        haveE = true;
+    }
+    for (const auto& [kind, n] : (*idx)->counts) {
+        const uint64_t clamped = std::min(n, t.eventCount);
+        if (clamped) t.countsByKind[kind] = clamped;
     }
     {
         Stmt s(db_, "SELECT (SELECT count(*) FROM samples),"
-                    " (SELECT min(t_min) FROM event_chunks), (SELECT max(t_max) FROM event_chunks),"
                     " (SELECT min(ts_ns) FROM samples), (SELECT max(ts_ns) FROM samples)");
         if (!s.ok() || s.step() != SQLITE_ROW) return sqlError("read the time range");
         t.sampleCount = s.u64(0);
-        bool haveE = sqlite3_column_type(s.get(), 1) != SQLITE_NULL;
-        bool haveS = sqlite3_column_type(s.get(), 3) != SQLITE_NULL;
-        if (haveE) {
-            t.firstTsNs = s.i64(1);
-            t.lastTsNs = s.i64(2);
-        }
-        if (haveS) {
-            t.firstTsNs = haveE ? std::min(t.firstTsNs, s.i64(3)) : s.i64(3);
-            t.lastTsNs = haveE ? std::max(t.lastTsNs, s.i64(4)) : s.i64(4);
+        if (sqlite3_column_type(s.get(), 1) != SQLITE_NULL) {
+            t.firstTsNs = haveE ? std::min(t.firstTsNs, s.i64(1)) : s.i64(1);
+            t.lastTsNs = haveE ? std::max(t.lastTsNs, s.i64(2)) : s.i64(2);
         }
     }
     return t;
 }
 
+namespace {
+// The first damage that loses events, for readers that do not skip damaged chunks.
+const TraceDamage* firstLoss(const std::vector<TraceDamage>& damage,
+                             const std::vector<bool>& lossless) {
+    for (size_t i = 0; i < damage.size(); ++i)
+        if (!lossless[i]) return &damage[i];
+    return nullptr;
+}
+} // namespace
+
 Result<std::vector<Event>> TraceReader::events(int64_t t0, int64_t t1) const {
-    // The matching chunks' ids first, sorted here: ORDER BY first_seq on the rows themselves
-    // would have SQLite copy their blobs into a temporary b-tree before the first row.
-    std::vector<std::pair<uint64_t, int64_t>> order; // (first_seq, id)
+    auto idx = scanChunks();
+    if (!idx) return idx.error();
     {
-        Stmt s(db_, "SELECT first_seq, id FROM event_chunks WHERE t_min < ?2 AND t_max >= ?1");
-        if (!s.ok()) return sqlError("query events");
-        s.bind(1, t0);
-        s.bind(2, t1);
-        int rc;
-        while ((rc = s.step()) == SQLITE_ROW) order.emplace_back(s.u64(0), s.i64(1));
-        if (rc != SQLITE_DONE) return sqlError("query events");
+        std::lock_guard lock(mutex_);
+        index_ = *idx;
     }
-    std::sort(order.begin(), order.end());
-    std::string sql = std::string("SELECT ") + kChunkColumns + " FROM event_chunks WHERE id = ?1";
-    Stmt s(db_, sql.c_str());
-    if (!s.ok()) return sqlError("query events");
+    if (!skipDamaged_)
+        if (const TraceDamage* d = firstLoss((*idx)->damage, (*idx)->lossless))
+            return firstDamageError(d->what);
+    std::vector<ChunkRef> list;
+    for (const ChunkRef& c : (*idx)->chunks)
+        if (c.h.tMin < t1 && c.h.tMax >= t0) list.push_back(c);
     std::vector<Event> out, chunk;
-    for (const auto& [firstSeq, id] : order) {
-        sqlite3_reset(s.get());
-        s.bind(1, id);
-        if (s.step() != SQLITE_ROW) return sqlError("query events");
-        chunk.clear();
-        if (Status d = decodeChunkRow(s, chunk, path_); !d) return d.error();
-        for (const Event& e : chunk)
-            if (e.tsNs >= t0 && e.tsNs < t1) out.push_back(e);
-    }
+    Status st = visitChunkData(
+        db_, list, false,
+        [&](const ChunkRef& c, std::string_view data, Status& result) {
+            chunk.clear();
+            std::string damaged;
+            if (Status r = readChunk(c, data, chunk, damaged, true); !r) {
+                result = r;
+                return false;
+            }
+            if (!damaged.empty() && !skipDamaged_) {
+                result = firstDamageError(damaged);
+                return false;
+            }
+            for (const Event& e : chunk)
+                if (e.tsNs >= t0 && e.tsNs < t1) out.push_back(e);
+            return true;
+        },
+        [this](const char* w) { return sqlError(w); });
+    if (!st) return st.error();
     return out;
 }
 
 uint64_t TraceReader::chunkedEventCount() const {
-    Stmt c(db_, "SELECT coalesce(sum(count),0) FROM event_chunks");
-    if (!c.ok() || c.step() != SQLITE_ROW) return 0;
-    return c.u64(0);
+    auto idx = scanChunks();
+    if (!idx) return 0;
+    uint64_t n = 0;
+    for (const ChunkRef& c : (*idx)->chunks) n += c.h.count;
+    return n;
 }
 
 Status TraceReader::forEachChunk(const std::function<bool(std::vector<Event>&)>& fn) const {
     // "ORDER BY first_seq" on the chunk rows makes SQLite copy every blob into a temporary b-tree
     // before returning the first row (300 MB for 10M events, spilled to temp files: seconds of
     // wall time, most of a load). TraceWriter appends chunks in seq order, so rowid order is
-    // seq order: check that on the small columns (the blobs' overflow pages are not read) and
-    // scan by rowid; otherwise fetch the rows one by one, by id, in seq order.
-    std::vector<std::pair<uint64_t, int64_t>> order; // (first_seq, id)
-    bool byRowid = true;
+    // seq order: scanChunks checks that on the small columns (the blobs' overflow pages are not
+    // read) and the data is read by rowid; otherwise row by row, by id, in seq order.
+    auto idx = scanChunks();
+    if (!idx) return idx.error();
     {
-        Stmt s(db_, "SELECT first_seq, id FROM event_chunks ORDER BY id");
-        if (!s.ok()) return sqlError("read events");
-        int rc;
-        while ((rc = s.step()) == SQLITE_ROW) {
-            order.emplace_back(s.u64(0), s.i64(1));
-            if (order.size() > 1 && order[order.size() - 2].first > order.back().first)
-                byRowid = false;
-        }
-        if (rc != SQLITE_DONE) return sqlError("read events");
+        std::lock_guard lock(mutex_);
+        index_ = *idx;
     }
-    const std::string cols = std::string("SELECT ") + kChunkColumns + " FROM event_chunks ";
-    Stmt s(db_, (cols + (byRowid ? "ORDER BY id" : "WHERE id = ?1")).c_str());
-    if (!s.ok()) return sqlError("read events");
-    if (!byRowid) std::stable_sort(order.begin(), order.end());
+    if (!skipDamaged_)
+        if (const TraceDamage* d = firstLoss((*idx)->damage, (*idx)->lossless))
+            return firstDamageError(d->what);
     std::vector<Event> chunk;
-    for (size_t i = 0; byRowid || i < order.size(); ++i) {
-        if (!byRowid) {
-            sqlite3_reset(s.get());
-            s.bind(1, order[i].second);
-        }
-        const int rc = s.step();
-        if (byRowid && rc == SQLITE_DONE) break;
-        if (rc != SQLITE_ROW) return sqlError("read events");
-        chunk.clear();
-        if (Status d = decodeChunkRow(s, chunk, path_); !d) return d;
-        if (!fn(chunk)) return Error{ErrorCode::Cancelled, "cancelled"};
+    return visitChunkData(
+        db_, (*idx)->chunks, (*idx)->byRowid,
+        [&](const ChunkRef& c, std::string_view data, Status& result) {
+            chunk.clear();
+            std::string damaged;
+            if (Status r = readChunk(c, data, chunk, damaged, true); !r) {
+                result = r;
+                return false;
+            }
+            if (!damaged.empty()) {
+                if (skipDamaged_) return true;
+                result = firstDamageError(damaged);
+                return false;
+            }
+            if (!fn(chunk)) {
+                result = Error{ErrorCode::Cancelled, "cancelled"};
+                return false;
+            }
+            return true;
+        },
+        [this](const char* w) { return sqlError(w); });
+}
+
+Status TraceReader::verifyChunks() const {
+    auto idx = scanChunks();
+    if (!idx) return idx.error();
+    {
+        std::lock_guard lock(mutex_);
+        index_ = *idx;
     }
-    return {};
+    std::vector<Event> chunk;
+    return visitChunkData(
+        db_, (*idx)->chunks, (*idx)->byRowid,
+        [&](const ChunkRef& c, std::string_view data, Status& result) {
+            chunk.clear();
+            std::string damaged;
+            if (Status r = readChunk(c, data, chunk, damaged, false); !r) {
+                result = r;
+                return false;
+            }
+            return true;
+        },
+        [this](const char* w) { return sqlError(w); });
 }
 
 Status TraceReader::forEachEvent(const std::function<bool(const Event&)>& fn,

@@ -10,6 +10,7 @@
 
 #include "poolscope/EventCodec.h"
 #include "poolscope/Schema.h"
+#include "poolscope/TraceReader.h"
 
 namespace poolscope {
 
@@ -65,6 +66,7 @@ struct TraceWriter::Statements {
 };
 
 Error TraceWriter::sqlError(const char* what) const {
+    failed_ = true;
     std::string msg = std::string("could not ") + what + " trace '" + path_ + "': ";
     int code = db_ ? sqlite3_errcode(db_) : SQLITE_CANTOPEN;
     int sysErr = db_ ? sqlite3_system_errno(db_) : 0;
@@ -82,11 +84,12 @@ Error TraceWriter::sqlError(const char* what) const {
     return Error{ErrorCode::WriteFailed, msg};
 }
 
-Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path,
-                                                         const WriterOptions& options) {
-    std::unique_ptr<TraceWriter> w(new TraceWriter());
-    w->path_ = path;
-    // Start from an empty file: a stale WAL beside an old trace would be replayed into ours.
+std::string partialPath(const std::string& path) { return path + ".partial"; }
+
+namespace {
+// Removes path and the SQLite files that may lie beside it (a stale WAL next to a trace would be
+// replayed into whatever is opened under that name next).
+Status removeWithJournals(const std::string& path) {
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
         std::string p = path + suffix;
         if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
@@ -94,7 +97,42 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                                                      "': " + std::strerror(errno)};
         }
     }
-    int rc = sqlite3_open_v2(path.c_str(), &w->db_,
+    return {};
+}
+} // namespace
+
+Result<bool> finishPartialTrace(const std::string& path) {
+    const std::string partial = partialPath(path);
+    if (::access(partial.c_str(), F_OK) != 0) return false;
+    sqlite3* db = nullptr;
+    bool folded = sqlite3_open_v2(partial.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) ==
+                      SQLITE_OK &&
+                  sqlite3_exec(db, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr) ==
+                      SQLITE_OK;
+    const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+    folded = sqlite3_close(db) == SQLITE_OK && folded;
+    if (!folded)
+        return Error{ErrorCode::WriteFailed,
+                     "could not finish the trace '" + partial + "': " + why};
+    {
+        auto r = TraceReader::open(partial);
+        if (!r) return r.error();
+    }
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) (void)::unlink((path + suffix).c_str());
+    if (::rename(partial.c_str(), path.c_str()) != 0)
+        return Error{ErrorCode::WriteFailed, "could not move '" + partial + "' to '" + path +
+                                                 "': " + std::strerror(errno)};
+    return true;
+}
+
+Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path,
+                                                         const WriterOptions& options) {
+    std::unique_ptr<TraceWriter> w(new TraceWriter());
+    w->finalPath_ = path;
+    w->path_ = options.replaceAtClose ? partialPath(path) : path;
+    // Start from an empty file: a stale WAL beside an old trace would be replayed into ours.
+    if (Status s = removeWithJournals(w->path_); !s) return s.error();
+    int rc = sqlite3_open_v2(w->path_.c_str(), &w->db_,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                              nullptr);
     if (rc != SQLITE_OK) return w->sqlError("create");
@@ -124,7 +162,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
         std::string sql;
     } preps[] = {
         {&st.chunk, "INSERT INTO event_chunks(first_seq,last_seq,t_min,t_max,count,kinds,codec,"
-                    "data) VALUES(?,?,?,?,?,?,?,?)"},
+                    "data,prev_last_seq,crc) VALUES(?,?,?,?,?,?,?,?,?,?)"},
         {&st.count, "INSERT OR REPLACE INTO event_counts(kind,count) VALUES(?,?)"},
         {&st.sample, multiRowInsert(sampleHead, kSampleColumns, 1)},
         {&st.sampleBatch, multiRowInsert(sampleHead, kSampleColumns, kBatchRows)},
@@ -202,9 +240,21 @@ Status TraceWriter::flushChunk() {
     sqlite3_bind_int(c, 7, kEventCodecVersion);
     const std::string_view blob = encoder_.data();
     sqlite3_bind_blob64(c, 8, blob.data(), blob.size(), SQLITE_STATIC);
+    schema::ChunkHeader h;
+    h.firstSeq = chunk_.firstSeq;
+    h.lastSeq = chunk_.lastSeq;
+    h.prevLastSeq = prevLastSeq_;
+    h.tMin = chunk_.tMin;
+    h.tMax = chunk_.tMax;
+    h.count = chunk_.count;
+    h.kinds = chunk_.kinds;
+    h.codec = kEventCodecVersion;
+    sqlite3_bind_int64(c, 9, s64(prevLastSeq_));
+    sqlite3_bind_int64(c, 10, schema::chunkChecksum(h, blob));
     int rc = sqlite3_step(c);
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
+    prevLastSeq_ = chunk_.lastSeq;
     chunk_ = {};
     encoder_.reset();
     return {};
@@ -355,6 +405,20 @@ Status TraceWriter::close() {
     if (sqlite3_close(db_) != SQLITE_OK && result)
         result = Error{ErrorCode::WriteFailed, "could not close trace '" + path_ + "'"};
     db_ = nullptr;
+    // Complete: only now may it take the place of what was at the final path. After a failed
+    // write it is not complete, whatever close() managed: it stays beside the old file.
+    if (result && failed_ && finalPath_ != path_)
+        result = Error{ErrorCode::WriteFailed, "the trace is incomplete (a write failed): what "
+                                               "was committed is in '" + path_ + "'"};
+    if (result && finalPath_ != path_) {
+        // The old file's WAL must not outlive it: SQLite would replay it into the new one.
+        for (const char* suffix : {"-wal", "-shm", "-journal"})
+            (void)::unlink((finalPath_ + suffix).c_str());
+        if (::rename(path_.c_str(), finalPath_.c_str()) != 0)
+            result = Error{ErrorCode::WriteFailed, "could not move the finished trace '" + path_ +
+                                                       "' to '" + finalPath_ +
+                                                       "': " + std::strerror(errno)};
+    }
     return result;
 }
 

@@ -1,12 +1,16 @@
--- PoolScope trace schema, version 2.
+-- PoolScope trace schema, version 3.
 --
 -- A trace is one SQLite file (extension .poolscope) identified by
 --   PRAGMA application_id = 1347634000  (0x50534350, 'PSCP')
---   PRAGMA user_version   = 2           (this schema's version)
+--   PRAGMA user_version   = 3           (this schema's version)
 -- The schema grows only by adding tables and columns under a higher user_version; a reader opens
 -- every version up to its own and refuses newer ones with a plain message.
 -- History: 1 = event chunks in codec 1 or 2. 2 = the same tables; chunks may be codec 3, so a
 -- reader of version 1 (which would call codec 3 "damaged") says "newer PoolScope" instead.
+-- 3 = event_chunks gains prev_last_seq and crc (chunk integrity, issue #12): a reader of version
+-- 3 detects damaged, deleted, duplicated or relabelled chunk rows and still reads the intact
+-- ones. Versions 1 and 2 (no such columns) are still read, with the checks that need no
+-- checksum (headers decoded and compared, sequence overlaps, event_counts against the chunks).
 --
 -- Conventions
 -- * Handles (CUstream, CUmemoryPool, CUevent, device pointers) are 64-bit unsigned values stored
@@ -88,11 +92,22 @@ CREATE TABLE event_chunks (
   count     INTEGER NOT NULL,
   kinds     INTEGER NOT NULL,                 -- bit (1 << kind) set for each kind present
   codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1, 2, 3; the writer sets it)
-  data      BLOB    NOT NULL
+  data      BLOB    NOT NULL,
+  -- Since version 3. prev_last_seq: last_seq of the previous chunk in seq order (0 for the
+  -- first), so that a deleted chunk row leaves a visible hole. crc: CRC32C (Castagnoli) of
+  -- first_seq, last_seq, prev_last_seq, t_min, t_max, count, kinds, codec as eight 64-bit
+  -- little-endian words, then of data (poolscope::schema::chunkChecksum), as 0..2^32-1.
+  prev_last_seq INTEGER NOT NULL DEFAULT 0,
+  crc           INTEGER NOT NULL DEFAULT 0
 );
+-- A chunk holds 1..4096 events (schema::kChunkEvents); chunks do not overlap in seq (seqs have
+-- gaps: samples and dropped events take numbers too). A reader checks every row against these
+-- rules and the crc, and event_counts against the sum of the chunks' counts; a row that fails is
+-- reported as damaged (with its event count) and skipped, the rest of the trace still reads.
 CREATE INDEX event_chunks_by_time ON event_chunks(t_min, t_max);
 
--- Events per kind, kept current by the writer at each commit (cheap counts without decoding).
+-- Events per kind, kept current by the writer at each commit (cheap counts without decoding), in
+-- the same transaction as the chunks: their sum equals the sum of event_chunks.count.
 CREATE TABLE event_counts (
   kind  INTEGER PRIMARY KEY,                  -- event_kinds.id
   count INTEGER NOT NULL

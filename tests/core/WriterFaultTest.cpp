@@ -105,6 +105,95 @@ TEST(WriterFault, FullDiskIsReportedAndCommittedEventsSurvive) {
     ::unlink((path + "-shm").c_str());
 }
 
+// Counts the events of a trace (-1 when it does not open or read).
+long long eventsIn(const std::string& path) {
+    auto r = TraceReader::open(path);
+    if (!r) return -1;
+    long long n = 0;
+    Status st = (*r)->forEachEvent([&](const Event&) {
+        ++n;
+        return true;
+    });
+    return st ? n : -1;
+}
+
+void removeTrace(const std::string& path) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
+}
+
+// Issue #12: a full disk while recording replaced the good trace at the output path with a
+// damaged 8 KiB file. With replaceAtClose the old trace stays until the new one is complete, and
+// what the failed recording committed stays readable in <path>.partial.
+TEST(WriterFault, FullDiskLeavesTheExistingTraceAndKeepsThePartialOne) {
+    const std::string path = tempPath("keep");
+    const std::string partial = partialPath(path);
+    {
+        WriterOptions options;
+        options.replaceAtClose = true;
+        auto w = TraceWriter::create(path, options);
+        ASSERT_TRUE(w) << w.error().message;
+        EXPECT_EQ((*w)->path(), partial);
+        ASSERT_TRUE((*w)->append(churn(1, 1000)));
+        ASSERT_TRUE((*w)->close());
+    }
+    ASSERT_NE(::access(path.c_str(), F_OK), -1) << "renamed into place at close";
+    EXPECT_EQ(::access(partial.c_str(), F_OK), -1);
+    ASSERT_EQ(eventsIn(path), 1000);
+
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim {2 << 20, 2 << 20}; // 2 MiB "disk"
+        ::setrlimit(RLIMIT_FSIZE, &lim);
+        WriterOptions options;
+        options.replaceAtClose = true;
+        auto w = TraceWriter::create(path, options);
+        if (!w) ::_exit(2);
+        for (uint64_t seq = 1; seq < 10'000'000; seq += 10000) {
+            Status s = (*w)->append(churn(seq, 10000));
+            if (s) s = (*w)->commit();
+            if (!s) ::_exit((*w)->close() ? 4 : 0); // close() must fail too: no rename
+        }
+        ::_exit(3);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0) << "the writer never failed, or closed after failing";
+    EXPECT_EQ(eventsIn(path), 1000) << "the trace that was there is untouched";
+    EXPECT_GT(eventsIn(partial), 0) << "what was committed before the disk filled reads";
+    removeTrace(path);
+    removeTrace(partial);
+}
+
+// A program killed by a signal: the collector commits but never closes, so the trace stays in
+// <path>.partial (in WAL mode) until `poolscope record` finishes it and moves it into place.
+TEST(WriterFault, UnclosedPartialTraceIsFinishedIntoPlace) {
+    const std::string path = tempPath("killed");
+    EXPECT_FALSE(*finishPartialTrace(path)) << "nothing to finish";
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        WriterOptions options;
+        options.replaceAtClose = true;
+        auto w = TraceWriter::create(path, options);
+        if (!w || !(*w)->append(churn(1, 5000)) || !(*w)->commit()) ::_exit(2);
+        ::_exit(0); // no close(): as if killed
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_EQ(::access(path.c_str(), F_OK), -1);
+    auto done = finishPartialTrace(path);
+    ASSERT_TRUE(done) << done.error().message;
+    EXPECT_TRUE(*done);
+    EXPECT_EQ(eventsIn(path), 5000);
+    EXPECT_EQ(::access(partialPath(path).c_str(), F_OK), -1);
+    EXPECT_EQ(::access((path + "-wal").c_str(), F_OK), -1) << "the WAL was folded in";
+    removeTrace(path);
+}
+
 TEST(WriterFault, UnwritableLocationIsAPlainError) {
     auto w = TraceWriter::create("/proc/poolscope-cannot-write-here/x.poolscope");
     ASSERT_FALSE(w);

@@ -7,7 +7,9 @@
 
 namespace poolscope::schema {
 
-inline constexpr int kVersion = 2; // written; 1 and 2 are read (see schema.sql)
+inline constexpr int kVersion = 3; // written; 1, 2 and 3 are read (see schema.sql)
+// The first version whose event chunks carry prev_last_seq and a crc (schema.sql).
+inline constexpr int kChunkChecksumVersion = 3;
 // 'PSCP' as a big-endian integer: `file` and the reader recognise a trace by it.
 inline constexpr int32_t kApplicationId = 0x50534350;
 inline constexpr std::string_view kFileExtension = ".poolscope";
@@ -19,5 +21,16 @@ inline constexpr const char* kRequiredTables[] = {
     "samples"};
 // Events per chunk written by TraceWriter (a commit may close a chunk early).
 inline constexpr size_t kChunkEvents = 4096;
+
+// An event chunk row's small columns (format 3's checksum covers them and the data).
+struct ChunkHeader {
+    uint64_t firstSeq = 0, lastSeq = 0, prevLastSeq = 0;
+    int64_t tMin = 0, tMax = 0;
+    uint64_t count = 0, kinds = 0;
+    int64_t codec = 0;
+};
+// The crc column of a format-3 chunk: CRC32C of the header's eight values as 64-bit
+// little-endian words, in the order declared above, then of the data.
+uint32_t chunkChecksum(const ChunkHeader& h, std::string_view data);
 
 } // namespace poolscope::schema

@@ -6,7 +6,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "poolscope/Entities.h"
@@ -17,12 +19,21 @@ struct sqlite3;
 
 namespace poolscope {
 
+// A part of a trace found damaged (issue #12): what, in words a person can act on, and how many
+// events it loses or puts in doubt (0 when none or unknown).
+struct TraceDamage {
+    std::string what;
+    uint64_t events = 0;
+};
+
 struct TraceSummary {
     int schemaVersion = 0;
-    uint64_t eventCount = 0;
+    uint64_t eventCount = 0;   // events in the chunk rows not known to be damaged
     uint64_t sampleCount = 0;
     int64_t firstTsNs = 0; // over events and samples; 0/0 for an empty trace
     int64_t lastTsNs = 0;
+    // From event_counts, each clamped to eventCount; when the table disagrees with the chunks,
+    // damage() says so.
     std::map<EventKind, uint64_t> countsByKind;
 };
 
@@ -56,17 +67,48 @@ public:
     // fn returns false to stop (ErrorCode::Cancelled). Rows are visited in rowid order when that
     // is seq order (always, for files TraceWriter wrote), so SQLite never sorts the blobs.
     Status forEachChunk(const std::function<bool(std::vector<Event>& chunk)>& fn) const;
-    uint64_t chunkedEventCount() const; // sum of the chunks' counts (0 on error)
+    // Events in the chunk rows whose headers are valid (0 on error): at most kChunkEvents a row,
+    // so a bound for allocations that no value in the file can inflate.
+    uint64_t chunkedEventCount() const;
+
+    // Damaged chunks (issue #12). Every read checks each chunk row's header (types, ranges,
+    // overlaps, the sequence hole a deleted row leaves), event_counts against the chunks and,
+    // when a chunk is read, its checksum (format 3) and its decoded events against its header.
+    // By default a damaged chunk makes events()/forEachChunk() fail with ErrorCode::Corrupt.
+    // With skipDamaged set they skip it instead, and damage() lists it: what is intact still
+    // reads, and the caller says what was lost.
+    void setSkipDamaged(bool skip) { skipDamaged_ = skip; }
+    // Everything found damaged so far (headers at the last read, chunks read since open).
+    std::vector<TraceDamage> damage() const;
+    // Reads every chunk's data without building anything: checks the checksum (format 3) or,
+    // for older files, decodes and compares with the header. Afterwards summary() and damage()
+    // are exact. Fails only on I/O errors and newer codecs; damage goes to damage().
+    Status verifyChunks() const;
     // Periodic samples (Event with kind Sample) in t0 <= tsNs < t1, time order; pool 0 = all.
     Result<std::vector<Event>> samples(uint64_t pool, int64_t t0, int64_t t1) const;
+
+    struct ChunkRef;
+    struct ChunkIndex;
 
 private:
     TraceReader() = default;
     Error sqlError(const char* what) const;
+    Result<std::shared_ptr<const ChunkIndex>> scanChunks() const;
+    // Checks and decodes one chunk's data into out; damage is recorded, not returned.
+    // `damaged` gets the damage's description (empty when intact); decode false: a chunk with a
+    // checksum is only checked, not decoded.
+    Status readChunk(const ChunkRef& c, std::string_view data, std::vector<Event>& out,
+                     std::string& damaged, bool decode) const;
+    void addDamage(int64_t chunkId, TraceDamage d) const;
+    Error firstDamageError(const std::string& what) const;
 
     sqlite3* db_ = nullptr;
     std::string path_;
     int schemaVersion_ = 0;
+    bool skipDamaged_ = false;
+    mutable std::mutex mutex_; // guards the two below (chunks may be read on another thread)
+    mutable std::shared_ptr<const ChunkIndex> index_;   // the last header scan
+    mutable std::map<int64_t, TraceDamage> chunkDamage_; // found reading data, by chunk id
 };
 
 } // namespace poolscope

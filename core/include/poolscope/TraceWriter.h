@@ -21,11 +21,25 @@ namespace poolscope {
 struct WriterOptions {
     bool wal = true;           // WAL while recording, so readers can follow a live trace
     bool synchronousOff = false; // benchmarks only: trade durability for speed
+    // Write <path>.partial and rename it to path when close() succeeds, so that a file already
+    // at path is replaced only by a complete trace (issue #12: a full disk while recording must
+    // not destroy the last good trace). If writing fails, <path>.partial keeps what was
+    // committed. The collector and `poolscope record` set it.
+    bool replaceAtClose = false;
 };
+
+// The file a replaceAtClose writer works in until close(): path + ".partial".
+std::string partialPath(const std::string& path);
+// Finishes a trace a replaceAtClose writer left in partialPath(path) without reaching close()
+// (a program killed by a signal: the collector commits then, but cannot close from a signal
+// handler): folds its WAL in and, if it reads as a trace, moves it to path. false when there is
+// no partial file; an error (and the file left where it is) when it cannot be finished.
+Result<bool> finishPartialTrace(const std::string& path);
 
 class TraceWriter {
 public:
-    // Creates (truncating) a trace at path. Errors: WriteFailed with the reason in plain words.
+    // Creates (truncating) a trace at path (or beside it: replaceAtClose). Errors: WriteFailed
+    // with the reason in plain words.
     static Result<std::unique_ptr<TraceWriter>> create(const std::string& path,
                                                        const WriterOptions& options = {});
     ~TraceWriter();
@@ -50,7 +64,7 @@ public:
     Status close();    // commit, switch the journal out of WAL, close the file
 
     uint64_t eventsWritten() const { return eventsWritten_; }
-    const std::string& path() const { return path_; }
+    const std::string& path() const { return path_; } // the file being written
 
 private:
     TraceWriter() = default;
@@ -63,15 +77,18 @@ private:
     sqlite3* db_ = nullptr;
     std::unique_ptr<Statements> st_;
     bool inTransaction_ = false;
+    mutable bool failed_ = false; // a write failed: the file is not complete (no rename)
     uint64_t eventsWritten_ = 0;
     struct OpenChunk {
         uint64_t count = 0, firstSeq = 0, lastSeq = 0, kinds = 0;
         int64_t tMin = 0, tMax = 0;
     } chunk_;                    // the chunk being filled
     EventEncoder encoder_;       // holds the open chunk's encoded events
+    uint64_t prevLastSeq_ = 0;   // last_seq of the chunk written before (prev_last_seq)
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};
     std::string path_;
+    std::string finalPath_; // where close() moves path_ (== path_ without replaceAtClose)
 };
 
 } // namespace poolscope
