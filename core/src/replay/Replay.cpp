@@ -24,9 +24,7 @@ int PoolState::knobIndex(PoolAttr a) {
 struct Replay::Impl {
     std::unordered_map<uint64_t, uint32_t> poolIdx;
     std::unordered_map<uint64_t, uint32_t> streamIdx;
-    detail::FlatPtrMap live; // ptr -> index into slots
-    std::vector<Block> slots;
-    std::vector<uint32_t> freeSlots;
+    detail::FlatPtrMap<Block> live;
     struct Record {
         uint32_t stream;
         int64_t tsNs;
@@ -46,17 +44,6 @@ struct Replay::Impl {
     std::vector<Sub> observers;
 
     static uint64_t pairKey(uint32_t to, uint32_t from) { return uint64_t{to} << 32 | from; }
-
-    uint32_t store(const Block& b) {
-        if (!freeSlots.empty()) {
-            const uint32_t i = freeSlots.back();
-            freeSlots.pop_back();
-            slots[i] = b;
-            return i;
-        }
-        slots.push_back(b);
-        return static_cast<uint32_t>(slots.size() - 1);
-    }
 };
 
 Replay::Replay() : d_(std::make_unique<Impl>()) {}
@@ -150,15 +137,13 @@ uint32_t Replay::streamIndex(uint64_t handle) const {
 
 const Block* Replay::liveBlock(uint64_t ptr) const {
     if (ptr == 0) return nullptr;
-    const uint64_t slot = d_->live.find(ptr);
-    return slot == detail::FlatPtrMap::kAbsent ? nullptr : &d_->slots[slot];
+    return d_->live.find(ptr);
 }
 
 size_t Replay::liveBlockCount() const { return d_->live.size(); }
 
 void Replay::forEachLive(const std::function<void(const Block&)>& f) const {
-    for (const Block& b : d_->slots)
-        if (b.ptr != 0) f(b);
+    d_->live.forEach(f);
 }
 
 void Replay::subscribe(Observer* o, uint32_t kindMask) {
@@ -179,20 +164,15 @@ void Replay::notify() {
         if (s.mask & bit) s.o->onFact(fact_, *this);
 }
 
-// Takes a live block out of the set and the live totals; `out` receives it.
-void Replay::release(uint32_t slot, Block& out) {
-    Block& b = d_->slots[slot];
-    out = b;
-    if (!b.imported) {
-        PoolState& p = pools_[b.pool];
-        p.liveBytes -= b.bytes;
-        p.liveCount--;
-        StreamState& s = streams_[b.stream];
-        s.liveBytes -= b.bytes;
-        s.liveCount--;
-    }
-    b.ptr = 0;
-    d_->freeSlots.push_back(slot);
+// A block just taken out of the live set leaves the live totals.
+void Replay::release(const Block& b) {
+    if (b.imported) return;
+    PoolState& p = pools_[b.pool];
+    p.liveBytes -= b.bytes;
+    p.liveCount--;
+    StreamState& s = streams_[b.stream];
+    s.liveBytes -= b.bytes;
+    s.liveCount--;
 }
 
 void Replay::clearPending(uint32_t stream, uint64_t upTo) {
@@ -228,12 +208,12 @@ void Replay::alloc(const Event& e, uint32_t tag) {
     b.tid = e.tid;
     fact_.allocated = true;
     if (a.ptr == 0) return; // a zero-byte request: nothing to free later
-    if (uint64_t old = d_->live.take(a.ptr); old != detail::FlatPtrMap::kAbsent) {
+    if (d_->live.take(a.ptr, fact_.closed)) {
         reusedWithoutFree_++;
         fact_.replacedLive = true;
-        release(static_cast<uint32_t>(old), fact_.closed);
+        release(fact_.closed);
     }
-    d_->live.put(a.ptr, d_->store(b));
+    d_->live.put(a.ptr, b);
     PoolState& p = pools_[pi];
     p.liveBytes += a.bytes;
     p.liveCount++;
@@ -250,13 +230,12 @@ void Replay::free(const Event& e) {
     const uint32_t si = streamAt(e.stream, e.device, ns);
     fact_.stream = si;
     fact_.newStream = ns;
-    const uint64_t slot = d_->live.take(f.ptr);
-    if (slot == detail::FlatPtrMap::kAbsent) {
+    if (!d_->live.take(f.ptr, fact_.block)) {
         unmatchedFrees_++;
         fact_.unmatchedFree = true;
         return;
     }
-    release(static_cast<uint32_t>(slot), fact_.block);
+    release(fact_.block);
     const Block& b = fact_.block;
     fact_.freed = true;
     fact_.pool = b.pool;
@@ -445,9 +424,8 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         b.pool = fact_.pool;
         b.tid = e.tid;
         b.imported = true;
-        if (uint64_t old = d_->live.take(ptr); old != detail::FlatPtrMap::kAbsent)
-            release(static_cast<uint32_t>(old), fact_.closed);
-        d_->live.put(ptr, d_->store(b));
+        if (d_->live.take(ptr, fact_.closed)) release(fact_.closed);
+        d_->live.put(ptr, b);
         break;
     }
     case EventKind::PoolExport:

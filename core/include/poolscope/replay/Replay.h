@@ -182,7 +182,7 @@ private:
     [[gnu::noinline]] uint32_t streamSlow(uint64_t handle, int16_t device, bool& isNew);
     void alloc(const Event& e, uint32_t tag);
     void free(const Event& e);
-    void release(uint32_t slot, Block& out);
+    void release(const Block& b);
     void clearPending(uint32_t stream, uint64_t upTo);
     void notify();
 
