@@ -220,7 +220,7 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     if (!d.record) return;
     ev.tid = t->tid;
     if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
-    if (ev.device < 0 && (d.needs & (kNeedDevicePool | kNeedPtrPool))) [[unlikely]]
+    if (ev.device < 0 && (d.needs & (kNeedDevicePool | kNeedPtrPool | kNeedUsed))) [[unlikely]]
         ev.device = static_cast<int16_t>(deviceWithoutContext(t, ev, d.needs));
 
     if (d.needs & kNeedDevicePool) {
