@@ -105,7 +105,13 @@ QString DetailsPane::poolState(uint64_t pool, int64_t t, const QString& when) co
     if (!p) return {};
     QString s = QStringLiteral("<h4>%1 %2</h4><table>").arg(snap_.layout->poolName(pool), when);
     s += row(tr("reserved"), qb(p->reserved.valueAt(t)));
-    s += row(tr("used"), qb(p->used.valueAt(t)));
+    // Racing threads: the driver's order of their calls is not known, nor is used between
+    // two of its reads; no value is made up for it.
+    if (auto [a, b] = snap_.timeline->racingThreads(pool, t); a)
+        s += row(tr("used"), tr("not known: threads %1 and %2 allocate from this pool at once "
+                                "(their order is not recorded)").arg(a).arg(b));
+    else
+        s += row(tr("used"), qb(p->used.valueAt(t)));
     s += row(tr("release threshold"), thresholdText(*p, t));
     for (const PolicyRow& r : kPolicies)
         s += row(tr(r.label), policyText(*p->attributeSeries(r.attr), t));
@@ -262,6 +268,8 @@ void DetailsPane::render() {
         h += row(tr("peak reserved"),
                  bytesExact(p->peakReserved) + " at " + qd(p->peakReservedTsNs - tl.t0));
         h += row(tr("peak used"), bytesExact(p->peakUsed) + " at " + qd(p->peakUsedTsNs - tl.t0));
+        if (p->driverUsedHigh)
+            h += row(tr("peaks from"), tr("the driver's ReservedMemHigh / UsedMemHigh"));
         h += row(tr("bytes allocated"), qb(p->bytesAllocated));
         h += row(tr("allocations / frees"),
                  QStringLiteral("%L1 / %L2").arg(p->allocCount).arg(p->freeCount));

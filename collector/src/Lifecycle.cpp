@@ -135,6 +135,22 @@ void writerLoop() {
     }
 }
 
+// One last sample of every pool at exit, with the driver's high watermarks: the trace's peaks
+// are then the driver's own even when no synchronize or sampler tick came after the peak.
+// close() drains it with the rest. A driver that already tore the pool down gives no sample.
+void finalSamples(Runtime& rt) {
+    if (!rt.sink) return;
+    ThreadState* t = ownThreadState();
+    if (!t || !t->ring) return;
+    Guard g(t);
+    const int n = rt.poolCount.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) {
+        const uint64_t h = rt.pools[i].handle.load(std::memory_order_acquire);
+        PoolWatermarks w;
+        if (h && readWatermarks(h, w)) pushSample(t, h, rt.pools[i], Clock::ticks(), w);
+    }
+}
+
 void finishRecording() {
     Runtime& rt = runtime();
     if (g_shutDown.exchange(true)) return;
@@ -143,6 +159,7 @@ void finishRecording() {
     rt.stopping.store(true, std::memory_order_release);
     if (rt.sampler.joinable()) rt.sampler.join();
     if (rt.writer.joinable()) rt.writer.join();
+    finalSamples(rt);
     if (rt.config.activity) {
         ThreadState* t = ownThreadState();
         (void)t;

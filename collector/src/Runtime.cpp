@@ -88,6 +88,8 @@ void pushEvent(ThreadState* t, const Event& e) {
 // The implicit release at a synchronize can shrink every pool, not only the device's current
 // one: re-read them all, refresh the cached reserved values, and record each as a sample at the
 // synchronize's own timestamp so every pool's graph shows the release exactly where it happened.
+// Every pool's sample, the synchronize's own included, carries the driver's high watermarks:
+// the trace's peaks are the driver's at each synchronize.
 // Synchronizes are rare next to allocs; a few reads per pool are affordable here.
 __attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t skip, uint64_t ticks,
                                                     const Event* sync, uint64_t syncSeq,
@@ -98,8 +100,11 @@ __attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t ski
         PoolSlot& s = rt.pools[i];
         const uint64_t h = s.handle.load(std::memory_order_relaxed);
         PoolWatermarks w;
-        if (!h || h == skip || !readWatermarks(h, w)) continue;
-        const uint64_t before = s.reserved.exchange(w.reserved, std::memory_order_relaxed);
+        if (!h || !readWatermarks(h, w)) continue;
+        // The synchronize's own pool: its event carries reserved and used (and its release,
+        // if any, is recorded by the caller); the sample adds the driver's high watermarks.
+        const uint64_t before = h == skip ? w.reserved
+                                          : s.reserved.exchange(w.reserved, std::memory_order_relaxed);
         if (sync && syncSeq && w.reserved < before) {
             Event rel = releaseEvent(*sync, h, before, w.reserved, w.used);
             rel.device = static_cast<int16_t>(s.device.load(std::memory_order_relaxed));
@@ -111,6 +116,42 @@ __attribute__((cold, noinline)) void syncOtherPools(ThreadState* t, uint64_t ski
         }
         pushSample(t, h, s, ticks, w);
     }
+}
+
+// A call made with no context bound to the thread (CUPTI's cb.context is null): a worker thread's
+// first cudaMallocAsync before the runtime bound the primary context, or a driver call the
+// runtime makes first and retries. Cold: the context the call bound, else the device of the
+// pool or of the returned pointer. -1 only when the driver knows none (a call that failed).
+__attribute__((cold, noinline)) int deviceWithoutContext(ThreadState* t, const Event& ev,
+                                                         uint8_t needs) {
+    CUcontext ctx = nullptr;
+    {
+        Guard g(t);
+        if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) ctx = nullptr;
+    }
+    if (ctx) {
+        const int dev = deviceOfContext(t, ctx);
+        if (dev >= 0) return dev;
+    }
+    const uint64_t pool = (needs & kNeedPtrPool) ? t->enterPool : ev.pool;
+    if (pool)
+        if (PoolSlot* s = findPool(pool)) {
+            const int dev = s->device.load(std::memory_order_relaxed);
+            if (dev >= 0) return dev;
+        }
+    if (ev.ptr && ev.result == 0) {
+        int ordinal = -1;
+        CUresult r;
+        {
+            Guard g(t);
+            r = cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ev.ptr);
+        }
+        if (r == CUDA_SUCCESS && ordinal >= 0 && ordinal < Runtime::kMaxDevices) {
+            ensureDevice(ordinal);
+            return ordinal;
+        }
+    }
+    return -1;
 }
 
 __attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
@@ -179,6 +220,8 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     if (!d.record) return;
     ev.tid = t->tid;
     if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
+    if (ev.device < 0 && (d.needs & (kNeedDevicePool | kNeedPtrPool | kNeedUsed))) [[unlikely]]
+        ev.device = static_cast<int16_t>(deviceWithoutContext(t, ev, d.needs));
 
     if (d.needs & kNeedDevicePool) {
         if (ev.device >= 0 && ev.device < Runtime::kMaxDevices)

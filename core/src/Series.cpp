@@ -23,6 +23,30 @@ void Series::refreshLastBlock() {
     blocks[b] = Block{v[lo], v[hi], static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)};
 }
 
+bool Series::capFrom(size_t from, uint64_t cap) {
+    size_t first = from;
+    while (first < v.size() && v[first] <= cap) ++first;
+    if (first >= v.size()) return false;
+    const bool summarised = blocks.size() == (t.size() + kBlock - 1) / kBlock;
+    std::vector<int64_t> tt(t.begin() + static_cast<ptrdiff_t>(first), t.end());
+    std::vector<uint64_t> vv(v.begin() + static_cast<ptrdiff_t>(first), v.end());
+    t.resize(first);
+    v.resize(first);
+    if (summarised) {
+        blocks.resize((first + kBlock - 1) / kBlock);
+        if (first % kBlock != 0) refreshLastBlock();
+    }
+    for (size_t i = 0; i < tt.size(); ++i) {
+        const uint64_t value = vv[i] < cap ? vv[i] : cap;
+        if (!v.empty() && v.back() == value) continue;
+        if (summarised)
+            pushSlow(tt[i], value);
+        else
+            t.push_back(tt[i]), v.push_back(value);
+    }
+    return true;
+}
+
 void Series::pushSlow(int64_t ts, uint64_t value) {
     const bool summarised = blocks.size() == (t.size() + kBlock - 1) / kBlock;
     if (!t.empty()) {

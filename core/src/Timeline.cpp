@@ -41,6 +41,26 @@ const StreamTimeline* Timeline::stream(uint64_t handle) const {
     return nullptr;
 }
 
+std::pair<uint32_t, uint32_t> Timeline::racingThreads(uint64_t pool, int64_t t) const {
+    // Allocations are in seq order, which follows time up to the threads' clock skew: scan the
+    // window around t, with a margin.
+    auto it = std::partition_point(allocations.begin(), allocations.end(), [&](const Allocation& a) {
+        return a.allocTsNs < t - kRaceWindowNs;
+    });
+    uint32_t first = 0;
+    int64_t firstTs = 0;
+    for (; it != allocations.end() && it->allocTsNs <= t + kRaceWindowNs; ++it) {
+        if (it->pool != pool) continue;
+        if (!first) {
+            first = it->tid;
+            firstTs = it->allocTsNs;
+        } else if (it->tid != first && it->allocTsNs - firstTs <= kRaceWindowNs) {
+            return {first, it->tid};
+        }
+    }
+    return {0, 0};
+}
+
 // What the timeline keeps beside the replay: the series, records and counters the views draw.
 // The allocator's state itself (live blocks, pools, streams, knobs, event records) is the
 // replay's; pools and streams share its indices until finalize() sorts a copy.
@@ -49,6 +69,24 @@ struct TimelineBuilder::Impl {
     replay::Replay replay;
     PendingFreesAnalysis pending;
     bool anyTime = false;
+    // Per thread: its last alloc, when it failed with 201 and may yet turn out a runtime retry.
+    struct MaybeRetry {
+        size_t failedIndex;
+        uint64_t seq, size;
+        int64_t tsNs;
+        uint32_t stream, pool;
+    };
+    std::unordered_map<uint32_t, MaybeRetry> maybeRetry;
+    // Per pool (replay index): the first point of `used` after its last sample with high
+    // watermarks (points from there are capped by the next such sample's UsedMemHigh), and the
+    // peak of the points before it.
+    struct HighWindow {
+        size_t from = 0;
+        uint64_t peakUsed = 0;
+        int64_t peakUsedTsNs = 0;
+    };
+    std::vector<HighWindow> highs;
+    static constexpr int32_t kInvalidContext = 201; // CUDA_ERROR_INVALID_CONTEXT
 
     Impl() { replay.subscribe(&pending, PendingFreesAnalysis::kindMask()); }
     Impl(const Impl&) = delete;
@@ -139,6 +177,36 @@ struct TimelineBuilder::Impl {
         }
     }
 
+    // A sample with the driver's high watermarks: the peaks are the driver's, and the used
+    // values derived since the pool's previous such sample cannot have been above UsedMemHigh
+    // (seq order is not the driver's order when two threads race on one pool).
+    void driverHighs(uint32_t pool, const Event& e) {
+        const SampleFields h = SampleFields::of(e);
+        if (h.reservedHigh == 0 && h.usedHigh == 0) return;
+        PoolTimeline& p = tl.pools[pool];
+        if (highs.size() <= pool) highs.resize(pool + 1);
+        HighWindow& w = highs[pool];
+        // The points since the previous sample, capped; the peak is then the highest of the
+        // points before them, the capped ones and the driver's own high watermark.
+        p.used.capFrom(w.from, h.usedHigh);
+        uint64_t peak = w.peakUsed;
+        int64_t peakTs = w.peakUsedTsNs;
+        for (size_t i = w.from; i < p.used.size(); ++i)
+            if (p.used.v[i] > peak) peak = p.used.v[i], peakTs = p.used.t[i];
+        // The high watermark was reached at or before this sample: at the highest point since
+        // the previous one if that reaches it, else (a peak between two reads) at the sample.
+        if (h.usedHigh > peak) peak = h.usedHigh, peakTs = e.tsNs;
+        p.peakUsed = w.peakUsed = peak;
+        p.peakUsedTsNs = w.peakUsedTsNs = peakTs;
+        w.from = p.used.size();
+        p.driverUsedHigh = std::max(p.driverUsedHigh, h.usedHigh);
+        p.driverReservedHigh = std::max(p.driverReservedHigh, h.reservedHigh);
+        if (h.reservedHigh > p.peakReserved) {
+            p.peakReserved = h.reservedHigh;
+            p.peakReservedTsNs = e.tsNs;
+        }
+    }
+
     // Ends an allocation that the replay released at (ts, seq) on freeStream.
     void close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream) {
         Allocation& a = tl.allocations[b.tag];
@@ -149,10 +217,36 @@ struct TimelineBuilder::Impl {
         tl.streams[b.stream].liveBytes.push(a.freeTsNs, replay.streams()[b.stream].liveBytes);
     }
 
+    // The thread's previous alloc failed with 201 and this one, the same size, succeeded soon
+    // after: that was the runtime binding a context and retrying, not a failure the program saw.
+    void resolveRetry(const Event& e, bool ok) {
+        auto it = maybeRetry.find(e.tid);
+        if (it == maybeRetry.end()) return;
+        const MaybeRetry m = it->second;
+        maybeRetry.erase(it);
+        if (!ok || AllocFields::of(e).bytes != m.size || e.tsNs - m.tsNs > Timeline::kRetryWindowNs)
+            return;
+        if (m.failedIndex >= tl.failed.size() || tl.failed[m.failedIndex].seq != m.seq) return;
+        tl.retried.push_back(tl.failed[m.failedIndex]);
+        tl.failed.erase(tl.failed.begin() + static_cast<ptrdiff_t>(m.failedIndex));
+        for (size_t i = tl.markers.size(); i-- > 0;)
+            if (tl.markers[i].seq == m.seq && tl.markers[i].kind == EventKind::Alloc) {
+                tl.markers.erase(tl.markers.begin() + static_cast<ptrdiff_t>(i));
+                break;
+            }
+        tl.streams[m.stream].failedCount--;
+        tl.pools[m.pool].failedCount--;
+    }
+
     void alloc(const Event& e, const replay::Fact& f) {
         StreamTimeline& s = tl.streams[f.stream];
         PoolTimeline& p = tl.pools[f.pool];
+        if (!maybeRetry.empty()) [[unlikely]]
+            resolveRetry(e, !f.failedAlloc);
         if (f.failedAlloc) {
+            if (e.result == kInvalidContext)
+                maybeRetry[e.tid] = MaybeRetry{tl.failed.size(), e.seq, AllocFields::of(e).bytes,
+                                               e.tsNs, f.stream, f.pool};
             tl.failed.push_back(
                 FailedAllocation{e.tsNs, e.seq, AllocFields::of(e).bytes, e.stream, e.pool, e.result});
             marker(e, e.stream, e.pool);
@@ -217,6 +311,7 @@ struct TimelineBuilder::Impl {
         if (e.kind == EventKind::Sample) {
             tl.sampleCount++;
             watermarks(tl.pools[f.pool], e.tsNs, e.reserved, e.used);
+            driverHighs(f.pool, e);
             return;
         }
         tl.eventCount++;

@@ -208,6 +208,26 @@ TEST(Replay, CompleteFillsFreesAndDerivedUsed) {
     EXPECT_FALSE(es[3].has(kSizeKnown));
 }
 
+// Hand-built: a free on another thread whose pool the collector could not ask at the call (no
+// pool, no watermarks in the event) gets the block's pool, its used derived and the pool's
+// reserved; before any watermark of the pool is known it gets none.
+TEST(Replay, HandBuiltFreeWithoutPoolGetsDerivedWatermarks) {
+    Events ev;
+    Events::wm(ev.alloc(1, kS1, kPool, 0xA000, 100), 1 << 20, 300);
+    ev.free(2, kS2, 0, 0xA000).tid = 7;
+    ev.alloc(3, kS1, kPool2, 0xB000, 50); // no watermarks ever read for this pool
+    ev.free(4, kS2, 0, 0xB000);
+    std::vector<Event> es = ev.all();
+    Replay r;
+    for (Event& e : es) r.complete(e);
+    EXPECT_EQ(es[1].pool, kPool);
+    EXPECT_TRUE(es[1].has(kHasWatermarks));
+    EXPECT_EQ(es[1].used, 200u);
+    EXPECT_EQ(es[1].reserved, uint64_t{1} << 20);
+    EXPECT_EQ(es[3].pool, kPool2);
+    EXPECT_FALSE(es[3].has(kHasWatermarks));
+}
+
 TEST(Replay, ImportedPointersGiveTheirPoolButNoSize) {
     Events ev;
     Event& imp = ev.add(EventKind::PointerImport, 1);

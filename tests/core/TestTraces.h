@@ -67,15 +67,17 @@ public:
         e.used = used;
         return e;
     }
-    Event sample(int64_t ts, uint64_t pool, uint64_t reserved, uint64_t used) const {
+    // A sample; the driver's high watermarks only where a test gives them (0: not read).
+    Event sample(int64_t ts, uint64_t pool, uint64_t reserved, uint64_t used,
+                 uint64_t reservedHigh = 0, uint64_t usedHigh = 0) const {
         Event e;
         e.kind = EventKind::Sample;
         e.tsNs = ts;
         e.pool = pool;
         e.reserved = reserved;
         e.used = used;
-        e.size = reserved;
-        e.aux = used;
+        e.size = reservedHigh;
+        e.aux = usedHigh;
         e.flags = kHasWatermarks;
         return e;
     }

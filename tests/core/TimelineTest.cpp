@@ -658,5 +658,122 @@ TEST(BuildTimeline, ChunksOutOfRowidOrderAreReadInSeqOrder) {
     expectSameContent(**tl, *t.reference(t.events.size()));
 }
 
+// Hand-built: the runtime's own retry (issue #11, point 2). A thread's first cuMemAllocAsync
+// returns 201 (no context bound yet), the runtime binds one and the same request succeeds
+// 0.23 ms later: kept as a retried call, not a failure, no marker. A real failure (2, out of
+// memory) on the same thread stays one, and so does a 201 that nothing retried.
+TEST(Timeline, HandBuiltRuntimeRetryIsNotAFailure) {
+    test::Events ev;
+    Event& first = ev.alloc(1'000'000, kA, 0, 0, 16 * MiB);
+    first.result = 201;
+    first.device = -1;
+    test::Events::wm(ev.alloc(1'230'000, kA, kPool, 0x1000, 16 * MiB), 32 * MiB, 16 * MiB);
+    Event& oom = ev.alloc(2'000'000, kA, kPool, 0, 1ull << 40);
+    oom.result = 2;
+    test::Events::wm(ev.alloc(2'100'000, kA, kPool, 0x2000, 1ull << 40), 32 * MiB, 16 * MiB);
+    Event& lone = ev.alloc(3'000'000, kB, kPool, 0, 4 * MiB); // 201, then nothing of that size
+    lone.result = 201;
+    lone.tid = 7;
+    ev.alloc(3'100'000, kB, kPool, 0x3000, 8 * MiB).tid = 7;
+    Event& late = ev.alloc(4'000'000, kB, kPool, 0, 4 * MiB); // 201, retried too late
+    late.result = 201;
+    late.tid = 8;
+    ev.alloc(4'000'000 + Timeline::kRetryWindowNs + 1, kB, kPool, 0x4000, 4 * MiB).tid = 8;
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    auto tl = b.finish();
+    ASSERT_EQ(tl->retried.size(), 1u);
+    // (seqs in order of the adds above: first 1, oom 3, lone 5, late 7; the references to the
+    // events are gone once the list grew)
+    EXPECT_EQ(tl->retried[0].seq, 1u);
+    EXPECT_EQ(tl->retried[0].result, 201);
+    ASSERT_EQ(tl->failed.size(), 3u);
+    EXPECT_EQ(tl->failed[0].result, 2);
+    EXPECT_EQ(tl->failed[1].seq, 5u);
+    EXPECT_EQ(tl->failed[2].seq, 7u);
+    size_t failMarkers = 0;
+    for (const Marker& m : tl->markers) {
+        EXPECT_NE(m.seq, 1u);
+        failMarkers += m.kind == EventKind::Alloc;
+    }
+    EXPECT_EQ(failMarkers, 3u);
+    uint64_t failedInPools = 0, failedInStreams = 0;
+    for (const PoolTimeline& p : tl->pools) failedInPools += p.failedCount;
+    for (const StreamTimeline& s : tl->streams) failedInStreams += s.failedCount;
+    EXPECT_EQ(failedInPools, 3u);
+    EXPECT_EQ(failedInStreams, 3u);
+    EXPECT_EQ(tl->allocations.size(), 4u);
+}
+
+// Hand-built: two threads race on one pool (issue #11, point 3). The used values derived in seq
+// order reach 45 MiB, which the driver never saw: its UsedMemHigh, read by the next sample, is
+// 42 MiB. The series is capped there and the peaks are the driver's; a peak the derived values
+// missed (between two reads) is the driver's too.
+TEST(Timeline, HandBuiltRacingThreadsPeaksAreTheDriversHighWatermarks) {
+    test::Events ev;
+    test::Events::wm(ev.alloc(100, kA, kPool, 0x1000, 20 * MiB), 64 * MiB, 20 * MiB);
+    Event& other = test::Events::wm(ev.alloc(110, kB, kPool, 0x2000, 25 * MiB), 64 * MiB, 45 * MiB);
+    other.tid = 7;
+    test::Events::wm(ev.free(120, kA, kPool, 0x1000), 64 * MiB, 25 * MiB);
+    test::Events::wm(ev.alloc(300, kA, kPool, 0x3000, 30 * MiB), 96 * MiB, 55 * MiB);
+    TimelineBuilder b;
+    b.add(ev.all()[0]);
+    b.add(ev.all()[1]);
+    b.add(ev.all()[2]);
+    b.add(ev.sample(200, kPool, 64 * MiB, 25 * MiB, 64 * MiB, 42 * MiB));
+    b.add(ev.all()[3]);
+    b.add(ev.sample(400, kPool, 96 * MiB, 55 * MiB, 100 * MiB, 58 * MiB));
+    auto tl = b.finish();
+    const PoolTimeline* p = tl->pool(kPool);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(steps(p->used), (Steps{{100, 20 * MiB}, {110, 42 * MiB}, {120, 25 * MiB},
+                                     {300, 55 * MiB}}));
+    EXPECT_EQ(p->peakUsed, 58 * MiB);
+    EXPECT_EQ(p->peakUsedTsNs, 400);
+    EXPECT_EQ(p->peakReserved, 100 * MiB);
+    EXPECT_EQ(p->driverUsedHigh, 58 * MiB);
+    EXPECT_EQ(p->driverReservedHigh, 100 * MiB);
+    // Only the first window: the capped point is the peak, at its own time.
+    TimelineBuilder c;
+    for (int i = 0; i < 3; ++i) c.add(ev.all()[i]);
+    c.add(ev.sample(200, kPool, 64 * MiB, 25 * MiB, 64 * MiB, 42 * MiB));
+    auto t2 = c.finish();
+    EXPECT_EQ(t2->pool(kPool)->peakUsed, 42 * MiB);
+    EXPECT_EQ(t2->pool(kPool)->peakUsedTsNs, 110);
+}
+
+// Hand-built: threads 42 and 7 allocate from one pool 5 us apart; thread 42 alone later.
+TEST(Timeline, HandBuiltRacingThreadsOrderNotKnown) {
+    test::Events ev;
+    ev.alloc(100'000, kA, kPool, 0x1000, MiB);
+    ev.alloc(105'000, kB, kPool, 0x2000, MiB).tid = 7;
+    ev.alloc(900'000, kA, kPool, 0x3000, MiB);
+    ev.alloc(905'000, kA, kPool, 0x4000, MiB);
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    auto tl = b.finish();
+    EXPECT_EQ(tl->racingThreads(kPool, 103'000), (std::pair<uint32_t, uint32_t>{42, 7}));
+    EXPECT_EQ(tl->racingThreads(kPool, 902'000), (std::pair<uint32_t, uint32_t>{0, 0}));
+    EXPECT_EQ(tl->racingThreads(0x999, 103'000), (std::pair<uint32_t, uint32_t>{0, 0}));
+}
+
+// Hand-built: capping a long series keeps its block summaries and merges equal neighbours.
+TEST(Series, HandBuiltCapFromKeepsSummaries) {
+    Series s;
+    for (int i = 0; i < 200; ++i) s.push(i, uint64_t(i % 7) * 10);
+    EXPECT_FALSE(s.capFrom(150, 60));
+    EXPECT_TRUE(s.capFrom(100, 35));
+    for (size_t i = 1; i < s.size(); ++i) EXPECT_NE(s.v[i], s.v[i - 1]);
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s.t[i] >= 100) {
+            EXPECT_LE(s.v[i], 35u);
+        }
+    }
+    EXPECT_EQ(s.max(), 60u);
+    EXPECT_EQ(s.maxIn(100, 200), 35u);
+    EXPECT_EQ(s.valueAt(104), 35u); // 104 % 7 = 6: 60, capped
+    EXPECT_EQ(s.valueAt(105), 0u);
+}
+
 } // namespace
 } // namespace poolscope

@@ -5,13 +5,15 @@
 # ground truth the workload printed (tests/gpu/check_trace.py), runs the overhead benchmark (bare /
 # empty-callback floor / collector, alternating, medians) and leaves small traces and logs in $OUT.
 # Knobs: BENCH_SKIP=1 (checks only), BENCH_ONLY=1 (benchmark only), BENCH_ITER, BENCH_ROUNDS,
+# GPT2_ROUNDS=N (GPT-2 step overhead, N alternating bare/recorded rounds), GPT2_STEPS,
 # BENCH_CPUS (taskset list, default 2-5), BENCH_PIN (pin only the measuring thread), BENCH_CONFIGS (bare floor collector collector_full
 # collector_nowm collector_mono collector_ring4k collector_noact collector_nosamp; with the
 # diagnostic module: collector_discard collector_nodrain collector_memory2 collector_selftime).
 # Build (on any x86-64 Linux with CUDA 13, then carry build/gpu):
 #   cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DPOOLSCOPE_BUILD_GUI=OFF -DPOOLSCOPE_BUILD_BENCH=OFF
 #   cmake --build build/gpu -j2 --target poolscope poolscope_collector poolscope_floor_injection \
-#     workload_churn workload_pools workload_trims_oom workload_threads workload_ipc workload_fork_after_init
+#     workload_churn workload_pools workload_trims_oom workload_threads workload_ipc workload_fork_after_init \
+#     workload_crash workload_thread_first workload_threads_race
 # and, for the diagnostic configurations, --target poolscope_collector_diag
 # (libpoolscope_collector_diag.so: the POOLSCOPE_BENCH_* variables, collector/src/Diagnostics.cpp).
 set -uo pipefail
@@ -40,7 +42,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$WORK/gp
 echo "collector: $COLLECTOR"; ldd "$COLLECTOR" | grep -E "cupti|cuda|sqlite|not found"
 
 pass=0; fail=0; results=()
-note() { results+=("$1"); if [[ $1 == PASS* ]]; then pass=$((pass+1)); else fail=$((fail+1)); fi; }
+note() { results+=("$1"); if [[ $1 == PASS* ]]; then pass=$((pass+1)); elif [[ $1 != SKIP* ]]; then fail=$((fail+1)); fi; }
 
 # record NAME CHECKARGS... -- PROGRAM ARGS
 record_and_check() { # NAME [CHECK ARGS] -- PROGRAM... (EXPECT_RC=N for a program that must fail)
@@ -67,6 +69,10 @@ unset POOLSCOPE_DEBUG
 record_and_check pools -- "$WL/pools"
 record_and_check trims_oom -- "$WL/trims_oom"
 record_and_check threads -- "$WL/threads" 4 2000
+# Issue #11: a thread's first call before the runtime bound a context to it; threads racing on
+# the same pools (peaks equal the driver's ReservedMemHigh / UsedMemHigh).
+record_and_check thread_first -- "$WL/thread_first"
+record_and_check threads_race -- "$WL/threads_race" 4 3000
 record_and_check fork_after_init -- "$WL/fork_after_init"
 if ls "$WORK"/fork_after_init.*.poolscope >/dev/null 2>&1; then note "FAIL fork_after_init: a child that never used CUDA wrote a trace"; fi
 # IPC: the child writes its own trace, with its pid in the name.
@@ -87,6 +93,52 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     unset PYTORCH_CUDA_ALLOC_CONF
 else
     note "SKIP torch: no PyTorch with CUDA"
+fi
+# Real clients, each against its own truth (issue #11): GPT-2 training (transformers, AdamW,
+# varying lengths), CuPy's MemoryAsyncPool on two streams, JAX with the cuda_async allocator.
+PYWL=$(cd "$HERE/../workloads" && pwd)
+PY=$(command -v python3)
+if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
+    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRANSFORMERS_VERBOSITY=error PYTHONUNBUFFERED=1 \
+        record_and_check gpt2 -- "$PY" "$PYWL/gpt2_train.py" "${GPT2_STEPS:-40}"
+else
+    note "SKIP gpt2: no transformers / PyTorch with CUDA"
+fi
+if python3 -c "import cupy" 2>/dev/null; then
+    PYTHONUNBUFFERED=1 record_and_check cupy -- "$PY" "$PYWL/cupy_async.py" 300
+else
+    note "SKIP cupy: no CuPy"
+fi
+if python3 -c "import jax" 2>/dev/null; then
+    XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 \
+        record_and_check jax -- "$PY" "$PYWL/jax_async.py" 200
+else
+    note "SKIP jax: no JAX"
+fi
+# The collector's cost on a real GPT-2 step (GPT2_ROUNDS=N alternating bare / recorded runs,
+# each the median steady step time of GPT2_BENCH_STEPS steps; the medians of the rounds).
+if [[ ${GPT2_ROUNDS:-0} -gt 0 ]] && python3 -c "import torch, transformers" 2>/dev/null; then
+    : >"$WORK/gpt2_bench.txt"
+    for r in $(seq "$GPT2_ROUNDS"); do
+        for mode in bare recorded; do
+            pre=()
+            [[ $mode == recorded ]] && pre=("$PS" record -o "$WORK/gpt2_bench.poolscope" --)
+            PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRANSFORMERS_VERBOSITY=error \
+                "${pre[@]}" "$PY" "$PYWL/gpt2_train.py" "${GPT2_BENCH_STEPS:-60}" 2>/dev/null | grep '"gpt2"' |
+                python3 -c "import json,sys; print('$mode', json.load(sys.stdin)['step_ms_median'])" >>"$WORK/gpt2_bench.txt"
+        done
+    done
+    python3 - "$WORK/gpt2_bench.txt" <<'PY' | tee "$OUTDIR/gpt2_overhead.json"
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    k, v = line.split()
+    rows.setdefault(k, []).append(float(v))
+b, r = statistics.median(rows["bare"]), statistics.median(rows["recorded"])
+print(json.dumps({"rounds": len(rows["bare"]), "bare_step_ms": rows["bare"],
+                  "recorded_step_ms": rows["recorded"], "median_bare_ms": b,
+                  "median_recorded_ms": r, "overhead_pct": round((r / b - 1) * 100, 2)}))
+PY
 fi
 # A program that never touches CUDA: a valid empty trace and a note.
 "$PS" record -o "$WORK/nocuda.poolscope" -- /bin/true 2>"$WORK/nocuda.err"

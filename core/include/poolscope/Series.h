@@ -35,6 +35,10 @@ struct Series {
     uint64_t max() const;                      // max over all points (0 when empty)
     // Indices of the first minimum and first maximum among points [i, j) (i < j).
     void minMaxIndex(size_t i, size_t j, size_t& lo, size_t& hi) const;
+    // Lowers every value of points [from, size()) above cap to cap (keeping the series' rules:
+    // equal neighbours merge). Returns whether anything changed. For a bound learnt after the
+    // points were pushed (a driver high watermark read later).
+    bool capFrom(size_t from, uint64_t cap);
     void shrinkToFit(); // after the last push, return growth slack to the allocator
     // Room for n points in one allocation per column (huge pages where available), for a
     // builder that knows an upper bound: no copies while growing, and the unwritten rest of

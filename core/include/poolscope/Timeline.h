@@ -5,6 +5,7 @@
 // Results are immutable once built; the GUI keeps a shared_ptr<const Timeline>.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "poolscope/Entities.h"
@@ -85,6 +86,12 @@ struct PoolTimeline {
     int64_t peakReservedTsNs = 0;
     uint64_t peakUsed = 0;
     int64_t peakUsedTsNs = 0;
+    // The driver's own high watermarks (ReservedMemHigh / UsedMemHigh), the highest any sample
+    // carried; 0 when no sample had them. Where they are known the peaks above equal them, and
+    // no point of `used` lies above the high watermark of the next sample (a used value derived
+    // in seq order can, when two threads race on the pool).
+    uint64_t driverReservedHigh = 0;
+    uint64_t driverUsedHigh = 0;
     // Bytes of the allocations seen in this trace and not yet freed, at its highest. Equals
     // peakUsed when every allocation was recorded; the only "used" figure when the collector
     // read no watermarks (and for pool 0, the bucket of allocations whose pool is unknown).
@@ -128,6 +135,17 @@ struct Timeline {
     std::vector<StreamTimeline> streams; // sorted by device, then handle
     std::vector<Allocation> allocations; // by alloc seq
     std::vector<FailedAllocation> failed;
+    // Driver calls the CUDA runtime retried itself: a cuMemAllocAsync that returned 201
+    // (CUDA_ERROR_INVALID_CONTEXT, no context bound to the thread yet) followed by a successful
+    // alloc of the same size on the same thread within kRetryWindowNs. The program never saw a
+    // failure: kept here, not in `failed`, not drawn, not counted as a failure.
+    std::vector<FailedAllocation> retried;
+    static constexpr int64_t kRetryWindowNs = 100'000'000;
+    // Two threads allocating from one pool within kRaceWindowNs of each other: the driver may
+    // have seen their calls in either order, so `used` between two driver reads is not known
+    // there. racingThreads(pool, t) gives two such threads near t, or {0, 0}.
+    static constexpr int64_t kRaceWindowNs = 20'000;
+    std::pair<uint32_t, uint32_t> racingThreads(uint64_t pool, int64_t t) const;
     std::vector<Marker> markers;         // by seq
     std::vector<WaitEdge> edges;         // by wait time
     std::vector<uint32_t> leaks;         // indices of allocations live at the end

@@ -445,6 +445,14 @@ const Fact& Replay::complete(Event& e) {
             const PoolState* p = b->pool == kNone ? nullptr : &pools_[b->pool];
             if (p && p->info.handle != 0) e.pool = p->info.handle;
             if (!b->imported) FreeFields{e.ptr, b->bytes}.into(e);
+            // A free whose pool the collector could not ask at the call (another thread's
+            // pointer the driver would not name yet): its pool is the block's, so its used is
+            // derived like any other and reserved is the pool's (a free never changes it).
+            if (p && !b->imported && e.result == 0 && p->watermarksKnown &&
+                !(e.flags & (kHasWatermarks | kUsedDerived))) {
+                e.flags |= kUsedDerived | kHasWatermarks;
+                e.reserved = p->reserved;
+            }
         }
     }
     if (e.flags & kUsedDerived) {
