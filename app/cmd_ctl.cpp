@@ -10,6 +10,7 @@
 //   poolscope ctl TARGET watch [--count N] [--duration S]
 // TARGET is a pid or a socket path; POOL is a handle (0x...), or default[:DEVICE].
 #include "Commands.h"
+#include "poolscope/JsonText.h"
 #include "poolscope/Units.h"
 #include "poolscope/control/ControlClient.h"
 #include "poolscope/control/Discovery.h"
@@ -181,7 +182,7 @@ void cmdTargets(CtlState& st) {
         for (const auto& t : targets)
             j.push_back(
                 {{"pid", t.pid}, {"socket", t.socketPath}, {"command_line", t.commandLine}});
-        std::printf("%s\n", j.dump(2).c_str());
+        std::printf("%s\n", dumpJson(j, 2).c_str());
         return;
     }
     if (targets.empty()) {
@@ -347,7 +348,7 @@ void printEvent(const Event& e, bool json) {
             j["reserved"] = e.reserved;
             j["used"] = e.used;
         }
-        std::printf("%s\n", j.dump().c_str());
+        std::printf("%s\n", dumpJson(j).c_str());
         return;
     }
     std::printf("%10llu %-20s pool %-14s size %-12s", static_cast<unsigned long long>(e.seq),
