@@ -240,6 +240,30 @@ TEST(MainWindow, LoaderExceptionIsShownAndWindowClosesCleanly) {
     } // ~MainWindow, ~TraceLoader: must not rethrow
 }
 
+// 1,000 pools: one graph set each (used, reserved, high watermark, threshold, markers) and none
+// of them in QCustomPlot's hidden legend, whose per-item removal (a linear search and a relayout
+// each) made closing such a trace take a minute. The timing is poolscope_bench_many_pools's.
+TEST(WatermarkPlot, ThousandPoolsGetOneGraphSetEachAndClear) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("many-pools.poolscope");
+    ASSERT_TRUE(synth::writeManyPoolsTrace(path.toStdString(), 1000, 100000).ok());
+    auto tl = synth::loadTimeline(path);
+    ASSERT_NE(tl, nullptr);
+    ASSERT_EQ(tl->pools.size(), 1000u);
+    const TraceSnapshot snap = TraceSnapshot::fromTimeline(tl, QStringLiteral("many pools"));
+    WatermarkPlot plot;
+    plot.resize(1200, 400);
+    plot.show();
+    plot.setSnapshot(snap);
+    EXPECT_EQ(plot.plot()->graphCount(), 5 * 1000);
+    EXPECT_EQ(plot.plot()->legend->itemCount(), 0) << "the plot's own legend is a QLabel";
+    EXPECT_GT(plot.graphPointCount(), 100000);
+    plot.setSnapshot(TraceSnapshot{});
+    EXPECT_EQ(plot.plot()->graphCount(), 0);
+    plot.setSnapshot(snap); // and back: the graphs are rebuilt, not left behind
+    EXPECT_EQ(plot.plot()->graphCount(), 5 * 1000);
+}
+
 TEST(MainWindow, CancelledLoadLeavesWindowUsable) {
     MainWindow w;
     w.show();
