@@ -4,7 +4,8 @@
 
 namespace CLI {
 class App;
-}
+class ParseError;
+} // namespace CLI
 
 namespace poolscope::cli {
 
@@ -13,6 +14,10 @@ void registerReport(CLI::App& app, int& exitCode);
 void registerRecord(CLI::App& app, int& exitCode);
 void registerCtl(CLI::App& app, int& exitCode);
 void registerDump(CLI::App& app, int& exitCode);
+
+// A clearer message than CLI11's for a ctl command line without a known verb: prints it and
+// returns the exit code, or -1 when e is about something else.
+int explainCtlParseError(CLI::App& app, const CLI::ParseError& e);
 
 // Path of the directory holding the running executable (for sibling tools and the collector).
 const char* selfDir();

@@ -9,7 +9,9 @@
 //   poolscope ctl TARGET reset POOL
 //   poolscope ctl TARGET watch [--count N] [--duration S]
 // TARGET is a pid or a socket path; POOL is a handle (0x...), or default[:DEVICE].
+#include "ArgChecks.h"
 #include "Commands.h"
+#include "poolscope/JsonText.h"
 #include "poolscope/Units.h"
 #include "poolscope/control/ControlClient.h"
 #include "poolscope/control/Discovery.h"
@@ -180,8 +182,10 @@ void cmdTargets(CtlState& st) {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& t : targets)
             j.push_back(
-                {{"pid", t.pid}, {"socket", t.socketPath}, {"command_line", t.commandLine}});
-        std::printf("%s\n", j.dump(2).c_str());
+                {{"pid", t.pid ? nlohmann::json(t.pid) : nlohmann::json()}, // null: not a pid
+                 {"socket", t.socketPath},
+                 {"command_line", t.commandLine}});
+        std::printf("%s\n", dumpJson(j, 2).c_str());
         return;
     }
     if (targets.empty()) {
@@ -190,9 +194,16 @@ void cmdTargets(CtlState& st) {
                     defaultControlDir().c_str());
         return;
     }
-    for (const auto& t : targets)
+    for (const auto& t : targets) {
+        if (t.pid == 0) { // a socket not named <pid>.sock: its process is unknown
+            std::printf(
+                "%-8s (process unknown: the socket is not named after a pid)\n         %s\n", "?",
+                t.socketPath.c_str());
+            continue;
+        }
         std::printf("%-8lld %s\n         %s\n", static_cast<long long>(t.pid),
                     t.commandLine.c_str(), t.socketPath.c_str());
+    }
 }
 
 void cmdList(CtlState& st) {
@@ -347,7 +358,7 @@ void printEvent(const Event& e, bool json) {
             j["reserved"] = e.reserved;
             j["used"] = e.used;
         }
-        std::printf("%s\n", j.dump().c_str());
+        std::printf("%s\n", dumpJson(j).c_str());
         return;
     }
     std::printf("%10llu %-20s pool %-14s size %-12s", static_cast<unsigned long long>(e.seq),
@@ -451,9 +462,39 @@ void registerCtl(CLI::App& app, int& exitCode) {
 
     auto* watch = ctl->add_subcommand("watch", "print the target's events live");
     common(watch);
-    watch->add_option("--count", st.count, "stop after N events");
-    watch->add_option("--duration", st.duration, "stop after S seconds");
+    watch->add_option("--count", st.count, "stop after N events (0: no limit)")
+        ->check(wholeIn(0, UINT64_MAX));
+    // At most a year: the end time is computed in int64 milliseconds.
+    watch->add_option("--duration", st.duration, "stop after S seconds (0: no limit)")
+        ->check(decimalIn(0.001, 31'536'000, "no limit"));
     watch->callback([] { cmdWatch(st); });
+}
+
+int explainCtlParseError(CLI::App& app, const CLI::ParseError& e) {
+    // CLI11 reports `ctl 42 frob` as "A subcommand is required" without naming what it got.
+    if (!dynamic_cast<const CLI::RequiredError*>(&e)) return -1;
+    CLI::App* ctl = nullptr;
+    for (CLI::App* s : app.get_subcommands())
+        if (s->get_name() == "ctl") ctl = s;
+    if (!ctl || !ctl->get_subcommands().empty()) return -1;
+    std::string verbs;
+    for (const CLI::App* v : ctl->get_subcommands([](CLI::App*) { return true; }))
+        verbs += (verbs.empty() ? "" : ", ") + v->get_name();
+    const std::vector<std::string> rest = ctl->remaining();
+    CLI::Option* targetOpt = ctl->get_option_no_throw("target");
+    const std::string target = targetOpt && targetOpt->count() ? targetOpt->as<std::string>() : "";
+    if (!rest.empty())
+        std::fprintf(stderr, "poolscope ctl: unknown verb '%s' (verbs: %s)\n", rest[0].c_str(),
+                     verbs.c_str());
+    else if (!target.empty() && target.find_first_not_of("0123456789") != std::string::npos &&
+             target.find('/') == std::string::npos)
+        // Neither a pid nor a socket path: most likely a mistyped verb with no target.
+        std::fprintf(stderr, "poolscope ctl: unknown verb '%s' (verbs: %s)\n", target.c_str(),
+                     verbs.c_str());
+    else
+        std::fprintf(stderr, "poolscope ctl: a verb is required%s (verbs: %s)\n",
+                     target.empty() ? "" : " after the target", verbs.c_str());
+    return e.get_exit_code();
 }
 
 } // namespace poolscope::cli

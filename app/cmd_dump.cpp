@@ -13,6 +13,7 @@
 #include "Commands.h"
 #include "poolscope/Event.h"
 #include "poolscope/EventText.h"
+#include "poolscope/JsonText.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/view/EntityNames.h"
 
@@ -114,7 +115,7 @@ int runDump(const DumpOptions& o) {
                 j["stream_name"] = n.stream;
                 if (!n.pool.empty()) j["pool_name"] = n.pool;
             }
-            std::printf("%s\n", j.dump().c_str());
+            std::printf("%s\n", dumpJson(j).c_str());
         }
         return !std::ferror(stdout);
     };

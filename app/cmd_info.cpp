@@ -7,6 +7,7 @@
 
 #include "CliUtil.h"
 #include "Commands.h"
+#include "poolscope/JsonText.h"
 #include "poolscope/Report.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
@@ -103,7 +104,7 @@ std::string toJson(const TraceReader& r, const InfoData& d) {
     j["samples"] = s.sampleCount;
     j["first_ts_ns"] = s.firstTsNs;
     j["last_ts_ns"] = s.lastTsNs;
-    j["duration_ns"] = s.lastTsNs - s.firstTsNs;
+    j["duration_ns"] = jsonNsBetween<json>(s.firstTsNs, s.lastTsNs);
     json counts = json::object();
     for (const auto& [kind, n] : s.countsByKind) counts[std::string(eventKindName(kind))] = n;
     j["counts_by_kind"] = counts;
@@ -111,7 +112,7 @@ std::string toJson(const TraceReader& r, const InfoData& d) {
     j["damage"] = json::array();
     for (const TraceDamage& dm : r.damage())
         j["damage"].push_back({{"what", dm.what}, {"events", dm.events}});
-    return j.dump(2);
+    return dumpJson(j, 2);
 }
 
 std::string toText(const TraceReader& r, const InfoData& d) {
@@ -135,7 +136,7 @@ std::string toText(const TraceReader& r, const InfoData& d) {
     const TraceSummary& s = d.summary;
     out += "events   " + std::to_string(s.eventCount) + " events, " +
            std::to_string(s.sampleCount) + " samples over " +
-           formatDuration(s.lastTsNs - s.firstTsNs) + "\n";
+           formatDuration(nsBetween(s.firstTsNs, s.lastTsNs)) + "\n";
     for (const auto& [kind, n] : s.countsByKind) {
         char line[96];
         std::snprintf(line, sizeof line, "  %-22s %12llu\n", std::string(eventKindName(kind)).c_str(),

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "ArgChecks.h"
 #include "Commands.h"
 #include "poolscope/Report.h"
 #include "poolscope/TimelineBuilder.h"
@@ -30,6 +31,9 @@
 namespace poolscope::cli {
 
 namespace {
+
+// An hour: longer is no sampling at all in practice (the collector takes the same bound).
+constexpr double kMaxSamplePeriodMs = 3'600'000;
 
 struct RecordOptions {
     std::string output;
@@ -199,6 +203,11 @@ int runRecord(RecordOptions& o) {
         return 127;
     }
     const std::string collector = findCollector(o.collector);
+    if (collector.empty() && !o.collector.empty()) {
+        std::fprintf(stderr, "poolscope record: --collector %s: no such readable file\n",
+                     o.collector.c_str());
+        return 2;
+    }
     if (collector.empty()) {
         std::fprintf(stderr,
                      "poolscope record: the collector module (libpoolscope_collector.so) was not "
@@ -331,9 +340,12 @@ void registerRecord(CLI::App& app, int& exitCode) {
         "record", "Run a CUDA program with the collector and write a .poolscope trace");
     sub->add_option("-o,--output", opts->output,
                     "Trace file to write (default: PROGRAM-YYYYmmdd-HHMMSS.poolscope)");
+    // Below 0.01 ms the period would reach the collector as "0.000000" (off); the upper bound
+    // matches the collector's (Config.cpp).
     sub->add_option("--sample-period", opts->samplePeriodMs,
                     "Watermark sampling period in ms between events (0 = off)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(decimalIn(0.01, kMaxSamplePeriodMs, "off"));
     sub->add_option("--collector", opts->collector, "Collector module to inject (for testing)");
     sub->add_flag_function(
         "--listen", [opts](int64_t) { if (opts->listen.empty()) opts->listen = "1"; },

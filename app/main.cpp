@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        if (int rc = poolscope::cli::explainCtlParseError(app, e); rc >= 0) return rc;
         return app.exit(e);
     }
     return exitCode;

@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QMetaObject>
 #include <QtConcurrent/QtConcurrentRun>
+#include <exception>
 
 namespace poolscope::ui {
 
@@ -29,9 +30,16 @@ TraceLoader::~TraceLoader() {
     if (running_) running_->cancel = true;
     for (auto& j : abandoned_)
         j->cancel = true;
-    if (running_) running_->future.waitForFinished();
+    // The worker catches everything; this is a second guard, as a destructor must not throw.
+    auto wait = [](Job& j) {
+        try {
+            j.future.waitForFinished();
+        } catch (...) {
+        }
+    };
+    if (running_) wait(*running_);
     for (auto& j : abandoned_)
-        j->future.waitForFinished();
+        wait(*j);
 }
 
 void TraceLoader::load(const QString& path) {
@@ -50,47 +58,57 @@ void TraceLoader::load(const QString& path) {
         TraceSnapshot snap;
         QString error;
         bool wasCancelled = false;
-        auto reader = TraceReader::open(job->path.toStdString());
-        if (!reader) {
-            error = QString::fromStdString(reader.error().message);
-        } else {
-            snap.path = QFileInfo(job->path).absoluteFilePath();
-            snap.title = QFileInfo(job->path).fileName();
-            if (auto p = (*reader)->process()) snap.process = p.value();
-            job->phase = 1;
-            BuildOptions options;
-            options.progress = [&](uint64_t done, uint64_t total) {
-                job->done = done;
-                job->total = total;
-            };
-            options.cancel = &job->cancel;
-            if (partialAfter.count() >= 0) {
-                options.partialAfter = partialAfter;
-                options.partialAfterEvents = partialAfterEvents;
-                // Runs on this thread while the build waits: the partial timeline is small (it
-                // is taken early), so its lane layout is quick.
-                options.onPartial = [&](std::shared_ptr<const Timeline> tl) {
-                    TraceSnapshot part = snap;
-                    part.layout = LaneLayout::build(*tl, &job->cancel);
-                    if (!part.layout) return; // cancelled
-                    part.timeline = std::move(tl);
-                    QMetaObject::invokeMethod(
-                        this, [this, g = job->generation, part] { partial(g, part); },
-                        Qt::QueuedConnection);
-                };
-            }
-            auto tl = buildTimeline(**reader, options);
-            if (!tl) {
-                if (tl.error().code == ErrorCode::Cancelled)
-                    wasCancelled = true;
-                else
-                    error = QString::fromStdString(tl.error().message);
+        // Nothing may escape the worker: QFuture keeps the exception and rethrows it from
+        // waitForFinished(), i.e. from ~TraceLoader, and the window aborted on exit after a
+        // damaged file that made the build throw (issue #12). The load fails with the reason.
+        try {
+            auto reader = TraceReader::open(job->path.toStdString());
+            if (!reader) {
+                error = QString::fromStdString(reader.error().message);
             } else {
-                job->phase = 2;
-                snap.layout = LaneLayout::build(*tl.value(), &job->cancel);
-                if (!snap.layout) wasCancelled = true;
-                snap.timeline = tl.value();
+                snap.path = QFileInfo(job->path).absoluteFilePath();
+                snap.title = QFileInfo(job->path).fileName();
+                if (auto p = (*reader)->process()) snap.process = p.value();
+                job->phase = 1;
+                BuildOptions options;
+                options.progress = [&](uint64_t done, uint64_t total) {
+                    job->done = done;
+                    job->total = total;
+                };
+                options.cancel = &job->cancel;
+                if (partialAfter.count() >= 0) {
+                    options.partialAfter = partialAfter;
+                    options.partialAfterEvents = partialAfterEvents;
+                    // Runs on this thread while the build waits: the partial timeline is small (it
+                    // is taken early), so its lane layout is quick.
+                    options.onPartial = [&](std::shared_ptr<const Timeline> tl) {
+                        TraceSnapshot part = snap;
+                        part.layout = LaneLayout::build(*tl, &job->cancel);
+                        if (!part.layout) return; // cancelled
+                        part.timeline = std::move(tl);
+                        QMetaObject::invokeMethod(
+                            this, [this, g = job->generation, part] { partial(g, part); },
+                            Qt::QueuedConnection);
+                    };
+                }
+                auto tl = buildTimeline(**reader, options);
+                if (!tl) {
+                    if (tl.error().code == ErrorCode::Cancelled)
+                        wasCancelled = true;
+                    else
+                        error = QString::fromStdString(tl.error().message);
+                } else {
+                    job->phase = 2;
+                    snap.layout = LaneLayout::build(*tl.value(), &job->cancel);
+                    if (!snap.layout) wasCancelled = true;
+                    snap.timeline = tl.value();
+                }
             }
+        } catch (const std::exception& e) {
+            error = tr("Loading stopped on an internal error: %1. The file may be damaged.")
+                        .arg(QString::fromLocal8Bit(e.what()));
+        } catch (...) {
+            error = tr("Loading stopped on an unknown internal error. The file may be damaged.");
         }
         if (job->cancel) wasCancelled = true;
         QMetaObject::invokeMethod(

@@ -56,6 +56,10 @@ WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
     // its text on every replot, ~1/4 of a fit-all replot, for content that changes only with
     // the trace or the palette.
     plot_->legend->setVisible(false);
+    // ...so graphs never enter it. QCustomPlot finds a graph's legend item by a linear scan and
+    // re-lays the legend out on each removal: adding and clearing the five graphs of each of
+    // 1,000 pools took 62 s when a trace closed (issue #12).
+    plot_->setAutoAddPlottableToLegend(false);
     legend_ = new QLabel(this);
     QFont lf = font();
     lf.setPointSizeF(lf.pointSizeF() * 0.85);
@@ -140,7 +144,6 @@ void WatermarkPlot::rebuildGraphs() {
         g.high->setName(tr("%1 reserved high watermark").arg(name));
         g.high->setLineStyle(QCPGraph::lsStepLeft);
         g.high->setPen(QPen(c.reservedColor(ci), 1, Qt::DotLine));
-        g.high->removeFromLegend();
         g.threshold = plot_->addGraph();
         g.threshold->setName(tr("%1 release threshold").arg(name));
         g.threshold->setLineStyle(QCPGraph::lsStepLeft);
@@ -149,7 +152,6 @@ void WatermarkPlot::rebuildGraphs() {
         g.events->setName(tr("trim / release"));
         g.events->setLineStyle(QCPGraph::lsNone);
         g.events->setScatterStyle(releaseMarkerStyle(c.releaseColor()));
-        if (!graphs_.empty()) g.events->removeFromLegend();
         graphs_.push_back(g);
     }
     // The legend: a line sample in each graph's colour, then its name.

@@ -315,15 +315,31 @@ void ControlServer::acceptClients() {
             close(fd);
             continue;
         }
-        if (clients_.size() >= options_.maxClients) {
-            ++refused_;
-            auto bytes = encodeError({RemoteError::Busy, "too many control clients (limit " +
-                                                             std::to_string(options_.maxClients) +
-                                                             "); close another session first"},
-                                     0);
-            [[maybe_unused]] ssize_t w = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-            close(fd);
+        // Only sessions (hello said) count against maxClients; connections still to say hello
+        // have their own budget, and the oldest of them makes room for a new one.
+        size_t sessions = 0, pending = 0;
+        Client* oldestPending = nullptr;
+        for (auto& other : clients_) {
+            if (other->fd < 0 || other->closing) continue;
+            if (other->helloDone) {
+                ++sessions;
+            } else {
+                ++pending;
+                if (!oldestPending) oldestPending = other.get(); // clients_ is in accept order
+            }
+        }
+        if (sessions >= options_.maxClients) {
+            refuseBusy(fd);
             continue;
+        }
+        if (pending >= std::max<size_t>(options_.maxPendingClients, 1) && oldestPending) {
+            auto bytes = encodeError({RemoteError::Protocol,
+                                      "closed: no hello received, and newer connections were "
+                                      "waiting"},
+                                     0);
+            [[maybe_unused]] ssize_t w =
+                send(oldestPending->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            closeClient(*oldestPending);
         }
         ++accepted_;
         auto c = std::make_unique<Client>();
@@ -333,6 +349,18 @@ void ControlServer::acceptClients() {
         c->helloDeadlineMs = monotonicMs() + options_.helloTimeoutMs;
         clients_.push_back(std::move(c));
     }
+}
+
+std::string ControlServer::busyMessage() const {
+    return "too many control clients (limit " + std::to_string(options_.maxClients) +
+           "); close another session first";
+}
+
+void ControlServer::refuseBusy(int fd) {
+    ++refused_;
+    auto bytes = encodeError({RemoteError::Busy, busyMessage()}, 0);
+    [[maybe_unused]] ssize_t w = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    close(fd);
 }
 
 void ControlServer::readClient(Client& c) {
@@ -386,6 +414,13 @@ void ControlServer::handleFrame(Client& c, Frame& f) {
         if (h->protocol != kProtocolVersion) {
             sendError(c, id, int(RemoteError::Version), versionMismatchMessage(h->protocol, false),
                       true);
+            return;
+        }
+        size_t sessions = 0;
+        for (auto& other : clients_)
+            sessions += other->fd >= 0 && !other->closing && other->helloDone;
+        if (sessions >= options_.maxClients) { // the last slot went to another hello first
+            sendError(c, id, int(RemoteError::Busy), busyMessage(), true);
             return;
         }
         c.helloDone = true;

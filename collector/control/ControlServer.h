@@ -38,7 +38,12 @@ struct ServerOptions {
     std::string directory;
     // Peers whose SO_PEERCRED uid differs are refused. Default (-1): our own uid.
     int64_t allowedUid = -1;
+    // Sessions: clients that said hello.
     size_t maxClients = 8;
+    // Connections that have not said hello yet have their own budget, so idle ones cannot lock
+    // sessions out until the hello timeout (issue #12); when it is full, a new connection
+    // closes the oldest of them.
+    size_t maxPendingClients = 16;
     // Per-client live queue, in events (96 B each). Overflow is counted and reported to that
     // client as "dropped N for display"; the trace is unaffected.
     size_t clientQueueEvents = 32768;
@@ -91,6 +96,8 @@ private:
     struct Client;
     void run();
     void acceptClients();
+    std::string busyMessage() const;
+    void refuseBusy(int fd); // answers Busy and closes a connection not yet a client
     void readClient(Client& c);
     void handleFrame(Client& c, Frame& f);
     void handleRequest(Client& c, uint32_t id, const Request& r);

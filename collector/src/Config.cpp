@@ -1,10 +1,13 @@
 #include "Config.h"
 
+#include <cmath>
 #include "poolscope/control/LaunchEnv.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
+
+#include "poolscope/control/LaunchEnv.h"
 
 namespace poolscope::collector {
 
@@ -33,7 +36,10 @@ Config Config::fromEnvironment() {
     if (const char* v = env(control::kEnvSamplePeriodMs)) {
         char* end = nullptr;
         double d = std::strtod(v, &end);
-        if (end != v && d >= 0) c.samplePeriodMs = d;
+        // Finite and at most an hour (as `record --sample-period` checks): the sampler turns it
+        // into int64 nanoseconds, and inf or 1e309 there is undefined behaviour (issue #12).
+        if (end != v && *end == '\0' && std::isfinite(d) && d >= 0 && d <= 3'600'000)
+            c.samplePeriodMs = d;
     }
     if (const char* v = env(control::kEnvRingEvents)) {
         long long n = std::atoll(v);

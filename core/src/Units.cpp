@@ -55,8 +55,15 @@ std::string formatCount(uint64_t n) {
     return s;
 }
 
+int64_t nsBetween(int64_t from, int64_t to) {
+    int64_t d;
+    if (!__builtin_sub_overflow(to, from, &d)) return d;
+    return to > from ? INT64_MAX : INT64_MIN;
+}
+
 std::string formatDuration(int64_t ns) {
-    if (ns < 0) return "-" + formatDuration(-ns);
+    // -INT64_MIN overflows: one nanosecond less reads the same.
+    if (ns < 0) return "-" + formatDuration(ns == INT64_MIN ? INT64_MAX : -ns);
     if (ns < 1000) return std::to_string(ns) + " ns";
     double v = static_cast<double>(ns);
     if (ns < 1000000) return threeDigits(v / 1e3, "\xC2\xB5s");

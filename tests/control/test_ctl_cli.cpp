@@ -262,4 +262,93 @@ TEST_F(ServerTest, CtlWatchPrintsLiveEvents) {
     EXPECT_TRUE(contains(r.out, "\"kind\":\"alloc\"")) << r.out;
 }
 
+// Bad numbers used to be taken: "--count -1" wrapped to 2^64-1 and "--duration nan" never ended,
+// so watch ran until killed (issue #12). They are usage errors that name the value.
+TEST_F(ServerTest, CtlWatchRejectsBadCountsAndDurations) {
+    ControlServer& s = startServer();
+    const std::vector<std::vector<std::string>> bad = {
+        {"--count", "-1"},       {"--count", "abc"},     {"--count", ""},
+        {"--duration", "-1"},    {"--duration", "nan"},  {"--duration", "inf"},
+        {"--duration", "1e309"}, {"--duration", "0x10"}, {"--duration", "1e12"}};
+    for (const auto& opt : bad) {
+        CliRun r = runCli({"ctl", s.socketPath(), "watch", opt[0], opt[1]}, 5000);
+        EXPECT_NE(r.exitCode, -2) << opt[0] << " " << opt[1] << ": ran until killed";
+        EXPECT_NE(r.exitCode, 0) << opt[0] << " " << opt[1];
+        EXPECT_TRUE(contains(r.err, opt[0] + ": '" + opt[1] + "'")) << r.err;
+    }
+    // Good ones still work: a short duration ends the watch by itself.
+    CliRun ok = runCli({"ctl", s.socketPath(), "watch", "--duration", "0.2"}, 5000);
+    EXPECT_EQ(ok.exitCode, 0) << ok.err;
+}
+
+TEST(CtlCli, UnknownVerbIsNamed) {
+    CliRun withTarget = runCli({"ctl", "42", "frob"});
+    EXPECT_NE(withTarget.exitCode, 0);
+    EXPECT_TRUE(contains(withTarget.err, "unknown verb 'frob'")) << withTarget.err;
+    EXPECT_TRUE(contains(withTarget.err, "watch")) << "lists the verbs: " << withTarget.err;
+    CliRun alone = runCli({"ctl", "frob"});
+    EXPECT_NE(alone.exitCode, 0);
+    EXPECT_TRUE(contains(alone.err, "unknown verb 'frob'")) << alone.err;
+    CliRun none = runCli({"ctl", "42"});
+    EXPECT_NE(none.exitCode, 0);
+    EXPECT_TRUE(contains(none.err, "a verb is required")) << none.err;
+}
+
+// `record` checks its arguments before anything runs: the sample period is finite, plain decimal
+// and in range (inf reached the sampler as int64, undefined behaviour), and a --collector that
+// does not exist is named as given.
+TEST(RecordCli, RejectsBadSamplePeriodsAndNamesAMissingCollector) {
+    for (const char* v : {"nan", "inf", "-1", "1e309", "0x10", "", "1e-9", "1e10"}) {
+        CliRun r = runCli({"record", "--sample-period", v, "--", "/bin/true"}, 10000);
+        EXPECT_NE(r.exitCode, 0) << "'" << v << "' accepted: " << r.err;
+        EXPECT_TRUE(contains(r.err, std::string("--sample-period: '") + v + "'")) << r.err;
+    }
+    const std::string missing = "/nonexistent/poolscope-test/libcollector.so";
+    for (const char* v : {"0", "2.5", "1e3"}) { // accepted: the run stops at the collector
+        CliRun r = runCli(
+            {"record", "--sample-period", v, "--collector", missing, "--", "/bin/true"}, 10000);
+        EXPECT_EQ(r.exitCode, 2) << v << ": " << r.err;
+        EXPECT_TRUE(contains(r.err, "--collector " + missing)) << r.err;
+    }
+}
+
+// A socket in the control directory not named after a pid used to be listed as target "0". A
+// stale one is skipped (and left alone); one something listens on is shown without a pid.
+TEST_F(ServerTest, CtlTargetsSkipsStaleSocketsNotNamedAfterAPid) {
+    startServer();
+    auto bindAt = [](const std::string& path, bool keepListening) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un addr;
+        EXPECT_TRUE(makeUnixAddress(path, addr));
+        EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+        EXPECT_EQ(listen(fd, 4), 0);
+        if (!keepListening) {
+            close(fd);
+            return -1;
+        }
+        return fd;
+    };
+    const std::string stale = dir_ + "/old-session.sock";
+    const std::string live = dir_ + "/custom.sock";
+    bindAt(stale, false);
+    const int liveFd = bindAt(live, true);
+    setenv(kEnvControlDir, dir_.c_str(), 1);
+    CliRun json = runCli({"ctl", "targets", "--json"});
+    CliRun text = runCli({"ctl", "targets"});
+    unsetenv(kEnvControlDir);
+    close(liveFd);
+    ASSERT_EQ(json.exitCode, 0) << json.err;
+    auto j = nlohmann::json::parse(json.out);
+    ASSERT_EQ(j.size(), 2u) << json.out;
+    EXPECT_EQ(j[0]["pid"], nullptr) << "not a pid: null, not 0";
+    EXPECT_EQ(j[0]["socket"], live);
+    EXPECT_EQ(j[1]["pid"].get<int64_t>(), getpid());
+    EXPECT_FALSE(contains(json.out, "old-session")) << json.out;
+    EXPECT_FALSE(text.out.rfind("0 ", 0) == 0 || contains(text.out, "\n0 ")) << text.out;
+    EXPECT_FALSE(contains(text.out, "old-session")) << text.out;
+    EXPECT_TRUE(contains(text.out, "custom.sock")) << text.out;
+    struct stat st {};
+    EXPECT_EQ(stat(stale.c_str(), &st), 0) << "a file PoolScope did not name is left alone";
+}
+
 #endif

@@ -321,6 +321,41 @@ TEST_F(ServerTest, TooManyClientsIsACleanError) {
     EXPECT_TRUE(first->ping());
 }
 
+// Idle connections that never say hello used to take the session slots (8) until the hello
+// timeout, locking every real client out. They have their own budget now, and the oldest of them
+// makes room for a newer one.
+TEST_F(ServerTest, SilentConnectionsDoNotLockClientsOut) {
+    ServerOptions so;
+    so.maxClients = 2;
+    so.maxPendingClients = 4;
+    so.helloTimeoutMs = 60000; // far beyond the test: only the budgets can let clients in
+    startServer(so);
+    std::vector<std::unique_ptr<RawConn>> silent;
+    for (int i = 0; i < 8; ++i) {
+        silent.push_back(std::make_unique<RawConn>(server_->socketPath()));
+        ASSERT_GE(silent.back()->fd, 0);
+    }
+    auto a = ControlClient::connect(server_->socketPath(), {});
+    ASSERT_TRUE(a) << a.error().message;
+    auto b = ControlClient::connect(server_->socketPath(), {});
+    ASSERT_TRUE(b) << b.error().message;
+    EXPECT_TRUE((*a)->ping());
+    EXPECT_TRUE((*b)->ping());
+    // The oldest silent connections were closed with a reason; the newest still wait.
+    bool closed = false;
+    auto frames = silent.front()->receive(2000, &closed);
+    EXPECT_TRUE(closed);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_NE(decodeError(frames[0].payload)->message.find("no hello"), std::string::npos);
+    silent.back()->receive(200, &closed);
+    EXPECT_FALSE(closed) << "the newest pending connection keeps its chance to say hello";
+    // Sessions still have their own limit: a third client is refused, cleanly.
+    auto c = ControlClient::connect(server_->socketPath(), {});
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.error().message.find("too many"), std::string::npos) << c.error().message;
+    EXPECT_TRUE((*a)->ping());
+}
+
 TEST_F(ServerTest, VersionMismatchIsAClearError) {
     startServer();
     RawConn raw(server_->socketPath());

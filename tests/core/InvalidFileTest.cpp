@@ -2,13 +2,16 @@
 // CLI turns it into that code's exit status (scripts tell the cases apart).
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sqlite3.h>
 #include <sys/wait.h>
 
 #include "TestTraces.h"
+#include "poolscope/Entities.h"
 #include "poolscope/Schema.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
@@ -204,6 +207,83 @@ TEST(Cli, BadArgumentsAreUsageErrors) {
     CliRun badTop = runCli("report --top -3 x.poolscope");
     EXPECT_NE(badTop.exitCode, 0);
     EXPECT_NE(badTop.exitCode, exitCodeFor(ErrorCode::NotFound)) << "rejected before opening";
+}
+
+// The collector copies /proc/self/cmdline as it is: a Latin-1 argument is not UTF-8, and JSON
+// output used to abort on it (nlohmann type_error.316). Each invalid byte becomes U+FFFD.
+TEST(Cli, JsonOutputSurvivesTextThatIsNotUtf8) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("latin1.poolscope");
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w) << w.error().message;
+        ProcessInfo p;
+        p.pid = 7;
+        p.commandLine = "./train --name=caf\xE9 \xFF";
+        p.host = "h\xE9te";
+        ASSERT_TRUE((*w)->setProcess(p));
+        ASSERT_TRUE((*w)->setMeta("note\xFF", "\xE9t\xE9"));
+        test::Events ev;
+        ev.alloc(10, 0x10, 0x20, 0x1000, 256);
+        ASSERT_TRUE((*w)->append(ev.all()));
+        ASSERT_TRUE((*w)->close());
+    }
+    const std::string replaced = "./train --name=caf\xEF\xBF\xBD \xEF\xBF\xBD"; // U+FFFD each
+    for (const char* verb : {"info --json", "report --json"}) {
+        CliRun run = runCli(std::string(verb) + " '" + path + "'");
+        ASSERT_EQ(run.exitCode, 0) << verb << ": " << run.output;
+        nlohmann::json j = nlohmann::json::parse(run.output, nullptr, false);
+        ASSERT_FALSE(j.is_discarded()) << verb << " printed invalid JSON: " << run.output;
+        EXPECT_EQ(j["process"]["command_line"], replaced) << verb;
+        EXPECT_EQ(j["process"]["host"], "h\xEF\xBF\xBDte") << verb;
+        EXPECT_EQ(j["meta"]["note\xEF\xBF\xBD"], "\xEF\xBF\xBDt\xEF\xBF\xBD") << verb;
+    }
+    CliRun dump = runCli("dump --names '" + path + "'");
+    EXPECT_EQ(dump.exitCode, 0) << dump.output;
+}
+
+// Durations from timestamps at the ends of int64 overflowed (undefined behaviour, and a negative
+// duration in practice). The span fits uint64: JSON gives it exactly, text never goes negative.
+TEST(Cli, DurationsAtTheEndsOfInt64) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("extremes.poolscope");
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w) << w.error().message;
+        test::Events ev;
+        ev.alloc(INT64_MIN + 1, 0x10, 0x20, 0x1000, 256);
+        ev.free(INT64_MAX - 1, 0x10, 0x20, 0x1000); // (INT64_MAX is "never freed" in Timeline)
+        ev.alloc(INT64_MAX, 0x10, 0x20, 0x2000, 512); // a leak at the very end
+        ASSERT_TRUE((*w)->append(ev.all()));
+        ASSERT_TRUE((*w)->close());
+    }
+    const uint64_t span = UINT64_MAX - 1; // INT64_MAX - (INT64_MIN + 1)
+    CliRun info = runCli("info --json '" + path + "'");
+    ASSERT_EQ(info.exitCode, 0) << info.output;
+    auto ij = nlohmann::json::parse(info.output, nullptr, false);
+    ASSERT_FALSE(ij.is_discarded()) << info.output;
+    // is_number_unsigned: a wrapped -2 would also read back as 2^64 - 2 through get<uint64_t>.
+    EXPECT_TRUE(ij["duration_ns"].is_number_unsigned()) << info.output;
+    EXPECT_EQ(ij["duration_ns"].get<uint64_t>(), span) << info.output;
+    CliRun report = runCli("report --json '" + path + "'");
+    ASSERT_EQ(report.exitCode, 0) << report.output;
+    auto rj = nlohmann::json::parse(report.output, nullptr, false);
+    ASSERT_FALSE(rj.is_discarded()) << report.output;
+    EXPECT_EQ(rj["t0_ns"].get<int64_t>(), INT64_MIN + 1);
+    EXPECT_TRUE(rj["duration_ns"].is_number_unsigned()) << report.output;
+    EXPECT_EQ(rj["duration_ns"].get<uint64_t>(), span) << report.output;
+    ASSERT_EQ(rj["leaks"]["top"].size(), 1u) << report.output;
+    EXPECT_TRUE(rj["leaks"]["top"][0]["alloc_ns"].is_number_unsigned()) << report.output;
+    EXPECT_EQ(rj["leaks"]["top"][0]["alloc_ns"].get<uint64_t>(), span) << report.output;
+    for (const char* verb : {"info", "report"}) {
+        CliRun text = runCli(std::string(verb) + " '" + path + "'");
+        ASSERT_EQ(text.exitCode, 0) << verb << ": " << text.output;
+        for (const char* negative : {"duration -", "over -", "at -"})
+            EXPECT_EQ(text.output.find(negative), std::string::npos)
+                << "a negative duration: " << text.output;
+        EXPECT_NE(text.output.find("153722867 min"), std::string::npos)
+            << "saturated at INT64_MAX ns: " << text.output;
+    }
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <climits>
+
 #include "poolscope/Units.h"
 
 namespace poolscope {
@@ -33,6 +35,15 @@ TEST(Units, FormatDuration) {
     EXPECT_EQ(formatDuration(1'250'000'000), "1.25 s");
     EXPECT_EQ(formatDuration(-850), "-850 ns");
     EXPECT_EQ(formatDuration(125LL * 1'000'000'000), "2 min 05 s");
+}
+
+TEST(Units, DurationsWithoutOverflow) {
+    EXPECT_EQ(nsBetween(10, 25), 15);
+    EXPECT_EQ(nsBetween(25, 10), -15);
+    EXPECT_EQ(nsBetween(INT64_MIN + 1, INT64_MAX), INT64_MAX);  // saturated, not -2
+    EXPECT_EQ(nsBetween(INT64_MAX, INT64_MIN), INT64_MIN);      // saturated, not 1
+    EXPECT_EQ(nsBetween(INT64_MIN, INT64_MIN), 0);
+    EXPECT_EQ(formatDuration(INT64_MIN), "-" + formatDuration(INT64_MAX)); // -INT64_MIN is UB
 }
 
 TEST(Units, FormatCount) {

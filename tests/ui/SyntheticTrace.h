@@ -19,11 +19,16 @@ struct SyntheticOptions {
 
 Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& options = {});
 
+// A trace with `pools` explicit pools, one allocation each, and `samples` watermark samples
+// spread over them: the many-pools case of the watermark plot (issue #12).
+Status writeManyPoolsTrace(const std::string& path, uint32_t pools, uint64_t samples);
+
 // Handles used by the generator, so tests can name what they expect.
 inline constexpr uint64_t kSynthDefaultPool = 0x7f00d0000000ull;
 inline constexpr uint64_t kSynthExplicitPool = 0x7f00e0000000ull;
 inline constexpr uint64_t kSynthStreamA = 0x55550000a0ull; // allocates
 inline constexpr uint64_t kSynthStreamB = 0x55550000b0ull; // waits and frees (cross-stream)
 inline constexpr uint64_t kSynthStreamC = 0x55550000c0ull; // explicit pool
+inline constexpr uint64_t kManyPoolsBase = 0x7f0100000000ull; // writeManyPoolsTrace's pool i: + i*0x1000
 
 } // namespace poolscope::synth

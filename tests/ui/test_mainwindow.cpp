@@ -9,6 +9,7 @@
 #include "TimelineWidget.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
+#include "poolscope/TraceWriter.h"
 #include "poolscope/Units.h"
 
 #include <QDir>
@@ -21,6 +22,7 @@
 #include <QTreeView>
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
+#include <sqlite3.h>
 
 using namespace poolscope;
 using namespace poolscope::ui;
@@ -187,6 +189,79 @@ TEST(MainWindow, InvalidFileShowsCoreErrorInADialog) {
     w.openFile(dir.filePath("missing.poolscope"));
     ASSERT_TRUE(failed2.wait(10000));
     EXPECT_FALSE(w.snapshot().valid());
+}
+
+// A file whose event_counts claim 2^62 allocations makes the build throw (std::length_error from
+// reserve). The worker's exception used to stay in its QFuture and be rethrown by ~TraceLoader:
+// no error shown, then an abort when the window closed. Now it is a load failure like any other.
+TEST(MainWindow, LoaderExceptionIsShownAndWindowClosesCleanly) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("inflated-counts.poolscope");
+    {
+        auto w = TraceWriter::create(path.toStdString());
+        ASSERT_TRUE(w) << w.error().message;
+        std::vector<Event> events(3);
+        for (size_t i = 0; i < events.size(); ++i) {
+            Event& e = events[i];
+            e.seq = i + 1;
+            e.tsNs = int64_t(i) * 10;
+            e.kind = EventKind::Alloc;
+            e.stream = 0x10;
+            e.pool = 0x20;
+            e.ptr = 0x1000 + 0x100 * i;
+            e.size = 256;
+        }
+        ASSERT_TRUE((*w)->append(events));
+        ASSERT_TRUE((*w)->close());
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+        EXPECT_EQ(sqlite3_exec(db, "UPDATE event_counts SET count = 4611686018427387904", nullptr,
+                               nullptr, nullptr),
+                  SQLITE_OK);
+        sqlite3_close(db);
+    }
+    {
+        MainWindow w;
+        w.show();
+        QSignalSpy failed(&w, &MainWindow::loadFailed);
+        w.openFile(path);
+        ASSERT_TRUE(failed.wait(10000)) << "the loader's exception must end the load";
+        const QString msg = failed.first().first().toString();
+        EXPECT_FALSE(msg.isEmpty());
+        auto* box = w.findChild<QMessageBox*>("loadErrorBox");
+        ASSERT_NE(box, nullptr);
+        EXPECT_TRUE(box->text().contains(msg)) << box->text().toStdString();
+        box->close();
+        EXPECT_FALSE(w.loader()->busy());
+        ASSERT_TRUE(openAndWait(w, synth::syntheticTracePath())); // still usable
+        EXPECT_TRUE(w.snapshot().valid());
+        w.openFile(path); // and again, left running or failed when the window closes
+        QTest::qWait(50);
+    } // ~MainWindow, ~TraceLoader: must not rethrow
+}
+
+// 1,000 pools: one graph set each (used, reserved, high watermark, threshold, markers) and none
+// of them in QCustomPlot's hidden legend, whose per-item removal (a linear search and a relayout
+// each) made closing such a trace take a minute. The timing is poolscope_bench_many_pools's.
+TEST(WatermarkPlot, ThousandPoolsGetOneGraphSetEachAndClear) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("many-pools.poolscope");
+    ASSERT_TRUE(synth::writeManyPoolsTrace(path.toStdString(), 1000, 100000).ok());
+    auto tl = synth::loadTimeline(path);
+    ASSERT_NE(tl, nullptr);
+    ASSERT_EQ(tl->pools.size(), 1000u);
+    const TraceSnapshot snap = TraceSnapshot::fromTimeline(tl, QStringLiteral("many pools"));
+    WatermarkPlot plot;
+    plot.resize(1200, 400);
+    plot.show();
+    plot.setSnapshot(snap);
+    EXPECT_EQ(plot.plot()->graphCount(), 5 * 1000);
+    EXPECT_EQ(plot.plot()->legend->itemCount(), 0) << "the plot's own legend is a QLabel";
+    EXPECT_GT(plot.graphPointCount(), 100000);
+    plot.setSnapshot(TraceSnapshot{});
+    EXPECT_EQ(plot.plot()->graphCount(), 0);
+    plot.setSnapshot(snap); // and back: the graphs are rebuilt, not left behind
+    EXPECT_EQ(plot.plot()->graphCount(), 5 * 1000);
 }
 
 TEST(MainWindow, CancelledLoadLeavesWindowUsable) {

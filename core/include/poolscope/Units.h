@@ -10,6 +10,9 @@ std::string formatBytes(uint64_t bytes);      // "512 B", "1.50 KiB", "20.3 GiB"
 std::string formatBytesSigned(int64_t bytes); // "+1.00 MiB", "-32.0 MiB"
 std::string formatDuration(int64_t ns);       // "850 ns", "12.4 µs", "3.20 ms", "1.25 s"
 std::string formatCount(uint64_t n);          // "9,950,369": counts of millions read bare badly
+// to - from for two timestamps, without the undefined behaviour of signed overflow: saturates at
+// INT64_MIN / INT64_MAX, which only a damaged or hostile trace reaches (a span over 292 years).
+int64_t nsBetween(int64_t from, int64_t to);
 // Parses "64MiB", "1.5 GB", "4096", "max" (UINT64_MAX). Returns false on garbage.
 bool parseBytes(const std::string& text, uint64_t& out);
 

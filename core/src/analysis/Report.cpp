@@ -56,7 +56,7 @@ std::string percent(uint64_t part, uint64_t whole) {
 }
 
 void addFindings(Report& r) {
-    auto at = [&](int64_t ts) { return formatDuration(ts - r.t0); };
+    auto at = [&](int64_t ts) { return formatDuration(nsBetween(r.t0, ts)); };
     auto it = r.meta.find("dropped_events");
     if (it != r.meta.end() && it->second != "0" && !it->second.empty())
         r.findings.push_back("the collector dropped " + it->second +

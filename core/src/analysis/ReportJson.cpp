@@ -2,6 +2,7 @@
 // rename.
 #include <nlohmann/json.hpp>
 
+#include "poolscope/JsonText.h"
 #include "poolscope/Report.h"
 
 namespace poolscope {
@@ -15,7 +16,7 @@ json allocationJson(const Allocation& a, int64_t t0) {
                 {"size", a.size},
                 {"pool", formatHandle(a.pool)},
                 {"stream", formatHandle(a.allocStream)},
-                {"alloc_ns", a.allocTsNs - t0},
+                {"alloc_ns", jsonNsBetween<json>(t0, a.allocTsNs)},
                 {"alloc_seq", a.allocSeq},
                 {"tid", a.tid},
                 {"device", a.device},
@@ -36,7 +37,7 @@ std::string reportToJson(const Report& r, int indent) {
                     {"collector_version", r.process.collectorVersion}};
     j["meta"] = r.meta;
     j["t0_ns"] = r.t0;
-    j["duration_ns"] = r.t1 - r.t0;
+    j["duration_ns"] = jsonNsBetween<json>(r.t0, r.t1);
     j["events"] = r.eventCount;
     j["samples"] = r.sampleCount;
     j["synchronizes"] = r.syncCount;
@@ -63,13 +64,13 @@ std::string reportToJson(const Report& r, int indent) {
                   {"max_size", p.info.maxSize},
                   {"has_watermarks", p.hasWatermarks},
                   {"peak_reserved", p.peakReserved},
-                  {"peak_reserved_ns", p.peakReservedTsNs - r.t0},
+                  {"peak_reserved_ns", jsonNsBetween<json>(r.t0, p.peakReservedTsNs)},
                   {"used_at_peak_reserved", p.usedAtPeakReserved},
                   {"idle_at_peak", p.idleAtPeak},
                   {"max_idle", p.maxIdle},
-                  {"max_idle_ns", p.maxIdleTsNs - r.t0},
+                  {"max_idle_ns", jsonNsBetween<json>(r.t0, p.maxIdleTsNs)},
                   {"peak_used", p.peakUsed},
-                  {"peak_used_ns", p.peakUsedTsNs - r.t0},
+                  {"peak_used_ns", jsonNsBetween<json>(r.t0, p.peakUsedTsNs)},
                   {"peak_live", p.peakLive},
                   {"bytes_allocated", p.bytesAllocated},
                   {"alloc_count", p.allocCount},
@@ -96,12 +97,13 @@ std::string reportToJson(const Report& r, int indent) {
                            {"cross_stream_frees", s.crossStreamFrees},
                            {"failed_count", s.failedCount},
                            {"peak_live", s.peakLive},
-                           {"peak_live_ns", s.peakLiveTsNs - r.t0},
+                           {"peak_live_ns", jsonNsBetween<json>(r.t0, s.peakLiveTsNs)},
                            {"live_at_end_bytes", s.liveAtEndBytes},
                            {"live_at_end_count", s.liveAtEndCount},
                            {"peak_pending_free", s.peakPendingFree},
                            {"peak_pending_free_ns",
-                            s.peakPendingFree ? s.peakPendingFreeTsNs - r.t0 : 0}});
+                            s.peakPendingFree ? jsonNsBetween<json>(r.t0, s.peakPendingFreeTsNs)
+                                              : json(0)}});
     j["streams"] = streams;
 
     json leaks = json::array();
@@ -110,7 +112,7 @@ std::string reportToJson(const Report& r, int indent) {
 
     json failed = json::array();
     for (const FailedAllocation& f : r.failed)
-        failed.push_back({{"ts_ns", f.tsNs - r.t0},
+        failed.push_back({{"ts_ns", jsonNsBetween<json>(r.t0, f.tsNs)},
                           {"seq", f.seq},
                           {"size", f.size},
                           {"stream", formatHandle(f.stream)},
@@ -118,7 +120,7 @@ std::string reportToJson(const Report& r, int indent) {
                           {"result", f.result}});
     j["failed_allocations"] = {{"count", r.failedCount}, {"first", failed}};
     j["findings"] = r.findings;
-    return j.dump(indent);
+    return dumpJson(j, indent);
 }
 
 } // namespace poolscope

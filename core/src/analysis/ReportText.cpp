@@ -21,7 +21,7 @@ std::string threshold(const PoolReport& p) {
 } // namespace
 
 std::string reportToText(const Report& r) {
-    auto rel = [&](int64_t ts) { return formatDuration(ts - r.t0); };
+    auto rel = [&](int64_t ts) { return formatDuration(nsBetween(r.t0, ts)); };
     std::string out = "PoolScope report";
     if (!r.tracePath.empty()) out += ": " + r.tracePath;
     out += "\n";
@@ -32,7 +32,7 @@ std::string reportToText(const Report& r) {
         if (!p.host.empty()) out += "  on " + p.host;
         out += "\n";
     }
-    out += "  duration " + formatDuration(r.t1 - r.t0) + ", " + formatCount(r.eventCount) + " events, " +
+    out += "  duration " + formatDuration(nsBetween(r.t0, r.t1)) + ", " + formatCount(r.eventCount) + " events, " +
            formatCount(r.sampleCount) + " samples, " + formatCount(r.syncCount) + " synchronizes, " +
            formatCount(r.implicitReleases) + " implicit releases, " + formatCount(r.waitEdges) +
            " cross-stream waits\n";

@@ -1,4 +1,5 @@
 #include "poolscope/control/Discovery.h"
+#include "poolscope/control/UnixSocket.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +9,9 @@
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace poolscope::control {
@@ -78,6 +81,19 @@ std::string commandLineOf(int64_t pid) {
     return s;
 }
 
+// Whether something listens on a socket whose name says no pid: a refused connect means a stale
+// file (its server is gone). Such a file used to be listed as target "0" (issue #12).
+bool socketListening(const std::string& path) {
+    sockaddr_un addr;
+    if (!makeUnixAddress(path, addr)) return false;
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return false;
+    const int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    const bool listening = rc == 0 || errno == EAGAIN || errno == EINPROGRESS;
+    close(fd);
+    return listening;
+}
+
 bool parsePid(const std::string& s, int64_t& pid) {
     if (s.empty() || s.size() > 10) return false;
     pid = 0;
@@ -108,6 +124,8 @@ std::vector<Target> listTargets(const std::string& dirIn, bool removeStale) {
                 continue;
             }
             t.commandLine = commandLineOf(t.pid);
+        } else if (!socketListening(t.socketPath)) {
+            continue; // stale, and not named by PoolScope: skipped, never removed
         }
         out.push_back(std::move(t));
     }

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "poolscope/JsonText.h"
+
 namespace poolscope::control {
 
 using nlohmann::json;
@@ -22,7 +24,7 @@ std::vector<uint8_t> frame(MsgType type, uint32_t requestId, const std::string& 
 
 std::vector<uint8_t> frameJson(MsgType type, uint32_t requestId, const json& j) {
     // Replace invalid UTF-8 (a driver message, a command line) instead of throwing.
-    return frame(type, requestId, j.dump(-1, ' ', false, json::error_handler_t::replace));
+    return frame(type, requestId, dumpJson(j));
 }
 
 Error protocolError(std::string what) {
@@ -530,13 +532,13 @@ Result<std::vector<Event>> decodeEventBatch(std::span<const uint8_t> payload) {
 }
 
 std::string poolStateJson(const PoolState& s) {
-    return toJson(s).dump(2);
+    return dumpJson(toJson(s), 2);
 }
 std::string serverHelloJson(const ServerHello& h) {
-    return toJson(h).dump(2);
+    return dumpJson(toJson(h), 2);
 }
 std::string ackJson(const Ack& a) {
-    return toJson(a).dump(2);
+    return dumpJson(toJson(a), 2);
 }
 
 } // namespace poolscope::control

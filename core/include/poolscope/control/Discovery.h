@@ -38,7 +38,8 @@ struct Target {
 };
 
 // Live targets in dir (default: defaultControlDir()), sorted by pid. Sockets of processes that
-// no longer exist are skipped, and removed when removeStale is set.
+// no longer exist are skipped, and removed when removeStale is set. A socket not named after a
+// pid is listed (pid 0) only while something listens on it; a stale one is skipped, not removed.
 std::vector<Target> listTargets(const std::string& dir = "", bool removeStale = false);
 
 // TARGET as typed by a person: a pid ("1234") or a socket path. NotFound with a helpful message
