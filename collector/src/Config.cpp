@@ -1,8 +1,6 @@
 #include "Config.h"
 
 #include <cmath>
-#include "poolscope/control/LaunchEnv.h"
-
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
