@@ -372,6 +372,17 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
                        .arg(s.title, gpu));
     else
         showStatus(tr("Opened %1.").arg(s.path));
+    if (!s.damage.isEmpty()) {
+        showStatus(tr("Opened %1: damaged, showing what is intact.").arg(s.path));
+        auto* box = new QMessageBox(
+            QMessageBox::Warning, tr("Damaged trace"),
+            tr("Parts of\n%1\nare damaged and were left out; the rest is shown.\n\n%2")
+                .arg(s.path, s.damage.join(QLatin1Char('\n'))),
+            QMessageBox::Ok, this);
+        box->setObjectName("damageBox");
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+    }
     emit snapshotShown();
 }
 

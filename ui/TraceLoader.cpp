@@ -91,7 +91,14 @@ void TraceLoader::load(const QString& path) {
                             Qt::QueuedConnection);
                     };
                 }
+                // A damaged trace shows what is intact, and says what was left out.
+                (*reader)->setSkipDamaged(true);
                 auto tl = buildTimeline(**reader, options);
+                for (const TraceDamage& d : (*reader)->damage())
+                    snap.damage << (d.events ? tr("%1 (%2 events)")
+                                                   .arg(QString::fromStdString(d.what))
+                                                   .arg(d.events)
+                                             : QString::fromStdString(d.what));
                 if (!tl) {
                     if (tl.error().code == ErrorCode::Cancelled)
                         wasCancelled = true;

@@ -7,6 +7,7 @@
 #include "poolscope/Timeline.h"
 
 #include <QString>
+#include <QStringList>
 #include <memory>
 
 namespace poolscope::ui {
@@ -18,6 +19,8 @@ struct TraceSnapshot {
     QString title; // shown in the window title
     bool bundledSample = false;
     ProcessInfo process;
+    // Parts of the file found damaged and left out (what is shown is the intact rest).
+    QStringList damage;
 
     bool valid() const { return timeline && layout; }
     // Builds the layout synchronously: call from a worker thread for big timelines.

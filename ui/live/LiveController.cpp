@@ -7,6 +7,7 @@
 #include "LiveSession.h"
 #include "MainWindow.h"
 #include "TargetProcess.h"
+#include "poolscope/TraceWriter.h"
 #include "poolscope/control/Discovery.h"
 
 #include <QAction>
@@ -168,6 +169,20 @@ void LiveController::onTargetEnded(const QString& how) {
     session_->detach();
     updateActions();
     emit targetEnded(how);
+    // A trace the collector could not close (the program was killed, the disk filled) is in
+    // <trace>.partial with what was committed: finish it and move it into place, as record does.
+    if (!tracePath_.isEmpty()) {
+        auto done = finishPartialTrace(tracePath_.toStdString());
+        if (!done)
+            console_->appendNote(tr("the trace was not finished (%1); what was recorded is in "
+                                    "%2.partial")
+                                     .arg(QString::fromStdString(done.error().message),
+                                          tracePath_));
+        else if (*done)
+            console_->appendNote(tr("the collector did not close the trace (the program was "
+                                    "killed, or the disk filled): it holds what was recorded "
+                                    "until then"));
+    }
     // The session becomes an ordinary saved trace.
     if (!tracePath_.isEmpty() && QFileInfo::exists(tracePath_))
         window_->openFile(tracePath_);
