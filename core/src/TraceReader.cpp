@@ -590,7 +590,9 @@ const TraceDamage* firstLoss(const std::vector<TraceDamage>& damage,
 }
 } // namespace
 
-Result<std::vector<Event>> TraceReader::events(int64_t t0, int64_t t1) const {
+// The chunk index for a read of event data, kept as the last scan; in strict mode a chunk that
+// lost events fails the read before anything is decoded.
+Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::indexForReading() const {
     auto idx = scanChunks();
     if (!idx) return idx.error();
     {
@@ -600,6 +602,12 @@ Result<std::vector<Event>> TraceReader::events(int64_t t0, int64_t t1) const {
     if (!skipDamaged_)
         if (const TraceDamage* d = firstLoss((*idx)->damage, (*idx)->lossless))
             return firstDamageError(d->what);
+    return *idx;
+}
+
+Result<std::vector<Event>> TraceReader::events(int64_t t0, int64_t t1) const {
+    auto idx = indexForReading();
+    if (!idx) return idx.error();
     std::vector<ChunkRef> list;
     for (const ChunkRef& c : (*idx)->chunks)
         if (c.h.tMin < t1 && c.h.tMax >= t0) list.push_back(c);
@@ -640,15 +648,8 @@ Status TraceReader::forEachChunk(const std::function<bool(std::vector<Event>&)>&
     // wall time, most of a load). TraceWriter appends chunks in seq order, so rowid order is
     // seq order: scanChunks checks that on the small columns (the blobs' overflow pages are not
     // read) and the data is read by rowid; otherwise row by row, by id, in seq order.
-    auto idx = scanChunks();
+    auto idx = indexForReading();
     if (!idx) return idx.error();
-    {
-        std::lock_guard lock(mutex_);
-        index_ = *idx;
-    }
-    if (!skipDamaged_)
-        if (const TraceDamage* d = firstLoss((*idx)->damage, (*idx)->lossless))
-            return firstDamageError(d->what);
     std::vector<Event> chunk;
     return visitChunkData(
         db_, (*idx)->chunks, (*idx)->byRowid,

@@ -17,6 +17,8 @@
 namespace poolscope {
 namespace {
 
+using test::execSql;
+
 constexpr uint64_t kEvents = 3 * schema::kChunkEvents + 100;
 
 void writeTrace(const std::string& path) {
@@ -27,16 +29,6 @@ void writeTrace(const std::string& path) {
         ev.alloc(static_cast<int64_t>(1000 + i * 10), 0x10, 0x20, 0x1000 + 0x100 * i, 256);
     ASSERT_TRUE((*w)->append(ev.all()));
     ASSERT_TRUE((*w)->close());
-}
-
-void execSql(const std::string& path, const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-    sqlite3_free(err);
-    sqlite3_close(db);
 }
 
 struct Read {

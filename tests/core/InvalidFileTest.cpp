@@ -19,6 +19,8 @@
 namespace poolscope {
 namespace {
 
+using test::execSql;
+
 void writeValidTrace(const std::string& path, int events) {
     auto w = TraceWriter::create(path);
     ASSERT_TRUE(w) << w.error().message;
@@ -27,16 +29,6 @@ void writeValidTrace(const std::string& path, int events) {
         ev.alloc(i * 10, 0x10, 0x20, 0x1000 + 0x100 * static_cast<uint64_t>(i), 256);
     ASSERT_TRUE((*w)->append(ev.all()));
     ASSERT_TRUE((*w)->close());
-}
-
-void execSql(const std::string& path, const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
-    sqlite3_free(err);
-    sqlite3_close(db);
 }
 
 struct CliRun {

@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include <sqlite3.h>
+
 #include "poolscope/Event.h"
 
 namespace poolscope::test {
@@ -32,6 +34,17 @@ public:
 private:
     std::filesystem::path dir_;
 };
+
+// Runs SQL on a trace file: the tests' way to damage one by hand.
+inline void execSql(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+}
 
 // Builds events in seq order with the fields a test cares about.
 class Events {

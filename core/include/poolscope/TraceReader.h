@@ -94,6 +94,7 @@ private:
     TraceReader() = default;
     Error sqlError(const char* what) const;
     Result<std::shared_ptr<const ChunkIndex>> scanChunks() const;
+    Result<std::shared_ptr<const ChunkIndex>> indexForReading() const;
     // Checks and decodes one chunk's data into out; damage is recorded, not returned.
     // `damaged` gets the damage's description (empty when intact); decode false: a chunk with a
     // checksum is only checked, not decoded.

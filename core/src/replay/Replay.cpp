@@ -51,15 +51,20 @@ Replay::~Replay() = default;
 Replay::Replay(Replay&&) noexcept = default;
 Replay& Replay::operator=(Replay&&) noexcept = default;
 
+const Replay::Fast* Replay::findFast(const std::vector<Fast>& fast, uint64_t handle) {
+    for (const Fast& f : fast)
+        if (f.handle == handle) return &f;
+    return nullptr;
+}
+
 uint32_t Replay::poolSlow(uint64_t handle, int16_t device, bool& isNew) {
-    for (const Fast& f : fastPools_)
-        if (f.handle == handle) {
-            isNew = false;
-            if (device >= 0 && pools_[f.idx].info.device < 0) pools_[f.idx].info.device = device;
-            lastPoolHandle_ = handle;
-            lastPoolIdx_ = f.idx;
-            return f.idx;
-        }
+    if (const Fast* f = findFast(fastPools_, handle)) {
+        isNew = false;
+        if (device >= 0 && pools_[f->idx].info.device < 0) pools_[f->idx].info.device = device;
+        lastPoolHandle_ = handle;
+        lastPoolIdx_ = f->idx;
+        return f->idx;
+    }
     auto [it, inserted] = d_->poolIdx.try_emplace(handle, static_cast<uint32_t>(pools_.size()));
     isNew = inserted;
     if (inserted) {
@@ -77,15 +82,13 @@ uint32_t Replay::poolSlow(uint64_t handle, int16_t device, bool& isNew) {
 }
 
 uint32_t Replay::streamSlow(uint64_t handle, int16_t device, bool& isNew) {
-    for (const Fast& f : fastStreams_)
-        if (f.handle == handle) {
-            isNew = false;
-            if (device >= 0 && streams_[f.idx].info.device < 0)
-                streams_[f.idx].info.device = device;
-            lastStreamHandle_ = handle;
-            lastStreamIdx_ = f.idx;
-            return f.idx;
-        }
+    if (const Fast* f = findFast(fastStreams_, handle)) {
+        isNew = false;
+        if (device >= 0 && streams_[f->idx].info.device < 0) streams_[f->idx].info.device = device;
+        lastStreamHandle_ = handle;
+        lastStreamIdx_ = f->idx;
+        return f->idx;
+    }
     auto [it, inserted] =
         d_->streamIdx.try_emplace(handle, static_cast<uint32_t>(streams_.size()));
     isNew = inserted;

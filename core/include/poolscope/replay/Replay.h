@@ -198,6 +198,7 @@ private:
         uint32_t idx;
     };
     std::vector<Fast> fastPools_, fastStreams_;
+    static const Fast* findFast(const std::vector<Fast>& fast, uint64_t handle);
     Fact fact_;
     uint64_t lastPoolHandle_ = ~uint64_t{0};
     uint32_t lastPoolIdx_ = 0;
