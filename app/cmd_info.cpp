@@ -30,6 +30,8 @@ struct InfoData {
     std::vector<StreamInfo> streams;
     std::vector<ThreadInfo> threads;
     TraceSummary summary;
+    std::vector<DropGap> dropGaps;
+    std::string dropGapsError; // a damaged drop_gaps table loses the marks, not the trace
 };
 
 // Reads everything info shows; the first error wins.
@@ -56,7 +58,31 @@ Result<InfoData> load(const TraceReader& r) {
     auto summary = r.summary();
     if (!summary) return summary.error();
     d.summary = std::move(*summary);
+    if (auto gaps = r.dropGaps(); gaps)
+        d.dropGaps = std::move(*gaps);
+    else
+        d.dropGapsError = gaps.error().message;
     return d;
+}
+
+// Events the collector lost, in one line: how many, in how many gaps, the first and the largest.
+std::string droppedLine(const InfoData& d) {
+    auto it = d.meta.find("dropped_events");
+    const bool any = it != d.meta.end() && !it->second.empty() && it->second != "0";
+    if (!any && d.dropGaps.empty()) return {};
+    std::string out = "dropped  " + (it != d.meta.end() ? it->second : std::string("?")) +
+                      " events (the collector's rings were full)";
+    if (!d.dropGaps.empty()) {
+        const DropGap* largest = &d.dropGaps.front();
+        for (const DropGap& g : d.dropGaps)
+            if (g.count > largest->count) largest = &g;
+        const DropGap& first = d.dropGaps.front();
+        out += " in " + std::to_string(d.dropGaps.size()) + " gap(s); first at +" +
+               formatDuration(nsBetween(d.summary.firstTsNs, first.tsNs)) + " on thread " +
+               std::to_string(first.tid) + "; largest " + std::to_string(largest->count) +
+               " events at +" + formatDuration(nsBetween(d.summary.firstTsNs, largest->tsNs));
+    }
+    return out + "\n";
 }
 
 std::string toJson(const TraceReader& r, const InfoData& d) {
@@ -112,6 +138,12 @@ std::string toJson(const TraceReader& r, const InfoData& d) {
     j["damage"] = json::array();
     for (const TraceDamage& dm : r.damage())
         j["damage"].push_back({{"what", dm.what}, {"events", dm.events}});
+    if (!d.dropGapsError.empty())
+        j["damage"].push_back({{"what", "drop_gaps table unreadable: " + d.dropGapsError}, {"events", 0}});
+    j["drop_gaps"] = json::array();
+    for (const DropGap& g : d.dropGaps)
+        j["drop_gaps"].push_back({{"ts_ns", g.tsNs}, {"duration_ns", g.durationNs},
+                                  {"tid", g.tid}, {"count", g.count}});
     return dumpJson(j, 2);
 }
 
@@ -162,6 +194,8 @@ std::string toText(const TraceReader& r, const InfoData& d) {
         out += "\n";
     }
     out += "threads  " + std::to_string(d.threads.size()) + "\n";
+    out += droppedLine(d);
+    if (!d.dropGapsError.empty()) out += "DAMAGED  drop_gaps table unreadable: " + d.dropGapsError + "\n";
     for (const TraceDamage& dm : r.damage())
         out += "DAMAGED  " + dm.what +
                (dm.events ? " [" + std::to_string(dm.events) + " events affected]" : "") + "\n";

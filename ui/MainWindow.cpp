@@ -370,6 +370,11 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
         showStatus(tr("Showing the bundled sample trace %1, recorded on %2. Open your own trace "
                       "with File > Open or drop one here.")
                        .arg(s.title, gpu));
+    else if (!tl.dropGaps.empty())
+        showStatus(tr("Opened %1. The collector lost %2 events in %3 gap(s), marked in red on the "
+                      "timeline: counts near them are incomplete.")
+                       .arg(s.path, QString::fromStdString(formatCount(tl.droppedInGaps())))
+                       .arg(tl.dropGaps.size()));
     else
         showStatus(tr("Opened %1.").arg(s.path));
     if (!s.damage.isEmpty()) {

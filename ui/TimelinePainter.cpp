@@ -176,6 +176,16 @@ void TimelinePainter::paintContent(QPainter& p) {
         if (l.kind == LaneKind::Pool) paintPoolChart(p, i);
         paintMarkers(p, i);
     }
+    // Where the collector lost events: a hatched red band across every lane (at least 3 px wide,
+    // so a gap of microseconds still shows at any zoom). Counts near it are incomplete.
+    for (const DropGap& gap : tl.dropGaps) {
+        const double xa = g_.xOf(gap.tsNs);
+        const double xb = std::max(g_.xOf(gap.tsNs + std::max<int64_t>(gap.durationNs, 0)), xa + 3);
+        if (xb < x0 || xa > x1) continue;
+        const QRectF r(xa, g_.lanesTop(), xb - xa, g_.lanesBottom() - g_.lanesTop());
+        p.fillRect(r, QColor(220, 30, 30, c_.dark() ? 70 : 45));
+        p.fillRect(r, QBrush(QColor(220, 30, 30, 140), Qt::BDiagPattern));
+    }
     // The trace's extent: shade what lies outside it.
     {
         QColor out = c_.dark() ? QColor(0, 0, 0, 90) : QColor(0, 0, 0, 22);

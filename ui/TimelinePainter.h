@@ -74,6 +74,7 @@ struct TimelineHit {
     Selection sel;
     int lane = -1;
     bool toggle = false; // on a lane's disclosure triangle (or a device header): collapse/expand
+    int dropGap = -1;    // index into Timeline::dropGaps under the pointer: events lost there
 };
 
 class TimelinePainter {

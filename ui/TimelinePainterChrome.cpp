@@ -228,6 +228,13 @@ void TimelinePainter::paintLegend(QPainter& p) {
     p.drawLine(x - 4, cy, x + 12, cy);
     x += 18;
     text(QStringLiteral("event record → stream wait"));
+    if (!s_.timeline->dropGaps.empty()) {
+        const QRect r(x, cy - 6, 12, 12);
+        p.fillRect(r, QColor(220, 30, 30, 60));
+        p.fillRect(r, QBrush(QColor(220, 30, 30, 160), Qt::BDiagPattern));
+        x += 16;
+        text(QStringLiteral("events lost (collector)"));
+    }
     p.setRenderHint(QPainter::Antialiasing, false);
     p.setBrush(Qt::NoBrush);
 }
@@ -257,6 +264,13 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
     }
     const int64_t ta = g_.tOf(pos.x() - 5), tb = g_.tOf(pos.x() + 5);
     const int64_t tc = g_.tOf(pos.x());
+    for (size_t i = 0; i < tl.dropGaps.size(); ++i) {
+        const DropGap& gap = tl.dropGaps[i];
+        if (gap.tsNs <= g_.tOf(pos.x() + 3) && gap.tsNs + std::max<int64_t>(gap.durationNs, 0) >= g_.tOf(pos.x() - 3)) {
+            hit.dropGap = int(i);
+            break;
+        }
+    }
     // Markers and failures first: they sit on top.
     int64_t best = INT64_MAX;
     auto mt = std::partition_point(l.markers.begin(), l.markers.end(),
@@ -308,6 +322,16 @@ QString TimelinePainter::tooltip(const TimelineHit& h) const {
     const Timeline& tl = *s_.timeline;
     const LaneLayout& layout = *s_.layout;
     auto rel = [&](int64_t t) { return qs(formatDuration(t - tl.t0)); };
+    const bool onLaneOnly = h.sel.kind == Selection::None || h.sel.kind == Selection::Pool ||
+                            h.sel.kind == Selection::Stream;
+    if (onLaneOnly && h.dropGap >= 0 && size_t(h.dropGap) < tl.dropGaps.size()) {
+        const DropGap& gap = tl.dropGaps[size_t(h.dropGap)];
+        return QStringLiteral("<b>%1 events lost</b> at %2 (over %3) on thread %4<br>the "
+                              "collector's ring was full: counts and bytes near here are "
+                              "incomplete")
+            .arg(qs(formatCount(gap.count)), rel(gap.tsNs), qs(formatDuration(gap.durationNs)))
+            .arg(gap.tid);
+    }
     switch (h.sel.kind) {
     case Selection::Allocation: {
         const Allocation& a = tl.allocations[h.sel.index];

@@ -43,6 +43,11 @@ Config Config::fromEnvironment() {
         long long n = std::atoll(v);
         if (n >= 64) c.ringEvents = static_cast<size_t>(n);
     }
+    if (const char* v = env(control::kEnvSpoolEvents)) {
+        long long n = std::atoll(v);
+        // At most 64 M events (6 GiB): beyond that a typo, not a setting.
+        if (n >= 1024 && n <= (64ll << 20)) c.spoolEvents = static_cast<size_t>(n);
+    }
     if (const char* v = env(control::kEnvWatermarks)) {
         if (std::strcmp(v, "full") == 0) c.watermarks = WatermarkMode::Full;
         else if (std::strcmp(v, "off") == 0) c.watermarks = WatermarkMode::Off;

@@ -18,6 +18,7 @@ struct Config {
     std::string output;         // POOLSCOPE_OUTPUT (already adjusted for a child process)
     double samplePeriodMs = 1;  // POOLSCOPE_SAMPLE_PERIOD_MS; 0 turns the sampler off
     size_t ringEvents = 16384;  // POOLSCOPE_RING_EVENTS, per thread
+    size_t spoolEvents = 262144; // POOLSCOPE_SPOOL_EVENTS: drained, waiting for the writer
     WatermarkMode watermarks = WatermarkMode::Exit; // POOLSCOPE_WATERMARKS=exit|full|off
     bool activity = true;       // POOLSCOPE_ACTIVITY=0 turns MEMORY_POOL activity off
     bool allowTsc = true;       // POOLSCOPE_CLOCK=monotonic forces clock_gettime

@@ -19,6 +19,7 @@
 
 #include "Clock.h"
 #include "Runtime.h"
+#include "TraceSink.h"
 
 namespace poolscope::collector::diag {
 
@@ -81,14 +82,11 @@ CUptiResult enableActivity() {
 
 bool writerPass(Runtime& rt) {
     if (g_discard == 0) return false;
-    if (g_discard == 1) {
-        static Event sink[4096];
-        for (size_t i = 0; i < rt.rings.count(); ++i)
-            if (EventRing* r = rt.rings.at(i))
-                while (r->drain(sink, 4096) == 4096) {
-                }
-    }
+    // The drainer thread keeps emptying the rings into the spool; the writer throws it away.
+    if (g_discard == 1 && rt.sink) rt.sink->discardSpool();
     return true;
 }
+
+bool drainerEnabled() { return g_discard != 2; }
 
 } // namespace poolscope::collector::diag

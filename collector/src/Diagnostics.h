@@ -21,10 +21,13 @@ CUpti_CallbackFunc start(CUpti_CallbackFunc shipped);
 CUptiResult enableActivity();
 // One pass of the writer thread; true when the diagnostic did it instead of the trace sink.
 bool writerPass(Runtime& rt);
+// False when the rings must not be read until exit (POOLSCOPE_BENCH_DISCARD=2).
+bool drainerEnabled();
 #else
 inline CUpti_CallbackFunc start(CUpti_CallbackFunc shipped) { return shipped; }
 inline CUptiResult enableActivity() { return CUPTI_SUCCESS; }
 inline bool writerPass(Runtime&) { return false; }
+inline bool drainerEnabled() { return true; }
 #endif
 
 } // namespace diag

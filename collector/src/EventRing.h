@@ -82,10 +82,41 @@ public:
         head_.store(0, std::memory_order_relaxed);
         tail_.store(0, std::memory_order_relaxed);
         cachedTail_ = 0;
+        dropped.store(0, std::memory_order_relaxed);
+        droppedSeen_ = 0;
+        gapFirst_.store(0, std::memory_order_relaxed);
+        gapLast_.store(0, std::memory_order_relaxed);
+    }
+
+    // Producer, when claim() failed: counts the lost event and remembers when the gap began and
+    // when it last grew, so the trace can mark the gap at its time. Cold: only a full ring gets
+    // here.
+    void noteDrop(uint64_t ticks) {
+        if (gapFirst_.load(std::memory_order_relaxed) == 0)
+            gapFirst_.store(ticks, std::memory_order_relaxed);
+        gapLast_.store(ticks, std::memory_order_relaxed);
+        dropped.fetch_add(1, std::memory_order_release);
+    }
+    struct Gap {
+        uint64_t count = 0;
+        uint64_t firstTicks = 0, lastTicks = 0; // clock ticks of the first and last lost event
+    };
+    // Consumer: the events lost since the last call, if any. A drop racing with this call may
+    // leave its gap's first tick unknown; the gap then starts at its last tick.
+    bool takeGap(Gap& g) {
+        const uint64_t d = dropped.load(std::memory_order_acquire);
+        if (d == droppedSeen_) return false;
+        g.count = d - droppedSeen_;
+        droppedSeen_ = d;
+        g.lastTicks = gapLast_.load(std::memory_order_relaxed);
+        g.firstTicks = gapFirst_.exchange(0, std::memory_order_relaxed);
+        if (g.firstTicks == 0 || g.firstTicks > g.lastTicks) g.firstTicks = g.lastTicks;
+        return true;
     }
 
     // Events the producer could not store because the ring was full.
     std::atomic<uint64_t> dropped{0};
+    uint32_t tid = 0; // the producer thread, set once at registration
 
 private:
     // What the producer touches per event is one cache line: head_, cachedTail_, mask_, slots_
@@ -95,6 +126,8 @@ private:
     size_t mask_ = 0;
     Event* slots_ = nullptr;                    // storage_
     alignas(64) std::atomic<uint64_t> tail_{0}; // written by the consumer
+    uint64_t droppedSeen_ = 0;                  // consumer's count of drops already reported
+    std::atomic<uint64_t> gapFirst_{0}, gapLast_{0}; // written by the producer's drop path
     std::unique_ptr<Event[]> storage_;
 };
 

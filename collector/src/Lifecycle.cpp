@@ -135,6 +135,19 @@ void writerLoop() {
     }
 }
 
+// Empties the rings into the writer's spool every millisecond, and does nothing else, so that a
+// slow writer pass (a checkpoint, a slow disk) does not fill the rings (Spool.h).
+void drainerLoop() {
+    Runtime& rt = runtime();
+    ownThreadState();
+    pthread_setname_np(pthread_self(), "poolscope-dr");
+    while (!rt.stopping.load(std::memory_order_acquire)) {
+        if (rt.sink && diag::drainerEnabled()) rt.sink->drainOnce();
+        timespec ts{0, 1'000'000};
+        nanosleep(&ts, nullptr);
+    }
+}
+
 // One last sample of every pool at exit, with the driver's high watermarks: the trace's peaks
 // are then the driver's own even when no synchronize or sampler tick came after the peak.
 // close() drains it with the rest. A driver that already tore the pool down gives no sample.
@@ -158,7 +171,9 @@ void finishRecording() {
     rt.enabled.store(false);
     rt.stopping.store(true, std::memory_order_release);
     if (rt.sampler.joinable()) rt.sampler.join();
+    if (rt.drainer.joinable()) rt.drainer.join();
     if (rt.writer.joinable()) rt.writer.join();
+    if (rt.sink) rt.sink->setDrainerRunning(false);
     finalSamples(rt);
     if (rt.config.activity) {
         ThreadState* t = ownThreadState();
@@ -229,7 +244,8 @@ bool openTrace(Runtime& rt) {
                 rt.config.output.c_str(), w.error().message.c_str());
         return false;
     }
-    rt.sink = std::make_unique<TraceSink>(std::move(w.value()), rt.rings, rt.seq);
+    rt.sink = std::make_unique<TraceSink>(std::move(w.value()), rt.rings, rt.seq,
+                                          rt.config.spoolEvents);
     // Without watermark reads the implicit releases come only from late activity records.
     if (rt.config.watermarks == WatermarkMode::Off) rt.sink->setHoldBackMs(kHoldBackForActivityMs);
     ProcessInfo p;
@@ -255,11 +271,14 @@ bool openTrace(Runtime& rt) {
                                                                                  : "off");
     rt.sink->setMeta("sample_period_ms", std::to_string(rt.config.samplePeriodMs));
     rt.sink->setMeta("ring_events", std::to_string(rt.config.ringEvents));
+    rt.sink->setMeta("spool_events", std::to_string(rt.config.spoolEvents));
     return true;
 }
 
 void startThreads(Runtime& rt) {
     rt.stopping.store(false);
+    if (rt.sink) rt.sink->setDrainerRunning(true);
+    rt.drainer = startBlocked(drainerLoop);
     rt.writer = startBlocked(writerLoop);
     if (rt.config.samplePeriodMs > 0) rt.sampler = startBlocked(samplerLoop);
 }
@@ -289,6 +308,7 @@ void atforkChild() {
     // would checkpoint the parent's WAL from the child.
     (void)rt.sink.release();
     new (&rt.writer) std::thread();
+    new (&rt.drainer) std::thread();
     new (&rt.sampler) std::thread();
     (void)rt.live.release();
     new (&rt.coldMutex) std::mutex(); // another thread may have held it at the fork

@@ -125,7 +125,7 @@ public:
         if (PoolSlot* s = findPool(e.pool)) e.device = static_cast<int16_t>(s->device.load());
         Event* slot = t->ring->claim();
         if (!slot) {
-            t->ring->dropped.fetch_add(1);
+            t->ring->noteDrop(static_cast<uint64_t>(e.tsNs));
             return;
         }
         e.seq = rt.seq.fetch_add(1);

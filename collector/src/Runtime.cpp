@@ -31,6 +31,7 @@ __attribute__((cold, noinline)) ThreadState* makeThreadState(bool guarded) {
     t->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     t->guard = guarded ? 1 : 0;
     t->ring = new (std::nothrow) EventRing(rt.config.ringEvents);
+    if (t->ring) t->ring->tid = t->tid;
     if (!t->ring || !rt.rings.add(t->ring)) {
         logOnce(LogKey::Ring, "too many threads to trace; events of further threads are dropped");
         delete t->ring;
@@ -78,7 +79,7 @@ Event releaseEvent(const Event& sync, uint64_t pool, uint64_t before, uint64_t a
 void pushEvent(ThreadState* t, const Event& e) {
     Event* slot = t->ring ? t->ring->claim() : nullptr;
     if (!slot) {
-        if (t->ring) t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
+        if (t->ring) t->ring->noteDrop(static_cast<uint64_t>(e.tsNs));
         return;
     }
     *slot = e;
@@ -300,7 +301,7 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     const bool sync = (d.needs & kSync) && wm != WatermarkMode::Off;
     Event* e = t->ring ? t->ring->claim() : nullptr;
     if (!e) {
-        if (t->ring) t->ring->dropped.fetch_add(1, std::memory_order_relaxed);
+        if (t->ring) t->ring->noteDrop(ticks);
         t->enterSeq = 0;
         if (sync) {
             Guard g(t);

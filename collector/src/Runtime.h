@@ -88,6 +88,7 @@ struct Runtime {
     std::mutex coldMutex; // cold paths only: device discovery, pool registration
 
     std::thread writer;
+    std::thread drainer; // rings -> the sink's spool (Spool.h)
     std::thread sampler;
     std::atomic<bool> stopping{false};
     std::atomic<int> flushRequest{0}; // signal handler -> writer: commit now

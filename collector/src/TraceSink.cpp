@@ -10,7 +10,6 @@
 namespace poolscope::collector {
 
 namespace {
-constexpr size_t kDrainChunk = 1024; // 96 KiB: the scratch buffer stays in L2
 constexpr int kActivityWaitPasses = 100; // passes (~1 ms each) a record waits for its API event
 constexpr size_t kRecentSyncs = 8192;
 constexpr auto kCommitEvery = std::chrono::milliseconds(100);
@@ -34,11 +33,9 @@ bool isSync(EventKind k) {
 } // namespace
 
 TraceSink::TraceSink(std::unique_ptr<TraceWriter> writer, RingRegistry& rings,
-                     std::atomic<uint64_t>& seq)
-    : writer_(std::move(writer)), rings_(rings), seq_(seq),
-      lastCommit_(std::chrono::steady_clock::now()), start_(lastCommit_) {
-    scratch_.resize(kDrainChunk);
-}
+                     std::atomic<uint64_t>& seq, size_t spoolEvents)
+    : writer_(std::move(writer)), rings_(rings), seq_(seq), spool_(spoolEvents),
+      lastCommit_(std::chrono::steady_clock::now()), start_(lastCommit_) {}
 
 TraceSink::~TraceSink() = default;
 
@@ -63,28 +60,24 @@ void TraceSink::setMeta(const std::string& key, const std::string& value) {
     inMeta_.emplace_back(key, value);
 }
 
-void TraceSink::drainRings() {
+void TraceSink::drainRings(bool final) {
     clock_.recalibrate();
+    // At the end (or a fatal signal's flush) whatever the drainer has not reached yet is taken
+    // too; both fill under the spool's lock.
+    if (final || !drainer_.load(std::memory_order_acquire)) spool_.fill(rings_);
+    spool_.take(taken_, gaps_);
+    for (Event& e : taken_) {
+        // The hot path stores raw clock ticks; the trace holds monotonic ns.
+        e.tsNs = clock_.toNs(static_cast<uint64_t>(e.tsNs));
+        if (e.kind == EventKind::Sample)
+            samples_.push_back(e);
+        else
+            batch_.push_back(e);
+    }
     uint64_t dropped = 0;
     const size_t n = rings_.count();
-    for (size_t i = 0; i < n; ++i) {
-        EventRing* r = rings_.at(i);
-        if (!r) continue;
-        dropped += r->dropped.load(std::memory_order_relaxed);
-        for (;;) {
-            const size_t got = r->drain(scratch_.data(), scratch_.size());
-            for (size_t k = 0; k < got; ++k) {
-                Event& e = scratch_[k];
-                // The hot path stores raw clock ticks; the trace holds monotonic ns.
-                e.tsNs = clock_.toNs(static_cast<uint64_t>(e.tsNs));
-                if (e.kind == EventKind::Sample)
-                    samples_.push_back(e);
-                else
-                    batch_.push_back(e);
-            }
-            if (got < scratch_.size()) break;
-        }
-    }
+    for (size_t i = 0; i < n; ++i)
+        if (EventRing* r = rings_.at(i)) dropped += r->dropped.load(std::memory_order_relaxed);
     dropped_ = dropped;
 }
 
@@ -252,14 +245,20 @@ Status TraceSink::flushEntities() {
 }
 
 Status TraceSink::pump(bool final) {
+    const auto t0 = std::chrono::steady_clock::now();
     // Entities first: events may name a device or default pool registered just now.
     if (Status s = flushEntities(); !s) return s;
-    drainRings();
+    drainRings(final);
     sortBySeq(batch_);
     for (const Event& e : batch_) noteEarly(e);
     resolveActivity(final);
     stage();
-    return writeOut(final);
+    Status s = writeOut(final);
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count();
+    if (!final && ns > maxPassNs_) maxPassNs_ = ns;
+    return s;
 }
 
 uint32_t TraceSink::nowMs() const {
@@ -323,6 +322,15 @@ Status TraceSink::writeOut(bool final) {
     }
     out_.clear();
     samples_.clear();
+    for (const SpoolGap& g : gaps_) {
+        DropGap d;
+        d.tsNs = clock_.toNs(g.gap.firstTicks);
+        d.durationNs = clock_.toNs(g.gap.lastTicks) - d.tsNs;
+        d.tid = g.tid;
+        d.count = g.gap.count;
+        if (Status s = writer_->addDropGap(d); !s) return s;
+    }
+    gaps_.clear();
     if (dropped_ != droppedWritten_) {
         if (Status s = writer_->setMeta("dropped_events", std::to_string(dropped_)); !s) return s;
         droppedWritten_ = dropped_;
@@ -342,6 +350,13 @@ Status TraceSink::close() {
         if (droppedWritten_ == 0)
             if (Status m = writer_->setMeta("dropped_events", std::to_string(dropped_)); !m)
                 return m;
+        // How close the writer came to losing events: the spool's high-water mark against its
+        // bound, and the slowest writer pass.
+        for (const auto& [k, v] :
+             {std::pair<const char*, std::string>{"spool_peak_events", std::to_string(spool_.peak())},
+              {"spool_max_events", std::to_string(spool_.maxEvents())},
+              {"writer_max_pass_ms", std::to_string(maxPassNs_ / 1'000'000)}})
+            if (Status m = writer_->setMeta(k, v); !m) return m;
         return writer_->close();
     }
     return {};

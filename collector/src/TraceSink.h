@@ -19,6 +19,7 @@
 
 #include "Clock.h"
 #include "RingRegistry.h"
+#include "Spool.h"
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
@@ -53,7 +54,10 @@ inline constexpr uint32_t kHoldBackForActivityMs = 150;
 
 class TraceSink {
 public:
-    TraceSink(std::unique_ptr<TraceWriter> writer, RingRegistry& rings, std::atomic<uint64_t>& seq);
+    // spoolEvents: how many drained events may wait for the writer (Spool).
+    TraceSink(std::unique_ptr<TraceWriter> writer, RingRegistry& rings, std::atomic<uint64_t>& seq,
+              size_t spoolEvents = kDefaultSpoolEvents);
+    static constexpr size_t kDefaultSpoolEvents = 262144;
     ~TraceSink();
 
     // Thread-safe: entity facts found by the collector's cold paths, and activity records.
@@ -64,6 +68,15 @@ public:
     void setMeta(const std::string& key, const std::string& value);
 
     void setLiveSink(LiveSink* live) { live_ = live; }
+    // A drainer thread empties the rings into the spool (drainOnce); without one, pump() does.
+    void setDrainerRunning(bool on) { drainer_.store(on, std::memory_order_release); }
+    size_t drainOnce() { return spool_.fill(rings_); }
+    // Diagnostics only (POOLSCOPE_BENCH_DISCARD=1): throws away what the drainer spooled.
+    void discardSpool() {
+        spool_.take(taken_, gaps_);
+        taken_.clear();
+        gaps_.clear();
+    }
     void setHoldBackMs(uint32_t ms) { holdBackMs_ = ms; }
 
     // One writer pass: drain, order, resolve, write; commits when 100 ms have passed since the
@@ -76,6 +89,7 @@ public:
     Status close();
 
     uint64_t dropped() const { return dropped_; }
+    size_t spoolPeak() const { return spool_.peak(); }
     uint64_t written() const { return written_; }
 
 private:
@@ -98,7 +112,7 @@ private:
         int age = 0; // passes waited for its synchronize
     };
 
-    void drainRings();
+    void drainRings(bool final);
     void noteEarly(const Event& e);
     void complete(Event& e);
     void resolveActivity(bool final);
@@ -114,7 +128,11 @@ private:
     TickConverter clock_;
     LiveSink* live_ = nullptr;
 
-    std::vector<Event> scratch_;  // drain buffer
+    Spool spool_;
+    std::atomic<bool> drainer_{false};
+    std::vector<Event> taken_;    // this pass's events from the spool
+    std::vector<SpoolGap> gaps_;  // lost events to mark in the trace
+    int64_t maxPassNs_ = 0;       // the slowest pump(), for the trace's meta
     std::vector<Event> samples_;
     std::vector<Event> batch_;    // this pass's events (drained, plus resolved activity), by seq
     std::vector<Staged> staged_;  // from stagedHead_: held back so late events can slot in, by seq

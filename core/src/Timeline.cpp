@@ -446,6 +446,10 @@ void TimelineBuilder::setEntities(std::vector<DeviceInfo> devices, std::vector<P
     d_->mirrorEntities();
 }
 
+void TimelineBuilder::setDropGaps(std::vector<DropGap> gaps) {
+    d_->tl.dropGaps = std::move(gaps);
+}
+
 void TimelineBuilder::reserve(uint64_t allocs, uint64_t events) {
     d_->tl.allocations.reserve(allocs);
     (void)events; // series sizes depend on the workload; growing them is cheap enough
@@ -618,6 +622,9 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     if (!streams) return streams.error();
     b.setEntities(std::move(devices.value()), std::move(pools.value()),
                   std::move(streams.value()));
+    // A drop_gaps table that cannot be read (damaged) loses the marks, not the trace: the total
+    // stays in meta, and `info` names the damage.
+    if (auto gaps = reader.dropGaps(); gaps) b.setDropGaps(std::move(*gaps));
     // The whole trace's time range (for partial timelines), per-kind counts (capacity) and
     // event count (progress); the chunks' own count when the summary cannot be read.
     TraceSummary summary;

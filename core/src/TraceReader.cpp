@@ -270,6 +270,26 @@ Result<std::vector<ThreadInfo>> TraceReader::threads() const {
         [this](const char* w) { return sqlError(w); });
 }
 
+Result<std::vector<DropGap>> TraceReader::dropGaps() const {
+    // Traces written before the table existed have none to show.
+    {
+        Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='drop_gaps'");
+        if (!t.ok()) return sqlError("look for drop_gaps");
+        if (t.step() != SQLITE_ROW) return std::vector<DropGap>{};
+    }
+    // Bounded: a collector writes at most one row per thread and writer pass, so more rows than
+    // this are damage, and what is shown is already more gaps than a person reads.
+    return selectAll<DropGap>(
+        db_,
+        "SELECT ts_ns,max(duration_ns,0),tid,count FROM drop_gaps WHERE count>0 "
+        "ORDER BY ts_ns LIMIT 100000",
+        [](const Stmt& s) {
+            return DropGap{s.i64(0), s.i64(1), static_cast<uint32_t>(s.i64(2)),
+                           static_cast<uint64_t>(s.i64(3))};
+        },
+        [this](const char* w) { return sqlError(w); });
+}
+
 Result<std::map<std::string, std::string>> TraceReader::meta() const {
     auto rows = selectAll<std::pair<std::string, std::string>>(
         db_, "SELECT key,value FROM meta",

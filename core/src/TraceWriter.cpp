@@ -57,10 +57,11 @@ struct TraceWriter::Statements {
     sqlite3_stmt* pool = nullptr;
     sqlite3_stmt* stream = nullptr;
     sqlite3_stmt* thread = nullptr;
+    sqlite3_stmt* dropGap = nullptr;
     sqlite3_stmt* meta = nullptr;
     ~Statements() {
         for (sqlite3_stmt* s :
-             {chunk, count, sample, sampleBatch, process, device, pool, stream, thread, meta})
+             {chunk, count, sample, sampleBatch, process, device, pool, stream, thread, dropGap, meta})
             sqlite3_finalize(s);
     }
 };
@@ -176,6 +177,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
         {&st.stream, "INSERT OR REPLACE INTO streams(handle,device,priority,flags,"
                      "priority_known) VALUES(?,?,?,?,?)"},
         {&st.thread, "INSERT OR REPLACE INTO threads(tid,name) VALUES(?,?)"},
+        {&st.dropGap, "INSERT INTO drop_gaps(ts_ns,duration_ns,tid,count) VALUES(?,?,?,?)"},
         {&st.meta, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)"},
     };
     for (auto& p : preps) {
@@ -384,6 +386,16 @@ Status TraceWriter::addThread(const ThreadInfo& t) {
     sqlite3_stmt* s = st_->thread;
     sqlite3_bind_int64(s, 1, t.tid);
     sqlite3_bind_text(s, 2, t.name.c_str(), -1, SQLITE_TRANSIENT);
+    if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::addDropGap(const DropGap& g) {
+    sqlite3_stmt* s = st_->dropGap;
+    sqlite3_bind_int64(s, 1, g.tsNs);
+    sqlite3_bind_int64(s, 2, g.durationNs);
+    sqlite3_bind_int64(s, 3, g.tid);
+    sqlite3_bind_int64(s, 4, static_cast<int64_t>(g.count));
     if (!stepReset(s)) return sqlError("write");
     return {};
 }

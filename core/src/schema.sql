@@ -126,6 +126,17 @@ CREATE TABLE samples (
 );
 CREATE INDEX samples_by_pool_time ON samples(pool, ts_ns);
 
+-- Where the collector lost events (issue #11): a thread's ring was full because the writer fell
+-- behind. One row per gap, from the first lost event's time to the last's; meta.dropped_events
+-- is the total. Written since 2026-11-24 without a version change: it only adds information, a
+-- reader that predates it ignores it, and a trace without it has no gaps to show.
+CREATE TABLE drop_gaps (
+  ts_ns       INTEGER NOT NULL,
+  duration_ns INTEGER NOT NULL DEFAULT 0,
+  tid         INTEGER NOT NULL DEFAULT 0,
+  count       INTEGER NOT NULL
+);
+
 CREATE TABLE event_kinds (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT INTO event_kinds VALUES
   (1,'alloc'),(2,'free'),(3,'pool_create'),(4,'pool_destroy'),(5,'pool_set_attribute'),

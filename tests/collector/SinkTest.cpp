@@ -10,6 +10,7 @@
 
 #include "EventRing.h"
 #include "RingRegistry.h"
+#include "Spool.h"
 #include "TraceSink.h"
 #include "poolscope/TraceReader.h"
 
@@ -215,14 +216,119 @@ TEST(TraceSink, DroppedEventsAreCountedInTheTrace) {
     std::atomic<uint64_t> seq{1};
     auto sink = makeSink(path, rings, seq);
     EventRing ring(64);
+    ring.tid = 4242;
     rings.add(&ring);
-    ring.dropped = 17;
+    // Two gaps, one per writer pass: 12 lost from tick 1000 to 1600, then 5 at tick 9000.
+    for (int i = 0; i < 12; ++i) ring.noteDrop(1000 + 50 * uint64_t(i) + (i == 11 ? 50 : 0));
+    ASSERT_TRUE(sink->pump().ok());
+    for (int i = 0; i < 5; ++i) ring.noteDrop(9000);
     ASSERT_TRUE(sink->close().ok());
     auto r = TraceReader::open(path);
     ASSERT_TRUE(r.ok());
     auto meta = (*r)->meta();
     ASSERT_TRUE(meta.ok());
     EXPECT_EQ(meta->at("dropped_events"), "17");
+    // Each gap is marked where it happened, on its thread, with its own count.
+    auto gaps = (*r)->dropGaps();
+    ASSERT_TRUE(gaps.ok());
+    ASSERT_EQ(gaps->size(), 2u);
+    EXPECT_EQ((*gaps)[0].count, 12u);
+    EXPECT_EQ((*gaps)[1].count, 5u);
+    EXPECT_EQ((*gaps)[0].tid, 4242u);
+    EXPECT_EQ((*gaps)[1].tid, 4242u);
+    EXPECT_GT((*gaps)[0].durationNs, 0);
+    EXPECT_EQ((*gaps)[1].durationNs, 0);
+    EXPECT_LT((*gaps)[0].tsNs, (*gaps)[1].tsNs);
+    std::filesystem::remove(path);
+}
+
+// The spool holds at most its bound; what does not fit stays in the ring, and a ring that fills
+// then drops (and counts) as before: memory stays bounded whatever the writer does.
+TEST(Spool, BoundedLeavesTheRestInTheRingWhichThenDrops) {
+    RingRegistry rings;
+    EventRing ring(2048);
+    rings.add(&ring);
+    Spool spool(1024);
+    Event e;
+    for (int i = 0; i < 2048; ++i) {
+        e.seq = uint64_t(i + 1);
+        ASSERT_TRUE(ring.push(e));
+    }
+    EXPECT_EQ(spool.fill(rings), 1024u);
+    EXPECT_EQ(spool.fill(rings), 0u) << "the spool is full: nothing more may move";
+    for (int i = 0; i < 1024; ++i) ASSERT_TRUE(ring.push(e));
+    EXPECT_FALSE(ring.push(e));
+    ring.noteDrop(7);
+    std::vector<Event> got;
+    std::vector<SpoolGap> gaps;
+    spool.take(got, gaps);
+    ASSERT_EQ(got.size(), 1024u);
+    EXPECT_EQ(got.front().seq, 1u);
+    EXPECT_EQ(got.back().seq, 1024u);
+    EXPECT_TRUE(gaps.empty()) << "the drop came after the fill";
+    EXPECT_EQ(spool.fill(rings), 1024u);
+    spool.take(got, gaps);
+    EXPECT_EQ(got.front().seq, 1025u);
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps[0].gap.count, 1u);
+    EXPECT_EQ(spool.peak(), 1024u);
+}
+
+// A drainer thread keeps the rings empty while the writer does not pump at all (a long stall):
+// the producers, whose rings are tiny, never wait long, every event is spooled, and the writer
+// then writes them all in seq order. Under the tsan preset this is also the drainer/writer race
+// check.
+TEST(TraceSink, DrainerAbsorbsAWriterStall) {
+    constexpr int kThreads = 3;
+    constexpr int kEvents = 20000;
+    std::vector<std::unique_ptr<EventRing>> owned(kThreads);
+    const std::string path = tempTrace("drainer");
+    RingRegistry rings;
+    std::atomic<uint64_t> seq{1};
+    auto w = TraceWriter::create(path);
+    ASSERT_TRUE(w.ok());
+    TraceSink sink(std::move(w.value()), rings, seq, size_t(kThreads) * kEvents);
+    sink.setDrainerRunning(true);
+    std::atomic<bool> stop{false};
+    std::thread drainer([&] {
+        while (!stop.load()) {
+            sink.drainOnce();
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+    });
+    std::vector<std::thread> producers;
+    for (int t = 0; t < kThreads; ++t) {
+        producers.emplace_back([&, t] {
+            owned[size_t(t)] = std::make_unique<EventRing>(64);
+            EventRing* ring = owned[size_t(t)].get();
+            ASSERT_TRUE(rings.add(ring));
+            for (int i = 0; i < kEvents; ++i) {
+                Event* slot;
+                while (!(slot = ring->claim())) std::this_thread::yield();
+                Event e;
+                e.kind = EventKind::EventRecord;
+                e.seq = seq.fetch_add(1);
+                e.tsNs = int64_t(e.seq);
+                e.tid = uint32_t(100 + t);
+                *slot = e;
+                ring->publish();
+            }
+        });
+    }
+    for (auto& p : producers) p.join();
+    // Every event left the rings for the spool without a single writer pass.
+    for (int spins = 0; spins < 2000 && sink.spoolPeak() < size_t(kThreads) * kEvents; ++spins)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(sink.spoolPeak(), size_t(kThreads) * kEvents);
+    ASSERT_TRUE(sink.pump().ok()); // races with the drainer: both are consumers of the spool
+    stop = true;
+    drainer.join();
+    sink.setDrainerRunning(false);
+    ASSERT_TRUE(sink.close().ok());
+    EXPECT_EQ(sink.dropped(), 0u);
+    auto events = readAll(path);
+    ASSERT_EQ(events.size(), size_t(kThreads) * kEvents);
+    for (size_t i = 1; i < events.size(); ++i) ASSERT_LT(events[i - 1].seq, events[i].seq);
     std::filesystem::remove(path);
 }
 

@@ -269,3 +269,58 @@ TEST(RoundTrip, StreamsWithAndWithoutTheUnusedCuptiStreamIdColumn) {
 
 } // namespace
 } // namespace poolscope
+
+namespace poolscope {
+namespace {
+
+void execSql(const std::string& path, const char* sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+}
+
+} // namespace
+
+// Drop gaps (where the collector lost events) come back in time order; rows that cannot be
+// true (no events lost, a negative duration) are left out or clamped; a trace written before
+// the table existed, or with the table gone, simply has none.
+TEST(RoundTrip, DropGapsHandBuilt) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("gaps.poolscope");
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w);
+        ASSERT_TRUE((*w)->addDropGap(DropGap{5'000, 300, 12, 40}));
+        ASSERT_TRUE((*w)->addDropGap(DropGap{1'000, 0, 11, 7}));
+        ASSERT_TRUE((*w)->close());
+    }
+    // What a damaged or hostile file might hold.
+    execSql(path, "INSERT INTO drop_gaps VALUES(2000,-50,13,3);"
+                  "INSERT INTO drop_gaps VALUES(3000,10,14,0);"
+                  "INSERT INTO drop_gaps VALUES(4000,10,15,-9);");
+    {
+        auto r = TraceReader::open(path);
+        ASSERT_TRUE(r);
+        auto gaps = (*r)->dropGaps();
+        ASSERT_TRUE(gaps);
+        ASSERT_EQ(gaps->size(), 3u);
+        EXPECT_EQ((*gaps)[0].tsNs, 1'000);
+        EXPECT_EQ((*gaps)[0].tid, 11u);
+        EXPECT_EQ((*gaps)[0].count, 7u);
+        EXPECT_EQ((*gaps)[1].tsNs, 2'000);
+        EXPECT_EQ((*gaps)[1].durationNs, 0);
+        EXPECT_EQ((*gaps)[2].count, 40u);
+        EXPECT_EQ((*gaps)[2].durationNs, 300);
+    }
+    execSql(path, "DROP TABLE drop_gaps");
+    auto r = TraceReader::open(path);
+    ASSERT_TRUE(r);
+    auto gaps = (*r)->dropGaps();
+    ASSERT_TRUE(gaps);
+    EXPECT_TRUE(gaps->empty());
+}
+
+} // namespace poolscope

@@ -292,6 +292,16 @@ Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& o) {
     }
     g.flush();
     if (!g.st.ok()) return g.st;
+    const int64_t start = 1'000'000'000'000;
+    for (uint32_t i = 0; i < o.dropGaps; ++i) {
+        DropGap d;
+        d.tsNs = start + (g.now - start) * int64_t(i + 1) / int64_t(o.dropGaps + 1);
+        d.durationNs = 2'000'000;
+        d.tid = 777;
+        d.count = o.dropCount;
+        if (Status s = w.addDropGap(d); !s) return s;
+    }
+    if (o.dropGaps) w.setMeta("dropped_events", std::to_string(o.dropCount * o.dropGaps));
     return w.close();
 }
 

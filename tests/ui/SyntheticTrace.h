@@ -15,6 +15,10 @@ namespace poolscope::synth {
 struct SyntheticOptions {
     uint64_t events = 20000; // approximate number of events (samples not counted)
     uint32_t seed = 1;
+    // Drop gaps (drop_gaps rows) spread evenly over the trace, each of dropCount events: made
+    // up, like the rest of the trace, to show how lost events are marked.
+    uint32_t dropGaps = 0;
+    uint64_t dropCount = 1000;
 };
 
 Status writeSyntheticTrace(const std::string& path, const SyntheticOptions& options = {});

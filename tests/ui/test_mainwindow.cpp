@@ -348,3 +348,33 @@ TEST(MainWindow, FirstStartShowsBundledSampleAndSaysSo) {
     EXPECT_TRUE(w.statusText().contains("recorded on")) << w.statusText().toStdString();
     EXPECT_TRUE(w.windowTitle().contains("bundled sample"));
 }
+
+// Events the collector lost (drop_gaps rows written into a generated trace, not a recording):
+// the status bar says how many and where to look, and the timeline's hover names each gap.
+TEST(MainWindow, LostEventsAreAnnouncedAndMarked) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("drops-generated.poolscope"));
+    synth::SyntheticOptions o;
+    o.events = 5000;
+    o.dropGaps = 2;
+    o.dropCount = 1234;
+    Status st = synth::writeSyntheticTrace(path.toStdString(), o);
+    ASSERT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    ASSERT_TRUE(openAndWait(w, path));
+    const Timeline& tl = *w.snapshot().timeline;
+    ASSERT_EQ(tl.dropGaps.size(), 2u);
+    EXPECT_EQ(tl.droppedInGaps(), 2468u);
+    EXPECT_EQ(tl.dropGaps[0].tid, 777u);
+    EXPECT_TRUE(w.statusText().contains(QStringLiteral("lost 2,468 events in 2 gap(s)")))
+        << w.statusText().toStdString();
+    // Zoomed out on the whole trace, the first gap sits at its share of the width.
+    w.timeline()->fitAll();
+    QApplication::processEvents();
+    const double share = double(tl.dropGaps[0].tsNs - w.timeline()->viewStart()) /
+                         double(w.timeline()->viewEnd() - w.timeline()->viewStart());
+    EXPECT_GT(share, 0.2);
+    EXPECT_LT(share, 0.5);
+}

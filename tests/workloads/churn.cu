@@ -7,7 +7,15 @@
 //   churn --bench ITER [--pin CPU]  the overhead benchmark: one alloc, one event record, one cross-stream
 //                        wait and one free per iteration (4 intercepted driver calls), prints
 //                        {"type":"bench","ns_per_iter":...}.
+//   churn --sustain SECONDS [--threads N]  the same loop, on N threads at once (each with its
+//                        own two streams and event, all on the default pool), for SECONDS:
+//                        the collector's no-drop check at its highest rate. Prints each
+//                        thread's iterations and a summary with the exact counts and the
+//                        process's peak RSS.
 #include <algorithm>
+#include <atomic>
+#include <sys/resource.h>
+#include <thread>
 #include <chrono>
 #include <pthread.h>
 #include <sched.h>
@@ -70,7 +78,83 @@ static int bench(long iters, int pin) {
     return 0;
 }
 
+// One thread of the sustained run: the bench loop until the deadline, counting what it did.
+struct SustainCounts {
+    long iters = 0, syncs = 0;
+    double ns = 0;
+};
+static void sustainThread(int index, std::chrono::steady_clock::time_point deadline,
+                          std::atomic<int>& ready, int threads, SustainCounts& out) {
+    CHECK(cudaSetDevice(0));
+    cudaStream_t a, b;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    cudaEvent_t ev;
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    // All threads start the loop together, so the rate measured is that of N at once.
+    ready.fetch_add(1);
+    while (ready.load() < threads) std::this_thread::yield();
+    auto t0 = std::chrono::steady_clock::now();
+    long i = 0;
+    // The clock is read every 256 iterations: cheap next to four driver calls each.
+    for (;; ++i) {
+        if ((i & 255) == 0 && std::chrono::steady_clock::now() >= deadline) break;
+        void* p;
+        CHECK(cudaMallocAsync(&p, 1 << 20, a));
+        CHECK(cudaEventRecord(ev, a));
+        CHECK(cudaStreamWaitEvent(b, ev, 0));
+        CHECK(cudaFreeAsync(p, b));
+        if ((i + 1) % 10000 == 0) {
+            CHECK(cudaStreamSynchronize(b));
+            ++out.syncs;
+        }
+    }
+    CHECK(cudaStreamSynchronize(b));
+    ++out.syncs;
+    out.ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    out.iters = i;
+    std::printf("{\"type\":\"sustain_thread\",\"thread\":%d,\"iterations\":%ld,\"ns_per_iter\":%.1f}\n",
+                index, i, out.ns / double(i ? i : 1));
+    CHECK(cudaEventDestroy(ev));
+    CHECK(cudaStreamDestroy(a));
+    CHECK(cudaStreamDestroy(b));
+}
+
+static int sustain(double seconds, int threads) {
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaFree(nullptr));
+    std::atomic<int> ready{0};
+    std::vector<SustainCounts> counts(static_cast<size_t>(threads));
+    std::vector<std::thread> workers;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(long(seconds * 1000)) +
+                          std::chrono::milliseconds(200 * threads); // thread start-up
+    for (int k = 0; k < threads; ++k)
+        workers.emplace_back([&, k] { sustainThread(k, deadline, ready, threads, counts[size_t(k)]); });
+    for (auto& th : workers) th.join();
+    long iters = 0, syncs = 0;
+    double nsSum = 0;
+    for (const auto& c : counts) {
+        iters += c.iters;
+        syncs += c.syncs;
+        nsSum += c.ns;
+    }
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    const double perThreadNs = nsSum / double(iters ? iters : 1);
+    std::printf("{\"type\":\"sustain\",\"threads\":%d,\"iterations\":%ld,\"ns_per_iter\":%.1f,"
+                "\"events_per_s\":%.0f,\"max_rss_kib\":%ld}\n",
+                threads, iters, perThreadNs, 4.0 * double(iters) / (nsSum / double(threads) / 1e9),
+                long(ru.ru_maxrss));
+    std::printf("{\"type\":\"summary\",\"workload\":\"churn_sustain\",\"allocs\":%ld,\"frees\":%ld,"
+                "\"event_records\":%ld,\"stream_waits\":%ld,\"stream_syncs\":%ld,\"stream_creates\":%d}\n",
+                iters, iters, iters, iters, syncs, 2 * threads);
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc > 2 && std::strcmp(argv[1], "--sustain") == 0)
+        return sustain(std::atof(argv[2]), argc > 4 && std::strcmp(argv[3], "--threads") == 0 ? std::max(1, std::atoi(argv[4])) : 1);
     if (argc > 2 && std::strcmp(argv[1], "--bench") == 0)
         return bench(std::atol(argv[2]), argc > 4 && std::strcmp(argv[3], "--pin") == 0 ? std::atoi(argv[4]) : -1);
     const long iters = argc > 1 ? std::atol(argv[1]) : 1200;

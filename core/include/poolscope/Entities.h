@@ -52,4 +52,13 @@ struct ThreadInfo {
     std::string name;
 };
 
+// Events the collector lost on one thread because its ring was full (the writer fell behind):
+// from the first lost event's time to the last's. The trace's dropped_events meta is the total.
+struct DropGap {
+    int64_t tsNs = 0;
+    int64_t durationNs = 0;
+    uint32_t tid = 0;
+    uint64_t count = 0;
+};
+
 } // namespace poolscope

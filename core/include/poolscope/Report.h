@@ -78,6 +78,7 @@ struct Report {
     std::vector<Allocation> topLeaks;  // largest first, at most topN
     uint64_t failedCount = 0;
     std::vector<FailedAllocation> failed; // first topN in time order
+    std::vector<DropGap> dropGaps;     // where the collector lost events (Timeline::dropGaps)
     std::vector<std::string> findings; // one-line statements for a person, most important first
     view::EntityNames names;           // the window's names for pools and streams
 };

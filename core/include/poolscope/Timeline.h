@@ -150,6 +150,13 @@ struct Timeline {
     std::vector<WaitEdge> edges;         // by wait time
     std::vector<uint32_t> leaks;         // indices of allocations live at the end
     PendingFrees pendingFrees;           // per stream, see analysis/PendingFrees.h
+    // Where the collector lost events (its rings were full), by time: the window marks them.
+    std::vector<DropGap> dropGaps;
+    uint64_t droppedInGaps() const {
+        uint64_t n = 0;
+        for (const DropGap& g : dropGaps) n = g.count > UINT64_MAX - n ? UINT64_MAX : n + g.count;
+        return n;
+    }
 
     // A partial timeline is one buildTimeline hands out while it is still reading the trace
     // (BuildOptions::onPartial): exactly what building its first eventCount events (and the

@@ -27,6 +27,8 @@ public:
     ~TimelineBuilder();
     void setEntities(std::vector<DeviceInfo> devices, std::vector<PoolInfo> pools,
                      std::vector<StreamInfo> streams);
+    // Where the collector lost events (TraceReader::dropGaps), carried into the timeline.
+    void setDropGaps(std::vector<DropGap> gaps);
     // Capacity hint (e.g. from TraceSummary::countsByKind) so 10M-event traces do not pay for
     // vector doubling twice over.
     void reserve(uint64_t allocs, uint64_t events);

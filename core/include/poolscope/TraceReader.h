@@ -53,6 +53,8 @@ public:
     Result<std::vector<StreamInfo>> streams() const;
     Result<std::vector<ThreadInfo>> threads() const;
     Result<std::map<std::string, std::string>> meta() const;
+    // Where the collector lost events, time order; empty for traces without the table.
+    Result<std::vector<DropGap>> dropGaps() const;
     Result<TraceSummary> summary() const;
 
     // Events with t0 <= tsNs < t1, in seq order. Samples are not included.

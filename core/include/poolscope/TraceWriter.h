@@ -51,6 +51,7 @@ public:
     Status addPool(const PoolInfo& p);       // insert or update by handle
     Status addStream(const StreamInfo& s);   // insert or update by handle
     Status addThread(const ThreadInfo& t);   // insert or update by tid
+    Status addDropGap(const DropGap& g);
 
     // Appends events (Sample kind goes to the samples table, the rest to event chunks). Give
     // events in seq order. Opens a transaction if none is open; nothing is durable until commit().

@@ -58,9 +58,15 @@ std::string percent(uint64_t part, uint64_t whole) {
 void addFindings(Report& r) {
     auto at = [&](int64_t ts) { return formatDuration(nsBetween(r.t0, ts)); };
     auto it = r.meta.find("dropped_events");
-    if (it != r.meta.end() && it->second != "0" && !it->second.empty())
-        r.findings.push_back("the collector dropped " + it->second +
-                             " events: the figures below may be incomplete");
+    if (it != r.meta.end() && it->second != "0" && !it->second.empty()) {
+        std::string s = "the collector dropped " + it->second + " events";
+        if (!r.dropGaps.empty()) {
+            const DropGap& g = r.dropGaps.front();
+            s += " in " + formatCount(r.dropGaps.size()) + " gap(s), the first at " + at(g.tsNs) +
+                 " on thread " + std::to_string(g.tid);
+        }
+        r.findings.push_back(s + ": the figures below may be incomplete");
+    }
     for (const PoolReport& p : r.pools) {
         // Reserved far above used is what the stream-ordered allocator's users chase: memory
         // the process holds but does not use, which other processes cannot have.
@@ -132,6 +138,7 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
     r.unmatchedFrees = tl.unmatchedFrees;
     r.reusedWithoutFree = tl.reusedWithoutFree;
     r.waitEdges = tl.edges.size();
+    r.dropGaps = tl.dropGaps;
     r.devices = tl.devices;
     r.names = view::EntityNames::fromTimeline(tl);
     for (const Marker& m : tl.markers) {

@@ -20,6 +20,7 @@ inline constexpr const char* kEnvControlDir = "POOLSCOPE_CONTROL_DIR"; // where 
 
 // Tuning and diagnostics: never set by a launcher, passed through from its environment.
 inline constexpr const char* kEnvRingEvents = "POOLSCOPE_RING_EVENTS"; // per thread, >= 64
+inline constexpr const char* kEnvSpoolEvents = "POOLSCOPE_SPOOL_EVENTS"; // shared, >= 1024
 inline constexpr const char* kEnvWatermarks = "POOLSCOPE_WATERMARKS";  // exit | full | off
 inline constexpr const char* kEnvActivity = "POOLSCOPE_ACTIVITY";      // 0 = no pool activity
 inline constexpr const char* kEnvClock = "POOLSCOPE_CLOCK";            // monotonic = no TSC
