@@ -11,6 +11,7 @@
 #include "poolscope/Report.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/whatif/PoolModel.h"
 
 namespace poolscope::cli {
 
@@ -92,6 +93,10 @@ void registerReport(CLI::App& app, int& exitCode) {
         ReportOptions options;
         options.topN = *top;
         Report rep = buildReport(*tl, options, *path, std::move(*process), std::move(*meta));
+        // The what-if advisor's suggestions (whatif/PoolModel.h), as findings.
+        if (auto advice = whatif::advise(r))
+            for (const whatif::PoolAdvice& a : *advice)
+                if (a.any()) rep.findings.push_back(whatif::adviceText(a, rep.names.poolWithHandle(a.handle)));
         const std::string text = *json ? reportToJson(rep) + "\n" : reportToText(rep);
         std::fwrite(text.data(), 1, text.size(), stdout);
         exitCode = warnDamage(r);
