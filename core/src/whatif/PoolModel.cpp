@@ -250,7 +250,9 @@ void PoolModel::release(const replay::Fact& f, const replay::Replay& r) {
         const replay::Knob& k = r.pools()[pi].knob(PoolAttr::ReleaseThreshold);
         const uint64_t threshold = p.s.releaseThreshold ? *p.s.releaseThreshold : k.known ? k.value : 0;
         const uint64_t floor = roundUp(p.live + p.pendTotal, cal_.growthGranule);
-        const uint64_t target = std::max(floor, roundUp(threshold, cal_.growthGranule));
+        // The driver keeps whole granules up to the threshold (measured: 48 MiB kept 32 MiB).
+        const uint64_t keep = threshold - threshold % cal_.growthGranule;
+        const uint64_t target = std::max(floor, keep);
         if (p.reserved <= target) continue;
         account(p, e.tsNs);
         p.out.releases++;
@@ -263,6 +265,7 @@ void PoolModel::release(const replay::Fact& f, const replay::Replay& r) {
 void PoolModel::trim(uint32_t pi, uint64_t keep, const replay::Fact& f, const replay::Replay& r) {
     Pool& p = pool(pi, r);
     const uint64_t floor = roundUp(p.live + p.pendTotal, cal_.growthGranule);
+    // A trim keeps at least `keep`, in whole granules (measured: 100 MiB kept 128 MiB).
     const uint64_t target = std::max(floor, roundUp(keep, cal_.growthGranule));
     if (p.reserved <= target) return;
     account(p, f.event->tsNs);
