@@ -4,6 +4,7 @@
 #include "poolscope/whatif/PoolModel.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 
 #include "poolscope/EventFields.h"
@@ -28,6 +29,61 @@ uint64_t take(uint64_t& from, uint64_t& need) {
     return t;
 }
 
+// Bytes freed on one stream and not yet reusable by every stream, with when they were freed
+// (opportunistic reuse only takes frees older than Calibration::opportunisticLagNs).
+struct Pending {
+    struct Chunk {
+        int64_t ts;
+        uint64_t bytes;
+    };
+    std::deque<Chunk> q; // by free time, oldest first (transfers from waits may interleave)
+    uint64_t bytes = 0;
+
+    void push(int64_t ts, uint64_t b) {
+        if (!q.empty() && q.back().ts >= ts) {
+            q.back().bytes += b;
+        } else {
+            q.push_back({ts, b});
+        }
+        bytes += b;
+    }
+    // Same-stream reuse: the most recent frees first (what is still warm in the pool's lists).
+    uint64_t takeNewest(uint64_t& need) {
+        uint64_t got = 0;
+        while (need && !q.empty()) {
+            const uint64_t t = std::min(q.back().bytes, need);
+            q.back().bytes -= t;
+            need -= t;
+            got += t;
+            if (q.back().bytes == 0) q.pop_back();
+        }
+        bytes -= got;
+        return got;
+    }
+    // The oldest frees, freed at or before `cutoff`, up to `need` (moved to `to` when given).
+    uint64_t takeOldest(uint64_t& need, int64_t cutoff, Pending* to = nullptr) {
+        uint64_t got = 0;
+        while (need && !q.empty() && q.front().ts <= cutoff) {
+            const uint64_t t = std::min(q.front().bytes, need);
+            if (to) to->push(q.front().ts, t);
+            q.front().bytes -= t;
+            need -= t;
+            got += t;
+            if (q.front().bytes == 0) q.pop_front();
+        }
+        bytes -= got;
+        return got;
+    }
+    uint64_t clear() {
+        const uint64_t b = bytes;
+        q.clear();
+        bytes = 0;
+        return b;
+    }
+};
+
+constexpr int64_t kAnyTime = std::numeric_limits<int64_t>::max();
+
 } // namespace
 
 struct PoolModel::Pool {
@@ -38,7 +94,7 @@ struct PoolModel::Pool {
     uint64_t live = 0;
     uint64_t free = 0;
     uint64_t pendTotal = 0;
-    std::vector<uint64_t> pend; // per replay stream
+    std::vector<Pending> pend; // per replay stream
     bool timed = false;
     int64_t firstTs = 0;
     int64_t lastTs = 0;
@@ -93,7 +149,7 @@ PoolModel::Pool& PoolModel::pool(uint32_t i, const replay::Replay& r) {
             p.hasOverride = all_.any();
         }
     }
-    if (p.pend.size() < r.streams().size()) p.pend.resize(r.streams().size(), 0);
+    if (p.pend.size() < r.streams().size()) p.pend.resize(r.streams().size());
     return p;
 }
 
@@ -133,11 +189,12 @@ void PoolModel::alloc(const replay::Fact& f, const replay::Replay& r) {
     };
     const uint64_t bytes = roundUp(b.bytes, cal_.blockAlign);
     uint64_t need = bytes;
-    uint64_t& own = p.pend[f.stream];
-    p.pendTotal -= take(own, need);
+    p.pendTotal -= p.pend[f.stream].takeNewest(need);
     if (need) take(p.free, need);
     if (need && policy(p.s.allowOpportunistic, PoolAttr::ReuseAllowOpportunistic)) {
-        for (size_t j = 0; need && j < p.pend.size(); ++j) p.pendTotal -= take(p.pend[j], need);
+        const int64_t cutoff = ts - cal_.opportunisticLagNs;
+        for (size_t j = 0; need && j < p.pend.size(); ++j)
+            p.pendTotal -= p.pend[j].takeOldest(need, cutoff);
     }
     if (need) {
         uint64_t grow = roundUp(need, cal_.growthGranule);
@@ -146,7 +203,7 @@ void PoolModel::alloc(const replay::Fact& f, const replay::Replay& r) {
             // Over the pool's limit: the driver may wait on another stream's frees instead.
             if (policy(p.s.allowInternalDependencies, PoolAttr::ReuseAllowInternalDependencies))
                 for (size_t j = 0; need && j < p.pend.size(); ++j)
-                    p.pendTotal -= take(p.pend[j], need);
+                    p.pendTotal -= p.pend[j].takeOldest(need, kAnyTime);
             grow = roundUp(need, cal_.growthGranule);
             if (need && p.reserved + grow > maxSize) {
                 // The allocation fails: what it had taken goes back as reusable memory.
@@ -179,7 +236,7 @@ void PoolModel::freeBlock(const replay::Fact& f, const replay::Replay& r) {
     // A block the model could not place (over the pool's limit) frees nothing.
     const uint64_t bytes = std::min(roundUp(b.bytes, cal_.blockAlign), p.live);
     p.live -= bytes;
-    p.pend[f.stream] += bytes;
+    p.pend[f.stream].push(f.event->tsNs, bytes);
     p.pendTotal += bytes;
     p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
 }
@@ -195,7 +252,7 @@ void PoolModel::cleared(const replay::Fact& f, const replay::Replay& r) {
         seenCleared_[s] = std::max(seenCleared_[s], now);
         for (uint32_t pi = 0; pi < pools_.size(); ++pi) {
             Pool& p = pools_[pi];
-            if (!p.init || s >= p.pend.size() || p.pend[s] == 0) continue;
+            if (!p.init || s >= p.pend.size() || p.pend[s].bytes == 0) continue;
             if (kind == EventKind::StreamWaitEvent) {
                 const replay::PoolState& ps = r.pools()[pi];
                 const replay::Knob& k = ps.knob(PoolAttr::ReuseFollowEventDependencies);
@@ -203,12 +260,11 @@ void PoolModel::cleared(const replay::Fact& f, const replay::Replay& r) {
                                         ? *p.s.followEventDependencies
                                         : (!k.known || k.value != 0);
                 if (!follow || f.stream >= p.pend.size()) continue;
-                const uint64_t m = std::min(delta, p.pend[s]);
-                p.pend[s] -= m;
-                p.pend[f.stream] += m;
+                uint64_t want = delta;
+                p.pend[s].takeOldest(want, kAnyTime, &p.pend[f.stream]);
             } else if (kind == EventKind::EventSynchronize) {
-                const uint64_t m = std::min(delta, p.pend[s]);
-                p.pend[s] -= m;
+                uint64_t want = delta;
+                const uint64_t m = p.pend[s].takeOldest(want, kAnyTime);
                 p.pendTotal -= m;
                 p.free += m;
             }
@@ -232,15 +288,15 @@ void PoolModel::release(const replay::Fact& f, const replay::Replay& r) {
     if (e.kind == EventKind::StreamSynchronize && f.stream != replay::kNone) {
         for (Pool& p : pools_) {
             if (!p.init || f.stream >= p.pend.size()) continue;
-            p.free += p.pend[f.stream];
-            p.pendTotal -= p.pend[f.stream];
-            p.pend[f.stream] = 0;
+            const uint64_t m = p.pend[f.stream].clear();
+            p.free += m;
+            p.pendTotal -= m;
         }
     }
     if (e.kind == EventKind::ContextSynchronize) {
         for (Pool& p : pools_) {
             if (!p.init || (device >= 0 && p.out.device >= 0 && p.out.device != device)) continue;
-            for (uint64_t& b : p.pend) p.free += b, b = 0;
+            for (Pending& q : p.pend) p.free += q.clear();
             p.pendTotal = 0;
         }
     }
@@ -341,7 +397,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
             Pool& p = pool(f.pool, r);
             account(p, e.tsNs);
             p.live = p.free = p.pendTotal = 0;
-            std::fill(p.pend.begin(), p.pend.end(), 0);
+            for (Pending& q : p.pend) q.clear();
             if (p.reserved != 0) setReserved(p, 0, e.tsNs);
         }
         break;

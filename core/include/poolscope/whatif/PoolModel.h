@@ -9,8 +9,9 @@
 // allocation takes, in this order and in any mix (bytes are fungible: no fragmentation):
 //   1. its own stream's pending bytes (same-stream reuse is always allowed);
 //   2. the pool's free bytes;
-//   3. with ReuseAllowOpportunistic, other streams' pending bytes (the GPU is assumed to have
-//      finished the frees: the trace does not show its progress);
+//   3. with ReuseAllowOpportunistic, other streams' pending bytes freed at least
+//      Calibration::opportunisticLagNs earlier (by then the GPU is assumed to have finished
+//      them and the driver to know it: the trace does not show the GPU's progress);
 //   4. otherwise the pool grows by the rest, rounded up to Calibration::growthGranule; with a
 //      pool size limit that growth would pass, ReuseAllowInternalDependencies lets it take other
 //      streams' pending bytes first (the driver inserts the wait), or the allocation fails.
@@ -57,6 +58,13 @@ struct Calibration {
     // alignment cudaMallocAsync promises at least); calibrate_pool.cu measures the pointer
     // spacing of back-to-back small allocations.
     uint64_t blockAlign = 512;
+    // Opportunistic reuse takes another stream's free only once the driver knows it finished on
+    // the GPU, which the trace does not show. Measured: the calibration's "completed" case (the
+    // free polled to completion with cudaEventQuery) is reused with the policy on and not with
+    // it off; in churn (frees on B after event waits, a sync every ~1.5 ms) turning it on
+    // changed nothing (peak 512 MiB either way, H100). A guess inside those bounds: a free
+    // becomes opportunistically reusable this long after it was made.
+    int64_t opportunisticLagNs = 2'000'000;
 };
 
 // A setting a what-if question changes; unset members follow what the trace recorded.
