@@ -253,13 +253,15 @@ void PoolModel::cleared(const replay::Fact& f, const replay::Replay& r) {
         for (uint32_t pi = 0; pi < pools_.size(); ++pi) {
             Pool& p = pools_[pi];
             if (!p.init || s >= p.pend.size() || p.pend[s].bytes == 0) continue;
+            // The waiting stream may be seen for the first time at this wait.
+            if (p.pend.size() < r.streams().size()) p.pend.resize(r.streams().size());
             if (kind == EventKind::StreamWaitEvent) {
                 const replay::PoolState& ps = r.pools()[pi];
                 const replay::Knob& k = ps.knob(PoolAttr::ReuseFollowEventDependencies);
                 const bool follow = p.s.followEventDependencies
                                         ? *p.s.followEventDependencies
                                         : (!k.known || k.value != 0);
-                if (!follow || f.stream >= p.pend.size()) continue;
+                if (!follow || f.stream == replay::kNone) continue;
                 uint64_t want = delta;
                 p.pend[s].takeOldest(want, kAnyTime, &p.pend[f.stream]);
             } else if (kind == EventKind::EventSynchronize) {
