@@ -98,7 +98,7 @@ struct PoolModel::Pool {
     bool timed = false;
     int64_t firstTs = 0;
     int64_t lastTs = 0;
-    long double idleArea = 0;
+    unsigned __int128 idleArea = 0; // byte-nanoseconds: exact, and cheap (no x87 maths)
     // recorded side
     uint64_t recReserved = 0;
     uint64_t recUsed = 0;
@@ -106,7 +106,7 @@ struct PoolModel::Pool {
     bool recTimed = false;
     int64_t recFirstTs = 0;
     int64_t recLastTs = 0;
-    long double recIdleArea = 0;
+    unsigned __int128 recIdleArea = 0;
     PoolPrediction out;
 
     uint64_t idle() const { return reserved > live ? reserved - live : 0; }
@@ -134,6 +134,15 @@ uint32_t PoolModel::kindMask() {
 }
 
 PoolModel::Pool& PoolModel::pool(uint32_t i, const replay::Replay& r) {
+    if (i < pools_.size()) [[likely]] {
+        Pool& p = pools_[i];
+        if (p.init && p.pend.size() >= r.streams().size()) [[likely]]
+            return p;
+    }
+    return poolSlow(i, r);
+}
+
+PoolModel::Pool& PoolModel::poolSlow(uint32_t i, const replay::Replay& r) {
     if (i >= pools_.size()) pools_.resize(r.pools().size());
     Pool& p = pools_[i];
     if (!p.init) [[unlikely]] {
@@ -160,7 +169,7 @@ void PoolModel::account(Pool& p, int64_t ts) {
         return;
     }
     if (ts > p.lastTs) {
-        p.idleArea += static_cast<long double>(ts - p.lastTs) * static_cast<long double>(p.idle());
+        p.idleArea += static_cast<unsigned __int128>(ts - p.lastTs) * p.idle();
         p.lastTs = ts;
     }
 }
@@ -337,7 +346,7 @@ void PoolModel::recorded(const replay::Fact& f, const replay::Replay& r) {
     const replay::PoolState& ps = r.pools()[f.pool];
     const int64_t ts = f.event->tsNs;
     if (p.recTimed && ts > p.recLastTs) {
-        p.recIdleArea += static_cast<long double>(ts - p.recLastTs) * static_cast<long double>(p.recIdle());
+        p.recIdleArea += static_cast<unsigned __int128>(ts - p.recLastTs) * p.recIdle();
         p.recLastTs = ts;
     } else if (!p.recTimed) {
         p.recTimed = true;
@@ -433,13 +442,15 @@ std::vector<PoolPrediction> PoolModel::result(const replay::Replay& r) const {
         o.recordedFinalReserved = p.recReserved;
         const int64_t end = std::max(lastTs_, p.lastTs);
         if (p.timed && end > p.firstTs) {
-            const long double area = p.idleArea + static_cast<long double>(end - p.lastTs) * p.idle();
-            o.meanIdle = static_cast<uint64_t>(area / static_cast<long double>(end - p.firstTs));
+            const unsigned __int128 area =
+                p.idleArea + static_cast<unsigned __int128>(end - p.lastTs) * p.idle();
+            o.meanIdle = static_cast<uint64_t>(area / static_cast<uint64_t>(end - p.firstTs));
         }
         if (p.recTimed && end > p.recFirstTs) {
-            const long double area =
-                p.recIdleArea + static_cast<long double>(std::max<int64_t>(0, end - p.recLastTs)) * p.recIdle();
-            o.recordedMeanIdle = static_cast<uint64_t>(area / static_cast<long double>(end - p.recFirstTs));
+            const unsigned __int128 area =
+                p.recIdleArea +
+                static_cast<unsigned __int128>(std::max<int64_t>(0, end - p.recLastTs)) * p.recIdle();
+            o.recordedMeanIdle = static_cast<uint64_t>(area / static_cast<uint64_t>(end - p.recFirstTs));
         }
         out.push_back(std::move(o));
     }

@@ -147,6 +147,7 @@ public:
 private:
     struct Pool;
     Pool& pool(uint32_t i, const replay::Replay& r);
+    [[gnu::noinline]] Pool& poolSlow(uint32_t i, const replay::Replay& r);
     void alloc(const replay::Fact& f, const replay::Replay& r);
     void freeBlock(const replay::Fact& f, const replay::Replay& r);
     void cleared(const replay::Fact& f, const replay::Replay& r);
