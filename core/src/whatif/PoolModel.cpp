@@ -4,7 +4,6 @@
 #include "poolscope/whatif/PoolModel.h"
 
 #include <algorithm>
-#include <deque>
 #include <limits>
 
 #include "poolscope/EventFields.h"
@@ -36,11 +35,14 @@ struct Pending {
         int64_t ts;
         uint64_t bytes;
     };
-    std::deque<Chunk> q; // by free time, oldest first (transfers from waits may interleave)
+    // By free time, oldest first from `head` (transfers from waits may interleave). A vector
+    // with a moving head, not a std::deque: this is touched at nearly every alloc and free.
+    std::vector<Chunk> q;
+    size_t head = 0;
     uint64_t bytes = 0;
 
     void push(int64_t ts, uint64_t b) {
-        if (!q.empty() && q.back().ts >= ts) {
+        if (q.size() > head && q.back().ts >= ts) {
             q.back().bytes += b;
         } else {
             q.push_back({ts, b});
@@ -50,26 +52,36 @@ struct Pending {
     // Same-stream reuse: the most recent frees first (what is still warm in the pool's lists).
     uint64_t takeNewest(uint64_t& need) {
         uint64_t got = 0;
-        while (need && !q.empty()) {
-            const uint64_t t = std::min(q.back().bytes, need);
-            q.back().bytes -= t;
+        while (need && q.size() > head) {
+            Chunk& c = q.back();
+            const uint64_t t = std::min(c.bytes, need);
+            c.bytes -= t;
             need -= t;
             got += t;
-            if (q.back().bytes == 0) q.pop_back();
+            if (c.bytes == 0) q.pop_back();
         }
+        if (q.size() == head) q.clear(), head = 0;
         bytes -= got;
         return got;
     }
     // The oldest frees, freed at or before `cutoff`, up to `need` (moved to `to` when given).
     uint64_t takeOldest(uint64_t& need, int64_t cutoff, Pending* to = nullptr) {
         uint64_t got = 0;
-        while (need && !q.empty() && q.front().ts <= cutoff) {
-            const uint64_t t = std::min(q.front().bytes, need);
-            if (to) to->push(q.front().ts, t);
-            q.front().bytes -= t;
+        while (need && head < q.size() && q[head].ts <= cutoff) {
+            Chunk& c = q[head];
+            const uint64_t t = std::min(c.bytes, need);
+            if (to) to->push(c.ts, t);
+            c.bytes -= t;
             need -= t;
             got += t;
-            if (q.front().bytes == 0) q.pop_front();
+            if (c.bytes == 0) ++head;
+        }
+        if (head == q.size()) {
+            q.clear();
+            head = 0;
+        } else if (head > 64 && head * 2 > q.size()) {
+            q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(head));
+            head = 0;
         }
         bytes -= got;
         return got;
@@ -77,6 +89,7 @@ struct Pending {
     uint64_t clear() {
         const uint64_t b = bytes;
         q.clear();
+        head = 0;
         bytes = 0;
         return b;
     }
@@ -133,7 +146,7 @@ uint32_t PoolModel::kindMask() {
     return m;
 }
 
-PoolModel::Pool& PoolModel::pool(uint32_t i, const replay::Replay& r) {
+[[gnu::always_inline]] inline PoolModel::Pool& PoolModel::pool(uint32_t i, const replay::Replay& r) {
     if (i < pools_.size()) [[likely]] {
         Pool& p = pools_[i];
         if (p.init && p.pend.size() >= r.streams().size()) [[likely]]
@@ -162,7 +175,7 @@ PoolModel::Pool& PoolModel::poolSlow(uint32_t i, const replay::Replay& r) {
     return p;
 }
 
-void PoolModel::account(Pool& p, int64_t ts) {
+[[gnu::always_inline]] inline void PoolModel::account(Pool& p, int64_t ts) {
     if (!p.timed) {
         p.timed = true;
         p.firstTs = p.lastTs = ts;

@@ -102,7 +102,9 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
         a.currentReleases = b.releases;
         a.currentPeakReserved = b.peakReserved;
         a.currentMeanIdle = b.meanIdle;
-        if (b.releases > 0) {
+        // A release or two (the program's last synchronize) costs nothing worth a change.
+        constexpr uint64_t kMinReleases = 3;
+        if (b.releases >= kMinReleases) {
             const uint64_t allowed = b.releases / 20; // removes at least 95%
             for (size_t i = 0; i < cands.size(); ++i) {
                 const PoolPrediction* p = find(a2.perQuestion[i], b.handle);

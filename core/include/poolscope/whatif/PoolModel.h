@@ -180,8 +180,8 @@ struct Answers {
 Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
                         const Calibration& c = {});
 
-// The advisor: per pool, the smallest release threshold that removes at least 95% of the
-// implicit releases the recorded settings give, what it costs in predicted peak and mean idle
+// The advisor: per pool with at least 3 predicted implicit releases under the recorded
+// settings, the smallest release threshold (in granule steps) that removes at least 95% of them, what it costs in predicted peak and mean idle
 // reserved memory, and reuse-policy changes that lower the predicted peak.
 struct PoolAdvice {
     uint64_t handle = 0;
