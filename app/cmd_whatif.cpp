@@ -131,21 +131,31 @@ void registerWhatif(CLI::App& app, int& exitCode) {
                 return;
             }
         }
-        auto answers = whatif::predict(*reader, {q});
+        // Opportunistic reuse depends on the GPU's progress, which the trace does not show: the
+        // same question with every other stream's free reusable at once gives the lower bound.
+        whatif::Question low = q;
+        low.opportunisticLagNs = 0;
+        auto answers = whatif::predict(*reader, {q, low});
         if (!answers) {
             (void)warnDamage(*reader);
             reportError(answers.error(), exitCode);
             return;
         }
-        std::vector<whatif::PoolPrediction> preds;
-        for (auto& p : answers->perQuestion[0])
-            if (p.touched && poolMatches(o->pool, p.handle, names)) preds.push_back(std::move(p));
+        std::vector<whatif::PoolPrediction> preds, lows;
+        for (size_t i = 0; i < answers->perQuestion[0].size(); ++i) {
+            auto& p = answers->perQuestion[0][i];
+            if (!p.touched || !poolMatches(o->pool, p.handle, names)) continue;
+            preds.push_back(std::move(p));
+            lows.push_back(std::move(answers->perQuestion[1][i]));
+        }
         if (o->json) {
             nlohmann::ordered_json j;
             j["trace"] = o->path;
             j["events"] = answers->events;
             auto& arr = j["pools"] = nlohmann::ordered_json::array();
-            for (const auto& p : preds) {
+            for (size_t pi = 0; pi < preds.size(); ++pi) {
+                const auto& p = preds[pi];
+                const auto& lo = lows[pi];
                 nlohmann::ordered_json x;
                 x["pool"] = names.pool(p.handle);
                 x["handle"] = view::EntityNames::hexHandle(p.handle);
@@ -183,6 +193,13 @@ void registerWhatif(CLI::App& app, int& exitCode) {
                                   {"final_reserved", p.finalReserved},
                                   {"growth_allocations", g},
                                   {"growth_allocations_listed_max", whatif::kKeptGrowths}};
+                // With opportunistic reuse on: the prediction when every free is reusable at once.
+                if (p.allowOpportunistic)
+                    x["predicted_opportunistic_at_once"] = {{"peak_reserved", lo.peakReserved},
+                                                            {"implicit_releases", lo.releases},
+                                                            {"growths", lo.growths}};
+                else
+                    x["predicted_opportunistic_at_once"] = nullptr;
                 arr.push_back(std::move(x));
             }
             const std::string t = j.dump(2) + "\n";
@@ -193,7 +210,9 @@ void registerWhatif(CLI::App& app, int& exitCode) {
         std::string t;
         if (preds.empty()) t += "no pool allocated anything in this trace: nothing to predict\n";
         char line[256];
-        for (const auto& p : preds) {
+        for (size_t pi = 0; pi < preds.size(); ++pi) {
+            const auto& p = preds[pi];
+            const auto& lo = lows[pi];
             t += names.poolWithHandle(p.handle) + ", device " + std::to_string(p.device) + "\n";
             t += "  predicted under: release threshold " + thresholdText(p.releaseThreshold) +
                  ", opportunistic " + onOffText(p.allowOpportunistic) + ", event dependencies " +
@@ -212,6 +231,11 @@ void registerWhatif(CLI::App& app, int& exitCode) {
             row("max idle reserved", k ? formatBytes(p.recordedMaxIdle) : "?", formatBytes(p.maxIdle));
             row("final reserved", k ? formatBytes(p.recordedFinalReserved) : "?", formatBytes(p.finalReserved));
             if (p.failedAllocs) row("failed (pool limit)", "", formatCount(p.failedAllocs));
+            if (p.allowOpportunistic &&
+                (lo.peakReserved != p.peakReserved || lo.releases != p.releases))
+                t += "  if the GPU keeps up, opportunistic reuse may give as little as " +
+                     formatBytes(lo.peakReserved) + " peak reserved, " + formatCount(lo.releases) +
+                     " releases, " + formatCount(lo.growths) + " growths\n";
             if (!p.growthAllocs.empty()) {
                 t += "  allocations that would grow the pool (first " +
                      std::to_string(std::min<size_t>(p.growthAllocs.size(), 5)) + " of " +

@@ -24,7 +24,9 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
     for (const StreamInfo& s : *streams) replay.declareStream(s);
     std::vector<std::unique_ptr<PoolModel>> models;
     for (const Question& q : questions) {
-        auto m = std::make_unique<PoolModel>(q.all, c);
+        Calibration qc = c;
+        if (q.opportunisticLagNs) qc.opportunisticLagNs = *q.opportunisticLagNs;
+        auto m = std::make_unique<PoolModel>(q.all, qc);
         for (const auto& [h, s] : q.perPool) m->setPoolSettings(h, s);
         m->keepSeries(q.keepSeries);
         replay.subscribe(m.get(), PoolModel::kindMask());

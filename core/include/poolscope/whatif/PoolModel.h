@@ -172,6 +172,9 @@ struct Question {
     Settings all;
     std::unordered_map<uint64_t, Settings> perPool;
     bool keepSeries = false;
+    // Instead of Calibration::opportunisticLagNs: 0 asks for the lower bound (every free another
+    // stream made is reusable at once, as if the GPU were never behind).
+    std::optional<int64_t> opportunisticLagNs;
 };
 struct Answers {
     std::vector<std::vector<PoolPrediction>> perQuestion;
