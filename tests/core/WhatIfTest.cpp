@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
@@ -351,6 +354,88 @@ TEST(WhatIf, SamplesNeverReleasingGivesTheLargestPeakAndNoReleases) {
             EXPECT_LE(never.growths, zero.growths) << name;
         }
     }
+}
+
+// The CLI verbs on the real samples, run as a user runs them (stdout and stderr together).
+struct CliRun {
+    int exitCode = -1;
+    std::string output;
+};
+CliRun cli(const std::string& args) {
+    CliRun r;
+    const std::string cmd = std::string("'") + POOLSCOPE_CLI + "' " + args + " 2>&1";
+    FILE* f = ::popen(cmd.c_str(), "r");
+    if (!f) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+    const int status = ::pclose(f);
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+std::string sample(const char* name) {
+    return std::string("'") + POOLSCOPE_SAMPLES_DIR + "/" + name + ".poolscope'";
+}
+
+TEST(WhatIfCli, BadArgumentsAreRefusedWithAMessage) {
+    CliRun r = cli("whatif " + sample("pools") + " --release-threshold banana");
+    EXPECT_NE(r.exitCode, 0);
+    EXPECT_NE(r.output.find("'banana' is not a size"), std::string::npos) << r.output;
+    r = cli("whatif " + sample("pools") + " --release-threshold -5");
+    EXPECT_NE(r.exitCode, 0) << r.output;
+    r = cli("whatif " + sample("pools") + " --reuse-opportunistic maybe");
+    EXPECT_NE(r.exitCode, 0);
+    EXPECT_NE(r.output.find("maybe"), std::string::npos) << r.output;
+    r = cli("whatif " + sample("pools") + " --pool 9");
+    EXPECT_EQ(r.exitCode, 2);
+    EXPECT_NE(r.output.find("no pool '9'"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("pool #3 (explicit)"), std::string::npos) << "lists the pools: " << r.output;
+}
+
+TEST(WhatIfCli, ChurnUnderItsOwnSettingsAndUnderOthers) {
+    CliRun r = cli("whatif --json " + sample("churn"));
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    auto j = nlohmann::json::parse(r.output);
+    ASSERT_EQ(j["pools"].size(), 1u);
+    const auto& p = j["pools"][0];
+    EXPECT_EQ(p["pool"], "pool #1 (default)");
+    EXPECT_EQ(p["recorded"]["peak_reserved"], 512 * MiB);
+    EXPECT_EQ(p["predicted"]["peak_reserved"], 512 * MiB);
+    EXPECT_EQ(p["predicted"]["implicit_releases"], p["recorded"]["implicit_releases"]);
+    // Never releasing: no release at all; opportunistic on: a lower bound beside it.
+    r = cli("whatif --json " + sample("churn") + " --release-threshold max --reuse-opportunistic on");
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    j = nlohmann::json::parse(r.output);
+    const auto& q = j["pools"][0];
+    EXPECT_EQ(q["predicted"]["implicit_releases"], 0);
+    EXPECT_EQ(q["settings"]["release_threshold"], std::numeric_limits<uint64_t>::max());
+    ASSERT_TRUE(q["predicted_opportunistic_at_once"].is_object());
+    EXPECT_LT(q["predicted_opportunistic_at_once"]["peak_reserved"].get<uint64_t>(),
+              q["predicted"]["peak_reserved"].get<uint64_t>());
+    // The text form names the pool and the settings in words and human units.
+    r = cli("whatif " + sample("churn") + " --release-threshold 64MiB");
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_NE(r.output.find("pool #1 (default)"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("release threshold 64.0 MiB"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("512 MiB"), std::string::npos) << r.output;
+}
+
+TEST(WhatIfCli, AdviseAndReportAgreeOnTheJaxSample) {
+    // jax releases its pool at nearly every synchronize (threshold 0): 154 predicted releases,
+    // all gone at 128 MiB, the pool's own peak.
+    CliRun r = cli("advise --json " + sample("jax"));
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    auto j = nlohmann::json::parse(r.output);
+    ASSERT_EQ(j["pools"].size(), 1u);
+    EXPECT_EQ(j["pools"][0]["suggested"]["release_threshold"], 128 * MiB);
+    const std::string text = j["pools"][0]["text"];
+    CliRun rep = cli("report " + sample("jax"));
+    ASSERT_EQ(rep.exitCode, 0) << rep.output;
+    EXPECT_NE(rep.output.find("a release threshold of 128 MiB"), std::string::npos) << rep.output;
+    // A trace with nothing to change says so.
+    r = cli("advise " + sample("trims_oom"));
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_NE(r.output.find("keep its settings"), std::string::npos) << r.output;
 }
 
 } // namespace
