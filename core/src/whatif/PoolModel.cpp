@@ -97,6 +97,12 @@ struct Pending {
 
 constexpr int64_t kAnyTime = std::numeric_limits<int64_t>::max();
 
+// later - earlier for later >= earlier, without signed overflow (a damaged trace may hold times
+// at both ends of int64).
+uint64_t span(int64_t earlier, int64_t later) {
+    return later > earlier ? static_cast<uint64_t>(later) - static_cast<uint64_t>(earlier) : 0;
+}
+
 } // namespace
 
 struct PoolModel::Pool {
@@ -182,7 +188,7 @@ PoolModel::Pool& PoolModel::poolSlow(uint32_t i, const replay::Replay& r) {
         return;
     }
     if (ts > p.lastTs) {
-        p.idleArea += static_cast<unsigned __int128>(ts - p.lastTs) * p.idle();
+        p.idleArea += static_cast<unsigned __int128>(span(p.lastTs, ts)) * p.idle();
         p.lastTs = ts;
     }
 }
@@ -214,7 +220,10 @@ void PoolModel::alloc(const replay::Fact& f, const replay::Replay& r) {
     p.pendTotal -= p.pend[f.stream].takeNewest(need);
     if (need) take(p.free, need);
     if (need && policy(p.s.allowOpportunistic, PoolAttr::ReuseAllowOpportunistic)) {
-        const int64_t cutoff = ts - cal_.opportunisticLagNs;
+        const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
+        const int64_t cutoff = ts < std::numeric_limits<int64_t>::min() + lag
+                                   ? std::numeric_limits<int64_t>::min()
+                                   : ts - lag;
         for (size_t j = 0; need && j < p.pend.size(); ++j)
             p.pendTotal -= p.pend[j].takeOldest(need, cutoff);
     }
@@ -359,7 +368,7 @@ void PoolModel::recorded(const replay::Fact& f, const replay::Replay& r) {
     const replay::PoolState& ps = r.pools()[f.pool];
     const int64_t ts = f.event->tsNs;
     if (p.recTimed && ts > p.recLastTs) {
-        p.recIdleArea += static_cast<unsigned __int128>(ts - p.recLastTs) * p.recIdle();
+        p.recIdleArea += static_cast<unsigned __int128>(span(p.recLastTs, ts)) * p.recIdle();
         p.recLastTs = ts;
     } else if (!p.recTimed) {
         p.recTimed = true;
@@ -456,14 +465,14 @@ std::vector<PoolPrediction> PoolModel::result(const replay::Replay& r) const {
         const int64_t end = std::max(lastTs_, p.lastTs);
         if (p.timed && end > p.firstTs) {
             const unsigned __int128 area =
-                p.idleArea + static_cast<unsigned __int128>(end - p.lastTs) * p.idle();
-            o.meanIdle = static_cast<uint64_t>(area / static_cast<uint64_t>(end - p.firstTs));
+                p.idleArea + static_cast<unsigned __int128>(span(p.lastTs, end)) * p.idle();
+            o.meanIdle = static_cast<uint64_t>(area / span(p.firstTs, end));
         }
         if (p.recTimed && end > p.recFirstTs) {
             const unsigned __int128 area =
                 p.recIdleArea +
-                static_cast<unsigned __int128>(std::max<int64_t>(0, end - p.recLastTs)) * p.recIdle();
-            o.recordedMeanIdle = static_cast<uint64_t>(area / static_cast<uint64_t>(end - p.recFirstTs));
+                static_cast<unsigned __int128>(span(p.recLastTs, end)) * p.recIdle();
+            o.recordedMeanIdle = static_cast<uint64_t>(area / span(p.recFirstTs, end));
         }
         out.push_back(std::move(o));
     }

@@ -21,9 +21,11 @@
 //   - to stream T's pending bytes, with ReuseFollowEventDependencies, when T waits on an event
 //     recorded on S after them (T may then reuse them; other streams still may not).
 // A synchronize of any kind is an implicit release for every pool of its device: reserved drops
-// to max(release threshold, the bytes still held by live blocks and uncleared pending frees,
-// rounded up to the growth granule), when that is lower. cudaMemPoolTrimTo(pool, keep) drops it
-// to max(keep, the same floor). A pool created in the trace starts at 0 with the driver's
+// to max(release threshold rounded down to the growth granule, the bytes still held by live
+// blocks and uncleared pending frees rounded up to it), when that is lower.
+// cudaMemPoolTrimTo(pool, keep) drops it to max(keep rounded up to the granule, the same floor).
+// Addresses are not modelled: the driver keeps every granule a live block touches, so with
+// scattered live blocks a release leaves more than this floor (docs/WHATIF.md). A pool created in the trace starts at 0 with the driver's
 // defaults (threshold 0, every reuse policy on); a pool first seen later starts empty with the
 // knobs the trace tells, defaults where it tells none.
 //
