@@ -1,5 +1,5 @@
 // The what-if pool model's speed: the replay alone against the replay driving one model, and
-// eight models at once (the advisor's second pass answers up to 49 questions per read), over
+// eight models at once (the advisor's second pass answers up to 25 questions per read), over
 // the same 2 M synthetic events held in memory (decoding the trace is the timeline benchmark's
 // business). The target is 10 M events/s for the replay with one model (issue #14); the ratio
 // to the plain replay is the figure that carries between machines. docs/PERFORMANCE.md.

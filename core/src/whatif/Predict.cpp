@@ -75,8 +75,9 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     if (!a1) return a1.error();
     const auto& base = a1->perQuestion[0];
     // Pass 2: candidate thresholds in granule steps up to the largest never-release peak
-    // (at most kCandidates of them, evenly spread, the peak itself last).
-    constexpr uint64_t kCandidates = 48;
+    // (at most kCandidates + 1 of them, evenly spread, the peak itself last: each is a model on
+    // every event, and `report` runs this too).
+    constexpr uint64_t kCandidates = 24;
     uint64_t top = 0;
     for (const PoolPrediction& p : a1->perQuestion[1]) top = std::max(top, p.peakReserved);
     std::vector<uint64_t> cands;
