@@ -14,6 +14,8 @@ void registerReport(CLI::App& app, int& exitCode);
 void registerRecord(CLI::App& app, int& exitCode);
 void registerCtl(CLI::App& app, int& exitCode);
 void registerDump(CLI::App& app, int& exitCode);
+void registerWhatif(CLI::App& app, int& exitCode);
+void registerAdvise(CLI::App& app, int& exitCode);
 
 // A clearer message than CLI11's for a ctl command line without a known verb: prints it and
 // returns the exit code, or -1 when e is about something else.

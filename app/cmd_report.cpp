@@ -11,6 +11,7 @@
 #include "poolscope/Report.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/whatif/PoolModel.h"
 
 namespace poolscope::cli {
 
@@ -92,6 +93,20 @@ void registerReport(CLI::App& app, int& exitCode) {
         ReportOptions options;
         options.topN = *top;
         Report rep = buildReport(*tl, options, *path, std::move(*process), std::move(*meta));
+        // The what-if advisor's suggestions (whatif/PoolModel.h), as findings. It reads the trace
+        // twice more with up to 29 pool models, so only where it can suggest something: a trace
+        // with implicit releases, or a pool that ran with a reuse policy off.
+        bool policyOff = false;
+        for (const PoolTimeline& p : tl->pools)
+            for (const Series* s : {&p.reuseFollowEventDependencies, &p.reuseAllowOpportunistic,
+                                    &p.reuseAllowInternalDependencies})
+                for (uint64_t v : s->v) policyOff = policyOff || v == 0;
+        auto advice = rep.implicitReleases >= 3 || policyOff
+                          ? whatif::advise(r)
+                          : Result<std::vector<whatif::PoolAdvice>>(std::vector<whatif::PoolAdvice>{});
+        if (advice)
+            for (const whatif::PoolAdvice& a : *advice)
+                if (a.any()) rep.findings.push_back(whatif::adviceText(a, rep.names.poolWithHandle(a.handle)));
         const std::string text = *json ? reportToJson(rep) + "\n" : reportToText(rep);
         std::fwrite(text.data(), 1, text.size(), stdout);
         exitCode = warnDamage(r);

@@ -31,7 +31,7 @@ const char* selfDir() {
 namespace {
 
 bool isVerb(const char* a) {
-    static const char* kVerbs[] = {"info", "report", "record", "ctl", "dump", "help"};
+    static const char* kVerbs[] = {"info", "report", "record", "ctl", "dump", "whatif", "advise", "help"};
     for (const char* v : kVerbs)
         if (std::strcmp(a, v) == 0) return true;
     return false;
@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
     poolscope::cli::registerRecord(app, exitCode);
     poolscope::cli::registerCtl(app, exitCode);
     poolscope::cli::registerDump(app, exitCode);
+    poolscope::cli::registerWhatif(app, exitCode);
+    poolscope::cli::registerAdvise(app, exitCode);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

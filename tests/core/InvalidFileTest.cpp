@@ -57,7 +57,7 @@ void expectRejected(const std::string& path, ErrorCode code, const std::string& 
     EXPECT_EQ(r.error().code, code) << r.error().message;
     EXPECT_NE(r.error().message.find(words), std::string::npos) << r.error().message;
     EXPECT_NE(r.error().message.find(path), std::string::npos) << "message names the file";
-    for (const char* verb : {"info", "report", "report --json"}) {
+    for (const char* verb : {"info", "report", "report --json", "whatif", "advise --json"}) {
         CliRun run = runCli(std::string(verb) + " '" + path + "'");
         EXPECT_EQ(run.exitCode, exitCodeFor(code)) << verb << ": " << run.output;
         EXPECT_NE(run.output.find(r.error().message), std::string::npos)

@@ -348,7 +348,7 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
             baseDump[c.base] = d.out;
         }
     const std::vector<std::vector<std::string>> verbs = {
-        {"info"}, {"info", "--json"}, {"report", "--json"}, {"dump"}};
+        {"info"}, {"info", "--json"}, {"report", "--json"}, {"dump"}, {"whatif", "--json"}};
     std::atomic<size_t> next{0};
     std::mutex m;
     std::vector<std::string> failures;

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <map>
 #include <string>
+#include <cstring>
 
 #define CHECK(x)                                                                                   \
     do {                                                                                           \
@@ -48,3 +49,21 @@ struct Truth {
         std::fflush(stdout);
     }
 };
+
+// Settings a validation run imposes on a workload's pool (tests/gpu/whatif_validate.sh):
+// POOLSCOPE_WL_RELEASE_THRESHOLD (bytes, or "max") and POOLSCOPE_WL_REUSE_OPPORTUNISTIC (0 or 1).
+// Returns true when either was given: the workload then leaves the pool's knobs alone.
+inline bool applyEnvSettings(cudaMemPool_t pool) {
+    bool any = false;
+    if (const char* t = std::getenv("POOLSCOPE_WL_RELEASE_THRESHOLD")) {
+        uint64_t v = std::strcmp(t, "max") == 0 ? ~uint64_t{0} : std::strtoull(t, nullptr, 10);
+        CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &v));
+        any = true;
+    }
+    if (const char* o = std::getenv("POOLSCOPE_WL_REUSE_OPPORTUNISTIC")) {
+        int v = std::atoi(o) != 0;
+        CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &v));
+        any = true;
+    }
+    return any;
+}

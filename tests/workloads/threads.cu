@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     cudaMemPool_t pool;
     CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     CHECK(cudaFree(nullptr)); // context up before the threads start
+    applyEnvSettings(pool);    // a validation run's settings, if any
     std::vector<cudaStream_t> streams(kThreads);
     for (auto& s : streams) CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     std::mutex m;

@@ -1,0 +1,215 @@
+#pragma once
+// What if: a CPU model of CUDA's stream-ordered pool, driven by the allocator replay
+// (replay/Replay.h), that predicts what a recorded program's pools would have reserved under
+// another release threshold or other reuse policies. docs/WHATIF.md is the long form.
+//
+// The model keeps bytes, not addresses. Per pool: reserved, live (the blocks handed out, each
+// rounded up to Calibration::blockAlign), `free` (reserved bytes any stream may take) and, per
+// stream, bytes freed on that stream that only that stream may take yet ("pending"). An
+// allocation takes, in this order and in any mix (bytes are fungible: no fragmentation):
+//   1. its own stream's pending bytes (same-stream reuse is always allowed);
+//   2. the pool's free bytes;
+//   3. with ReuseAllowOpportunistic, other streams' pending bytes freed at least
+//      Calibration::opportunisticLagNs earlier (by then the GPU is assumed to have finished
+//      them and the driver to know it: the trace does not show the GPU's progress);
+//   4. otherwise the pool grows by the rest, rounded up to Calibration::growthGranule; with a
+//      pool size limit that growth would pass, ReuseAllowInternalDependencies lets it take other
+//      streams' pending bytes first (the driver inserts the wait), or the allocation fails.
+// Pending bytes of stream S move:
+//   - to the pool's free bytes at a synchronize that covers S's frees (cudaStreamSynchronize of
+//     S, cudaEventSynchronize of an event recorded on S after them, a context synchronize);
+//   - to stream T's pending bytes, with ReuseFollowEventDependencies, when T waits on an event
+//     recorded on S after them (T may then reuse them; other streams still may not).
+// A synchronize of any kind is an implicit release for every pool of its device: reserved drops
+// to max(release threshold rounded down to the growth granule, the bytes still held by live
+// blocks and uncleared pending frees rounded up to it), when that is lower.
+// cudaMemPoolTrimTo(pool, keep) drops it to max(keep rounded up to the granule, the same floor).
+// Addresses are not modelled: the driver keeps every granule a live block touches, so with
+// scattered live blocks a release leaves more than this floor (docs/WHATIF.md). A pool created in the trace starts at 0 with the driver's
+// defaults (threshold 0, every reuse policy on); a pool first seen later starts empty with the
+// knobs the trace tells, defaults where it tells none.
+//
+// Which of these were measured on a GPU and which are guesses is stated per constant in
+// Calibration below and in docs/WHATIF.md (tests/workloads/calibrate_pool.cu measures them).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "poolscope/Result.h"
+#include "poolscope/Series.h"
+#include "poolscope/replay/Replay.h"
+
+namespace poolscope {
+class TraceReader;
+}
+
+namespace poolscope::whatif {
+
+// The driver's numbers the model depends on.
+struct Calibration {
+    // Reserved memory moves in steps of this size, at growth and at release.
+    // Measured: every pool growth in the recorded samples (churn, pools, trims_oom, threads,
+    // threads_race, gpt2, cupy, jax, torch_async: 256 growths, allocation sizes 64 KiB..832 MiB)
+    // is a multiple of 32 MiB, and every implicit release leaves a multiple of 32 MiB
+    // (H200 and H100, driver 580.159). calibrate_pool.cu measures it per size class.
+    uint64_t growthGranule = uint64_t{32} << 20;
+    // A block's footprint in the pool: its size rounded up to this. A guess (512 B, the
+    // alignment cudaMallocAsync promises at least); calibrate_pool.cu measures the pointer
+    // spacing of back-to-back small allocations.
+    uint64_t blockAlign = 512;
+    // Opportunistic reuse takes another stream's free only once the driver knows it finished on
+    // the GPU, which the trace does not show. Measured: the calibration's "completed" case (the
+    // free polled to completion with cudaEventQuery) is reused with the policy on and not with
+    // it off; in churn (frees on B after event waits, a sync every ~1.5 ms) turning it on
+    // changed nothing (peak 512 MiB either way, H100). A guess inside those bounds: a free
+    // becomes opportunistically reusable this long after it was made.
+    int64_t opportunisticLagNs = 2'000'000;
+};
+
+// A setting a what-if question changes; unset members follow what the trace recorded.
+struct Settings {
+    std::optional<uint64_t> releaseThreshold;
+    std::optional<bool> followEventDependencies;
+    std::optional<bool> allowOpportunistic;
+    std::optional<bool> allowInternalDependencies;
+    bool any() const {
+        return releaseThreshold || followEventDependencies || allowOpportunistic ||
+               allowInternalDependencies;
+    }
+};
+
+// An allocation that made the modelled pool grow.
+struct Growth {
+    uint64_t seq = 0;
+    int64_t tsNs = 0;
+    uint64_t stream = 0; // handle
+    uint64_t bytes = 0;  // the allocation's size
+    uint64_t grownBy = 0;
+};
+
+// Per pool: what the trace recorded beside what the model predicts.
+struct PoolPrediction {
+    uint64_t handle = 0;
+    int device = -1;
+    bool touched = false; // allocations or frees reached this pool in the model
+
+    // Recorded (from the watermarks the trace carries; known only where it carries them)
+    bool recordedKnown = false;
+    uint64_t recordedPeakReserved = 0;
+    uint64_t recordedReleases = 0;  // implicit releases that lowered reserved
+    uint64_t recordedGrowths = 0;   // allocations at which reserved rose
+    uint64_t recordedMaxIdle = 0;   // largest reserved - used
+    uint64_t recordedMeanIdle = 0;  // reserved - used, averaged over the pool's time
+    uint64_t recordedFinalReserved = 0;
+
+    // Predicted
+    uint64_t peakReserved = 0;
+    int64_t peakReservedTsNs = 0;
+    uint64_t releases = 0;         // synchronizes at which reserved dropped
+    uint64_t releasedBytes = 0;
+    uint64_t trims = 0;            // cudaMemPoolTrimTo calls that lowered reserved
+    uint64_t growths = 0;
+    uint64_t grownBytes = 0;
+    uint64_t failedAllocs = 0;     // would not fit under the pool's size limit
+    uint64_t maxIdle = 0;          // largest reserved - live
+    uint64_t meanIdle = 0;         // reserved - live, averaged over the pool's time
+    uint64_t finalReserved = 0;
+    uint64_t peakLive = 0;
+    std::vector<Growth> growthAllocs; // the first kKeptGrowths growths, in order
+    Series reserved;                  // predicted reserved over time (when kept)
+
+    // The settings in force at the end (override or recorded)
+    uint64_t releaseThreshold = 0;
+    bool followEventDependencies = true;
+    bool allowOpportunistic = true;
+    bool allowInternalDependencies = true;
+};
+
+inline constexpr size_t kKeptGrowths = 1000;
+
+class PoolModel final : public replay::Observer {
+public:
+    explicit PoolModel(Settings all = {}, Calibration c = {});
+    ~PoolModel() override;
+    PoolModel(const PoolModel&) = delete;
+    PoolModel& operator=(const PoolModel&) = delete;
+    // Settings for one pool (by handle) instead of `all`.
+    void setPoolSettings(uint64_t handle, Settings s);
+    void keepSeries(bool keep) { keepSeries_ = keep; }
+    // The event kinds the model needs (for Replay::subscribe).
+    static uint32_t kindMask();
+    void onFact(const replay::Fact& f, const replay::Replay& r) override;
+    // In replay pool order; pools that neither allocated nor carried watermarks are left out.
+    // `r` is the replay the model followed (for the knobs in force at the end).
+    std::vector<PoolPrediction> result(const replay::Replay& r) const;
+
+private:
+    struct Pool;
+    Pool& pool(uint32_t i, const replay::Replay& r);
+    [[gnu::noinline]] Pool& poolSlow(uint32_t i, const replay::Replay& r);
+    void alloc(const replay::Fact& f, const replay::Replay& r);
+    void freeBlock(const replay::Fact& f, const replay::Replay& r);
+    void cleared(const replay::Fact& f, const replay::Replay& r);
+    void release(const replay::Fact& f, const replay::Replay& r);
+    void trim(uint32_t pi, uint64_t keep, const replay::Fact& f, const replay::Replay& r);
+    void recorded(const replay::Fact& f, const replay::Replay& r);
+    void account(Pool& p, int64_t ts);
+    void setReserved(Pool& p, uint64_t v, int64_t ts);
+
+    Settings all_;
+    std::unordered_map<uint64_t, Settings> perPool_;
+    Calibration cal_;
+    bool keepSeries_ = false;
+    std::vector<Pool> pools_;
+    std::vector<uint64_t> seenCleared_; // per replay stream: its clearedBytes already applied
+    int64_t lastTs_ = 0;
+};
+
+// A whole trace through the replay with one model per question, in one pass: answers[i] is
+// the prediction under questions[i] (its per-pool settings, or `all` for every pool).
+struct Question {
+    Settings all;
+    std::unordered_map<uint64_t, Settings> perPool;
+    bool keepSeries = false;
+    // Instead of Calibration::opportunisticLagNs: 0 asks for the lower bound (every free another
+    // stream made is reusable at once, as if the GPU were never behind).
+    std::optional<int64_t> opportunisticLagNs;
+};
+struct Answers {
+    std::vector<std::vector<PoolPrediction>> perQuestion;
+    uint64_t events = 0;
+};
+Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
+                        const Calibration& c = {});
+
+// The advisor: per pool with at least 3 predicted implicit releases under the recorded
+// settings, the smallest release threshold (in granule steps) that removes at least 95% of them, what it costs in predicted peak and mean idle
+// reserved memory, and reuse-policy changes that lower the predicted peak.
+struct PoolAdvice {
+    uint64_t handle = 0;
+    int device = -1;
+    uint64_t currentThreshold = 0;
+    uint64_t currentReleases = 0;      // predicted under the recorded settings
+    uint64_t currentPeakReserved = 0;  // predicted under the recorded settings
+    uint64_t currentMeanIdle = 0;
+    bool thresholdAdvice = false;      // a change is suggested
+    uint64_t suggestedThreshold = 0;
+    uint64_t suggestedReleases = 0;
+    uint64_t suggestedPeakReserved = 0;
+    uint64_t suggestedMeanIdle = 0;
+    // reuse policies: each one that is off and, turned on, lowers the predicted peak by >= 10%
+    struct Policy {
+        std::string name; // "reuse_allow_opportunistic", ...
+        uint64_t peakReservedOn = 0;
+    };
+    std::vector<Policy> policies;
+    bool any() const { return thresholdAdvice || !policies.empty(); }
+};
+Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {});
+// One sentence for a person (the report's Finding), naming the pool as `poolName`.
+std::string adviceText(const PoolAdvice& a, const std::string& poolName);
+
+} // namespace poolscope::whatif

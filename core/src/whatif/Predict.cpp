@@ -1,0 +1,169 @@
+// A trace through the replay with several pool models at once (one read of the trace for every
+// question), and the advisor built on it.
+#include <algorithm>
+#include <limits>
+#include <memory>
+
+#include "poolscope/TraceReader.h"
+#include "poolscope/Units.h"
+#include "poolscope/whatif/PoolModel.h"
+
+namespace poolscope::whatif {
+
+Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
+                        const Calibration& c) {
+    replay::Replay replay;
+    auto devices = reader.devices();
+    if (!devices) return devices.error();
+    auto pools = reader.pools();
+    if (!pools) return pools.error();
+    auto streams = reader.streams();
+    if (!streams) return streams.error();
+    replay.setDevices(std::move(*devices));
+    for (const PoolInfo& p : *pools) replay.declarePool(p);
+    for (const StreamInfo& s : *streams) replay.declareStream(s);
+    std::vector<std::unique_ptr<PoolModel>> models;
+    for (const Question& q : questions) {
+        Calibration qc = c;
+        if (q.opportunisticLagNs) qc.opportunisticLagNs = *q.opportunisticLagNs;
+        auto m = std::make_unique<PoolModel>(q.all, qc);
+        for (const auto& [h, s] : q.perPool) m->setPoolSettings(h, s);
+        m->keepSeries(q.keepSeries);
+        replay.subscribe(m.get(), PoolModel::kindMask());
+        models.push_back(std::move(m));
+    }
+    // Samples (the recorded watermarks between events) go in by time, as the timeline does.
+    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max());
+    if (!samples) return samples.error();
+    const std::vector<Event>& ss = *samples;
+    size_t si = 0;
+    Answers out;
+    Status st = reader.forEachChunk([&](std::vector<Event>& chunk) {
+        for (const Event& e : chunk) {
+            while (si < ss.size() && ss[si].tsNs <= e.tsNs) replay.apply(ss[si++]);
+            replay.apply(e);
+        }
+        out.events += chunk.size();
+        return true;
+    });
+    if (!st) return st.error();
+    while (si < ss.size()) replay.apply(ss[si++]);
+    for (auto& m : models) out.perQuestion.push_back(m->result(replay));
+    return out;
+}
+
+namespace {
+
+const PoolPrediction* find(const std::vector<PoolPrediction>& v, uint64_t handle) {
+    for (const PoolPrediction& p : v)
+        if (p.handle == handle) return &p;
+    return nullptr;
+}
+
+} // namespace
+
+Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c) {
+    const uint64_t g = std::max<uint64_t>(c.growthGranule, 1);
+    // Pass 1: as recorded, never releasing, and each reuse policy forced on.
+    std::vector<Question> q1(5);
+    q1[1].all.releaseThreshold = std::numeric_limits<uint64_t>::max();
+    q1[2].all.allowOpportunistic = true;
+    q1[3].all.followEventDependencies = true;
+    q1[4].all.allowInternalDependencies = true;
+    auto a1 = predict(reader, q1, c);
+    if (!a1) return a1.error();
+    const auto& base = a1->perQuestion[0];
+    // Pass 2: candidate thresholds in granule steps up to the largest never-release peak
+    // (at most kCandidates + 1 of them, evenly spread, the peak itself last: each is a model on
+    // every event, and `report` runs this too).
+    constexpr uint64_t kCandidates = 24;
+    uint64_t top = 0;
+    for (const PoolPrediction& p : a1->perQuestion[1]) top = std::max(top, p.peakReserved);
+    std::vector<uint64_t> cands;
+    if (top > 0) {
+        const uint64_t steps = (top + g - 1) / g;
+        const uint64_t stride = std::max<uint64_t>(1, (steps + kCandidates - 1) / kCandidates);
+        for (uint64_t k = 0; k < steps; k += stride) cands.push_back(k * g);
+        cands.push_back(steps * g);
+    }
+    std::vector<Question> q2(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) q2[i].all.releaseThreshold = cands[i];
+    Answers a2;
+    if (!q2.empty()) {
+        auto r2 = predict(reader, q2, c);
+        if (!r2) return r2.error();
+        a2 = std::move(*r2);
+    }
+    std::vector<PoolAdvice> out;
+    for (const PoolPrediction& b : base) {
+        if (!b.touched) continue;
+        PoolAdvice a;
+        a.handle = b.handle;
+        a.device = b.device;
+        a.currentThreshold = b.releaseThreshold;
+        a.currentReleases = b.releases;
+        a.currentPeakReserved = b.peakReserved;
+        a.currentMeanIdle = b.meanIdle;
+        // A release or two (the program's last synchronize) costs nothing worth a change.
+        constexpr uint64_t kMinReleases = 3;
+        if (b.releases >= kMinReleases) {
+            const uint64_t allowed = b.releases / 20; // removes at least 95%
+            for (size_t i = 0; i < cands.size(); ++i) {
+                const PoolPrediction* p = find(a2.perQuestion[i], b.handle);
+                if (!p || p->releases > allowed) continue;
+                if (cands[i] > b.releaseThreshold) {
+                    a.thresholdAdvice = true;
+                    a.suggestedThreshold = cands[i];
+                    a.suggestedReleases = p->releases;
+                    a.suggestedPeakReserved = p->peakReserved;
+                    a.suggestedMeanIdle = p->meanIdle;
+                }
+                break;
+            }
+        }
+        const char* names[] = {"reuse_allow_opportunistic", "reuse_follow_event_dependencies",
+                               "reuse_allow_internal_dependencies"};
+        const bool was[] = {b.allowOpportunistic, b.followEventDependencies,
+                            b.allowInternalDependencies};
+        for (int k = 0; k < 3; ++k) {
+            if (was[k]) continue;
+            const PoolPrediction* p = find(a1->perQuestion[2 + k], b.handle);
+            // Worth a change only when it lowers the peak by a tenth or more.
+            if (p && p->peakReserved * 10 <= b.peakReserved * 9)
+                a.policies.push_back({names[k], p->peakReserved});
+        }
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+
+std::string adviceText(const PoolAdvice& a, const std::string& poolName) {
+    std::string s;
+    if (a.thresholdAdvice) {
+        s = poolName + ": a release threshold of " + formatBytes(a.suggestedThreshold) +
+            " (now " +
+            (a.currentThreshold == std::numeric_limits<uint64_t>::max()
+                 ? std::string("max")
+                 : formatBytes(a.currentThreshold)) +
+            ") would remove " + formatCount(a.currentReleases - a.suggestedReleases) + " of " +
+            formatCount(a.currentReleases) +
+            " predicted implicit releases, for a peak reserved of " +
+            formatBytes(a.suggestedPeakReserved) + " (" +
+            formatBytesSigned(static_cast<int64_t>(a.suggestedPeakReserved) -
+                              static_cast<int64_t>(a.currentPeakReserved)) +
+            ") and " +
+            formatBytesSigned(static_cast<int64_t>(a.suggestedMeanIdle) -
+                              static_cast<int64_t>(a.currentMeanIdle)) +
+            " idle on average";
+    }
+    for (const PoolAdvice::Policy& p : a.policies) {
+        s += s.empty() ? poolName + ": " : "; ";
+        s += "turning " + p.name + " on would lower the predicted peak reserved from " +
+             formatBytes(a.currentPeakReserved) + " to " + formatBytes(p.peakReservedOn);
+    }
+    if (!s.empty()) s += " (what-if model, docs/WHATIF.md)";
+    return s;
+}
+
+} // namespace poolscope::whatif
