@@ -84,6 +84,7 @@ private:
     void onPartialLoaded(const TraceSnapshot& s);
     void onFailed(const QString& path, const QString& message);
     void fitSplitterToLanes();
+    void updateSummary(); // the status bar's counts, from snap_
     bool showingPartialOf(const QString& path) const; // a partial of the load in progress
     void updateLoadingOverlays();
 
@@ -102,6 +103,7 @@ private:
     QPushButton* cancelButton_;
     QMenu* recentMenu_ = nullptr;
     QAction* colorBySize_ = nullptr;
+    QAction* showIdleStreams_ = nullptr;
     QAction* colorByPool_ = nullptr;
     QList<QAction*> themeActions_;
     TraceSnapshot snap_;

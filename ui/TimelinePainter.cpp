@@ -34,7 +34,7 @@ double clampX(double x, const TimelineGeometry& g) {
 } // namespace
 
 void TimelineGeometry::layoutLanes(const LaneLayout& layout,
-                                   const std::vector<uint8_t>& collapsedIn) {
+                                   const std::vector<uint8_t>& collapsedIn, bool hideIdleStreams) {
     laneTop.clear();
     laneH.clear();
     laneState.assign(layout.lanes.size(), kExpanded);
@@ -64,6 +64,8 @@ void TimelineGeometry::layoutLanes(const LaneLayout& layout,
             const bool underPool = poolLane >= 0 && layout.laneOf(l.pool, l.stream) == int(i);
             if (underPool && poolC)
                 owner = poolLane;
+            else if (hideIdleStreams && !underPool && l.rowCount == 0 && l.failed.empty())
+                owner = devLane;
             else if (wants(i) && collapsible(l))
                 laneState[i] = kCollapsed;
         }

@@ -75,6 +75,11 @@ WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
         overlay->setMode(QCPLayer::lmLogical);
     cursorLine_ = new QCPItemStraightLine(plot_);
     cursorLine_->setVisible(false);
+    emptyNote_ = new QCPItemText(plot_);
+    emptyNote_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    emptyNote_->position->setCoords(0.5, 0.5);
+    emptyNote_->setPositionAlignment(Qt::AlignCenter);
+    setEmptyNote(tr("No trace open: File > Open, or drop a .poolscope file here."));
     connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
             [this](const QCPRange& r) {
                 if (applyingRange_ || !snap_.valid()) return;
@@ -109,10 +114,25 @@ void WatermarkPlot::setSnapshot(const TraceSnapshot& s) {
     if (s.valid()) setViewRange(s.timeline->t0, s.timeline->t1);
 }
 
+void WatermarkPlot::setEmptyNote(const QString& text) {
+    const bool empty = !text.isEmpty();
+    for (QCPAxis* ax : {plot_->xAxis, plot_->yAxis}) {
+        ax->setTicks(!empty);
+        ax->setTickLabels(!empty);
+    }
+    plot_->yAxis->setLabel(empty ? QString() : tr("pool memory"));
+    plot_->xAxis->grid()->setVisible(!empty);
+    plot_->yAxis->grid()->setVisible(!empty);
+    emptyNote_->setText(text);
+    emptyNote_->setColor(palette().color(QPalette::PlaceholderText));
+    emptyNote_->setVisible(empty);
+}
+
 void WatermarkPlot::rebuildGraphs() {
     plot_->clearGraphs();
     graphs_.clear();
     if (!snap_.valid()) {
+        setEmptyNote(tr("No trace open: File > Open, or drop a .poolscope file here."));
         legend_->clear();
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
@@ -154,11 +174,24 @@ void WatermarkPlot::rebuildGraphs() {
         g.events->setScatterStyle(releaseMarkerStyle(c.releaseColor()));
         graphs_.push_back(g);
     }
+    uint64_t peak = 0;
+    for (const PoolTimeline& p : snap_.timeline->pools)
+        peak = std::max(peak, p.peakReserved);
+    setEmptyNote(graphs_.empty() || peak == 0
+                     ? (snap_.timeline->eventCount == 0
+                            ? tr("This trace holds no events: the program never used the "
+                                 "stream-ordered allocator while it was recorded.")
+                            : tr("No pool memory was reserved in this trace (no "
+                                 "cudaMallocAsync / cudaMallocFromPoolAsync succeeded)."))
+                     : QString());
     // The legend: a line sample in each graph's colour, then its name.
     QStringList items;
+    // Non-breaking spaces inside an entry: the label wraps between entries, never inside one
+    // ("pool #3 / (explicit) reserved").
     auto item = [&](QColor col, const QString& glyph, const QString& name) {
         items << QStringLiteral("<span style='color:%1'>%2</span>&nbsp;%3")
-                     .arg(col.name(), glyph, name.toHtmlEscaped());
+                     .arg(col.name(), glyph,
+                          name.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
     };
     for (size_t i = 0; i < graphs_.size(); ++i) {
         const PoolGraphs& g = graphs_[i];

@@ -16,6 +16,7 @@ class QCPGraphData;
 template <class T> class QCPDataContainer;
 using QCPGraphDataContainer = QCPDataContainer<QCPGraphData>;
 class QCPItemStraightLine;
+class QCPItemText;
 class QLabel;
 
 namespace poolscope::ui {
@@ -45,6 +46,8 @@ protected:
 
 private:
     void rebuildGraphs();
+    // No trace, or a trace with no pool memory: a sentence instead of axes of "0-5 B" / "0-5 ns".
+    void setEmptyNote(const QString& text);
     void refreshData();
     void applyTheme();
 
@@ -53,6 +56,7 @@ private:
     QSharedPointer<TimeTicker> ticker_;
     QPoint pressPos_;
     QCPItemStraightLine* cursorLine_ = nullptr;
+    QCPItemText* emptyNote_ = nullptr;
     TraceSnapshot snap_;
     struct PoolGraphs {
         uint64_t pool = 0;
