@@ -67,7 +67,9 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
                 if (st.info.device != l.device &&
                     !(st.info.device < 0 && l.device == *devices.begin()))
                     continue;
-                if (!showIdleStreams_ && st.allocCount == 0 && st.failedCount == 0) continue;
+                if (!showIdleStreams_ && st.allocCount == 0 && st.freeCount == 0 &&
+                    st.failedCount == 0)
+                    continue;
                 Node n;
                 n.kind = Selection::Stream;
                 n.handle = st.info.handle;

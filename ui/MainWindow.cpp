@@ -465,7 +465,7 @@ void MainWindow::updateSummary() {
                                : tr("%L1 events").arg(tl.eventCount);
     size_t idle = 0;
     for (const StreamTimeline& st : tl.streams)
-        idle += st.allocCount == 0 && st.failedCount == 0;
+        idle += st.allocCount == 0 && st.freeCount == 0 && st.failedCount == 0;
     QString streams = tr("%L1 streams").arg(tl.streams.size());
     if (idle && !timeline_->showIdleStreams())
         streams += tr(" (%L1 without allocations hidden: View menu)").arg(idle);

@@ -20,7 +20,7 @@
 namespace poolscope::ui {
 
 struct TimelineGeometry {
-    int labelW = 240;
+    int labelW = 250;
     int rulerH = 24;
     int legendH = 20;
     int rightPad = 14; // the vertical scroll bar
@@ -53,10 +53,10 @@ struct TimelineGeometry {
     int laneY(size_t i) const { return rulerH + laneTop[i] - scrollY; }
     // Lane heights from the layout: fixed headers, stream lanes grow with their rows (capped).
     // collapsed: per lane, whether the user collapsed it (empty: none).
-    // hideIdleStreams: streams that never allocate (they only sync or wait) take no lane; their
-    // markers and wait arrows go to their device's lane.
+    // idleFrom (when set): streams that never allocate, free or fail in it (they only sync or
+    // wait) take no lane; their markers and wait arrows go to their device's lane.
     void layoutLanes(const LaneLayout& layout, const std::vector<uint8_t>& collapsed = {},
-                     bool hideIdleStreams = false);
+                     const Timeline* idleFrom = nullptr);
     static int rowPitch(const Lane& l, int laneHeight);
     bool collapsed(size_t i) const { return i < laneState.size() && laneState[i] == kCollapsed; }
     bool hidden(size_t i) const { return i < laneState.size() && laneState[i] == kHidden; }

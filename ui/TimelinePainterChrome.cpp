@@ -192,11 +192,11 @@ std::array<LegendEntry, 11> legendEntries(BarColoring coloring) {
              {18, "pool reserved / used"},
              {16, "still live at end"},
              {6, "synchronize"},
-             {9, "implicit release"},
-             {9, "trim"},
-             {9, "attribute set"},
-             {9, "knob (PoolScope)"},
-             {9, "failed alloc"},
+             {14, "implicit release"},
+             {14, "trim"},
+             {14, "attribute set"},
+             {14, "knob (PoolScope)"},
+             {14, "failed alloc"},
              {18, "event record → stream wait"},
              {0, ""}}};
 }
@@ -265,13 +265,13 @@ void TimelinePainter::paintLegend(QPainter& p) {
         case 6:
         case 7: {
             const QImage& img = markerGlyph(int(i) - 4);
-            p.drawImage(x + 4 - img.width() / 2, cy - img.height() / 2, img);
+            p.drawImage(x + 5 - img.width() / 2, cy - img.height() / 2, img);
             break;
         }
         case 8:
             p.setPen(QPen(c_.failColor(), 2));
-            p.drawLine(x, cy - 4, x + 8, cy + 4);
-            p.drawLine(x, cy + 4, x + 8, cy - 4);
+            p.drawLine(x + 1, cy - 4, x + 9, cy + 4);
+            p.drawLine(x + 1, cy + 4, x + 9, cy - 4);
             break;
         case 9:
             p.setPen(QPen(c_.edgeColor(), 1));

@@ -152,7 +152,7 @@ void TimelineWidget::relayout() {
         std::vector<uint8_t> want(snap_.layout->lanes.size(), 0);
         for (size_t i = 0; i < want.size(); ++i)
             want[i] = collapsedKeys_.contains(laneKey(i));
-        geo_.layoutLanes(*snap_.layout, want, !showIdleStreams_);
+        geo_.layoutLanes(*snap_.layout, want, showIdleStreams_ ? nullptr : snap_.timeline.get());
         if (focusLane_ >= int(want.size())) focusLane_ = -1;
     } else {
         geo_.laneTop.clear();

@@ -110,7 +110,10 @@ std::vector<std::string> toolkitRoots() {
 
 void* openCupti(std::string& tried) {
     const char* soname = POOLSCOPE_CUPTI_SONAME;
+    std::vector<std::string> seen;
     auto attempt = [&](const std::string& file, const std::string& label) -> void* {
+        if (std::find(seen.begin(), seen.end(), file) != seen.end()) return nullptr;
+        seen.push_back(file);
         if (void* h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
         tried += "\n  " + label;
         return nullptr;
@@ -151,7 +154,8 @@ void load() {
         return;
     }
     std::string missing;
-#define POOLSCOPE_RESOLVE(name, params, args) resolve(cuda, POOLSCOPE_STR(name), p_##name, missing);
+    void* lib = cuda; // the library the next table's symbols come from
+#define POOLSCOPE_RESOLVE(name, params, args) resolve(lib, POOLSCOPE_STR(name), p_##name, missing);
     POOLSCOPE_DRIVER_FUNCTIONS(POOLSCOPE_RESOLVE)
     if (!missing.empty()) {
         g_error = "the NVIDIA driver is too old for this collector (libcuda.so.1 lacks " + missing +
@@ -168,15 +172,16 @@ void load() {
                   "POOLSCOPE_CUPTI to the library file or its folder.";
         return;
     }
-    POOLSCOPE_CUPTI_FUNCTIONS(POOLSCOPE_RESOLVE)
-#undef POOLSCOPE_RESOLVE
-    if (!missing.empty()) {
-        g_error = std::string("the CUPTI library found lacks ") + missing;
-        return;
-    }
     char path[4096] = {};
     if (dlinfo(cupti, RTLD_DI_ORIGIN, path) == 0)
         g_cuptiPath = std::string(path) + "/" + POOLSCOPE_CUPTI_SONAME;
+    lib = cupti;
+    POOLSCOPE_CUPTI_FUNCTIONS(POOLSCOPE_RESOLVE)
+#undef POOLSCOPE_RESOLVE
+    if (!missing.empty()) {
+        g_error = "the CUPTI library " + g_cuptiPath + " lacks " + missing;
+        return;
+    }
     g_loaded = true;
 }
 

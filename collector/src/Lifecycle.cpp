@@ -337,7 +337,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
         return 1;
     };
     if (!loadCudaLibraries()) {
-        logLine("%s Not recording.", cudaLibrariesError().c_str());
+        logLine("not recording: %s", cudaLibrariesError().c_str());
         return giveUp(cudaLibrariesError());
     }
     rt.sink->setMeta("cupti_library", cuptiPath());

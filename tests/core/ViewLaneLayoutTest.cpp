@@ -147,8 +147,8 @@ TEST(ViewEntityNames, SpecialStreamsAndUnknownPool) {
     const int perThread = L->laneOfStream(2), legacy = L->laneOfStream(1);
     ASSERT_GE(perThread, 0);
     ASSERT_GE(legacy, 0);
-    EXPECT_EQ(L->lanes[size_t(perThread)].subtitle, "per-thread default stream · 1 alloc · peak 64 B");
-    EXPECT_EQ(L->lanes[size_t(legacy)].subtitle.rfind("legacy default stream · ", 0), 0u)
+    EXPECT_EQ(L->lanes[size_t(perThread)].subtitle, "per-thread · 1 alloc · peak 64 B");
+    EXPECT_EQ(L->lanes[size_t(legacy)].subtitle.rfind("legacy · ", 0), 0u)
         << L->lanes[size_t(legacy)].subtitle;
     ASSERT_EQ(L->lanes[size_t(legacy)].failed.size(), 1u);
 }

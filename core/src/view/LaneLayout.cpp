@@ -90,16 +90,13 @@ int indexOfStream(const Timeline& tl, uint64_t s) {
 // A stream's lane subtitle: what kind of stream it is and what it allocated; its handle is in
 // the details pane.
 std::string streamSubtitle(const Timeline& tl, uint64_t s) {
-    std::string kind = s == 0   ? "default stream"
-                       : s == 1 ? "legacy default stream"
-                       : s == 2 ? "per-thread default stream"
-                                : "";
+    // Short: it shares the label column with the lane's title (the flags and the handle are in
+    // the details pane).
+    std::string kind = s == 0 ? "default" : s == 1 ? "legacy" : s == 2 ? "per-thread" : "";
     const int i = indexOfStream(tl, s);
     const StreamTimeline* st = i >= 0 ? &tl.streams[size_t(i)] : nullptr;
-    if (st && s > 2 && st->info.priorityKnown) {
-        kind = (st->info.flags & 1u) ? "non-blocking" : "blocking"; // CU_STREAM_NON_BLOCKING
-        if (st->info.priority) kind += " · priority " + std::to_string(st->info.priority);
-    }
+    if (st && s > 2 && st->info.priorityKnown && st->info.priority)
+        kind = "priority " + std::to_string(st->info.priority);
     const std::string what =
         !st || st->allocCount == 0
             ? std::string("no allocations")
