@@ -198,7 +198,7 @@ std::array<LegendEntry, 11> legendEntries(BarColoring coloring) {
              {14, "knob (PoolScope)"},
              {14, "failed alloc"},
              {18, "event record → stream wait"},
-             {0, ""}}};
+             {10, "other (pool create, export, import…)"}}};
 }
 constexpr int kLegendRowH = 18;
 constexpr int kLegendGap = 14;
@@ -276,6 +276,9 @@ void TimelinePainter::paintLegend(QPainter& p) {
         case 9:
             p.setPen(QPen(c_.edgeColor(), 1));
             p.drawLine(x, cy, x + 14, cy);
+            break;
+        case 10: // paintMarkers' "others"
+            p.fillRect(x, cy - 3, 6, 6, c_.dimText());
             break;
         default: break;
         }

@@ -169,9 +169,13 @@ void WatermarkPlot::rebuildGraphs() {
         g.threshold->setLineStyle(QCPGraph::lsStepLeft);
         g.threshold->setPen(QPen(c.reservedColor(ci).darker(130), 1, Qt::DashDotLine));
         g.events = plot_->addGraph();
-        g.events->setName(tr("trim / release"));
+        g.events->setName(tr("implicit release"));
         g.events->setLineStyle(QCPGraph::lsNone);
         g.events->setScatterStyle(releaseMarkerStyle(c.releaseColor()));
+        g.trims = plot_->addGraph();
+        g.trims->setName(tr("trim"));
+        g.trims->setLineStyle(QCPGraph::lsNone);
+        g.trims->setScatterStyle(releaseMarkerStyle(c.trimColor()));
         graphs_.push_back(g);
     }
     uint64_t peak = 0;
@@ -199,8 +203,12 @@ void WatermarkPlot::rebuildGraphs() {
         item(g.reserved->pen().color(), QStringLiteral("━━"), g.reserved->name());
         item(g.threshold->pen().color(), QStringLiteral("─·─"), g.threshold->name());
     }
-    if (!graphs_.empty())
-        item(c.releaseColor(), QStringLiteral("▼"), tr("trim / implicit release"));
+    if (!graphs_.empty()) {
+        item(c.releaseColor(), QStringLiteral("▼"), tr("implicit release"));
+        item(c.trimColor(), QStringLiteral("▼"), tr("trim"));
+        item(graphs_.front().high->pen().color(), QStringLiteral("┈┈"),
+             tr("reserved high watermark (dotted, in the pool's colour)"));
+    }
     legend_->setText(items.join(QStringLiteral(" &nbsp;&nbsp; ")));
     legend_->setVisible(!graphs_.empty());
 }
@@ -245,6 +253,7 @@ void WatermarkPlot::refreshData() {
         g.high->setData(d.high);
         g.threshold->setData(d.threshold);
         g.events->setData(d.events);
+        g.trims->setData(d.trims);
         const bool dim = highlighted_ && highlighted_ != g.pool;
         for (QCPGraph* gr : {g.reserved, g.used, g.high, g.threshold}) {
             QPen pen = gr->pen();
@@ -293,7 +302,7 @@ std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKe
         ViewData::Pool d;
         const PoolTimeline* p = tl.pool(g.pool);
         if (!p) {
-            for (auto* c : {&d.reserved, &d.used, &d.high, &d.threshold, &d.events})
+            for (auto* c : {&d.reserved, &d.used, &d.high, &d.threshold, &d.events, &d.trims})
                 *c = QSharedPointer<QCPGraphDataContainer>::create();
             data->pools.push_back(d);
             continue;
@@ -321,7 +330,8 @@ std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKe
         // marker per pixel column at most: thousands of overlapping triangles cost more to draw
         // than all the lines.
         d.events = QSharedPointer<QCPGraphDataContainer>::create();
-        QVector<QCPGraphData> mk;
+        d.trims = QSharedPointer<QCPGraphDataContainer>::create();
+        QVector<QCPGraphData> mk, trims;
         auto it = std::partition_point(tl.markers.begin(), tl.markers.end(),
                                        [&](const Marker& m) { return m.tsNs < a; });
         const double pxPerNs = double(key.maxPts / 2) / double(std::max<int64_t>(1, key.span));
@@ -333,9 +343,11 @@ std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKe
             const int64_t px = int64_t(double(it->tsNs - a) * pxPerNs);
             if (px == lastPx) continue;
             lastPx = px;
-            mk.push_back({double(it->tsNs) - base, double(p->reserved.valueAt(it->tsNs))});
+            (it->kind == EventKind::PoolTrimTo ? trims : mk)
+                .push_back({double(it->tsNs) - base, double(p->reserved.valueAt(it->tsNs))});
         }
         d.events->set(mk, true);
+        d.trims->set(trims, true);
         data->pools.push_back(d);
     }
     data->ymax = ymax;

@@ -64,7 +64,8 @@ private:
         QCPGraph* used = nullptr;
         QCPGraph* high = nullptr;
         QCPGraph* threshold = nullptr;
-        QCPGraph* events = nullptr; // trims and releases
+        QCPGraph* events = nullptr; // implicit releases (the timeline's orange)
+        QCPGraph* trims = nullptr;  // trims (the timeline's purple)
     };
     std::vector<PoolGraphs> graphs_;
     // The points fed for a view, shared with the graphs (QCustomPlot keeps the pointer, no
@@ -79,7 +80,7 @@ private:
     struct ViewData {
         ViewKey key;
         struct Pool {
-            QSharedPointer<QCPGraphDataContainer> reserved, used, high, threshold, events;
+            QSharedPointer<QCPGraphDataContainer> reserved, used, high, threshold, events, trims;
         };
         std::vector<Pool> pools; // parallel to graphs_
         uint64_t ymax = 1;
