@@ -22,7 +22,9 @@ set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_CONTACT "${POOLSCOPE_PACKAGE_MAINTAINER}")
 set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
 set(CPACK_GENERATOR "TGZ;DEB")
-set(CPACK_STRIP_FILES ON)
+# Stripping: the TGZ strips (CPackOptions.cmake); the DEB strips itself while it moves the debug
+# symbols into poolscope-dbgsym (CPACK_DEBIAN_DEBUGINFO_PACKAGE needs them still there).
+set(CPACK_PROJECT_CONFIG_FILE "${CMAKE_CURRENT_LIST_DIR}/CPackOptions.cmake")
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${POOLSCOPE_PACKAGE_MAINTAINER}")
@@ -32,18 +34,19 @@ set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 # Extended description: continuation lines of the control field start with a space; an empty
 # line is " .".
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "${PROJECT_DESCRIPTION}
- PoolScope records every asynchronous allocation and free, pool operation,
- event record and wait, synchronize and implicit release of a CUDA program
- that uses the stream-ordered allocator (cudaMallocAsync, memory pools),
- with the pools' reserved and used memory, and replays the recording per
- stream to show why reserved GPU memory grew, and on which stream.
- .
- The package holds the command-line tool (record, info, report, dump, ctl),
- the desktop window and the CUPTI collector module. Recording needs the
- NVIDIA driver and the CUDA toolkit's CUPTI library on the GPU machine; they
- are looked up at run time, so the package installs without them and opens
- traces anywhere.")
+# The extended description: CPack puts the summary first and indents each line; an empty line
+# becomes the " ." paragraph break.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "PoolScope records every asynchronous allocation and free, pool operation,
+event record and wait, synchronize and implicit release of a CUDA program
+that uses the stream-ordered allocator (cudaMallocAsync, memory pools),
+with the pools' reserved and used memory, and replays the recording per
+stream to show why reserved GPU memory grew, and on which stream.
+
+The package holds the command-line tool (record, info, report, dump, ctl),
+the desktop window and the CUPTI collector module. Recording needs the
+NVIDIA driver and the CUDA toolkit's CUPTI library on the GPU machine; they
+are looked up at run time, so the package installs without them and opens
+traces anywhere.")
 # Library dependencies from dpkg-shlibdeps. None of the binaries links the NVIDIA driver or
 # CUPTI (the collector loads them at run time, collector/src/CudaLibs.h): the driver is often
 # installed outside dpkg (NVIDIA's .run installer, container runtimes), so a Depends on it
