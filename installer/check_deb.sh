@@ -66,7 +66,7 @@ echo "-- poolscope --help"
 poolscope --help | head -5
 echo "-- poolscope info (installed sample)"
 poolscope info /usr/share/poolscope/samples/churn.poolscope | tee /check/info.txt | head -12
-grep -q "allocations" /check/info.txt || fail "info printed no allocation count"
+grep -Eq "^ +alloc +1232$" /check/info.txt || fail "info did not count the sample's 1232 allocations"
 echo "-- poolscope report"
 poolscope report /usr/share/poolscope/samples/trims_oom.poolscope >/check/report.txt
 grep -q CUDA_ERROR_OUT_OF_MEMORY /check/report.txt || fail "report did not name the failed allocation's CUresult"

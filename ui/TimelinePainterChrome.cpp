@@ -102,7 +102,15 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
             p.setFont(l.kind == LaneKind::Stream ? base : bold);
             p.setPen(c_.text());
             QString t = qs(l.title);
-            if (!sub.isEmpty()) t += QStringLiteral("  ") + sub;
+            if (!sub.isEmpty()) {
+                // One line: drop the subtitle's trailing parts ("· peak 48.0 MiB") before
+                // letting the text be cut.
+                QString shortSub = sub;
+                while (p.fontMetrics().horizontalAdvance(t + QStringLiteral("  ") + shortSub) > w &&
+                       shortSub.lastIndexOf(QStringLiteral(" · ")) > 0)
+                    shortSub.truncate(shortSub.lastIndexOf(QStringLiteral(" · ")));
+                t += QStringLiteral("  ") + shortSub;
+            }
             p.drawText(QRect(indent, y, w, h), Qt::AlignLeft | Qt::AlignVCenter,
                        p.fontMetrics().elidedText(t, Qt::ElideRight, w));
         }
@@ -141,6 +149,8 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
         if (x < g_.labelW - 1) continue;
         ticks.emplace_back(QPointF(x, g_.rulerH - 6), QPointF(x, g_.rulerH));
         const QString label = timeTickLabel(rel, step, scale);
+        // A label that would run past the right edge is left out, not cut ("22 m").
+        if (x + 3 + p.fontMetrics().horizontalAdvance(label) > g_.width - g_.rightPad) continue;
         if (textCache) {
             // Laid-out text reused across frames (shaping the tick labels was ~1/5 of a frame).
             auto it = textCache->find(label);

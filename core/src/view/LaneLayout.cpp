@@ -99,7 +99,10 @@ std::string streamSubtitle(const Timeline& tl, uint64_t s) {
         kind = "priority " + std::to_string(st->info.priority);
     const std::string what =
         !st || st->allocCount == 0
-            ? std::string("no allocations")
+            ? (st && st->freeCount ? std::to_string(st->freeCount) +
+                                         (st->freeCount == 1 ? " free" : " frees") +
+                                         ", no allocations"
+                                   : std::string("no allocations"))
             : std::to_string(st->allocCount) + (st->allocCount == 1 ? " alloc" : " allocs") +
                   " · peak " + formatBytes(st->peakLive);
     return kind.empty() ? what : kind + " · " + what;
