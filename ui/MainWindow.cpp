@@ -371,6 +371,7 @@ void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
     partialGeneration_ = loader_->generation();
     splitterMoved_ = false;
     setSnapshot(s);
+    partialView_ = {timeline_->viewStart(), timeline_->viewEnd()};
     const Timeline& tl = *s.timeline;
     // The events table reads the file itself: it can list every event already.
     setEventProvider(fileEventProvider(s.path, tl.t0, tl.t1, tl.totalEvents));
@@ -385,7 +386,15 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
     s.bundledSample = pendingBundled_;
     pendingBundled_ = false;
     const bool replacingPartial = showingPartialOf(s.path);
+    // Untouched since the partial was shown: the first view is the whole trace's activity, as
+    // for a trace loaded at once (the partial's activity was only its beginning's).
+    const bool refit = replacingPartial &&
+                       partialView_ == std::pair(timeline_->viewStart(), timeline_->viewEnd());
     setSnapshot(s, replacingPartial); // keeps zoom, selection, cursor of the partial's display
+    if (refit) {
+        timeline_->fitActivity();
+        plot_->setViewRange(timeline_->viewStart(), timeline_->viewEnd());
+    }
     if (replacingPartial && !splitterMoved_) fitSplitterToLanes();
     // Also when replacing a partial: the table's filter choices and names come from the whole
     // trace now, and the partial timeline's memory is released with its last holder.

@@ -12,6 +12,7 @@
 #include "TraceSnapshot.h"
 
 #include <QMainWindow>
+#include <utility>
 #include <QStringList>
 
 class QAction;
@@ -104,6 +105,7 @@ private:
     QMenu* recentMenu_ = nullptr;
     QAction* colorBySize_ = nullptr;
     QAction* showIdleStreams_ = nullptr;
+    std::pair<int64_t, int64_t> partialView_{0, 0}; // the view the partial timeline opened with
     QAction* colorByPool_ = nullptr;
     QList<QAction*> themeActions_;
     TraceSnapshot snap_;

@@ -184,25 +184,35 @@ TEST(EntityTreeModel, HidesStreamsWithoutAllocationsUntilAsked) {
     model.setShowIdleStreams(false);
     EXPECT_EQ(streamRows(), active);
 
-    // The timeline hides the same streams' lanes (drawn as their device's lane instead).
-    TimelineGeometry g;
-    g.layoutLanes(*s.layout, {}, tl.get());
+}
+
+TEST(TimelineGeometry, HidesLanesOfStreamsWithoutAllocationActivity) {
+    // Every bundled real trace: a stream's lane is hidden exactly when the stream never
+    // allocates, frees or fails (it only syncs or waits), and it is then drawn as its device's.
     size_t hiddenStreams = 0;
-    for (size_t i = 0; i < s.layout->lanes.size(); ++i) {
-        const view::Lane& l = s.layout->lanes[i];
-        if (l.kind != LaneKind::Stream) continue;
-        const StreamTimeline* st = tl->stream(l.stream);
-        ASSERT_TRUE(st);
-        const bool isIdle = st->allocCount == 0 && st->freeCount == 0 && st->failedCount == 0;
-        EXPECT_EQ(g.hidden(i), isIdle) << l.title;
-        if (g.hidden(i)) {
-            ++hiddenStreams;
-            EXPECT_EQ(s.layout->lanes[size_t(g.shownAs[i])].kind, LaneKind::Device);
+    for (const char* name : {"churn", "pools", "trims_oom", "threads", "ipc-parent", "ipc-child",
+                             "torch_async", "jax", "cupy", "gpt2", "thread_first", "threads_race"}) {
+        auto tl = loadTimeline(QStringLiteral(POOLSCOPE_SAMPLES_DIR "/%1.poolscope").arg(name));
+        ASSERT_TRUE(tl) << name;
+        TraceSnapshot s = TraceSnapshot::fromTimeline(tl, name);
+        TimelineGeometry g;
+        g.layoutLanes(*s.layout, {}, tl.get());
+        for (size_t i = 0; i < s.layout->lanes.size(); ++i) {
+            const view::Lane& l = s.layout->lanes[i];
+            if (l.kind != LaneKind::Stream) continue;
+            const StreamTimeline* st = tl->stream(l.stream);
+            ASSERT_TRUE(st) << name;
+            const bool isIdle = st->allocCount == 0 && st->freeCount == 0 && st->failedCount == 0;
+            EXPECT_EQ(g.hidden(i), isIdle) << name << " " << l.title;
+            if (g.hidden(i)) {
+                ++hiddenStreams;
+                EXPECT_EQ(s.layout->lanes[size_t(g.shownAs[i])].kind, LaneKind::Device);
+            }
         }
+        g.layoutLanes(*s.layout, {}, nullptr); // shown when asked for
+        for (size_t i = 0; i < s.layout->lanes.size(); ++i) EXPECT_FALSE(g.hidden(i)) << name;
     }
     EXPECT_GT(hiddenStreams, 0u);
-    g.layoutLanes(*s.layout, {}, nullptr);
-    for (size_t i = 0; i < s.layout->lanes.size(); ++i) EXPECT_FALSE(g.hidden(i));
 }
 
 TEST(ColorScheme, NoPoolsUsedColourIsAnotherPoolsReservedColour) {
