@@ -101,7 +101,7 @@ std::string streamSubtitle(const Timeline& tl, uint64_t s) {
         !st || st->allocCount == 0
             ? (st && st->freeCount ? std::to_string(st->freeCount) +
                                          (st->freeCount == 1 ? " free" : " frees") +
-                                         ", no allocations"
+                                         " · no allocations"
                                    : std::string("no allocations"))
             : std::to_string(st->allocCount) + (st->allocCount == 1 ? " alloc" : " allocs") +
                   " · peak " + formatBytes(st->peakLive);
