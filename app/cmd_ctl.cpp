@@ -406,6 +406,18 @@ void cmdWatch(CtlState& st) {
     std::signal(SIGTERM, oldTerm);
 }
 
+// CLI11 prints a verb's usage as "poolscope ctl set ..." without ctl's own positional: the
+// target goes back in, where the user types it.
+class CtlVerbFormatter : public CLI::Formatter {
+  public:
+    std::string make_usage(const CLI::App* app, std::string name) const override {
+        const std::string verb = " " + app->get_name();
+        if (const auto at = name.rfind(verb); at != std::string::npos && app->get_name() != "targets")
+            name.insert(at, " TARGET");
+        return CLI::Formatter::make_usage(app, name);
+    }
+};
+
 } // namespace
 
 void registerCtl(CLI::App& app, int& exitCode) {
@@ -414,7 +426,7 @@ void registerCtl(CLI::App& app, int& exitCode) {
     st.exitCode = &exitCode;
     auto* ctl = app.add_subcommand(
         "ctl", "Control a running target's memory pools (started with 'record --listen')");
-    ctl->add_option("target", st.target, "pid of the target, or its control socket path");
+    ctl->add_option("TARGET", st.target, "pid of the target, or its control socket path");
     ctl->add_flag("--json", st.json, "print results as JSON");
     ctl->add_option("--timeout", st.timeoutMs, "milliseconds to wait for the target (default 5000)")
         ->check(CLI::Range(1, 3600000));
@@ -422,7 +434,10 @@ void registerCtl(CLI::App& app, int& exitCode) {
         ->check(CLI::IsMember({"cli", "script"}));
     ctl->require_subcommand(1);
     // ctl's options are accepted after the verb too ("ctl 42 get default --json").
-    auto common = [](CLI::App* s) { s->fallthrough(); };
+    auto common = [](CLI::App* s) {
+        s->fallthrough();
+        s->formatter(std::make_shared<CtlVerbFormatter>());
+    };
 
     auto* targets = ctl->add_subcommand("targets", "list controllable targets of this user");
     common(targets);
@@ -434,29 +449,29 @@ void registerCtl(CLI::App& app, int& exitCode) {
 
     auto* get = ctl->add_subcommand("get", "read a pool's attributes");
     common(get);
-    get->add_option("pool", st.pool, "pool handle (0x...), default, or default:DEVICE")->required();
-    get->add_option("attr", st.attr, "attribute (all when omitted)");
+    get->add_option("POOL", st.pool, "pool handle (0x...), default, or default:DEVICE")->required();
+    get->add_option("ATTR", st.attr, "attribute (all when omitted)");
     get->callback([] { cmdGet(st); });
 
     auto* set = ctl->add_subcommand(
         "set", "set a pool attribute: release-threshold SIZE|max, reuse-follow-event-dependencies, "
                "reuse-allow-opportunistic, reuse-allow-internal-dependencies on|off");
     common(set);
-    set->add_option("pool", st.pool, "pool handle (0x...), default, or default:DEVICE")->required();
-    set->add_option("attr", st.attr, "attribute")->required();
-    set->add_option("value", st.value, "64MiB, max, 0, on, off...")->required();
+    set->add_option("POOL", st.pool, "pool handle (0x...), default, or default:DEVICE")->required();
+    set->add_option("ATTR", st.attr, "attribute")->required();
+    set->add_option("VALUE", st.value, "64MiB, max, 0, on, off...")->required();
     set->callback([] { cmdSet(st); });
 
     auto* trim = ctl->add_subcommand("trim", "release unused pool memory down to SIZE");
     common(trim);
-    trim->add_option("pool", st.pool, "pool handle (0x...), default, or default:DEVICE")
+    trim->add_option("POOL", st.pool, "pool handle (0x...), default, or default:DEVICE")
         ->required();
-    trim->add_option("bytes", st.value, "bytes to keep (0, 64MiB...)")->required();
+    trim->add_option("BYTES", st.value, "bytes to keep (0, 64MiB...)")->required();
     trim->callback([] { cmdTrim(st); });
 
     auto* reset = ctl->add_subcommand("reset", "reset a pool's high watermarks");
     common(reset);
-    reset->add_option("pool", st.pool, "pool handle (0x...), default, or default:DEVICE")
+    reset->add_option("POOL", st.pool, "pool handle (0x...), default, or default:DEVICE")
         ->required();
     reset->callback([] { cmdReset(st); });
 
@@ -481,7 +496,7 @@ int explainCtlParseError(CLI::App& app, const CLI::ParseError& e) {
     for (const CLI::App* v : ctl->get_subcommands([](CLI::App*) { return true; }))
         verbs += (verbs.empty() ? "" : ", ") + v->get_name();
     const std::vector<std::string> rest = ctl->remaining();
-    CLI::Option* targetOpt = ctl->get_option_no_throw("target");
+    CLI::Option* targetOpt = ctl->get_option_no_throw("TARGET");
     const std::string target = targetOpt && targetOpt->count() ? targetOpt->as<std::string>() : "";
     if (!rest.empty())
         std::fprintf(stderr, "poolscope ctl: unknown verb '%s' (verbs: %s)\n", rest[0].c_str(),

@@ -142,7 +142,7 @@ int runDump(const DumpOptions& o) {
 void registerDump(CLI::App& app, int& exitCode) {
     auto opts = std::make_shared<DumpOptions>();
     auto* sub = app.add_subcommand("dump", "Print every event of a trace as JSON lines or CSV");
-    sub->add_option("trace", opts->trace, "the .poolscope file")->required();
+    sub->add_option("TRACE", opts->trace, "a .poolscope trace file")->required();
     sub->add_option("--format", opts->format, "jsonl (default) or csv")
         ->check(CLI::IsMember({"jsonl", "csv"}));
     sub->add_flag("--samples", opts->samples, "also print periodic watermark samples (kind sample)");

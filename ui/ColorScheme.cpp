@@ -26,18 +26,25 @@ QColor ColorScheme::sizeColor(uint64_t bytes) const {
     return QColor::fromHsv(hue, dark_ ? 170 : 200, dark_ ? 230 : 215);
 }
 
+// Reserved and used hues come from two separate sets, so no pool's used line takes another
+// pool's reserved colour (with one rotation for both, pool #1 used and pool #3 reserved were
+// both green). The first four pools' eight hues are at least 30 degrees apart.
+namespace {
+constexpr int kReservedHues[] = {210, 30, 270, 0, 185, 50, 240, 15};
+constexpr int kUsedHues[] = {120, 300, 160, 90, 330, 140, 100, 320};
+} // namespace
+
+int ColorScheme::reservedHue(int i) { return kReservedHues[((i % 8) + 8) % 8]; }
+int ColorScheme::usedHue(int i) { return kUsedHues[((i % 8) + 8) % 8]; }
+
 QColor ColorScheme::poolColor(int i) const {
-    static const int kHues[] = {210, 30, 130, 280, 0, 180, 60, 330};
-    const int hue = kHues[((i % 8) + 8) % 8];
-    return QColor::fromHsv(hue, 200, dark_ ? 235 : 200);
+    return QColor::fromHsv(reservedHue(i), 200, dark_ ? 235 : 200);
 }
 
 QColor ColorScheme::usedColor(int i) const {
     // A different hue from the pool's reserved colour: the two lines must be told apart at a
     // glance, since the gap between them is what the tool is about.
-    QColor c = poolColor(i);
-    QColor u = QColor::fromHsv((c.hsvHue() + 270) % 360, std::max(c.hsvSaturation(), 170),
-                               c.value());
+    const QColor u = QColor::fromHsv(usedHue(i), 190, dark_ ? 235 : 200);
     return dark_ ? u.lighter(130) : u.darker(125);
 }
 

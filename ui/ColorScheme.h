@@ -29,6 +29,8 @@ public:
     QColor sizeColor(uint64_t bytes) const;
     QColor poolColor(int poolIndex) const;
     QColor reservedColor(int poolIndex) const { return poolColor(poolIndex); }
+    static int reservedHue(int poolIndex); // the hue sets behind poolColor / usedColor
+    static int usedHue(int poolIndex);
     QColor usedColor(int poolIndex) const;
 
     QColor syncColor() const { return dark_ ? QColor(140, 170, 255) : QColor(40, 80, 200); }

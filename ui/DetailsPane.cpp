@@ -222,7 +222,7 @@ void DetailsPane::render() {
                 .arg(qb(f.size));
         h += row(tr("size"), bytesExact(f.size));
         h += row(tr("CUresult"),
-                 QString::number(f.result) + (f.result == 2 ? tr(" (out of memory)") : QString()));
+                 QString::fromStdString(formatCuResult(int(f.result))));
         h += row(tr("stream"), L.streamName(f.stream));
         if (f.pool) h += row(tr("pool"), L.poolName(f.pool));
         h += row(tr("at"), at(f.tsNs));
@@ -248,7 +248,7 @@ void DetailsPane::render() {
             h += row(tr("reserved at event"), bytesExact(e.reserved));
             h += row(tr("used at event"), bytesExact(e.used));
         }
-        h += row(tr("CUresult"), QString::number(e.result));
+        h += row(tr("CUresult"), QString::fromStdString(formatCuResult(int(e.result))));
         h += row(tr("thread"), QString::number(e.tid));
         h += row(tr("device"), QString::number(e.device));
         if (e.correlation) h += row(tr("CUPTI correlation"), QString::number(e.correlation));

@@ -67,6 +67,9 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
                 if (st.info.device != l.device &&
                     !(st.info.device < 0 && l.device == *devices.begin()))
                     continue;
+                if (!showIdleStreams_ && st.allocCount == 0 && st.freeCount == 0 &&
+                    st.failedCount == 0)
+                    continue;
                 Node n;
                 n.kind = Selection::Stream;
                 n.handle = st.info.handle;
@@ -87,6 +90,12 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
     endResetModel();
 }
 
+void EntityTreeModel::setShowIdleStreams(bool show) {
+    if (show == showIdleStreams_) return;
+    showIdleStreams_ = show;
+    if (snap_.valid()) resetData(TraceSnapshot(snap_));
+}
+
 void EntityTreeModel::setCursorTime(int64_t t) {
     if (!snap_.valid() || nodes_.empty()) return;
     const Timeline& tl = *snap_.timeline;
@@ -95,7 +104,7 @@ void EntityTreeModel::setCursorTime(int64_t t) {
         if (t != INT64_MIN) {
             if (n.kind == Selection::Pool) {
                 if (const PoolTimeline* p = tl.pool(n.handle))
-                    v = QStringLiteral("R %1 · U %2")
+                    v = QStringLiteral("reserved %1 · used %2")
                             .arg(qb(p->reserved.valueAt(t)), qb(p->used.valueAt(t)));
             } else if (n.kind == Selection::Stream) {
                 if (const StreamTimeline* s = tl.stream(n.handle))

@@ -29,6 +29,8 @@ public:
     using QAbstractItemModel::QAbstractItemModel;
 
     void resetData(const TraceSnapshot& s);
+    // Streams with no allocation (nor a failed one): listed only when asked for.
+    void setShowIdleStreams(bool show);
     // Fills the "At cursor" column (INT64_MIN clears it). Cheap: one step lookup per entity.
     void setCursorTime(int64_t t);
     Selection selectionFor(const QModelIndex& index) const;
@@ -55,6 +57,7 @@ private:
     std::vector<Node> nodes_;
     std::vector<int> roots_;
     TraceSnapshot snap_;
+    bool showIdleStreams_ = false;
 };
 
 } // namespace poolscope::ui

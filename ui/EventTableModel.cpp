@@ -235,7 +235,7 @@ QVariant EventTableModel::data(const QModelIndex& index, int role) const {
     case Pointer:
         return e->ptr ? hexHandle(e->ptr) : QString();
     case Result:
-        return e->result ? QString::number(e->result) : QString();
+        return e->result ? QString::fromStdString(formatCuResult(int(e->result))) : QString();
     case Thread:
         return e->tid ? QString::number(e->tid) : QString();
     case Info:

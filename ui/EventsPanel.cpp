@@ -92,8 +92,11 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     maxSize_ = new QLineEdit(this);
     minSize_->setPlaceholderText(tr("min size, e.g. 1MiB"));
     maxSize_->setPlaceholderText(tr("max size"));
-    minSize_->setMaximumWidth(130);
-    maxSize_->setMaximumWidth(110);
+    // Wide enough for the placeholder text: a cut hint ("min siz…") does not tell the format.
+    for (QLineEdit* e : {minSize_, maxSize_})
+        e->setMinimumWidth(e->fontMetrics().horizontalAdvance(e->placeholderText()) + 16);
+    minSize_->setMaximumWidth(std::max(130, minSize_->minimumWidth()));
+    maxSize_->setMaximumWidth(std::max(110, maxSize_->minimumWidth()));
     follow_ = new QCheckBox(tr("Only the visible time range"), this);
     follow_->setChecked(true);
     follow_->setToolTip(tr("Show only events inside the timeline's visible range; zoom the "

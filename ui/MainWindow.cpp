@@ -77,6 +77,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     tree_->setUniformRowHeights(true);
     tree_->setAlternatingRowColors(true);
     tree_->header()->setStretchLastSection(true);
+    connect(treeModel_, &QAbstractItemModel::modelReset, this, [this] {
+        tree_->expandAll();
+        // A device row ("GPU 0 · NVIDIA H200 · 140 GiB") spans the whole row instead of being
+        // cut in the name column; that column fits pool and stream names.
+        for (int r = 0; r < treeModel_->rowCount(); ++r)
+            tree_->setFirstColumnSpanned(r, {}, true);
+        tree_->setColumnWidth(0,
+                              tree_->fontMetrics().horizontalAdvance("pool #10 (explicit)") + 60);
+        for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c)
+            tree_->resizeColumnToContents(c);
+    });
     auto* treeDock = new QDockWidget(tr("Pools & streams"), this);
     treeDock->setObjectName("treeDock");
     treeDock->setWidget(tree_);
@@ -91,9 +102,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     // The details pane takes the right side from top to bottom; events and the pools & streams
     // tree share the bottom.
     setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
-    resizeDocks({detailsDock}, {430}, Qt::Horizontal);
-    resizeDocks({eventsDock, treeDock}, {700, 560}, Qt::Horizontal);
-    resizeDocks({eventsDock}, {250}, Qt::Vertical);
+    // At 1600x1000: about 15 table rows under the views, the details pane no wider than its
+    // longest rows need.
+    resizeDocks({detailsDock}, {380}, Qt::Horizontal);
+    resizeDocks({eventsDock, treeDock}, {760, 460}, Qt::Horizontal);
+    resizeDocks({eventsDock}, {380}, Qt::Vertical);
 
     statusLabel_ = new QLabel(this);
     summaryLabel_ = new QLabel(this);
@@ -123,7 +136,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         const double x0 = std::max<double>(x, left);
         if (x0 >= right) return std::nullopt;
         // Over the ruler and the lanes; the legend strip at the bottom stays readable.
-        const int bottom = timeline_->height() - TimelineGeometry{}.legendH;
+        const int bottom = timeline_->height() - timeline_->legendHeight();
         return QRectF(x0, 0, right - x0, std::max(0, bottom));
     });
     QCustomPlot* cp = plot_->plot();
@@ -243,6 +256,8 @@ void MainWindow::buildMenus() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), timeline_,
                     &TimelineWidget::fitAll);
+    view->addAction(tr("Fit to Allocator &Activity"), QKeySequence(Qt::CTRL | Qt::Key_9),
+                    timeline_, &TimelineWidget::fitActivity);
     view->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, this, [this] {
         timeline_->zoomBy(1.5, (timeline_->viewStart() + timeline_->viewEnd()) / 2);
     });
@@ -264,6 +279,18 @@ void MainWindow::buildMenus() {
             [this] { timeline_->setBarColoring(BarColoring::BySize); });
     connect(colorByPool_, &QAction::triggered, this,
             [this] { timeline_->setBarColoring(BarColoring::ByPool); });
+    view->addSeparator();
+    showIdleStreams_ = view->addAction(tr("Show Streams &Without Allocations"));
+    showIdleStreams_->setCheckable(true);
+    showIdleStreams_->setToolTip(tr("Streams that only synchronize or wait (PyTorch creates "
+                                    "about 128 of them) are hidden by default"));
+    connect(showIdleStreams_, &QAction::toggled, this, [this](bool on) {
+        timeline_->setShowIdleStreams(on);
+        treeModel_->setShowIdleStreams(on);
+        QSettings().setValue("view/showIdleStreams", on);
+        updateSummary();
+    });
+    showIdleStreams_->setChecked(QSettings().value("view/showIdleStreams", false).toBool());
     QMenu* theme = view->addMenu(tr("&Theme"));
     auto* themes = new QActionGroup(this);
     const char* names[] = {"System", "Light", "Dark"};
@@ -275,8 +302,12 @@ void MainWindow::buildMenus() {
         connect(a, &QAction::triggered, this, [this, i] { setTheme(Theme(i)); });
     }
     view->addSeparator();
-    for (QDockWidget* d : findChildren<QDockWidget*>())
-        view->addAction(d->toggleViewAction());
+    for (QDockWidget* d : findChildren<QDockWidget*>()) {
+        // A menu reads '&' as a mnemonic ("Pools & streams" became "Pools _streams").
+        QAction* a = d->toggleViewAction();
+        a->setText(d->windowTitle().replace('&', QStringLiteral("&&")));
+        view->addAction(a);
+    }
 
     QMenu* replay = menuBar()->addMenu(tr("&Replay"));
     replay->addAction(tr("&Play / Pause"), QKeySequence(Qt::Key_Space), this,
@@ -340,6 +371,7 @@ void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
     partialGeneration_ = loader_->generation();
     splitterMoved_ = false;
     setSnapshot(s);
+    partialView_ = {timeline_->viewStart(), timeline_->viewEnd()};
     const Timeline& tl = *s.timeline;
     // The events table reads the file itself: it can list every event already.
     setEventProvider(fileEventProvider(s.path, tl.t0, tl.t1, tl.totalEvents));
@@ -354,7 +386,15 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
     s.bundledSample = pendingBundled_;
     pendingBundled_ = false;
     const bool replacingPartial = showingPartialOf(s.path);
+    // Untouched since the partial was shown: the first view is the whole trace's activity, as
+    // for a trace loaded at once (the partial's activity was only its beginning's).
+    const bool refit = replacingPartial &&
+                       partialView_ == std::pair(timeline_->viewStart(), timeline_->viewEnd());
     setSnapshot(s, replacingPartial); // keeps zoom, selection, cursor of the partial's display
+    if (refit) {
+        timeline_->fitActivity();
+        plot_->setViewRange(timeline_->viewStart(), timeline_->viewEnd());
+    }
     if (replacingPartial && !splitterMoved_) fitSplitterToLanes();
     // Also when replacing a partial: the table's filter choices and names come from the whole
     // trace now, and the partial timeline's memory is released with its last holder.
@@ -410,12 +450,7 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     timeline_->setSnapshot(s, keepView);
     plot_->setSnapshot(s);
     plot_->setViewRange(timeline_->viewStart(), timeline_->viewEnd());
-    treeModel_->resetData(s);
-    tree_->expandAll();
-    // The device row's long label elides; size the name column for pool and stream names.
-    tree_->setColumnWidth(0, tree_->fontMetrics().horizontalAdvance("pool #10 (explicit)") + 60);
-    for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c)
-        tree_->resizeColumnToContents(c);
+    treeModel_->resetData(s); // the tree's layout follows in its modelReset handler
     details_->setSnapshot(s, keepView); // a live refresh keeps what the user is looking at
     if (!keepView && s.valid()) fitSplitterToLanes();
     if (!keepView) {
@@ -423,24 +458,37 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
         events_->setSource(s, {});
     }
     if (s.valid()) {
-        const Timeline& tl = *s.timeline;
         QString title = s.title;
         if (s.bundledSample) title += tr(" (bundled sample)");
         setWindowTitle(tr("%1 — PoolScope").arg(title));
-        const QString events =
-            tl.partial ? tr("%L1 of %L2 events loaded").arg(tl.eventCount).arg(tl.totalEvents)
-                       : tr("%L1 events").arg(tl.eventCount);
-        summaryLabel_->setText(tr("%1 · %L2 allocations · %3 · %4 pools · %5 streams")
-                                   .arg(events)
-                                   .arg(tl.allocations.size())
-                                   .arg(QString::fromStdString(formatDuration(tl.t1 - tl.t0)))
-                                   .arg(tl.pools.size())
-                                   .arg(tl.streams.size()));
     } else {
         setWindowTitle(tr("PoolScope"));
-        summaryLabel_->clear();
     }
+    updateSummary();
     updateLoadingOverlays();
+}
+
+void MainWindow::updateSummary() {
+    if (!snap_.valid()) {
+        summaryLabel_->clear();
+        return;
+    }
+    const Timeline& tl = *snap_.timeline;
+    const QString events = tl.partial
+                               ? tr("%L1 of %L2 events loaded").arg(tl.eventCount).arg(tl.totalEvents)
+                               : tr("%L1 events").arg(tl.eventCount);
+    size_t idle = 0;
+    for (const StreamTimeline& st : tl.streams)
+        idle += st.allocCount == 0 && st.freeCount == 0 && st.failedCount == 0;
+    QString streams = tr("%L1 streams").arg(tl.streams.size());
+    if (idle && !timeline_->showIdleStreams())
+        streams += tr(" (%L1 without allocations hidden: View menu)").arg(idle);
+    summaryLabel_->setText(tr("%1 · %L2 allocations · %3 · %4 pools · %5")
+                               .arg(events)
+                               .arg(tl.allocations.size())
+                               .arg(QString::fromStdString(formatDuration(tl.t1 - tl.t0)))
+                               .arg(tl.pools.size())
+                               .arg(streams));
 }
 
 void MainWindow::fitSplitterToLanes() {

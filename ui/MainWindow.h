@@ -12,6 +12,7 @@
 #include "TraceSnapshot.h"
 
 #include <QMainWindow>
+#include <utility>
 #include <QStringList>
 
 class QAction;
@@ -84,6 +85,7 @@ private:
     void onPartialLoaded(const TraceSnapshot& s);
     void onFailed(const QString& path, const QString& message);
     void fitSplitterToLanes();
+    void updateSummary(); // the status bar's counts, from snap_
     bool showingPartialOf(const QString& path) const; // a partial of the load in progress
     void updateLoadingOverlays();
 
@@ -102,6 +104,8 @@ private:
     QPushButton* cancelButton_;
     QMenu* recentMenu_ = nullptr;
     QAction* colorBySize_ = nullptr;
+    QAction* showIdleStreams_ = nullptr;
+    std::pair<int64_t, int64_t> partialView_{0, 0}; // the view the partial timeline opened with
     QAction* colorByPool_ = nullptr;
     QList<QAction*> themeActions_;
     TraceSnapshot snap_;

@@ -34,7 +34,13 @@ double clampX(double x, const TimelineGeometry& g) {
 } // namespace
 
 void TimelineGeometry::layoutLanes(const LaneLayout& layout,
-                                   const std::vector<uint8_t>& collapsedIn) {
+                                   const std::vector<uint8_t>& collapsedIn, const Timeline* idleFrom) {
+    auto idle = [&](const Lane& l) {
+        if (!idleFrom || l.streamIndex < 0 || size_t(l.streamIndex) >= idleFrom->streams.size())
+            return false;
+        const StreamTimeline& st = idleFrom->streams[size_t(l.streamIndex)];
+        return st.allocCount == 0 && st.freeCount == 0 && st.failedCount == 0 && l.failed.empty();
+    };
     laneTop.clear();
     laneH.clear();
     laneState.assign(layout.lanes.size(), kExpanded);
@@ -64,6 +70,8 @@ void TimelineGeometry::layoutLanes(const LaneLayout& layout,
             const bool underPool = poolLane >= 0 && layout.laneOf(l.pool, l.stream) == int(i);
             if (underPool && poolC)
                 owner = poolLane;
+            else if (!underPool && l.rowCount == 0 && idle(l))
+                owner = devLane;
             else if (wants(i) && collapsible(l))
                 laneState[i] = kCollapsed;
         }

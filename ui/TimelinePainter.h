@@ -8,6 +8,7 @@
 #include "TraceSnapshot.h"
 
 #include <QHash>
+#include <QFontMetrics>
 #include <QImage>
 #include <QPainter>
 #include <QRect>
@@ -19,7 +20,7 @@
 namespace poolscope::ui {
 
 struct TimelineGeometry {
-    int labelW = 200;
+    int labelW = 250;
     int rulerH = 24;
     int legendH = 20;
     int rightPad = 14; // the vertical scroll bar
@@ -52,7 +53,10 @@ struct TimelineGeometry {
     int laneY(size_t i) const { return rulerH + laneTop[i] - scrollY; }
     // Lane heights from the layout: fixed headers, stream lanes grow with their rows (capped).
     // collapsed: per lane, whether the user collapsed it (empty: none).
-    void layoutLanes(const LaneLayout& layout, const std::vector<uint8_t>& collapsed = {});
+    // idleFrom (when set): streams that never allocate, free or fail in it (they only sync or
+    // wait) take no lane; their markers and wait arrows go to their device's lane.
+    void layoutLanes(const LaneLayout& layout, const std::vector<uint8_t>& collapsed = {},
+                     const Timeline* idleFrom = nullptr);
     static int rowPitch(const Lane& l, int laneHeight);
     bool collapsed(size_t i) const { return i < laneState.size() && laneState[i] == kCollapsed; }
     bool hidden(size_t i) const { return i < laneState.size() && laneState[i] == kHidden; }
@@ -96,6 +100,9 @@ public:
                       const QRect& rubberBand, bool withText = true);
     void paintLabels(QPainter& p, int64_t cursor, int highlightedLane); // the label column
     void paintLegend(QPainter& p);                                      // the bottom strip
+    // The legend strip's height at this width (its entries wrap rather than being cut).
+    static int legendHeight(int width, const QFontMetrics& fm, BarColoring coloring,
+                            bool drops = false);
     TimelineHit hitTest(QPoint pos) const;
     int focusLane = -1; // the lane with keyboard focus (outlined in the label column)
     QHash<QString, QStaticText>* textCache = nullptr; // the ruler's labels, kept by the widget

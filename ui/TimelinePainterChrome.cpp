@@ -80,7 +80,7 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
             // Replay: the state at the cursor instead of the static subtitle.
             if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
                 const PoolTimeline& pt = tl.pools[size_t(l.poolIndex)];
-                sub = QStringLiteral("R %1 · U %2")
+                sub = QStringLiteral("reserved %1 · used %2")
                           .arg(qs(formatBytes(pt.reserved.valueAt(cursor))),
                                qs(formatBytes(pt.used.valueAt(cursor))));
             } else if (l.kind == LaneKind::Stream && l.streamIndex >= 0) {
@@ -102,7 +102,15 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
             p.setFont(l.kind == LaneKind::Stream ? base : bold);
             p.setPen(c_.text());
             QString t = qs(l.title);
-            if (!sub.isEmpty()) t += QStringLiteral("  ") + sub;
+            if (!sub.isEmpty()) {
+                // One line: drop the subtitle's trailing parts ("· peak 48.0 MiB") before
+                // letting the text be cut.
+                QString shortSub = sub;
+                while (p.fontMetrics().horizontalAdvance(t + QStringLiteral("  ") + shortSub) > w &&
+                       shortSub.lastIndexOf(QStringLiteral(" · ")) > 0)
+                    shortSub.truncate(shortSub.lastIndexOf(QStringLiteral(" · ")));
+                t += QStringLiteral("  ") + shortSub;
+            }
             p.drawText(QRect(indent, y, w, h), Qt::AlignLeft | Qt::AlignVCenter,
                        p.fontMetrics().elidedText(t, Qt::ElideRight, w));
         }
@@ -119,6 +127,14 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
     p.setPen(c_.dimText());
     p.drawText(QRect(6, 0, g_.labelW - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,
                QStringLiteral("time since first event"));
+    if (tl.eventCount == 0 && tl.sampleCount == 0) {
+        // An empty trace has no time axis: a "0 ns ... 50 ns" ruler would invent one.
+        p.drawText(QRect(g_.labelW + 8, 0, g_.plotW() - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,
+                   QStringLiteral("no events: the program never used the stream-ordered "
+                                  "allocator while it was recorded"));
+        p.fillRect(0, g_.rulerH - 1, g_.width, 1, c_.grid());
+        return;
+    }
     const int64_t step = niceTimeStep(g_.v1 - g_.v0, std::max(2, g_.plotW() / 110));
     const int64_t scale = std::max(std::llabs(g_.v0 - tl.t0), std::llabs(g_.v1 - tl.t0));
     int64_t rel = ((g_.v0 - tl.t0) / step) * step;
@@ -133,6 +149,8 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
         if (x < g_.labelW - 1) continue;
         ticks.emplace_back(QPointF(x, g_.rulerH - 6), QPointF(x, g_.rulerH));
         const QString label = timeTickLabel(rel, step, scale);
+        // A label that would run past the right edge is left out, not cut ("22 m").
+        if (x + 3 + p.fontMetrics().horizontalAdvance(label) > g_.width - g_.rightPad) continue;
         if (textCache) {
             // Laid-out text reused across frames (shaping the tick labels was ~1/5 of a frame).
             auto it = textCache->find(label);
@@ -155,7 +173,11 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
         const QString label =
             timeTickLabel(cursor - tl.t0, std::max<int64_t>(1, step / 100), scale);
         const int w = p.fontMetrics().horizontalAdvance(label) + 10;
-        QRectF box(x - w / 2.0, 2, w, g_.rulerH - 4);
+        // Whole, even when the cursor is near either edge of the ruler.
+        const double left =
+            std::clamp(x - w / 2.0, double(g_.labelW), std::max(double(g_.labelW),
+                                                                double(g_.width - g_.rightPad - w)));
+        QRectF box(left, 2, w, g_.rulerH - 4);
         p.fillRect(box, c_.cursor());
         p.setPen(Qt::white);
         p.drawText(box, Qt::AlignCenter, label);
@@ -167,73 +189,120 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
     p.fillRect(0, g_.rulerH - 1, g_.width, 1, c_.grid());
 }
 
+namespace {
+// The legend's entries: the width of the sample drawn before each text, and the text.
+struct LegendEntry {
+    int sampleW;
+    const char* text;
+};
+// The last entry only for a trace where the collector lost events (empty text: not shown).
+std::array<LegendEntry, 12> legendEntries(BarColoring coloring, bool drops) {
+    return {{{coloring == BarColoring::BySize ? 44 : 20,
+              coloring == BarColoring::BySize ? "allocation, alloc→free (256 B → 16 GiB)"
+                                              : "allocation, alloc→free (colour = pool)"},
+             {18, "pool reserved / used"},
+             {16, "still live at end"},
+             {6, "synchronize"},
+             {14, "implicit release"},
+             {14, "trim"},
+             {14, "attribute set"},
+             {14, "knob (PoolScope)"},
+             {14, "failed alloc"},
+             {18, "event record → stream wait"},
+             {10, "other (pool create, export, import…)"},
+             {16, drops ? "events lost (collector)" : ""}}};
+}
+constexpr int kLegendRowH = 18;
+constexpr int kLegendGap = 14;
+} // namespace
+
+// Entries wrap onto more rows rather than being cut at the right edge.
+int TimelinePainter::legendHeight(int width, const QFontMetrics& fm, BarColoring coloring,
+                                  bool drops) {
+    int x = 8, rows = 1;
+    for (const LegendEntry& e : legendEntries(coloring, drops)) {
+        if (!*e.text) continue;
+        const int w = e.sampleW + fm.horizontalAdvance(QString::fromUtf8(e.text));
+        if (x > 8 && x + w > width - 8) {
+            ++rows;
+            x = 8;
+        }
+        x += w + kLegendGap;
+    }
+    return rows * kLegendRowH + 2;
+}
+
 void TimelinePainter::paintLegend(QPainter& p) {
     const int y = g_.lanesBottom();
     p.fillRect(0, y, g_.width, g_.legendH, c_.headerBg());
     p.setRenderHint(QPainter::Antialiasing, true);
     int x = 8;
-    const int cy = y + g_.legendH / 2;
-    auto text = [&](const QString& t) {
+    int cy = y + 1 + kLegendRowH / 2;
+    const auto entries = legendEntries(coloring_, !s_.timeline->dropGaps.empty());
+    for (size_t i = 0; i < entries.size(); ++i) {
+        const LegendEntry& e = entries[i];
+        if (!*e.text) continue;
+        const QString t = QString::fromUtf8(e.text);
+        const int w = e.sampleW + p.fontMetrics().horizontalAdvance(t);
+        if (x > 8 && x + w > g_.width - 8) {
+            x = 8;
+            cy += kLegendRowH;
+        }
+        // The sample: the lanes' own colours and marker glyphs.
+        switch (i) {
+        case 0:
+            if (coloring_ == BarColoring::BySize) {
+                for (int k = 0; k < 5; ++k)
+                    p.fillRect(x + k * 8, cy - 4, 8, 8, c_.sizeColor(uint64_t(1) << (8 + k * 6)));
+            } else {
+                p.fillRect(x, cy - 4, 16, 8, c_.poolColor(0));
+            }
+            break;
+        case 1: {
+            QColor r = c_.poolColor(0);
+            r.setAlpha(60);
+            p.fillRect(x, cy - 6, 14, 12, r);
+            p.fillRect(x, cy + 1, 14, 5, c_.usedColor(0));
+            break;
+        }
+        case 2:
+            p.fillRect(x, cy - 4, 12, 8, c_.sizeColor(1 << 20));
+            p.fillRect(x + 9, cy - 4, 3, 8, c_.liveMark());
+            break;
+        case 3:
+            p.setPen(QPen(c_.syncColor(), 2));
+            p.drawLine(x, cy - 5, x, cy + 5);
+            break;
+        case 4:
+        case 5:
+        case 6:
+        case 7: {
+            const QImage& img = markerGlyph(int(i) - 4);
+            p.drawImage(x + 5 - img.width() / 2, cy - img.height() / 2, img);
+            break;
+        }
+        case 8:
+            p.setPen(QPen(c_.failColor(), 2));
+            p.drawLine(x + 1, cy - 4, x + 9, cy + 4);
+            p.drawLine(x + 1, cy + 4, x + 9, cy - 4);
+            break;
+        case 9:
+            p.setPen(QPen(c_.edgeColor(), 1));
+            p.drawLine(x, cy, x + 14, cy);
+            break;
+        case 10: // paintMarkers' "others"
+            p.fillRect(x, cy - 3, 6, 6, c_.dimText());
+            break;
+        case 11: // paintContent's drop-gap band
+            p.fillRect(QRect(x, cy - 6, 12, 12), QColor(220, 30, 30, 60));
+            p.fillRect(QRect(x, cy - 6, 12, 12), QBrush(QColor(220, 30, 30, 160), Qt::BDiagPattern));
+            break;
+        default: break;
+        }
+        x += e.sampleW;
         p.setPen(c_.text());
         p.drawText(QPoint(x, cy + p.fontMetrics().ascent() / 2 - 1), t);
-        x += p.fontMetrics().horizontalAdvance(t) + 14;
-    };
-    // Bar colours: the size ramp or "by pool".
-    if (coloring_ == BarColoring::BySize) {
-        for (int i = 0; i < 5; ++i)
-            p.fillRect(x + i * 8, cy - 4, 8, 8, c_.sizeColor(uint64_t(1) << (8 + i * 6)));
-        x += 44;
-        text(QStringLiteral("allocation, alloc→free (256 B → 16 GiB)"));
-    } else {
-        p.fillRect(x, cy - 4, 16, 8, c_.poolColor(0));
-        x += 20;
-        text(QStringLiteral("allocation, alloc→free (colour = pool)"));
-    }
-    {
-        QColor r = c_.poolColor(0);
-        r.setAlpha(60);
-        p.fillRect(x, cy - 6, 14, 12, r);
-        p.fillRect(x, cy + 1, 14, 5, c_.usedColor(0));
-        x += 18;
-        text(QStringLiteral("pool reserved / used"));
-    }
-    p.fillRect(x, cy - 4, 12, 8, c_.sizeColor(1 << 20));
-    p.fillRect(x + 9, cy - 4, 3, 8, c_.liveMark());
-    x += 16;
-    text(QStringLiteral("still live at end"));
-    p.setPen(QPen(c_.syncColor(), 2));
-    p.drawLine(x, cy - 5, x, cy + 5);
-    x += 6;
-    text(QStringLiteral("synchronize"));
-    // The lanes' own marker glyphs, centred at (x, cy).
-    auto glyph = [&](int which) {
-        const QImage& img = markerGlyph(which);
-        p.drawImage(x - img.width() / 2, cy - img.height() / 2, img);
-        x += 9;
-    };
-    glyph(0);
-    text(QStringLiteral("implicit release"));
-    glyph(1);
-    text(QStringLiteral("trim"));
-    glyph(2);
-    text(QStringLiteral("attribute set"));
-    glyph(3);
-    text(QStringLiteral("knob (PoolScope)"));
-    p.setPen(QPen(c_.failColor(), 2));
-    p.drawLine(x - 4, cy - 4, x + 4, cy + 4);
-    p.drawLine(x - 4, cy + 4, x + 4, cy - 4);
-    x += 9;
-    text(QStringLiteral("failed alloc"));
-    p.setPen(QPen(c_.edgeColor(), 1));
-    p.drawLine(x - 4, cy, x + 12, cy);
-    x += 18;
-    text(QStringLiteral("event record → stream wait"));
-    if (!s_.timeline->dropGaps.empty()) {
-        const QRect r(x, cy - 6, 12, 12);
-        p.fillRect(r, QColor(220, 30, 30, 60));
-        p.fillRect(r, QBrush(QColor(220, 30, 30, 160), Qt::BDiagPattern));
-        x += 16;
-        text(QStringLiteral("events lost (collector)"));
+        x += p.fontMetrics().horizontalAdvance(t) + kLegendGap;
     }
     p.setRenderHint(QPainter::Antialiasing, false);
     p.setBrush(Qt::NoBrush);
@@ -266,7 +335,8 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
     const int64_t tc = g_.tOf(pos.x());
     for (size_t i = 0; i < tl.dropGaps.size(); ++i) {
         const DropGap& gap = tl.dropGaps[i];
-        if (gap.tsNs <= g_.tOf(pos.x() + 3) && gap.tsNs + std::max<int64_t>(gap.durationNs, 0) >= g_.tOf(pos.x() - 3)) {
+        if (gap.tsNs <= g_.tOf(pos.x() + 3) &&
+            gap.tsNs + std::max<int64_t>(gap.durationNs, 0) >= g_.tOf(pos.x() - 3)) {
             hit.dropGap = int(i);
             break;
         }

@@ -124,7 +124,14 @@ void TimelineWidget::setSnapshot(const TraceSnapshot& s, bool keepView) {
     if (keepView && snap_.valid())
         setViewRange(a, b);
     else
-        fitAll();
+        fitActivity();
+    update();
+}
+
+void TimelineWidget::setShowIdleStreams(bool show) {
+    if (show == showIdleStreams_) return;
+    showIdleStreams_ = show;
+    relayout();
     update();
 }
 
@@ -140,11 +147,13 @@ void TimelineWidget::clear() {
 void TimelineWidget::relayout() {
     geo_.width = width();
     geo_.height = height();
+    geo_.legendH = TimelinePainter::legendHeight(
+        width(), fontMetrics(), coloring_, snap_.timeline && !snap_.timeline->dropGaps.empty());
     if (snap_.valid()) {
         std::vector<uint8_t> want(snap_.layout->lanes.size(), 0);
         for (size_t i = 0; i < want.size(); ++i)
             want[i] = collapsedKeys_.contains(laneKey(i));
-        geo_.layoutLanes(*snap_.layout, want);
+        geo_.layoutLanes(*snap_.layout, want, showIdleStreams_ ? nullptr : snap_.timeline.get());
         if (focusLane_ >= int(want.size())) focusLane_ = -1;
     } else {
         geo_.laneTop.clear();
@@ -205,6 +214,19 @@ void TimelineWidget::fitAll() {
     const int64_t t0 = snap_.timeline->t0, t1 = std::max(snap_.timeline->t1, t0 + kMinSpanNs);
     const int64_t m = (t1 - t0) / 100;
     setViewRange(t0 - m, t1 + m);
+}
+
+void TimelineWidget::fitActivity() {
+    if (!snap_.valid()) return;
+    const Timeline& tl = *snap_.timeline;
+    const view::TimeSpan act = view::allocatorActivity(tl);
+    const int64_t whole = std::max<int64_t>(1, tl.t1 - tl.t0);
+    if (act.empty() || act.end - act.begin > whole * 8 / 10) {
+        fitAll();
+        return;
+    }
+    const int64_t m = std::max<int64_t>((act.end - act.begin) / 30, kMinSpanNs / 2);
+    setViewRange(act.begin - m, act.end + m); // clampView keeps it inside the trace
 }
 
 void TimelineWidget::zoomBy(double factor, int64_t anchor) {
@@ -272,6 +294,7 @@ void TimelineWidget::scrollToLane(int lane) {
 
 void TimelineWidget::setBarColoring(BarColoring c) {
     coloring_ = c;
+    relayout(); // the legend's height depends on its texts
     update();
 }
 

@@ -25,6 +25,9 @@ public:
 
     // keepView: a live refresh keeps the user's zoom; a new document fits all.
     void setSnapshot(const TraceSnapshot& s, bool keepView = false);
+    // Streams that never allocate (PyTorch creates ~128 of them): hidden unless asked for.
+    void setShowIdleStreams(bool show);
+    bool showIdleStreams() const { return showIdleStreams_; }
     void clear();
     const TraceSnapshot& snapshot() const { return snap_; }
 
@@ -32,6 +35,9 @@ public:
     int64_t viewEnd() const { return geo_.v1; }
     void setViewRange(int64_t t0, int64_t t1);
     void fitAll();
+    // The span where the allocator was busy (view::allocatorActivity), with a margin: the first
+    // view of a trace. The whole trace when that is most of it or there is no activity.
+    void fitActivity();
     void zoomBy(double factor, int64_t anchor);
     void zoomToSelection(); // the selected allocation or marker, with some context
     void centerOn(int64_t t);
@@ -61,6 +67,7 @@ public:
     // Where an allocation bar is drawn now (tests, and anchoring popups); empty if off screen.
     QRect allocationRect(uint32_t index) const;
     int labelWidth() const { return geo_.labelW; }
+    int legendHeight() const { return geo_.legendH; }
     int contentHeight() const { return geo_.contentH + geo_.rulerH + geo_.legendH; }
     int rightPad() const { return geo_.rightPad; }
     const PaintStats& lastPaintStats() const { return stats_; }
@@ -136,6 +143,7 @@ private:
     int64_t contentV0_ = 0;
     bool contentValid_ = false;
     quint64 generation_ = 0;
+    bool showIdleStreams_ = false;
     QSet<QString> collapsedKeys_; // laneKey()s, all traces (QSettings "timeline/collapsedLanes")
     int focusLane_ = -1;
 

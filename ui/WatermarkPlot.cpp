@@ -75,6 +75,11 @@ WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
         overlay->setMode(QCPLayer::lmLogical);
     cursorLine_ = new QCPItemStraightLine(plot_);
     cursorLine_->setVisible(false);
+    emptyNote_ = new QCPItemText(plot_);
+    emptyNote_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    emptyNote_->position->setCoords(0.5, 0.5);
+    emptyNote_->setPositionAlignment(Qt::AlignCenter);
+    setEmptyNote(tr("No trace open: File > Open, or drop a .poolscope file here."));
     connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
             [this](const QCPRange& r) {
                 if (applyingRange_ || !snap_.valid()) return;
@@ -109,10 +114,25 @@ void WatermarkPlot::setSnapshot(const TraceSnapshot& s) {
     if (s.valid()) setViewRange(s.timeline->t0, s.timeline->t1);
 }
 
+void WatermarkPlot::setEmptyNote(const QString& text) {
+    const bool empty = !text.isEmpty();
+    for (QCPAxis* ax : {plot_->xAxis, plot_->yAxis}) {
+        ax->setTicks(!empty);
+        ax->setTickLabels(!empty);
+    }
+    plot_->yAxis->setLabel(empty ? QString() : tr("pool memory"));
+    plot_->xAxis->grid()->setVisible(!empty);
+    plot_->yAxis->grid()->setVisible(!empty);
+    emptyNote_->setText(text);
+    emptyNote_->setColor(palette().color(QPalette::PlaceholderText));
+    emptyNote_->setVisible(empty);
+}
+
 void WatermarkPlot::rebuildGraphs() {
     plot_->clearGraphs();
     graphs_.clear();
     if (!snap_.valid()) {
+        setEmptyNote(tr("No trace open: File > Open, or drop a .poolscope file here."));
         legend_->clear();
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
@@ -149,16 +169,33 @@ void WatermarkPlot::rebuildGraphs() {
         g.threshold->setLineStyle(QCPGraph::lsStepLeft);
         g.threshold->setPen(QPen(c.reservedColor(ci).darker(130), 1, Qt::DashDotLine));
         g.events = plot_->addGraph();
-        g.events->setName(tr("trim / release"));
+        g.events->setName(tr("implicit release"));
         g.events->setLineStyle(QCPGraph::lsNone);
         g.events->setScatterStyle(releaseMarkerStyle(c.releaseColor()));
+        g.trims = plot_->addGraph();
+        g.trims->setName(tr("trim"));
+        g.trims->setLineStyle(QCPGraph::lsNone);
+        g.trims->setScatterStyle(releaseMarkerStyle(c.trimColor()));
         graphs_.push_back(g);
     }
+    uint64_t peak = 0;
+    for (const PoolTimeline& p : snap_.timeline->pools)
+        peak = std::max(peak, p.peakReserved);
+    setEmptyNote(graphs_.empty() || peak == 0
+                     ? (snap_.timeline->eventCount == 0
+                            ? tr("This trace holds no events: the program never used the "
+                                 "stream-ordered allocator while it was recorded.")
+                            : tr("No pool memory was reserved in this trace (no "
+                                 "cudaMallocAsync / cudaMallocFromPoolAsync succeeded)."))
+                     : QString());
     // The legend: a line sample in each graph's colour, then its name.
     QStringList items;
+    // Non-breaking spaces inside an entry: the label wraps between entries, never inside one
+    // ("pool #3 / (explicit) reserved").
     auto item = [&](QColor col, const QString& glyph, const QString& name) {
         items << QStringLiteral("<span style='color:%1'>%2</span>&nbsp;%3")
-                     .arg(col.name(), glyph, name.toHtmlEscaped());
+                     .arg(col.name(), glyph,
+                          name.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
     };
     for (size_t i = 0; i < graphs_.size(); ++i) {
         const PoolGraphs& g = graphs_[i];
@@ -166,8 +203,12 @@ void WatermarkPlot::rebuildGraphs() {
         item(g.reserved->pen().color(), QStringLiteral("━━"), g.reserved->name());
         item(g.threshold->pen().color(), QStringLiteral("─·─"), g.threshold->name());
     }
-    if (!graphs_.empty())
-        item(c.releaseColor(), QStringLiteral("▼"), tr("trim / implicit release"));
+    if (!graphs_.empty()) {
+        item(c.releaseColor(), QStringLiteral("▼"), tr("implicit release"));
+        item(c.trimColor(), QStringLiteral("▼"), tr("trim"));
+        item(graphs_.front().high->pen().color(), QStringLiteral("┈┈"),
+             tr("reserved high watermark (dotted, in the pool's colour)"));
+    }
     legend_->setText(items.join(QStringLiteral(" &nbsp;&nbsp; ")));
     legend_->setVisible(!graphs_.empty());
 }
@@ -212,6 +253,7 @@ void WatermarkPlot::refreshData() {
         g.high->setData(d.high);
         g.threshold->setData(d.threshold);
         g.events->setData(d.events);
+        g.trims->setData(d.trims);
         const bool dim = highlighted_ && highlighted_ != g.pool;
         for (QCPGraph* gr : {g.reserved, g.used, g.high, g.threshold}) {
             QPen pen = gr->pen();
@@ -260,7 +302,7 @@ std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKe
         ViewData::Pool d;
         const PoolTimeline* p = tl.pool(g.pool);
         if (!p) {
-            for (auto* c : {&d.reserved, &d.used, &d.high, &d.threshold, &d.events})
+            for (auto* c : {&d.reserved, &d.used, &d.high, &d.threshold, &d.events, &d.trims})
                 *c = QSharedPointer<QCPGraphDataContainer>::create();
             data->pools.push_back(d);
             continue;
@@ -288,7 +330,8 @@ std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKe
         // marker per pixel column at most: thousands of overlapping triangles cost more to draw
         // than all the lines.
         d.events = QSharedPointer<QCPGraphDataContainer>::create();
-        QVector<QCPGraphData> mk;
+        d.trims = QSharedPointer<QCPGraphDataContainer>::create();
+        QVector<QCPGraphData> mk, trims;
         auto it = std::partition_point(tl.markers.begin(), tl.markers.end(),
                                        [&](const Marker& m) { return m.tsNs < a; });
         const double pxPerNs = double(key.maxPts / 2) / double(std::max<int64_t>(1, key.span));
@@ -300,9 +343,11 @@ std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKe
             const int64_t px = int64_t(double(it->tsNs - a) * pxPerNs);
             if (px == lastPx) continue;
             lastPx = px;
-            mk.push_back({double(it->tsNs) - base, double(p->reserved.valueAt(it->tsNs))});
+            (it->kind == EventKind::PoolTrimTo ? trims : mk)
+                .push_back({double(it->tsNs) - base, double(p->reserved.valueAt(it->tsNs))});
         }
         d.events->set(mk, true);
+        d.trims->set(trims, true);
         data->pools.push_back(d);
     }
     data->ymax = ymax;

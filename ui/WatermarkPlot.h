@@ -16,6 +16,7 @@ class QCPGraphData;
 template <class T> class QCPDataContainer;
 using QCPGraphDataContainer = QCPDataContainer<QCPGraphData>;
 class QCPItemStraightLine;
+class QCPItemText;
 class QLabel;
 
 namespace poolscope::ui {
@@ -45,6 +46,8 @@ protected:
 
 private:
     void rebuildGraphs();
+    // No trace, or a trace with no pool memory: a sentence instead of axes of "0-5 B" / "0-5 ns".
+    void setEmptyNote(const QString& text);
     void refreshData();
     void applyTheme();
 
@@ -53,6 +56,7 @@ private:
     QSharedPointer<TimeTicker> ticker_;
     QPoint pressPos_;
     QCPItemStraightLine* cursorLine_ = nullptr;
+    QCPItemText* emptyNote_ = nullptr;
     TraceSnapshot snap_;
     struct PoolGraphs {
         uint64_t pool = 0;
@@ -60,7 +64,8 @@ private:
         QCPGraph* used = nullptr;
         QCPGraph* high = nullptr;
         QCPGraph* threshold = nullptr;
-        QCPGraph* events = nullptr; // trims and releases
+        QCPGraph* events = nullptr; // implicit releases (the timeline's orange)
+        QCPGraph* trims = nullptr;  // trims (the timeline's purple)
     };
     std::vector<PoolGraphs> graphs_;
     // The points fed for a view, shared with the graphs (QCustomPlot keeps the pointer, no
@@ -75,7 +80,7 @@ private:
     struct ViewData {
         ViewKey key;
         struct Pool {
-            QSharedPointer<QCPGraphDataContainer> reserved, used, high, threshold, events;
+            QSharedPointer<QCPGraphDataContainer> reserved, used, high, threshold, events, trims;
         };
         std::vector<Pool> pools; // parallel to graphs_
         uint64_t ymax = 1;

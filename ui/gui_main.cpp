@@ -24,6 +24,29 @@ bool wantsInfoOnly(int argc, char** argv) {
     }
     return false;
 }
+
+struct Options {
+    // For headless runs (scripts/run.sh without a display, CI): save a picture of the window,
+    // then quit.
+    QCommandLineOption screenshot{"screenshot",
+                                  "Save a screenshot of the window (1600x1000) to FILE just "
+                                  "before quitting (with --quit-after).",
+                                  "FILE"};
+    QCommandLineOption quitAfter{"quit-after", "Quit after MS milliseconds.", "MS"};
+};
+
+// One parser for both paths, so --help lists every option the window takes.
+void describe(QCommandLineParser& parser, const Options& o) {
+    parser.setApplicationDescription("PoolScope: visual memory profiler for CUDA's stream-ordered "
+                                     "allocator");
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument("TRACE", "A .poolscope trace to open (default: the bundled "
+                                          "sample).",
+                                 "[TRACE]");
+    parser.addOption(o.screenshot);
+    parser.addOption(o.quitAfter);
+}
 } // namespace
 
 int main(int argc, char** argv) {
@@ -32,11 +55,8 @@ int main(int argc, char** argv) {
         QCoreApplication core(argc, argv);
         QCoreApplication::setApplicationVersion(POOLSCOPE_VERSION);
         QCommandLineParser parser;
-        parser.setApplicationDescription("PoolScope: visual memory profiler for CUDA's "
-                                         "stream-ordered allocator");
-        parser.addHelpOption();
-        parser.addVersionOption();
-        parser.addPositionalArgument("trace", "A .poolscope trace to open");
+        Options o;
+        describe(parser, o);
         parser.process(core); // prints and exits
         return 0;
     }
@@ -57,20 +77,11 @@ int main(int argc, char** argv) {
     QApplication::setDesktopFileName("poolscope");
 
     QCommandLineParser parser;
-    parser.setApplicationDescription("PoolScope: visual memory profiler for CUDA's stream-ordered "
-                                     "allocator");
-    parser.addHelpOption();
-    parser.addVersionOption();
-    parser.addPositionalArgument("trace", "A .poolscope trace to open");
-    // For headless runs (scripts/run.sh without a display, CI): save a picture of the window,
-    // then quit.
-    QCommandLineOption screenshot("screenshot", "Save a screenshot of the window to FILE just "
-                                                "before quitting (with --quit-after).",
-                                  "FILE");
-    QCommandLineOption quitAfter("quit-after", "Quit after MS milliseconds.", "MS");
-    parser.addOption(screenshot);
-    parser.addOption(quitAfter);
+    Options o;
+    describe(parser, o);
     parser.process(app);
+    const QCommandLineOption& screenshot = o.screenshot;
+    const QCommandLineOption& quitAfter = o.quitAfter;
 
     poolscope::ui::MainWindow w;
     poolscope::ui::installLiveSession(&w);

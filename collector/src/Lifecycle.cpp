@@ -16,6 +16,7 @@
 
 #include "Clock.h"
 #include "ControlHook.h"
+#include "CudaLibs.h"
 #include "Decode.h"
 #include "Diagnostics.h"
 #include "Log.h"
@@ -355,6 +356,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
         g_shutDown.store(true);
         return 1;
     };
+    if (!loadCudaLibraries()) {
+        logLine("not recording: %s", cudaLibrariesError().c_str());
+        return giveUp(cudaLibrariesError());
+    }
+    rt.sink->setMeta("cupti_library", cuptiPath());
     CUptiResult r = cuptiSubscribe(&rt.subscriber, callback, nullptr);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         logOnce(LogKey::Subscribe,

@@ -38,7 +38,7 @@ std::string hex(uint64_t h) {
 std::string describeEvent(const Event& e) {
     switch (e.kind) {
     case EventKind::Alloc:
-        if (e.failed()) return "FAILED (CUresult " + std::to_string(e.result) + ")";
+        if (e.failed()) return "FAILED: " + formatCuResult(int(e.result));
         return std::string(allocApiName(AllocFields::of(e).api));
     case EventKind::PoolSetAttribute: {
         const AttributeFields a = AttributeFields::of(e);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 namespace poolscope {
 
@@ -43,6 +44,32 @@ std::string formatBytes(uint64_t bytes) {
 std::string formatBytesSigned(int64_t bytes) {
     if (bytes < 0) return "-" + formatBytes(static_cast<uint64_t>(-(bytes + 1)) + 1);
     return "+" + formatBytes(static_cast<uint64_t>(bytes));
+}
+
+std::string formatCuResult(int result) {
+    // The codes an allocation, free or pool call returns in practice (cuda.h's CUresult).
+    static constexpr std::pair<int, const char*> kNames[] = {
+        {0, "CUDA_SUCCESS"},
+        {1, "CUDA_ERROR_INVALID_VALUE"},
+        {2, "CUDA_ERROR_OUT_OF_MEMORY"},
+        {3, "CUDA_ERROR_NOT_INITIALIZED"},
+        {4, "CUDA_ERROR_DEINITIALIZED"},
+        {100, "CUDA_ERROR_NO_DEVICE"},
+        {101, "CUDA_ERROR_INVALID_DEVICE"},
+        {201, "CUDA_ERROR_INVALID_CONTEXT"},
+        {400, "CUDA_ERROR_INVALID_HANDLE"},
+        {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+        {709, "CUDA_ERROR_CONTEXT_IS_DESTROYED"},
+        {719, "CUDA_ERROR_LAUNCH_FAILED"},
+        {800, "CUDA_ERROR_NOT_PERMITTED"},
+        {801, "CUDA_ERROR_NOT_SUPPORTED"},
+        {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"},
+        {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"},
+        {999, "CUDA_ERROR_UNKNOWN"},
+    };
+    for (const auto& [code, name] : kNames)
+        if (code == result) return std::string(name) + " (" + std::to_string(result) + ")";
+    return "CUresult " + std::to_string(result);
 }
 
 std::string formatCount(uint64_t n) {

@@ -11,9 +11,16 @@ fi
 if readelf -d "$m" | grep -i 'NEEDED.*libQt'; then
     echo "the collector links Qt"; exit 1
 fi
-readelf -d "$m" | grep -q 'NEEDED.*libcupti' || { echo "libcupti not linked"; exit 1; }
+# libcuda and CUPTI are loaded at run time (collector/src/CudaLibs.h), never linked: the package
+# must install without the NVIDIA driver, and CUPTI is wherever the recording machine has it.
+if readelf -d "$m" | grep -E 'NEEDED.*(libcupti|libcuda)'; then
+    echo "the collector links libcuda or libcupti"; exit 1
+fi
+if readelf -d "$m" | grep -E '(RPATH|RUNPATH)'; then
+    echo "the collector carries a hard-coded library path"; exit 1
+fi
 # Benchmark diagnostics belong to poolscope_collector_diag only (collector/src/Diagnostics.h).
 if grep -a -q 'POOLSCOPE_BENCH' "$m"; then
     echo "the module carries benchmark diagnostics (POOLSCOPE_BENCH_*)"; exit 1
 fi
-echo "ok: only InitializeInjection exported, no Qt, no benchmark diagnostics"
+echo "ok: only InitializeInjection exported, no Qt, no libcuda/libcupti link, no benchmark diagnostics"

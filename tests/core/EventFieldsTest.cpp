@@ -127,7 +127,7 @@ TEST(EventText, AllocsAndFailures) {
     EXPECT_EQ(describeEvent(into(AllocFields{0x1, 256, AllocApi::FromPool})), "from_pool");
     Event failed = into(AllocFields{0, 1ull << 40, AllocApi::Async});
     failed.result = 2;
-    EXPECT_EQ(describeEvent(failed), "FAILED (CUresult 2)");
+    EXPECT_EQ(describeEvent(failed), "FAILED: CUDA_ERROR_OUT_OF_MEMORY (2)");
 }
 
 TEST(EventText, AttributesAndKnobs) {

@@ -83,3 +83,12 @@ TEST(Units, FormatThenParseIsClose) {
 
 } // namespace
 } // namespace poolscope
+
+TEST(Units, FormatCuResult) {
+    // Named with the number kept, so a user can search for either.
+    EXPECT_EQ(poolscope::formatCuResult(2), "CUDA_ERROR_OUT_OF_MEMORY (2)");
+    EXPECT_EQ(poolscope::formatCuResult(201), "CUDA_ERROR_INVALID_CONTEXT (201)");
+    EXPECT_EQ(poolscope::formatCuResult(0), "CUDA_SUCCESS (0)");
+    EXPECT_EQ(poolscope::formatCuResult(12345), "CUresult 12345");
+    EXPECT_EQ(poolscope::formatCuResult(-1), "CUresult -1");
+}

@@ -94,11 +94,14 @@ TEST(ViewLaneLayout, LookupsTitlesAndNames) {
 
     EXPECT_EQ(L->lanes[0].title, "GPU 0");
     EXPECT_EQ(L->lanes[1].title, "pool #1 (explicit)");
-    EXPECT_EQ(L->lanes[1].subtitle, "0x100");
+    // Subtitles say what the entity did, never its handle (that is in the details pane).
+    EXPECT_EQ(L->lanes[1].subtitle.rfind("peak ", 0), 0u) << L->lanes[1].subtitle;
+    EXPECT_EQ(L->lanes[1].subtitle.find("0x"), std::string::npos) << L->lanes[1].subtitle;
     EXPECT_EQ(L->lanes[2].title, "stream #1");
-    EXPECT_EQ(L->lanes[2].subtitle, "0xa");
+    EXPECT_EQ(L->lanes[2].subtitle, "4 allocs · peak 200 B"); // a+b, a+c, c+d: 200 B at most
+    EXPECT_EQ(L->lanes[3].subtitle, "1 alloc · peak 100 B");
     EXPECT_EQ(L->lanes[4].title, "stream #3");
-    EXPECT_EQ(L->lanes[4].subtitle, "0xc · no allocations");
+    EXPECT_EQ(L->lanes[4].subtitle, "no allocations");
     EXPECT_EQ(L->names.pool(kPool), "pool #1 (explicit)");
     EXPECT_EQ(L->names.stream(kB), "stream #2");
     // The CLI's names, built without packing, are the window's.
@@ -144,9 +147,36 @@ TEST(ViewEntityNames, SpecialStreamsAndUnknownPool) {
     const int perThread = L->laneOfStream(2), legacy = L->laneOfStream(1);
     ASSERT_GE(perThread, 0);
     ASSERT_GE(legacy, 0);
-    EXPECT_EQ(L->lanes[size_t(perThread)].subtitle, "per-thread stream (0x2)");
-    EXPECT_EQ(L->lanes[size_t(legacy)].subtitle, "legacy stream (0x1)");
+    EXPECT_EQ(L->lanes[size_t(perThread)].subtitle, "per-thread · 1 alloc · peak 64 B");
+    EXPECT_EQ(L->lanes[size_t(legacy)].subtitle.rfind("legacy · ", 0), 0u)
+        << L->lanes[size_t(legacy)].subtitle;
     ASSERT_EQ(L->lanes[size_t(legacy)].failed.size(), 1u);
+}
+
+TEST(ViewLaneLayout, AllocatorActivitySkipsIdleStartAndEnd) {
+    // Hand-built: idle set-up until 1000, allocations 1000..1500, a trim at 1800, then idle
+    // until 5000 (a stream record).
+    test::Events ev;
+    Event& create = ev.add(EventKind::PoolCreate, 10);
+    create.pool = kPool;
+    create.variant = static_cast<uint8_t>(PoolKind::Explicit);
+    ev.alloc(1000, kA, kPool, 0x1000, 100);
+    ev.free(1500, kA, kPool, 0x1000);
+    Event& trim = ev.add(EventKind::PoolTrimTo, 1800);
+    trim.pool = kPool;
+    Event& rec = ev.add(EventKind::EventRecord, 5000);
+    rec.ptr = kEvt;
+    rec.stream = kA;
+    const auto tl = build(ev);
+    const view::TimeSpan act = view::allocatorActivity(*tl);
+    EXPECT_EQ(act.begin, 1000);
+    EXPECT_GE(act.end, 1500);
+    EXPECT_LE(act.end, 1800);
+    EXPECT_FALSE(act.empty());
+
+    test::Events none; // no allocation at all: nothing to fit to
+    none.add(EventKind::EventRecord, 5).stream = kA;
+    EXPECT_TRUE(view::allocatorActivity(*build(none)).empty());
 }
 
 TEST(ViewLaneLayout, CancelledBuildReturnsNull) {

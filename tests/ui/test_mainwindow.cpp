@@ -152,7 +152,7 @@ TEST(MainWindow, ReplayCursorShowsStateAtThatInstant) {
     const QString at =
         w.entityModel()->data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString();
     const PoolTimeline* p = tl.pool(synth::kSynthDefaultPool);
-    EXPECT_EQ(at, QStringLiteral("R %1 · U %2")
+    EXPECT_EQ(at, QStringLiteral("reserved %1 · used %2")
                       .arg(QString::fromStdString(formatBytes(p->reserved.valueAt(t))),
                            QString::fromStdString(formatBytes(p->used.valueAt(t)))));
     EXPECT_TRUE(w.details()->toPlainText().contains("At the cursor"));
@@ -255,13 +255,13 @@ TEST(WatermarkPlot, ThousandPoolsGetOneGraphSetEachAndClear) {
     plot.resize(1200, 400);
     plot.show();
     plot.setSnapshot(snap);
-    EXPECT_EQ(plot.plot()->graphCount(), 5 * 1000);
+    EXPECT_EQ(plot.plot()->graphCount(), 6 * 1000); // 6 per pool
     EXPECT_EQ(plot.plot()->legend->itemCount(), 0) << "the plot's own legend is a QLabel";
     EXPECT_GT(plot.graphPointCount(), 100000);
     plot.setSnapshot(TraceSnapshot{});
     EXPECT_EQ(plot.plot()->graphCount(), 0);
     plot.setSnapshot(snap); // and back: the graphs are rebuilt, not left behind
-    EXPECT_EQ(plot.plot()->graphCount(), 5 * 1000);
+    EXPECT_EQ(plot.plot()->graphCount(), 6 * 1000); // 6 per pool
 }
 
 TEST(MainWindow, CancelledLoadLeavesWindowUsable) {

@@ -4,6 +4,7 @@
 #include "EventTableModel.h"
 #include "LaneLayout.h"
 #include "TestTrace.h"
+#include "TimelinePainter.h"
 #include "poolscope/TraceReader.h"
 
 #include <QAbstractItemModelTester>
@@ -102,7 +103,7 @@ TEST(EntityTreeModel, PassesModelTesterWithStatsAndCursor) {
     const int64_t mid = (s.timeline->t0 + s.timeline->t1) / 2;
     model.setCursorTime(mid);
     EXPECT_TRUE(
-        model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().startsWith("R "));
+        model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().startsWith("reserved "));
     model.resetData({});
     EXPECT_EQ(model.rowCount(), 0);
 }
@@ -153,4 +154,78 @@ TEST(EventFilter, FileProviderCapsAndFilters) {
     EventQueryResult failed = provider(f, 100, cancel);
     ASSERT_EQ(failed.events.size(), 1u);
     EXPECT_EQ(failed.events[0].result, 2);
+}
+
+TEST(EntityTreeModel, HidesStreamsWithoutAllocationsUntilAsked) {
+    // The real PyTorch sample: ~129 streams created, most never allocate, free or fail.
+    auto tl = loadTimeline(QStringLiteral(POOLSCOPE_SAMPLES_DIR "/torch_async.poolscope"));
+    ASSERT_TRUE(tl);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "torch_async");
+    size_t idle = 0, active = 0;
+    for (const StreamTimeline& st : tl->streams)
+        (st.allocCount == 0 && st.freeCount == 0 && st.failedCount == 0 ? idle : active) += 1;
+    ASSERT_GT(idle, 100u);
+    ASSERT_GT(active, 0u);
+    EntityTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    model.resetData(s);
+    auto streamRows = [&] {
+        size_t n = 0;
+        for (int d = 0; d < model.rowCount(); ++d) {
+            const QModelIndex dev = model.index(d, 0);
+            for (int r = 0; r < model.rowCount(dev); ++r)
+                n += model.selectionFor(model.index(r, 0, dev)).kind == Selection::Stream;
+        }
+        return n;
+    };
+    EXPECT_EQ(streamRows(), active);
+    model.setShowIdleStreams(true);
+    EXPECT_EQ(streamRows(), active + idle);
+    model.setShowIdleStreams(false);
+    EXPECT_EQ(streamRows(), active);
+
+}
+
+TEST(TimelineGeometry, HidesLanesOfStreamsWithoutAllocationActivity) {
+    // Every bundled real trace: a stream's lane is hidden exactly when the stream never
+    // allocates, frees or fails (it only syncs or waits), and it is then drawn as its device's.
+    size_t hiddenStreams = 0;
+    for (const char* name : {"churn", "pools", "trims_oom", "threads", "ipc-parent", "ipc-child",
+                             "torch_async", "jax", "cupy", "gpt2", "thread_first", "threads_race"}) {
+        auto tl = loadTimeline(QStringLiteral(POOLSCOPE_SAMPLES_DIR "/%1.poolscope").arg(name));
+        ASSERT_TRUE(tl) << name;
+        TraceSnapshot s = TraceSnapshot::fromTimeline(tl, name);
+        TimelineGeometry g;
+        g.layoutLanes(*s.layout, {}, tl.get());
+        for (size_t i = 0; i < s.layout->lanes.size(); ++i) {
+            const view::Lane& l = s.layout->lanes[i];
+            if (l.kind != LaneKind::Stream) continue;
+            const StreamTimeline* st = tl->stream(l.stream);
+            ASSERT_TRUE(st) << name;
+            const bool isIdle = st->allocCount == 0 && st->freeCount == 0 && st->failedCount == 0;
+            EXPECT_EQ(g.hidden(i), isIdle) << name << " " << l.title;
+            if (g.hidden(i)) {
+                ++hiddenStreams;
+                EXPECT_EQ(s.layout->lanes[size_t(g.shownAs[i])].kind, LaneKind::Device);
+            }
+        }
+        g.layoutLanes(*s.layout, {}, nullptr); // shown when asked for
+        for (size_t i = 0; i < s.layout->lanes.size(); ++i) EXPECT_FALSE(g.hidden(i)) << name;
+    }
+    EXPECT_GT(hiddenStreams, 0u);
+}
+
+TEST(ColorScheme, NoPoolsUsedColourIsAnotherPoolsReservedColour) {
+    auto hueGap = [](int a, int b) {
+        const int d = std::abs(a - b) % 360;
+        return std::min(d, 360 - d);
+    };
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+            EXPECT_GE(hueGap(ColorScheme::usedHue(i), ColorScheme::reservedHue(j)), 30) << i << " " << j;
+            if (i != j) {
+                EXPECT_GE(hueGap(ColorScheme::reservedHue(i), ColorScheme::reservedHue(j)), 30);
+                EXPECT_GE(hueGap(ColorScheme::usedHue(i), ColorScheme::usedHue(j)), 30);
+            }
+        }
 }

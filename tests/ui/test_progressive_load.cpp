@@ -86,9 +86,9 @@ TEST(ProgressiveLoad, WithoutInteractionTheWholeTraceFitsAsBefore) {
     w.openFile(synth::syntheticTracePath(60000));
     ASSERT_TRUE(shown.wait(60000));
     EXPECT_EQ(partial.count(), 1);
-    // Same view as a load without a partial timeline: fit all.
+    // Same view as a load without a partial timeline: fit to the allocator's activity.
     const int64_t a = w.timeline()->viewStart(), b = w.timeline()->viewEnd();
-    w.timeline()->fitAll();
+    w.timeline()->fitActivity();
     EXPECT_EQ(w.timeline()->viewStart(), a);
     EXPECT_EQ(w.timeline()->viewEnd(), b);
     EXPECT_TRUE(w.statusText().contains(QStringLiteral("Opened")));

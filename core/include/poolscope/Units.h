@@ -9,6 +9,9 @@ namespace poolscope {
 std::string formatBytes(uint64_t bytes);      // "512 B", "1.50 KiB", "20.3 GiB"
 std::string formatBytesSigned(int64_t bytes); // "+1.00 MiB", "-32.0 MiB"
 std::string formatDuration(int64_t ns);       // "850 ns", "12.4 µs", "3.20 ms", "1.25 s"
+// A driver result code by its name, the number after it: "CUDA_ERROR_OUT_OF_MEMORY (2)";
+// "CUresult 12345" for a code this build does not name.
+std::string formatCuResult(int result);
 std::string formatCount(uint64_t n);          // "9,950,369": counts of millions read bare badly
 // to - from for two timestamps, without the undefined behaviour of signed overflow: saturates at
 // INT64_MIN / INT64_MAX, which only a damaged or hostile trace reaches (a span over 292 years).

@@ -110,8 +110,8 @@ void addFindings(Report& r) {
     if (r.failedCount > 0) {
         const FailedAllocation& f = r.failed.front();
         r.findings.push_back(formatCount(r.failedCount) + " allocation(s) failed; the first at " +
-                             at(f.tsNs) + " asked for " + formatBytes(f.size) + " (CUresult " +
-                             std::to_string(f.result) + ")");
+                             at(f.tsNs) + " asked for " + formatBytes(f.size) + " (" +
+                             formatCuResult(int(f.result)) + ")");
     }
     if (r.leakCount > 0)
         r.findings.push_back(formatCount(r.leakCount) + " allocation(s) (" +

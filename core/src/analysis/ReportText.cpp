@@ -91,7 +91,7 @@ std::string reportToText(const Report& r) {
         detail::TextTable failed({"at", "size", "stream", "pool", "CUresult", "seq"});
         for (const FailedAllocation& f : r.failed)
             failed.row({rel(f.tsNs), formatBytes(f.size), r.names.streamWithHandle(f.stream), r.names.poolWithHandle(f.pool),
-                        std::to_string(f.result), std::to_string(f.seq)});
+                        formatCuResult(int(f.result)), std::to_string(f.seq)});
         out += failed.render();
         if (r.failedCount > r.failed.size())
             out += "  ... " + formatCount(r.failedCount - r.failed.size()) + " more\n";

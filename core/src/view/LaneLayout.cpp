@@ -87,6 +87,27 @@ int indexOfStream(const Timeline& tl, uint64_t s) {
     return idx;
 }
 
+// A stream's lane subtitle: what kind of stream it is and what it allocated; its handle is in
+// the details pane.
+std::string streamSubtitle(const Timeline& tl, uint64_t s) {
+    // Short: it shares the label column with the lane's title (the flags and the handle are in
+    // the details pane).
+    std::string kind = s == 0 ? "default" : s == 1 ? "legacy" : s == 2 ? "per-thread" : "";
+    const int i = indexOfStream(tl, s);
+    const StreamTimeline* st = i >= 0 ? &tl.streams[size_t(i)] : nullptr;
+    if (st && s > 2 && st->info.priorityKnown && st->info.priority)
+        kind = "priority " + std::to_string(st->info.priority);
+    const std::string what =
+        !st || st->allocCount == 0
+            ? (st && st->freeCount ? std::to_string(st->freeCount) +
+                                         (st->freeCount == 1 ? " free" : " frees") +
+                                         " · no allocations"
+                                   : std::string("no allocations"))
+            : std::to_string(st->allocCount) + (st->allocCount == 1 ? " alloc" : " allocs") +
+                  " · peak " + formatBytes(st->peakLive);
+    return kind.empty() ? what : kind + " · " + what;
+}
+
 } // namespace
 
 std::shared_ptr<const LaneLayout> LaneLayout::build(const Timeline& tl,
@@ -155,7 +176,15 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
             pl.pool = pool;
             pl.poolIndex = pp.poolIndex;
             pl.title = names.pool(pool);
-            pl.subtitle = pool ? EntityNames::hexHandle(pool) : std::string();
+            // What the pool did, not its handle (the handle is in the details pane).
+            if (pp.poolIndex >= 0) {
+                const PoolTimeline& pt = tl.pools[size_t(pp.poolIndex)];
+                pl.subtitle = pt.peakReserved || pp.streams.size()
+                                  ? "peak " + formatBytes(pt.peakReserved) + " reserved"
+                                  : std::string(pt.info.kind == PoolKind::Imported
+                                                    ? "imported · nothing allocated here"
+                                                    : "nothing allocated");
+            }
             poolLane_[pool] = static_cast<int>(lanes.size());
             lanes.push_back(std::move(pl));
 
@@ -169,7 +198,7 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
                 sl.stream = s;
                 sl.streamIndex = indexOfStream(tl, s);
                 sl.title = names.stream(s);
-                sl.subtitle = EntityNames::streamLabel(s);
+                sl.subtitle = streamSubtitle(tl, s);
                 const int laneIndex = static_cast<int>(lanes.size());
                 auto it = pairAllocs.find({pool, s});
                 std::vector<uint32_t> none;
@@ -187,7 +216,7 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
             sl.stream = s;
             sl.streamIndex = indexOfStream(tl, s);
             sl.title = names.stream(s);
-            sl.subtitle = EntityNames::streamLabel(s) + " · no allocations";
+            sl.subtitle = streamSubtitle(tl, s);
             sl.firstRow = static_cast<int>(rows.size());
             streamLane_[s] = static_cast<int>(lanes.size());
             lanes.push_back(std::move(sl));
@@ -268,6 +297,22 @@ int LaneLayout::laneOfPool(uint64_t pool) const {
 int LaneLayout::laneOf(uint64_t pool, uint64_t stream) const {
     auto it = pairLane_.find({pool, stream});
     return it == pairLane_.end() ? -1 : it->second;
+}
+
+TimeSpan allocatorActivity(const Timeline& tl) {
+    int64_t a = INT64_MAX, b = INT64_MIN;
+    for (const Allocation& x : tl.allocations) {
+        a = std::min(a, x.allocTsNs);
+        b = std::max(b, x.live() ? x.allocTsNs : x.freeTsNs);
+    }
+    for (const FailedAllocation& f : tl.failed) {
+        a = std::min(a, f.tsNs);
+        b = std::max(b, f.tsNs);
+    }
+    if (a == INT64_MAX) return {};
+    for (const PoolTimeline& p : tl.pools) // trims and releases after the last free
+        if (!p.reserved.empty()) b = std::max(b, p.reserved.t.back());
+    return {a, std::max(a, b)};
 }
 
 } // namespace poolscope::view

@@ -78,4 +78,14 @@ private:
 // scan that moves forward a little at a time touches only nearby memory.
 size_t gallopPast(const std::vector<int64_t>& ends, size_t from, int64_t t);
 
+// The span where the allocator was busy: from the first allocation (or failed one) to the last
+// free, allocation or change of a pool's reserved memory. The first view of a trace fits this
+// rather than the whole trace, which often starts and ends with idle time (start-up, teardown).
+// {0, 0} when the trace has no allocator activity.
+struct TimeSpan {
+    int64_t begin = 0, end = 0;
+    bool empty() const { return end <= begin; }
+};
+TimeSpan allocatorActivity(const Timeline& tl);
+
 } // namespace poolscope::view
