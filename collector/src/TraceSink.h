@@ -19,6 +19,7 @@
 
 #include "Clock.h"
 #include "RingRegistry.h"
+#include "Stacks.h"
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
@@ -64,6 +65,9 @@ public:
     void setMeta(const std::string& key, const std::string& value);
 
     void setLiveSink(LiveSink* live) { live_ = live; }
+    // Call sites: each pass writes what the recorder interned since the last one (before the
+    // events that name them, in the same transaction).
+    void setStackRecorder(StackRecorder* s) { stacks_ = s; }
     void setHoldBackMs(uint32_t ms) { holdBackMs_ = ms; }
 
     // One writer pass: drain, order, resolve, write; commits when 100 ms have passed since the
@@ -113,6 +117,7 @@ private:
     std::atomic<uint64_t>& seq_;
     TickConverter clock_;
     LiveSink* live_ = nullptr;
+    StackRecorder* stacks_ = nullptr;
 
     std::vector<Event> scratch_;  // drain buffer
     std::vector<Event> samples_;
