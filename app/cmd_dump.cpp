@@ -96,8 +96,8 @@ int dumpStacks(const TraceReader& r, bool csv) {
         return exitCode;
     }
     if (t->sites.empty()) {
-        std::fprintf(stderr, "poolscope: %s: no stacks recorded (record with --stacks to get "
-                             "call sites; traces before format 4 have none)\n",
+        std::fprintf(stderr, "poolscope: %s: no stacks recorded (traces before format 4 and "
+                             "those recorded with --stacks off have none)\n",
                      r.path().c_str());
         return 0;
     }

@@ -56,8 +56,8 @@ private:
 std::string sitesText(const Report& rep, const std::vector<analysis::PoolSites>& pools,
                       const StackTables& t, size_t n) {
     std::string s = "\nCall sites at each pool's peak reserved (top " + std::to_string(n) + ")\n";
-    if (t.sites.empty()) return s + "  no stacks recorded (record with --stacks; traces before "
-                                    "format 4 have none)\n";
+    if (t.sites.empty()) return s + "  no stacks recorded (traces before format 4 and those recorded "
+                                    "with --stacks off have none)\n";
     for (const analysis::PoolSites& p : pools) {
         s += "  " + rep.names.pool(p.pool) + ": ";
         s += p.atPeakReserved ? "peak reserved " + formatBytes(p.reserved) : std::string("most live bytes");

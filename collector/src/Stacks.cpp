@@ -142,6 +142,8 @@ PythonApi PythonApi::find() {
     a.getAttr = sym<void* (*)(void*, const char*)>(RTLD_DEFAULT, "PyObject_GetAttrString");
     a.utf8 = sym<const char* (*)(void*)>(RTLD_DEFAULT, "PyUnicode_AsUTF8");
     a.errClear = sym<void (*)()>(RTLD_DEFAULT, "PyErr_Clear");
+    a.currentState = sym<void* (*)()>(RTLD_DEFAULT, "PyThreadState_GetUnchecked");
+    if (!a.currentState) a.currentState = sym<void* (*)()>(RTLD_DEFAULT, "_PyThreadState_UncheckedGet");
     if (!a.ok()) return PythonApi{};
     return a;
 }
@@ -207,7 +209,7 @@ uint32_t StackRecorder::capture(ThreadSites& ts) {
     void* codes[kMaxStackDepth];
     int lines[kMaxStackDepth];
     int nPy = 0;
-    if (mode != StackMode::Native && py_.ok() && py_.isInitialized() && py_.gilCheck()) {
+    if (mode != StackMode::Native && py_.ok() && py_.holdsGil()) {
         // Under the GIL this thread already holds. Each call returns a new reference (3.9+
         // API); frames are released as the walk moves on, code objects after interning.
         void* f = py_.getFrame();

@@ -55,7 +55,12 @@ struct PythonApi {
     void* (*getAttr)(void*, const char*) = nullptr; // PyObject_GetAttrString: new reference
     const char* (*utf8)(void*) = nullptr;    // PyUnicode_AsUTF8: borrowed
     void (*errClear)() = nullptr;            // PyErr_Clear
+    // The thread's current thread state, NULL while it holds no GIL: PyThreadState_GetUnchecked
+    // (3.13) or _PyThreadState_UncheckedGet (3.5-3.12). Optional; checked with gilCheck because
+    // PyGILState_Check answers 1 for every thread once subinterpreters exist.
+    void* (*currentState)() = nullptr;
     bool ok() const;
+    bool holdsGil() const { return isInitialized() && gilCheck() && (!currentState || currentState()); }
     // Looks the functions up in the process's global scope (the interpreter, if loaded).
     static PythonApi find();
 };

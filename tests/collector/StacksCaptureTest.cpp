@@ -10,7 +10,9 @@
 #include <thread>
 #include <unistd.h>
 
+#include "RingRegistry.h"
 #include "Stacks.h"
+#include "TraceSink.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
@@ -284,6 +286,49 @@ TEST_F(RecorderFixture, SitesTravelThroughATraceFile) {
     auto withSymbols = (*r2)->stacks();
     ASSERT_TRUE(withSymbols);
     EXPECT_EQ(withSymbols->symbols.size(), t.symbols.size());
+    std::remove(path.c_str());
+}
+
+// The writer thread's side: each pass writes the sites interned since the last one, in the
+// same file as the events that name them.
+TEST_F(RecorderFixture, TheSinkWritesSitesBesideTheirEvents) {
+    setUp(StackMode::Native);
+    const std::string path = ::testing::TempDir() + "stacks_sink.poolscope";
+    RingRegistry rings;
+    std::atomic<uint64_t> seq{1};
+    auto w = TraceWriter::create(path);
+    ASSERT_TRUE(w);
+    TraceSink sink(std::move(*w), rings, seq);
+    sink.setStackRecorder(&rec);
+    EventRing ring(64);
+    rings.add(&ring);
+    rec.push(*ts, "epoch", 5);
+    Event a;
+    a.kind = EventKind::Alloc;
+    a.ptr = 0x10000;
+    a.size = 1 << 20;
+    a.pool = 0xabc;
+    a.seq = seq.fetch_add(1);
+    a.site = stacks_test_outer();
+    ring.push(a);
+    ASSERT_TRUE(sink.pump().ok());
+    rec.pop(*ts, 9);
+    ASSERT_TRUE(sink.close().ok());
+
+    auto r = TraceReader::open(path);
+    ASSERT_TRUE(r) << r.error().message;
+    auto events = (*r)->events(INT64_MIN, INT64_MAX);
+    ASSERT_TRUE(events);
+    ASSERT_EQ(events->size(), 1u);
+    auto t = (*r)->stacks();
+    ASSERT_TRUE(t) << t.error().message;
+    ASSERT_TRUE(t->sites.count(events->front().site));
+    EXPECT_EQ(analysis::sitePath(*t, events->front().site), "epoch");
+    ASSERT_EQ(t->ranges.size(), 1u);
+    EXPECT_NE(t->ranges[0].endNs, 0) << "the pop written by the final pass";
+    symbolize(*t);
+    EXPECT_NE(analysis::siteText(*t, events->front().site, 10).find("stacks_test_leaf"),
+              std::string::npos);
     std::remove(path.c_str());
 }
 
