@@ -155,7 +155,8 @@ void registerReport(CLI::App& app, int& exitCode) {
             symbolize(*stacks); // names where the binaries are found here
             const auto pools = analysis::topSitesAtPeaks(*tl, rep, *topSites);
             if (*json) {
-                nlohmann::json j = nlohmann::json::parse(text);
+                // ordered_json: the report's keys stay in the order reportToJson wrote them.
+                nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);
                 j["call_sites"] = stacks->sites.empty() ? nlohmann::json(nullptr)
                                                         : sitesJson(pools, *stacks);
                 if (stacks->sites.empty()) j["call_sites_note"] = "no stacks recorded";

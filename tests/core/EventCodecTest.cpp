@@ -330,8 +330,8 @@ TEST(EventCodecV3, WriterToReaderAcrossChunksWithSamplesInBetween) {
         EXPECT_EQ((*w)->eventsWritten(), events.size());
         ASSERT_TRUE((*w)->close());
     }
-    EXPECT_EQ(chunkCodec(path, "SELECT min(codec) FROM event_chunks"), 3);
-    EXPECT_EQ(chunkCodec(path, "SELECT max(codec) FROM event_chunks"), 3);
+    EXPECT_EQ(chunkCodec(path, "SELECT min(codec) FROM event_chunks"), kEventCodecVersion);
+    EXPECT_EQ(chunkCodec(path, "SELECT max(codec) FROM event_chunks"), kEventCodecVersion);
     EXPECT_EQ(chunkCodec(path, "SELECT max(count) FROM event_chunks"),
               static_cast<int64_t>(schema::kChunkEvents));
     auto r = TraceReader::open(path);
@@ -355,7 +355,7 @@ TEST(EventCodecV3, ChunkOfANewerCodecIsANewerVersionError) {
         ASSERT_TRUE((*w)->append(e));
         ASSERT_TRUE((*w)->close());
     }
-    chunkCodec(path, "UPDATE event_chunks SET codec = 4");
+    chunkCodec(path, ("UPDATE event_chunks SET codec = " + std::to_string(kEventCodecVersion + 1)).c_str());
     auto r = TraceReader::open(path);
     ASSERT_TRUE(r) << r.error().message;
     auto ev = (*r)->events(INT64_MIN, INT64_MAX);
