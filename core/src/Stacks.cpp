@@ -20,9 +20,18 @@ std::string shortFile(const std::string& path) {
 }
 } // namespace
 
+namespace {
+// "(anonymous namespace)::f" reads as "f": the qualifier says nothing a user acts on.
+std::string readableFunction(std::string fn) {
+    static const std::string anon = "(anonymous namespace)::";
+    for (size_t at; (at = fn.find(anon)) != std::string::npos;) fn.erase(at, anon.size());
+    return fn;
+}
+} // namespace
+
 std::string frameText(const StackTables& t, const NativeFrame& f) {
     if (const Symbol* s = t.symbol(f); s && !s->function.empty()) {
-        std::string out = s->function;
+        std::string out = readableFunction(s->function);
         if (!s->file.empty()) {
             out += " (" + moduleName(s->file);
             if (s->line > 0) out += ":" + std::to_string(s->line);

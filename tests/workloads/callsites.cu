@@ -15,23 +15,22 @@
 
 #include "Truth.h"
 
-namespace {
-
+// Plain static functions (no anonymous namespace), so that their names read as written.
 constexpr size_t MiB = size_t(1) << 20;
-std::vector<void*> g_live;
-std::string g_path;
+static std::vector<void*> g_live;
+static std::string g_path;
 
-void range(const char* name, int depth) {
+static void range(const char* name, int depth) {
     nvtxRangePushA(name);
     std::printf("{\"type\":\"range\",\"name\":\"%s\",\"depth\":%d}\n", name, depth);
 }
 
-void site(const char* fn, size_t bytes, int count) {
+static void site(const char* fn, size_t bytes, int count) {
     std::printf("{\"type\":\"site\",\"function\":\"%s\",\"nvtx\":\"%s\",\"bytes\":%zu,\"count\":%d}\n",
                 fn, g_path.c_str(), bytes * size_t(count), count);
 }
 
-__attribute__((noinline)) void alloc_weights(cudaStream_t s) {
+__attribute__((noinline)) static void alloc_weights(cudaStream_t s) {
     for (int i = 0; i < 3; ++i) {
         void* p = nullptr;
         CHECK(cudaMallocAsync(&p, 64 * MiB, s));
@@ -40,7 +39,7 @@ __attribute__((noinline)) void alloc_weights(cudaStream_t s) {
     site("alloc_weights", 64 * MiB, 3);
 }
 
-__attribute__((noinline)) void alloc_activations(cudaStream_t s) {
+__attribute__((noinline)) static void alloc_activations(cudaStream_t s) {
     for (int i = 0; i < 4; ++i) {
         void* p = nullptr;
         CHECK(cudaMallocAsync(&p, 16 * MiB, s));
@@ -49,21 +48,19 @@ __attribute__((noinline)) void alloc_activations(cudaStream_t s) {
     site("alloc_activations", 16 * MiB, 4);
 }
 
-__attribute__((noinline)) void alloc_workspace(cudaStream_t s) {
+__attribute__((noinline)) static void alloc_workspace(cudaStream_t s) {
     void* p = nullptr;
     CHECK(cudaMallocAsync(&p, 96 * MiB, s));
     g_live.push_back(p);
     site("alloc_workspace", 96 * MiB, 1);
 }
 
-__attribute__((noinline)) void scratch(cudaStream_t s) {
+__attribute__((noinline)) static void scratch(cudaStream_t s) {
     void* p = nullptr;
     CHECK(cudaMallocAsync(&p, 128 * MiB, s));
     CHECK(cudaFreeAsync(p, s));
     CHECK(cudaStreamSynchronize(s));
 }
-
-} // namespace
 
 int main() {
     CHECK(cudaSetDevice(0));
