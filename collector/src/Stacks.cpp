@@ -156,9 +156,19 @@ void StackRecorder::configure(const Options& o, const std::vector<std::string>& 
     // libgcc's _Unwind_Backtrace (and glibc's backtrace(), built on it) re-reads the DWARF CFI,
     // ~230 ns a frame (tests/bench/StackBench.cpp, docs/PERFORMANCE.md). Loaded here, local to
     // this module, so the program's own unwinder (C++ exceptions) is never replaced; without it
-    // the stacks still work, slower.
-    for (const char* lib : {"libunwind.so.8", "libunwind.so"}) {
-        if (void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)) {
+    // the stacks still work, slower. Beside this module first: a build carried to a machine
+    // without Debian's libunwind8 can bring its copy along.
+    std::vector<std::string> candidates;
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&stackModeName), &self) && self.dli_fname) {
+        const std::string me = self.dli_fname;
+        const size_t slash = me.rfind('/');
+        if (slash != std::string::npos) candidates.push_back(me.substr(0, slash) + "/libunwind.so.8");
+    }
+    candidates.push_back("libunwind.so.8");
+    candidates.push_back("libunwind.so");
+    for (const std::string& lib : candidates) {
+        if (void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL)) {
             unwBacktrace_ = sym<int (*)(void**, int)>(h, "unw_backtrace");
             if (unwBacktrace_) break;
         }

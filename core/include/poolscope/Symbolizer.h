@@ -1,7 +1,8 @@
 #pragma once
 // Symbolization of recorded native frames (issue #13), off the hot path: function, file and line
-// where debug information exists, module + offset where it does not. Uses elfutils' libdw, in
-// the poolscope_symbols library (the collector module never links it). A module's binary is
+// where debug information exists, module + offset where it does not. Uses elfutils' libdw,
+// opened at run time (without libdw1 installed every frame stays module + offset, and
+// SymbolizeResult::missing says why), in the poolscope_symbols library (never in the collector). A module's binary is
 // the recorded path when its build-id still matches, else the debug file named by the build-id
 // (/usr/lib/debug/.build-id/xx/yyyy.debug and each directory in POOLSCOPE_DEBUG_DIRS, colon
 // separated, searched as DIR/.build-id/xx/yyyy.debug, DIR/.build-id/xx/yyyy and DIR/<file name>

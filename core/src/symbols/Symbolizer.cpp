@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cxxabi.h>
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -47,12 +48,89 @@ std::string demangle(const char* name) {
     return s;
 }
 
-const Dwfl_Callbacks kCallbacks = {
-    nullptr,                        // find_elf: the file is always given
-    dwfl_standard_find_debuginfo,   // separate debug files by build-id / .gnu_debuglink
-    dwfl_offline_section_address,
-    nullptr,
+// elfutils' libdw, opened at first use: a `poolscope` built here runs where libdw1 is not
+// installed (a GPU server), and then leaves frames as module + offset.
+struct DwApi {
+    decltype(&::dwfl_begin) dwfl_begin = nullptr;
+    decltype(&::dwfl_end) dwfl_end = nullptr;
+    decltype(&::dwfl_report_begin) dwfl_report_begin = nullptr;
+    decltype(&::dwfl_report_elf) dwfl_report_elf = nullptr;
+    decltype(&::dwfl_report_end) dwfl_report_end = nullptr;
+    decltype(&::dwfl_module_build_id) dwfl_module_build_id = nullptr;
+    decltype(&::dwfl_module_addrdie) dwfl_module_addrdie = nullptr;
+    decltype(&::dwarf_getscopes) dwarf_getscopes = nullptr;
+    decltype(&::dwarf_tag) dwarf_tag = nullptr;
+    decltype(&::dwarf_attr_integrate) dwarf_attr_integrate = nullptr;
+    decltype(&::dwarf_formstring) dwarf_formstring = nullptr;
+    decltype(&::dwarf_diename) dwarf_diename = nullptr;
+    decltype(&::dwarf_attr) dwarf_attr = nullptr;
+    decltype(&::dwarf_formref_die) dwarf_formref_die = nullptr;
+    decltype(&::dwfl_module_addrname) dwfl_module_addrname = nullptr;
+    decltype(&::dwfl_module_getsrc) dwfl_module_getsrc = nullptr;
+    decltype(&::dwfl_lineinfo) dwfl_lineinfo = nullptr;
+    decltype(&::dwfl_standard_find_debuginfo) dwfl_standard_find_debuginfo = nullptr;
+    decltype(&::dwfl_offline_section_address) dwfl_offline_section_address = nullptr;
+    bool ok = false;
 };
+
+const DwApi& dw() {
+    static const DwApi api = [] {
+        DwApi a;
+        void* h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!h) return a;
+        a.dwfl_begin = reinterpret_cast<decltype(a.dwfl_begin)>(dlsym(h, "dwfl_begin"));
+        if (!a.dwfl_begin) return a;
+        a.dwfl_end = reinterpret_cast<decltype(a.dwfl_end)>(dlsym(h, "dwfl_end"));
+        if (!a.dwfl_end) return a;
+        a.dwfl_report_begin = reinterpret_cast<decltype(a.dwfl_report_begin)>(dlsym(h, "dwfl_report_begin"));
+        if (!a.dwfl_report_begin) return a;
+        a.dwfl_report_elf = reinterpret_cast<decltype(a.dwfl_report_elf)>(dlsym(h, "dwfl_report_elf"));
+        if (!a.dwfl_report_elf) return a;
+        a.dwfl_report_end = reinterpret_cast<decltype(a.dwfl_report_end)>(dlsym(h, "dwfl_report_end"));
+        if (!a.dwfl_report_end) return a;
+        a.dwfl_module_build_id = reinterpret_cast<decltype(a.dwfl_module_build_id)>(dlsym(h, "dwfl_module_build_id"));
+        if (!a.dwfl_module_build_id) return a;
+        a.dwfl_module_addrdie = reinterpret_cast<decltype(a.dwfl_module_addrdie)>(dlsym(h, "dwfl_module_addrdie"));
+        if (!a.dwfl_module_addrdie) return a;
+        a.dwarf_getscopes = reinterpret_cast<decltype(a.dwarf_getscopes)>(dlsym(h, "dwarf_getscopes"));
+        if (!a.dwarf_getscopes) return a;
+        a.dwarf_tag = reinterpret_cast<decltype(a.dwarf_tag)>(dlsym(h, "dwarf_tag"));
+        if (!a.dwarf_tag) return a;
+        a.dwarf_attr_integrate = reinterpret_cast<decltype(a.dwarf_attr_integrate)>(dlsym(h, "dwarf_attr_integrate"));
+        if (!a.dwarf_attr_integrate) return a;
+        a.dwarf_formstring = reinterpret_cast<decltype(a.dwarf_formstring)>(dlsym(h, "dwarf_formstring"));
+        if (!a.dwarf_formstring) return a;
+        a.dwarf_diename = reinterpret_cast<decltype(a.dwarf_diename)>(dlsym(h, "dwarf_diename"));
+        if (!a.dwarf_diename) return a;
+        a.dwarf_attr = reinterpret_cast<decltype(a.dwarf_attr)>(dlsym(h, "dwarf_attr"));
+        if (!a.dwarf_attr) return a;
+        a.dwarf_formref_die = reinterpret_cast<decltype(a.dwarf_formref_die)>(dlsym(h, "dwarf_formref_die"));
+        if (!a.dwarf_formref_die) return a;
+        a.dwfl_module_addrname = reinterpret_cast<decltype(a.dwfl_module_addrname)>(dlsym(h, "dwfl_module_addrname"));
+        if (!a.dwfl_module_addrname) return a;
+        a.dwfl_module_getsrc = reinterpret_cast<decltype(a.dwfl_module_getsrc)>(dlsym(h, "dwfl_module_getsrc"));
+        if (!a.dwfl_module_getsrc) return a;
+        a.dwfl_lineinfo = reinterpret_cast<decltype(a.dwfl_lineinfo)>(dlsym(h, "dwfl_lineinfo"));
+        if (!a.dwfl_lineinfo) return a;
+        a.dwfl_standard_find_debuginfo = reinterpret_cast<decltype(a.dwfl_standard_find_debuginfo)>(dlsym(h, "dwfl_standard_find_debuginfo"));
+        if (!a.dwfl_standard_find_debuginfo) return a;
+        a.dwfl_offline_section_address = reinterpret_cast<decltype(a.dwfl_offline_section_address)>(dlsym(h, "dwfl_offline_section_address"));
+        if (!a.dwfl_offline_section_address) return a;
+        a.ok = true;
+        return a;
+    }();
+    return api;
+}
+
+const Dwfl_Callbacks* callbacks() {
+    static const Dwfl_Callbacks cb = {
+        nullptr,                            // find_elf: the file is always given
+        dw().dwfl_standard_find_debuginfo,  // separate debug files by build-id / .gnu_debuglink
+        dw().dwfl_offline_section_address,
+        nullptr,
+    };
+    return &cb;
+}
 
 // One ELF file reported at bias 0, so that a recorded offset (address - load address) is the
 // file's own address.
@@ -61,24 +139,25 @@ struct OpenModule {
     Dwfl_Module* mod = nullptr;
     std::string buildId;
     ~OpenModule() {
-        if (dwfl) dwfl_end(dwfl);
+        if (dwfl) dw().dwfl_end(dwfl);
     }
 };
 
 std::unique_ptr<OpenModule> openElf(const std::string& path) {
     auto m = std::make_unique<OpenModule>();
-    m->dwfl = dwfl_begin(&kCallbacks);
+    if (!dw().ok) return nullptr;
+    m->dwfl = dw().dwfl_begin(callbacks());
     if (!m->dwfl) return nullptr;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return nullptr;
-    dwfl_report_begin(m->dwfl);
+    dw().dwfl_report_begin(m->dwfl);
     // libdw owns fd from here (closed by dwfl_end), also on failure.
-    m->mod = dwfl_report_elf(m->dwfl, path.c_str(), path.c_str(), fd, 0, false);
-    dwfl_report_end(m->dwfl, nullptr, nullptr);
+    m->mod = dw().dwfl_report_elf(m->dwfl, path.c_str(), path.c_str(), fd, 0, false);
+    dw().dwfl_report_end(m->dwfl, nullptr, nullptr);
     if (!m->mod) return nullptr;
     const unsigned char* bits = nullptr;
     GElf_Addr vaddr = 0;
-    const int n = dwfl_module_build_id(m->mod, &bits, &vaddr);
+    const int n = dw().dwfl_module_build_id(m->mod, &bits, &vaddr);
     if (n > 0) m->buildId = hex(bits, n);
     return m;
 }
@@ -123,12 +202,12 @@ std::unique_ptr<OpenModule> findModule(const ModuleInfo& info) {
 // wrote is in the function inlined there), else the symbol table's.
 std::string functionAt(Dwfl_Module* mod, Dwarf_Addr pc) {
     Dwarf_Addr bias = 0;
-    if (Dwarf_Die* cu = dwfl_module_addrdie(mod, pc, &bias)) {
+    if (Dwarf_Die* cu = dw().dwfl_module_addrdie(mod, pc, &bias)) {
         Dwarf_Die* scopes = nullptr;
-        const int n = dwarf_getscopes(cu, pc - bias, &scopes);
+        const int n = dw().dwarf_getscopes(cu, pc - bias, &scopes);
         std::string name;
         for (int i = 0; i < n && name.empty(); ++i) {
-            const int tag = dwarf_tag(&scopes[i]);
+            const int tag = dw().dwarf_tag(&scopes[i]);
             if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
             Dwarf_Attribute attr;
             Dwarf_Die origin = scopes[i];
@@ -136,28 +215,28 @@ std::string functionAt(Dwfl_Module* mod, Dwarf_Addr pc) {
             // abstract_origin / specification.
             for (int hop = 0; hop < 4; ++hop) {
                 const char* linkage = nullptr;
-                if (dwarf_attr_integrate(&origin, DW_AT_linkage_name, &attr))
-                    linkage = dwarf_formstring(&attr);
+                if (dw().dwarf_attr_integrate(&origin, DW_AT_linkage_name, &attr))
+                    linkage = dw().dwarf_formstring(&attr);
                 if (linkage) {
                     name = demangle(linkage);
                     break;
                 }
-                if (const char* dn = dwarf_diename(&origin)) {
+                if (const char* dn = dw().dwarf_diename(&origin)) {
                     name = dn;
                     break;
                 }
                 Dwarf_Die next;
-                if (!dwarf_attr(&origin, DW_AT_abstract_origin, &attr) &&
-                    !dwarf_attr(&origin, DW_AT_specification, &attr))
+                if (!dw().dwarf_attr(&origin, DW_AT_abstract_origin, &attr) &&
+                    !dw().dwarf_attr(&origin, DW_AT_specification, &attr))
                     break;
-                if (!dwarf_formref_die(&attr, &next)) break;
+                if (!dw().dwarf_formref_die(&attr, &next)) break;
                 origin = next;
             }
         }
         std::free(scopes);
         if (!name.empty()) return name;
     }
-    if (const char* sym = dwfl_module_addrname(mod, pc)) return demangle(sym);
+    if (const char* sym = dw().dwfl_module_addrname(mod, pc)) return demangle(sym);
     return {};
 }
 
@@ -174,6 +253,11 @@ SymbolizeResult symbolize(StackTables& t, std::vector<Symbol>* added) {
     for (const auto& [id, frames] : t.nativeStacks)
         for (const NativeFrame& f : frames)
             if (f.module && !t.symbol(f)) wanted[f.module].insert(f.offset);
+    if (!wanted.empty() && !dw().ok) {
+        for (const auto& [moduleId, offsets] : wanted) r.unresolved += offsets.size();
+        r.missing.push_back("libdw.so.1 (elfutils) is not installed: no symbols");
+        return r;
+    }
     for (const auto& [moduleId, offsets] : wanted) {
         const ModuleInfo* info = t.module(moduleId);
         std::unique_ptr<OpenModule> m = info ? findModule(*info) : nullptr;
@@ -189,9 +273,9 @@ SymbolizeResult symbolize(StackTables& t, std::vector<Symbol>* added) {
             s.module = moduleId;
             s.offset = off;
             s.function = functionAt(m->mod, pc);
-            if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, pc)) {
+            if (Dwfl_Line* line = dw().dwfl_module_getsrc(m->mod, pc)) {
                 int lineNo = 0;
-                if (const char* file = dwfl_lineinfo(line, nullptr, &lineNo, nullptr, nullptr, nullptr)) {
+                if (const char* file = dw().dwfl_lineinfo(line, nullptr, &lineNo, nullptr, nullptr, nullptr)) {
                     s.file = file;
                     s.line = lineNo;
                 }
