@@ -213,7 +213,12 @@ int StackRecorder::captureNativeForTest(uintptr_t* out, int max) { return unwind
 
 uint32_t StackRecorder::capture(ThreadSites& ts) {
     const StackMode mode = opts_.mode;
-    if (mode == StackMode::Off) return 0;
+    if (mode == StackMode::Off || ts.busy) return 0;
+    struct Busy {
+        bool& b;
+        explicit Busy(bool& f) : b(f) { b = true; }
+        ~Busy() { b = false; }
+    } busy(ts.busy);
     const int depth = opts_.depth;
 
     void* codes[kMaxStackDepth];

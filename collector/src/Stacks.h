@@ -74,6 +74,10 @@ struct ThreadSites {
         uint32_t site;
     } cache[kCache] = {};
     uint32_t tid = 0;
+    // Inside capture(): walking Python frames can run the garbage collector, whose finalizers
+    // may allocate (a nested callback on this thread). That nested capture records no site
+    // instead of re-entering (the shared table's mutex is not recursive).
+    bool busy = false;
     int nvtxDepth = 0;            // ranges pushed; those beyond kMaxNvtxDepth are counted only
     uint64_t nvtxHash[kMaxNvtxDepth + 1] = {}; // path hash at each depth ([0] = no range)
     uint64_t nvtxId[kMaxNvtxDepth] = {};

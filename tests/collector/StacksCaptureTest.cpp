@@ -223,6 +223,15 @@ TEST_F(RecorderFixture, NvtxPathIsPartOfTheSite) {
     EXPECT_EQ(t2.ranges.back().endNs, 400);
 }
 
+TEST_F(RecorderFixture, ANestedCaptureOnTheSameThreadRecordsNothing) {
+    setUp(StackMode::Native);
+    // As when a finalizer run by Python's collector during the frame walk allocates.
+    ts->busy = true;
+    EXPECT_EQ(stacks_test_outer(), 0u);
+    ts->busy = false;
+    EXPECT_NE(stacks_test_outer(), 0u);
+}
+
 TEST_F(RecorderFixture, OffRecordsNothing) {
     setUp(StackMode::Off);
     EXPECT_EQ(stacks_test_outer(), 0u);

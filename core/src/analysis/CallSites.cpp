@@ -23,12 +23,14 @@ bool isRuntimeFrame(const StackTables& t, const NativeFrame& f) {
 
 std::vector<PoolSites> topSitesAtPeaks(const Timeline& tl, const Report& report, size_t n) {
     std::vector<PoolSites> out;
+    // One pass over the allocations, not one per pool (traces with hundreds of pools).
+    std::unordered_map<uint64_t, std::vector<const Allocation*>> byPool;
+    for (const Allocation& a : tl.allocations)
+        if (a.ptr) byPool[a.pool].push_back(&a);
     for (const PoolReport& pr : report.pools) {
         PoolSites ps;
         ps.pool = pr.info.handle;
-        std::vector<const Allocation*> mine;
-        for (const Allocation& a : tl.allocations)
-            if (a.pool == ps.pool && a.ptr) mine.push_back(&a);
+        const std::vector<const Allocation*>& mine = byPool[ps.pool];
         if (pr.hasWatermarks && pr.peakReserved > 0) {
             ps.atTsNs = pr.peakReservedTsNs;
             ps.reserved = pr.peakReserved;
