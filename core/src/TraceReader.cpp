@@ -457,6 +457,13 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
         else if (h.codec < 1 || h.codec > 255)
             damaged(describeChunk(c.id, h) + ": codec value " + std::to_string(h.codec) +
                         " is out of range", lost);
+        else if (h.codec >= 4 && h.codec <= kEventCodecVersion &&
+                 schemaVersion_ < schema::kStacksVersion)
+            // Codec 4 exists only in format 4 files. It also decodes every codec-3 chunk, so
+            // without this rule an older file's chunk relabelled 3 -> 4 would pass unnoticed.
+            damaged(describeChunk(c.id, h) + ": codec " + std::to_string(h.codec) +
+                        " cannot occur in a format " + std::to_string(schemaVersion_) + " trace",
+                    lost);
         else if (!isBlob || bytes < h.count * minEventBytes(h.codec))
             damaged(describeChunk(c.id, h) + ": its data is missing or too short", lost);
         else if (h.lastSeq < h.firstSeq || h.lastSeq - h.firstSeq < h.count - 1)

@@ -164,3 +164,19 @@ TEST(CallSites, CliHandBuiltTraceListsTopSitesAndDumpsStacks) {
     ASSERT_EQ(std::system((cli + " dump " + path + " > " + out).c_str()), 0);
     EXPECT_NE(readFile(out).find("\"site\":2"), std::string::npos);
 }
+
+TEST(CallSites, HandBuiltCodec4ChunkInAnOlderFormatIsDamage) {
+    // Codec 4 decodes every codec-3 chunk, so in a format without checksums (1, 2) a chunk
+    // relabelled 3 -> 4 would read unnoticed: codec 4 outside format 4 is damage.
+    test::ScratchDir dir;
+    const std::string path = writeHandBuilt(dir);
+    test::execSql(path, "PRAGMA user_version=2");
+    auto r = TraceReader::open(path);
+    ASSERT_TRUE(r) << r.error().message;
+    (*r)->setSkipDamaged(true);
+    ASSERT_TRUE((*r)->verifyChunks());
+    const auto damage = (*r)->damage();
+    ASSERT_FALSE(damage.empty());
+    EXPECT_NE(damage.front().what.find("codec 4 cannot occur in a format 2 trace"), std::string::npos)
+        << damage.front().what;
+}
