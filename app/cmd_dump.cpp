@@ -2,7 +2,9 @@
 // Events are stored compressed in chunks (see core/src/schema.sql), so this is the way to get
 // them as plain rows. The columns are the record's fields as stored (their meaning per kind is
 // on poolscope::EventKind), then `details`: what the kind's values mean, the same text as the
-// window's Details column (describeEvent).
+// window's Details column (describeEvent). `site` is the call site (0 = none); `dump --stacks`
+// prints the sites instead of the events: each site's frames, symbolized where the binaries
+// are found (Stacks.h, Symbolizer.h).
 
 #include <CLI/CLI.hpp>
 #include <cinttypes>
@@ -14,6 +16,8 @@
 #include "poolscope/Event.h"
 #include "poolscope/EventText.h"
 #include "poolscope/JsonText.h"
+#include "poolscope/Symbolizer.h"
+#include "poolscope/analysis/CallSites.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/view/EntityNames.h"
 
@@ -26,6 +30,7 @@ struct DumpOptions {
     std::string format = "jsonl";
     bool samples = false;
     bool names = false;
+    bool stacks = false;
 };
 
 nlohmann::json toJson(const Event& e) {
@@ -34,7 +39,8 @@ nlohmann::json toJson(const Event& e) {
             {"correlation", e.correlation}, {"result", e.result}, {"stream", e.stream},
             {"pool", e.pool},        {"ptr", e.ptr},        {"size", e.size},
             {"aux", e.aux},          {"attr", e.attr},      {"flags", e.flags},
-            {"reserved", e.reserved}, {"used", e.used},    {"details", describeEvent(e)}};
+            {"reserved", e.reserved}, {"used", e.used},    {"site", e.site},
+            {"details", describeEvent(e)}};
 }
 
 // The window's names of an event's stream and pool (--names): "" for a pool handle of 0 (the
@@ -72,17 +78,66 @@ std::string csvRow(const Event& e) {
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "%" PRIu64 ",%" PRId64 ",%s,%u,%u,%d,%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                  ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64,
+                  ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",%u",
                   e.seq, e.tsNs, std::string(eventKindName(e.kind)).c_str(), e.variant, e.tid,
                   e.device, e.correlation, e.result, e.stream, e.pool, e.ptr, e.size, e.aux,
-                  e.attr, e.flags, e.reserved, e.used);
+                  e.attr, e.flags, e.reserved, e.used, e.site);
     return buf + ("," + csvField(describeEvent(e)));
+}
+
+// `dump --stacks`: one JSON line per site (id, nvtx path, frames innermost first), or CSV rows
+// site,depth,kind,frame. Names where the binaries are found here (the trace's own symbols
+// first).
+int dumpStacks(const TraceReader& r, bool csv) {
+    int exitCode = 0;
+    auto t = r.stacks();
+    if (!t) {
+        reportError(t.error(), exitCode);
+        return exitCode;
+    }
+    if (t->sites.empty()) {
+        std::fprintf(stderr, "poolscope: %s: no stacks recorded (traces before format 4 and "
+                             "those recorded with --stacks off have none)\n",
+                     r.path().c_str());
+        return 0;
+    }
+    const SymbolizeResult sr = symbolize(*t);
+    if (!sr.missing.empty())
+        std::fprintf(stderr, "poolscope: note: %zu frames stay as module+offset: binaries not "
+                             "found or changed (%s%s)\n",
+                     sr.unresolved, sr.missing.front().c_str(),
+                     sr.missing.size() > 1 ? ", ..." : "");
+    if (csv) std::printf("site,depth,kind,frame\n");
+    for (const auto& [id, si] : t->sites) {
+        std::vector<std::pair<std::string, std::string>> frames; // kind, text
+        if (auto py = t->pythonStacks.find(si.pythonStack); py != t->pythonStacks.end())
+            for (const PythonFrame& f : py->second) frames.push_back({"python", frameText(f)});
+        if (auto nat = t->nativeStacks.find(si.nativeStack); nat != t->nativeStacks.end())
+            for (const NativeFrame& f : nat->second) frames.push_back({"native", frameText(*t, f)});
+        const std::string path = analysis::sitePath(*t, id);
+        if (csv) {
+            for (size_t d = 0; d < frames.size(); ++d)
+                std::printf("%u,%zu,%s,%s\n", id, d, frames[d].first.c_str(),
+                            csvField(frames[d].second).c_str());
+            if (!path.empty()) std::printf("%u,%zu,nvtx,%s\n", id, frames.size(), csvField(path).c_str());
+        } else {
+            nlohmann::json j = {{"site", id}, {"native_stack", si.nativeStack},
+                                {"python_stack", si.pythonStack}, {"nvtx", path}};
+            nlohmann::json fr = nlohmann::json::array();
+            for (auto& [kind, text] : frames) fr.push_back({{"kind", kind}, {"frame", text}});
+            j["frames"] = fr;
+            std::printf("%s\n", dumpJson(j).c_str());
+        }
+        if (std::ferror(stdout)) return 13;
+    }
+    return 0;
 }
 
 int runDump(const DumpOptions& o) {
     int exitCode = 0;
     auto reader = openTraceOrReport(o.trace, exitCode);
     if (!reader) return exitCode;
+    if (o.stacks) return dumpStacks(*reader, o.format == "csv");
     reader->setSkipDamaged(true); // print what is intact, then say what is not
     // Names number pools and streams in lane order, which takes the whole timeline: built
     // only when asked for.
@@ -98,7 +153,7 @@ int runDump(const DumpOptions& o) {
     const bool csv = o.format == "csv";
     if (csv)
         std::printf("seq,ts_ns,kind,variant,tid,device,correlation,result,stream,pool,ptr,size,"
-                    "aux,attr,flags,reserved,used,details%s\n",
+                    "aux,attr,flags,reserved,used,site,details%s\n",
                     o.names ? ",stream_name,pool_name" : "");
     auto print = [&](const Event& e) {
         if (csv) {
@@ -149,6 +204,9 @@ void registerDump(CLI::App& app, int& exitCode) {
     sub->add_flag("--names", opts->names,
                   "add stream_name and pool_name, the names the window and report use (reads the "
                   "trace twice)");
+    sub->add_flag("--stacks", opts->stacks,
+                  "print the trace's call sites (the ids in the events' site column) with their "
+                  "frames instead of the events");
     sub->callback([opts, &exitCode] { exitCode = runDump(*opts); });
 }
 

@@ -27,6 +27,7 @@
 #include "poolscope/Units.h"
 #include "poolscope/control/Discovery.h"
 #include "poolscope/control/LaunchSpec.h"
+#include "poolscope/Symbolizer.h"
 
 namespace poolscope::cli {
 
@@ -41,6 +42,8 @@ struct RecordOptions {
     std::string collector; // --collector: override the module's location
     std::string listen;    // --listen: POOLSCOPE_LISTEN for the live control server
     bool quiet = false;
+    std::string stacks;      // --stacks ("" = the collector's default, auto)
+    int stackDepth = 0;      // --stack-depth (0 = the default)
     std::vector<std::string> command;
 };
 
@@ -253,6 +256,8 @@ int runRecord(RecordOptions& o) {
     spec.tracePath = out;
     spec.collectorPath = collector;
     spec.samplePeriodMs = o.samplePeriodMs;
+    spec.stacks = o.stacks;
+    spec.stackDepth = o.stackDepth;
     std::string listen = o.listen;
     if (const char* v = std::getenv(control::kEnvListen); listen.empty() && v) listen = v;
     if (!listen.empty()) {
@@ -325,6 +330,12 @@ int runRecord(RecordOptions& o) {
                                  "until then\n",
                          t.c_str());
     }
+    // The binaries the frames point into are here now, on the recording machine: name them once
+    // and keep the names in the trace (a trace opened elsewhere still shows them).
+    for (const std::string& t : std::vector<std::string>{out})
+        if (auto n = storeSymbols(t); !n)
+            std::fprintf(stderr, "poolscope: note: call sites not symbolized: %s\n",
+                         n.error().message.c_str());
     std::fprintf(stderr, "poolscope: trace written to %s\n", out.c_str());
     for (const std::string& c : childTraces(out))
         std::fprintf(stderr, "poolscope: a child process wrote %s\n", c.c_str());
@@ -353,6 +364,13 @@ void registerRecord(CLI::App& app, int& exitCode) {
     sub->add_option_function<std::string>(
         "--listen-at", [opts](const std::string& p) { opts->listen = "unix:" + p; },
         "Like --listen, on this Unix socket path");
+    sub->add_option("--stacks", opts->stacks,
+                    "Call sites at each allocation: off, native, python, all, or auto (default: "
+                    "the Python stack where the allocating thread holds the GIL, the native "
+                    "stack otherwise)")
+        ->check(CLI::IsMember({"off", "native", "python", "all", "auto"}));
+    sub->add_option("--stack-depth", opts->stackDepth, "Frames kept per stack (default 32)")
+        ->check(CLI::Range(1, 256));
     sub->add_flag("-q,--quiet", opts->quiet, "Print only where the trace is");
     sub->add_option("command", opts->command, "-- PROGRAM ARGS...")->take_all();
     sub->positionals_at_end();

@@ -1,6 +1,7 @@
 // `poolscope report TRACE [--json] [--top N]`: reconstructs the timeline and prints peaks,
 // per-pool and per-stream summaries, leaks and failed allocations.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -9,6 +10,9 @@
 #include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/Report.h"
+#include "poolscope/Symbolizer.h"
+#include "poolscope/Units.h"
+#include "poolscope/analysis/CallSites.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/whatif/PoolModel.h"
@@ -49,6 +53,50 @@ private:
     Clock::time_point last_{};
 };
 
+// --top-sites: who held the memory at each pool's peak reserved.
+std::string sitesText(const Report& rep, const std::vector<analysis::PoolSites>& pools,
+                      const StackTables& t, size_t n) {
+    std::string s = "\nCall sites at each pool's peak reserved (top " + std::to_string(n) + ")\n";
+    if (t.sites.empty()) return s + "  no stacks recorded (traces before format 4 and those recorded "
+                                    "with --stacks off have none)\n";
+    for (const analysis::PoolSites& p : pools) {
+        s += "  " + rep.names.pool(p.pool) + ": ";
+        s += p.atPeakReserved ? "peak reserved " + formatBytes(p.reserved) : std::string("most live bytes");
+        s += " at " + formatDuration(nsBetween(rep.t0, p.atTsNs)) + "; " + formatBytes(p.liveBytes) +
+             " live in " + formatCount(p.liveCount) + " allocations\n";
+        if (p.top.empty()) continue;
+        char head[128];
+        std::snprintf(head, sizeof head, "    %10s %6s %7s  %s\n", "bytes", "share", "allocs", "site");
+        s += head;
+        for (const analysis::SiteBytes& sb : p.top) {
+            char row[96];
+            const double share = p.liveBytes ? 100.0 * double(sb.bytes) / double(p.liveBytes) : 0;
+            std::snprintf(row, sizeof row, "    %10s %5.1f%% %7s  ", formatBytes(sb.bytes).c_str(),
+                          share, formatCount(sb.count).c_str());
+            s += row + analysis::siteText(t, sb.site) + "\n";
+        }
+    }
+    return s;
+}
+
+nlohmann::json sitesJson(const std::vector<analysis::PoolSites>& pools, const StackTables& t) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const analysis::PoolSites& p : pools) {
+        nlohmann::json j = {{"pool", formatHandle(p.pool)}, {"at_ts_ns", p.atTsNs},
+                            {"at_peak_reserved", p.atPeakReserved}, {"reserved", p.reserved},
+                            {"live_bytes", p.liveBytes}, {"live_count", p.liveCount}};
+        nlohmann::json top = nlohmann::json::array();
+        for (const analysis::SiteBytes& sb : p.top)
+            top.push_back({{"site", sb.site}, {"bytes", sb.bytes}, {"count", sb.count},
+                           {"text", analysis::siteText(t, sb.site)},
+                           {"frames", analysis::siteFrames(t, sb.site)},
+                           {"nvtx", analysis::sitePath(t, sb.site)}});
+        j["top"] = top;
+        out.push_back(j);
+    }
+    return out;
+}
+
 } // namespace
 
 void registerReport(CLI::App& app, int& exitCode) {
@@ -57,11 +105,16 @@ void registerReport(CLI::App& app, int& exitCode) {
     auto path = std::make_shared<std::string>();
     auto json = std::make_shared<bool>(false);
     auto top = std::make_shared<size_t>(10);
+    auto topSites = std::make_shared<size_t>(0);
     sub->add_option("TRACE", *path, "a .poolscope trace file")->required();
     sub->add_flag("--json", *json, "print JSON for scripts");
     sub->add_option("--top", *top, "how many leaks and failed allocations to list (default 10)")
         ->check(CLI::NonNegativeNumber);
-    sub->callback([&exitCode, path, json, top] {
+    sub->add_option("--top-sites", *topSites,
+                    "list the N call sites holding the most memory at each pool's peak reserved "
+                    "(needs a trace recorded with stacks)")
+        ->check(CLI::PositiveNumber);
+    sub->callback([&exitCode, path, json, top, topSites] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -107,7 +160,26 @@ void registerReport(CLI::App& app, int& exitCode) {
         if (advice)
             for (const whatif::PoolAdvice& a : *advice)
                 if (a.any()) rep.findings.push_back(whatif::adviceText(a, rep.names.poolWithHandle(a.handle)));
-        const std::string text = *json ? reportToJson(rep) + "\n" : reportToText(rep);
+        std::string text = *json ? reportToJson(rep) + "\n" : reportToText(rep);
+        if (*topSites > 0) {
+            auto stacks = r.stacks();
+            if (!stacks) {
+                exitCode = fail(stacks.error());
+                return;
+            }
+            symbolize(*stacks); // names where the binaries are found here
+            const auto pools = analysis::topSitesAtPeaks(*tl, rep, *topSites);
+            if (*json) {
+                // ordered_json: the report's keys stay in the order reportToJson wrote them.
+                nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);
+                j["call_sites"] = stacks->sites.empty() ? nlohmann::json(nullptr)
+                                                        : sitesJson(pools, *stacks);
+                if (stacks->sites.empty()) j["call_sites_note"] = "no stacks recorded";
+                text = j.dump(2) + "\n";
+            } else {
+                text += sitesText(rep, pools, *stacks, *topSites);
+            }
+        }
         std::fwrite(text.data(), 1, text.size(), stdout);
         exitCode = warnDamage(r);
     });

@@ -57,6 +57,14 @@ Config Config::fromEnvironment() {
     if (const char* v = env(control::kEnvDebug)) c.debug = std::strcmp(v, "0") != 0;
     if (const char* v = env(control::kEnvDisable)) c.disabled = std::strcmp(v, "0") != 0;
     if (const char* v = env(control::kEnvListen)) c.listen = v;
+    if (const char* v = env(control::kEnvStacks)) {
+        StackMode m;
+        if (stackModeFromName(v, m)) c.stacks = m;
+    }
+    if (const char* v = env(control::kEnvStackDepth)) {
+        const long long n = std::atoll(v);
+        if (n >= 1 && n <= kMaxStackDepth) c.stackDepth = static_cast<int>(n);
+    }
     if (const char* v = env(control::kEnvRootPid)) c.rootPid = std::atoll(v);
     // A process the launcher did not start itself (a fork+exec'd helper, a multiprocessing
     // worker) writes its own file so two writers never share one trace.

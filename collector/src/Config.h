@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "Stacks.h"
+
 namespace poolscope::collector {
 
 enum class WatermarkMode : uint8_t {
@@ -25,6 +27,8 @@ struct Config {
     bool debug = false;         // POOLSCOPE_DEBUG=1: activity records and decisions on stderr
     bool disabled = false;      // POOLSCOPE_DISABLE=1: load, subscribe nothing
     std::string listen;         // POOLSCOPE_LISTEN: start the live control server
+    StackMode stacks = StackMode::Auto; // POOLSCOPE_STACKS
+    int stackDepth = kDefaultStackDepth; // POOLSCOPE_STACK_DEPTH (1..kMaxStackDepth)
     int64_t rootPid = 0;        // POOLSCOPE_ROOT_PID: the process the launcher started
     int64_t parentPid = 0;      // set when this process is not the root (its own trace)
 

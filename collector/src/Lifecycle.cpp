@@ -3,6 +3,7 @@
 // threads, CUPTI activity buffers, the flush at exit, on fatal signals and after fork.
 
 #include <cerrno>
+#include <dlfcn.h>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "Diagnostics.h"
 #include "Log.h"
 #include "Runtime.h"
+#include "poolscope/control/LaunchEnv.h"
 
 namespace poolscope::collector {
 
@@ -234,6 +236,46 @@ void installSignalHandlers() {
     }
 }
 
+// Call sites and NVTX ranges (issue #13). Cold, once, before the callback is switched on.
+void startStacks(Runtime& rt) {
+    if (rt.config.stacks == StackMode::Off) {
+        rt.sink->setMeta("stacks", "off");
+        return;
+    }
+    // The frames above the program's call are this module's, CUPTI's and the driver's.
+    std::vector<std::string> internal = {"libcupti.so", "libcuda.so"};
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&startStacks), &self) && self.dli_fname)
+        internal.emplace_back(self.dli_fname);
+    rt.stacks.configure({rt.config.stacks, rt.config.stackDepth}, internal);
+    rt.sink->setStackRecorder(&rt.stacks);
+    rt.sink->setMeta("stacks", rt.stacks.describe());
+    rt.stacksOn = true;
+    // NVTX reaches CUPTI only when NVTX_INJECTION64_PATH names it. The launchers set it; set
+    // here too for NVTX libraries that initialise after this point (they read it at their
+    // first call), pointing at the CUPTI this module loaded.
+    if (!std::getenv(control::kEnvNvtxInjection)) {
+        Dl_info cupti{};
+        if (dladdr(reinterpret_cast<void*>(&cuptiSubscribe), &cupti) && cupti.dli_fname)
+            setenv(control::kEnvNvtxInjection, cupti.dli_fname, 0);
+    }
+    for (CUpti_CallbackId id :
+         {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushW,
+          CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxRangePop,
+          CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartW,
+          CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeEnd,
+          CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop,
+          CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd}) {
+        const CUptiResult r = cuptiEnableCallback(1, rt.subscriber, CUPTI_CB_DOMAIN_NVTX, id);
+        if (r != CUPTI_SUCCESS) {
+            logOnce(LogKey::Info, "NVTX ranges unavailable (%s)", cuptiError(r));
+            rt.sink->setMeta("nvtx_disabled", cuptiError(r));
+            break;
+        }
+    }
+    if (rt.config.debug) logLine("stacks: %s", rt.stacks.describe().c_str());
+}
+
 bool openTrace(Runtime& rt) {
     // Written beside the output and renamed over it when closed: a recording that fails (a full
     // disk) never destroys the trace that was there, and keeps what it committed in .partial.
@@ -313,6 +355,7 @@ void atforkChild() {
     new (&rt.sampler) std::thread();
     (void)rt.live.release();
     new (&rt.coldMutex) std::mutex(); // another thread may have held it at the fork
+    rt.stacks.resetAfterFork();
     rt.rings.resetKeeping(threadState() ? threadState()->ring : nullptr);
     rt.forkPending.store(true);
 }
@@ -400,6 +443,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
             rt.config.activity = false;
         }
     }
+    startStacks(rt);
     rt.enabled.store(true);
     startThreads(rt);
     startControl(rt);

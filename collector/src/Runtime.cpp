@@ -5,6 +5,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <string>
+
+#include <generated_nvtx_meta.h>
+
 #include "Clock.h"
 #include "Decode.h"
 #include "Log.h"
@@ -207,6 +211,95 @@ __attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const C
     }
 }
 
+// The allocating thread's call site (Stacks.h). Out of line: the unwind and the cache lookup are
+// the cost of the stacks mode, and the callback without stacks stays as it was.
+__attribute__((noinline)) uint32_t captureSite(ThreadState* t) {
+    Runtime& rt = runtime();
+    if (!t->sites) [[unlikely]] {
+        t->sites = rt.stacks.newThread(t->tid);
+        if (!t->sites) return 0;
+    }
+    return rt.stacks.capture(*t->sites);
+}
+
+const char* nvtxMessage(const nvtxEventAttributes_t* a, std::string& buf) {
+    if (!a) return "";
+    switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+        return a->message.ascii ? a->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_UNICODE:
+        buf.clear();
+        for (const wchar_t* w = a->message.unicode; w && *w && buf.size() < 256; ++w)
+            buf += *w < 128 ? static_cast<char>(*w) : '?';
+        return buf.c_str();
+    default:
+        // A registered string's text was handed to NVTX before: CUPTI does not pass it here.
+        return "(registered string)";
+    }
+}
+
+const char* wideName(const wchar_t* w, std::string& buf) {
+    buf.clear();
+    for (; w && *w && buf.size() < 256; ++w) buf += *w < 128 ? static_cast<char>(*w) : '?';
+    return buf.c_str();
+}
+
+// NVTX ranges (CUPTI's NVTX domain; NVTX_INJECTION64_PATH must name CUPTI). Push/pop ranges
+// are per thread and give the allocation's range path; start/end ranges are only listed.
+__attribute__((cold, noinline)) void onNvtx(ThreadState* t, CUpti_CallbackId cbid,
+                                            const CUpti_NvtxData* d) {
+    Runtime& rt = runtime();
+    if (!d || !d->functionParams) return;
+    if (!t->sites) {
+        t->sites = rt.stacks.newThread(t->tid);
+        if (!t->sites) return;
+    }
+    const int64_t ticks = static_cast<int64_t>(Clock::ticks());
+    std::string buf;
+    const void* p = d->functionParams;
+    auto rangeId = [d]() -> uint64_t {
+        return d->functionReturnValue ? *static_cast<const nvtxRangeId_t*>(d->functionReturnValue) : 0;
+    };
+    switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+        rt.stacks.push(*t->sites, static_cast<const nvtxRangePushA_params*>(p)->message, ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePushW:
+        rt.stacks.push(*t->sites, wideName(static_cast<const nvtxRangePushW_params*>(p)->message, buf), ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+        rt.stacks.push(*t->sites, nvtxMessage(static_cast<const nvtxRangePushEx_params*>(p)->eventAttrib, buf), ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+        rt.stacks.push(*t->sites, nvtxMessage(static_cast<const nvtxDomainRangePushEx_params*>(p)->core.eventAttrib, buf), ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+        rt.stacks.pop(*t->sites, ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        rt.stacks.start(rangeId(), t->tid, static_cast<const nvtxRangeStartA_params*>(p)->message, ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartW:
+        rt.stacks.start(rangeId(), t->tid, wideName(static_cast<const nvtxRangeStartW_params*>(p)->message, buf), ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+        rt.stacks.start(rangeId(), t->tid, nvtxMessage(static_cast<const nvtxRangeStartEx_params*>(p)->eventAttrib, buf), ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        rt.stacks.start(rangeId(), t->tid, nvtxMessage(static_cast<const nvtxDomainRangeStartEx_params*>(p)->core.eventAttrib, buf), ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        rt.stacks.end(static_cast<const nvtxRangeEnd_params*>(p)->id, ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+        rt.stacks.end(static_cast<const nvtxDomainRangeEnd_params*>(p)->core.id, ticks);
+        break;
+    default:
+        break;
+    }
+}
+
 // Always inlined into onCallback, with the decode it inlines: GCC's size estimate counts the
 // decode's stores of fields the fresh event already holds (they fold away once inlined here),
 // and would otherwise leave one call more on every exit callback.
@@ -298,6 +391,8 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
         break;
     }
 
+    if (rt.stacksOn && ev.kind == EventKind::Alloc && ev.result == 0) ev.site = captureSite(t);
+
     const bool sync = (d.needs & kSync) && wm != WatermarkMode::Off;
     Event* e = t->ring ? t->ring->claim() : nullptr;
     if (!e) {
@@ -355,8 +450,8 @@ ThreadState* ownThreadState() {
     return makeThreadState(true);
 }
 
-__attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid,
-                                               const void* data) {
+__attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain domain,
+                                               CUpti_CallbackId cbid, const void* data) {
     Runtime& rt = runtime();
     if (!rt.enabled.load(std::memory_order_relaxed)) {
         if (!rt.forkPending.load(std::memory_order_relaxed)) return;
@@ -369,6 +464,10 @@ __attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain, CUpti
         if (!t) return;
     }
     if (t->guard) return;
+    if (domain == CUPTI_CB_DOMAIN_NVTX) [[unlikely]] {
+        onNvtx(t, cbid, static_cast<const CUpti_NvtxData*>(data));
+        return;
+    }
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite == CUPTI_API_ENTER)
         onEnter(t, cbid, *cb);

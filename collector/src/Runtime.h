@@ -53,6 +53,7 @@ struct alignas(64) ThreadState {
     bool enterHit = false;    // ...found in this thread's cache (allocated here)
     bool oldValid = false;
     uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
+    ThreadSites* sites = nullptr; // call sites and NVTX ranges (Stacks.h), at first use
     struct Entry {
         uint64_t ptr;
         uint64_t pool;
@@ -69,11 +70,13 @@ struct Runtime {
     alignas(64) std::atomic<bool> enabled{false};
     std::atomic<bool> forkPending{false};
     WatermarkMode watermarks = WatermarkMode::Exit; // config.watermarks, copied at start
+    bool stacksOn = false;                          // stacks.enabled(), copied at start
     std::atomic<uint64_t> seq{1};
     std::atomic<uint64_t> currentPool[kMaxDevices] = {};
 
     alignas(64) Config config;
     RingRegistry rings;
+    StackRecorder stacks;
     std::unique_ptr<TraceSink> sink;
     CUpti_SubscriberHandle subscriber = nullptr;
 

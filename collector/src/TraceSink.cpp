@@ -299,6 +299,11 @@ void TraceSink::stage() {
 }
 
 Status TraceSink::writeOut(bool final) {
+    if (stacks_) {
+        StackTables t;
+        stacks_->drain(t, [this](int64_t ticks) { return clock_.toNs(static_cast<uint64_t>(ticks)); });
+        if (Status s = writer_->addStacks(t); !s) return s;
+    }
     const uint32_t now = nowMs();
     for (; stagedHead_ < staged_.size(); ++stagedHead_) {
         Staged& st = staged_[stagedHead_];

@@ -20,6 +20,7 @@
 #include "Clock.h"
 #include "RingRegistry.h"
 #include "Spool.h"
+#include "Stacks.h"
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
@@ -77,6 +78,9 @@ public:
         taken_.clear();
         gaps_.clear();
     }
+    // Call sites: each pass writes what the recorder interned since the last one (before the
+    // events that name them, in the same transaction).
+    void setStackRecorder(StackRecorder* s) { stacks_ = s; }
     void setHoldBackMs(uint32_t ms) { holdBackMs_ = ms; }
 
     // One writer pass: drain, order, resolve, write; commits when 100 ms have passed since the
@@ -127,6 +131,7 @@ private:
     std::atomic<uint64_t>& seq_;
     TickConverter clock_;
     LiveSink* live_ = nullptr;
+    StackRecorder* stacks_ = nullptr;
 
     Spool spool_;
     std::atomic<bool> drainer_{false};

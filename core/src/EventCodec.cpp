@@ -119,6 +119,14 @@ inline uint64_t packedOf(const Event& e) {
 
 // Portable encoder of one event (the reference; the SSE2 one below must match it byte for byte).
 // out needs kMaxEncodedEventBytes writable bytes; returns the event's length.
+inline void store32(unsigned char* p, uint32_t v) {
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
+    std::memcpy(p, &v, 4);
+}
+
+constexpr uint64_t kSiteBit = uint64_t{1} << 39; // version 4: a 4-byte site follows the fields
+
+template <bool kSites = true>
 size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
     const uint64_t f[kV3Fields] = {e.seq,  sx(e.tsNs), e.stream,      e.pool,
                                    e.ptr,  e.size,     e.aux,         e.reserved,
@@ -132,12 +140,17 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
         prev[i] = f[i];
         header |= codeOf(z[i]) << (3 * i);
     }
+    if (kSites && e.site) header |= kSiteBit;
     store64(out, header); // 5 bytes; the other 3 are overwritten by the data
     unsigned char* p = out + kV3Header;
 #pragma GCC unroll 13
     for (int i = 0; i < kV3Fields; ++i) {
         store64(p, z[i]); // 8 bytes; the ones past the field's length are overwritten next
         p += kLenOfCode[(header >> (3 * i)) & 7];
+    }
+    if (kSites && e.site) {
+        store32(p, e.site);
+        p += 4;
     }
     return static_cast<size_t>(p - out);
 }
@@ -178,6 +191,7 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
             len[2 * k + 1] = c1.len;
         }
     }
+    if (e.site) header |= kSiteBit;
     store64(out, header);
     unsigned char* p = out + kV3Header;
 #pragma GCC unroll 7
@@ -189,6 +203,10 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
             _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_unpackhi_epi64(z[k], z[k]));
             p += len[2 * k + 1];
         }
+    }
+    if (e.site) {
+        store32(p, e.site);
+        p += 4;
     }
     return static_cast<size_t>(p - out);
 }
@@ -205,15 +223,22 @@ size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
 // Decodes one event at p into prev (the running values), which must have
 // kMaxEncodedEventBytes readable bytes (the fast path checks; the tail is decoded from a
 // zero-padded copy). Returns the next event's position; bad collects invalid bits.
+// prev[kV3Fields] receives the event's site (version 4; 0 when it has none).
+template <bool kV4>
 inline const unsigned char* decodeV3(const unsigned char* p, uint64_t* prev, uint64_t& bad) {
     const uint64_t header = load64(p);
-    bad |= header & (uint64_t{1} << 39);
+    if (!kV4) bad |= header & kSiteBit;
     p += kV3Header;
 #pragma GCC unroll 13
     for (int i = 0; i < kV3Fields; ++i) {
         const unsigned code = (header >> (3 * i)) & 7;
         prev[i] += unzigzag(load64(p) & kMaskOfCode[code]);
         p += kLenOfCode[code];
+    }
+    if (kV4) {
+        const bool site = (header & kSiteBit) != 0;
+        prev[kV3Fields] = site ? (load64(p) & 0xFFFF'FFFFu) : 0;
+        p += site ? 4 : 0;
     }
     return p;
 }
@@ -240,17 +265,19 @@ inline Event eventOfV3(const uint64_t* f, uint64_t& bad) {
     e.variant = static_cast<uint8_t>(packed >> 16);
     e.attr = static_cast<uint16_t>(packed >> 24);
     e.device = static_cast<int16_t>(static_cast<uint16_t>(packed >> 40));
+    e.site = static_cast<uint32_t>(f[kV3Fields]);
     return e;
 }
 
+template <bool kV4>
 bool decodeRunV3(const unsigned char* p, const unsigned char* end, uint64_t count,
                  std::vector<Event>& out) {
-    uint64_t prev[kV3Fields] = {};
+    uint64_t prev[kV3Fields + 1] = {};
     uint64_t bad = 0;
     uint64_t k = 0;
     // Fast path: every byte the event could touch is inside the data.
     for (; k < count && static_cast<size_t>(end - p) >= kMaxEncodedEventBytes; ++k) {
-        p = decodeV3(p, prev, bad);
+        p = decodeV3<kV4>(p, prev, bad);
         out.push_back(eventOfV3(prev, bad));
     }
     if (k < count) {
@@ -263,7 +290,7 @@ bool decodeRunV3(const unsigned char* p, const unsigned char* end, uint64_t coun
         const unsigned char* qEnd = tail + left;
         for (; k < count; ++k) {
             if (qEnd - q < static_cast<std::ptrdiff_t>(kV3Header)) return false;
-            q = decodeV3(q, prev, bad);
+            q = decodeV3<kV4>(q, prev, bad);
             if (q > qEnd) return false;
             out.push_back(eventOfV3(prev, bad));
         }
@@ -366,12 +393,19 @@ void encodeEventsPortable(std::span<const Event> events, std::string& out) {
     alignas(16) uint64_t prev[kV3Fields + 1] = {};
     unsigned char buf[kMaxEncodedEventBytes];
     for (const Event& e : events)
-        out.append(reinterpret_cast<const char*>(buf), encodeV3Scalar(e, prev, buf));
+        out.append(reinterpret_cast<const char*>(buf), encodeV3Scalar<true>(e, prev, buf));
 }
 } // namespace detail
 
 void encodeEvents(std::span<const Event> events, std::string& out, int version) {
     if (version == 2) return encodeRunV2(events, out);
+    if (version == 3) {
+        alignas(16) uint64_t prev[kV3Fields + 1] = {};
+        unsigned char buf[kMaxEncodedEventBytes];
+        for (const Event& e : events)
+            out.append(reinterpret_cast<const char*>(buf), encodeV3Scalar<false>(e, prev, buf));
+        return;
+    }
     EventEncoder enc;
     enc.append(events);
     out.append(enc.data());
@@ -382,12 +416,13 @@ bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out
     const auto* end = p + data.size();
     // Smallest event: 5 header bytes (v3), 1 mask byte (v2), 17 varints (v1). A count that
     // cannot fit is damage; checking it first keeps reserve() from a huge bogus allocation.
-    const size_t minBytes = version == 3 ? kV3Header : version == 2 ? 1 : kFields;
-    if (version < 1 || version > 3 || count > data.size() / minBytes) return false;
+    const size_t minBytes = version >= 3 ? kV3Header : version == 2 ? 1 : kFields;
+    if (version < 1 || version > 4 || count > data.size() / minBytes) return false;
     // Grow geometrically: a caller appending chunk after chunk to one vector must not pay a
     // reallocation (and copy of everything so far) per chunk.
     if (out.capacity() - out.size() < count) out.reserve(std::max(out.size() + count, 2 * out.capacity()));
-    if (version == 3) return decodeRunV3(p, end, count, out);
+    if (version == 4) return decodeRunV3<true>(p, end, count, out);
+    if (version == 3) return decodeRunV3<false>(p, end, count, out);
     return decodeRunVarint(p, end, count, out, version);
 }
 

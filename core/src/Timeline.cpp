@@ -265,6 +265,7 @@ struct TimelineBuilder::Impl {
         a.tid = e.tid;
         a.device = e.device;
         a.api = static_cast<uint8_t>(AllocFields::of(e).api);
+        a.site = e.site;
         if (b.ptr == 0) a.freeTsNs = e.tsNs; // a zero-byte request: nothing to free later
         tl.allocations.push_back(a);
         if (f.replacedLive) close(f.closed, e.tsNs, 0, 0);

@@ -42,7 +42,7 @@ private:
 
 // The fewest bytes an event takes in each codec: a chunk's data shorter than count times this
 // cannot hold its count (version 1: 17 varints; 2: a mask byte; 3: the 5-byte header).
-uint64_t minEventBytes(int64_t codec) { return codec == 1 ? 17 : codec == 3 ? 5 : 1; }
+uint64_t minEventBytes(int64_t codec) { return codec == 1 ? 17 : codec >= 3 ? 5 : 1; }
 
 std::string describeChunk(int64_t id, const schema::ChunkHeader& h) {
     return "event chunk " + std::to_string(id) + " (seq " + std::to_string(h.firstSeq) + ".." +
@@ -299,6 +299,110 @@ Result<std::map<std::string, std::string>> TraceReader::meta() const {
     return std::map<std::string, std::string>(rows->begin(), rows->end());
 }
 
+Result<StackTables> TraceReader::stacks() const {
+    StackTables t;
+    if (schemaVersion_ < schema::kStacksVersion) return t;
+    // Frames per stack beyond any depth the collector records: a row past it is damage, and
+    // the bound keeps a damaged file from growing a vector without limit.
+    constexpr int64_t kMaxDepth = 4096;
+    auto bad = [this](const std::string& what) {
+        return Error{ErrorCode::Corrupt, "'" + path_ + "' has a damaged call-site table: " + what};
+    };
+    {
+        Stmt s(db_, "SELECT id,path,build_id,load_address,size FROM modules ORDER BY id");
+        if (!s.ok()) return sqlError("read the modules of");
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW)
+            t.modules.push_back(ModuleInfo{static_cast<uint32_t>(s.i64(0)), s.text(1), s.text(2),
+                                           static_cast<uint64_t>(s.i64(3)),
+                                           static_cast<uint64_t>(s.i64(4))});
+        if (rc != SQLITE_DONE) return sqlError("read the modules of");
+    }
+    auto frameRows = [&](const char* sql, auto&& add) -> Status {
+        Stmt s(db_, sql);
+        if (!s.ok()) return sqlError("read the call stacks of");
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) {
+            const int64_t id = s.i64(0), depth = s.i64(1);
+            if (id <= 0 || id > UINT32_MAX || depth < 0 || depth >= kMaxDepth)
+                return bad("stack " + std::to_string(id) + " frame " + std::to_string(depth));
+            if (Status st = add(static_cast<uint32_t>(id), depth, s); !st) return st;
+        }
+        if (rc != SQLITE_DONE) return sqlError("read the call stacks of");
+        return {};
+    };
+    auto placeAt = [&](auto& vec, int64_t depth, auto value, uint32_t id) -> Status {
+        // Rows come in depth order; a gap would leave an empty frame.
+        if (static_cast<size_t>(depth) != vec.size())
+            return bad("stack " + std::to_string(id) + " misses frame " + std::to_string(vec.size()));
+        vec.push_back(std::move(value));
+        return {};
+    };
+    if (Status st = frameRows(
+            "SELECT stack,depth,module,pc_offset FROM native_frames ORDER BY stack,depth",
+            [&](uint32_t id, int64_t d, const Stmt& s) {
+                return placeAt(t.nativeStacks[id], d,
+                               NativeFrame{static_cast<uint32_t>(s.i64(2)),
+                                           static_cast<uint64_t>(s.i64(3))}, id);
+            });
+        !st)
+        return st.error();
+    if (Status st = frameRows(
+            "SELECT stack,depth,file,function,line FROM python_frames ORDER BY stack,depth",
+            [&](uint32_t id, int64_t d, const Stmt& s) {
+                return placeAt(t.pythonStacks[id], d,
+                               PythonFrame{s.text(2), s.text(3), s.i32(4)}, id);
+            });
+        !st)
+        return st.error();
+    if (Status st = frameRows("SELECT path,depth,name FROM nvtx_paths ORDER BY path,depth",
+                              [&](uint32_t id, int64_t d, const Stmt& s) {
+                                  return placeAt(t.nvtxPaths[id], d, s.text(2), id);
+                              });
+        !st)
+        return st.error();
+    {
+        Stmt s(db_, "SELECT id,native_stack,python_stack,nvtx_path FROM sites ORDER BY id");
+        if (!s.ok()) return sqlError("read the call sites of");
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) {
+            SiteInfo si{static_cast<uint32_t>(s.i64(0)), static_cast<uint32_t>(s.i64(1)),
+                        static_cast<uint32_t>(s.i64(2)), static_cast<uint32_t>(s.i64(3))};
+            t.sites[si.id] = si;
+        }
+        if (rc != SQLITE_DONE) return sqlError("read the call sites of");
+    }
+    {
+        Stmt s(db_, "SELECT id,tid,name,start_ns,end_ns,depth,kind FROM nvtx_ranges ORDER BY id");
+        if (!s.ok()) return sqlError("read the NVTX ranges of");
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) {
+            NvtxRange r;
+            r.id = static_cast<uint64_t>(s.i64(0));
+            r.tid = static_cast<uint32_t>(s.i64(1));
+            r.name = s.text(2);
+            r.startNs = s.i64(3);
+            r.endNs = s.i64(4);
+            r.depth = static_cast<uint16_t>(s.i64(5));
+            r.kind = s.i64(6) == 2 ? NvtxRangeKind::StartEnd : NvtxRangeKind::PushPop;
+            t.ranges.push_back(std::move(r));
+        }
+        if (rc != SQLITE_DONE) return sqlError("read the NVTX ranges of");
+    }
+    {
+        Stmt s(db_, "SELECT module,pc_offset,function,file,line FROM symbols");
+        if (!s.ok()) return sqlError("read the symbols of");
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) {
+            Symbol sy{static_cast<uint32_t>(s.i64(0)), static_cast<uint64_t>(s.i64(1)),
+                      s.text(2), s.text(3), s.i32(4)};
+            t.symbols[{sy.module, sy.offset}] = sy;
+        }
+        if (rc != SQLITE_DONE) return sqlError("read the symbols of");
+    }
+    return t;
+}
+
 struct TraceReader::ChunkRef {
     int64_t id = 0;
     schema::ChunkHeader h;
@@ -373,6 +477,13 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
         else if (h.codec < 1 || h.codec > 255)
             damaged(describeChunk(c.id, h) + ": codec value " + std::to_string(h.codec) +
                         " is out of range", lost);
+        else if (h.codec >= 4 && h.codec <= kEventCodecVersion &&
+                 schemaVersion_ < schema::kStacksVersion)
+            // Codec 4 exists only in format 4 files. It also decodes every codec-3 chunk, so
+            // without this rule an older file's chunk relabelled 3 -> 4 would pass unnoticed.
+            damaged(describeChunk(c.id, h) + ": codec " + std::to_string(h.codec) +
+                        " cannot occur in a format " + std::to_string(schemaVersion_) + " trace",
+                    lost);
         else if (!isBlob || bytes < h.count * minEventBytes(h.codec))
             damaged(describeChunk(c.id, h) + ": its data is missing or too short", lost);
         else if (h.lastSeq < h.firstSeq || h.lastSeq - h.firstSeq < h.count - 1)

@@ -400,6 +400,77 @@ Status TraceWriter::addDropGap(const DropGap& g) {
     return {};
 }
 
+namespace {
+class Insert {
+public:
+    Insert(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) == SQLITE_OK; }
+    ~Insert() { sqlite3_finalize(st_); }
+    Insert(const Insert&) = delete;
+    Insert& operator=(const Insert&) = delete;
+    bool ok() const { return ok_; }
+    Insert& i64(int col, int64_t v) { sqlite3_bind_int64(st_, col, v); return *this; }
+    Insert& text(int col, const std::string& v) {
+        sqlite3_bind_text(st_, col, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+        return *this;
+    }
+    bool run() {
+        const int rc = sqlite3_step(st_);
+        sqlite3_reset(st_);
+        return ok_ = ok_ && rc == SQLITE_DONE;
+    }
+
+private:
+    sqlite3_stmt* st_ = nullptr;
+    bool ok_ = false;
+};
+} // namespace
+
+Status TraceWriter::addStacks(const StackTables& t) {
+    if (t.empty()) return {};
+    if (Status s = begin(); !s) return s;
+    Insert mod(db_, "INSERT OR REPLACE INTO modules(id,path,build_id,load_address,size) "
+                    "VALUES(?,?,?,?,?)");
+    Insert nat(db_, "INSERT OR REPLACE INTO native_frames(stack,depth,module,pc_offset) "
+                    "VALUES(?,?,?,?)");
+    Insert py(db_, "INSERT OR REPLACE INTO python_frames(stack,depth,file,function,line) "
+                   "VALUES(?,?,?,?,?)");
+    Insert nv(db_, "INSERT OR REPLACE INTO nvtx_paths(path,depth,name) VALUES(?,?,?)");
+    Insert site(db_, "INSERT OR REPLACE INTO sites(id,native_stack,python_stack,nvtx_path) "
+                     "VALUES(?,?,?,?)");
+    Insert range(db_, "INSERT OR REPLACE INTO nvtx_ranges(id,tid,name,start_ns,end_ns,depth,"
+                      "kind) VALUES(?,?,?,?,?,?,?)");
+    Insert sym(db_, "INSERT OR REPLACE INTO symbols(module,pc_offset,function,file,line) "
+                    "VALUES(?,?,?,?,?)");
+    if (!mod.ok() || !nat.ok() || !py.ok() || !nv.ok() || !site.ok() || !range.ok() || !sym.ok())
+        return sqlError("write call sites to");
+    bool ok = true;
+    for (const ModuleInfo& m : t.modules)
+        ok = ok && mod.i64(1, m.id).text(2, m.path).text(3, m.buildId)
+                       .i64(4, s64(m.loadAddress)).i64(5, s64(m.size)).run();
+    for (const auto& [id, frames] : t.nativeStacks)
+        for (size_t d = 0; d < frames.size(); ++d)
+            ok = ok && nat.i64(1, id).i64(2, int64_t(d)).i64(3, frames[d].module)
+                           .i64(4, s64(frames[d].offset)).run();
+    for (const auto& [id, frames] : t.pythonStacks)
+        for (size_t d = 0; d < frames.size(); ++d)
+            ok = ok && py.i64(1, id).i64(2, int64_t(d)).text(3, frames[d].file)
+                          .text(4, frames[d].function).i64(5, frames[d].line).run();
+    for (const auto& [id, names] : t.nvtxPaths)
+        for (size_t d = 0; d < names.size(); ++d)
+            ok = ok && nv.i64(1, id).i64(2, int64_t(d)).text(3, names[d]).run();
+    for (const auto& [id, si] : t.sites)
+        ok = ok && site.i64(1, id).i64(2, si.nativeStack).i64(3, si.pythonStack)
+                        .i64(4, si.nvtxPath).run();
+    for (const NvtxRange& r : t.ranges)
+        ok = ok && range.i64(1, s64(r.id)).i64(2, r.tid).text(3, r.name).i64(4, r.startNs)
+                         .i64(5, r.endNs).i64(6, r.depth).i64(7, int64_t(r.kind)).run();
+    for (const auto& [key, sy] : t.symbols)
+        ok = ok && sym.i64(1, sy.module).i64(2, s64(sy.offset)).text(3, sy.function)
+                       .text(4, sy.file).i64(5, sy.line).run();
+    if (!ok) return sqlError("write call sites to");
+    return {};
+}
+
 Status TraceWriter::setMeta(const std::string& key, const std::string& value) {
     sqlite3_stmt* s = st_->meta;
     sqlite3_bind_text(s, 1, key.c_str(), -1, SQLITE_TRANSIENT);

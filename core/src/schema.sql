@@ -1,8 +1,8 @@
--- PoolScope trace schema, version 3.
+-- PoolScope trace schema, version 4.
 --
 -- A trace is one SQLite file (extension .poolscope) identified by
 --   PRAGMA application_id = 1347634000  (0x50534350, 'PSCP')
---   PRAGMA user_version   = 3           (this schema's version)
+--   PRAGMA user_version   = 4           (this schema's version)
 -- The schema grows only by adding tables and columns under a higher user_version; a reader opens
 -- every version up to its own and refuses newer ones with a plain message.
 -- History: 1 = event chunks in codec 1 or 2. 2 = the same tables; chunks may be codec 3, so a
@@ -11,6 +11,10 @@
 -- 3 detects damaged, deleted, duplicated or relabelled chunk rows and still reads the intact
 -- ones. Versions 1 and 2 (no such columns) are still read, with the checks that need no
 -- checksum (headers decoded and compared, sequence overlaps, event_counts against the chunks).
+-- 4 = call sites (issue #13): chunks may be codec 4 (events carry a site id), and the tables
+-- modules, native_frames, python_frames, nvtx_paths, sites, symbols and nvtx_ranges. A reader
+-- of version 3 refuses version 4 as a newer PoolScope's; files of versions 1-3 have no such
+-- tables and read as "no stacks recorded".
 --
 -- Conventions
 -- * Handles (CUstream, CUmemoryPool, CUevent, device pointers) are 64-bit unsigned values stored
@@ -76,7 +80,7 @@ CREATE TABLE threads (
 --
 -- They are stored in chunks: runs of consecutive events (by seq) encoded with the codec of
 -- core/include/poolscope/EventCodec.h (its header comment specifies every version byte for byte).
--- Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
+-- Version 4 (since format 4) is version 3 plus each event's site. Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
 -- as 0-8 raw little-endian bytes, their lengths as 3-bit codes in a 5-byte header per event,
 -- ~20-26 bytes an event. Versions 1 and 2 (LEB128 varints) are still read. A chunk's `codec`
 -- says which; a reader refuses a codec above its own as a trace from a newer PoolScope.
@@ -91,7 +95,7 @@ CREATE TABLE event_chunks (
   t_max     INTEGER NOT NULL,                 -- largest ts_ns in the chunk
   count     INTEGER NOT NULL,
   kinds     INTEGER NOT NULL,                 -- bit (1 << kind) set for each kind present
-  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1, 2, 3; the writer sets it)
+  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 to 4; the writer sets it)
   data      BLOB    NOT NULL,
   -- Since version 3. prev_last_seq: last_seq of the previous chunk in seq order (0 for the
   -- first), so that a deleted chunk row leaves a visible hole. crc: CRC32C (Castagnoli) of
@@ -135,6 +139,62 @@ CREATE TABLE drop_gaps (
   duration_ns INTEGER NOT NULL DEFAULT 0,
   tid         INTEGER NOT NULL DEFAULT 0,
   count       INTEGER NOT NULL
+);
+
+-- Call sites, since version 4 (core/include/poolscope/Stacks.h). An event's site (codec 4) is
+-- sites.id; each distinct native stack, Python stack and NVTX range path is stored once.
+-- Native frames are module + offset, so that a trace is symbolized wherever the binaries are
+-- (found by build_id, or by path when the build-id matches).
+CREATE TABLE modules (
+  id           INTEGER PRIMARY KEY,           -- 1..; native_frames.module 0 = in no module
+  path         TEXT    NOT NULL,
+  build_id     TEXT    NOT NULL DEFAULT '',   -- lower-case hex of the NT_GNU_BUILD_ID note
+  load_address INTEGER NOT NULL DEFAULT 0,    -- dl_iterate_phdr's dlpi_addr
+  size         INTEGER NOT NULL DEFAULT 0     -- span of the loaded segments
+);
+CREATE TABLE native_frames (
+  stack     INTEGER NOT NULL,
+  depth     INTEGER NOT NULL,                 -- 0 = innermost (the caller of the CUDA API)
+  module    INTEGER NOT NULL,
+  pc_offset INTEGER NOT NULL,                 -- return address - load_address (absolute if no module)
+  PRIMARY KEY (stack, depth)
+) WITHOUT ROWID;
+CREATE TABLE python_frames (
+  stack    INTEGER NOT NULL,
+  depth    INTEGER NOT NULL,                  -- 0 = innermost
+  file     TEXT    NOT NULL,
+  function TEXT    NOT NULL,
+  line     INTEGER NOT NULL,
+  PRIMARY KEY (stack, depth)
+) WITHOUT ROWID;
+CREATE TABLE nvtx_paths (                     -- the push/pop ranges open on the thread
+  path  INTEGER NOT NULL,
+  depth INTEGER NOT NULL,                     -- 0 = outermost
+  name  TEXT    NOT NULL,
+  PRIMARY KEY (path, depth)
+) WITHOUT ROWID;
+CREATE TABLE sites (
+  id           INTEGER PRIMARY KEY,           -- Event::site (1..)
+  native_stack INTEGER NOT NULL DEFAULT 0,    -- 0 = none recorded
+  python_stack INTEGER NOT NULL DEFAULT 0,
+  nvtx_path    INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE symbols (                        -- filled at the end of a recording (or later)
+  module    INTEGER NOT NULL,
+  pc_offset INTEGER NOT NULL,
+  function  TEXT    NOT NULL DEFAULT '',
+  file      TEXT    NOT NULL DEFAULT '',
+  line      INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (module, pc_offset)
+) WITHOUT ROWID;
+CREATE TABLE nvtx_ranges (                    -- every NVTX range, push/pop and start/end
+  id       INTEGER PRIMARY KEY,
+  tid      INTEGER NOT NULL,                  -- the thread that opened it
+  name     TEXT    NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns   INTEGER NOT NULL DEFAULT 0,        -- 0 = still open when the recording ended
+  depth    INTEGER NOT NULL DEFAULT 0,        -- push/pop nesting on its thread
+  kind     INTEGER NOT NULL DEFAULT 1         -- 1 push/pop, 2 start/end
 );
 
 CREATE TABLE event_kinds (id INTEGER PRIMARY KEY, name TEXT NOT NULL);

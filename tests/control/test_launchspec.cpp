@@ -114,6 +114,37 @@ TEST(LaunchSpec, BuildsArgvAndCollectorEnvironment) {
     EXPECT_TRUE(plan->warnings.empty());
 }
 
+// Call sites (issue #13): --stacks / --stack-depth reach the collector through the environment,
+// bad values are refused in words, and NVTX is pointed at CUPTI unless the user chose already.
+TEST(LaunchSpec, StacksAndNvtxInjection) {
+    LaunchSpec s = basic();
+    auto none = buildLaunchPlan(s, {"PATH=/usr/bin"});
+    ASSERT_TRUE(none);
+    EXPECT_EQ(count(none->env, kEnvStacks), 0) << "unset: the collector's default (auto)";
+    EXPECT_EQ(count(none->env, kEnvStackDepth), 0);
+    s.stacks = "native";
+    s.stackDepth = 12;
+    s.nvtxInjectionPath = "/opt/cuda/lib64/libcupti.so";
+    auto plan = buildLaunchPlan(s, {"PATH=/usr/bin"});
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_TRUE(has(plan->env, "POOLSCOPE_STACKS=native"));
+    EXPECT_TRUE(has(plan->env, "POOLSCOPE_STACK_DEPTH=12"));
+    EXPECT_TRUE(has(plan->env, "NVTX_INJECTION64_PATH=/opt/cuda/lib64/libcupti.so"));
+    auto inherited = buildLaunchPlan(s, {"NVTX_INJECTION64_PATH=/mine/libnvtx_tool.so"});
+    ASSERT_TRUE(inherited);
+    EXPECT_TRUE(has(inherited->env, "NVTX_INJECTION64_PATH=/mine/libnvtx_tool.so"));
+    EXPECT_EQ(count(inherited->env, kEnvNvtxInjection), 1);
+    s.stacks = "everything";
+    auto bad = buildLaunchPlan(s, {});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("--stacks must be"), std::string::npos);
+    s.stacks = "all";
+    s.stackDepth = 1000;
+    auto deep = buildLaunchPlan(s, {});
+    ASSERT_FALSE(deep);
+    EXPECT_NE(deep.error().message.find("1 to 256"), std::string::npos);
+}
+
 TEST(LaunchSpec, ListenAndControlDir) {
     LaunchSpec s = basic();
     s.listen = true;

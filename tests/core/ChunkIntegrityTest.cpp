@@ -86,7 +86,7 @@ TEST(ChunkIntegrity, IntactTraceHasNoDamageAndIsFormat3) {
     EXPECT_TRUE(r.damage.empty()) << r.damageText();
     auto reader = TraceReader::open(path);
     ASSERT_TRUE(reader);
-    EXPECT_EQ((*reader)->schemaVersion(), 3);
+    EXPECT_EQ((*reader)->schemaVersion(), schema::kVersion);
     ASSERT_TRUE((*reader)->verifyChunks());
     EXPECT_TRUE((*reader)->damage().empty());
 }

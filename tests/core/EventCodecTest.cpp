@@ -225,13 +225,15 @@ TEST(EventCodecV3, ShortOrMalformedDataIsRejected) {
     EXPECT_FALSE(decodeEvents(data, in.size() + 1, out));      // one event too many
     EXPECT_FALSE(decodeEvents(data, in.size() - 1, out));      // trailing bytes
     EXPECT_FALSE(decodeEvents(data, uint64_t{1} << 62, out));  // absurd count: no allocation
-    EXPECT_FALSE(decodeEvents(data, in.size(), out, 4));       // unknown version
+    EXPECT_FALSE(decodeEvents(data, in.size(), out, 5));       // unknown version
     EXPECT_FALSE(decodeEvents(data, in.size(), out, 0));
 
-    // Header bit 39 set.
+    // Header bit 39 set: invalid in version 3; in version 4 it announces a site the data
+    // does not hold.
     std::string bad = data;
     bad[4] = static_cast<char>(bad[4] | 0x80);
-    EXPECT_FALSE(decodeEvents(bad, in.size(), out));
+    EXPECT_FALSE(decodeEvents(bad, in.size(), out, 3));
+    EXPECT_FALSE(decodeEvents(bad, in.size(), out, 4));
 
     // Values out of their field's range: tid above 32 bits, result outside int32, the packed
     // word above 56 bits. One event: header with a single 8-byte field (code 7) of all ones.
@@ -328,8 +330,8 @@ TEST(EventCodecV3, WriterToReaderAcrossChunksWithSamplesInBetween) {
         EXPECT_EQ((*w)->eventsWritten(), events.size());
         ASSERT_TRUE((*w)->close());
     }
-    EXPECT_EQ(chunkCodec(path, "SELECT min(codec) FROM event_chunks"), 3);
-    EXPECT_EQ(chunkCodec(path, "SELECT max(codec) FROM event_chunks"), 3);
+    EXPECT_EQ(chunkCodec(path, "SELECT min(codec) FROM event_chunks"), kEventCodecVersion);
+    EXPECT_EQ(chunkCodec(path, "SELECT max(codec) FROM event_chunks"), kEventCodecVersion);
     EXPECT_EQ(chunkCodec(path, "SELECT max(count) FROM event_chunks"),
               static_cast<int64_t>(schema::kChunkEvents));
     auto r = TraceReader::open(path);
@@ -353,7 +355,7 @@ TEST(EventCodecV3, ChunkOfANewerCodecIsANewerVersionError) {
         ASSERT_TRUE((*w)->append(e));
         ASSERT_TRUE((*w)->close());
     }
-    chunkCodec(path, "UPDATE event_chunks SET codec = 4");
+    chunkCodec(path, ("UPDATE event_chunks SET codec = " + std::to_string(kEventCodecVersion + 1)).c_str());
     auto r = TraceReader::open(path);
     ASSERT_TRUE(r) << r.error().message;
     auto ev = (*r)->events(INT64_MIN, INT64_MAX);
@@ -370,6 +372,39 @@ TEST(EventCodecV3, ChunkOfANewerCodecIsANewerVersionError) {
     auto ev2 = (*r2)->events(INT64_MIN, INT64_MAX);
     ASSERT_FALSE(ev2);
     EXPECT_EQ(ev2.error().code, ErrorCode::Corrupt);
+}
+
+
+// Codec 4 (issue #13): the call site rides on header bit 39 plus 4 bytes; an event without one
+// is byte for byte its version-3 encoding, and version 3 (still written for tests) drops sites.
+TEST(EventCodec, Version4CarriesSitesAndOtherwiseMatchesVersion3) {
+    std::vector<Event> in = extremeEvents();
+    for (size_t i = 0; i < in.size(); ++i) in[i].site = (i % 3 == 0) ? 0 : uint32_t(i * 2654435761u) | 1;
+    in.back().site = ~uint32_t{0};
+    std::string v4, portable;
+    encodeEvents(in, v4);
+    detail::encodeEventsPortable(in, portable);
+    EXPECT_EQ(v4, portable);
+    std::vector<Event> out;
+    ASSERT_TRUE(decodeEvents(v4, in.size(), out, 4));
+    expectSame(in, out);
+
+    std::vector<Event> noSites = in;
+    for (Event& e : noSites) e.site = 0;
+    std::string a, b;
+    encodeEvents(noSites, a, 4);
+    encodeEvents(in, b, 3);
+    EXPECT_EQ(a, b) << "version 3 must drop the sites, version 4 without sites must equal it";
+    std::vector<Event> v3out;
+    ASSERT_TRUE(decodeEvents(b, in.size(), v3out, 3));
+    expectSame(noSites, v3out);
+    // A version-3 reader of a chunk with sites: refused (bit 39), never misread.
+    std::vector<Event> refused;
+    EXPECT_FALSE(decodeEvents(v4, in.size(), refused, 3));
+    // Each site costs its 4 bytes, nothing else.
+    size_t withSite = 0;
+    for (const Event& e : in) withSite += e.site != 0;
+    EXPECT_EQ(v4.size(), a.size() + 4 * withSite);
 }
 
 } // namespace

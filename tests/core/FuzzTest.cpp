@@ -2,7 +2,7 @@
 // tests/control/test_fuzz.cpp: an in-process mutation fuzzer with a fixed seed, bounded by count
 // and by time so that CI runs it on every submission. POOLSCOPE_FUZZ_INPUTS=N runs N inputs with
 // no time limit (docs/SANITIZERS.md, "Fuzzing", has the long runs).
-//   ChunkCodecFuzz: real encoded chunks (the bundled samples' events, codec 3 and 2), mutated,
+//   ChunkCodecFuzz: real encoded chunks (the bundled samples' events, codec 4, 3 and 2), mutated,
 //     decoded with every codec version: never a crash, never more events than claimed.
 //   TraceFileFuzz: copies of the bundled samples, damaged as bytes or as SQL, then opened and
 //     read as the window reads them (skipDamaged): errors are values, never a crash.
@@ -141,9 +141,16 @@ std::vector<Seed> codecSeeds() {
             const size_t at = rng() % (all.size() - len + 1);
             std::span<const Event> run(all.data() + at, len);
             if (len > 1000 && seeds.size() % 3) continue; // a few large seeds only
-            for (int v : {3, 2}) {
+            for (int v : {4, 3, 2}) {
                 Seed s{{}, len, v};
-                encodeEvents(run, s.data, v);
+                if (v == 4) {
+                    // Codec 4 with call sites on some events (the samples predate them).
+                    std::vector<Event> withSites(run.begin(), run.end());
+                    for (size_t i = 0; i < withSites.size(); i += 3) withSites[i].site = uint32_t(i + 1);
+                    encodeEvents(withSites, s.data, v);
+                } else {
+                    encodeEvents(run, s.data, v);
+                }
                 seeds.push_back(std::move(s));
             }
         }
@@ -181,7 +188,7 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
         if (rng() % 8) mutateBytes(b, datas, rng); // an unmutated seed now and then
         if (rng() % 4 == 0) count = mutateCount(count, b.size(), rng);
         // Every version the decoder accepts, and two it must refuse.
-        for (int v : {0, 1, 2, 3, 4}) {
+        for (int v : {0, 1, 2, 3, 4, 5}) {
             out.clear();
             out.shrink_to_fit();
             const bool ok = decodeEvents(b, count, out, v);
@@ -190,7 +197,7 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
             ASSERT_LE(out.capacity(), b.size() + 1)
                 << "input " << inputs << " v" << v << " count " << count;
             if (ok) {
-                ASSERT_TRUE(v >= 1 && v <= 3) << "input " << inputs << " v" << v;
+                ASSERT_TRUE(v >= 1 && v <= 4) << "input " << inputs << " v" << v;
                 ASSERT_EQ(out.size(), count) << "input " << inputs << " v" << v;
                 ++decoded;
             } else {
@@ -199,7 +206,7 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
         }
     }
     const int64_t ms = msSince(t0);
-    std::printf("chunk codec fuzz: %llu inputs (x5 versions), %llu decoded, %lld ms, %.0f inputs/s\n",
+    std::printf("chunk codec fuzz: %llu inputs (x6 versions), %llu decoded, %lld ms, %.0f inputs/s\n",
                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(decoded),
                 static_cast<long long>(ms), ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
     EXPECT_GT(decoded, 0u) << "some inputs must still decode: the seeds are valid";

@@ -172,7 +172,7 @@ TEST(Cli, DumpNamesAreTheReportsNames) {
         << jsonl.output;
     CliRun csv = runCli("dump --names --format csv '" + path + "'");
     ASSERT_EQ(csv.exitCode, 0) << csv.output;
-    EXPECT_NE(csv.output.find(",used,details,stream_name,pool_name\n"), std::string::npos) << csv.output;
+    EXPECT_NE(csv.output.find(",used,site,details,stream_name,pool_name\n"), std::string::npos) << csv.output;
     EXPECT_NE(csv.output.find(",\"stream #1\",\"pool #1 (unknown)\"\n"), std::string::npos)
         << csv.output;
 }

@@ -2,7 +2,10 @@
 # initialisation: nothing is downloaded) trained with AdamW on varying sequence lengths, under
 # PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync. Ground truth: torch.cuda.max_memory_reserved()
 # and max_memory_allocated(), which read the pool's own high watermarks; the trace's peaks must
-# equal them exactly. usage: gpt2_train.py [STEPS]   (prints {"type":"skip"} without transformers)
+# equal them exactly. usage: gpt2_train.py [STEPS] [--nvtx]   (prints {"type":"skip"} without
+# transformers). --nvtx (issue #13): each step's forward, backward and optimizer step run inside
+# torch.cuda.nvtx ranges "step/forward", "step/backward", "step/optimizer"; the ground truth
+# then also lists the ranges pushed ({"type":"nvtx","ranges":N,"names":[...]}).
 import json
 import os
 import statistics
@@ -18,7 +21,29 @@ except ImportError as ex:
     sys.exit(0)
 
 assert "cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "set backend:cudaMallocAsync"
-steps = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+nvtx = "--nvtx" in sys.argv[1:]
+steps = int(args[0]) if args else 40
+
+
+class Range:
+    # torch.cuda.nvtx.range_push/pop when --nvtx, nothing otherwise; counts what it pushed.
+    pushed = []
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        if nvtx:
+            torch.cuda.nvtx.range_push(self.name)
+            Range.pushed.append(self.name)
+
+    def __exit__(self, *exc):
+        if nvtx:
+            torch.cuda.nvtx.range_pop()
+
+
+
 torch.manual_seed(0)
 dev = torch.device("cuda", 0)
 cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=512)
@@ -28,11 +53,15 @@ lengths = [64, 256, 128, 512, 96, 384, 192, 448]
 times = []
 for i in range(steps):
     t0 = time.perf_counter()
-    x = torch.randint(0, cfg.vocab_size, (8, lengths[i % len(lengths)]), device=dev)
-    loss = model(input_ids=x, labels=x).loss
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
+    with Range("step"):
+        x = torch.randint(0, cfg.vocab_size, (8, lengths[i % len(lengths)]), device=dev)
+        with Range("forward"):
+            loss = model(input_ids=x, labels=x).loss
+        with Range("backward"):
+            loss.backward()
+        with Range("optimizer"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
 torch.cuda.synchronize()
@@ -40,4 +69,7 @@ print(json.dumps({"type": "gpt2", "reserved_high": torch.cuda.max_memory_reserve
                   "used_high": torch.cuda.max_memory_allocated(dev), "min_allocs": steps * 100,
                   "step_ms_median": round(statistics.median(times[len(lengths):]) * 1e3, 3),
                   "torch": torch.__version__}))
+if nvtx:
+    print(json.dumps({"type": "nvtx", "ranges": len(Range.pushed),
+                      "names": sorted(set(Range.pushed))}))
 sys.stdout.flush()

@@ -103,7 +103,10 @@ struct Event {
     uint16_t attr = 0;       // PoolAttr or KnobAction
     uint8_t flags = 0;       // EventFlags
     uint8_t reserved0 = 0;
-    uint32_t reserved1 = 0;
+    // Call site (issue #13): the interned (native stack, Python stack, NVTX range path) of the
+    // call, an id of the trace's sites table; 0 = none recorded. Set on Allocs (and on Frees
+    // when the collector records stacks at frees). Stored since event codec 4.
+    uint32_t site = 0;
 
     bool has(EventFlags f) const { return (flags & f) != 0; }
     bool failed() const { return result != 0; }

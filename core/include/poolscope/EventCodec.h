@@ -7,9 +7,15 @@
 //   z = (d << 1) ^ (d >> 63)   (d as int64_t, arithmetic shift).
 // Signed fields (tsNs, device, result) are sign-extended to 64 bits first (except in version
 // 3's packed word), unsigned ones zero-extended. Decoding adds the unzigzagged z to the previous
-// value modulo 2^64. Event::reserved0/reserved1 are not stored (decoded as 0).
+// value modulo 2^64. Event::reserved0 is not stored (decoded as 0).
 //
-// Version 3 (written): 13 fields, fixed-width bytes instead of varints, so that neither encoder
+// Version 4 (written): version 3 plus the call site. Header bit 39, which version 3 requires to
+// be 0, is set when the event has a site (Event::site != 0); the site then follows the event's
+// 13 fields as 4 raw little-endian bytes (not a delta: sites repeat, they do not drift). An event
+// without a site is byte for byte its version-3 encoding. A version-3 reader refuses codec 4
+// chunks as a newer PoolScope's.
+//
+// Version 3 (still read): 13 fields, fixed-width bytes instead of varints, so that neither encoder
 // nor decoder has a data-dependent branch. Fields, in order (i = 0..12):
 //   0 seq, 1 tsNs, 2 stream, 3 pool, 4 ptr, 5 size, 6 aux, 7 reserved, 8 used, 9 tid,
 //   10 correlation, 11 result, 12 packed
@@ -48,12 +54,12 @@
 
 namespace poolscope {
 
-inline constexpr int kEventCodecVersion = 3; // written; 1, 2 and 3 are read
-inline constexpr int kEventCodecFields = 13; // version 3
-// Most bytes one version-3 event can take: the 5-byte header and 13 fields of 8 bytes.
-inline constexpr size_t kMaxEncodedEventBytes = 5 + kEventCodecFields * 8;
+inline constexpr int kEventCodecVersion = 4; // written; 1 to 4 are read
+inline constexpr int kEventCodecFields = 13; // versions 3 and 4
+// Most bytes one version-4 event can take: the 5-byte header, 13 fields of 8 bytes, the site.
+inline constexpr size_t kMaxEncodedEventBytes = 5 + kEventCodecFields * 8 + 4;
 
-// Incremental version-3 encoder into its own buffer: one run (chunk) at a time. Each event is
+// Incremental version-4 encoder into its own buffer: one run (chunk) at a time. Each event is
 // written straight into the buffer (which grows, rarely, only when a worst-case event would
 // not fit), with no per-event std::string append.
 class EventEncoder {
@@ -74,8 +80,8 @@ private:
     size_t capacity_ = 0;
 };
 
-// Appends the encoding of events (one run) to out, in codec `version` (3, or 2 for tests and
-// benchmarks that need old-format data).
+// Appends the encoding of events (one run) to out, in codec `version` (4; 3 or 2 for tests and
+// benchmarks that need old-format data: version 3 drops the sites).
 void encodeEvents(std::span<const Event> events, std::string& out,
                   int version = kEventCodecVersion);
 // Decodes exactly count events encoded with codec `version`, appending them to out; false if

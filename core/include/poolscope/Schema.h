@@ -7,7 +7,9 @@
 
 namespace poolscope::schema {
 
-inline constexpr int kVersion = 3; // written; 1, 2 and 3 are read (see schema.sql)
+inline constexpr int kVersion = 4; // written; 1 to 4 are read (see schema.sql)
+// The first version with call-site tables (sites, native_frames, ...; Stacks.h).
+inline constexpr int kStacksVersion = 4;
 // The first version whose event chunks carry prev_last_seq and a crc (schema.sql).
 inline constexpr int kChunkChecksumVersion = 3;
 // 'PSCP' as a big-endian integer: `file` and the reader recognise a trace by it.

@@ -30,6 +30,7 @@ struct Allocation {
     uint32_t tid = 0;
     int16_t device = -1;
     uint8_t api = 0;           // AllocApi
+    uint32_t site = 0;         // call site (Stacks.h), 0 = none recorded
     bool live() const { return freeTsNs == kStillLive; }
 };
 

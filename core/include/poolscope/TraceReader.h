@@ -14,6 +14,7 @@
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
+#include "poolscope/Stacks.h"
 
 struct sqlite3;
 
@@ -56,6 +57,10 @@ public:
     // Where the collector lost events, time order; empty for traces without the table.
     Result<std::vector<DropGap>> dropGaps() const;
     Result<TraceSummary> summary() const;
+    // Call sites (Stacks.h): every row of the format-4 tables; empty for older formats and for
+    // traces recorded without stacks. A row that breaks the tables' rules (a frame beyond a
+    // stack's depth limit, a negative id) fails with ErrorCode::Corrupt.
+    Result<StackTables> stacks() const;
 
     // Events with t0 <= tsNs < t1, in seq order. Samples are not included.
     Result<std::vector<Event>> events(int64_t t0, int64_t t1) const;

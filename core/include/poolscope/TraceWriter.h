@@ -13,6 +13,7 @@
 #include "poolscope/Event.h"
 #include "poolscope/EventCodec.h"
 #include "poolscope/Result.h"
+#include "poolscope/Stacks.h"
 
 struct sqlite3;
 
@@ -57,6 +58,11 @@ public:
     // events in seq order. Opens a transaction if none is open; nothing is durable until commit().
     Status append(std::span<const Event> events);
     Status append(const Event& e) { return append(std::span<const Event>(&e, 1)); }
+
+    // Call-site rows (Stacks.h): inserts (or replaces, by key) everything in t. The collector's
+    // writer adds only what is new since its last pass; rare next to events (one row set per
+    // distinct stack), so the statements are prepared per call.
+    Status addStacks(const StackTables& t);
 
     // Free-form key/value metadata (e.g. "dropped_events", "collector_disabled_reason").
     Status setMeta(const std::string& key, const std::string& value);

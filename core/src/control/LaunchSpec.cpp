@@ -2,6 +2,7 @@
 
 #include "poolscope/control/Discovery.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -76,6 +77,23 @@ std::string shellQuote(const std::string& s) {
     return out + "'";
 }
 
+std::string findCuptiLibrary(const std::string& collectorPath) {
+    std::vector<std::string> dirs;
+    const size_t slash = collectorPath.rfind('/');
+    if (slash != std::string::npos) dirs.push_back(collectorPath.substr(0, slash));
+    if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
+        dirs.push_back(std::string(home) + "/lib64");
+        dirs.push_back(std::string(home) + "/extras/CUPTI/lib64");
+    }
+    dirs.push_back("/usr/local/cuda/lib64");
+    dirs.push_back("/usr/local/cuda/extras/CUPTI/lib64");
+    for (const std::string& d : dirs) {
+        const std::string p = d + "/libcupti.so";
+        if (::access(p.c_str(), R_OK) == 0) return p;
+    }
+    return {};
+}
+
 Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec,
                                    const std::vector<std::string>& baseEnv) {
     if (spec.program.empty()) return Error{ErrorCode::InvalidArgument, "no program to launch"};
@@ -110,6 +128,26 @@ Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec,
             continue;
         }
         setVar(plan.env, name, value);
+    }
+    if (!spec.stacks.empty()) {
+        static const char* kModes[] = {"off", "native", "python", "all", "auto"};
+        if (std::find(std::begin(kModes), std::end(kModes), spec.stacks) == std::end(kModes))
+            return Error{ErrorCode::InvalidArgument, "--stacks must be off, native, python, all "
+                                                     "or auto (not '" + spec.stacks + "')"};
+        setVar(plan.env, kEnvStacks, spec.stacks);
+    }
+    if (spec.stackDepth != 0) {
+        if (spec.stackDepth < 1 || spec.stackDepth > 256)
+            return Error{ErrorCode::InvalidArgument, "the stack depth must be 1 to 256 frames"};
+        setVar(plan.env, kEnvStackDepth, std::to_string(spec.stackDepth));
+    }
+    bool inheritedNvtx = false;
+    for (const auto& e : plan.env) inheritedNvtx = inheritedNvtx || nameOf(e) == kEnvNvtxInjection;
+    if (!inheritedNvtx) {
+        const std::string cupti = spec.nvtxInjectionPath.empty()
+                                      ? findCuptiLibrary(spec.collectorPath)
+                                      : spec.nvtxInjectionPath;
+        if (!cupti.empty()) setVar(plan.env, kEnvNvtxInjection, cupti);
     }
     setVar(plan.env, kEnvInjection, spec.collectorPath);
     setVar(plan.env, kEnvOutput, spec.tracePath);

@@ -18,6 +18,13 @@ inline constexpr const char* kEnvRootPid = "POOLSCOPE_ROOT_PID";
 inline constexpr const char* kEnvListen = "POOLSCOPE_LISTEN";          // 1 | unix:/path | 0
 inline constexpr const char* kEnvControlDir = "POOLSCOPE_CONTROL_DIR"; // where sockets go
 
+// Call sites (issue #13): set by a launch that asks for them (record --stacks, --stack-depth).
+inline constexpr const char* kEnvStacks = "POOLSCOPE_STACKS";          // off|native|python|all|auto
+inline constexpr const char* kEnvStackDepth = "POOLSCOPE_STACK_DEPTH"; // frames, 1..256
+// NVTX's own variable: the library NVTX hands its calls to. Every launch sets it to the CUPTI
+// library the collector uses (unless the user set it), so that NVTX ranges reach the collector.
+inline constexpr const char* kEnvNvtxInjection = "NVTX_INJECTION64_PATH";
+
 // Tuning and diagnostics: never set by a launcher, passed through from its environment.
 inline constexpr const char* kEnvRingEvents = "POOLSCOPE_RING_EVENTS"; // per thread, >= 64
 inline constexpr const char* kEnvSpoolEvents = "POOLSCOPE_SPOOL_EVENTS"; // shared, >= 1024

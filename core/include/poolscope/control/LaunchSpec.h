@@ -27,7 +27,19 @@ struct LaunchSpec {
     bool listen = false;         // POOLSCOPE_LISTEN: the target serves a control socket...
     std::string listenAt;        // ...at this path ("" = <control dir>/<pid>.sock)
     std::string controlDir;      // POOLSCOPE_CONTROL_DIR: the control dir ("" = the default)
+    // Call sites (issue #13): POOLSCOPE_STACKS (off|native|python|all|auto; "" = the collector's
+    // default, auto) and POOLSCOPE_STACK_DEPTH (1..256; 0 = the default, 32).
+    std::string stacks;
+    int stackDepth = 0;
+    // NVTX_INJECTION64_PATH, so that NVTX ranges reach CUPTI ("" = findCuptiLibrary's answer).
+    // An inherited value is kept: the user chose it.
+    std::string nvtxInjectionPath;
 };
+
+// The CUPTI library a collector at collectorPath loads, for NVTX_INJECTION64_PATH: the first
+// libcupti.so found beside it, in $CUDA_HOME, /usr/local/cuda/lib64 or
+// /usr/local/cuda/extras/CUPTI/lib64; "" when none is.
+std::string findCuptiLibrary(const std::string& collectorPath);
 
 struct LaunchPlan {
     std::string program;

@@ -1,0 +1,181 @@
+#pragma once
+// Call sites at allocations (issue #13): native stacks, Python stacks and NVTX range paths,
+// captured on the hot path and interned into site ids that events carry (Event::site).
+//
+// Hot path (an allocating thread, inside the CUPTI callback): unw_backtrace (libunwind, loaded
+// at run time; see collector/README.md for the measurement that chose it), the Python frames
+// through CPython's C API found with dlsym (only while the thread holds the GIL; never taken
+// here), one hash over frames + Python (code, line) pairs + the thread's NVTX path, then a
+// per-thread direct-mapped cache hash -> site id. Only a miss takes the recorder's mutex: the
+// shared table gives the id, or a new one and the rows to write (a new stack's frames; Python
+// strings are read then, under the GIL the thread holds). Distinct stacks are few, so misses are
+// rare after warm-up. Sites are identified by the 64-bit hash of their content.
+//
+// Writer thread: drain() turns what is new into StackTables rows (raw addresses to module +
+// offset through a dl_iterate_phdr snapshot with each module's build-id) for TraceWriter.
+// GPU-free: tests drive it on CPU.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "poolscope/Stacks.h"
+
+namespace poolscope::collector {
+
+enum class StackMode : uint8_t {
+    Off,    // no sites, no NVTX
+    Native, // native stacks
+    Python, // Python stacks (threads that hold no GIL: NVTX path only)
+    All,    // both
+    Auto,   // default: the Python stack when the thread holds a loaded interpreter's GIL, the
+            // native stack otherwise (C++ programs, PyTorch's autograd threads)
+};
+const char* stackModeName(StackMode m);
+bool stackModeFromName(const std::string& s, StackMode& out);
+
+inline constexpr int kDefaultStackDepth = 32;
+inline constexpr int kMaxStackDepth = 256;
+inline constexpr int kMaxNvtxDepth = 64;
+
+// CPython's C API, resolved at run time (never linked). Null members: not available.
+struct PythonApi {
+    int (*isInitialized)() = nullptr;        // Py_IsInitialized
+    int (*gilCheck)() = nullptr;             // PyGILState_Check
+    void* (*getFrame)() = nullptr;           // PyEval_GetFrame: borrowed
+    void* (*frameGetCode)(void*) = nullptr;  // PyFrame_GetCode: new reference (3.9+)
+    void* (*frameGetBack)(void*) = nullptr;  // PyFrame_GetBack: new reference (3.9+)
+    int (*frameGetLine)(void*) = nullptr;    // PyFrame_GetLineNumber
+    void (*decRef)(void*) = nullptr;         // Py_DecRef
+    void* (*getAttr)(void*, const char*) = nullptr; // PyObject_GetAttrString: new reference
+    const char* (*utf8)(void*) = nullptr;    // PyUnicode_AsUTF8: borrowed
+    void (*errClear)() = nullptr;            // PyErr_Clear
+    // The thread's current thread state, NULL while it holds no GIL: PyThreadState_GetUnchecked
+    // (3.13) or _PyThreadState_UncheckedGet (3.5-3.12). Optional; checked with gilCheck because
+    // PyGILState_Check answers 1 for every thread once subinterpreters exist.
+    void* (*currentState)() = nullptr;
+    bool ok() const;
+    bool holdsGil() const { return isInitialized() && gilCheck() && (!currentState || currentState()); }
+    // Looks the functions up in the process's global scope (the interpreter, if loaded).
+    static PythonApi find();
+};
+
+// One thread's state: its site cache and NVTX push/pop stack. Allocated at the thread's first
+// capture or push (cold), owned by the recorder (threads may end before the writer reads).
+struct ThreadSites {
+    static constexpr size_t kCache = 1024;
+    struct Entry {
+        uint64_t hash;
+        uint32_t site;
+    } cache[kCache] = {};
+    uint32_t tid = 0;
+    // Inside capture(): walking Python frames can run the garbage collector, whose finalizers
+    // may allocate (a nested callback on this thread). That nested capture records no site
+    // instead of re-entering (the shared table's mutex is not recursive).
+    bool busy = false;
+    int nvtxDepth = 0;            // ranges pushed; those beyond kMaxNvtxDepth are counted only
+    uint64_t nvtxHash[kMaxNvtxDepth + 1] = {}; // path hash at each depth ([0] = no range)
+    uint64_t nvtxId[kMaxNvtxDepth] = {};
+    int64_t nvtxStart[kMaxNvtxDepth] = {};
+    std::string nvtxName[kMaxNvtxDepth];
+};
+
+class StackRecorder {
+public:
+    struct Options {
+        StackMode mode = StackMode::Auto;
+        int depth = kDefaultStackDepth;
+    };
+    // Cold (InitializeInjection): loads libunwind, finds the Python API, notes the address
+    // ranges of the modules whose frames lead up to the capture (this module, CUPTI, the driver)
+    // so they are cut from the top of each stack. `internalModules`: substrings of their paths.
+    void configure(const Options& o, const std::vector<std::string>& internalModules);
+    StackMode mode() const { return opts_.mode; }
+    bool enabled() const { return opts_.mode != StackMode::Off; }
+    // What configure() found, for the trace's meta and the log.
+    std::string describe() const;
+    bool pythonFound() const { return py_.ok(); }
+
+    ThreadSites* newThread(uint32_t tid); // cold
+
+    // Hot path: the calling thread's site (0 = nothing captured). skipInternal: cut the frames
+    // of the internal modules from the top (the capture runs inside the CUPTI callback).
+    uint32_t capture(ThreadSites& ts);
+
+    // NVTX (the calling thread's ranges). ticks: Clock::ticks() (the writer converts).
+    void push(ThreadSites& ts, const char* name, int64_t ticks);
+    void pop(ThreadSites& ts, int64_t ticks);
+    void start(uint64_t key, uint32_t tid, const char* name, int64_t ticks);
+    void end(uint64_t key, int64_t ticks);
+
+    // Writer: the rows that are new since the last call, times converted with toNs.
+    void drain(StackTables& out, const std::function<int64_t(int64_t)>& toNs);
+
+    // fork() child: another thread may have held the mutex at the fork.
+    void resetAfterFork();
+
+    // Tests: capture native frames of the caller (no internal cut), as the hot path would.
+    int captureNativeForTest(uintptr_t* out, int max);
+
+private:
+    struct PendingStack {
+        uint32_t id;
+        std::vector<uintptr_t> frames;
+    };
+    struct RawRange {
+        uint64_t id;
+        uint32_t tid;
+        std::string name;
+        int64_t startTicks, endTicks;
+        uint16_t depth;
+        NvtxRangeKind kind;
+    };
+    struct Module {
+        uint32_t id;
+        uintptr_t lo, hi;
+    };
+
+    int unwind(uintptr_t* out, int max);
+    uint32_t intern(ThreadSites& ts, uint64_t hash, const uintptr_t* native, int nNative,
+                    void* const* codes, const int* lines, int nPython);
+    uint32_t moduleOf(uintptr_t addr, uint64_t& offset);
+    void snapshotModules();
+
+    Options opts_;
+    PythonApi py_;
+    int (*unwBacktrace_)(void**, int) = nullptr;
+    bool usingLibunwind_ = false;
+    struct Range {
+        uintptr_t lo, hi;
+    };
+    Range internal_[16] = {};
+    int internalCount_ = 0;
+
+    std::mutex mutex_; // cold: interning misses, NVTX ranges, thread registration, drain
+    std::unordered_map<uint64_t, uint32_t> sites_;  // content hash -> site
+    std::unordered_map<uint64_t, uint32_t> native_; // frames hash -> native stack id
+    std::unordered_map<uint64_t, uint32_t> python_;
+    std::unordered_map<uint64_t, uint32_t> nvtx_;
+    std::vector<ThreadSites*> threads_;
+    std::vector<PendingStack> pendingNative_;
+    std::map<uint32_t, std::vector<PythonFrame>> pendingPython_;
+    std::map<uint32_t, std::vector<std::string>> pendingNvtx_;
+    std::map<uint32_t, SiteInfo> pendingSites_;
+    std::vector<RawRange> pendingRanges_;
+    std::unordered_map<uint64_t, RawRange> openStartEnd_; // start/end ranges by NVTX's id
+    std::atomic<uint64_t> nextRangeId_{1};
+
+    // Writer-side module table (only drain() touches it, under mutex_).
+    std::vector<Module> modules_; // sorted by lo
+    std::vector<ModuleInfo> newModules_;
+    uint32_t nextModuleId_ = 1;
+    std::unordered_map<std::string, uint32_t> moduleIds_; // path@load address -> id
+    std::unordered_map<uint32_t, uint64_t> loadAddress_;  // modules already written
+};
+
+} // namespace poolscope::collector
