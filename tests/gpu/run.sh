@@ -7,7 +7,7 @@
 # Knobs: BENCH_SKIP=1 (checks only), BENCH_ONLY=1 (benchmark only), BENCH_ITER, BENCH_ROUNDS,
 # GPT2_ROUNDS=N (GPT-2 step overhead, N alternating bare/recorded rounds), GPT2_STEPS,
 # BENCH_CPUS (taskset list, default 2-5), BENCH_PIN (pin only the measuring thread), BENCH_CONFIGS (bare floor collector collector_full
-# collector_nowm collector_mono collector_ring4k collector_noact collector_nosamp; with the
+# collector_nowm collector_mono collector_ring4k collector_noact collector_nosamp collector_nostacks; with the
 # diagnostic module: collector_discard collector_nodrain collector_memory2 collector_selftime).
 # Build (on any x86-64 Linux with CUDA 13, then carry build/gpu):
 #   cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DPOOLSCOPE_BUILD_GUI=OFF -DPOOLSCOPE_BUILD_BENCH=OFF
@@ -218,6 +218,7 @@ for r in $(seq "$ROUNDS"); do
         collector_ring4k) bench collector_ring4k $C POOLSCOPE_RING_EVENTS=4096 POOLSCOPE_SAMPLE_PERIOD_MS=0 ;;
         collector_noact) bench collector_noact $C POOLSCOPE_ACTIVITY=0 ;;
         collector_nosamp) bench collector_nosamp $C POOLSCOPE_SAMPLE_PERIOD_MS=0 ;;
+        collector_nostacks) bench collector_nostacks $C POOLSCOPE_STACKS=off ;;
         # The diagnostic module (collector/src/Diagnostics.cpp).
         collector_discard) bench collector_discard $D POOLSCOPE_BENCH_DISCARD=1 ;;
         collector_nodrain) bench collector_nodrain $D POOLSCOPE_BENCH_DISCARD=2 POOLSCOPE_RING_EVENTS=2097152 ;;
