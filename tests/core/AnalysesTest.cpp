@@ -136,6 +136,29 @@ TEST(StreamHazards, HandBuiltUnorderedFreesAndWhatOrdersAFree) {
     EXPECT_EQ(h.hazards[2].second.stream, kS4);
 }
 
+// Hand-built: one stream waits on 17 others, one more than a clock holds: the oldest ordering
+// (on the first stream) is forgotten, and the result says so. A free of that stream's block is
+// still ordered: the replay's own check of the direct wait does not forget. With 16 nothing is
+// truncated.
+TEST(StreamHazards, HandBuiltOrderingsBeyondTheClockAreFlagged) {
+    for (const int others : {16, 17}) {
+        Events ev;
+        for (int i = 0; i < others; ++i) {
+            const uint64_t s = 0x1000 + i;
+            ev.alloc(10 * i, s, kPool, 0x100000 * (i + 1), MiB);
+            record(ev, 10 * i + 1, s, 0xE000 + i);
+            wait(ev, 10 * i + 2, kS1, 0xE000 + i);
+        }
+        ev.free(1000, kS1, kPool, 0x100000); // allocated on the first other stream
+        replay::Replay r;
+        StreamHazardsAnalysis a;
+        r.subscribe(&a, StreamHazardsAnalysis::kindMask());
+        for (const Event& e : ev.all()) r.apply(e);
+        EXPECT_EQ(a.result().truncated, others > 16) << others;
+        EXPECT_EQ(a.result().unorderedFrees, 0u) << others;
+    }
+}
+
 // Hand-built: one address going back and forth between S1 and S2.
 TEST(StreamHazards, HandBuiltUnorderedReuseAcrossStreams) {
     Events ev;

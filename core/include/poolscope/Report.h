@@ -88,6 +88,7 @@ struct Report {
     // Stream-order hazards (analysis/StreamHazards.h): all counted, the first topN listed.
     uint64_t unorderedFrees = 0;
     uint64_t unorderedReuses = 0;
+    bool hazardsTruncated = false; // StreamHazards::truncated
     std::vector<StreamHazard> hazards;
     // Growths and failures with the fragmentation signature, the first topN (all pools).
     std::vector<PoolGrowth> fragmented;

@@ -45,8 +45,7 @@ void FragmentationAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
     g.pool = p.info.handle;
     g.stream = e.stream;
     g.bytes = AllocFields::of(e).bytes;
-    for (uint32_t i = 0; i < r.streams().size(); ++i)
-        if (i != f.stream) g.pendingElsewhere += r.streams()[i].pendingFreeBytes();
+    g.pendingElsewhere = r.pendingFreeBytes() - r.streams()[f.stream].pendingFreeBytes();
 
     if (slot_.size() <= f.pool) slot_.resize(r.pools().size(), -1);
     int32_t& si = slot_[f.pool];

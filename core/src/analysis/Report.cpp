@@ -153,6 +153,9 @@ void addFindings(Report& r) {
                  std::to_string(h->second.seq) + ", at " + at(h->second.tsNs) + ")";
         s += ". Record an event on the allocating stream after its last use and make the freeing "
              "stream wait on it";
+        if (r.hazardsTruncated)
+            s += " (some streams depended on more streams than the analysis follows: a few of "
+                 "these may be ordered after all)";
         r.findings.push_back(s);
     }
     if (r.unorderedReuses > 0) {
@@ -316,6 +319,7 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
 
     r.unorderedFrees = tl.hazards.unorderedFrees;
     r.unorderedReuses = tl.hazards.unorderedReuses;
+    r.hazardsTruncated = tl.hazards.truncated;
     for (size_t i = 0; i < tl.hazards.hazards.size() && i < options.topN; ++i)
         r.hazards.push_back(tl.hazards.hazards[i]);
     for (const PoolGrowth& g : tl.fragmentation.events) {

@@ -22,17 +22,28 @@ struct Dep {
     uint32_t stream;
     uint64_t seq;
 };
-// A stream's clock: few entries (the streams it waited on, directly or not), so a small
-// vector searched linearly.
+// A stream's clock: the streams it waited on, directly or not. Programs have few such
+// relations; a trace with thousands of streams in wait chains would make clocks (and their
+// copies at every record) as large as the stream count, so a clock keeps at most kMaxClock
+// entries and forgets the oldest ordering beyond that (StreamHazards::truncated says so).
 using Clock = std::vector<Dep>;
+constexpr size_t kMaxClock = 16;
 
-void raise(Clock& c, uint32_t stream, uint64_t seq) {
+// false when an ordering had to be forgotten.
+bool raise(Clock& c, uint32_t stream, uint64_t seq) {
     for (Dep& d : c)
         if (d.stream == stream) {
             d.seq = std::max(d.seq, seq);
-            return;
+            return true;
         }
-    c.push_back({stream, seq});
+    if (c.size() < kMaxClock) {
+        c.push_back({stream, seq});
+        return true;
+    }
+    auto oldest = std::min_element(c.begin(), c.end(),
+                                   [](const Dep& a, const Dep& b) { return a.seq < b.seq; });
+    if (oldest->seq < seq) *oldest = {stream, seq};
+    return false;
 }
 
 uint64_t get(const Clock& c, uint32_t stream) {
@@ -51,11 +62,18 @@ bool blocking(const replay::StreamState& s) { return (s.info.flags & 1u) == 0; }
 
 struct StreamHazardsAnalysis::State {
     std::vector<Clock> clocks; // by replay stream index
+    // Each clock as a record last copied it, shared by the records made since (null: the clock
+    // changed since, or is empty).
+    std::vector<std::shared_ptr<const Clock>> shared;
     std::vector<uint64_t> host; // by replay stream index: work before this seq has finished
+    // Context synchronizes: the latest on any device (for streams whose device is not known),
+    // on all devices at once (device -1), and per device.
+    uint64_t ctxAny = 0, ctxAll = 0;
+    std::vector<uint64_t> ctxDevice;
     struct Record {
         uint32_t stream = replay::kNone;
         uint64_t seq = 0;
-        Clock clock; // the recording stream's clock at the record
+        std::shared_ptr<const Clock> clock; // the recording stream's clock then (null: empty)
     };
     std::unordered_map<uint64_t, Record> records; // CUevent -> its latest record
     struct Freed {
@@ -69,24 +87,33 @@ struct StreamHazardsAnalysis::State {
     void grow(size_t streams) {
         if (clocks.size() < streams) {
             clocks.resize(streams);
+            shared.resize(streams);
             host.resize(streams, 0);
         }
+    }
+
+    uint64_t ctxCovering(int device) const {
+        if (device < 0) return ctxAny;
+        const auto d = static_cast<size_t>(device);
+        return std::max(ctxAll, d < ctxDevice.size() ? ctxDevice[d] : 0);
     }
 
     // Is stream a's work enqueued before seq `after` ordered before what stream b enqueues now?
     bool ordered(uint32_t a, uint64_t after, uint32_t b, const replay::Replay& r) const {
         if (a == b) return true;
-        if (host[a] > after || get(clocks[b], a) > after) return true;
         const replay::StreamState& sa = r.streams()[a];
+        if (host[a] > after || get(clocks[b], a) > after || ctxCovering(sa.info.device) > after)
+            return true;
         const replay::StreamState& sb = r.streams()[b];
         return (legacy(sa) && blocking(sb)) || (legacy(sb) && blocking(sa));
     }
 
     void finished(uint32_t stream, uint64_t seq) { host[stream] = std::max(host[stream], seq); }
     // The host saw `stream`'s work up to seq finish: and with it what that work had waited for.
-    void finished(uint32_t stream, uint64_t seq, const Clock& c) {
+    void finished(uint32_t stream, uint64_t seq, const Clock* c) {
         finished(stream, seq);
-        for (const Dep& d : c) finished(d.stream, d.seq);
+        if (c)
+            for (const Dep& d : *c) finished(d.stream, d.seq);
     }
 };
 
@@ -150,7 +177,9 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         rec.stream = f.stream;
         rec.seq = e.seq;
         const Clock& c = d.clocks[f.stream];
-        rec.clock.assign(c.begin(), c.end());
+        std::shared_ptr<const Clock>& snap = d.shared[f.stream];
+        if (!snap && !c.empty()) snap = std::make_shared<const Clock>(c);
+        rec.clock = snap;
         break;
     }
     case EventKind::StreamWaitEvent: {
@@ -158,23 +187,33 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         if (it == d.records.end() || it->second.stream == f.stream) break;
         const State::Record& rec = it->second;
         Clock& c = d.clocks[f.stream];
-        raise(c, rec.stream, rec.seq);
-        for (const Dep& dep : rec.clock)
-            if (dep.stream != f.stream) raise(c, dep.stream, dep.seq);
+        bool kept = raise(c, rec.stream, rec.seq);
+        if (rec.clock)
+            for (const Dep& dep : *rec.clock)
+                if (dep.stream != f.stream) kept = raise(c, dep.stream, dep.seq) && kept;
+        out_.truncated = out_.truncated || !kept;
+        d.shared[f.stream].reset();
         break;
     }
     case EventKind::StreamSynchronize:
-        d.finished(f.stream, e.seq, d.clocks[f.stream]);
+        d.finished(f.stream, e.seq, &d.clocks[f.stream]);
         break;
     case EventKind::EventSynchronize: {
         auto it = d.records.find(CuEventFields::of(e).event);
-        if (it != d.records.end()) d.finished(it->second.stream, it->second.seq, it->second.clock);
+        if (it != d.records.end())
+            d.finished(it->second.stream, it->second.seq, it->second.clock.get());
         break;
     }
     case EventKind::ContextSynchronize:
-        for (uint32_t i = 0; i < r.streams().size(); ++i) {
-            const int dev = r.streams()[i].info.device;
-            if (e.device < 0 || dev < 0 || dev == e.device) d.finished(i, e.seq);
+        // Every stream of the device (of all devices for -1), as the replay's clearing does;
+        // kept per device rather than written into every stream's entry.
+        d.ctxAny = std::max(d.ctxAny, e.seq);
+        if (e.device < 0) {
+            d.ctxAll = std::max(d.ctxAll, e.seq);
+        } else {
+            const auto dev = static_cast<size_t>(e.device);
+            if (d.ctxDevice.size() <= dev) d.ctxDevice.resize(dev + 1, 0);
+            d.ctxDevice[dev] = std::max(d.ctxDevice[dev], e.seq);
         }
         break;
     default: break;

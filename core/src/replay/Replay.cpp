@@ -179,6 +179,7 @@ void Replay::release(const Block& b) {
 void Replay::clearPending(uint32_t stream, uint64_t upTo) {
     StreamState& s = streams_[stream];
     if (upTo > s.clearedBytes) {
+        pendingFreeBytes_ -= upTo - s.clearedBytes;
         s.clearedBytes = upTo;
         fact_.clearedStream = fact_.pendingCleared ? kNone : stream;
         fact_.pendingCleared = true;
@@ -260,6 +261,7 @@ void Replay::free(const Event& e) {
     fact_.pool = b.pool;
     if (b.imported) return;
     streams_[si].freedBytes += b.bytes;
+    pendingFreeBytes_ += b.bytes;
     if (b.stream != si) {
         fact_.crossStream = true;
         auto it = d_->lastWait.find(Impl::pairKey(si, b.stream));

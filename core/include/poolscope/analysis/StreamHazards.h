@@ -11,7 +11,8 @@
 //     timing) or a dependency the driver inserted itself (ReuseAllowInternalDependencies).
 // Orderings are followed transitively (A's record waited on by C, C's record waited on by B)
 // and through host synchronizes (a stream, event or context synchronize; a synchronize of C
-// also covers what C had waited for). Reuse is matched by the block's start address: a block
+// also covers what C had waited for), up to 16 other streams per stream (`truncated` says when
+// more were met). Reuse is matched by the block's start address: a block
 // carved out of the middle of a larger freed one is not seen.
 // An analysis on the allocator replay (replay/Replay.h): subscribe it, feed the replay, read
 // the result.
@@ -52,6 +53,9 @@ struct StreamHazards {
     uint64_t unorderedFrees = 0;       // every one found
     uint64_t unorderedReuses = 0;
     static constexpr size_t kMaxKept = 100'000;
+    // A stream's orderings through more streams than the analysis follows at once (16) had to
+    // be partly forgotten: some hazards found later may be false ones.
+    bool truncated = false;
     uint64_t count() const { return unorderedFrees + unorderedReuses; }
 };
 

@@ -187,6 +187,8 @@ public:
     uint64_t eventCount() const { return eventCount_; } // samples excluded
     uint64_t unmatchedFrees() const { return unmatchedFrees_; }
     uint64_t reusedWithoutFree() const { return reusedWithoutFree_; }
+    // The sum of every stream's pendingFreeBytes().
+    uint64_t pendingFreeBytes() const { return pendingFreeBytes_; }
 
 private:
     struct Impl;
@@ -227,6 +229,7 @@ private:
     uint64_t eventCount_ = 0;
     uint64_t unmatchedFrees_ = 0;
     uint64_t reusedWithoutFree_ = 0;
+    uint64_t pendingFreeBytes_ = 0;
     bool anyObserver_ = false;
 };
 
