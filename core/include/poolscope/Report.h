@@ -89,6 +89,7 @@ struct Report {
     uint64_t unorderedFrees = 0;
     uint64_t unorderedReuses = 0;
     bool hazardsTruncated = false; // StreamHazards::truncated
+    bool freedForgotten = false;   // StreamHazards::freedForgotten
     std::vector<StreamHazard> hazards;
     // Growths and failures with the fragmentation signature, the first topN (all pools).
     std::vector<PoolGrowth> fragmented;

@@ -175,6 +175,9 @@ void addFindings(Report& r) {
                  std::to_string(h->first.seq) + ", at " + at(h->first.tsNs) + "), " +
                  formatBytes(h->bytes) + " allocated on " + streamName(h->second.stream) +
                  " (seq " + std::to_string(h->second.seq) + ", at " + at(h->second.tsNs) + ")";
+        if (r.freedForgotten)
+            s += " (only reuse of the last " + formatCount(StreamHazards::kMaxFreedAddresses) +
+                 " addresses freed was checked)";
         r.findings.push_back(s);
     }
     uint64_t cross = 0;
@@ -320,6 +323,7 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
     r.unorderedFrees = tl.hazards.unorderedFrees;
     r.unorderedReuses = tl.hazards.unorderedReuses;
     r.hazardsTruncated = tl.hazards.truncated;
+    r.freedForgotten = tl.hazards.freedForgotten;
     for (size_t i = 0; i < tl.hazards.hazards.size() && i < options.topN; ++i)
         r.hazards.push_back(tl.hazards.hazards[i]);
     for (const PoolGrowth& g : tl.fragmentation.events) {

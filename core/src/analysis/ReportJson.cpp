@@ -147,6 +147,7 @@ std::string reportToJson(const Report& r, int indent) {
     j["stream_hazards"] = {{"unordered_frees", r.unorderedFrees},
                            {"unordered_reuses", r.unorderedReuses},
                            {"orderings_truncated", r.hazardsTruncated},
+                           {"freed_addresses_forgotten", r.freedForgotten},
                            {"first", hazards}};
     json frag = json::array();
     for (const PoolGrowth& g : r.fragmented)

@@ -169,6 +169,12 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
             h.pool = r.pools()[b.pool].info.handle;
             keep(h);
         }
+        // Bounded: a trace that frees ever new addresses would otherwise grow the map (and its
+        // cache misses) with every free.
+        if (d.freed.size() >= StreamHazards::kMaxFreedAddresses) [[unlikely]] {
+            d.freed = detail::FlatPtrMap<State::Freed>{};
+            out_.freedForgotten = true;
+        }
         d.freed.put(b.ptr, State::Freed{e.seq, e.tsNs, f.stream, b.tag});
         break;
     }

@@ -12,8 +12,8 @@
 // Orderings are followed transitively (A's record waited on by C, C's record waited on by B)
 // and through host synchronizes (a stream, event or context synchronize; a synchronize of C
 // also covers what C had waited for), up to 16 other streams per stream (`truncated` says when
-// more were met). Reuse is matched by the block's start address: a block
-// carved out of the middle of a larger freed one is not seen.
+// more were met). Reuse is matched by the block's start address (a block carved out of the
+// middle of a larger freed one is not seen), among the last kMaxFreedAddresses addresses freed.
 // An analysis on the allocator replay (replay/Replay.h): subscribe it, feed the replay, read
 // the result.
 
@@ -56,6 +56,12 @@ struct StreamHazards {
     // A stream's orderings through more streams than the analysis follows at once (16) had to
     // be partly forgotten: some hazards found later may be false ones.
     bool truncated = false;
+    // The freed addresses remembered for reuse reached their bound (kMaxFreedAddresses distinct
+    // ones) and were forgotten at least once: a reuse of an address freed before that is not
+    // checked. Pools hand the same addresses out again and again; only a trace that keeps
+    // freeing new addresses (a synthetic one) gets here.
+    bool freedForgotten = false;
+    static constexpr size_t kMaxFreedAddresses = size_t{1} << 18;
     uint64_t count() const { return unorderedFrees + unorderedReuses; }
 };
 
