@@ -164,7 +164,8 @@ QString DetailsPane::growthText(const PoolGrowth& g) const {
     s += tr(" with %1 idle in it").arg(qb(g.idleBefore));
     if (g.pendingElsewhere) s += tr(" (%1 pending on other streams)").arg(qb(g.pendingElsewhere));
     if (g.fragmented())
-        s += tr(": <b style='color:#c05000'>fragmentation</b>, no free block was large enough");
+        s += tr(": <b style='color:#c05000'>fragmentation</b>, no free block it could use was large "
+                 "enough");
     else if (g.whileIdle())
         s += tr(": the idle bytes may have been other streams' frees, not yet reusable here");
     return s;
@@ -213,7 +214,7 @@ QString DetailsPane::traceSummary() const {
                                                        .arg(hz.count() - kListed));
         s += QStringLiteral("</ul>");
     }
-    s += QStringLiteral("<table><p style='color:gray'>Click a bar, a marker or a table row for "
+    s += QStringLiteral("<p style='color:gray'>Click a bar, a marker or a table row for "
                         "details. Click the ruler to place the replay cursor.</p>");
     return s;
 }
@@ -264,7 +265,7 @@ void DetailsPane::render() {
         h += row(tr("seq"), QStringLiteral("%1 → %2")
                                 .arg(a.allocSeq)
                                 .arg(a.live() ? QStringLiteral("–") : QString::number(a.freeSeq)));
-        if (const PoolGrowth* g = tl.fragmentation.at(a.allocSeq)) h += row(tr("pool"), growthText(*g));
+        if (const PoolGrowth* g = tl.fragmentation.at(a.allocSeq)) h += row(tr("pool growth"), growthText(*g));
         // Hazards this allocation takes part in (a linear scan: at most StreamHazards::kMaxKept).
         int shown = 0;
         for (const StreamHazard& hz : tl.hazards.hazards) {
@@ -311,7 +312,7 @@ void DetailsPane::render() {
         if (f.pool) h += row(tr("pool"), L.poolName(f.pool));
         h += row(tr("at"), at(f.tsNs));
         h += row(tr("seq"), QString::number(f.seq));
-        if (const PoolGrowth* g = tl.fragmentation.at(f.seq)) h += row(tr("pool"), growthText(*g));
+        if (const PoolGrowth* g = tl.fragmentation.at(f.seq)) h += row(tr("pool growth"), growthText(*g));
         h += QStringLiteral("</table>");
         pool = f.pool;
         when = f.tsNs;
