@@ -30,6 +30,15 @@ QString bytesExact(uint64_t v) {
 DetailsPane::DetailsPane(QWidget* parent) : QTextBrowser(parent) {
     setOpenLinks(false);
     setMinimumWidth(220);
+    // Links name an allocation ("alloc:INDEX"): the events of a hazard or a pool growth.
+    connect(this, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+        const QString s = url.toString();
+        if (!s.startsWith(QLatin1String("alloc:")) || !snap_.valid()) return;
+        bool ok = false;
+        const uint32_t i = s.mid(6).toUInt(&ok);
+        if (ok && i < snap_.timeline->allocations.size())
+            emit selectionRequested({Selection::Allocation, i, 0, {}});
+    });
     render();
 }
 
@@ -119,6 +128,49 @@ QString DetailsPane::poolState(uint64_t pool, int64_t t, const QString& when) co
     return s + QStringLiteral("</table>");
 }
 
+namespace {
+QString allocLink(uint32_t allocation, uint64_t seq) {
+    const QString text = QStringLiteral("seq %1").arg(seq);
+    if (allocation == replay::kNone) return text;
+    return QStringLiteral("<a href='alloc:%1'>%2</a>").arg(allocation).arg(text);
+}
+} // namespace
+
+// One line per hazard, both events as links to their allocations.
+QString DetailsPane::hazardText(const StreamHazard& h) const {
+    const Timeline& tl = *snap_.timeline;
+    const LaneLayout& L = *snap_.layout;
+    auto ev = [&](const char* what, const StreamHazard::At& a) {
+        return tr("%1 on %2 (%3, at %4)")
+            .arg(tr(what), L.streamName(a.stream), allocLink(a.allocation, a.seq),
+                 qd(a.tsNs - tl.t0));
+    };
+    if (h.kind == StreamHazard::Kind::UnorderedFree)
+        return tr("<b style='color:#c05000'>unordered free</b> of %1: %2, then %3 with nothing "
+                  "ordering the first stream's work before it")
+            .arg(qb(h.bytes), ev(QT_TR_NOOP("allocated"), h.first),
+                 ev(QT_TR_NOOP("freed"), h.second));
+    const QString policy = h.opportunistic < 0 ? tr("not known")
+                           : h.opportunistic   ? tr("on")
+                                               : tr("off");
+    return tr("<b style='color:#c05000'>unordered reuse</b> of %1: %2, then %3 with nothing "
+              "ordering the free before it (opportunistic reuse %4)")
+        .arg(qb(h.bytes), ev(QT_TR_NOOP("freed"), h.first), ev(QT_TR_NOOP("allocated"), h.second),
+             policy);
+}
+
+QString DetailsPane::growthText(const PoolGrowth& g) const {
+    QString s = g.failed ? tr("failed") : tr("grew the pool by %1").arg(qb(g.grewBy));
+    s += tr(" with %1 idle in it").arg(qb(g.idleBefore));
+    if (g.pendingElsewhere) s += tr(" (%1 pending on other streams)").arg(qb(g.pendingElsewhere));
+    if (g.fragmented())
+        s += tr(": <b style='color:#c05000'>fragmentation</b>, no free block it could use was large "
+                 "enough");
+    else if (g.whileIdle())
+        s += tr(": the idle bytes may have been other streams' frees, not yet reusable here");
+    return s;
+}
+
 QString DetailsPane::traceSummary() const {
     const Timeline& tl = *snap_.timeline;
     QString s = QStringLiteral("<h3>%1</h3><table>").arg(snap_.title.toHtmlEscaped());
@@ -137,7 +189,32 @@ QString DetailsPane::traceSummary() const {
     s += row(tr("never freed"), QString::number(tl.leaks.size()));
     s += row(tr("pools / streams"),
              QStringLiteral("%1 / %2").arg(tl.pools.size()).arg(tl.streams.size()));
-    s += QStringLiteral("</table><p style='color:gray'>Click a bar, a marker or a table row for "
+    const StreamHazards& hz = tl.hazards;
+    if (hz.count())
+        s += row(tr("stream-order hazards"),
+                 tr("%L1 unordered frees, %L2 unordered reuses").arg(hz.unorderedFrees)
+                     .arg(hz.unorderedReuses));
+    for (const Fragmentation::Pool& p : tl.fragmentation.pools)
+        if (p.fragmentedGrowths || p.fragmentedFailures)
+            s += row(tr("fragmentation"),
+                     tr("%1: %L2 of %L3 growths and %L4 failures while enough was idle")
+                         .arg(snap_.layout->poolName(p.handle))
+                         .arg(p.fragmentedGrowths)
+                         .arg(p.growths)
+                         .arg(p.fragmentedFailures));
+    s += QStringLiteral("</table>");
+    // The first few hazards, selectable.
+    constexpr size_t kListed = 5;
+    if (!hz.hazards.empty()) {
+        s += QStringLiteral("<ul style='margin-left:-20px'>");
+        for (size_t i = 0; i < hz.hazards.size() && i < kListed; ++i)
+            s += QStringLiteral("<li>%1</li>").arg(hazardText(hz.hazards[i]));
+        if (hz.count() > kListed)
+            s += QStringLiteral("<li>%1</li>").arg(tr("… %L1 more (poolscope report lists them)")
+                                                       .arg(hz.count() - kListed));
+        s += QStringLiteral("</ul>");
+    }
+    s += QStringLiteral("<p style='color:gray'>Click a bar, a marker or a table row for "
                         "details. Click the ruler to place the replay cursor.</p>");
     return s;
 }
@@ -188,6 +265,14 @@ void DetailsPane::render() {
         h += row(tr("seq"), QStringLiteral("%1 → %2")
                                 .arg(a.allocSeq)
                                 .arg(a.live() ? QStringLiteral("–") : QString::number(a.freeSeq)));
+        if (const PoolGrowth* g = tl.fragmentation.at(a.allocSeq)) h += row(tr("pool growth"), growthText(*g));
+        // Hazards this allocation takes part in (a linear scan: at most StreamHazards::kMaxKept).
+        int shown = 0;
+        for (const StreamHazard& hz : tl.hazards.hazards) {
+            if (hz.first.allocation != sel_.index && hz.second.allocation != sel_.index) continue;
+            if (++shown > 3) break;
+            h += row(tr("stream-order hazard"), hazardText(hz));
+        }
         h += QStringLiteral("</table>");
         pool = a.pool;
         when = a.allocTsNs;
@@ -227,6 +312,7 @@ void DetailsPane::render() {
         if (f.pool) h += row(tr("pool"), L.poolName(f.pool));
         h += row(tr("at"), at(f.tsNs));
         h += row(tr("seq"), QString::number(f.seq));
+        if (const PoolGrowth* g = tl.fragmentation.at(f.seq)) h += row(tr("pool growth"), growthText(*g));
         h += QStringLiteral("</table>");
         pool = f.pool;
         when = f.tsNs;
@@ -276,6 +362,23 @@ void DetailsPane::render() {
         h += row(
             tr("live at end"),
             QStringLiteral("%1 in %2 blocks").arg(qb(p->liveAtEndBytes)).arg(p->liveAtEndCount));
+        if (const Fragmentation::Pool* f = tl.fragmentation.pool(sel_.handle)) {
+            h += row(tr("growths"), tr("%L1 (%2), %L3 while at least their size was idle, %L4 "
+                                       "fragmented")
+                                        .arg(f->growths)
+                                        .arg(qb(f->grownBytes))
+                                        .arg(f->growthsWhileIdle)
+                                        .arg(f->fragmentedGrowths));
+            // The first fragmented growth or failure, selectable.
+            for (const PoolGrowth& g : tl.fragmentation.events)
+                if (g.pool == sel_.handle && g.fragmented()) {
+                    h += row(tr("first fragmented"),
+                             tr("%1 of %2 at %3: %4")
+                                 .arg(allocLink(g.allocation, g.seq), qb(g.bytes),
+                                      qd(g.tsNs - tl.t0), growthText(g)));
+                    break;
+                }
+        }
         h += QStringLiteral("</table>");
         break;
     }
@@ -310,8 +413,9 @@ void DetailsPane::render() {
         for (const PoolTimeline& p : tl.pools) {
             if (L.laneOfPool(p.info.handle) < 0)
                 continue; // not shown anywhere (empty unknown pool)
-            QString v = QStringLiteral("reserved %1 · used %2")
-                            .arg(qb(p.reserved.valueAt(cursor_)), qb(p.used.valueAt(cursor_)));
+            const uint64_t rv = p.reserved.valueAt(cursor_), uv = p.used.valueAt(cursor_);
+            QString v = QStringLiteral("reserved %1 · used %2 · idle %3")
+                            .arg(qb(rv), qb(uv), qb(rv > uv ? rv - uv : 0));
             v += tr("<br>threshold %1 · reuse: event deps %2, opportunistic %3, internal deps %4")
                      .arg(thresholdText(p, cursor_),
                           policyText(p.reuseFollowEventDependencies, cursor_),

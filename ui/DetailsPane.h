@@ -27,10 +27,16 @@ public:
     // opportunistic"...) and its new value in that attribute's unit; empty when unknown.
     static QString attributeChange(const Timeline& tl, const Marker& m);
 
+signals:
+    // A link in the pane (a stream-order hazard's other event, a pool growth) was clicked.
+    void selectionRequested(const poolscope::ui::Selection& s);
+
 private:
     void render();
     QString poolState(uint64_t pool, int64_t t, const QString& when) const;
     QString traceSummary() const;
+    QString hazardText(const StreamHazard& h) const;
+    QString growthText(const PoolGrowth& g) const;
 
     TraceSnapshot snap_;
     Selection sel_;

@@ -163,6 +163,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(plot_, &WatermarkPlot::viewRangeRequested, timeline_, &TimelineWidget::setViewRange);
     connect(timeline_, &TimelineWidget::selectionChanged, this,
             [this](const Selection& s) { onSelection(s, timeline_); });
+    connect(details_, &DetailsPane::selectionRequested, this,
+            [this](const Selection& s) {
+                onSelection(s, nullptr);
+                // A link's target may lie anywhere in the trace: bring it into view.
+                const int64_t t = snap_.timeline->allocations[s.index].allocTsNs;
+                if (t < timeline_->viewStart() || t > timeline_->viewEnd()) timeline_->centerOn(t);
+            });
     connect(events_, &EventsPanel::eventSelected, this, [this](const Event& e) {
         onSelection({Selection::Event, 0, 0, e}, events_);
     });

@@ -14,7 +14,6 @@
 #include "HugeReserve.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
-#include "poolscope/analysis/PendingFrees.h"
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope {
@@ -68,15 +67,9 @@ struct TimelineBuilder::Impl {
     Timeline tl;
     replay::Replay replay;
     PendingFreesAnalysis pending;
+    StreamHazardsAnalysis hazards;
+    FragmentationAnalysis fragmentation;
     bool anyTime = false;
-    // Per thread: its last alloc, when it failed with 201 and may yet turn out a runtime retry.
-    struct MaybeRetry {
-        size_t failedIndex;
-        uint64_t seq, size;
-        int64_t tsNs;
-        uint32_t stream, pool;
-    };
-    std::unordered_map<uint32_t, MaybeRetry> maybeRetry;
     // Per pool (replay index): the first point of `used` after its last sample with high
     // watermarks (points from there are capped by the next such sample's UsedMemHigh), and the
     // peak of the points before it.
@@ -86,9 +79,12 @@ struct TimelineBuilder::Impl {
         int64_t peakUsedTsNs = 0;
     };
     std::vector<HighWindow> highs;
-    static constexpr int32_t kInvalidContext = 201; // CUDA_ERROR_INVALID_CONTEXT
 
-    Impl() { replay.subscribe(&pending, PendingFreesAnalysis::kindMask()); }
+    Impl() {
+        replay.subscribe(&pending, PendingFreesAnalysis::kindMask());
+        replay.subscribe(&hazards, StreamHazardsAnalysis::kindMask());
+        replay.subscribe(&fragmentation, FragmentationAnalysis::kindMask());
+    }
     Impl(const Impl&) = delete;
     Impl& operator=(const Impl&) = delete;
 
@@ -217,36 +213,32 @@ struct TimelineBuilder::Impl {
         tl.streams[b.stream].liveBytes.push(a.freeTsNs, replay.streams()[b.stream].liveBytes);
     }
 
-    // The thread's previous alloc failed with 201 and this one, the same size, succeeded soon
-    // after: that was the runtime binding a context and retrying, not a failure the program saw.
-    void resolveRetry(const Event& e, bool ok) {
-        auto it = maybeRetry.find(e.tid);
-        if (it == maybeRetry.end()) return;
-        const MaybeRetry m = it->second;
-        maybeRetry.erase(it);
-        if (!ok || AllocFields::of(e).bytes != m.size || e.tsNs - m.tsNs > Timeline::kRetryWindowNs)
-            return;
-        if (m.failedIndex >= tl.failed.size() || tl.failed[m.failedIndex].seq != m.seq) return;
-        tl.retried.push_back(tl.failed[m.failedIndex]);
-        tl.failed.erase(tl.failed.begin() + static_cast<ptrdiff_t>(m.failedIndex));
+    // The replay found that this alloc retried an earlier failed one (Fact::retry): that
+    // failure moves from `failed` (and its marker and counts) to `retried`.
+    [[gnu::noinline]] void retried(uint64_t seq) {
+        auto it = std::lower_bound(tl.failed.begin(), tl.failed.end(), seq,
+                                   [](const FailedAllocation& f, uint64_t s) { return f.seq < s; });
+        if (it == tl.failed.end() || it->seq != seq) return;
+        const FailedAllocation f = *it;
+        tl.retried.push_back(f);
+        tl.failed.erase(it);
         for (size_t i = tl.markers.size(); i-- > 0;)
-            if (tl.markers[i].seq == m.seq && tl.markers[i].kind == EventKind::Alloc) {
+            if (tl.markers[i].seq == seq && tl.markers[i].kind == EventKind::Alloc) {
                 tl.markers.erase(tl.markers.begin() + static_cast<ptrdiff_t>(i));
                 break;
             }
-        tl.streams[m.stream].failedCount--;
-        tl.pools[m.pool].failedCount--;
+        if (const uint32_t si = replay.streamIndex(f.stream); si < tl.streams.size())
+            tl.streams[si].failedCount--;
+        if (const uint32_t pi = replay.poolIndex(f.pool); pi < tl.pools.size())
+            tl.pools[pi].failedCount--;
     }
 
     void alloc(const Event& e, const replay::Fact& f) {
         StreamTimeline& s = tl.streams[f.stream];
         PoolTimeline& p = tl.pools[f.pool];
-        if (!maybeRetry.empty()) [[unlikely]]
-            resolveRetry(e, !f.failedAlloc);
+        if (f.retry) [[unlikely]]
+            retried(f.retriedSeq);
         if (f.failedAlloc) {
-            if (e.result == kInvalidContext)
-                maybeRetry[e.tid] = MaybeRetry{tl.failed.size(), e.seq, AllocFields::of(e).bytes,
-                                               e.tsNs, f.stream, f.pool};
             tl.failed.push_back(
                 FailedAllocation{e.tsNs, e.seq, AllocFields::of(e).bytes, e.stream, e.pool, e.result});
             marker(e, e.stream, e.pool);
@@ -500,6 +492,8 @@ std::shared_ptr<const Timeline> TimelineBuilder::partialSnapshot(int64_t t0, int
     auto copy = std::make_shared<Timeline>(d_->tl);
     d_->syncFromReplay(*copy);
     copy->pendingFrees = d_->pending.result();
+    copy->hazards = d_->hazards.result();
+    copy->fragmentation = d_->fragmentation.result();
     finalize(*copy);
     copy->partial = true;
     copy->loadedUntilNs = copy->t1;
@@ -519,6 +513,8 @@ std::shared_ptr<const Timeline> TimelineBuilder::snapshot() const {
     auto copy = std::make_shared<Timeline>(d_->tl);
     d_->syncFromReplay(*copy);
     copy->pendingFrees = d_->pending.result();
+    copy->hazards = d_->hazards.result();
+    copy->fragmentation = d_->fragmentation.result();
     finalize(*copy);
     return copy;
 }
@@ -526,6 +522,8 @@ std::shared_ptr<const Timeline> TimelineBuilder::snapshot() const {
 std::shared_ptr<const Timeline> TimelineBuilder::finish() {
     d_->syncFromReplay(d_->tl);
     d_->tl.pendingFrees = d_->pending.take();
+    d_->tl.hazards = d_->hazards.take();
+    d_->tl.fragmentation = d_->fragmentation.take();
     auto out = std::make_shared<Timeline>(std::move(d_->tl));
     const bool shrink = !d_->reservedBig;
     d_ = std::make_unique<Impl>();

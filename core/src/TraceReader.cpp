@@ -736,31 +736,45 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::indexForRead
     return *idx;
 }
 
+Status TraceReader::decodeChunks(const std::vector<ChunkRef>& list, bool byRowid, bool decode,
+                                 bool strict,
+                                 const std::function<bool(std::vector<Event>&)>& fn) const {
+    std::vector<Event> chunk;
+    return visitChunkData(
+        db_, list, byRowid,
+        [&](const ChunkRef& c, std::string_view data, Status& result) {
+            chunk.clear();
+            std::string damaged;
+            if (Status r = readChunk(c, data, chunk, damaged, decode); !r) {
+                result = r;
+                return false;
+            }
+            if (!damaged.empty()) {
+                if (!strict) return true;
+                result = firstDamageError(damaged);
+                return false;
+            }
+            if (!fn(chunk)) {
+                result = Error{ErrorCode::Cancelled, "cancelled"};
+                return false;
+            }
+            return true;
+        },
+        [this](const char* w) { return sqlError(w); });
+}
+
 Result<std::vector<Event>> TraceReader::events(int64_t t0, int64_t t1) const {
     auto idx = indexForReading();
     if (!idx) return idx.error();
     std::vector<ChunkRef> list;
     for (const ChunkRef& c : (*idx)->chunks)
         if (c.h.tMin < t1 && c.h.tMax >= t0) list.push_back(c);
-    std::vector<Event> out, chunk;
-    Status st = visitChunkData(
-        db_, list, false,
-        [&](const ChunkRef& c, std::string_view data, Status& result) {
-            chunk.clear();
-            std::string damaged;
-            if (Status r = readChunk(c, data, chunk, damaged, true); !r) {
-                result = r;
-                return false;
-            }
-            if (!damaged.empty() && !skipDamaged_) {
-                result = firstDamageError(damaged);
-                return false;
-            }
-            for (const Event& e : chunk)
-                if (e.tsNs >= t0 && e.tsNs < t1) out.push_back(e);
-            return true;
-        },
-        [this](const char* w) { return sqlError(w); });
+    std::vector<Event> out;
+    Status st = decodeChunks(list, false, true, !skipDamaged_, [&](std::vector<Event>& chunk) {
+        for (const Event& e : chunk)
+            if (e.tsNs >= t0 && e.tsNs < t1) out.push_back(e);
+        return true;
+    });
     if (!st) return st.error();
     return out;
 }
@@ -781,28 +795,7 @@ Status TraceReader::forEachChunk(const std::function<bool(std::vector<Event>&)>&
     // read) and the data is read by rowid; otherwise row by row, by id, in seq order.
     auto idx = indexForReading();
     if (!idx) return idx.error();
-    std::vector<Event> chunk;
-    return visitChunkData(
-        db_, (*idx)->chunks, (*idx)->byRowid,
-        [&](const ChunkRef& c, std::string_view data, Status& result) {
-            chunk.clear();
-            std::string damaged;
-            if (Status r = readChunk(c, data, chunk, damaged, true); !r) {
-                result = r;
-                return false;
-            }
-            if (!damaged.empty()) {
-                if (skipDamaged_) return true;
-                result = firstDamageError(damaged);
-                return false;
-            }
-            if (!fn(chunk)) {
-                result = Error{ErrorCode::Cancelled, "cancelled"};
-                return false;
-            }
-            return true;
-        },
-        [this](const char* w) { return sqlError(w); });
+    return decodeChunks((*idx)->chunks, (*idx)->byRowid, true, !skipDamaged_, fn);
 }
 
 Status TraceReader::verifyChunks() const {
@@ -812,19 +805,9 @@ Status TraceReader::verifyChunks() const {
         std::lock_guard lock(mutex_);
         index_ = *idx;
     }
-    std::vector<Event> chunk;
-    return visitChunkData(
-        db_, (*idx)->chunks, (*idx)->byRowid,
-        [&](const ChunkRef& c, std::string_view data, Status& result) {
-            chunk.clear();
-            std::string damaged;
-            if (Status r = readChunk(c, data, chunk, damaged, false); !r) {
-                result = r;
-                return false;
-            }
-            return true;
-        },
-        [this](const char* w) { return sqlError(w); });
+    // Damage is only recorded here (damage()), never a failure.
+    return decodeChunks((*idx)->chunks, (*idx)->byRowid, false, false,
+                        [](std::vector<Event>&) { return true; });
 }
 
 Status TraceReader::forEachEvent(const std::function<bool(const Event&)>& fn,

@@ -100,6 +100,32 @@ TEST(Replay, CrossStreamFreeIsOrderedOnlyByAWaitOnARecordAfterTheAlloc) {
     EXPECT_EQ(facts[7].orderWaitTsNs, 50);
 }
 
+// Hand-built: the runtime's own retry is the replay's to tell. A 201 (no context bound yet)
+// followed by the same request succeeding on the same thread within the window: the success
+// names the failed call's seq. Another size, another thread's call in between (it settles only
+// its own thread), or too late: no retry.
+TEST(Replay, HandBuiltRuntimeRetryIsAFactOnTheSuccessfulAlloc) {
+    Events ev;
+    ev.alloc(100, kS1, kPool, 0, 64).result = replay::kInvalidContext; // 1, thread 42
+    Event& other = ev.alloc(110, kS2, kPool, 0xB000, 64);              // 2, thread 7
+    other.tid = 7;
+    ev.alloc(120, kS1, kPool, 0xA000, 64);                             // 3: retries 1
+    ev.alloc(200, kS1, kPool, 0, 64).result = replay::kInvalidContext; // 4
+    ev.alloc(210, kS1, kPool, 0xC000, 32);                             // 5: another size
+    ev.alloc(300, kS1, kPool, 0, 64).result = replay::kInvalidContext; // 6
+    ev.alloc(300 + replay::kRetryWindowNs + 1, kS1, kPool, 0xD000, 64); // 7: too late
+    Replay r;
+    std::vector<Fact> facts;
+    for (const Event& e : ev.all()) facts.push_back(r.apply(e));
+    EXPECT_TRUE(facts[0].failedAlloc);
+    EXPECT_FALSE(facts[1].retry);
+    ASSERT_TRUE(facts[2].retry);
+    EXPECT_EQ(facts[2].retriedSeq, 1u);
+    EXPECT_TRUE(facts[2].allocated);
+    EXPECT_FALSE(facts[4].retry);
+    EXPECT_FALSE(facts[6].retry);
+}
+
 TEST(Replay, PendingFreesClearBySynchronizeAndByWaitsOnLaterRecords) {
     Events ev;
     ev.alloc(1, kS1, kPool, 0xA000, 100);

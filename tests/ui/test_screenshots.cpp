@@ -1,6 +1,7 @@
 // Screenshots of the main window under Xvfb (the xcb platform, real fonts): checks they are not
 // blank and saves them to $POOLSCOPE_SCREENSHOT_DIR for docs/screenshots. Uses the bundled
 // recorded sample when it exists, else a generated trace (whose device lane says so).
+#include "DetailsPane.h"
 #include "EventsPanel.h"
 #include "MainWindow.h"
 #include "ReplayBar.h"
@@ -171,4 +172,70 @@ TEST(Screenshots, PoolsTraceWithReusePoliciesCollapsedLanesAndSortedTable) {
     EXPECT_GT(distinctColours(img), 100);
     save(img, "main-window-pools.png");
     w.timeline()->expandAll(); // leave the test settings as found
+}
+
+TEST(Screenshots, StreamHazardsAndFragmentationInTheDetailsPane) {
+    // threads.poolscope (H100): every 4th block is freed by another thread on its own stream
+    // with nothing ordering the two: unordered frees, and unordered reuses of those addresses.
+    // The details name both events and streams; a link to the other event selects it.
+    QString path = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
+    path.replace(QStringLiteral("churn.poolscope"), QStringLiteral("threads.poolscope"));
+    if (!QFile::exists(path)) GTEST_SKIP() << "no threads sample";
+    MainWindow w;
+    w.setTheme(Theme::Light);
+    w.resize(1680, 1050);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(path);
+    ASSERT_TRUE(shown.wait(60000));
+    const Timeline& tl = *w.snapshot().timeline;
+    ASSERT_FALSE(tl.hazards.hazards.empty());
+    // Nothing selected: the trace summary counts the hazards and lists the first ones.
+    settle(w);
+    EXPECT_TRUE(w.details()->toPlainText().contains("stream-order hazards"))
+        << w.details()->toPlainText().toStdString();
+    // An unordered reuse: two allocations; select the first, follow the link to the second.
+    const StreamHazard* reuse = nullptr;
+    for (const StreamHazard& h : tl.hazards.hazards)
+        if (h.kind == StreamHazard::Kind::UnorderedReuse) {
+            reuse = &h;
+            break;
+        }
+    ASSERT_NE(reuse, nullptr);
+    w.select({Selection::Allocation, reuse->first.allocation, 0, {}});
+    settle(w);
+    const QString text = w.details()->toPlainText();
+    EXPECT_TRUE(text.contains("unordered reuse")) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("seq %1").arg(reuse->second.seq))) << text.toStdString();
+    emit w.details()->anchorClicked(QUrl(QStringLiteral("alloc:%1").arg(reuse->second.allocation)));
+    settle(w);
+    EXPECT_EQ(w.timeline()->selection().kind, Selection::Allocation);
+    EXPECT_EQ(w.timeline()->selection().index, reuse->second.allocation);
+    // The unordered free, zoomed to its allocation.
+    const StreamHazard& h = tl.hazards.hazards.front();
+    w.select({Selection::Allocation, h.first.allocation, 0, {}});
+    w.timeline()->zoomToSelection();
+    w.replay()->setCursor(h.second.tsNs);
+    settle(w);
+    const QString freeText = w.details()->toPlainText();
+    EXPECT_TRUE(freeText.contains("unordered free")) << freeText.toStdString();
+    save(w.grab().toImage(), "stream-hazard.png");
+    save(w.details()->grab().toImage(), "stream-hazard-details.png");
+
+    // churn.poolscope: the default pool's growths against its idle bytes.
+    QString churn = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
+    QSignalSpy shown2(&w, &MainWindow::snapshotShown);
+    w.openFile(churn);
+    ASSERT_TRUE(shown2.wait(60000));
+    const Timeline& ct = *w.snapshot().timeline;
+    ASSERT_FALSE(ct.fragmentation.pools.empty());
+    w.select({Selection::Pool, 0, ct.fragmentation.pools[0].handle, {}});
+    w.timeline()->fitAll();
+    w.replay()->setCursor(ct.t0 + (ct.t1 - ct.t0) * 6 / 10);
+    settle(w);
+    const QString poolText = w.details()->toPlainText();
+    EXPECT_TRUE(poolText.contains("fragmented")) << poolText.toStdString();
+    EXPECT_TRUE(poolText.contains("idle")) << poolText.toStdString();
+    save(w.details()->grab().toImage(), "fragmentation-details.png");
 }

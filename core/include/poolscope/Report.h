@@ -38,6 +38,13 @@ struct PoolReport {
     bool thresholdKnown = false;
     uint64_t releaseThreshold = 0;   // the last value seen
     uint64_t thresholdChanges = 0;
+    // Idle bytes (reserved - used) averaged over the time the pool's watermarks were known.
+    uint64_t meanIdle = 0;
+    // Fragmentation (analysis/Fragmentation.h): allocations that grew the pool or failed, and of
+    // them those made while at least their size was idle, and while it was idle even without
+    // other streams' pending frees (the fragmentation signature).
+    uint64_t growths = 0, growthsWhileIdle = 0, fragmentedGrowths = 0;
+    uint64_t failuresWhileIdle = 0, fragmentedFailures = 0;
 };
 
 struct StreamReport {
@@ -79,6 +86,14 @@ struct Report {
     uint64_t failedCount = 0;
     std::vector<FailedAllocation> failed; // first topN in time order
     std::vector<DropGap> dropGaps;     // where the collector lost events (Timeline::dropGaps)
+    // Stream-order hazards (analysis/StreamHazards.h): all counted, the first topN listed.
+    uint64_t unorderedFrees = 0;
+    uint64_t unorderedReuses = 0;
+    bool hazardsTruncated = false; // StreamHazards::truncated
+    bool freedForgotten = false;   // StreamHazards::freedForgotten
+    std::vector<StreamHazard> hazards;
+    // Growths and failures with the fragmentation signature, the first topN (all pools).
+    std::vector<PoolGrowth> fragmented;
     std::vector<std::string> findings; // one-line statements for a person, most important first
     view::EntityNames names;           // the window's names for pools and streams
 };

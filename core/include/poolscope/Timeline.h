@@ -11,7 +11,9 @@
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Series.h"
+#include "poolscope/analysis/Fragmentation.h"
 #include "poolscope/analysis/PendingFrees.h"
+#include "poolscope/analysis/StreamHazards.h"
 
 namespace poolscope {
 
@@ -136,12 +138,11 @@ struct Timeline {
     std::vector<StreamTimeline> streams; // sorted by device, then handle
     std::vector<Allocation> allocations; // by alloc seq
     std::vector<FailedAllocation> failed;
-    // Driver calls the CUDA runtime retried itself: a cuMemAllocAsync that returned 201
-    // (CUDA_ERROR_INVALID_CONTEXT, no context bound to the thread yet) followed by a successful
-    // alloc of the same size on the same thread within kRetryWindowNs. The program never saw a
-    // failure: kept here, not in `failed`, not drawn, not counted as a failure.
+    // Driver calls the CUDA runtime retried itself (the replay's Fact::retry: a 201 followed by
+    // the same request succeeding on the same thread within kRetryWindowNs). The program never
+    // saw a failure: kept here, not in `failed`, not drawn, not counted as a failure.
     std::vector<FailedAllocation> retried;
-    static constexpr int64_t kRetryWindowNs = 100'000'000;
+    static constexpr int64_t kRetryWindowNs = replay::kRetryWindowNs;
     // Two threads allocating from one pool within kRaceWindowNs of each other: the driver may
     // have seen their calls in either order, so `used` between two driver reads is not known
     // there. racingThreads(pool, t) gives two such threads near t, or {0, 0}.
@@ -158,6 +159,8 @@ struct Timeline {
         for (const DropGap& g : dropGaps) n = g.count > UINT64_MAX - n ? UINT64_MAX : n + g.count;
         return n;
     }
+    StreamHazards hazards;               // analysis/StreamHazards.h
+    Fragmentation fragmentation;         // analysis/Fragmentation.h
 
     // A partial timeline is one buildTimeline hands out while it is still reading the trace
     // (BuildOptions::onPartial): exactly what building its first eventCount events (and the

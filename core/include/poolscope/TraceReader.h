@@ -107,6 +107,11 @@ private:
     // checksum is only checked, not decoded.
     Status readChunk(const ChunkRef& c, std::string_view data, std::vector<Event>& out,
                      std::string& damaged, bool decode) const;
+    // Reads and checks the chunks of `list` (see visitChunkData) and hands each intact one to
+    // fn (false from fn: ErrorCode::Cancelled). strict: the first damaged chunk fails the read
+    // (ErrorCode::Corrupt); otherwise it is recorded and passed over. decode as readChunk's.
+    Status decodeChunks(const std::vector<ChunkRef>& list, bool byRowid, bool decode, bool strict,
+                        const std::function<bool(std::vector<Event>&)>& fn) const;
     void addDamage(int64_t chunkId, TraceDamage d) const;
     Error firstDamageError(const std::string& what) const;
 

@@ -42,6 +42,33 @@ void maxIdle(const PoolTimeline& p, uint64_t& gap, int64_t& at) {
     }
 }
 
+// Idle bytes (reserved - used) averaged over time, from the first watermark point to the last.
+uint64_t meanIdle(const PoolTimeline& p) {
+    const Series& r = p.reserved;
+    const Series& u = p.used;
+    if (r.empty()) return 0;
+    size_t i = 0, j = 0;
+    uint64_t rv = 0, uv = 0;
+    long double area = 0;
+    int64_t prev = 0, first = 0;
+    bool started = false;
+    while (i < r.size() || j < u.size()) {
+        int64_t t;
+        if (j >= u.size() || (i < r.size() && r.t[i] <= u.t[j]))
+            t = r.t[i];
+        else
+            t = u.t[j];
+        if (started) area += static_cast<long double>(rv > uv ? rv - uv : 0) * (t - prev);
+        else first = t;
+        started = true;
+        prev = t;
+        while (i < r.size() && r.t[i] == t) rv = r.v[i++];
+        while (j < u.size() && u.t[j] == t) uv = u.v[j++];
+    }
+    if (prev <= first) return rv > uv ? rv - uv : 0;
+    return static_cast<uint64_t>(area / static_cast<long double>(prev - first));
+}
+
 std::string poolName(const Report& r, const PoolReport& p) {
     return r.names.poolWithHandle(p.info.handle) +
            (p.info.device >= 0 ? " on device " + std::to_string(p.info.device) : "");
@@ -82,6 +109,81 @@ void addFindings(Report& r) {
                  (p.releaseThreshold == UINT64_MAX ? std::string("max")
                                                    : formatBytes(p.releaseThreshold)) +
                  ") lets it keep all of it across synchronizes";
+        r.findings.push_back(s);
+    }
+    auto streamName = [&](uint64_t h) { return r.names.streamWithHandle(h); };
+    for (const PoolReport& p : r.pools) {
+        // A pool that grew although the request's size sat idle in it, and not as other
+        // streams' pending frees: its free blocks were too small (fragmentation).
+        const uint64_t frag = p.fragmentedGrowths + p.fragmentedFailures;
+        if (frag == 0) continue;
+        const PoolGrowth* first = nullptr;
+        for (const PoolGrowth& g : r.fragmented)
+            if (g.pool == p.info.handle) {
+                first = &g;
+                break;
+            }
+        std::string s = poolName(r, p) + ": " + formatCount(p.fragmentedGrowths) + " of " +
+                        formatCount(p.growths) + " pool growth(s)";
+        if (p.fragmentedFailures)
+            s += " and " + formatCount(p.fragmentedFailures) + " failed allocation(s)";
+        s += " came while at least the request's size sat idle in the pool, beyond any other "
+             "stream's pending frees: fragmentation (no free block it could use was large "
+             "enough)";
+        if (first)
+            s += "; the first at " + at(first->tsNs) + ": " + formatBytes(first->bytes) + " on " +
+                 streamName(first->stream) + " with " + formatBytes(first->idleBefore) +
+                 " idle (seq " + std::to_string(first->seq) + ")";
+        if (p.growthsWhileIdle > p.fragmentedGrowths)
+            s += "; " + formatCount(p.growthsWhileIdle - p.fragmentedGrowths) +
+                 " more growth(s) while the idle bytes may have been other streams' frees not "
+                 "yet reusable";
+        r.findings.push_back(s);
+    }
+    if (r.unorderedFrees > 0) {
+        const StreamHazard* h = nullptr;
+        for (const StreamHazard& x : r.hazards)
+            if (x.kind == StreamHazard::Kind::UnorderedFree) {
+                h = &x;
+                break;
+            }
+        std::string s = formatCount(r.unorderedFrees) +
+                        " allocation(s) were freed on another stream with nothing ordering the "
+                        "allocating stream's work before the free (no event recorded there and "
+                        "waited on, no synchronize): the pool may hand the memory out while "
+                        "that work still uses it";
+        if (h)
+            s += "; the first: " + formatBytes(h->bytes) + " allocated on " +
+                 streamName(h->first.stream) + " (seq " + std::to_string(h->first.seq) + ", at " +
+                 at(h->first.tsNs) + "), freed on " + streamName(h->second.stream) + " (seq " +
+                 std::to_string(h->second.seq) + ", at " + at(h->second.tsNs) + ")";
+        s += ". Record an event on the allocating stream after its last use and make the freeing "
+             "stream wait on it";
+        if (r.hazardsTruncated)
+            s += " (some streams depended on more streams than the analysis follows: a few of "
+                 "these may be ordered after all)";
+        r.findings.push_back(s);
+    }
+    if (r.unorderedReuses > 0) {
+        const StreamHazard* h = nullptr;
+        for (const StreamHazard& x : r.hazards)
+            if (x.kind == StreamHazard::Kind::UnorderedReuse) {
+                h = &x;
+                break;
+            }
+        std::string s = formatCount(r.unorderedReuses) +
+                        " allocation(s) got memory freed on another stream with nothing ordering "
+                        "that free before them: only the pool's opportunistic reuse (or a "
+                        "dependency the driver inserted) made it possible, so which memory is "
+                        "reused depends on GPU timing";
+        if (h)
+            s += "; the first: freed on " + streamName(h->first.stream) + " (seq " +
+                 std::to_string(h->first.seq) + ", at " + at(h->first.tsNs) + "), " +
+                 formatBytes(h->bytes) + " allocated on " + streamName(h->second.stream) +
+                 " (seq " + std::to_string(h->second.seq) + ", at " + at(h->second.tsNs) + ")";
+        if (r.freedForgotten)
+            s += " (only reuse of the last " + formatCount(StreamHazards::kMaxFreedAddresses) +
+                 " addresses freed was checked)";
         r.findings.push_back(s);
     }
     uint64_t cross = 0;
@@ -176,6 +278,14 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         pr.thresholdKnown = !p.releaseThreshold.empty();
         pr.releaseThreshold = pr.thresholdKnown ? p.releaseThreshold.v.back() : 0;
         pr.thresholdChanges = p.releaseThreshold.size();
+        pr.meanIdle = meanIdle(p);
+        if (const Fragmentation::Pool* f = tl.fragmentation.pool(p.info.handle)) {
+            pr.growths = f->growths;
+            pr.growthsWhileIdle = f->growthsWhileIdle;
+            pr.fragmentedGrowths = f->fragmentedGrowths;
+            pr.failuresWhileIdle = f->failuresWhileIdle;
+            pr.fragmentedFailures = f->fragmentedFailures;
+        }
         r.pools.push_back(std::move(pr));
     }
 
@@ -216,6 +326,17 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
     r.failedCount = tl.failed.size();
     for (size_t i = 0; i < tl.failed.size() && i < options.topN; ++i)
         r.failed.push_back(tl.failed[i]);
+
+    r.unorderedFrees = tl.hazards.unorderedFrees;
+    r.unorderedReuses = tl.hazards.unorderedReuses;
+    r.hazardsTruncated = tl.hazards.truncated;
+    r.freedForgotten = tl.hazards.freedForgotten;
+    for (size_t i = 0; i < tl.hazards.hazards.size() && i < options.topN; ++i)
+        r.hazards.push_back(tl.hazards.hazards[i]);
+    for (const PoolGrowth& g : tl.fragmentation.events) {
+        if (r.fragmented.size() >= options.topN) break;
+        if (g.fragmented()) r.fragmented.push_back(g);
+    }
 
     addFindings(r);
     return r;

@@ -81,7 +81,13 @@ std::string reportToJson(const Report& r, int indent) {
                   {"final_reserved", p.finalReserved},
                   {"final_used", p.finalUsed},
                   {"release_threshold", p.thresholdKnown ? json(p.releaseThreshold) : json()},
-                  {"threshold_changes", p.thresholdChanges}};
+                  {"threshold_changes", p.thresholdChanges},
+                  {"mean_idle", p.meanIdle},
+                  {"growths", p.growths},
+                  {"growths_while_idle", p.growthsWhileIdle},
+                  {"fragmented_growths", p.fragmentedGrowths},
+                  {"failures_while_idle", p.failuresWhileIdle},
+                  {"fragmented_failures", p.fragmentedFailures}};
         pools.push_back(std::move(o));
     }
     j["pools"] = pools;
@@ -119,6 +125,42 @@ std::string reportToJson(const Report& r, int indent) {
                           {"pool", formatHandle(f.pool)},
                           {"result", f.result}});
     j["failed_allocations"] = {{"count", r.failedCount}, {"first", failed}};
+    auto at = [&](const StreamHazard::At& a) {
+        return json{{"seq", a.seq},
+                    {"ns", jsonNsBetween<json>(r.t0, a.tsNs)},
+                    {"stream", formatHandle(a.stream)},
+                    {"stream_name", r.names.stream(a.stream)}};
+    };
+    json hazards = json::array();
+    for (const StreamHazard& h : r.hazards) {
+        const bool free = h.kind == StreamHazard::Kind::UnorderedFree;
+        json o = {{"kind", free ? "unordered_free" : "unordered_reuse"},
+                  {free ? "alloc" : "free", at(h.first)},
+                  {free ? "free" : "alloc", at(h.second)},
+                  {"ptr", formatHandle(h.ptr)},
+                  {"size", h.bytes},
+                  {"pool", formatHandle(h.pool)}};
+        if (!free)
+            o["opportunistic_reuse"] = h.opportunistic < 0 ? json() : json(h.opportunistic == 1);
+        hazards.push_back(std::move(o));
+    }
+    j["stream_hazards"] = {{"unordered_frees", r.unorderedFrees},
+                           {"unordered_reuses", r.unorderedReuses},
+                           {"orderings_truncated", r.hazardsTruncated},
+                           {"freed_addresses_forgotten", r.freedForgotten},
+                           {"first", hazards}};
+    json frag = json::array();
+    for (const PoolGrowth& g : r.fragmented)
+        frag.push_back({{"seq", g.seq},
+                        {"ns", jsonNsBetween<json>(r.t0, g.tsNs)},
+                        {"pool", formatHandle(g.pool)},
+                        {"stream", formatHandle(g.stream)},
+                        {"size", g.bytes},
+                        {"failed", g.failed},
+                        {"idle_before", g.idleBefore},
+                        {"pending_elsewhere", g.pendingElsewhere},
+                        {"grew_by", g.grewBy}});
+    j["fragmented_allocations"] = frag;
     j["findings"] = r.findings;
     return dumpJson(j, indent);
 }

@@ -74,6 +74,47 @@ std::string reportToText(const Report& r) {
     }
     out += streams.empty() ? "  (none)\n" : streams.render();
 
+    if (r.unorderedFrees + r.unorderedReuses > 0) {
+        out += "\nStream-order hazards: " + formatCount(r.unorderedFrees) +
+               " unordered cross-stream free(s), " + formatCount(r.unorderedReuses) +
+               " unordered reuse(s) across streams\n";
+        detail::TextTable t({"hazard", "first (seq, at, stream)", "then (seq, at, stream)", "size",
+                             "ptr"});
+        for (const StreamHazard& h : r.hazards) {
+            const bool free = h.kind == StreamHazard::Kind::UnorderedFree;
+            auto at = [&](const char* what, const StreamHazard::At& a) {
+                return std::string(what) + " " + std::to_string(a.seq) + ", " + rel(a.tsNs) +
+                       ", " + r.names.stream(a.stream);
+            };
+            t.row({free ? "unordered free" : "unordered reuse",
+                   at(free ? "alloc" : "free", h.first), at(free ? "free" : "alloc", h.second),
+                   formatBytes(h.bytes), formatHandle(h.ptr)});
+        }
+        out += t.render();
+        const uint64_t all = r.unorderedFrees + r.unorderedReuses;
+        if (all > r.hazards.size())
+            out += "  ... " + formatCount(all - r.hazards.size()) + " more\n";
+    }
+
+    bool anyGrowth = false;
+    for (const PoolReport& pr : r.pools) anyGrowth = anyGrowth || pr.growths || pr.failedCount;
+    if (anyGrowth) {
+        out += "\nFragmentation (pool growths and failed allocations against the idle bytes "
+               "just before)\n";
+        detail::TextTable t({"pool", "mean idle", "max idle", "growths", "while idle",
+                             "fragmented", "failed", "while idle", "fragmented"});
+        for (const PoolReport& pr : r.pools) {
+            if (!pr.growths && !pr.failedCount) continue;
+            t.row({r.names.pool(pr.info.handle), formatBytes(pr.meanIdle), formatBytes(pr.maxIdle),
+                   formatCount(pr.growths), formatCount(pr.growthsWhileIdle),
+                   formatCount(pr.fragmentedGrowths), formatCount(pr.failedCount),
+                   formatCount(pr.failuresWhileIdle), formatCount(pr.fragmentedFailures)});
+        }
+        out += t.render();
+        out += "  while idle: at least the request's size was idle; fragmented: even without "
+               "other streams' pending frees\n";
+    }
+
     out += "\nLeaks: " + formatCount(r.leakCount) + " allocation(s) live at the end, " +
            formatBytes(r.leakBytes) + "\n";
     if (!r.topLeaks.empty()) {

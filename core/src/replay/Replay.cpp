@@ -42,6 +42,12 @@ struct Replay::Impl {
         uint32_t mask;
     };
     std::vector<Sub> observers;
+    // Per thread: its last alloc, when that failed with 201 and may yet turn out a retry.
+    struct MaybeRetry {
+        uint64_t seq, bytes;
+        int64_t tsNs;
+    };
+    std::unordered_map<uint32_t, MaybeRetry> maybeRetry;
 
     static uint64_t pairKey(uint32_t to, uint32_t from) { return uint64_t{to} << 32 | from; }
 };
@@ -57,53 +63,45 @@ const Replay::Fast* Replay::findFast(const std::vector<Fast>& fast, uint64_t han
     return nullptr;
 }
 
-uint32_t Replay::poolSlow(uint64_t handle, int16_t device, bool& isNew) {
-    if (const Fast* f = findFast(fastPools_, handle)) {
+// The lookup behind poolAt/streamAt once the last-used handle missed: the small array of the
+// first kFast entities, then the hash map; a handle never seen gets the next index. One body for
+// pools and streams (State is PoolState or StreamState, both with an `info` holding handle and
+// device; Index the Impl's map from handle to index).
+template <class State, class Index>
+uint32_t Replay::lookupSlow(std::vector<State>& states, std::vector<Fast>& fast, Index& index,
+                            uint64_t& lastHandle,
+                            uint32_t& lastIdx, uint64_t handle, int16_t device, bool& isNew) {
+    uint32_t i;
+    if (const Fast* f = findFast(fast, handle)) {
         isNew = false;
-        if (device >= 0 && pools_[f->idx].info.device < 0) pools_[f->idx].info.device = device;
-        lastPoolHandle_ = handle;
-        lastPoolIdx_ = f->idx;
-        return f->idx;
+        i = f->idx;
+    } else {
+        auto [it, inserted] = index.try_emplace(handle, static_cast<uint32_t>(states.size()));
+        isNew = inserted;
+        i = it->second;
+        if (inserted) {
+            State st;
+            st.info.handle = handle;
+            st.info.device = device;
+            states.push_back(std::move(st));
+            if (fast.size() < kFast) fast.push_back({handle, i});
+        }
     }
-    auto [it, inserted] = d_->poolIdx.try_emplace(handle, static_cast<uint32_t>(pools_.size()));
-    isNew = inserted;
-    if (inserted) {
-        PoolState p;
-        p.info.handle = handle;
-        p.info.device = device;
-        pools_.push_back(std::move(p));
-    } else if (pools_[it->second].info.device < 0 && device >= 0) {
-        pools_[it->second].info.device = device; // first seen in a sample, which has none
-    }
-    if (inserted && fastPools_.size() < kFast) fastPools_.push_back({handle, it->second});
-    lastPoolHandle_ = handle;
-    lastPoolIdx_ = it->second;
-    return it->second;
+    // First seen in a sample (pools), which names no device: learnt from a later event.
+    if (!isNew && device >= 0 && states[i].info.device < 0) states[i].info.device = device;
+    lastHandle = handle;
+    lastIdx = i;
+    return i;
+}
+
+uint32_t Replay::poolSlow(uint64_t handle, int16_t device, bool& isNew) {
+    return lookupSlow(pools_, fastPools_, d_->poolIdx, lastPoolHandle_, lastPoolIdx_, handle,
+                      device, isNew);
 }
 
 uint32_t Replay::streamSlow(uint64_t handle, int16_t device, bool& isNew) {
-    if (const Fast* f = findFast(fastStreams_, handle)) {
-        isNew = false;
-        if (device >= 0 && streams_[f->idx].info.device < 0) streams_[f->idx].info.device = device;
-        lastStreamHandle_ = handle;
-        lastStreamIdx_ = f->idx;
-        return f->idx;
-    }
-    auto [it, inserted] =
-        d_->streamIdx.try_emplace(handle, static_cast<uint32_t>(streams_.size()));
-    isNew = inserted;
-    if (inserted) {
-        StreamState s;
-        s.info.handle = handle;
-        s.info.device = device;
-        streams_.push_back(std::move(s));
-    } else if (streams_[it->second].info.device < 0 && device >= 0) {
-        streams_[it->second].info.device = device;
-    }
-    if (inserted && fastStreams_.size() < kFast) fastStreams_.push_back({handle, it->second});
-    lastStreamHandle_ = handle;
-    lastStreamIdx_ = it->second;
-    return it->second;
+    return lookupSlow(streams_, fastStreams_, d_->streamIdx, lastStreamHandle_, lastStreamIdx_,
+                      handle, device, isNew);
 }
 
 uint32_t Replay::declarePool(const PoolInfo& info) {
@@ -181,10 +179,25 @@ void Replay::release(const Block& b) {
 void Replay::clearPending(uint32_t stream, uint64_t upTo) {
     StreamState& s = streams_[stream];
     if (upTo > s.clearedBytes) {
+        pendingFreeBytes_ -= upTo - s.clearedBytes;
         s.clearedBytes = upTo;
         fact_.clearedStream = fact_.pendingCleared ? kNone : stream;
         fact_.pendingCleared = true;
     }
+}
+
+// The thread's previous alloc failed with 201 and this one, the same size, succeeded soon after:
+// that was the runtime binding a context and retrying, not a failure the program saw. Any
+// next alloc of the thread settles it either way.
+void Replay::resolveRetry(const Event& e) {
+    auto it = d_->maybeRetry.find(e.tid);
+    if (it == d_->maybeRetry.end()) return;
+    const Impl::MaybeRetry m = it->second;
+    d_->maybeRetry.erase(it);
+    if (e.failed() || AllocFields::of(e).bytes != m.bytes || e.tsNs - m.tsNs > kRetryWindowNs)
+        return;
+    fact_.retry = true;
+    fact_.retriedSeq = m.seq;
 }
 
 void Replay::alloc(const Event& e, uint32_t tag) {
@@ -195,8 +208,12 @@ void Replay::alloc(const Event& e, uint32_t tag) {
     fact_.pool = pi;
     fact_.newStream = ns;
     fact_.newPool = fact_.newPool || np;
+    if (!d_->maybeRetry.empty()) [[unlikely]]
+        resolveRetry(e);
     if (e.failed()) {
         fact_.failedAlloc = true;
+        if (e.result == kInvalidContext)
+            d_->maybeRetry[e.tid] = Impl::MaybeRetry{e.seq, AllocFields::of(e).bytes, e.tsNs};
         return;
     }
     const AllocFields a = AllocFields::of(e);
@@ -244,6 +261,7 @@ void Replay::free(const Event& e) {
     fact_.pool = b.pool;
     if (b.imported) return;
     streams_[si].freedBytes += b.bytes;
+    pendingFreeBytes_ += b.bytes;
     if (b.stream != si) {
         fact_.crossStream = true;
         auto it = d_->lastWait.find(Impl::pairKey(si, b.stream));
@@ -278,6 +296,9 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
     if (e.has(kHasWatermarks) && e.pool != 0) {
         const uint32_t pi = poolAt(e.pool, poolDevice, isNew);
         PoolState& p = pools_[pi];
+        fact_.watermarksBefore = p.watermarksKnown;
+        fact_.reservedBefore = p.reserved;
+        fact_.usedBefore = p.used;
         p.reserved = e.reserved;
         p.used = e.used;
         p.watermarksKnown = true;

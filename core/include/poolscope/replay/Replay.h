@@ -22,6 +22,10 @@
 namespace poolscope::replay {
 
 inline constexpr uint32_t kNone = ~uint32_t{0};
+// How soon after a thread's CUDA_ERROR_INVALID_CONTEXT (201) the same request must succeed on the
+// same thread to be the runtime's own retry (Fact::retry).
+inline constexpr int64_t kRetryWindowNs = 100'000'000;
+inline constexpr int32_t kInvalidContext = 201; // CUDA_ERROR_INVALID_CONTEXT
 
 // A block handed out by an alloc (or mapped by a pointer import) and not yet freed.
 struct Block {
@@ -83,6 +87,9 @@ struct Fact {
     bool newPool = false;    // the pool was first seen at this event
     bool newStream = false;
     bool watermarks = false; // the event (or sample) carried reserved/used
+    // An event (not a sample) with watermarks, when the pool's reserved/used were known before
+    // it: reservedBefore/usedBefore (what an alloc found, against what it left)
+    bool watermarksBefore = false;
     // ImplicitRelease without watermarks: only the pool's reserved bytes are known (the
     // release's size after); `watermarks` stays false
     bool reservedOnly = false;
@@ -91,6 +98,10 @@ struct Fact {
     bool failedAlloc = false;  // the call failed (result != 0): nothing handed out
     bool replacedLive = false; // the pointer was still live (its free was not recorded):
                                // `closed` is that older block, ended here
+    // A successful alloc that was the CUDA runtime retrying the thread's previous alloc, which
+    // failed with 201 (no context bound to the thread yet) for the same size within
+    // kRetryWindowNs: the program never saw that failure. retriedSeq is the failed one's seq.
+    bool retry = false;
     // Free
     bool freed = false;         // a live block was released: `block` is it
     bool unmatchedFree = false; // no live block had this pointer (allocated before recording,
@@ -114,14 +125,17 @@ struct Fact {
     uint32_t edgeFrom = kNone; // stream index the event was recorded on
     int64_t edgeRecordTsNs = 0;
     uint32_t clearedStream = kNone; // the one stream cleared; kNone with several
+    uint64_t retriedSeq = 0;
+    uint64_t reservedBefore = 0;
+    uint64_t usedBefore = 0;
     Block block;
     Block closed;
 
     void reset(const Event* e) {
         event = e;
         pool = stream = kNone;
-        newPool = newStream = watermarks = reservedOnly = false;
-        allocated = failedAlloc = replacedLive = false;
+        newPool = newStream = watermarks = watermarksBefore = reservedOnly = false;
+        allocated = failedAlloc = replacedLive = retry = false;
         freed = unmatchedFree = crossStream = orderedByWait = false;
         knobChanged = edge = pendingCleared = false;
     }
@@ -173,6 +187,8 @@ public:
     uint64_t eventCount() const { return eventCount_; } // samples excluded
     uint64_t unmatchedFrees() const { return unmatchedFrees_; }
     uint64_t reusedWithoutFree() const { return reusedWithoutFree_; }
+    // The sum of every stream's pendingFreeBytes().
+    uint64_t pendingFreeBytes() const { return pendingFreeBytes_; }
 
 private:
     struct Impl;
@@ -180,7 +196,13 @@ private:
     uint32_t streamAt(uint64_t handle, int16_t device, bool& isNew);
     [[gnu::noinline]] uint32_t poolSlow(uint64_t handle, int16_t device, bool& isNew);
     [[gnu::noinline]] uint32_t streamSlow(uint64_t handle, int16_t device, bool& isNew);
+    struct Fast;
+    template <class State, class Index>
+    static uint32_t lookupSlow(std::vector<State>& states, std::vector<Fast>& fast, Index& index,
+                               uint64_t& lastHandle, uint32_t& lastIdx, uint64_t handle,
+                               int16_t device, bool& isNew);
     void alloc(const Event& e, uint32_t tag);
+    [[gnu::noinline]] void resolveRetry(const Event& e);
     void free(const Event& e);
     void release(const Block& b);
     void clearPending(uint32_t stream, uint64_t upTo);
@@ -207,6 +229,7 @@ private:
     uint64_t eventCount_ = 0;
     uint64_t unmatchedFrees_ = 0;
     uint64_t reusedWithoutFree_ = 0;
+    uint64_t pendingFreeBytes_ = 0;
     bool anyObserver_ = false;
 };
 

@@ -1,0 +1,86 @@
+#pragma once
+// Stream-order hazards: memory used on one stream and handed to another with nothing ordering
+// the first stream's work before the second's.
+//   - An unordered free: a block allocated on stream A and freed on stream B while no event
+//     record on A (after the alloc) waited on by B, no synchronize covering A's work since the
+//     alloc, and no implicit legacy-default-stream ordering puts A's work before the free. The
+//     pool may hand the block out again while kernels on A still use it.
+//   - An unordered reuse: an alloc on stream B that got the address a free on stream A released,
+//     with nothing ordering that free before the alloc. Only the pool's reuse policies made it
+//     possible: opportunistic reuse (the free had already executed on the GPU, a matter of
+//     timing) or a dependency the driver inserted itself (ReuseAllowInternalDependencies).
+// Orderings are followed transitively (A's record waited on by C, C's record waited on by B)
+// and through host synchronizes (a stream, event or context synchronize; a synchronize of C
+// also covers what C had waited for), up to 16 other streams per stream (`truncated` says when
+// more were met). Reuse is matched by the block's start address (a block carved out of the
+// middle of a larger freed one is not seen), among the last kMaxFreedAddresses addresses freed.
+// An analysis on the allocator replay (replay/Replay.h): subscribe it, feed the replay, read
+// the result.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "poolscope/replay/Replay.h"
+
+namespace poolscope {
+
+struct StreamHazard {
+    enum class Kind : uint8_t { UnorderedFree, UnorderedReuse };
+    Kind kind = Kind::UnorderedFree;
+    // The earlier event, on `first.stream`: the alloc (UnorderedFree) or the free that released
+    // the address (UnorderedReuse). The later one, on another stream: the free, or the alloc
+    // that got the address.
+    struct At {
+        uint64_t seq = 0;
+        int64_t tsNs = 0;
+        uint64_t stream = 0; // handle
+        // Index into Timeline::allocations (the replay block's tag): UnorderedFree: the same
+        // allocation twice; UnorderedReuse: the block freed, then the block allocated.
+        uint32_t allocation = replay::kNone;
+    };
+    At first, second;
+    uint64_t ptr = 0;
+    uint64_t bytes = 0; // the block's (UnorderedReuse: the new alloc's)
+    uint64_t pool = 0;
+    // UnorderedReuse: the pool's ReuseAllowOpportunistic when the alloc was made: 1 on, 0 off
+    // (then only an internal dependency could have allowed it), -1 not known.
+    int8_t opportunistic = -1;
+};
+
+struct StreamHazards {
+    std::vector<StreamHazard> hazards; // by the later event's seq; the first kMaxKept
+    uint64_t unorderedFrees = 0;       // every one found
+    uint64_t unorderedReuses = 0;
+    static constexpr size_t kMaxKept = 100'000;
+    // A stream's orderings through more streams than the analysis follows at once (16) had to
+    // be partly forgotten: some hazards found later may be false ones.
+    bool truncated = false;
+    // The freed addresses remembered for reuse reached their bound (kMaxFreedAddresses distinct
+    // ones) and were forgotten at least once: a reuse of an address freed before that is not
+    // checked. Pools hand the same addresses out again and again; only a trace that keeps
+    // freeing new addresses (a synthetic one) gets here.
+    bool freedForgotten = false;
+    static constexpr size_t kMaxFreedAddresses = size_t{1} << 18;
+    uint64_t count() const { return unorderedFrees + unorderedReuses; }
+};
+
+class StreamHazardsAnalysis final : public replay::Observer {
+public:
+    StreamHazardsAnalysis();
+    ~StreamHazardsAnalysis() override;
+    StreamHazardsAnalysis(const StreamHazardsAnalysis&) = delete;
+    StreamHazardsAnalysis& operator=(const StreamHazardsAnalysis&) = delete;
+    // Allocs, frees, event records and waits, and the synchronizes.
+    static uint32_t kindMask();
+    void onFact(const replay::Fact& f, const replay::Replay& r) override;
+    const StreamHazards& result() const { return out_; }
+    StreamHazards take() { return std::move(out_); }
+
+private:
+    struct State;
+    std::unique_ptr<State> d_;
+    StreamHazards out_;
+};
+
+} // namespace poolscope

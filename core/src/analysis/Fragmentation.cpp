@@ -1,0 +1,71 @@
+#include "poolscope/analysis/Fragmentation.h"
+
+#include <algorithm>
+
+#include "poolscope/EventFields.h"
+
+namespace poolscope {
+
+const Fragmentation::Pool* Fragmentation::pool(uint64_t handle) const {
+    for (const Pool& p : pools)
+        if (p.handle == handle) return &p;
+    return nullptr;
+}
+
+const PoolGrowth* Fragmentation::at(uint64_t seq) const {
+    auto it = std::lower_bound(events.begin(), events.end(), seq,
+                               [](const PoolGrowth& g, uint64_t s) { return g.seq < s; });
+    return it != events.end() && it->seq == seq ? &*it : nullptr;
+}
+
+uint32_t FragmentationAnalysis::kindMask() { return 1u << static_cast<unsigned>(EventKind::Alloc); }
+
+void FragmentationAnalysis::onFact(const replay::Fact& f, const replay::Replay& r) {
+    if (f.pool == replay::kNone) return;
+    const replay::PoolState& p = r.pools()[f.pool];
+    PoolGrowth g;
+    if (f.failedAlloc) {
+        // A failure changes nothing; a failed call that carried watermarks read the same state.
+        if (f.watermarks ? !f.watermarksBefore : !p.watermarksKnown) return;
+        g.failed = true;
+        g.result = f.event->result;
+        const uint64_t reserved = f.watermarks ? f.reservedBefore : p.reserved;
+        const uint64_t used = f.watermarks ? f.usedBefore : p.used;
+        g.idleBefore = reserved > used ? reserved - used : 0;
+    } else {
+        if (!f.allocated || !f.watermarks || !f.watermarksBefore) return;
+        if (p.reserved <= f.reservedBefore) return; // served from what the pool held
+        g.grewBy = p.reserved - f.reservedBefore;
+        g.idleBefore = f.reservedBefore > f.usedBefore ? f.reservedBefore - f.usedBefore : 0;
+        g.allocation = f.block.tag;
+    }
+    const Event& e = *f.event;
+    g.seq = e.seq;
+    g.tsNs = e.tsNs;
+    g.pool = p.info.handle;
+    g.stream = e.stream;
+    g.bytes = AllocFields::of(e).bytes;
+    g.pendingElsewhere = r.pendingFreeBytes() - r.streams()[f.stream].pendingFreeBytes();
+
+    if (slot_.size() <= f.pool) slot_.resize(r.pools().size(), -1);
+    int32_t& si = slot_[f.pool];
+    if (si < 0) {
+        si = static_cast<int32_t>(out_.pools.size());
+        out_.pools.push_back(Fragmentation::Pool{});
+        out_.pools.back().handle = p.info.handle;
+    }
+    Fragmentation::Pool& s = out_.pools[static_cast<size_t>(si)];
+    if (g.failed) {
+        s.failures++;
+        s.failuresWhileIdle += g.whileIdle();
+        s.fragmentedFailures += g.fragmented();
+    } else {
+        s.growths++;
+        s.growthsWhileIdle += g.whileIdle();
+        s.fragmentedGrowths += g.fragmented();
+        s.grownBytes += g.grewBy;
+    }
+    if (out_.events.size() < Fragmentation::kMaxKept) out_.events.push_back(g);
+}
+
+} // namespace poolscope
