@@ -5,7 +5,8 @@
 # ground truth the workload printed (tests/gpu/check_trace.py), runs the overhead benchmark (bare /
 # empty-callback floor / collector, alternating, medians) and leaves small traces and logs in $OUT.
 # Knobs: BENCH_SKIP=1 (checks only), BENCH_ONLY=1 (benchmark only), BENCH_ITER, BENCH_ROUNDS,
-# GPT2_ROUNDS=N (GPT-2 step overhead, N alternating bare/recorded rounds), GPT2_STEPS,
+# GPT2_ROUNDS=N (GPT-2 step overhead, N alternating bare/recorded rounds; GPT2_MODES="bare recorded
+# nostacks" adds recording with --stacks off), GPT2_STEPS,
 # BENCH_CPUS (taskset list, default 2-5), BENCH_PIN (pin only the measuring thread), BENCH_CONFIGS (bare floor collector collector_full
 # collector_nowm collector_mono collector_ring4k collector_noact collector_nosamp collector_nostacks; with the
 # diagnostic module: collector_discard collector_nodrain collector_memory2 collector_selftime).
@@ -120,9 +121,10 @@ fi
 if [[ ${GPT2_ROUNDS:-0} -gt 0 ]] && python3 -c "import torch, transformers" 2>/dev/null; then
     : >"$WORK/gpt2_bench.txt"
     for r in $(seq "$GPT2_ROUNDS"); do
-        for mode in bare recorded; do
+        for mode in ${GPT2_MODES:-bare recorded}; do
             pre=()
             [[ $mode == recorded ]] && pre=("$PS" record -o "$WORK/gpt2_bench.poolscope" --)
+            [[ $mode == nostacks ]] && pre=("$PS" record --stacks off -o "$WORK/gpt2_bench.poolscope" --)
             PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRANSFORMERS_VERBOSITY=error \
                 "${pre[@]}" "$PY" "$PYWL/gpt2_train.py" "${GPT2_BENCH_STEPS:-60}" 2>/dev/null | grep '"gpt2"' |
                 python3 -c "import json,sys; print('$mode', json.load(sys.stdin)['step_ms_median'])" >>"$WORK/gpt2_bench.txt"
@@ -135,9 +137,14 @@ for line in open(sys.argv[1]):
     k, v = line.split()
     rows.setdefault(k, []).append(float(v))
 b, r = statistics.median(rows["bare"]), statistics.median(rows["recorded"])
-print(json.dumps({"rounds": len(rows["bare"]), "bare_step_ms": rows["bare"],
-                  "recorded_step_ms": rows["recorded"], "median_bare_ms": b,
-                  "median_recorded_ms": r, "overhead_pct": round((r / b - 1) * 100, 2)}))
+out = {"rounds": len(rows["bare"]), "bare_step_ms": rows["bare"],
+       "recorded_step_ms": rows["recorded"], "median_bare_ms": b,
+       "median_recorded_ms": r, "overhead_pct": round((r / b - 1) * 100, 2)}
+if "nostacks" in rows:  # recorded with --stacks off
+    n = statistics.median(rows["nostacks"])
+    out.update(nostacks_step_ms=rows["nostacks"], median_nostacks_ms=n,
+               nostacks_overhead_pct=round((n / b - 1) * 100, 2))
+print(json.dumps(out))
 PY
 fi
 # A program that never touches CUDA: a valid empty trace and a note.

@@ -25,7 +25,7 @@ for f in "$PS" "$BUILD/bin/libpoolscope_collector.so" "$WL/callsites"; do
     [[ -e $f ]] || { echo "stacks_check.sh: missing $f"; exit 2; }
 done
 fail=0
-run() { echo "+ $*"; "$@"; }
+run() { echo "+ $*" >&2; "$@"; }
 
 T=$OUTDIR/callsites.poolscope
 run "$PS" record -q --stacks native -o "$T" -- "$WL/callsites" > "$OUTDIR/callsites.truth.jsonl" || fail=1

@@ -8,7 +8,9 @@ namespace poolscope::analysis {
 namespace {
 
 // The CUDA runtime's own frames between the program's call and the driver: cudaMallocAsync,
-// cudart::... (static cudart inside the program), anything in libcudart.
+// cudart::... and the local symbols of static cudart inside the program (named
+// libcudart_static_HASH), anything in libcudart; and PyTorch's allocator, whose frames every
+// PyTorch allocation shares.
 bool isRuntimeFrame(const StackTables& t, const NativeFrame& f) {
     if (const ModuleInfo* m = t.module(f.module); m && moduleName(m->path).rfind("libcudart", 0) == 0)
         return true;
@@ -16,7 +18,8 @@ bool isRuntimeFrame(const StackTables& t, const NativeFrame& f) {
     if (!s) return false;
     const std::string& fn = s->function;
     return fn.rfind("cudart::", 0) == 0 || fn.rfind("__cudart", 0) == 0 ||
-           fn.rfind("cudaMalloc", 0) == 0 || fn.rfind("cudaFree", 0) == 0;
+           fn.rfind("libcudart_static", 0) == 0 || fn.rfind("cudaMalloc", 0) == 0 ||
+           fn.rfind("cudaFree", 0) == 0 || fn.rfind("c10::cuda::CUDACachingAllocator::", 0) == 0;
 }
 
 } // namespace
