@@ -110,53 +110,86 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) 
                      "cannot open '" + path + "': " + (r->db_ ? sqlite3_errmsg(r->db_) : "")};
     }
     sqlite3_busy_timeout(r->db_, 2000);
+    if (Status st = r->checkFormat([&] { return hasSqliteMagic(path); }); !st) return st.error();
+    return r;
+}
 
+Result<std::unique_ptr<TraceReader>> TraceReader::openImage(std::string_view image,
+                                                            const std::string& name) {
+    if (image.empty())
+        return Error{ErrorCode::NotSqlite, "'" + name + "' is empty: not a PoolScope trace"};
+    std::unique_ptr<TraceReader> r(new TraceReader());
+    r->path_ = name;
+    r->fileBytes_ = image.size();
+    r->isImage_ = true;
+    if (sqlite3_open_v2(":memory:", &r->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK)
+        return Error{ErrorCode::NotReadable, "cannot open '" + name + "': out of memory"};
+    // SQLite owns (and frees) the copy; read-only, so nothing in the image is ever changed.
+    auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(image.size()));
+    if (!copy) return Error{ErrorCode::NotReadable, "cannot open '" + name + "': out of memory"};
+    std::memcpy(copy, image.data(), image.size());
+    if (sqlite3_deserialize(r->db_, "main", copy, sqlite3_int64(image.size()),
+                            sqlite3_int64(image.size()),
+                            SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) !=
+        SQLITE_OK)
+        return Error{ErrorCode::NotReadable,
+                     "cannot open '" + name + "': " + sqlite3_errmsg(r->db_)};
+    const bool magic = image.size() >= 16 && std::memcmp(image.data(), "SQLite format 3", 16) == 0;
+    if (Status st = r->checkFormat([&] { return magic; }); !st) return st.error();
+    return r;
+}
+
+// The checks after the database is open, the same for a file and an image: is it SQLite, a
+// PoolScope trace, a version we read, with every table, and its last page readable.
+Status TraceReader::checkFormat(const std::function<bool()>& hasMagic) {
+    const std::string& path = path_;
     // The header check: anything that is not an SQLite database fails on the first read.
     int appId = 0;
     {
-        Stmt s(r->db_, "PRAGMA application_id");
-        int rc = s.ok() ? s.step() : sqlite3_errcode(r->db_);
+        Stmt s(db_, "PRAGMA application_id");
+        int rc = s.ok() ? s.step() : sqlite3_errcode(db_);
         if (rc != SQLITE_ROW) {
-            int code = sqlite3_errcode(r->db_);
+            int code = sqlite3_errcode(db_);
             if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
-                if (hasSqliteMagic(path))
+                if (hasMagic())
                     return Error{ErrorCode::Corrupt,
                                  "'" + path + "' is damaged or truncated (an SQLite file that "
                                               "cannot be read)"};
                 return Error{ErrorCode::NotSqlite,
                              "'" + path + "' is not a PoolScope trace (not an SQLite database)"};
             }
-            return r->sqlError("read the header");
+            return sqlError("read the header");
         }
         appId = s.i32(0);
     }
     {
-        Stmt s(r->db_, "PRAGMA user_version");
-        if (!s.ok() || s.step() != SQLITE_ROW) return r->sqlError("read the version");
-        r->schemaVersion_ = s.i32(0);
+        Stmt s(db_, "PRAGMA user_version");
+        if (!s.ok() || s.step() != SQLITE_ROW) return sqlError("read the version");
+        schemaVersion_ = s.i32(0);
     }
     if (appId != schema::kApplicationId) {
         return Error{ErrorCode::NotATrace,
                      "'" + path + "' is an SQLite database, but not a PoolScope trace"};
     }
-    if (r->schemaVersion_ > schema::kVersion) {
+    if (schemaVersion_ > schema::kVersion) {
         return Error{ErrorCode::NewerVersion,
                      "'" + path + "' was written by a newer PoolScope (trace format " +
-                         std::to_string(r->schemaVersion_) + "; this version reads up to " +
+                         std::to_string(schemaVersion_) + "; this version reads up to " +
                          std::to_string(schema::kVersion) + "). Please update PoolScope."};
     }
-    if (r->schemaVersion_ < 1)
+    if (schemaVersion_ < 1)
         return Error{ErrorCode::Corrupt, "'" + path + "' has no trace format version: damaged"};
 
     std::string missing;
     for (const char* table : schema::kRequiredTables) {
-        Stmt s(r->db_, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?");
+        Stmt s(db_, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?");
         if (!s.ok()) {
-            int code = sqlite3_errcode(r->db_);
+            int code = sqlite3_errcode(db_);
             if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
                 return Error{ErrorCode::Corrupt,
                              "'" + path + "' is damaged (truncated or overwritten)"};
-            return r->sqlError("read the table list");
+            return sqlError("read the table list");
         }
         sqlite3_bind_text(s.get(), 1, table, -1, SQLITE_STATIC);
         int rc = s.step();
@@ -171,14 +204,14 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) 
     // A truncated file can pass the header checks; touching the last page of the events table
     // finds it now rather than halfway through a load.
     {
-        Stmt s(r->db_, "SELECT max(id), count(*) FROM event_chunks");
-        int rc = s.ok() ? s.step() : sqlite3_errcode(r->db_);
+        Stmt s(db_, "SELECT max(id), count(*) FROM event_chunks");
+        int rc = s.ok() ? s.step() : sqlite3_errcode(db_);
         if (rc != SQLITE_ROW)
             return Error{ErrorCode::Corrupt,
                          "'" + path + "' is damaged (truncated or overwritten): " +
-                             sqlite3_errmsg(r->db_)};
+                             sqlite3_errmsg(db_)};
     }
-    return r;
+    return {};
 }
 
 TraceReader::~TraceReader() { sqlite3_close(db_); }
@@ -436,8 +469,14 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
         tableTotal += static_cast<uint64_t>(count);
     }
     if (rc != SQLITE_DONE) return sqlError("count events");
-    struct stat sb;
-    const uint64_t fileBytes = ::stat(path_.c_str(), &sb) == 0 ? uint64_t(sb.st_size) : 0;
+    // What the trace's bytes are now: an image's size, or the file's and its WAL's (a live
+    // trace grows, and its newest commits are in the WAL).
+    uint64_t fileBytes = fileBytes_;
+    if (!isImage_) {
+        struct stat sb;
+        fileBytes = ::stat(path_.c_str(), &sb) == 0 ? uint64_t(sb.st_size) : 0;
+        if (::stat((path_ + "-wal").c_str(), &sb) == 0) fileBytes += uint64_t(sb.st_size);
+    }
     const std::string says = "event_counts says " + std::to_string(tableTotal) +
                              " events, the event chunk rows hold " + std::to_string(rowsTotal);
     if (saturated || tableTotal > fileBytes)
@@ -493,13 +532,27 @@ Status TraceReader::readChunk(const ChunkRef& c, std::string_view data, std::vec
         out.resize(before);
         return fail("its data does not decode");
     }
-    // Older formats have no checksum: the header must at least agree with what it holds.
+    // Older formats have no checksum: the header must at least agree with what it holds. A
+    // checksum only says the row is as written, so the events must also keep the format's rules
+    // (what the replay relies on): seqs strictly increasing, kinds a writer produces.
     int64_t tMin = INT64_MAX, tMax = INT64_MIN;
     uint64_t kinds = 0;
     for (size_t i = before; i < out.size(); ++i) {
-        tMin = std::min(tMin, out[i].tsNs);
-        tMax = std::max(tMax, out[i].tsNs);
-        kinds |= uint64_t{1} << (static_cast<unsigned>(out[i].kind) & 63);
+        const Event& e = out[i];
+        if (i > before && e.seq <= out[i - 1].seq) {
+            const std::string seqs = std::to_string(out[i - 1].seq) + " then " +
+                                     std::to_string(e.seq);
+            out.resize(before);
+            return fail("its events are out of seq order (seq " + seqs + ")");
+        }
+        const int kind = static_cast<int>(e.kind);
+        if (kind < 1 || kind >= static_cast<int>(EventKind::Sample)) {
+            out.resize(before);
+            return fail("it holds an event of unknown kind " + std::to_string(kind));
+        }
+        tMin = std::min(tMin, e.tsNs);
+        tMax = std::max(tMax, e.tsNs);
+        kinds |= uint64_t{1} << (static_cast<unsigned>(e.kind) & 63);
     }
     if (out[before].seq != h.firstSeq || out.back().seq != h.lastSeq || tMin != h.tMin ||
         tMax != h.tMax || kinds != h.kinds) {

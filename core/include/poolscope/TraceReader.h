@@ -40,6 +40,11 @@ struct TraceSummary {
 class TraceReader {
 public:
     static Result<std::unique_ptr<TraceReader>> open(const std::string& path);
+    // A whole trace file's bytes held in memory (a fuzz input; a trace received rather than
+    // stored): copied, then read exactly as open() reads a file, with the same checks and
+    // errors. `name` stands for the path in messages.
+    static Result<std::unique_ptr<TraceReader>> openImage(std::string_view image,
+                                                          const std::string& name);
     ~TraceReader();
     TraceReader(const TraceReader&) = delete;
     TraceReader& operator=(const TraceReader&) = delete;
@@ -93,6 +98,7 @@ public:
 private:
     TraceReader() = default;
     Error sqlError(const char* what) const;
+    Status checkFormat(const std::function<bool()>& hasMagic);
     Result<std::shared_ptr<const ChunkIndex>> scanChunks() const;
     Result<std::shared_ptr<const ChunkIndex>> indexForReading() const;
     // Checks and decodes one chunk's data into out; damage is recorded, not returned.
@@ -106,6 +112,8 @@ private:
     sqlite3* db_ = nullptr;
     std::string path_;
     int schemaVersion_ = 0;
+    uint64_t fileBytes_ = 0; // an image's size: bounds event_counts, like a file's size
+    bool isImage_ = false;
     bool skipDamaged_ = false;
     mutable std::mutex mutex_; // guards the two below (chunks may be read on another thread)
     mutable std::shared_ptr<const ChunkIndex> index_;   // the last header scan
