@@ -39,7 +39,7 @@ int64_t msSince(Clock::time_point t0) {
 }
 
 // Inputs to run: POOLSCOPE_FUZZ_INPUTS (no time limit then), else `ciInputs` within `ciMs`
-// (but at least `minInputs`, however slow the build).
+// (but at least `minInputs`, however slow the build); POOLSCOPE_FUZZ_SECONDS=S: S seconds.
 struct Budget {
     uint64_t inputs;
     int64_t ms;
@@ -49,6 +49,12 @@ struct Budget {
             inputs = std::strtoull(e, nullptr, 10);
             ms = std::numeric_limits<int64_t>::max();
             minInputs = inputs;
+        }
+        // A long run bounded by wall time instead (the figures are printed at the end).
+        if (const char* e = std::getenv("POOLSCOPE_FUZZ_SECONDS"); e && *e) {
+            inputs = std::numeric_limits<uint64_t>::max();
+            ms = std::strtoll(e, nullptr, 10) * 1000;
+            minInputs = 0;
         }
     }
     bool more(uint64_t done, Clock::time_point t0) const {
