@@ -49,6 +49,15 @@ std::string describeChunk(int64_t id, const schema::ChunkHeader& h) {
            std::to_string(h.lastSeq) + ", " + std::to_string(h.count) + " events)";
 }
 
+// A sample row the reader keeps: integers, and byte counts from 0 to 2^50 (1 PiB: no pool,
+// device or host, comes near it; a negative value read as unsigned would draw as 16 EiB).
+constexpr const char* kBadSampleRow =
+    "typeof(ts_ns)<>'integer' OR typeof(pool)<>'integer' OR typeof(reserved)<>'integer' OR "
+    "typeof(reserved_high)<>'integer' OR typeof(used)<>'integer' OR typeof(used_high)<>'integer' "
+    "OR reserved NOT BETWEEN 0 AND 1125899906842624 OR reserved_high NOT BETWEEN 0 AND "
+    "1125899906842624 OR used NOT BETWEEN 0 AND 1125899906842624 OR used_high NOT BETWEEN 0 AND "
+    "1125899906842624";
+
 Event readSample(const Stmt& s) {
     Event e;
     e.kind = EventKind::Sample;
@@ -496,11 +505,135 @@ void TraceReader::addDamage(int64_t chunkId, TraceDamage d) const {
 }
 
 std::vector<TraceDamage> TraceReader::damage() const {
+    std::vector<TraceDamage> tables = tableDamage();
     std::lock_guard lock(mutex_);
     std::vector<TraceDamage> out;
     if (index_) out = index_->damage;
     for (const auto& [id, d] : chunkDamage_) out.push_back(d);
+    out.insert(out.end(), tables.begin(), tables.end());
     return out;
+}
+
+namespace {
+// True when `sql` (one row of integers) runs; the row's columns go to v.
+bool queryInts(sqlite3* db, const char* sql, std::vector<int64_t>& v, std::string& text) {
+    Stmt s(db, sql);
+    if (!s.ok() || s.step() != SQLITE_ROW) return false;
+    const int n = sqlite3_column_count(s.get());
+    v.assign(size_t(n), 0);
+    for (int i = 0; i < n; ++i) v[size_t(i)] = s.i64(i);
+    text = n ? s.text(n - 1) : std::string();
+    return true;
+}
+
+} // namespace
+
+// The tables without a checksum (issue #12): each lie a reader would pass on as fact (a count of
+// rows that must be one, a device a pool names that is not there, a byte count that is negative,
+// an id twice) is named here. Read once: these tables are written at the start of a recording
+// (process, devices) or as entities appear, and a live trace's later rows are checked by the
+// next reader.
+std::vector<TraceDamage> TraceReader::tableDamage() const {
+    std::call_once(tablesOnce_, [this] {
+        std::vector<TraceDamage>& out = tableDamage_;
+        std::vector<int64_t> v;
+        std::string t;
+        auto check = [&](const char* sql, const std::string& table) {
+            if (queryInts(db_, sql, v, t)) return true;
+            out.push_back({"the " + table + " table cannot be checked (" +
+                               std::string(sqlite3_errmsg(db_)) + ")", 0});
+            return false;
+        };
+        auto hex = [](int64_t h) {
+            char b[24];
+            std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(h));
+            return std::string(b);
+        };
+        // No row, or pid 0, is "unknown" (a writer that was given no process), not a lie.
+        if (check("SELECT count(*), coalesce(sum(typeof(pid)<>'integer' OR pid<0),0),"
+                  " (SELECT pid FROM process LIMIT 1) FROM process", "process")) {
+            if (v[0] > 1)
+                out.push_back({"the process table has " + std::to_string(v[0]) +
+                                   " rows, one expected (the first is shown)", 0});
+            if (v[1] > 0)
+                out.push_back({"the process table's pid '" + t + "' is not a process id", 0});
+        }
+        if (check("SELECT count(*), min(ordinal), coalesce(max(ordinal),0) FROM devices WHERE"
+                  " typeof(ordinal)<>'integer' OR ordinal<0 OR ordinal>1023", "devices") && v[0])
+            out.push_back({"the devices table has " + std::to_string(v[0]) +
+                               " row(s) with an impossible ordinal (e.g. " + std::to_string(v[2]) +
+                               "; CUDA numbers devices 0, 1, ...)", 0});
+        if (check("SELECT count(*), coalesce(min(ordinal),0) FROM devices WHERE"
+                  " typeof(total_memory)<>'integer' OR total_memory<0", "devices") && v[0])
+            out.push_back({"the devices table gives " + std::to_string(v[0]) +
+                               " device(s) a negative or non-numeric memory size (device " +
+                               std::to_string(v[1]) + ")", 0});
+        // Pools and streams may name device -1 (unknown); any other must be a device row.
+        for (const char* table : {"pools", "streams"}) {
+            const std::string tb = table;
+            const std::string sql =
+                "SELECT count(*), coalesce(min(handle),0), coalesce(min(device),0) FROM " + tb +
+                " WHERE device<>-1 AND device NOT IN (SELECT ordinal FROM devices)";
+            if (check(sql.c_str(), tb) && v[0])
+                out.push_back({"the " + tb + " table has " + std::to_string(v[0]) +
+                                   " row(s) naming a device that is not in the devices table (" +
+                                   hex(v[1]) + " names device " + std::to_string(v[2]) + ")", 0});
+        }
+        if (check("SELECT count(*), coalesce(min(handle),0), coalesce(min(kind),0) FROM pools"
+                  " WHERE typeof(kind)<>'integer' OR kind<0 OR kind>3 OR max_size<0",
+                  "pools") && v[0])
+            out.push_back({"the pools table has " + std::to_string(v[0]) +
+                               " row(s) with an unknown kind or a negative size limit (pool " +
+                               hex(v[1]) + ")", 0});
+        // Ids twice: their columns are primary keys, so only a table rebuilt without its key
+        // (an altered file) holds them; each reader keeps one of the rows.
+        for (const auto& [table, key] : {std::pair{"pools", "handle"}, {"streams", "handle"},
+                                         {"devices", "ordinal"}, {"threads", "tid"}}) {
+            const std::string sql = std::string("SELECT count(*), coalesce(min(k),0) FROM (SELECT ") +
+                                    key + " AS k FROM " + table + " GROUP BY " + key +
+                                    " HAVING count(*)>1)";
+            if (check(sql.c_str(), table) && v[0])
+                out.push_back({std::string("the ") + table + " table lists " +
+                                   std::to_string(v[0]) + " " + key + "(s) more than once (" +
+                                   (std::string(key) == "handle" ? hex(v[1])
+                                                                 : std::to_string(v[1])) +
+                                   "; one row of each is used)", 0});
+        }
+        if (check("SELECT count(*), coalesce(min(tid),0) FROM threads WHERE"
+                  " typeof(tid)<>'integer' OR tid<0 OR tid>4294967295", "threads") && v[0])
+            out.push_back({"the threads table has " + std::to_string(v[0]) +
+                               " thread id(s) outside 0..2^32-1 (e.g. " + std::to_string(v[1]) +
+                               ")", 0});
+        const std::string badSamples =
+            std::string("SELECT count(*), coalesce(min(id),0) FROM samples WHERE ") + kBadSampleRow;
+        if (check(badSamples.c_str(), "samples") && v[0])
+            out.push_back({std::to_string(v[0]) + " watermark sample(s) hold negative, "
+                               "impossible (over 1 PiB) or non-numeric values (from sample row " +
+                               std::to_string(v[1]) + "; skipped)", 0});
+        // The collector starts before its sampler: a sample dated earlier is not from this
+        // recording (process.start_mono_ns 0 is unknown, and checks nothing).
+        if (check("SELECT count(*), coalesce(min(ts_ns),0) FROM samples WHERE ts_ns <"
+                  " (SELECT start_mono_ns FROM process WHERE start_mono_ns > 0 LIMIT 1)",
+                  "samples") && v[0])
+            out.push_back({std::to_string(v[0]) + " watermark sample(s) are dated before the "
+                               "recording started (e.g. at " + std::to_string(v[1]) + " ns)", 0});
+        if (check("SELECT count(*), coalesce(min(pool),0) FROM samples WHERE pool NOT IN"
+                  " (SELECT handle FROM pools)", "samples") && v[0])
+            out.push_back({std::to_string(v[0]) + " watermark sample(s) name a pool that is not "
+                               "in the pools table (" + hex(v[1]) + ")", 0});
+        {
+            Stmt m(db_, "SELECT value FROM meta WHERE key='dropped_events'");
+            if (m.ok() && m.step() == SQLITE_ROW) {
+                const std::string d = m.text(0);
+                const bool count = !d.empty() && d.size() <= 19 &&
+                                   d.find_first_not_of("0123456789") == std::string::npos;
+                if (!count)
+                    out.push_back({"meta dropped_events is '" + d +
+                                       "', not a count: events may have been dropped", 0});
+            }
+        }
+    });
+    return tableDamage_;
 }
 
 Error TraceReader::firstDamageError(const std::string& what) const {
@@ -621,8 +754,11 @@ Result<TraceSummary> TraceReader::summary() const {
         if (clamped) t.countsByKind[kind] = clamped;
     }
     {
-        Stmt s(db_, "SELECT (SELECT count(*) FROM samples),"
-                    " (SELECT min(ts_ns) FROM samples), (SELECT max(ts_ns) FROM samples)");
+        // The rows samples() reads (tableDamage() names the others).
+        const std::string good = std::string(" FROM samples WHERE NOT (") + kBadSampleRow + ")";
+        const std::string sql = "SELECT (SELECT count(*)" + good + "), (SELECT min(ts_ns)" + good +
+                                "), (SELECT max(ts_ns)" + good + ")";
+        Stmt s(db_, sql.c_str());
         if (!s.ok() || s.step() != SQLITE_ROW) return sqlError("read the time range");
         t.sampleCount = s.u64(0);
         if (sqlite3_column_type(s.get(), 1) != SQLITE_NULL) {
@@ -763,14 +899,17 @@ Status TraceReader::forEachEvent(const std::function<bool(const Event&)>& fn,
 }
 
 Result<std::vector<Event>> TraceReader::samples(uint64_t pool, int64_t t0, int64_t t1) const {
-    const char* sql =
-        pool ? "SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
-               "WHERE pool=?3 AND ts_ns >= ?1 AND ts_ns < ?2 ORDER BY ts_ns, id"
+    // Rows with impossible values are skipped (tableDamage() names them).
+    const std::string sql =
+        pool ? std::string("SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
+                           "WHERE pool=?3 AND ts_ns >= ?1 AND ts_ns < ?2 AND NOT (") +
+                   kBadSampleRow + ") ORDER BY ts_ns, id"
              // All pools: in id order (no index gives time order across pools, and SQLite's
              // sort of 100k rows is a good part of opening a big trace), sorted below.
-             : "SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
-               "WHERE ts_ns >= ?1 AND ts_ns < ?2 ORDER BY id";
-    Stmt s(db_, sql);
+             : std::string("SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
+                           "WHERE ts_ns >= ?1 AND ts_ns < ?2 AND NOT (") +
+                   kBadSampleRow + ") ORDER BY id";
+    Stmt s(db_, sql.c_str());
     if (!s.ok()) return sqlError("query samples");
     s.bind(1, t0);
     s.bind(2, t1);

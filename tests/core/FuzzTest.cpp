@@ -24,6 +24,7 @@
 
 #include "TestTraces.h"
 #include "poolscope/EventCodec.h"
+#include "poolscope/EventFields.h"
 #include "poolscope/Schema.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -216,6 +217,28 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(decoded),
                 static_cast<long long>(ms), ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
     EXPECT_GT(decoded, 0u) << "some inputs must still decode: the seeds are valid";
+}
+
+// Found by TraceFileFuzz.Format3ChunksRewrittenPastTheirChecksums (a PointerImport whose pointer
+// a later alloc returned): the builder ended the imported mapping as if it were an allocation,
+// with stream index kNone (a segfault) and allocation 0 (that block shown freed).
+TEST(FuzzRegression, AllocOverAnImportedPointerKeepsOtherAllocations) {
+    test::Events ev;
+    ev.alloc(100, 0x10, 0x20, 0x5000, 64);         // allocation 0: never freed
+    Event& imp = ev.add(EventKind::PointerImport, 200);
+    imp.pool = 0x30;
+    SharedPointerFields{0x9000}.into(imp);
+    ev.alloc(300, 0x10, 0x20, 0x9000, 128);        // the same address, its import not ended
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    std::shared_ptr<const Timeline> tl = b.finish();
+    ASSERT_TRUE(tl);
+    ASSERT_EQ(tl->allocations.size(), 2u);
+    EXPECT_EQ(tl->allocations[0].ptr, 0x5000u);
+    EXPECT_EQ(tl->allocations[0].freeSeq, 0u) << "allocation 0 is not ended by the import";
+    EXPECT_TRUE(tl->allocations[0].live());
+    EXPECT_EQ(tl->allocations[1].ptr, 0x9000u);
+    EXPECT_EQ(tl->leaks.size(), 2u);
 }
 
 // ---- trace files -------------------------------------------------------------------------------

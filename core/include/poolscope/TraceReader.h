@@ -83,8 +83,15 @@ public:
     // With skipDamaged set they skip it instead, and damage() lists it: what is intact still
     // reads, and the caller says what was lost.
     void setSkipDamaged(bool skip) { skipDamaged_ = skip; }
-    // Everything found damaged so far (headers at the last read, chunks read since open).
+    // Everything found damaged so far (headers at the last read, chunks read since open), and
+    // the lies found in the tables without a checksum (tableDamage()).
     std::vector<TraceDamage> damage() const;
+    // What does not hold up in the tables no checksum covers: process (one row, a real pid),
+    // devices (ordinals, memory sizes), pools and streams (devices they name, pool kinds, size
+    // limits), ids listed twice, thread ids, watermark samples (negative or non-numeric values,
+    // which samples() skips; pools that are not in the pools table) and meta's dropped_events.
+    // Lossless warnings (events 0): what they concern is shown as read, or skipped where said.
+    std::vector<TraceDamage> tableDamage() const;
     // Reads every chunk's data without building anything: checks the checksum (format 3) or,
     // for older files, decodes and compares with the header. Afterwards summary() and damage()
     // are exact. Fails only on I/O errors and newer codecs; damage goes to damage().
@@ -118,6 +125,8 @@ private:
     mutable std::mutex mutex_; // guards the two below (chunks may be read on another thread)
     mutable std::shared_ptr<const ChunkIndex> index_;   // the last header scan
     mutable std::map<int64_t, TraceDamage> chunkDamage_; // found reading data, by chunk id
+    mutable std::once_flag tablesOnce_;
+    mutable std::vector<TraceDamage> tableDamage_;
 };
 
 } // namespace poolscope

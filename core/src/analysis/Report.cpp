@@ -58,9 +58,15 @@ std::string percent(uint64_t part, uint64_t whole) {
 void addFindings(Report& r) {
     auto at = [&](int64_t ts) { return formatDuration(nsBetween(r.t0, ts)); };
     auto it = r.meta.find("dropped_events");
-    if (it != r.meta.end() && it->second != "0" && !it->second.empty())
-        r.findings.push_back("the collector dropped " + it->second +
-                             " events: the figures below may be incomplete");
+    if (it != r.meta.end() && it->second != "0" && !it->second.empty()) {
+        // The meta table has no checksum: print a count only when it is one.
+        const bool count = it->second.find_first_not_of("0123456789") == std::string::npos;
+        r.findings.push_back(count ? "the collector dropped " + it->second +
+                                         " events: the figures below may be incomplete"
+                                   : "the trace's dropped-event count is damaged: the collector "
+                                     "may have dropped events, the figures below may be "
+                                     "incomplete");
+    }
     for (const PoolReport& p : r.pools) {
         // Reserved far above used is what the stream-ordered allocator's users chase: memory
         // the process holds but does not use, which other processes cannot have.
