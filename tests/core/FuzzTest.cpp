@@ -4,8 +4,10 @@
 // no time limit (docs/SANITIZERS.md, "Fuzzing", has the long runs).
 //   ChunkCodecFuzz: real encoded chunks (the bundled samples' events, codec 3 and 2), mutated,
 //     decoded with every codec version: never a crash, never more events than claimed.
-//   TraceFileFuzz: copies of the bundled samples, damaged as bytes or as SQL, then opened and
-//     read as the window reads them (skipDamaged): errors are values, never a crash.
+//   TraceFileFuzz: images of the bundled samples (and format-3 copies of them), damaged as
+//     bytes or as SQL, then opened from memory and read as the window reads them (skipDamaged):
+//     errors are values, never a crash. Format3Chunks...: chunks rewritten past their crc and
+//     prev_last_seq link; an independent rules oracle says whether damage must be reported.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -219,6 +221,48 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
     EXPECT_GT(decoded, 0u) << "some inputs must still decode: the seeds are valid";
 }
 
+// openImage is what the file fuzz target reads through: it must read a file's bytes as open()
+// reads the file, errors included.
+TEST(TraceReaderImage, ReadsAsOpenReadsTheFile) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("copy.poolscope");
+    std::vector<std::string> images;
+    for (const char* name : {"pools", "cupy", "torch_async"}) images.push_back(readFile(samplePath(name)));
+    const std::string good = images[0];
+    images.push_back(good.substr(0, good.size() / 2));                  // truncated
+    images.push_back(std::string(4096, 'x'));                           // not SQLite
+    images.push_back(good.substr(0, 100) + std::string(good.size() - 100, '\0')); // header only
+    std::string otherApp = good;
+    otherApp[68] ^= 1; // application_id
+    images.push_back(otherApp);
+    images.push_back("");
+    for (size_t i = 0; i < images.size(); ++i) {
+        SCOPED_TRACE(i);
+        std::ofstream(path, std::ios::binary | std::ios::trunc)
+            .write(images[i].data(), static_cast<std::streamsize>(images[i].size()));
+        auto f = TraceReader::open(path);
+        auto m = TraceReader::openImage(images[i], path);
+        ASSERT_EQ(f.ok(), m.ok()) << (f ? m.error().message : f.error().message);
+        if (!f) {
+            EXPECT_EQ(f.error().code, m.error().code);
+            EXPECT_EQ(f.error().message, m.error().message);
+            continue;
+        }
+        auto fs = (*f)->summary();
+        auto ms = (*m)->summary();
+        ASSERT_TRUE(fs && ms);
+        EXPECT_EQ(fs->eventCount, ms->eventCount);
+        EXPECT_EQ(fs->sampleCount, ms->sampleCount);
+        EXPECT_EQ(fs->countsByKind, ms->countsByKind);
+        auto ft = buildTimeline(**f);
+        auto mt = buildTimeline(**m);
+        ASSERT_TRUE(ft && mt);
+        EXPECT_EQ((*ft)->eventCount, (*mt)->eventCount);
+        EXPECT_EQ((*ft)->allocations.size(), (*mt)->allocations.size());
+        EXPECT_EQ((*f)->damage().size(), (*m)->damage().size());
+    }
+}
+
 // Found by TraceFileFuzz.Format3ChunksRewrittenPastTheirChecksums (a PointerImport whose pointer
 // a later alloc returned): the builder ended the imported mapping as if it were an allocation,
 // with stream index kNone (a segfault) and allocation 0 (that block shown freed).
@@ -332,7 +376,8 @@ std::string compactImage(const std::string& image, const std::string& scratch) {
         .write(image.data(), static_cast<std::streamsize>(image.size()));
     sqlite3* db = nullptr;
     const bool ok = sqlite3_open(scratch.c_str(), &db) == SQLITE_OK &&
-                    sqlite3_exec(db, "PRAGMA journal_mode=DELETE; PRAGMA page_size=1024; VACUUM;",
+                    sqlite3_exec(db, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF; "
+                                 "PRAGMA page_size=1024; VACUUM;",
                                  nullptr, nullptr, nullptr) == SQLITE_OK;
     sqlite3_close(db);
     EXPECT_TRUE(ok) << "compacting a seed";
@@ -351,6 +396,7 @@ std::string format3Copy(const std::string& samplePath, const std::string& scratc
     std::remove(scratch.c_str());
     WriterOptions o;
     o.wal = false;
+    o.synchronousOff = true; // a scratch copy: no fsync
     auto w = TraceWriter::create(scratch, o);
     if (!w) {
         ADD_FAILURE() << w.error().message;
@@ -800,8 +846,9 @@ TEST(TraceFileFuzz, Format3ChunksRewrittenPastTheirChecksums) {
         // What mutateStructure meant and what the rules say must agree for a single rewrite
         // (a check of this test's own oracle); after several, the rules decide.
         const bool ok = followsTheRules(m.get());
-        if (how.find('+') == std::string::npos)
+        if (how.find('+') == std::string::npos) {
             ASSERT_EQ(ok, predicted) << "input " << inputs << " (" << how << ")";
+        }
         ++byHow[how.substr(0, how.find('+'))];
         const std::string image = m.image();
         auto r = TraceReader::openImage(image, "fuzz input");
