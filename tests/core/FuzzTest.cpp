@@ -285,6 +285,27 @@ TEST(FuzzRegression, AllocOverAnImportedPointerKeepsOtherAllocations) {
     EXPECT_EQ(tl->leaks.size(), 2u);
 }
 
+// Found by the long runs of both file targets: a stream or pool handle of 2^64-1 as the first
+// one the replay saw matched its empty last-lookup cache (which starts at that value) and read
+// streams_[0] of an empty vector.
+TEST(FuzzRegression, FirstHandleOfAllOnesIsANewEntity) {
+    test::Events ev;
+    ev.free(100, ~uint64_t{0}, ~uint64_t{0}, 0x5000); // a free of a block never allocated
+    ev.alloc(200, ~uint64_t{0}, ~uint64_t{0}, 0x6000, 64);
+    ev.alloc(300, 0x10, 0x20, 0x7000, 32);
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    std::shared_ptr<const Timeline> tl = b.finish();
+    ASSERT_TRUE(tl);
+    ASSERT_EQ(tl->streams.size(), 2u);
+    ASSERT_EQ(tl->pools.size(), 2u);
+    for (const auto& s : tl->streams) EXPECT_EQ(s.allocCount, 1u) << s.info.handle;
+    const bool both = (tl->pools[0].info.handle == ~uint64_t{0}) != (tl->pools[1].info.handle == ~uint64_t{0});
+    EXPECT_TRUE(both) << "one pool 2^64-1, one 0x20";
+    EXPECT_EQ(tl->unmatchedFrees, 1u);
+    EXPECT_EQ(tl->allocations.size(), 2u);
+}
+
 // ---- trace files -------------------------------------------------------------------------------
 
 // SQL-level damage of a trace: the columns a reader trusts, set to what an attacker would.
