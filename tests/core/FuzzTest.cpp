@@ -590,6 +590,11 @@ void mutateField(Event& e, std::mt19937_64& rng) {
     }
 }
 
+// Times already set to extremes by an earlier rewrite wrap around instead of overflowing.
+int64_t wrapAdd(int64_t a, int64_t d) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(d));
+}
+
 bool validChunkKind(EventKind k) {
     return static_cast<int>(k) >= 1 && static_cast<int>(k) < static_cast<int>(EventKind::Sample);
 }
@@ -657,7 +662,7 @@ bool mutateStructure(MemDb& m, std::mt19937_64& rng, std::string* what = nullptr
     }
     case 6: { // times out of order (one event before the one ahead of it)
         const size_t i = pick();
-        ev[i].tsNs = rng() % 2 ? ev[i].tsNs - int64_t(1 + rng() % 1'000'000'000)
+        ev[i].tsNs = rng() % 2 ? wrapAdd(ev[i].tsNs, -1 - int64_t(rng() % 1'000'000'000))
                                : std::numeric_limits<int64_t>::min() + int64_t(rng() % 100);
         break;
     }
@@ -716,8 +721,8 @@ bool mutateStructure(MemDb& m, std::mt19937_64& rng, std::string* what = nullptr
             case 0: h.count += rng() % 2 ? 1 : -1; break; // 0 when it was 1
             case 1: h.firstSeq += 1 + rng() % 3; break;
             case 2: h.lastSeq += 1 + rng() % 3; break;
-            case 3: h.tMin -= 1 + int64_t(rng() % 1000); break;
-            case 4: h.tMax += 1 + int64_t(rng() % 1000); break;
+            case 3: h.tMin = wrapAdd(h.tMin, -1 - int64_t(rng() % 1000)); break;
+            case 4: h.tMax = wrapAdd(h.tMax, 1 + int64_t(rng() % 1000)); break;
             default: h.kinds ^= uint64_t{1} << (1 + rng() % 30);
             }
         }
