@@ -691,7 +691,9 @@ bool mutateStructure(MemDb& m, std::mt19937_64& rng, std::string* what = nullptr
     for (const Event& e : ev) ++countDelta[int(e.kind)];
     bool valid = !headerLie;
     for (size_t i = 0; i < ev.size(); ++i) {
-        valid &= validChunkKind(ev[i].kind) && ev[i].seq > lo && ev[i].seq < hi;
+        // (The last chunk has no bound above: seq 2^64-1 is a seq like any other.)
+        valid &= validChunkKind(ev[i].kind) && ev[i].seq > lo &&
+                 (ev[i].seq < hi || k + 1 == rows.size());
         if (i) valid &= ev[i].seq > ev[i - 1].seq;
     }
     valid &= ev.size() <= schema::kChunkEvents;
