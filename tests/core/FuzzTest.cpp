@@ -860,7 +860,7 @@ TEST(TraceFileFuzz, Format3ChunksRewrittenPastTheirChecksums) {
     std::mt19937_64 rng(runSeed(20261126));
     const Budget budget(1'000'000, 2500, 200);
     const auto t0 = Clock::now();
-    uint64_t inputs = 0, valid = 0, invalid = 0, built = 0;
+    uint64_t inputs = 0, valid = 0, invalid = 0, built = 0, mispredicted = 0;
     std::map<std::string, uint64_t> byHow;
     for (; budget.more(inputs, t0); ++inputs) {
         MemDb m(seeds.v3[rng() % seeds.v3.size()]);
@@ -871,12 +871,10 @@ TEST(TraceFileFuzz, Format3ChunksRewrittenPastTheirChecksums) {
             predicted = mutateStructure(m, rng, &h2); // may mend what the one before broke
             how += "+" + h2;
         }
-        // What mutateStructure meant and what the rules say must agree for a single rewrite
-        // (a check of this test's own oracle); after several, the rules decide.
+        // The rules decide. What mutateStructure meant is only counted against them (a rough
+        // check of the mutator: a random seq can land where it is valid).
         const bool ok = followsTheRules(m.get());
-        if (how.find('+') == std::string::npos) {
-            ASSERT_EQ(ok, predicted) << "input " << inputs << " (" << how << ")";
-        }
+        if (how.find('+') == std::string::npos && ok != predicted) ++mispredicted;
         ++byHow[how.substr(0, how.find('+'))];
         const std::string image = m.image();
         auto r = TraceReader::openImage(image, "fuzz input");
@@ -906,10 +904,11 @@ TEST(TraceFileFuzz, Format3ChunksRewrittenPastTheirChecksums) {
         }
     }
     const int64_t ms = msSince(t0);
-    std::printf("format-3 structural fuzz: %llu inputs (%llu valid, %llu breaking a rule), "
-                "%llu timelines, %lld ms, %.0f inputs/s\n",
+    std::printf("format-3 structural fuzz: %llu inputs (%llu valid, %llu breaking a rule; "
+                "%llu not as the mutator meant), %llu timelines, %lld ms, %.0f inputs/s\n",
                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(valid),
-                static_cast<unsigned long long>(invalid), static_cast<unsigned long long>(built),
+                static_cast<unsigned long long>(invalid),
+                static_cast<unsigned long long>(mispredicted), static_cast<unsigned long long>(built),
                 static_cast<long long>(ms), ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
     EXPECT_GT(valid, 0u);
     EXPECT_GT(invalid, 0u);
