@@ -260,7 +260,8 @@ struct TimelineBuilder::Impl {
         a.site = e.site;
         if (b.ptr == 0) a.freeTsNs = e.tsNs; // a zero-byte request: nothing to free later
         tl.allocations.push_back(a);
-        if (f.replacedLive) close(f.closed, e.tsNs, 0, 0);
+        // An imported mapping the pointer replaces has no allocation record (like its free).
+        if (f.replacedLive && !f.closed.imported) close(f.closed, e.tsNs, 0, 0);
         s.allocations.push_back(b.tag);
         s.allocCount++;
         s.bytesAllocated += b.bytes;

@@ -49,6 +49,15 @@ std::string describeChunk(int64_t id, const schema::ChunkHeader& h) {
            std::to_string(h.lastSeq) + ", " + std::to_string(h.count) + " events)";
 }
 
+// A sample row the reader keeps: integers, and byte counts from 0 to 2^50 (1 PiB: no pool,
+// device or host, comes near it; a negative value read as unsigned would draw as 16 EiB).
+constexpr const char* kBadSampleRow =
+    "typeof(ts_ns)<>'integer' OR typeof(pool)<>'integer' OR typeof(reserved)<>'integer' OR "
+    "typeof(reserved_high)<>'integer' OR typeof(used)<>'integer' OR typeof(used_high)<>'integer' "
+    "OR reserved NOT BETWEEN 0 AND 1125899906842624 OR reserved_high NOT BETWEEN 0 AND "
+    "1125899906842624 OR used NOT BETWEEN 0 AND 1125899906842624 OR used_high NOT BETWEEN 0 AND "
+    "1125899906842624";
+
 Event readSample(const Stmt& s) {
     Event e;
     e.kind = EventKind::Sample;
@@ -110,53 +119,86 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) 
                      "cannot open '" + path + "': " + (r->db_ ? sqlite3_errmsg(r->db_) : "")};
     }
     sqlite3_busy_timeout(r->db_, 2000);
+    if (Status st = r->checkFormat([&] { return hasSqliteMagic(path); }); !st) return st.error();
+    return r;
+}
 
+Result<std::unique_ptr<TraceReader>> TraceReader::openImage(std::string_view image,
+                                                            const std::string& name) {
+    if (image.empty())
+        return Error{ErrorCode::NotSqlite, "'" + name + "' is empty: not a PoolScope trace"};
+    std::unique_ptr<TraceReader> r(new TraceReader());
+    r->path_ = name;
+    r->fileBytes_ = image.size();
+    r->isImage_ = true;
+    if (sqlite3_open_v2(":memory:", &r->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK)
+        return Error{ErrorCode::NotReadable, "cannot open '" + name + "': out of memory"};
+    // SQLite owns (and frees) the copy; read-only, so nothing in the image is ever changed.
+    auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(image.size()));
+    if (!copy) return Error{ErrorCode::NotReadable, "cannot open '" + name + "': out of memory"};
+    std::memcpy(copy, image.data(), image.size());
+    if (sqlite3_deserialize(r->db_, "main", copy, sqlite3_int64(image.size()),
+                            sqlite3_int64(image.size()),
+                            SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) !=
+        SQLITE_OK)
+        return Error{ErrorCode::NotReadable,
+                     "cannot open '" + name + "': " + sqlite3_errmsg(r->db_)};
+    const bool magic = image.size() >= 16 && std::memcmp(image.data(), "SQLite format 3", 16) == 0;
+    if (Status st = r->checkFormat([&] { return magic; }); !st) return st.error();
+    return r;
+}
+
+// The checks after the database is open, the same for a file and an image: is it SQLite, a
+// PoolScope trace, a version we read, with every table, and its last page readable.
+Status TraceReader::checkFormat(const std::function<bool()>& hasMagic) {
+    const std::string& path = path_;
     // The header check: anything that is not an SQLite database fails on the first read.
     int appId = 0;
     {
-        Stmt s(r->db_, "PRAGMA application_id");
-        int rc = s.ok() ? s.step() : sqlite3_errcode(r->db_);
+        Stmt s(db_, "PRAGMA application_id");
+        int rc = s.ok() ? s.step() : sqlite3_errcode(db_);
         if (rc != SQLITE_ROW) {
-            int code = sqlite3_errcode(r->db_);
+            int code = sqlite3_errcode(db_);
             if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
-                if (hasSqliteMagic(path))
+                if (hasMagic())
                     return Error{ErrorCode::Corrupt,
                                  "'" + path + "' is damaged or truncated (an SQLite file that "
                                               "cannot be read)"};
                 return Error{ErrorCode::NotSqlite,
                              "'" + path + "' is not a PoolScope trace (not an SQLite database)"};
             }
-            return r->sqlError("read the header");
+            return sqlError("read the header");
         }
         appId = s.i32(0);
     }
     {
-        Stmt s(r->db_, "PRAGMA user_version");
-        if (!s.ok() || s.step() != SQLITE_ROW) return r->sqlError("read the version");
-        r->schemaVersion_ = s.i32(0);
+        Stmt s(db_, "PRAGMA user_version");
+        if (!s.ok() || s.step() != SQLITE_ROW) return sqlError("read the version");
+        schemaVersion_ = s.i32(0);
     }
     if (appId != schema::kApplicationId) {
         return Error{ErrorCode::NotATrace,
                      "'" + path + "' is an SQLite database, but not a PoolScope trace"};
     }
-    if (r->schemaVersion_ > schema::kVersion) {
+    if (schemaVersion_ > schema::kVersion) {
         return Error{ErrorCode::NewerVersion,
                      "'" + path + "' was written by a newer PoolScope (trace format " +
-                         std::to_string(r->schemaVersion_) + "; this version reads up to " +
+                         std::to_string(schemaVersion_) + "; this version reads up to " +
                          std::to_string(schema::kVersion) + "). Please update PoolScope."};
     }
-    if (r->schemaVersion_ < 1)
+    if (schemaVersion_ < 1)
         return Error{ErrorCode::Corrupt, "'" + path + "' has no trace format version: damaged"};
 
     std::string missing;
     for (const char* table : schema::kRequiredTables) {
-        Stmt s(r->db_, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?");
+        Stmt s(db_, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?");
         if (!s.ok()) {
-            int code = sqlite3_errcode(r->db_);
+            int code = sqlite3_errcode(db_);
             if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
                 return Error{ErrorCode::Corrupt,
                              "'" + path + "' is damaged (truncated or overwritten)"};
-            return r->sqlError("read the table list");
+            return sqlError("read the table list");
         }
         sqlite3_bind_text(s.get(), 1, table, -1, SQLITE_STATIC);
         int rc = s.step();
@@ -171,14 +213,14 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) 
     // A truncated file can pass the header checks; touching the last page of the events table
     // finds it now rather than halfway through a load.
     {
-        Stmt s(r->db_, "SELECT max(id), count(*) FROM event_chunks");
-        int rc = s.ok() ? s.step() : sqlite3_errcode(r->db_);
+        Stmt s(db_, "SELECT max(id), count(*) FROM event_chunks");
+        int rc = s.ok() ? s.step() : sqlite3_errcode(db_);
         if (rc != SQLITE_ROW)
             return Error{ErrorCode::Corrupt,
                          "'" + path + "' is damaged (truncated or overwritten): " +
-                             sqlite3_errmsg(r->db_)};
+                             sqlite3_errmsg(db_)};
     }
-    return r;
+    return {};
 }
 
 TraceReader::~TraceReader() { sqlite3_close(db_); }
@@ -567,8 +609,14 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
         tableTotal += static_cast<uint64_t>(count);
     }
     if (rc != SQLITE_DONE) return sqlError("count events");
-    struct stat sb;
-    const uint64_t fileBytes = ::stat(path_.c_str(), &sb) == 0 ? uint64_t(sb.st_size) : 0;
+    // What the trace's bytes are now: an image's size, or the file's and its WAL's (a live
+    // trace grows, and its newest commits are in the WAL).
+    uint64_t fileBytes = fileBytes_;
+    if (!isImage_) {
+        struct stat sb;
+        fileBytes = ::stat(path_.c_str(), &sb) == 0 ? uint64_t(sb.st_size) : 0;
+        if (::stat((path_ + "-wal").c_str(), &sb) == 0) fileBytes += uint64_t(sb.st_size);
+    }
     const std::string says = "event_counts says " + std::to_string(tableTotal) +
                              " events, the event chunk rows hold " + std::to_string(rowsTotal);
     if (saturated || tableTotal > fileBytes)
@@ -588,11 +636,135 @@ void TraceReader::addDamage(int64_t chunkId, TraceDamage d) const {
 }
 
 std::vector<TraceDamage> TraceReader::damage() const {
+    std::vector<TraceDamage> tables = tableDamage();
     std::lock_guard lock(mutex_);
     std::vector<TraceDamage> out;
     if (index_) out = index_->damage;
     for (const auto& [id, d] : chunkDamage_) out.push_back(d);
+    out.insert(out.end(), tables.begin(), tables.end());
     return out;
+}
+
+namespace {
+// True when `sql` (one row of integers) runs; the row's columns go to v.
+bool queryInts(sqlite3* db, const char* sql, std::vector<int64_t>& v, std::string& text) {
+    Stmt s(db, sql);
+    if (!s.ok() || s.step() != SQLITE_ROW) return false;
+    const int n = sqlite3_column_count(s.get());
+    v.assign(size_t(n), 0);
+    for (int i = 0; i < n; ++i) v[size_t(i)] = s.i64(i);
+    text = n ? s.text(n - 1) : std::string();
+    return true;
+}
+
+} // namespace
+
+// The tables without a checksum (issue #12): each lie a reader would pass on as fact (a count of
+// rows that must be one, a device a pool names that is not there, a byte count that is negative,
+// an id twice) is named here. Read once: these tables are written at the start of a recording
+// (process, devices) or as entities appear, and a live trace's later rows are checked by the
+// next reader.
+std::vector<TraceDamage> TraceReader::tableDamage() const {
+    std::call_once(tablesOnce_, [this] {
+        std::vector<TraceDamage>& out = tableDamage_;
+        std::vector<int64_t> v;
+        std::string t;
+        auto check = [&](const char* sql, const std::string& table) {
+            if (queryInts(db_, sql, v, t)) return true;
+            out.push_back({"the " + table + " table cannot be checked (" +
+                               std::string(sqlite3_errmsg(db_)) + ")", 0});
+            return false;
+        };
+        auto hex = [](int64_t h) {
+            char b[24];
+            std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(h));
+            return std::string(b);
+        };
+        // No row, or pid 0, is "unknown" (a writer that was given no process), not a lie.
+        if (check("SELECT count(*), coalesce(sum(typeof(pid)<>'integer' OR pid<0),0),"
+                  " (SELECT pid FROM process LIMIT 1) FROM process", "process")) {
+            if (v[0] > 1)
+                out.push_back({"the process table has " + std::to_string(v[0]) +
+                                   " rows, one expected (the first is shown)", 0});
+            if (v[1] > 0)
+                out.push_back({"the process table's pid '" + t + "' is not a process id", 0});
+        }
+        if (check("SELECT count(*), min(ordinal), coalesce(max(ordinal),0) FROM devices WHERE"
+                  " typeof(ordinal)<>'integer' OR ordinal<0 OR ordinal>1023", "devices") && v[0])
+            out.push_back({"the devices table has " + std::to_string(v[0]) +
+                               " row(s) with an impossible ordinal (e.g. " + std::to_string(v[2]) +
+                               "; CUDA numbers devices 0, 1, ...)", 0});
+        if (check("SELECT count(*), coalesce(min(ordinal),0) FROM devices WHERE"
+                  " typeof(total_memory)<>'integer' OR total_memory<0", "devices") && v[0])
+            out.push_back({"the devices table gives " + std::to_string(v[0]) +
+                               " device(s) a negative or non-numeric memory size (device " +
+                               std::to_string(v[1]) + ")", 0});
+        // Pools and streams may name device -1 (unknown); any other must be a device row.
+        for (const char* table : {"pools", "streams"}) {
+            const std::string tb = table;
+            const std::string sql =
+                "SELECT count(*), coalesce(min(handle),0), coalesce(min(device),0) FROM " + tb +
+                " WHERE device<>-1 AND device NOT IN (SELECT ordinal FROM devices)";
+            if (check(sql.c_str(), tb) && v[0])
+                out.push_back({"the " + tb + " table has " + std::to_string(v[0]) +
+                                   " row(s) naming a device that is not in the devices table (" +
+                                   hex(v[1]) + " names device " + std::to_string(v[2]) + ")", 0});
+        }
+        if (check("SELECT count(*), coalesce(min(handle),0), coalesce(min(kind),0) FROM pools"
+                  " WHERE typeof(kind)<>'integer' OR kind<0 OR kind>3 OR max_size<0",
+                  "pools") && v[0])
+            out.push_back({"the pools table has " + std::to_string(v[0]) +
+                               " row(s) with an unknown kind or a negative size limit (pool " +
+                               hex(v[1]) + ")", 0});
+        // Ids twice: their columns are primary keys, so only a table rebuilt without its key
+        // (an altered file) holds them; each reader keeps one of the rows.
+        for (const auto& [table, key] : {std::pair{"pools", "handle"}, {"streams", "handle"},
+                                         {"devices", "ordinal"}, {"threads", "tid"}}) {
+            const std::string sql = std::string("SELECT count(*), coalesce(min(k),0) FROM (SELECT ") +
+                                    key + " AS k FROM " + table + " GROUP BY " + key +
+                                    " HAVING count(*)>1)";
+            if (check(sql.c_str(), table) && v[0])
+                out.push_back({std::string("the ") + table + " table lists " +
+                                   std::to_string(v[0]) + " " + key + "(s) more than once (" +
+                                   (std::string(key) == "handle" ? hex(v[1])
+                                                                 : std::to_string(v[1])) +
+                                   "; one row of each is used)", 0});
+        }
+        if (check("SELECT count(*), coalesce(min(tid),0) FROM threads WHERE"
+                  " typeof(tid)<>'integer' OR tid<0 OR tid>4294967295", "threads") && v[0])
+            out.push_back({"the threads table has " + std::to_string(v[0]) +
+                               " thread id(s) outside 0..2^32-1 (e.g. " + std::to_string(v[1]) +
+                               ")", 0});
+        const std::string badSamples =
+            std::string("SELECT count(*), coalesce(min(id),0) FROM samples WHERE ") + kBadSampleRow;
+        if (check(badSamples.c_str(), "samples") && v[0])
+            out.push_back({std::to_string(v[0]) + " watermark sample(s) hold negative, "
+                               "impossible (over 1 PiB) or non-numeric values (from sample row " +
+                               std::to_string(v[1]) + "; skipped)", 0});
+        // The collector starts before its sampler: a sample dated earlier is not from this
+        // recording (process.start_mono_ns 0 is unknown, and checks nothing).
+        if (check("SELECT count(*), coalesce(min(ts_ns),0) FROM samples WHERE ts_ns <"
+                  " (SELECT start_mono_ns FROM process WHERE start_mono_ns > 0 LIMIT 1)",
+                  "samples") && v[0])
+            out.push_back({std::to_string(v[0]) + " watermark sample(s) are dated before the "
+                               "recording started (e.g. at " + std::to_string(v[1]) + " ns)", 0});
+        if (check("SELECT count(*), coalesce(min(pool),0) FROM samples WHERE pool NOT IN"
+                  " (SELECT handle FROM pools)", "samples") && v[0])
+            out.push_back({std::to_string(v[0]) + " watermark sample(s) name a pool that is not "
+                               "in the pools table (" + hex(v[1]) + ")", 0});
+        {
+            Stmt m(db_, "SELECT value FROM meta WHERE key='dropped_events'");
+            if (m.ok() && m.step() == SQLITE_ROW) {
+                const std::string d = m.text(0);
+                const bool count = !d.empty() && d.size() <= 19 &&
+                                   d.find_first_not_of("0123456789") == std::string::npos;
+                if (!count)
+                    out.push_back({"meta dropped_events is '" + d +
+                                       "', not a count: events may have been dropped", 0});
+            }
+        }
+    });
+    return tableDamage_;
 }
 
 Error TraceReader::firstDamageError(const std::string& what) const {
@@ -624,13 +796,27 @@ Status TraceReader::readChunk(const ChunkRef& c, std::string_view data, std::vec
         out.resize(before);
         return fail("its data does not decode");
     }
-    // Older formats have no checksum: the header must at least agree with what it holds.
+    // Older formats have no checksum: the header must at least agree with what it holds. A
+    // checksum only says the row is as written, so the events must also keep the format's rules
+    // (what the replay relies on): seqs strictly increasing, kinds a writer produces.
     int64_t tMin = INT64_MAX, tMax = INT64_MIN;
     uint64_t kinds = 0;
     for (size_t i = before; i < out.size(); ++i) {
-        tMin = std::min(tMin, out[i].tsNs);
-        tMax = std::max(tMax, out[i].tsNs);
-        kinds |= uint64_t{1} << (static_cast<unsigned>(out[i].kind) & 63);
+        const Event& e = out[i];
+        if (i > before && e.seq <= out[i - 1].seq) {
+            const std::string seqs = std::to_string(out[i - 1].seq) + " then " +
+                                     std::to_string(e.seq);
+            out.resize(before);
+            return fail("its events are out of seq order (seq " + seqs + ")");
+        }
+        const int kind = static_cast<int>(e.kind);
+        if (kind < 1 || kind >= static_cast<int>(EventKind::Sample)) {
+            out.resize(before);
+            return fail("it holds an event of unknown kind " + std::to_string(kind));
+        }
+        tMin = std::min(tMin, e.tsNs);
+        tMax = std::max(tMax, e.tsNs);
+        kinds |= uint64_t{1} << (static_cast<unsigned>(e.kind) & 63);
     }
     if (out[before].seq != h.firstSeq || out.back().seq != h.lastSeq || tMin != h.tMin ||
         tMax != h.tMax || kinds != h.kinds) {
@@ -699,8 +885,11 @@ Result<TraceSummary> TraceReader::summary() const {
         if (clamped) t.countsByKind[kind] = clamped;
     }
     {
-        Stmt s(db_, "SELECT (SELECT count(*) FROM samples),"
-                    " (SELECT min(ts_ns) FROM samples), (SELECT max(ts_ns) FROM samples)");
+        // The rows samples() reads (tableDamage() names the others).
+        const std::string good = std::string(" FROM samples WHERE NOT (") + kBadSampleRow + ")";
+        const std::string sql = "SELECT (SELECT count(*)" + good + "), (SELECT min(ts_ns)" + good +
+                                "), (SELECT max(ts_ns)" + good + ")";
+        Stmt s(db_, sql.c_str());
         if (!s.ok() || s.step() != SQLITE_ROW) return sqlError("read the time range");
         t.sampleCount = s.u64(0);
         if (sqlite3_column_type(s.get(), 1) != SQLITE_NULL) {
@@ -824,14 +1013,17 @@ Status TraceReader::forEachEvent(const std::function<bool(const Event&)>& fn,
 }
 
 Result<std::vector<Event>> TraceReader::samples(uint64_t pool, int64_t t0, int64_t t1) const {
-    const char* sql =
-        pool ? "SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
-               "WHERE pool=?3 AND ts_ns >= ?1 AND ts_ns < ?2 ORDER BY ts_ns, id"
+    // Rows with impossible values are skipped (tableDamage() names them).
+    const std::string sql =
+        pool ? std::string("SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
+                           "WHERE pool=?3 AND ts_ns >= ?1 AND ts_ns < ?2 AND NOT (") +
+                   kBadSampleRow + ") ORDER BY ts_ns, id"
              // All pools: in id order (no index gives time order across pools, and SQLite's
              // sort of 100k rows is a good part of opening a big trace), sorted below.
-             : "SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
-               "WHERE ts_ns >= ?1 AND ts_ns < ?2 ORDER BY id";
-    Stmt s(db_, sql);
+             : std::string("SELECT ts_ns,pool,reserved,reserved_high,used,used_high FROM samples "
+                           "WHERE ts_ns >= ?1 AND ts_ns < ?2 AND NOT (") +
+                   kBadSampleRow + ") ORDER BY id";
+    Stmt s(db_, sql.c_str());
     if (!s.ok()) return sqlError("query samples");
     s.bind(1, t0);
     s.bind(2, t1);

@@ -4,16 +4,21 @@
 // no time limit (docs/SANITIZERS.md, "Fuzzing", has the long runs).
 //   ChunkCodecFuzz: real encoded chunks (the bundled samples' events, codec 4, 3 and 2), mutated,
 //     decoded with every codec version: never a crash, never more events than claimed.
-//   TraceFileFuzz: copies of the bundled samples, damaged as bytes or as SQL, then opened and
-//     read as the window reads them (skipDamaged): errors are values, never a crash.
+//   TraceFileFuzz: images of the bundled samples (and format-3 copies of them), damaged as
+//     bytes or as SQL, then opened from memory and read as the window reads them (skipDamaged):
+//     errors are values, never a crash. Format3Chunks...: chunks rewritten past their crc and
+//     prev_last_seq link; an independent rules oracle says whether damage must be reported.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <random>
 #include <sqlite3.h>
 #include <string>
@@ -21,8 +26,11 @@
 
 #include "TestTraces.h"
 #include "poolscope/EventCodec.h"
+#include "poolscope/EventFields.h"
+#include "poolscope/Schema.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/TraceWriter.h"
 
 namespace poolscope {
 namespace {
@@ -34,7 +42,7 @@ int64_t msSince(Clock::time_point t0) {
 }
 
 // Inputs to run: POOLSCOPE_FUZZ_INPUTS (no time limit then), else `ciInputs` within `ciMs`
-// (but at least `minInputs`, however slow the build).
+// (but at least `minInputs`, however slow the build); POOLSCOPE_FUZZ_SECONDS=S: S seconds.
 struct Budget {
     uint64_t inputs;
     int64_t ms;
@@ -45,11 +53,24 @@ struct Budget {
             ms = std::numeric_limits<int64_t>::max();
             minInputs = inputs;
         }
+        // A long run bounded by wall time instead (the figures are printed at the end).
+        if (const char* e = std::getenv("POOLSCOPE_FUZZ_SECONDS"); e && *e) {
+            inputs = std::numeric_limits<uint64_t>::max();
+            ms = std::strtoll(e, nullptr, 10) * 1000;
+            minInputs = 0;
+        }
     }
     bool more(uint64_t done, Clock::time_point t0) const {
         return done < inputs && (done < minInputs || msSince(t0) < ms);
     }
 };
+
+// POOLSCOPE_FUZZ_SEED=N starts every target's generator elsewhere (N = 0: the fixed CI runs), so
+// that a long run can be split into shards that try different inputs.
+uint64_t runSeed(uint64_t fixed) {
+    const char* e = std::getenv("POOLSCOPE_FUZZ_SEED");
+    return fixed ^ (e && *e ? std::strtoull(e, nullptr, 10) * 0x9E3779B97F4A7C15ull : 0);
+}
 
 const char* const kSamples[] = {"churn",    "cupy",         "ipc-child",   "ipc-parent",
                                 "pools",    "thread_first", "torch_async", "trims_oom",
@@ -62,11 +83,6 @@ std::string samplePath(const std::string& name) {
 std::string readFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void writeFile(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // Byte-level damage shared by both targets: flips, truncation, splices, insertion, runs of
@@ -176,7 +192,7 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
     std::vector<std::string> datas;
     for (const Seed& s : seeds)
         datas.push_back(s.data);
-    std::mt19937_64 rng(20261124);
+    std::mt19937_64 rng(runSeed(20261124));
     const Budget budget(1'000'000, 2500, 1000);
     const auto t0 = Clock::now();
     uint64_t inputs = 0, decoded = 0;
@@ -210,6 +226,91 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(decoded),
                 static_cast<long long>(ms), ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
     EXPECT_GT(decoded, 0u) << "some inputs must still decode: the seeds are valid";
+}
+
+// openImage is what the file fuzz target reads through: it must read a file's bytes as open()
+// reads the file, errors included.
+TEST(TraceReaderImage, ReadsAsOpenReadsTheFile) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("copy.poolscope");
+    std::vector<std::string> images;
+    for (const char* name : {"pools", "cupy", "torch_async"}) images.push_back(readFile(samplePath(name)));
+    const std::string good = images[0];
+    images.push_back(good.substr(0, good.size() / 2));                  // truncated
+    images.push_back(std::string(4096, 'x'));                           // not SQLite
+    images.push_back(good.substr(0, 100) + std::string(good.size() - 100, '\0')); // header only
+    std::string otherApp = good;
+    otherApp[68] ^= 1; // application_id
+    images.push_back(otherApp);
+    images.push_back("");
+    for (size_t i = 0; i < images.size(); ++i) {
+        SCOPED_TRACE(i);
+        std::ofstream(path, std::ios::binary | std::ios::trunc)
+            .write(images[i].data(), static_cast<std::streamsize>(images[i].size()));
+        auto f = TraceReader::open(path);
+        auto m = TraceReader::openImage(images[i], path);
+        ASSERT_EQ(f.ok(), m.ok()) << (f ? m.error().message : f.error().message);
+        if (!f) {
+            EXPECT_EQ(f.error().code, m.error().code);
+            EXPECT_EQ(f.error().message, m.error().message);
+            continue;
+        }
+        auto fs = (*f)->summary();
+        auto ms = (*m)->summary();
+        ASSERT_TRUE(fs && ms);
+        EXPECT_EQ(fs->eventCount, ms->eventCount);
+        EXPECT_EQ(fs->sampleCount, ms->sampleCount);
+        EXPECT_EQ(fs->countsByKind, ms->countsByKind);
+        auto ft = buildTimeline(**f);
+        auto mt = buildTimeline(**m);
+        ASSERT_TRUE(ft && mt);
+        EXPECT_EQ((*ft)->eventCount, (*mt)->eventCount);
+        EXPECT_EQ((*ft)->allocations.size(), (*mt)->allocations.size());
+        EXPECT_EQ((*f)->damage().size(), (*m)->damage().size());
+    }
+}
+
+// Found by TraceFileFuzz.Format3ChunksRewrittenPastTheirChecksums (a PointerImport whose pointer
+// a later alloc returned): the builder ended the imported mapping as if it were an allocation,
+// with stream index kNone (a segfault) and allocation 0 (that block shown freed).
+TEST(FuzzRegression, AllocOverAnImportedPointerKeepsOtherAllocations) {
+    test::Events ev;
+    ev.alloc(100, 0x10, 0x20, 0x5000, 64);         // allocation 0: never freed
+    Event& imp = ev.add(EventKind::PointerImport, 200);
+    imp.pool = 0x30;
+    SharedPointerFields{0x9000}.into(imp);
+    ev.alloc(300, 0x10, 0x20, 0x9000, 128);        // the same address, its import not ended
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    std::shared_ptr<const Timeline> tl = b.finish();
+    ASSERT_TRUE(tl);
+    ASSERT_EQ(tl->allocations.size(), 2u);
+    EXPECT_EQ(tl->allocations[0].ptr, 0x5000u);
+    EXPECT_EQ(tl->allocations[0].freeSeq, 0u) << "allocation 0 is not ended by the import";
+    EXPECT_TRUE(tl->allocations[0].live());
+    EXPECT_EQ(tl->allocations[1].ptr, 0x9000u);
+    EXPECT_EQ(tl->leaks.size(), 2u);
+}
+
+// Found by the long runs of both file targets: a stream or pool handle of 2^64-1 as the first
+// one the replay saw matched its empty last-lookup cache (which starts at that value) and read
+// streams_[0] of an empty vector.
+TEST(FuzzRegression, FirstHandleOfAllOnesIsANewEntity) {
+    test::Events ev;
+    ev.free(100, ~uint64_t{0}, ~uint64_t{0}, 0x5000); // a free of a block never allocated
+    ev.alloc(200, ~uint64_t{0}, ~uint64_t{0}, 0x6000, 64);
+    ev.alloc(300, 0x10, 0x20, 0x7000, 32);
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    std::shared_ptr<const Timeline> tl = b.finish();
+    ASSERT_TRUE(tl);
+    ASSERT_EQ(tl->streams.size(), 2u);
+    ASSERT_EQ(tl->pools.size(), 2u);
+    for (const auto& s : tl->streams) EXPECT_EQ(s.allocCount, 1u) << s.info.handle;
+    const bool both = (tl->pools[0].info.handle == ~uint64_t{0}) != (tl->pools[1].info.handle == ~uint64_t{0});
+    EXPECT_TRUE(both) << "one pool 2^64-1, one 0x20";
+    EXPECT_EQ(tl->unmatchedFrees, 1u);
+    EXPECT_EQ(tl->allocations.size(), 2u);
 }
 
 // ---- trace files -------------------------------------------------------------------------------
@@ -258,14 +359,109 @@ std::string sqlMutation(std::mt19937_64& rng) {
     }
 }
 
-// Damages chunk data in place (bytes), keeping the header, so that the decoder sees it.
-void mutateChunkData(const std::string& path, std::mt19937_64& rng,
-                     const std::vector<std::string>& others) {
-    sqlite3* db = nullptr;
-    if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
-        sqlite3_close(db);
-        return;
+// A trace image opened in memory (sqlite3_deserialize), writable, so that SQL can damage it
+// without a file, a journal or an fsync: the file target's inputs never touch the disk.
+class MemDb {
+public:
+    explicit MemDb(const std::string& image) {
+        sqlite3_open_v2(":memory:", &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+        auto* p = static_cast<unsigned char*>(sqlite3_malloc64(image.size() + 1));
+        std::memcpy(p, image.data(), image.size());
+        ok_ = sqlite3_deserialize(db_, "main", p, sqlite3_int64(image.size()),
+                                  sqlite3_int64(image.size() + 1),
+                                  SQLITE_DESERIALIZE_FREEONCLOSE |
+                                      SQLITE_DESERIALIZE_RESIZEABLE) == SQLITE_OK;
     }
+    ~MemDb() { sqlite3_close(db_); }
+    MemDb(const MemDb&) = delete;
+    MemDb& operator=(const MemDb&) = delete;
+    bool ok() const { return ok_; }
+    sqlite3* get() const { return db_; }
+    bool exec(const std::string& sql) {
+        return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+    }
+    std::string image() const {
+        sqlite3_int64 n = 0;
+        unsigned char* p = sqlite3_serialize(db_, "main", &n, SQLITE_SERIALIZE_NOCOPY);
+        if (p) return std::string(reinterpret_cast<const char*>(p), size_t(n));
+        p = sqlite3_serialize(db_, "main", &n, 0);
+        std::string out(p ? reinterpret_cast<const char*>(p) : "", p ? size_t(n) : 0);
+        sqlite3_free(p);
+        return out;
+    }
+
+private:
+    sqlite3* db_ = nullptr;
+    bool ok_ = false;
+};
+
+// The same trace in 1 KiB pages: a bundled sample is 15 or more 8 KiB pages (one a table),
+// mostly empty. Smaller images are cheaper per input, and byte damage lands on SQLite's
+// structure (page headers, cell pointers, overflow chains) more often.
+// (VACUUM does not change an in-memory database's page size: done on a scratch file.)
+std::string compactImage(const std::string& image, const std::string& scratch) {
+    std::ofstream(scratch, std::ios::binary | std::ios::trunc)
+        .write(image.data(), static_cast<std::streamsize>(image.size()));
+    sqlite3* db = nullptr;
+    const bool ok = sqlite3_open(scratch.c_str(), &db) == SQLITE_OK &&
+                    sqlite3_exec(db, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF; "
+                                 "PRAGMA page_size=1024; VACUUM;",
+                                 nullptr, nullptr, nullptr) == SQLITE_OK;
+    sqlite3_close(db);
+    EXPECT_TRUE(ok) << "compacting a seed";
+    return ok ? readFile(scratch) : image;
+}
+
+// A format-3 copy of a bundled sample (they are all format 1 or 2), written by the project's own
+// TraceWriter: every table and event as read, chunks re-cut and checksummed by the writer.
+std::string format3Copy(const std::string& samplePath, const std::string& scratch) {
+    auto r = TraceReader::open(samplePath);
+    if (!r) {
+        ADD_FAILURE() << r.error().message;
+        return {};
+    }
+    const TraceReader& in = **r;
+    std::remove(scratch.c_str());
+    WriterOptions o;
+    o.wal = false;
+    o.synchronousOff = true; // a scratch copy: no fsync
+    auto w = TraceWriter::create(scratch, o);
+    if (!w) {
+        ADD_FAILURE() << w.error().message;
+        return {};
+    }
+    TraceWriter& out = **w;
+    bool ok = true;
+    if (auto p = in.process()) ok &= out.setProcess(*p).ok();
+    if (auto d = in.devices())
+        for (const auto& x : *d) ok &= out.addDevice(x).ok();
+    if (auto p = in.pools())
+        for (const auto& x : *p) ok &= out.addPool(x).ok();
+    if (auto st = in.streams())
+        for (const auto& x : *st) ok &= out.addStream(x).ok();
+    if (auto t = in.threads())
+        for (const auto& x : *t) ok &= out.addThread(x).ok();
+    if (auto m = in.meta())
+        for (const auto& [k, v] : *m) ok &= out.setMeta(k, v).ok();
+    // Events and samples interleaved by time, as the collector writes them.
+    auto ev = in.events(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    auto sm = in.samples(0, std::numeric_limits<int64_t>::min(),
+                         std::numeric_limits<int64_t>::max());
+    if (!ev || !sm) {
+        ADD_FAILURE() << samplePath << ": events or samples do not read";
+        return {};
+    }
+    ok &= out.append(*ev).ok();
+    ok &= out.append(*sm).ok();
+    ok &= out.close().ok();
+    EXPECT_TRUE(ok) << samplePath;
+    return readFile(scratch);
+}
+
+// Damages one chunk's data as bytes, keeping its header (format 1/2: the decoder sees it;
+// format 3: the checksum must stop it).
+void mutateChunkData(MemDb& m, std::mt19937_64& rng, const std::vector<std::string>& others) {
+    sqlite3* db = m.get();
     sqlite3_stmt* st = nullptr;
     const std::string sel = "SELECT id, data FROM event_chunks ORDER BY id LIMIT 1 OFFSET " +
                             std::to_string(rng() % 3);
@@ -285,44 +481,361 @@ void mutateChunkData(const std::string& path, std::mt19937_64& rng,
         }
     }
     sqlite3_finalize(st);
-    sqlite3_close(db);
+}
+
+// The small bundled samples (the big ones cost most of the time and add no new structure), as
+// they are (format 1/2) and as format-3 copies, all compacted.
+struct FileSeeds {
+    std::vector<std::string> all, v3;
+};
+const FileSeeds& fileSeeds() {
+    static const FileSeeds seeds = [] {
+        FileSeeds s;
+        test::ScratchDir dir;
+        for (const char* name : kSamples) {
+            if (std::string(name) == "jax" || std::string(name) == "threads") continue;
+            const std::string scratch = dir.file(std::string(name) + ".small");
+            s.all.push_back(compactImage(readFile(samplePath(name)), scratch));
+            std::string v3 = format3Copy(samplePath(name), dir.file(std::string(name) + ".v3"));
+            if (v3.empty()) continue;
+            v3 = compactImage(v3, scratch);
+            s.all.push_back(v3);
+            s.v3.push_back(std::move(v3));
+        }
+        return s;
+    }();
+    return seeds;
+}
+
+// ---- format 3, rewritten past its checksums -----------------------------------------------------
+
+struct ChunkRow {
+    int64_t id = 0;
+    schema::ChunkHeader h;
+    std::string data;
+};
+
+std::vector<ChunkRow> chunkRows(sqlite3* db) {
+    std::vector<ChunkRow> rows;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id,first_seq,last_seq,prev_last_seq,t_min,t_max,count,kinds,"
+                           "codec,data FROM event_chunks ORDER BY first_seq",
+                           -1, &st, nullptr) != SQLITE_OK)
+        return rows;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        ChunkRow c;
+        c.id = sqlite3_column_int64(st, 0);
+        c.h.firstSeq = uint64_t(sqlite3_column_int64(st, 1));
+        c.h.lastSeq = uint64_t(sqlite3_column_int64(st, 2));
+        c.h.prevLastSeq = uint64_t(sqlite3_column_int64(st, 3));
+        c.h.tMin = sqlite3_column_int64(st, 4);
+        c.h.tMax = sqlite3_column_int64(st, 5);
+        c.h.count = uint64_t(sqlite3_column_int64(st, 6));
+        c.h.kinds = uint64_t(sqlite3_column_int64(st, 7));
+        c.h.codec = sqlite3_column_int64(st, 8);
+        const auto* p = static_cast<const char*>(sqlite3_column_blob(st, 9));
+        c.data.assign(p ? p : "", size_t(sqlite3_column_bytes(st, 9)));
+        rows.push_back(std::move(c));
+    }
+    sqlite3_finalize(st);
+    return rows;
+}
+
+// Writes a chunk row back with its checksum recomputed over what it now says.
+void writeChunkRow(sqlite3* db, const ChunkRow& c) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db,
+                           "UPDATE event_chunks SET first_seq=?1,last_seq=?2,prev_last_seq=?3,"
+                           "t_min=?4,t_max=?5,count=?6,kinds=?7,codec=?8,data=?9,crc=?10 "
+                           "WHERE id=?11",
+                           -1, &st, nullptr) != SQLITE_OK)
+        return;
+    const schema::ChunkHeader& h = c.h;
+    sqlite3_bind_int64(st, 1, int64_t(h.firstSeq));
+    sqlite3_bind_int64(st, 2, int64_t(h.lastSeq));
+    sqlite3_bind_int64(st, 3, int64_t(h.prevLastSeq));
+    sqlite3_bind_int64(st, 4, h.tMin);
+    sqlite3_bind_int64(st, 5, h.tMax);
+    sqlite3_bind_int64(st, 6, int64_t(h.count));
+    sqlite3_bind_int64(st, 7, int64_t(h.kinds));
+    sqlite3_bind_int64(st, 8, h.codec);
+    sqlite3_bind_blob(st, 9, c.data.data(), int(c.data.size()), SQLITE_STATIC);
+    sqlite3_bind_int64(st, 10, int64_t(schema::chunkChecksum(h, c.data)));
+    sqlite3_bind_int64(st, 11, c.id);
+    sqlite3_step(st);
+    sqlite3_finalize(st);
+}
+
+uint64_t extremeValue(std::mt19937_64& rng) {
+    static const uint64_t kV[] = {0, 1, 2, 0x7F, 0xFF, 0xFFFF, uint64_t(1) << 32, ~uint64_t{0},
+                                  ~uint64_t{0} - 1, uint64_t(INT64_MAX), uint64_t(INT64_MIN),
+                                  uint64_t(1) << 40};
+    return rng() % 4 ? kV[rng() % std::size(kV)] : rng();
+}
+
+// One field of an event (not seq, not kind) set to an extreme or random value: a size of 2^64-1,
+// a pool or stream handle no event created, a device index of 32767, a failed result...
+void mutateField(Event& e, std::mt19937_64& rng) {
+    const uint64_t v = extremeValue(rng);
+    switch (rng() % 15) {
+    case 0: e.tsNs = int64_t(v); break;
+    case 1: e.stream = v; break;
+    case 2: e.pool = v; break;
+    case 3: e.ptr = v; break;
+    case 4: e.size = v; break;
+    case 5: e.aux = v; break;
+    case 6: e.reserved = v; break;
+    case 7: e.used = v; break;
+    case 8: e.tid = uint32_t(v); break;
+    case 9: e.correlation = uint32_t(v); break;
+    case 10: e.result = int32_t(v); break;
+    case 11: e.device = int16_t(v); break;
+    case 12: e.variant = uint8_t(v); break;
+    case 13: e.attr = uint16_t(v); break;
+    default: e.flags = uint8_t(v); break;
+    }
+}
+
+// Times already set to extremes by an earlier rewrite wrap around instead of overflowing.
+int64_t wrapAdd(int64_t a, int64_t d) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(d));
+}
+
+bool validChunkKind(EventKind k) {
+    return static_cast<int>(k) >= 1 && static_cast<int>(k) < static_cast<int>(EventKind::Sample);
+}
+
+// Rewrites one chunk of a format-3 trace with its events changed and its crc (and the next
+// chunk's prev_last_seq link and crc, and event_counts) recomputed, so that the damage gets past
+// the checksum to the decoder, the replay and the timeline builder. Returns true when what it
+// wrote is a valid trace by the format's rules (the reader must then report no damage); false
+// when it left a lie the format can see (a header that disagrees with its events, seqs out of
+// order or overlapping, an unknown kind, a broken link, event_counts not updated).
+bool mutateStructure(MemDb& m, std::mt19937_64& rng, std::string* what = nullptr) {
+    std::vector<ChunkRow> rows = chunkRows(m.get());
+    if (rows.empty()) return false;
+    const size_t k = rng() % rows.size();
+    ChunkRow& c = rows[k];
+    std::vector<Event> ev;
+    if (!decodeEvents(c.data, c.h.count, ev, int(c.h.codec)) || ev.empty()) return false;
+    std::map<int, int64_t> countDelta;
+    for (const Event& e : ev) --countDelta[int(e.kind)];
+    const uint64_t lo = k ? rows[k - 1].h.lastSeq : 0; // seqs must stay in (lo, hi)
+    const uint64_t hi = k + 1 < rows.size() ? rows[k + 1].h.firstSeq : ~uint64_t{0};
+    bool headerLie = false, linkLie = false, countsLie = false;
+    auto pick = [&] { return rng() % ev.size(); };
+    const int how = int(rng() % 11);
+    const char* kHow[] = {"fields",   "kind",        "bad kind", "drop",      "duplicate",
+                          "reorder",  "time order",  "seq",      "header",    "pool nowhere",
+                          "all dropped"};
+    if (what) *what = kHow[how];
+    switch (how) {
+    case 0: // 1-4 fields set to extremes
+        for (int i = 0, n = 1 + int(rng() % 4); i < n; ++i) mutateField(ev[pick()], rng);
+        break;
+    case 1: // another valid kind, its fields left as they were (a free that was a sync...)
+        ev[pick()].kind = static_cast<EventKind>(1 + rng() % 21);
+        break;
+    case 2: { // a kind no writer produces
+        static const int kBad[] = {0, 22, 23, 64, 200, 255};
+        ev[pick()].kind = static_cast<EventKind>(kBad[rng() % std::size(kBad)]);
+        break;
+    }
+    case 3: { // a run of events dropped: frees of blocks never allocated, allocs never freed
+        const size_t at = pick();
+        const size_t n = std::min(ev.size() - at, size_t(1 + rng() % 64));
+        ev.erase(ev.begin() + long(at), ev.begin() + long(at + n));
+        break;
+    }
+    case 4: { // an event repeated (a double free, a block allocated twice) with a fresh seq
+        const size_t i = pick();
+        Event e = ev[rng() % ev.size()];
+        const uint64_t before = i ? ev[i - 1].seq : lo;
+        if (ev[i].seq - before >= 2) {
+            e.seq = before + 1;
+            ev.insert(ev.begin() + long(i), e);
+        } else { // no free seq: the copy keeps its seq (a duplicate the reader must see)
+            e.seq = ev[i].seq;
+            ev.insert(ev.begin() + long(i), e);
+        }
+        break;
+    }
+    case 5: { // two events' contents swapped, seqs kept (a free before its alloc)
+        const size_t a = pick(), b = pick();
+        std::swap(ev[a], ev[b]);
+        std::swap(ev[a].seq, ev[b].seq);
+        break;
+    }
+    case 6: { // times out of order (one event before the one ahead of it)
+        const size_t i = pick();
+        ev[i].tsNs = rng() % 2 ? wrapAdd(ev[i].tsNs, -1 - int64_t(rng() % 1'000'000'000))
+                               : std::numeric_limits<int64_t>::min() + int64_t(rng() % 100);
+        break;
+    }
+    case 7: { // one seq moved: backwards, repeated, or past the next chunk
+        const size_t i = pick();
+        switch (rng() % 4) {
+        case 0: ev[i].seq = i ? ev[i - 1].seq : lo; break;
+        case 1: ev[i].seq = lo ? lo - rng() % lo : 0; break;
+        case 2: ev[i].seq = hi == ~uint64_t{0} ? hi : hi + rng() % 3; break;
+        default: ev[i].seq = extremeValue(rng);
+        }
+        break;
+    }
+    case 8: // nothing in the events; the header lies (below)
+        headerLie = true;
+        break;
+    case 9: { // every event's pool (or stream) a handle no event created
+        const uint64_t h = extremeValue(rng) | 1;
+        const bool stream = rng() % 2;
+        for (Event& e : ev) (stream ? e.stream : e.pool) = h;
+        break;
+    }
+    default: // every event of the chunk dropped: the row goes, the link and counts are mended
+        ev.clear();
+    }
+    for (const Event& e : ev) ++countDelta[int(e.kind)];
+    bool valid = !headerLie;
+    for (size_t i = 0; i < ev.size(); ++i) {
+        // (The last chunk has no bound above: seq 2^64-1 is a seq like any other.)
+        valid &= validChunkKind(ev[i].kind) && ev[i].seq > lo &&
+                 (ev[i].seq < hi || k + 1 == rows.size());
+        if (i) valid &= ev[i].seq > ev[i - 1].seq;
+    }
+    valid &= ev.size() <= schema::kChunkEvents;
+
+    sqlite3* db = m.get();
+    uint64_t newLast = lo; // what the next chunk's link must say
+    if (ev.empty()) {
+        m.exec("DELETE FROM event_chunks WHERE id = " + std::to_string(c.id));
+    } else {
+        schema::ChunkHeader& h = c.h;
+        h.firstSeq = ev.front().seq;
+        h.lastSeq = ev.back().seq;
+        h.count = ev.size();
+        h.tMin = std::numeric_limits<int64_t>::max();
+        h.tMax = std::numeric_limits<int64_t>::min();
+        h.kinds = 0;
+        for (const Event& e : ev) {
+            h.tMin = std::min(h.tMin, e.tsNs);
+            h.tMax = std::max(h.tMax, e.tsNs);
+            h.kinds |= uint64_t{1} << (static_cast<unsigned>(e.kind) & 63);
+        }
+        h.codec = rng() % 4 ? 3 : 2;
+        c.data.clear(); // encodeEvents appends
+        encodeEvents(ev, c.data, int(h.codec));
+        if (headerLie) {
+            switch (rng() % 6) {
+            case 0: h.count += rng() % 2 ? 1 : -1; break; // 0 when it was 1
+            case 1: h.firstSeq += 1 + rng() % 3; break;
+            case 2: h.lastSeq += 1 + rng() % 3; break;
+            case 3: h.tMin = wrapAdd(h.tMin, -1 - int64_t(rng() % 1000)); break;
+            case 4: h.tMax = wrapAdd(h.tMax, 1 + int64_t(rng() % 1000)); break;
+            default: h.kinds ^= uint64_t{1} << (1 + rng() % 30);
+            }
+        }
+        writeChunkRow(db, c);
+        newLast = h.lastSeq;
+    }
+    if (k + 1 < rows.size()) {
+        if (rng() % 10 == 0) linkLie = rows[k + 1].h.prevLastSeq != newLast;
+        else rows[k + 1].h.prevLastSeq = newLast;
+        writeChunkRow(db, rows[k + 1]);
+    }
+    if (rng() % 10 == 0) {
+        int64_t net = 0; // the rules (and the reader) check event_counts' total
+        for (const auto& [kind, d] : countDelta) net += d;
+        countsLie = net != 0;
+    } else {
+        for (const auto& [kind, d] : countDelta)
+            if (d && kind >= 0 && kind < kEventKindCount)
+                m.exec("INSERT INTO event_counts(kind, count) VALUES (" + std::to_string(kind) +
+                       ", " + std::to_string(d) + ") ON CONFLICT(kind) DO UPDATE SET count = "
+                       "count + excluded.count");
+        m.exec("DELETE FROM event_counts WHERE count = 0");
+    }
+    return valid && !linkLie && !countsLie;
+}
+
+// The format's rules for the chunks (schema.sql), checked here on their own, independently of
+// TraceReader: every row decodes to 1..4096 events of kinds a writer produces, in strictly
+// increasing seq order, matching its header; rows in id order are in seq order, do not overlap,
+// and each names the last seq of the one before; event_counts adds up to the rows' counts.
+bool followsTheRules(sqlite3* db) {
+    const std::vector<ChunkRow> rows = chunkRows(db); // seq order
+    uint64_t prevLast = 0, total = 0;
+    int64_t prevId = std::numeric_limits<int64_t>::min();
+    std::vector<Event> ev;
+    for (const ChunkRow& c : rows) {
+        const schema::ChunkHeader& h = c.h;
+        if (h.count < 1 || h.count > schema::kChunkEvents || h.codec < 1 || h.codec > 3)
+            return false;
+        ev.clear();
+        if (!decodeEvents(c.data, h.count, ev, int(h.codec))) return false;
+        int64_t tMin = std::numeric_limits<int64_t>::max(), tMax = std::numeric_limits<int64_t>::min();
+        uint64_t kinds = 0;
+        for (size_t i = 0; i < ev.size(); ++i) {
+            if (!validChunkKind(ev[i].kind) || (i && ev[i].seq <= ev[i - 1].seq)) return false;
+            tMin = std::min(tMin, ev[i].tsNs);
+            tMax = std::max(tMax, ev[i].tsNs);
+            kinds |= uint64_t{1} << (static_cast<unsigned>(ev[i].kind) & 63);
+        }
+        if (ev.front().seq != h.firstSeq || ev.back().seq != h.lastSeq || tMin != h.tMin ||
+            tMax != h.tMax || kinds != h.kinds)
+            return false;
+        if (c.id < prevId || (prevId != std::numeric_limits<int64_t>::min() &&
+                              h.firstSeq <= prevLast) || h.prevLastSeq != prevLast)
+            return false;
+        prevId = c.id;
+        prevLast = h.lastSeq;
+        total += h.count;
+    }
+    sqlite3_stmt* st = nullptr;
+    uint64_t counted = 0;
+    bool ok = sqlite3_prepare_v2(db, "SELECT kind, count FROM event_counts", -1, &st, nullptr) ==
+              SQLITE_OK;
+    while (ok && sqlite3_step(st) == SQLITE_ROW) {
+        const int64_t kind = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
+        ok = kind >= 0 && kind < kEventKindCount && n >= 0;
+        counted += uint64_t(n);
+    }
+    sqlite3_finalize(st);
+    return ok && counted == total;
 }
 
 TEST(TraceFileFuzz, ReaderSurvivesDamagedFiles) {
-    test::ScratchDir dir;
-    std::vector<std::string> files;
-    for (const char* name : kSamples)
-        if (std::string(name) != "jax" && std::string(name) != "threads") // the small ones
-            files.push_back(readFile(samplePath(name)));
-    ASSERT_FALSE(files.empty());
-    std::vector<std::string> small = {std::string(64, '\0'), std::string(40, '\xFF')};
-    std::mt19937_64 rng(20261125);
-    const Budget budget(100'000, 3000, 200);
+    const FileSeeds& seeds = fileSeeds();
+    ASSERT_GE(seeds.all.size(), 10u);
+    ASSERT_GE(seeds.v3.size(), 5u);
+    size_t bytes = 0;
+    for (const auto& s : seeds.all) bytes += s.size();
+    std::printf("trace file seeds: %zu images (%zu format 3), %zu KiB in all\n", seeds.all.size(),
+                seeds.v3.size(), bytes / 1024);
+    const std::vector<std::string> small = {std::string(64, '\0'), std::string(40, '\xFF')};
+    std::mt19937_64 rng(runSeed(20261125));
+    const Budget budget(1'000'000, 3000, 200);
     const auto t0 = Clock::now();
-    const std::string path = dir.file("fuzz.poolscope");
     uint64_t inputs = 0, opened = 0, built = 0;
     for (; budget.more(inputs, t0); ++inputs) {
-        std::remove(path.c_str());
-        std::remove((path + "-journal").c_str());
-        std::string bytes = files[rng() % files.size()];
-        const int how = int(rng() % 4);
+        std::string image = seeds.all[rng() % seeds.all.size()];
+        const int how = int(rng() % 5);
         if (how == 0) { // raw bytes of the file: flips (pages, headers), truncation, noise
             for (int i = 0, n = 1 + int(rng() % 3); i < n; ++i)
-                mutateBytes(bytes, files, rng);
-            writeFile(path, bytes);
+                mutateBytes(image, seeds.all, rng);
         } else {
-            writeFile(path, bytes);
+            MemDb m(image);
             if (how == 1) {
-                mutateChunkData(path, rng, small);
+                mutateChunkData(m, rng, small);
+            } else if (how == 4) {
+                mutateStructure(m, rng); // format 3 only; an older file is left as it is
             } else {
-                sqlite3* db = nullptr;
-                if (sqlite3_open(path.c_str(), &db) == SQLITE_OK)
-                    for (int i = 0, n = 1 + int(rng() % 3); i < n; ++i)
-                        sqlite3_exec(db, sqlMutation(rng).c_str(), nullptr, nullptr, nullptr);
-                sqlite3_close(db);
+                for (int i = 0, n = 1 + int(rng() % 3); i < n; ++i)
+                    m.exec(sqlMutation(rng));
             }
+            image = m.image();
         }
-        auto r = TraceReader::open(path);
+        auto r = TraceReader::openImage(image, "fuzz input");
         if (!r) {
             EXPECT_FALSE(r.error().message.empty()) << "input " << inputs;
             continue;
@@ -343,6 +856,69 @@ TEST(TraceFileFuzz, ReaderSurvivesDamagedFiles) {
                 static_cast<unsigned long long>(built), static_cast<long long>(ms),
                 ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
     EXPECT_GT(built, 0u) << "some damaged files must still build: most damage is partial";
+}
+
+// Format 3 only, every input rewritten past its checksums. Besides "no crash": a rewrite that
+// keeps the format's rules must read with no damage reported and every event counted, and one
+// that breaks them must be named in damage() (a lie the format can see is never silent).
+TEST(TraceFileFuzz, Format3ChunksRewrittenPastTheirChecksums) {
+    const FileSeeds& seeds = fileSeeds();
+    ASSERT_GE(seeds.v3.size(), 5u);
+    std::mt19937_64 rng(runSeed(20261126));
+    const Budget budget(1'000'000, 2500, 200);
+    const auto t0 = Clock::now();
+    uint64_t inputs = 0, valid = 0, invalid = 0, built = 0, mispredicted = 0;
+    std::map<std::string, uint64_t> byHow;
+    for (; budget.more(inputs, t0); ++inputs) {
+        MemDb m(seeds.v3[rng() % seeds.v3.size()]);
+        std::string how;
+        bool predicted = mutateStructure(m, rng, &how);
+        for (int i = 0, n = int(rng() % 3); i < n; ++i) { // sometimes two or three at once
+            std::string h2;
+            predicted = mutateStructure(m, rng, &h2); // may mend what the one before broke
+            how += "+" + h2;
+        }
+        // The rules decide. What mutateStructure meant is only counted against them (a rough
+        // check of the mutator: a random seq can land where it is valid).
+        const bool ok = followsTheRules(m.get());
+        if (how.find('+') == std::string::npos && ok != predicted) ++mispredicted;
+        ++byHow[how.substr(0, how.find('+'))];
+        const std::string image = m.image();
+        auto r = TraceReader::openImage(image, "fuzz input");
+        ASSERT_TRUE(r) << "input " << inputs << " (" << how << "): " << r.error().message;
+        TraceReader& reader = **r;
+        reader.setSkipDamaged(true);
+        ASSERT_TRUE(reader.verifyChunks()) << "input " << inputs;
+        auto tl = buildTimeline(reader);
+        built += tl.ok();
+        const auto damage = reader.damage();
+        if (ok) {
+            ++valid;
+            ASSERT_TRUE(tl) << "input " << inputs << " (" << how << "): " << tl.error().message;
+            std::string first = damage.empty() ? "" : damage.front().what;
+            ASSERT_TRUE(damage.empty())
+                << "input " << inputs << " (" << how << ") is valid, yet: " << first;
+            // Every event the rows hold was read: nothing silently dropped.
+            uint64_t rowsHold = 0;
+            for (const ChunkRow& c : chunkRows(m.get())) rowsHold += c.h.count;
+            auto sum = reader.summary();
+            ASSERT_TRUE(sum);
+            ASSERT_EQ(sum->eventCount, rowsHold) << "input " << inputs << " (" << how << ")";
+        } else {
+            ++invalid;
+            ASSERT_FALSE(damage.empty() && tl.ok())
+                << "input " << inputs << " (" << how << "): a rule broken, nothing reported";
+        }
+    }
+    const int64_t ms = msSince(t0);
+    std::printf("format-3 structural fuzz: %llu inputs (%llu valid, %llu breaking a rule; "
+                "%llu not as the mutator meant), %llu timelines, %lld ms, %.0f inputs/s\n",
+                static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(valid),
+                static_cast<unsigned long long>(invalid),
+                static_cast<unsigned long long>(mispredicted), static_cast<unsigned long long>(built),
+                static_cast<long long>(ms), ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
+    EXPECT_GT(valid, 0u);
+    EXPECT_GT(invalid, 0u);
 }
 
 } // namespace

@@ -70,6 +70,11 @@ TEST(RoundTrip, EveryEventKindKeepsEveryField) {
         for (int k = 1; k < kEventKindCount; ++k) {
             Event e = fullEvent(k);
             if (e.kind == EventKind::Sample) {
+                // Byte counts a pool can have (up to 1 PiB), every bit width still in play: the
+                // reader skips (and names) a sample beyond that as damage (UncheckedTables).
+                e.reserved = (uint64_t{1} << 50) - 1 - (static_cast<uint64_t>(k) << 20);
+                e.size = (uint64_t{1} << 50) - 1 - static_cast<uint64_t>(k);
+                e.aux = (uint64_t{1} << 49) + static_cast<uint64_t>(k);
                 sample = e;
             } else {
                 written.push_back(e);

@@ -41,6 +41,11 @@ struct TraceSummary {
 class TraceReader {
 public:
     static Result<std::unique_ptr<TraceReader>> open(const std::string& path);
+    // A whole trace file's bytes held in memory (a fuzz input; a trace received rather than
+    // stored): copied, then read exactly as open() reads a file, with the same checks and
+    // errors. `name` stands for the path in messages.
+    static Result<std::unique_ptr<TraceReader>> openImage(std::string_view image,
+                                                          const std::string& name);
     ~TraceReader();
     TraceReader(const TraceReader&) = delete;
     TraceReader& operator=(const TraceReader&) = delete;
@@ -85,8 +90,15 @@ public:
     // With skipDamaged set they skip it instead, and damage() lists it: what is intact still
     // reads, and the caller says what was lost.
     void setSkipDamaged(bool skip) { skipDamaged_ = skip; }
-    // Everything found damaged so far (headers at the last read, chunks read since open).
+    // Everything found damaged so far (headers at the last read, chunks read since open), and
+    // the lies found in the tables without a checksum (tableDamage()).
     std::vector<TraceDamage> damage() const;
+    // What does not hold up in the tables no checksum covers: process (one row, a real pid),
+    // devices (ordinals, memory sizes), pools and streams (devices they name, pool kinds, size
+    // limits), ids listed twice, thread ids, watermark samples (negative or non-numeric values,
+    // which samples() skips; pools that are not in the pools table) and meta's dropped_events.
+    // Lossless warnings (events 0): what they concern is shown as read, or skipped where said.
+    std::vector<TraceDamage> tableDamage() const;
     // Reads every chunk's data without building anything: checks the checksum (format 3) or,
     // for older files, decodes and compares with the header. Afterwards summary() and damage()
     // are exact. Fails only on I/O errors and newer codecs; damage goes to damage().
@@ -100,6 +112,7 @@ public:
 private:
     TraceReader() = default;
     Error sqlError(const char* what) const;
+    Status checkFormat(const std::function<bool()>& hasMagic);
     Result<std::shared_ptr<const ChunkIndex>> scanChunks() const;
     Result<std::shared_ptr<const ChunkIndex>> indexForReading() const;
     // Checks and decodes one chunk's data into out; damage is recorded, not returned.
@@ -118,10 +131,14 @@ private:
     sqlite3* db_ = nullptr;
     std::string path_;
     int schemaVersion_ = 0;
+    uint64_t fileBytes_ = 0; // an image's size: bounds event_counts, like a file's size
+    bool isImage_ = false;
     bool skipDamaged_ = false;
     mutable std::mutex mutex_; // guards the two below (chunks may be read on another thread)
     mutable std::shared_ptr<const ChunkIndex> index_;   // the last header scan
     mutable std::map<int64_t, TraceDamage> chunkDamage_; // found reading data, by chunk id
+    mutable std::once_flag tablesOnce_;
+    mutable std::vector<TraceDamage> tableDamage_;
 };
 
 } // namespace poolscope

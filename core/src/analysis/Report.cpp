@@ -86,7 +86,11 @@ void addFindings(Report& r) {
     auto at = [&](int64_t ts) { return formatDuration(nsBetween(r.t0, ts)); };
     auto it = r.meta.find("dropped_events");
     if (it != r.meta.end() && it->second != "0" && !it->second.empty()) {
-        std::string s = "the collector dropped " + it->second + " events";
+        // The meta table has no checksum: print a count only when it is one.
+        const bool count = it->second.find_first_not_of("0123456789") == std::string::npos;
+        std::string s = count ? "the collector dropped " + it->second + " events"
+                              : std::string("the trace's dropped-event count is damaged: the "
+                                            "collector may have dropped events");
         if (!r.dropGaps.empty()) {
             const DropGap& g = r.dropGaps.front();
             s += " in " + formatCount(r.dropGaps.size()) + " gap(s), the first at " + at(g.tsNs) +

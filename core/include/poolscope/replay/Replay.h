@@ -241,7 +241,8 @@ public:
 };
 
 inline uint32_t Replay::poolAt(uint64_t handle, int16_t device, bool& isNew) {
-    if (handle == lastPoolHandle_) [[likely]] {
+    // (The cache starts at handle ~0, a value a trace may hold too: it counts once set.)
+    if (handle == lastPoolHandle_ && !pools_.empty()) [[likely]] {
         isNew = false;
         if (device >= 0 && pools_[lastPoolIdx_].info.device < 0)
             pools_[lastPoolIdx_].info.device = device;
@@ -251,7 +252,7 @@ inline uint32_t Replay::poolAt(uint64_t handle, int16_t device, bool& isNew) {
 }
 
 inline uint32_t Replay::streamAt(uint64_t handle, int16_t device, bool& isNew) {
-    if (handle == lastStreamHandle_) [[likely]] {
+    if (handle == lastStreamHandle_ && !streams_.empty()) [[likely]] {
         isNew = false;
         if (device >= 0 && streams_[lastStreamIdx_].info.device < 0)
             streams_[lastStreamIdx_].info.device = device;
