@@ -58,6 +58,8 @@ std::string writeHandBuilt(test::ScratchDir& dir) {
     const std::string path = dir.file("handbuilt_sites.poolscope");
     auto w = TraceWriter::create(path);
     EXPECT_TRUE(w);
+    // The pool's device is in the devices table: a pool naming a missing device is damage.
+    EXPECT_TRUE((*w)->addDevice(DeviceInfo{0, "hand-built device (not a recording)", 80ull << 30, ""}));
     PoolInfo p;
     p.handle = kPool;
     p.device = 0;
