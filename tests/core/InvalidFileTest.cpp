@@ -31,24 +31,8 @@ void writeValidTrace(const std::string& path, int events) {
     ASSERT_TRUE((*w)->close());
 }
 
-struct CliRun {
-    int exitCode = -1;
-    std::string output;
-};
-
-// Runs the built poolscope binary; stdout and stderr together.
-CliRun runCli(const std::string& args) {
-    CliRun r;
-    const std::string cmd = std::string("'") + POOLSCOPE_CLI + "' " + args + " 2>&1";
-    FILE* f = ::popen(cmd.c_str(), "r");
-    if (!f) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-    const int status = ::pclose(f);
-    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
+using test::CliRun;
+using test::runCli;
 
 // Opens path, expects code, and checks both CLI verbs exit with that code's status and say why.
 void expectRejected(const std::string& path, ErrorCode code, const std::string& words) {

@@ -276,18 +276,6 @@ TEST(RoundTrip, StreamsWithAndWithoutTheUnusedCuptiStreamIdColumn) {
 } // namespace poolscope
 
 namespace poolscope {
-namespace {
-
-void execSql(const std::string& path, const char* sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-    sqlite3_free(err);
-    sqlite3_close(db);
-}
-
-} // namespace
 
 // Drop gaps (where the collector lost events) come back in time order; rows that cannot be
 // true (no events lost, a negative duration) are left out or clamped; a trace written before
@@ -303,7 +291,7 @@ TEST(RoundTrip, DropGapsHandBuilt) {
         ASSERT_TRUE((*w)->close());
     }
     // What a damaged or hostile file might hold.
-    execSql(path, "INSERT INTO drop_gaps VALUES(2000,-50,13,3);"
+    test::execSql(path, "INSERT INTO drop_gaps VALUES(2000,-50,13,3);"
                   "INSERT INTO drop_gaps VALUES(3000,10,14,0);"
                   "INSERT INTO drop_gaps VALUES(4000,10,15,-9);");
     {
@@ -320,7 +308,7 @@ TEST(RoundTrip, DropGapsHandBuilt) {
         EXPECT_EQ((*gaps)[2].count, 40u);
         EXPECT_EQ((*gaps)[2].durationNs, 300);
     }
-    execSql(path, "DROP TABLE drop_gaps");
+    test::execSql(path, "DROP TABLE drop_gaps");
     auto r = TraceReader::open(path);
     ASSERT_TRUE(r);
     auto gaps = (*r)->dropGaps();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -45,6 +46,27 @@ inline void execSql(const std::string& path, const std::string& sql) {
     sqlite3_free(err);
     sqlite3_close(db);
 }
+
+#ifdef POOLSCOPE_CLI
+struct CliRun {
+    int exitCode = -1;
+    std::string output;
+};
+
+// Runs the built poolscope binary as a user runs it; stdout and stderr together.
+inline CliRun runCli(const std::string& args) {
+    CliRun r;
+    const std::string cmd = std::string("'") + POOLSCOPE_CLI + "' " + args + " 2>&1";
+    FILE* f = ::popen(cmd.c_str(), "r");
+    if (!f) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+    const int status = ::pclose(f);
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+#endif
 
 // Builds events in seq order with the fields a test cares about.
 class Events {

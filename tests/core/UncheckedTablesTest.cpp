@@ -68,23 +68,8 @@ std::string writeHandbuilt(const test::ScratchDir& dir) {
     return path;
 }
 
-struct CliRun {
-    int exitCode = -1;
-    std::string output;
-};
-
-CliRun runCli(const std::string& args) {
-    CliRun r;
-    const std::string cmd = std::string("'") + POOLSCOPE_CLI + "' " + args + " 2>&1";
-    FILE* f = ::popen(cmd.c_str(), "r");
-    if (!f) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-    const int status = ::pclose(f);
-    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
+using test::CliRun;
+using test::runCli;
 
 // The JSON document in a CLI's output (warnings about damage come before it, on stderr).
 nlohmann::json jsonOf(const std::string& output) {

@@ -357,22 +357,8 @@ TEST(WhatIf, SamplesNeverReleasingGivesTheLargestPeakAndNoReleases) {
 }
 
 // The CLI verbs on the real samples, run as a user runs them (stdout and stderr together).
-struct CliRun {
-    int exitCode = -1;
-    std::string output;
-};
-CliRun cli(const std::string& args) {
-    CliRun r;
-    const std::string cmd = std::string("'") + POOLSCOPE_CLI + "' " + args + " 2>&1";
-    FILE* f = ::popen(cmd.c_str(), "r");
-    if (!f) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-    const int status = ::pclose(f);
-    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
+using test::CliRun;
+CliRun cli(const std::string& args) { return test::runCli(args); }
 std::string sample(const char* name) {
     return std::string("'") + POOLSCOPE_SAMPLES_DIR + "/" + name + ".poolscope'";
 }

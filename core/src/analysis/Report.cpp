@@ -144,13 +144,14 @@ void addFindings(Report& r) {
                  "yet reusable";
         r.findings.push_back(s);
     }
-    if (r.unorderedFrees > 0) {
-        const StreamHazard* h = nullptr;
+    // The first listed hazard of a kind, named in its finding (nullptr when none was listed).
+    auto firstHazard = [&](StreamHazard::Kind k) -> const StreamHazard* {
         for (const StreamHazard& x : r.hazards)
-            if (x.kind == StreamHazard::Kind::UnorderedFree) {
-                h = &x;
-                break;
-            }
+            if (x.kind == k) return &x;
+        return nullptr;
+    };
+    if (r.unorderedFrees > 0) {
+        const StreamHazard* h = firstHazard(StreamHazard::Kind::UnorderedFree);
         std::string s = formatCount(r.unorderedFrees) +
                         " allocation(s) were freed on another stream with nothing ordering the "
                         "allocating stream's work before the free (no event recorded there and "
@@ -169,12 +170,7 @@ void addFindings(Report& r) {
         r.findings.push_back(s);
     }
     if (r.unorderedReuses > 0) {
-        const StreamHazard* h = nullptr;
-        for (const StreamHazard& x : r.hazards)
-            if (x.kind == StreamHazard::Kind::UnorderedReuse) {
-                h = &x;
-                break;
-            }
+        const StreamHazard* h = firstHazard(StreamHazard::Kind::UnorderedReuse);
         std::string s = formatCount(r.unorderedReuses) +
                         " allocation(s) got memory freed on another stream with nothing ordering "
                         "that free before them: only the pool's opportunistic reuse (or a "
