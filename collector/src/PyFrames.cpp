@@ -473,6 +473,13 @@ bool PyFrameReader::resolve(const PyRawFrame& f, PythonFrame& out) {
     return true;
 }
 
+void PyFrameReader::useLayoutForTest(const PyLayout& l) {
+    L_ = l;
+    codes_.clear();
+    inconclusive_.store(0);
+    state_.store(Checking, std::memory_order_release);
+}
+
 int PyFrameReader::lineOf(uintptr_t code, int addr) {
     PythonFrame f;
     return resolve({code, addr}, f) ? f.line : -1;

@@ -95,6 +95,9 @@ public:
     // Tests: the line table decoder applied to a live code object; the layout in use.
     int lineOf(uintptr_t code, int addr);
     const PyLayout& layout() const { return L_; }
+    // Tests: another layout, to be checked again from the start (a wrong one must turn the
+    // reader off, not crash).
+    void useLayoutForTest(const PyLayout& l);
 
 private:
     enum State : int { Off = 0, Checking = 1, Ready = 2 };

@@ -597,4 +597,37 @@ TEST_F(RecorderFixture, PythonLineTablesMatchTheInterpreter) {
     const long checked = runPython(code);
     EXPECT_GT(checked, 20000) << "see the Python error above";
 }
+// A layout that does not match the interpreter (as an unknown build of a known version would
+// be) must turn Python frames off with a reason, never fault: the first walks read through
+// checked reads.
+TEST_F(RecorderFixture, AWrongPythonLayoutTurnsFramesOffWithoutCrashing) {
+    startPython();
+    setUp(StackMode::Python);
+    ASSERT_TRUE(rec.pythonFound()) << rec.describe();
+    PyFrameReader& reader = rec.pythonReader();
+    const PyLayout good = reader.layout();
+    const char* code = "import pstest\ndef f():\n    return pstest.capture_nogil()\nresult = f()\n";
+
+    // The frame pointer read from a field that holds integers (reference counts, recursion
+    // limits): a wild address, refused by the checked read.
+    PyLayout wild = good;
+    wild.frPrevious = wild.frCode = 1 << 20;
+    reader.useLayoutForTest(wild);
+    EXPECT_EQ(runPython(code), 0) << "no site: nothing readable";
+    EXPECT_FALSE(rec.pythonFound());
+    EXPECT_NE(rec.describe().find("python: off: Python 3."), std::string::npos) << rec.describe();
+
+    // Readable memory that is no code object: off after a few walks.
+    PyLayout shifted = good;
+    shifted.frCode = good.frPrevious;
+    reader.useLayoutForTest(shifted);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(runPython(code), 0);
+    EXPECT_FALSE(rec.pythonFound());
+    EXPECT_NE(rec.describe().find("no code object"), std::string::npos) << rec.describe();
+
+    // The right layout reads again.
+    reader.useLayoutForTest(good);
+    EXPECT_GT(runPython(code), 0);
+    EXPECT_NE(rec.describe().find("checked"), std::string::npos) << rec.describe();
+}
 #endif
