@@ -25,9 +25,18 @@ T sym(const char* name) {
     return reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
 }
 
-// /proc/self/mem, for kernels or sandboxes without process_vm_readv. Opened once.
+// /proc/self/mem, for kernels or sandboxes without process_vm_readv: opened once per process
+// (a descriptor inherited through fork() would read the parent's memory).
 int memFd() {
-    static const int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+    static std::mutex m;
+    static pid_t owner = 0;
+    static int fd = -1;
+    std::lock_guard lock(m);
+    if (owner != getpid()) {
+        if (fd >= 0) close(fd);
+        fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+        owner = getpid();
+    }
     return fd;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "RingRegistry.h"
@@ -354,6 +355,39 @@ TEST(Stacks, SymbolizerLeavesUnknownModulesAsOffsets) {
     ASSERT_EQ(r.missing.size(), 1u);
     EXPECT_EQ(analysis::siteText(t, 1), "libgone.so+0x123");
     EXPECT_EQ(analysis::siteText(t, 0), "(no stack)");
+}
+
+// The reads that check a Python layout before it is trusted: a bad address is an answer, not a
+// fault.
+TEST(Stacks, CheckedReadsRefuseBadAddressesWithoutFaulting) {
+    const uint64_t value = 0x1122334455667788ull;
+    uint64_t got = 0;
+    EXPECT_TRUE(checkedRead(&got, reinterpret_cast<uintptr_t>(&value), sizeof got));
+    EXPECT_EQ(got, value);
+    EXPECT_FALSE(checkedRead(&got, 0x10, sizeof got));
+    EXPECT_FALSE(checkedRead(&got, ~uintptr_t(0) - 3, sizeof got)); // wraps around
+    void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(page, MAP_FAILED);
+    EXPECT_FALSE(checkedRead(&got, reinterpret_cast<uintptr_t>(page), sizeof got));
+    munmap(page, 4096);
+}
+
+// Line tables of 3.10 cannot come from the embedded interpreter when it is newer: a hand-built
+// table in 3.10's format ((address delta, line delta) pairs; -128: no line), lines as 3.10's
+// PyCode_Addr2Line gives them.
+TEST(Stacks, HandBuiltPython310LineTableDecodes) {
+    // Lines from first line 10: [0,6) +0 -> 10; [6,10) +2 -> 12; [10,14) no line; [14,14) +1
+    // (empty: only moves the line); [14,20) -2 -> 11.
+    const uint8_t t[] = {6, 0, 4, 2, 4, uint8_t(-128), 0, 1, 6, uint8_t(-2)};
+    auto line = [&](int addr) { return pyLineFromTable(t, sizeof t, 10, addr, false); };
+    EXPECT_EQ(line(-1), 10);
+    EXPECT_EQ(line(0), 10);
+    EXPECT_EQ(line(4), 10);
+    EXPECT_EQ(line(6), 12);
+    EXPECT_EQ(line(12), 0);
+    EXPECT_EQ(line(14), 11);
+    EXPECT_EQ(line(19), 11);
+    EXPECT_EQ(line(20), 0); // past the end
 }
 
 #ifdef POOLSCOPE_TEST_PYTHON
