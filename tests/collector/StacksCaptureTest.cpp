@@ -473,7 +473,7 @@ TEST_F(RecorderFixture, PythonFramesUnderTheGil) {
     StackTables t;
     rec.drain(t, identity);
     const SiteInfo& si = t.sites.at(uint32_t(site));
-    EXPECT_EQ(si.nativeStack, 0u) << "auto mode: Python frames only where the GIL is held";
+    EXPECT_EQ(si.nativeStack, 0u) << "auto mode: the Python stack where Python code runs";
     const auto& frames = t.pythonStacks.at(si.pythonStack);
     ASSERT_GE(frames.size(), 3u);
     EXPECT_EQ(frames[0].function, PY_VERSION_HEX >= 0x030B0000 ? "Model.forward" : "forward");
