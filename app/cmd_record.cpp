@@ -366,7 +366,7 @@ void registerRecord(CLI::App& app, int& exitCode) {
         "Like --listen, on this Unix socket path");
     sub->add_option("--stacks", opts->stacks,
                     "Call sites at each allocation: off, native, python, all, or auto (default: "
-                    "the Python stack where the allocating thread holds the GIL, the native "
+                    "the Python stack where the allocating thread runs Python code, the native "
                     "stack otherwise)")
         ->check(CLI::IsMember({"off", "native", "python", "all", "auto"}));
     sub->add_option("--stack-depth", opts->stackDepth, "Frames kept per stack (default 32)")

@@ -125,29 +125,6 @@ bool stackModeFromName(const std::string& s, StackMode& out) {
     return false;
 }
 
-bool PythonApi::ok() const {
-    return isInitialized && gilCheck && getFrame && frameGetCode && frameGetBack && frameGetLine &&
-           decRef && getAttr && utf8 && errClear;
-}
-
-PythonApi PythonApi::find() {
-    PythonApi a;
-    a.isInitialized = sym<int (*)()>(RTLD_DEFAULT, "Py_IsInitialized");
-    a.gilCheck = sym<int (*)()>(RTLD_DEFAULT, "PyGILState_Check");
-    a.getFrame = sym<void* (*)()>(RTLD_DEFAULT, "PyEval_GetFrame");
-    a.frameGetCode = sym<void* (*)(void*)>(RTLD_DEFAULT, "PyFrame_GetCode");
-    a.frameGetBack = sym<void* (*)(void*)>(RTLD_DEFAULT, "PyFrame_GetBack");
-    a.frameGetLine = sym<int (*)(void*)>(RTLD_DEFAULT, "PyFrame_GetLineNumber");
-    a.decRef = sym<void (*)(void*)>(RTLD_DEFAULT, "Py_DecRef");
-    a.getAttr = sym<void* (*)(void*, const char*)>(RTLD_DEFAULT, "PyObject_GetAttrString");
-    a.utf8 = sym<const char* (*)(void*)>(RTLD_DEFAULT, "PyUnicode_AsUTF8");
-    a.errClear = sym<void (*)()>(RTLD_DEFAULT, "PyErr_Clear");
-    a.currentState = sym<void* (*)()>(RTLD_DEFAULT, "PyThreadState_GetUnchecked");
-    if (!a.currentState) a.currentState = sym<void* (*)()>(RTLD_DEFAULT, "_PyThreadState_UncheckedGet");
-    if (!a.ok()) return PythonApi{};
-    return a;
-}
-
 void StackRecorder::configure(const Options& o, const std::vector<std::string>& internalModules) {
     opts_ = o;
     opts_.depth = std::clamp(o.depth, 1, kMaxStackDepth);
@@ -175,7 +152,7 @@ void StackRecorder::configure(const Options& o, const std::vector<std::string>& 
     }
     usingLibunwind_ = unwBacktrace_ != nullptr;
     if (!unwBacktrace_) unwBacktrace_ = &::backtrace;
-    if (opts_.mode != StackMode::Native) py_ = PythonApi::find();
+    if (opts_.mode != StackMode::Native) py_.init();
     internalCount_ = 0;
     for (const LoadedObject& m : loadedObjects()) {
         const bool internal = std::any_of(internalModules.begin(), internalModules.end(),
@@ -192,7 +169,7 @@ std::string StackRecorder::describe() const {
     if (opts_.mode == StackMode::Off) return s;
     s += ", depth " + std::to_string(opts_.depth);
     s += usingLibunwind_ ? ", native: libunwind" : ", native: glibc backtrace (libunwind.so.8 not found)";
-    if (opts_.mode != StackMode::Native) s += py_.ok() ? ", python: found" : ", python: no interpreter";
+    if (opts_.mode != StackMode::Native) s += ", python: " + py_.status();
     return s;
 }
 
@@ -221,25 +198,8 @@ uint32_t StackRecorder::capture(ThreadSites& ts) {
     } busy(ts.busy);
     const int depth = opts_.depth;
 
-    void* codes[kMaxStackDepth];
-    int lines[kMaxStackDepth];
-    int nPy = 0;
-    if (mode != StackMode::Native && py_.ok() && py_.holdsGil()) {
-        // Under the GIL this thread already holds. Each call returns a new reference (3.9+
-        // API); frames are released as the walk moves on, code objects after interning.
-        void* f = py_.getFrame();
-        void* owned = nullptr;
-        while (f && nPy < depth) {
-            codes[nPy] = py_.frameGetCode(f);
-            lines[nPy] = py_.frameGetLine(f);
-            if (codes[nPy]) ++nPy;
-            void* back = py_.frameGetBack(f);
-            if (owned) py_.decRef(owned);
-            owned = back;
-            f = back;
-        }
-        if (owned) py_.decRef(owned);
-    }
+    PyRawFrame py[kMaxStackDepth];
+    const int nPy = mode != StackMode::Native ? py_.walk(py, depth) : 0;
 
     uintptr_t raw[kMaxStackDepth + kInternalSlack];
     const uintptr_t* native = raw;
@@ -271,8 +231,7 @@ uint32_t StackRecorder::capture(ThreadSites& ts) {
     uint64_t h = mix(0x5157, ts.nvtxHash[nvDepth]);
     for (int i = 0; i < nNative; ++i) h = mix(h, native[i]);
     h = mix(h, 0xFFFF'0000'0000ull | uint64_t(nNative));
-    for (int i = 0; i < nPy; ++i)
-        h = mix(mix(h, reinterpret_cast<uintptr_t>(codes[i])), uint64_t(uint32_t(lines[i])));
+    for (int i = 0; i < nPy; ++i) h = mix(mix(h, py[i].code), uint64_t(uint32_t(py[i].addr)));
     h = mix(h, uint64_t(nPy));
 
     uint32_t site = 0;
@@ -283,18 +242,16 @@ uint32_t StackRecorder::capture(ThreadSites& ts) {
         if (e.hash == h && e.site) {
             site = e.site;
         } else {
-            site = intern(ts, h, native, nNative, codes, lines, nPy);
+            site = intern(ts, h, native, nNative, py, nPy);
             e = {h, site};
         }
     }
-    for (int i = 0; i < nPy; ++i) py_.decRef(codes[i]);
     return site;
 }
 
 __attribute__((cold, noinline)) uint32_t StackRecorder::intern(ThreadSites& ts, uint64_t hash,
                                                                const uintptr_t* native, int nNative,
-                                                               void* const* codes, const int* lines,
-                                                               int nPy) {
+                                                               const PyRawFrame* py, int nPy) {
     std::lock_guard lock(mutex_);
     if (auto it = sites_.find(hash); it != sites_.end()) return it->second;
     SiteInfo si;
@@ -307,32 +264,20 @@ __attribute__((cold, noinline)) uint32_t StackRecorder::intern(ThreadSites& ts, 
         si.nativeStack = it->second;
     }
     if (nPy > 0) {
+        // Names and lines are read now: the frames are live until this capture returns, a
+        // code object may be gone by the time the writer runs. Several instructions on one
+        // line give the same stack.
+        std::vector<PythonFrame> frames(static_cast<size_t>(nPy));
         uint64_t hp = 0x5059;
-        for (int i = 0; i < nPy; ++i)
-            hp = mix(mix(hp, reinterpret_cast<uintptr_t>(codes[i])), uint64_t(uint32_t(lines[i])));
+        for (int i = 0; i < nPy; ++i) {
+            PythonFrame& f = frames[size_t(i)];
+            if (!py_.resolve(py[i], f)) f = PythonFrame{"?", "?", 0};
+            hp = mix(mix(mix(hp, hashString(f.file.c_str())), hashString(f.function.c_str())),
+                     uint64_t(uint32_t(f.line)));
+        }
         hp = mix(hp, uint64_t(nPy));
         auto [it, added] = python_.try_emplace(hp, uint32_t(python_.size() + 1));
-        if (added) {
-            // The strings are read now, under the GIL this thread holds: a code object may be
-            // gone by the time the writer runs.
-            auto text = [this](void* obj, const char* attr) {
-                std::string s;
-                if (void* v = py_.getAttr(obj, attr)) {
-                    if (const char* u = py_.utf8(v)) s = u;
-                    py_.decRef(v);
-                }
-                py_.errClear();
-                return s;
-            };
-            std::vector<PythonFrame> frames;
-            frames.reserve(size_t(nPy));
-            for (int i = 0; i < nPy; ++i) {
-                std::string fn = text(codes[i], "co_qualname"); // 3.11+: Class.method
-                if (fn.empty()) fn = text(codes[i], "co_name");
-                frames.push_back({text(codes[i], "co_filename"), std::move(fn), lines[i]});
-            }
-            pendingPython_[it->second] = std::move(frames);
-        }
+        if (added) pendingPython_[it->second] = std::move(frames);
         si.pythonStack = it->second;
     }
     const int nvDepth = std::min(ts.nvtxDepth, kMaxNvtxDepth);
@@ -341,10 +286,15 @@ __attribute__((cold, noinline)) uint32_t StackRecorder::intern(ThreadSites& ts, 
         if (added) pendingNvtx_[it->second] = std::vector<std::string>(ts.nvtxName, ts.nvtxName + nvDepth);
         si.nvtxPath = it->second;
     }
-    si.id = uint32_t(sites_.size() + 1);
-    sites_[hash] = si.id;
-    pendingSites_[si.id] = si;
-    return si.id;
+    // Two hashes of the hot path can name one site (two instructions of one line).
+    const uint64_t content = mix(mix(mix(0x5154, si.nativeStack), si.pythonStack), si.nvtxPath);
+    auto [it, added] = siteByContent_.try_emplace(content, uint32_t(siteByContent_.size() + 1));
+    sites_[hash] = it->second;
+    if (added) {
+        si.id = it->second;
+        pendingSites_[si.id] = si;
+    }
+    return it->second;
 }
 
 void StackRecorder::push(ThreadSites& ts, const char* name, int64_t ticks) {

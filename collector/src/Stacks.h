@@ -3,13 +3,13 @@
 // captured on the hot path and interned into site ids that events carry (Event::site).
 //
 // Hot path (an allocating thread, inside the CUPTI callback): unw_backtrace (libunwind, loaded
-// at run time; see collector/README.md for the measurement that chose it), the Python frames
-// through CPython's C API found with dlsym (only while the thread holds the GIL; never taken
-// here), one hash over frames + Python (code, line) pairs + the thread's NVTX path, then a
+// at run time; see collector/README.md for the measurement that chose it), the thread's Python
+// frames read from CPython's memory (PyFrames.h: with or without the GIL, which is never taken),
+// one hash over frames + Python (code, instruction) pairs + the thread's NVTX path, then a
 // per-thread direct-mapped cache hash -> site id. Only a miss takes the recorder's mutex: the
 // shared table gives the id, or a new one and the rows to write (a new stack's frames; Python
-// strings are read then, under the GIL the thread holds). Distinct stacks are few, so misses are
-// rare after warm-up. Sites are identified by the 64-bit hash of their content.
+// names and lines are read then, while the frames are still live). Distinct stacks are few, so
+// misses are rare after warm-up. Sites are identified by the 64-bit hash of their content.
 //
 // Writer thread: drain() turns what is new into StackTables rows (raw addresses to module +
 // offset through a dl_iterate_phdr snapshot with each module's build-id) for TraceWriter.
@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "PyFrames.h"
 #include "poolscope/Stacks.h"
 
 namespace poolscope::collector {
@@ -31,10 +32,11 @@ namespace poolscope::collector {
 enum class StackMode : uint8_t {
     Off,    // no sites, no NVTX
     Native, // native stacks
-    Python, // Python stacks (threads that hold no GIL: NVTX path only)
+    Python, // Python stacks (threads without Python frames: NVTX path only)
     All,    // both
-    Auto,   // default: the Python stack when the thread holds a loaded interpreter's GIL, the
-            // native stack otherwise (C++ programs, PyTorch's autograd threads)
+    Auto,   // default: the Python stack when the thread is running Python code (with the GIL
+            // or having released it to call C), the native stack otherwise (C++ programs,
+            // PyTorch's autograd threads)
 };
 const char* stackModeName(StackMode m);
 bool stackModeFromName(const std::string& s, StackMode& out);
@@ -42,28 +44,6 @@ bool stackModeFromName(const std::string& s, StackMode& out);
 inline constexpr int kDefaultStackDepth = 32;
 inline constexpr int kMaxStackDepth = 256;
 inline constexpr int kMaxNvtxDepth = 64;
-
-// CPython's C API, resolved at run time (never linked). Null members: not available.
-struct PythonApi {
-    int (*isInitialized)() = nullptr;        // Py_IsInitialized
-    int (*gilCheck)() = nullptr;             // PyGILState_Check
-    void* (*getFrame)() = nullptr;           // PyEval_GetFrame: borrowed
-    void* (*frameGetCode)(void*) = nullptr;  // PyFrame_GetCode: new reference (3.9+)
-    void* (*frameGetBack)(void*) = nullptr;  // PyFrame_GetBack: new reference (3.9+)
-    int (*frameGetLine)(void*) = nullptr;    // PyFrame_GetLineNumber
-    void (*decRef)(void*) = nullptr;         // Py_DecRef
-    void* (*getAttr)(void*, const char*) = nullptr; // PyObject_GetAttrString: new reference
-    const char* (*utf8)(void*) = nullptr;    // PyUnicode_AsUTF8: borrowed
-    void (*errClear)() = nullptr;            // PyErr_Clear
-    // The thread's current thread state, NULL while it holds no GIL: PyThreadState_GetUnchecked
-    // (3.13) or _PyThreadState_UncheckedGet (3.5-3.12). Optional; checked with gilCheck because
-    // PyGILState_Check answers 1 for every thread once subinterpreters exist.
-    void* (*currentState)() = nullptr;
-    bool ok() const;
-    bool holdsGil() const { return isInitialized() && gilCheck() && (!currentState || currentState()); }
-    // Looks the functions up in the process's global scope (the interpreter, if loaded).
-    static PythonApi find();
-};
 
 // One thread's state: its site cache and NVTX push/pop stack. Allocated at the thread's first
 // capture or push (cold), owned by the recorder (threads may end before the writer reads).
@@ -74,9 +54,9 @@ struct ThreadSites {
         uint32_t site;
     } cache[kCache] = {};
     uint32_t tid = 0;
-    // Inside capture(): walking Python frames can run the garbage collector, whose finalizers
-    // may allocate (a nested callback on this thread). That nested capture records no site
-    // instead of re-entering (the shared table's mutex is not recursive).
+    // Inside capture(): a nested capture on this thread (an allocation made from a signal
+    // handler that interrupted one) records no site instead of re-entering the shared table's
+    // mutex, which is not recursive.
     bool busy = false;
     int nvtxDepth = 0;            // ranges pushed; those beyond kMaxNvtxDepth are counted only
     uint64_t nvtxHash[kMaxNvtxDepth + 1] = {}; // path hash at each depth ([0] = no range)
@@ -100,6 +80,8 @@ public:
     // What configure() found, for the trace's meta and the log.
     std::string describe() const;
     bool pythonFound() const { return py_.ok(); }
+    // Tests: the Python frame reader in use.
+    PyFrameReader& pythonReader() { return py_; }
 
     ThreadSites* newThread(uint32_t tid); // cold
 
@@ -142,12 +124,12 @@ private:
 
     int unwind(uintptr_t* out, int max);
     uint32_t intern(ThreadSites& ts, uint64_t hash, const uintptr_t* native, int nNative,
-                    void* const* codes, const int* lines, int nPython);
+                    const PyRawFrame* python, int nPython);
     uint32_t moduleOf(uintptr_t addr, uint64_t& offset);
     void snapshotModules();
 
     Options opts_;
-    PythonApi py_;
+    PyFrameReader py_;
     int (*unwBacktrace_)(void**, int) = nullptr;
     bool usingLibunwind_ = false;
     struct Range {
@@ -159,7 +141,8 @@ private:
     std::mutex mutex_; // cold: interning misses, NVTX ranges, thread registration, drain
     std::unordered_map<uint64_t, uint32_t> sites_;  // content hash -> site
     std::unordered_map<uint64_t, uint32_t> native_; // frames hash -> native stack id
-    std::unordered_map<uint64_t, uint32_t> python_;
+    std::unordered_map<uint64_t, uint32_t> python_; // frames' text hash -> Python stack id
+    std::unordered_map<uint64_t, uint32_t> siteByContent_; // (native, python, nvtx ids) -> site
     std::unordered_map<uint64_t, uint32_t> nvtx_;
     std::vector<ThreadSites*> threads_;
     std::vector<PendingStack> pendingNative_;

@@ -357,6 +357,10 @@ Status TraceSink::close() {
                 return m;
         // How close the writer came to losing events: the spool's high-water mark against its
         // bound, and the slowest writer pass.
+        // The stack mode as it ended: the Python frame reader checks its layout at the first
+        // walks and may have turned itself off since the start.
+        if (stacks_)
+            if (Status m = writer_->setMeta("stacks", stacks_->describe()); !m) return m;
         for (const auto& [k, v] :
              {std::pair<const char*, std::string>{"spool_peak_events", std::to_string(spool_.peak())},
               {"spool_max_events", std::to_string(spool_.maxEvents())},

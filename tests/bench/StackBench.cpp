@@ -5,14 +5,24 @@
 // unwinder underneath), libunwind's unw_backtrace (looked up with dlopen, as the collector does),
 // and the collector's whole capture (StackRecorder::capture: unwind + hash + per-thread cache
 // hit), the number that counts. Results: docs/PERFORMANCE.md ("Call stacks").
+// Python frames (where the build found python3-embed): an embedded interpreter recurses 20 and
+// 40 Python frames deep into a C function that releases the GIL, as PyTorch does before it
+// allocates, and measures there: the bare frame walk (PyFrameReader::walk) and the collector's
+// capture in --stacks python (walk + hash + cache hit) and all (Python + native).
 //   cmake --build BUILD --target poolscope_bench_stacks && BUILD/tests/bench/poolscope_bench_stacks
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <unwind.h>
 
 #include "Stacks.h"
+
+#ifdef POOLSCOPE_BENCH_PYTHON
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#endif
 
 namespace {
 
@@ -88,8 +98,66 @@ void BM_CollectorCapture(benchmark::State& st) {
     run(st, recorderCapture);
 }
 
+#ifdef POOLSCOPE_BENCH_PYTHON
+// The measuring loop runs inside bench.run(), called at the bottom of a Python recursion.
+benchmark::State* g_state = nullptr;
+int (*g_measure)() = nullptr;
+int g_framesSeen = 0;
+int pyWalk();
+PyObject* pyRun(PyObject*, PyObject*) {
+    Py_BEGIN_ALLOW_THREADS
+    g_framesSeen = pyWalk();
+    for (auto _ : *g_state) benchmark::DoNotOptimize(g_measure());
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+PyMethodDef kMethods[] = {{"run", pyRun, METH_NOARGS, nullptr}, {nullptr, nullptr, 0, nullptr}};
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "bench", nullptr, -1, kMethods, nullptr, nullptr, nullptr, nullptr};
+PyObject* initBench() { return PyModule_Create(&kModule); }
+
+poolscope::collector::PyFrameReader* g_reader = nullptr;
+int pyWalk() {
+    poolscope::collector::PyRawFrame f[32];
+    return g_reader->walk(f, 32);
+}
+int pyCapture() { return static_cast<int>(g_rec->capture(*g_ts)); }
+
+void runPython(benchmark::State& st, poolscope::collector::StackMode mode, int (*measure)()) {
+    if (!Py_IsInitialized()) {
+        PyImport_AppendInittab("bench", initBench);
+        Py_Initialize();
+    }
+    poolscope::collector::StackRecorder rec;
+    rec.configure({mode, 32}, {});
+    g_rec = &rec;
+    g_ts = rec.newThread(1);
+    g_reader = &rec.pythonReader();
+    if (!rec.pythonFound()) {
+        st.SkipWithError(rec.describe().c_str());
+        return;
+    }
+    g_state = &st;
+    g_measure = measure;
+    const std::string code = "import bench\ndef r(n):\n    return bench.run() if n == 0 else r(n - 1)\nr(" +
+                             std::to_string(st.range(0)) + ")\n";
+    if (PyRun_SimpleString(code.c_str()) != 0) st.SkipWithError("the Python code failed");
+    // The walk must have seen the recursion (32 frames kept at most).
+    if (g_framesSeen < std::min<int>(int(st.range(0)), 32)) st.SkipWithError("the walk saw no recursion");
+}
+void BM_PythonWalk(benchmark::State& st) { runPython(st, poolscope::collector::StackMode::Python, pyWalk); }
+void BM_CollectorCapturePython(benchmark::State& st) {
+    runPython(st, poolscope::collector::StackMode::Python, pyCapture);
+}
+void BM_CollectorCaptureAll(benchmark::State& st) { runPython(st, poolscope::collector::StackMode::All, pyCapture); }
+#endif
+
 } // namespace
 
+#ifdef POOLSCOPE_BENCH_PYTHON
+BENCHMARK(BM_PythonWalk)->Arg(20)->Arg(40);
+BENCHMARK(BM_CollectorCapturePython)->Arg(20)->Arg(40);
+BENCHMARK(BM_CollectorCaptureAll)->Arg(20)->Arg(40);
+#endif
 BENCHMARK(BM_FramePointers)->Arg(20)->Arg(40);
 BENCHMARK(BM_LibgccUnwindBacktrace)->Arg(20)->Arg(40);
 BENCHMARK(BM_GlibcBacktrace)->Arg(20)->Arg(40);

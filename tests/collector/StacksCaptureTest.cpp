@@ -1,13 +1,15 @@
 // Call sites (issue #13) on CPU: the collector's capture and interning (StackRecorder), the rows
 // it hands the writer, their trip through a trace file, and symbolization of this binary (built
-// with -g: the functions and lines below are known), NVTX paths, and Python frames read from an
-// embedded interpreter through the C API the collector finds at run time.
+// with -g: the functions and lines below are known), NVTX paths, and Python frames of an
+// embedded interpreter, read from its memory with and without the GIL (PyFrames.h). The other
+// Python versions: pyframes_check.py, run by every interpreter the build found.
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "RingRegistry.h"
@@ -30,6 +32,7 @@ namespace {
 
 StackRecorder* g_rec = nullptr;
 ThreadSites* g_ts = nullptr;
+const std::thread::id g_mainThread = std::this_thread::get_id();
 int g_leafLine = 0, g_middleLine = 0, g_outerLine = 0;
 
 extern "C" __attribute__((noinline)) uint32_t stacks_test_leaf() {
@@ -225,7 +228,7 @@ TEST_F(RecorderFixture, NvtxPathIsPartOfTheSite) {
 
 TEST_F(RecorderFixture, ANestedCaptureOnTheSameThreadRecordsNothing) {
     setUp(StackMode::Native);
-    // As when a finalizer run by Python's collector during the frame walk allocates.
+    // As when a signal handler that allocates interrupts a capture.
     ts->busy = true;
     EXPECT_EQ(stacks_test_outer(), 0u);
     ts->busy = false;
@@ -354,10 +357,72 @@ TEST(Stacks, SymbolizerLeavesUnknownModulesAsOffsets) {
     EXPECT_EQ(analysis::siteText(t, 0), "(no stack)");
 }
 
+// The reads that check a Python layout before it is trusted: a bad address is an answer, not a
+// fault.
+TEST(Stacks, CheckedReadsRefuseBadAddressesWithoutFaulting) {
+    const uint64_t value = 0x1122334455667788ull;
+    uint64_t got = 0;
+    EXPECT_TRUE(checkedRead(&got, reinterpret_cast<uintptr_t>(&value), sizeof got));
+    EXPECT_EQ(got, value);
+    EXPECT_FALSE(checkedRead(&got, 0x10, sizeof got));
+    EXPECT_FALSE(checkedRead(&got, ~uintptr_t(0) - 3, sizeof got)); // wraps around
+    void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(page, MAP_FAILED);
+    EXPECT_FALSE(checkedRead(&got, reinterpret_cast<uintptr_t>(page), sizeof got));
+    munmap(page, 4096);
+}
+
+// Line tables of 3.10 cannot come from the embedded interpreter when it is newer: a hand-built
+// table in 3.10's format ((address delta, line delta) pairs; -128: no line), lines as 3.10's
+// PyCode_Addr2Line gives them.
+TEST(Stacks, HandBuiltPython310LineTableDecodes) {
+    // Lines from first line 10: [0,6) +0 -> 10; [6,10) +2 -> 12; [10,14) no line; [14,14) +1
+    // (empty: only moves the line); [14,20) -2 -> 11.
+    const uint8_t t[] = {6, 0, 4, 2, 4, uint8_t(-128), 0, 1, 6, uint8_t(-2)};
+    auto line = [&](int addr) { return pyLineFromTable(t, sizeof t, 10, addr, false); };
+    EXPECT_EQ(line(-1), 10);
+    EXPECT_EQ(line(0), 10);
+    EXPECT_EQ(line(4), 10);
+    EXPECT_EQ(line(6), 12);
+    EXPECT_EQ(line(12), 0);
+    EXPECT_EQ(line(14), 11);
+    EXPECT_EQ(line(19), 11);
+    EXPECT_EQ(line(20), 0); // past the end
+}
+
 #ifdef POOLSCOPE_TEST_PYTHON
 namespace {
+// The calling thread's ThreadSites in g_rec (the main thread's is g_ts).
+ThreadSites& sitesOfThisThread() {
+    thread_local StackRecorder* owner = nullptr;
+    thread_local ThreadSites* mine = nullptr;
+    if (std::this_thread::get_id() == g_mainThread) return *g_ts;
+    if (owner != g_rec) {
+        owner = g_rec;
+        mine = g_rec->newThread(uint32_t(gettid()));
+    }
+    return *mine;
+}
 PyObject* pyCapture(PyObject*, PyObject*) { return PyLong_FromUnsignedLong(g_rec->capture(*g_ts)); }
-PyMethodDef kMethods[] = {{"capture", pyCapture, METH_NOARGS, nullptr}, {nullptr, nullptr, 0, nullptr}};
+// As PyTorch allocates: the GIL released first.
+PyObject* pyCaptureNoGil(PyObject*, PyObject*) {
+    uint32_t site = 0;
+    Py_BEGIN_ALLOW_THREADS
+    site = g_rec->capture(sitesOfThisThread());
+    Py_END_ALLOW_THREADS
+    return PyLong_FromUnsignedLong(site);
+}
+// The collector's line of a code object's instruction at a byte offset.
+PyObject* pyLineOf(PyObject*, PyObject* args) {
+    PyObject* code = nullptr;
+    int addr = 0;
+    if (!PyArg_ParseTuple(args, "Oi", &code, &addr)) return nullptr;
+    return PyLong_FromLong(g_rec->pythonReader().lineOf(reinterpret_cast<uintptr_t>(code), addr));
+}
+PyMethodDef kMethods[] = {{"capture", pyCapture, METH_NOARGS, nullptr},
+                          {"capture_nogil", pyCaptureNoGil, METH_NOARGS, nullptr},
+                          {"line_of", pyLineOf, METH_VARARGS, nullptr},
+                          {nullptr, nullptr, 0, nullptr}};
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "pstest", nullptr, -1, kMethods};
 PyObject* initModule() { return PyModule_Create(&kModule); }
 
@@ -381,9 +446,14 @@ long runPython(const char* code) {
 }
 } // namespace
 
-TEST_F(RecorderFixture, PythonFramesUnderTheGil) {
+void startPython() {
+    if (Py_IsInitialized()) return;
     PyImport_AppendInittab("pstest", initModule);
     Py_Initialize();
+}
+
+TEST_F(RecorderFixture, PythonFramesUnderTheGil) {
+    startPython();
     setUp(StackMode::Auto);
     ASSERT_TRUE(rec.pythonFound());
     const char* code = "import pstest, sys\n"          // 1
@@ -403,7 +473,7 @@ TEST_F(RecorderFixture, PythonFramesUnderTheGil) {
     StackTables t;
     rec.drain(t, identity);
     const SiteInfo& si = t.sites.at(uint32_t(site));
-    EXPECT_EQ(si.nativeStack, 0u) << "auto mode: Python frames only where the GIL is held";
+    EXPECT_EQ(si.nativeStack, 0u) << "auto mode: the Python stack where Python code runs";
     const auto& frames = t.pythonStacks.at(si.pythonStack);
     ASSERT_GE(frames.size(), 3u);
     EXPECT_EQ(frames[0].function, PY_VERSION_HEX >= 0x030B0000 ? "Model.forward" : "forward");
@@ -415,8 +485,8 @@ TEST_F(RecorderFixture, PythonFramesUnderTheGil) {
     EXPECT_EQ(frames[2].function, PY_VERSION_HEX < 0x030C0000 ? "<setcomp>" : "<module>");
     EXPECT_EQ(frameText(frames[0]), frames[0].function + " (app/callsites_test.py:4)");
 
-    // Without the GIL (released, as a C++ thread of the program would run): no Python frames,
-    // and auto falls back to the native stack.
+    // From C++ with no Python frame running on this thread (the GIL released, as a C++ thread
+    // of the program would run): no Python frames, and auto falls back to the native stack.
     PyThreadState* saved = PyEval_SaveThread();
     const uint32_t noGil = stacks_test_outer();
     PyEval_RestoreThread(saved);
@@ -439,5 +509,159 @@ TEST_F(RecorderFixture, PythonFramesUnderTheGil) {
     EXPECT_NE(t3.sites.at(uint32_t(s2)).nativeStack, 0u);
     EXPECT_NE(t3.sites.at(uint32_t(s2)).pythonStack, 0u);
     EXPECT_EQ(t3.pythonStacks.at(t3.sites.at(uint32_t(s2)).pythonStack)[0].function, "f");
+}
+
+// PyTorch releases the GIL before it allocates: the frames must come from the thread's own
+// frame chain without the GIL, without taking it and without touching reference counts.
+TEST_F(RecorderFixture, PythonFramesWithoutTheGil) {
+    startPython();
+    setUp(StackMode::Auto);
+    ASSERT_TRUE(rec.pythonFound()) << rec.describe();
+    const char* code = "import pstest, sys\n"                        // 1
+                       "class Model:\n"                              // 2
+                       "    def forward(self, x):\n"                 // 3
+                       "        y = x + 1\n"                         // 4
+                       "        return pstest.capture_nogil()\n"     // 5
+                       "def layer(m):\n"                             // 6
+                       "    z = 3\n"                                 // 7
+                       "    return m.forward(z)\n"                   // 8
+                       "def step():\n"                               // 9
+                       "    return layer(Model())\n"                 // 10
+                       "before = sys.getrefcount(Model.forward.__code__)\n"
+                       "sites = [step() for _ in range(100)]\n"      // 12
+                       "after = sys.getrefcount(Model.forward.__code__)\n"
+                       "assert len(set(sites)) == 1, sites\n"
+                       "assert before == after, (before, after)\n"
+                       "result = sites[0]\n";
+    const long site = runPython(code);
+    ASSERT_GT(site, 0) << "the Python code failed (see its error above)";
+    EXPECT_NE(rec.describe().find("checked"), std::string::npos) << rec.describe();
+    StackTables t;
+    rec.drain(t, identity);
+    const SiteInfo& si = t.sites.at(uint32_t(site));
+    EXPECT_EQ(si.nativeStack, 0u) << "auto mode: the Python stack where Python frames run";
+    ASSERT_NE(si.pythonStack, 0u);
+    const auto& frames = t.pythonStacks.at(si.pythonStack);
+    ASSERT_GE(frames.size(), 4u);
+    const bool qual = PY_VERSION_HEX >= 0x030B0000; // co_qualname
+    EXPECT_EQ(frames[0].function, qual ? "Model.forward" : "forward");
+    EXPECT_EQ(frames[0].line, 5);
+    EXPECT_EQ(frames[1].function, "layer");
+    EXPECT_EQ(frames[1].line, 8);
+    EXPECT_EQ(frames[2].function, "step");
+    EXPECT_EQ(frames[2].line, 10);
+    EXPECT_EQ(frames[3].function, PY_VERSION_HEX < 0x030C0000 ? "<listcomp>" : "<module>");
+    EXPECT_EQ(frames[3].line, 12);
+    for (const PythonFrame& f : frames) EXPECT_EQ(f.file, "/work/app/callsites_test.py");
+
+    // Another Python thread: its own frames (threading's bootstrap at the bottom), while this
+    // thread keeps running Python code beside it.
+    const char* threaded = "import pstest, threading\n"
+                           "out = []\n"
+                           "def worker():\n"
+                           "    out.append(pstest.capture_nogil())\n" // 4
+                           "t = threading.Thread(target=worker)\n"
+                           "t.start()\n"
+                           "while t.is_alive():\n"
+                           "    sum(range(100))\n"
+                           "t.join()\n"
+                           "result = out[0]\n";
+    const long tsite = runPython(threaded);
+    ASSERT_GT(tsite, 0);
+    StackTables t2;
+    rec.drain(t2, identity);
+    const auto& tf = t2.pythonStacks.at(t2.sites.at(uint32_t(tsite)).pythonStack);
+    ASSERT_GE(tf.size(), 2u);
+    EXPECT_EQ(tf[0].function, "worker");
+    EXPECT_EQ(tf[0].line, 4);
+    EXPECT_NE(tf.back().file.find("threading.py"), std::string::npos) << tf.back().file;
+    for (const PythonFrame& f : tf) EXPECT_NE(f.function, "<module>") << "the main thread's frame";
+
+    // Depth limit: the innermost frames are kept.
+    StackRecorder shallow;
+    shallow.configure({StackMode::Python, 3}, {});
+    g_rec = &shallow;
+    g_ts = shallow.newThread(9);
+    const long ds = runPython("import pstest\ndef r(n):\n    return pstest.capture_nogil() if n == 0 else r(n - 1)\n"
+                              "result = r(50)\n");
+    g_rec = &rec;
+    g_ts = ts;
+    StackTables t3;
+    shallow.drain(t3, identity);
+    ASSERT_GT(ds, 0);
+    const auto& df = t3.pythonStacks.at(t3.sites.at(uint32_t(ds)).pythonStack);
+    ASSERT_EQ(df.size(), 3u);
+    for (const PythonFrame& f : df) EXPECT_EQ(f.function, "r");
+    EXPECT_EQ(df[0].line, 3);
+}
+
+// The line table decoder against the interpreter's own co_lines(), for every instruction of
+// every function of a few standard modules.
+TEST_F(RecorderFixture, PythonLineTablesMatchTheInterpreter) {
+    startPython();
+    setUp(StackMode::Python);
+    ASSERT_TRUE(rec.pythonFound()) << rec.describe();
+    const char* code =
+        "import pstest, types, json.decoder, email.message, collections, argparse\n"
+        "def codes(obj, seen):\n"
+        "    for v in vars(obj).values():\n"
+        "        if isinstance(v, types.FunctionType) and v.__code__ not in seen:\n"
+        "            seen.add(v.__code__)\n"
+        "        elif isinstance(v, type) and v.__module__ == obj.__name__:\n"
+        "            for w in vars(v).values():\n"
+        "                if isinstance(w, types.FunctionType): seen.add(w.__code__)\n"
+        "    return seen\n"
+        "seen = set()\n"
+        "for m in (json.decoder, email.message, collections, argparse): codes(m, seen)\n"
+        "stack = list(seen)\n"
+        "while stack:\n" // nested code objects (lambdas, comprehensions, inner functions)
+        "    c = stack.pop()\n"
+        "    for k in c.co_consts:\n"
+        "        if isinstance(k, types.CodeType) and k not in seen: seen.add(k); stack.append(k)\n"
+        "bad, checked = [], 0\n"
+        "for c in seen:\n"
+        "    for start, end, line in c.co_lines():\n"
+        "        for off in range(start, end, 2):\n"
+        "            got = pstest.line_of(c, off)\n"
+        "            checked += 1\n"
+        "            if got != (line or 0): bad.append((c.co_qualname if hasattr(c, 'co_qualname') else c.co_name, off, got, line))\n"
+        "assert not bad, bad[:10]\n"
+        "assert len(seen) > 300 and checked > 20000, (len(seen), checked)\n"
+        "result = checked\n";
+    const long checked = runPython(code);
+    EXPECT_GT(checked, 20000) << "see the Python error above";
+}
+// A layout that does not match the interpreter (as an unknown build of a known version would
+// be) must turn Python frames off with a reason, never fault: the first walks read through
+// checked reads.
+TEST_F(RecorderFixture, AWrongPythonLayoutTurnsFramesOffWithoutCrashing) {
+    startPython();
+    setUp(StackMode::Python);
+    ASSERT_TRUE(rec.pythonFound()) << rec.describe();
+    PyFrameReader& reader = rec.pythonReader();
+    const PyLayout good = reader.layout();
+    const char* code = "import pstest\ndef f():\n    return pstest.capture_nogil()\nresult = f()\n";
+
+    // The frame pointer read from a field that holds integers (reference counts, recursion
+    // limits): a wild address, refused by the checked read.
+    PyLayout wild = good;
+    wild.frPrevious = wild.frCode = 1 << 20;
+    reader.useLayoutForTest(wild);
+    EXPECT_EQ(runPython(code), 0) << "no site: nothing readable";
+    EXPECT_FALSE(rec.pythonFound());
+    EXPECT_NE(rec.describe().find("python: off: Python 3."), std::string::npos) << rec.describe();
+
+    // Readable memory that is no code object: off after a few walks.
+    PyLayout shifted = good;
+    shifted.frCode = good.frPrevious;
+    reader.useLayoutForTest(shifted);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(runPython(code), 0);
+    EXPECT_FALSE(rec.pythonFound());
+    EXPECT_NE(rec.describe().find("no code object"), std::string::npos) << rec.describe();
+
+    // The right layout reads again.
+    reader.useLayoutForTest(good);
+    EXPECT_GT(runPython(code), 0);
+    EXPECT_NE(rec.describe().find("checked"), std::string::npos) << rec.describe();
 }
 #endif

@@ -30,6 +30,13 @@ def ranges(trace):
     return rows
 
 
+def meta(trace, key):
+    db = sqlite3.connect(f"file:{trace}?mode=ro", uri=True)
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    db.close()
+    return row[0] if row else ""
+
+
 def default_pool(report):
     sites = report.get("call_sites")
     check(bool(sites), "the report has call sites")
@@ -82,6 +89,12 @@ def gpt2(truth, report, trace):
     pool = default_pool(report)
     if pool is None or gt is None:
         return
+    # The collector's account of the Python frame reader: the interpreter's version, where its
+    # layout came from, and "checked" once a walk proved it (or why it is off).
+    stacks = meta(trace, "stacks")
+    print(f"     meta stacks: {stacks}")
+    check("python: 3." in stacks and stacks.endswith(", checked"),
+          "the Python frame reader knew this interpreter and proved its layout")
     frames = [f for s in pool["top"] for f in s["frames"]]
     check(any("modeling_gpt2.py:" in f for f in frames),
           "a top site has a Python frame in transformers' modeling_gpt2.py")
