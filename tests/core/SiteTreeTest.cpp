@@ -12,6 +12,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/analysis/CallSites.h"
 #include "poolscope/analysis/SiteTree.h"
+#include "poolscope/view/NvtxRows.h"
 
 using namespace poolscope;
 using namespace poolscope::analysis;
@@ -320,4 +321,27 @@ TEST(SiteTree, SampleCallsitesAgreesWithTopSites) {
     for (uint32_t c : up.nodes[0].children) firstLevel += up.nodes[c].frame + "\n";
     for (const char* fn : {"alloc_weights", "alloc_workspace", "alloc_activations"})
         EXPECT_NE(firstLevel.find(fn), std::string::npos) << fn << " in\n" << firstLevel;
+}
+
+// The timeline's NVTX band (view/NvtxRows.h) on the hand-built ranges.
+TEST(NvtxRows, HandBuiltRowsPerThreadAndDepth) {
+    const StackTables t = handBuiltStacks();
+    const auto rows = view::NvtxRows::build(t, 100);
+    // Thread 7 opened its first range at 0, thread 42 at 1: 7 first; 42 has depths 0 and 1.
+    ASSERT_EQ(rows.rows.size(), 3u);
+    EXPECT_EQ(rows.rows[0].tid, 7u);
+    EXPECT_EQ(rows.rows[1].tid, 42u);
+    EXPECT_EQ(rows.rows[1].depth, 0u);
+    EXPECT_EQ(rows.rows[2].depth, 1u);
+    ASSERT_EQ(rows.rows[1].ranges.size(), 2u); // epoch (1, open) and step (10-90), by start
+    EXPECT_EQ(t.ranges[rows.rows[1].ranges[0]].name, "epoch");
+    EXPECT_EQ(rows.endOf(t.ranges[rows.rows[1].ranges[0]]), 100); // open: to the trace's end
+    EXPECT_EQ(rows.rows[1].maxEnd, (std::vector<int64_t>{100, 100}));
+    EXPECT_EQ(t.ranges[size_t(rows.rangeAt(t, 1, 50))].name, "step"); // the later start
+    EXPECT_EQ(t.ranges[size_t(rows.rangeAt(t, 1, 5))].name, "epoch");
+    EXPECT_EQ(t.ranges[size_t(rows.rangeAt(t, 2, 30))].name, "forward");
+    EXPECT_EQ(rows.rangeAt(t, 2, 50), -1);
+    EXPECT_EQ(rows.rangeAt(t, 9, 50), -1);
+    EXPECT_EQ(view::NvtxRows::firstReaching(rows.rows[2], 46), 1u); // forward ended at 45
+    EXPECT_TRUE(view::NvtxRows::build(StackTables{}, 100).rows.empty());
 }
