@@ -72,8 +72,11 @@ CallSitesView::CallSitesView(QWidget* parent) : QWidget(parent) {
     view_->setUniformRowHeights(true);
     view_->setAlternatingRowColors(true);
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    // Frames are never cut: the column is as wide as its longest frame, and the tree scrolls
+    // sideways when the dock is narrower.
     view_->header()->setStretchLastSection(false);
-    view_->header()->setSectionResizeMode(CallSiteTreeModel::Frame, QHeaderView::Stretch);
+    view_->header()->setSectionResizeMode(CallSiteTreeModel::Frame, QHeaderView::ResizeToContents);
+    view_->setTextElideMode(Qt::ElideNone);
     for (int c = 1; c < CallSiteTreeModel::ColumnCount; ++c)
         view_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     ll->addWidget(view_, 1);
@@ -170,11 +173,10 @@ void CallSitesView::setSnapshot(const TraceSnapshot& s) {
             if (!any) continue;
             instantPools_.push_back(p.info.handle);
             const bool reserved = p.peakReserved > 0;
-            instantBox_->addItem(
-                reserved ? tr("at %1's peak reserved (%2)")
-                               .arg(s.layout->poolName(p.info.handle), qb(p.peakReserved))
-                         : tr("at %1's peak live (%2)")
-                               .arg(s.layout->poolName(p.info.handle), qb(p.peakLive)));
+            // Short: the caption under it says how many bytes and when.
+            instantBox_->addItem(reserved
+                                     ? tr("at %1's peak reserved").arg(s.layout->poolName(p.info.handle))
+                                     : tr("at %1's peak live").arg(s.layout->poolName(p.info.handle)));
         }
         instant_ = std::min(instant_, instantBox_->count() - 1);
         instantBox_->setCurrentIndex(instant_);
@@ -201,6 +203,7 @@ void CallSitesView::rebuildTree() {
         t = bottomUp_;
     }
     model_->setTree(t);
+    icicle_->setSelectedNode(0); // the choice is gone with the old tree
     // Open the paths that hold most of the memory: every frame whose peak is at least a tenth
     // of the whole (a long chain of single callers opens down to where it branches).
     const uint64_t total = std::max<uint64_t>(1, t->nodes[0].peakLive);

@@ -3,6 +3,7 @@
 // recorded sample when it exists, else a generated trace (whose device lane says so).
 #include "CallSiteTreeModel.h"
 #include "CallSitesView.h"
+#include "IcicleWidget.h"
 #include "DetailsPane.h"
 #include "EventsPanel.h"
 #include "MainWindow.h"
@@ -263,8 +264,12 @@ TEST(Screenshots, CallSitesViewAndTheDetailsPanesStack) {
     CallSitesView* v = w.callSites();
     ASSERT_TRUE(v->hasStacks());
     w.showCallSites();
-    if (auto* dock = w.findChild<QDockWidget*>("callSitesDock"))
-        w.resizeDocks({dock}, {430}, Qt::Vertical);
+    auto* dock = w.findChild<QDockWidget*>("callSitesDock");
+    auto* treeDock = w.findChild<QDockWidget*>("treeDock");
+    ASSERT_NE(dock, nullptr);
+    ASSERT_NE(treeDock, nullptr);
+    w.resizeDocks({dock}, {430}, Qt::Vertical);
+    w.resizeDocks({dock, treeDock}, {1000, 270}, Qt::Horizontal);
     v->setIcicleInstant(1);
     const analysis::SiteTree* tree = v->model()->tree();
     uint32_t weights = 0;
@@ -293,7 +298,8 @@ TEST(Screenshots, CallSitesViewAndTheDetailsPanesStack) {
     // Bottom-up, the icicle at the replay cursor.
     v->setOrder(analysis::SiteOrder::BottomUp);
     v->setIcicleInstant(0);
-    w.replay()->setCursor(tl.t0 + (tl.t1 - tl.t0) / 2);
+    w.replay()->setCursor(v->model()->tree()->nodes[0].peakLiveTsNs); // most memory held
     settle(w);
+    EXPECT_GT(v->icicle()->value(0), 0u);
     save(v->grab().toImage(), "call-sites-bottom-up.png");
 }
