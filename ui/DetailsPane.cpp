@@ -3,6 +3,8 @@
 #include "EventTableModel.h"
 #include "TimeTicker.h"
 #include "poolscope/Units.h"
+#include "poolscope/analysis/CallSites.h"
+#include "poolscope/analysis/SiteTree.h"
 
 #include <algorithm>
 
@@ -171,6 +173,72 @@ QString DetailsPane::growthText(const PoolGrowth& g) const {
     return s;
 }
 
+QString DetailsPane::callSiteText(const Allocation& a) const {
+    if (!snap_.hasStacks()) return {};
+    const StackTables& st = *snap_.stacks;
+    const Timeline& tl = *snap_.timeline;
+    auto esc = [](const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); };
+    QString h = QStringLiteral("<h4>%1</h4>").arg(tr("Call stack"));
+    const analysis::CallStack cs = analysis::callStack(st, a.site);
+    if (cs.empty()) {
+        h += tr("<p style='color:gray'>Not recorded for this allocation (the thread's stack "
+                "was not captured).</p>");
+    } else {
+        // Call order: the outermost caller first, the call that allocated last (in bold).
+        h += QStringLiteral("<table cellspacing='0'>");
+        for (size_t i = 0; i < cs.frames.size(); ++i) {
+            const analysis::StackFrame& f = cs.frames[i];
+            const bool py = f.kind == analysis::StackFrame::Kind::Python;
+            const QString tag = QStringLiteral("<span style='color:%1'>%2</span>")
+                                    .arg(py ? QStringLiteral("#3572a5") : QStringLiteral("#a0522d"),
+                                         py ? QStringLiteral("py") : QStringLiteral("C"));
+            QString text;
+            if (f.function.empty())
+                text = esc(f.location);
+            else {
+                text = esc(f.function);
+                if (i + 1 == cs.frames.size()) text = QStringLiteral("<b>%1</b>").arg(text);
+                if (!f.location.empty())
+                    text += QStringLiteral(" <span style='color:gray'>%1</span>").arg(esc(f.location));
+            }
+            h += QStringLiteral("<tr><td style='padding-right:6px'>%1</td><td>%2</td></tr>")
+                     .arg(tag, text);
+        }
+        h += QStringLiteral("</table>");
+        QStringList notes;
+        if (cs.runtimeFrames)
+            notes << tr("%n CUDA runtime frame(s) above it not shown", "", int(cs.runtimeFrames));
+        if (cs.interpreterFrames)
+            notes << tr("%n Python interpreter frame(s) shown as the Python frames", "",
+                        int(cs.interpreterFrames));
+        if (!notes.isEmpty())
+            h += QStringLiteral("<p style='color:gray'>%1.</p>").arg(notes.join(QStringLiteral("; ")));
+    }
+    // The ranges the collector saw open on the thread; the site's own path when the ranges
+    // themselves were not kept.
+    const auto open = analysis::openRanges(st, a.tid, a.allocTsNs);
+    if (!open.empty()) {
+        h += QStringLiteral("<h4>%1</h4><table>")
+                 .arg(tr("NVTX ranges open on thread %1").arg(a.tid));
+        for (const NvtxRange* r : open) {
+            const QString span =
+                r->endNs ? tr("%1 – %2 (%3)")
+                               .arg(qd(r->startNs - tl.t0), qd(r->endNs - tl.t0),
+                                    qd(r->endNs - r->startNs))
+                         : tr("from %1, never ended").arg(qd(r->startNs - tl.t0));
+            h += QStringLiteral("<tr><td style='padding-right:12px;padding-left:%1px'>%2</td>"
+                                "<td style='color:gray'>%3</td></tr>")
+                     .arg(8 * r->depth)
+                     .arg(esc(r->name), span);
+        }
+        h += QStringLiteral("</table>");
+    } else if (std::string path = analysis::sitePath(st, a.site); !path.empty()) {
+        h += QStringLiteral("<table>") + row(tr("NVTX ranges"), esc(path)) +
+             QStringLiteral("</table>");
+    }
+    return h;
+}
+
 QString DetailsPane::traceSummary() const {
     const Timeline& tl = *snap_.timeline;
     QString s = QStringLiteral("<h3>%1</h3><table>").arg(snap_.title.toHtmlEscaped());
@@ -274,6 +342,7 @@ void DetailsPane::render() {
             h += row(tr("stream-order hazard"), hazardText(hz));
         }
         h += QStringLiteral("</table>");
+        h += callSiteText(a);
         pool = a.pool;
         when = a.allocTsNs;
         break;

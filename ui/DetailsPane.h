@@ -37,6 +37,8 @@ private:
     QString traceSummary() const;
     QString hazardText(const StreamHazard& h) const;
     QString growthText(const PoolGrowth& g) const;
+    // The allocation's call stack and the NVTX ranges open on its thread (issue #13).
+    QString callSiteText(const Allocation& a) const;
 
     TraceSnapshot snap_;
     Selection sel_;

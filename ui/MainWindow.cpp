@@ -1,6 +1,7 @@
 #include "MainWindow.h"
 
 #include "AppPaths.h"
+#include "CallSitesView.h"
 #include "DetailsPane.h"
 #include "EntityTreeModel.h"
 #include "EventsPanel.h"
@@ -10,6 +11,7 @@
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 #include "poolscope/Units.h"
+#include "poolscope/analysis/SiteTree.h"
 #include "poolscope/view/AllocationLookup.h"
 
 #include <QAction>
@@ -93,6 +95,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     treeDock->setWidget(tree_);
     addDockWidget(Qt::BottomDockWidgetArea, treeDock);
     splitDockWidget(eventsDock, treeDock, Qt::Horizontal);
+
+    // Call sites (issue #13): a tab beside the events, which stay in front.
+    sites_ = new CallSitesView(this);
+    sitesDock_ = new QDockWidget(tr("Call sites"), this);
+    sitesDock_->setObjectName("callSitesDock");
+    sitesDock_->setWidget(sites_);
+    addDockWidget(Qt::BottomDockWidgetArea, sitesDock_);
+    tabifyDockWidget(eventsDock, sitesDock_);
+    eventsDock->raise();
 
     details_ = new DetailsPane(this);
     auto* detailsDock = new QDockWidget(tr("Details"), this);
@@ -190,6 +201,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             [this](const QModelIndex& cur) {
                 onSelection(treeModel_->selectionFor(cur.siblingAtColumn(0)), tree_);
             });
+    connect(sites_, &CallSitesView::sitesSelected, this, &MainWindow::onSitesSelected);
     connect(timeline_, &TimelineWidget::cursorRequested, replay_, &ReplayBar::setCursor);
     connect(plot_, &WatermarkPlot::cursorRequested, replay_, &ReplayBar::setCursor);
     connect(replay_, &ReplayBar::cursorChanged, this, [this](qint64 t) { setCursorTime(t); });
@@ -459,6 +471,7 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     plot_->setViewRange(timeline_->viewStart(), timeline_->viewEnd());
     treeModel_->resetData(s); // the tree's layout follows in its modelReset handler
     details_->setSnapshot(s, keepView); // a live refresh keeps what the user is looking at
+    sites_->setSnapshot(s);
     if (!keepView && s.valid()) fitSplitterToLanes();
     if (!keepView) {
         replay_->setRange(s.valid() ? s.timeline->t0 : 0, s.valid() ? s.timeline->t1 : 1);
@@ -538,9 +551,35 @@ void MainWindow::setCursorTime(int64_t t) {
     plot_->setCursorTime(t);
     treeModel_->setCursorTime(t);
     details_->setCursorTime(t);
+    sites_->setCursorTime(t);
     // Keep a playing cursor on screen.
     if (t != INT64_MIN && (t < timeline_->viewStart() || t > timeline_->viewEnd()))
         timeline_->centerOn(t);
+}
+
+void MainWindow::showCallSites() {
+    sitesDock_->show();
+    sitesDock_->raise();
+}
+
+void MainWindow::onSitesSelected(const std::vector<uint32_t>& sites, const QString& label) {
+    if (!snap_.valid() || sites.empty()) {
+        timeline_->setHighlightedAllocations(nullptr);
+        plot_->setHighlightedSeries(nullptr, {});
+        return;
+    }
+    const Timeline& tl = *snap_.timeline;
+    auto allocs = std::make_shared<const std::vector<uint32_t>>(
+        analysis::allocationsOfSites(tl, sites));
+    plot_->setHighlightedSeries(
+        std::make_shared<const Series>(analysis::liveBytesSeries(tl, *allocs)), label);
+    timeline_->setHighlightedAllocations(allocs);
+    uint64_t bytes = 0;
+    for (uint32_t i : *allocs) bytes += tl.allocations[i].size;
+    showStatus(tr("%1: %L2 allocations (%3 in all) marked on the timeline and the plot.")
+                   .arg(label)
+                   .arg(allocs->size())
+                   .arg(QString::fromStdString(formatBytes(bytes))));
 }
 
 void MainWindow::select(const Selection& s) {

@@ -16,6 +16,7 @@
 #include <QStringList>
 
 class QAction;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -25,6 +26,7 @@ class QTreeView;
 
 namespace poolscope::ui {
 
+class CallSitesView;
 class DetailsPane;
 class EntityTreeModel;
 class EventsPanel;
@@ -53,6 +55,8 @@ public:
     WatermarkPlot* watermarks() const { return plot_; }
     EventsPanel* events() const { return events_; }
     DetailsPane* details() const { return details_; }
+    CallSitesView* callSites() const { return sites_; }
+    void showCallSites(); // raises its dock
     QTreeView* entityView() const { return tree_; }
     EntityTreeModel* entityModel() const { return treeModel_; }
     ReplayBar* replay() const { return replay_; }
@@ -93,6 +97,9 @@ private:
     WatermarkPlot* plot_;
     EventsPanel* events_;
     DetailsPane* details_;
+    CallSitesView* sites_;
+    QDockWidget* sitesDock_ = nullptr;
+    void onSitesSelected(const std::vector<uint32_t>& sites, const QString& label);
     QTreeView* tree_;
     EntityTreeModel* treeModel_;
     ReplayBar* replay_;

@@ -8,7 +8,9 @@
 #include "poolscope/Units.h"
 #include "poolscope/view/ColumnMax.h"
 
+#include <QCoreApplication>
 #include <QPainterPath>
+#include <climits>
 #include <algorithm>
 #include <cmath>
 
@@ -101,6 +103,13 @@ void TimelineGeometry::layoutLanes(const LaneLayout& layout,
         y += h;
     }
     contentH = y;
+}
+
+void TimelineGeometry::layoutNvtx(size_t rows) {
+    nvtxRows = int(std::min<size_t>(rows, kMaxNvtxRows));
+    // Up to four rows get 14 px each; more share at most 72 px (at least 6 px a row).
+    nvtxRowH = nvtxRows == 0 ? 0 : nvtxRows <= 4 ? 14 : std::max(6, 72 / nvtxRows);
+    nvtxH = nvtxRows * nvtxRowH + (nvtxRows ? 2 : 0);
 }
 
 bool TimelineGeometry::collapsible(const Lane& l) {
@@ -218,6 +227,7 @@ void TimelinePainter::paintOverlay(QPainter& p, const Selection& sel, int64_t cu
         p.fillRect(QRect(g_.labelW, g_.laneY(size_t(highlighted)), g_.width - g_.labelW,
                          g_.laneH[size_t(highlighted)]),
                    QColor(60, 130, 210, 40));
+    paintHighlightedAllocations(p);
     paintEdges(p);
     paintSelection(p, sel);
     if (cursor != INT64_MIN) {
@@ -236,6 +246,7 @@ void TimelinePainter::paintOverlay(QPainter& p, const Selection& sel, int64_t cu
     p.restore();
 
     if (withText) paintLabels(p, cursor, highlighted);
+    paintNvtx(p);
     paintRuler(p, cursor);
     if (withText) paintLegend(p);
 }
@@ -598,6 +609,122 @@ void TimelinePainter::paintEdges(QPainter& p) {
         }
     }
     p.setRenderHint(QPainter::Antialiasing, false);
+}
+
+bool TimelinePainter::barRowOf(uint32_t index, int& y, int& h) const {
+    const int row = s_.layout->rowOfAlloc[index];
+    if (row < 0) return false;
+    size_t lane = size_t(s_.layout->laneOfRow[size_t(row)]);
+    const Lane& l = s_.layout->lanes[lane];
+    h = TimelineGeometry::rowPitch(l, g_.laneH[lane]);
+    y = g_.laneY(lane) + kStreamPad + (row - l.firstRow) * h;
+    if (g_.collapsed(lane)) {
+        h = kSummaryH;
+        y = g_.laneY(lane) + kStreamPad;
+    } else if (g_.hidden(lane)) {
+        lane = size_t(g_.shownAs[lane]);
+        h = g_.laneH[lane] - 4;
+        y = g_.laneY(lane) + 2;
+    }
+    return true;
+}
+
+void TimelinePainter::paintHighlightedAllocations(QPainter& p) {
+    if (!highlightedAllocations || highlightedAllocations->empty()) return;
+    const Timeline& tl = *s_.timeline;
+    // The chosen call site's blocks in one colour over the bars: filled and outlined, at least
+    // 2 px wide so a short-lived one still shows. One rectangle per row and pixel column.
+    const QColor fill(220, 0, 150, 150), edge(220, 0, 150);
+    std::vector<std::pair<int, int>> lastOfRow; // (y, last x drawn) for sub-pixel blocks
+    p.setPen(QPen(edge, 1));
+    p.setBrush(fill);
+    for (uint32_t i : *highlightedAllocations) {
+        if (i >= tl.allocations.size()) continue;
+        const Allocation& a = tl.allocations[i];
+        const double rx0 = g_.xOf(a.allocTsNs), rx1 = g_.xOf(endOf(a));
+        if (rx1 < g_.labelW || rx0 > g_.width) continue;
+        int y = 0, h = 0;
+        if (!barRowOf(i, y, h)) continue;
+        if (y + h < g_.lanesTop() || y > g_.lanesBottom()) continue;
+        double x0 = clampX(rx0, g_), x1 = clampX(rx1, g_);
+        if (x1 - x0 < 2) {
+            const int px = int(std::floor(x0));
+            auto it = std::find_if(lastOfRow.begin(), lastOfRow.end(),
+                                   [&](const auto& e) { return e.first == y; });
+            if (it != lastOfRow.end() && it->second == px) continue;
+            if (it == lastOfRow.end())
+                lastOfRow.push_back({y, px});
+            else
+                it->second = px;
+            x0 = px - 0.5;
+            x1 = px + 1.5;
+        }
+        p.drawRect(QRectF(x0, y, x1 - x0 - 1, std::max(1, h - 2)));
+    }
+    p.setBrush(Qt::NoBrush);
+}
+
+void TimelinePainter::paintNvtx(QPainter& p) {
+    if (!nvtx || g_.nvtxRows == 0 || !s_.stacks) return;
+    const StackTables& st = *s_.stacks;
+    const int top = g_.rulerH;
+    p.save();
+    p.fillRect(0, top, g_.width, g_.nvtxH, c_.headerBg());
+    const QFont normal = p.font();
+    QFont small = normal;
+    small.setPointSizeF(std::max(6.0, normal.pointSizeF() * 0.85));
+    p.setFont(small);
+    const QFontMetrics fm(small);
+    // The label column: "NVTX · thread N" on each thread's first row.
+    p.setClipRect(0, top, g_.labelW, g_.nvtxH);
+    p.setPen(c_.text());
+    for (int r = 0; r < g_.nvtxRows; ++r) {
+        const auto& row = nvtx->rows[size_t(r)];
+        if (r > 0 && nvtx->rows[size_t(r - 1)].tid == row.tid) continue;
+        QString label = QCoreApplication::translate("TimelinePainter", "NVTX · thread %1").arg(row.tid);
+        if (r == g_.nvtxRows - 1 && nvtx->rows.size() > size_t(g_.nvtxRows))
+            label += QCoreApplication::translate("TimelinePainter", " (+%1 rows not shown)").arg(nvtx->rows.size() - size_t(g_.nvtxRows));
+        p.drawText(QRect(8, top + r * g_.nvtxRowH, g_.labelW - 12, std::max(g_.nvtxRowH, fm.height())),
+                   Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(label, Qt::ElideRight, g_.labelW - 12));
+    }
+    // The ranges: one box each, coloured by name, named where the box is wide enough; boxes
+    // narrower than a pixel fold into the column they start in.
+    p.setClipRect(g_.labelW, top, g_.width - g_.labelW, g_.nvtxH);
+    const int64_t v0 = g_.tOf(g_.labelW - 2), v1 = g_.tOf(g_.width + 2);
+    for (int r = 0; r < g_.nvtxRows; ++r) {
+        const auto& row = nvtx->rows[size_t(r)];
+        const int y = top + 1 + r * g_.nvtxRowH;
+        const int h = std::max(2, g_.nvtxRowH - 1);
+        int lastPx = INT_MIN;
+        for (size_t k = view::NvtxRows::firstReaching(row, v0); k < row.ranges.size(); ++k) {
+            const NvtxRange& rg = st.ranges[row.ranges[k]];
+            if (rg.startNs >= v1) break;
+            const int64_t end = nvtx->endOf(rg);
+            if (end < v0) continue;
+            const double x0 = clampX(g_.xOf(rg.startNs), g_), x1 = clampX(g_.xOf(end), g_);
+            if (x1 - x0 < 1 && int(x0) == lastPx) continue;
+            lastPx = int(x0);
+            const uint32_t hash = uint32_t(qHash(QString::fromStdString(rg.name)));
+            const QColor fill = QColor::fromHsv(int(hash % 360), c_.dark() ? 90 : 60, c_.dark() ? 150 : 235);
+            const QRectF box(x0, y, std::max(1.0, x1 - x0 - 1), h);
+            p.fillRect(box, fill);
+            p.setPen(fill.darker(140));
+            p.drawRect(box.adjusted(0, 0, -0.5, -0.5));
+            if (box.width() > 24 && h >= fm.height() - 4) {
+                p.setPen(c_.dark() ? Qt::white : Qt::black);
+                // Keep the name on screen when the box starts left of the view.
+                const QRectF textBox =
+                    box.intersected(QRectF(g_.labelW, y, g_.plotW(), h)).adjusted(3, 0, -2, 0);
+                p.drawText(textBox, Qt::AlignLeft | Qt::AlignVCenter,
+                           fm.elidedText(QString::fromStdString(rg.name), Qt::ElideRight,
+                                         int(textBox.width())));
+            }
+        }
+    }
+    p.setClipping(false);
+    p.fillRect(0, top + g_.nvtxH - 1, g_.width, 1, c_.grid());
+    p.setFont(normal);
+    p.restore();
 }
 
 void TimelinePainter::paintSelection(QPainter& p, const Selection& sel) {

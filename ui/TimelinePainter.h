@@ -6,6 +6,7 @@
 #include "ColorScheme.h"
 #include "Selection.h"
 #include "TraceSnapshot.h"
+#include "poolscope/view/NvtxRows.h"
 
 #include <QHash>
 #include <QFontMetrics>
@@ -22,6 +23,11 @@ namespace poolscope::ui {
 struct TimelineGeometry {
     int labelW = 250;
     int rulerH = 24;
+    // The NVTX band between the ruler and the lanes (0 without ranges): nvtxRows rows of
+    // nvtxRowH pixels.
+    int nvtxH = 0;
+    int nvtxRowH = 0;
+    int nvtxRows = 0;
     int legendH = 20;
     int rightPad = 14; // the vertical scroll bar
     int width = 0;
@@ -42,7 +48,7 @@ struct TimelineGeometry {
     int contentH = 0;
 
     int plotW() const { return std::max(1, width - labelW - rightPad); }
-    int lanesTop() const { return rulerH; }
+    int lanesTop() const { return rulerH + nvtxH; }
     int lanesBottom() const { return height - legendH; }
     double xOf(int64_t t) const {
         return labelW + double(t - v0) * plotW() / double(std::max<int64_t>(1, v1 - v0));
@@ -50,7 +56,10 @@ struct TimelineGeometry {
     int64_t tOf(double x) const {
         return v0 + static_cast<int64_t>((x - labelW) * double(v1 - v0) / plotW());
     }
-    int laneY(size_t i) const { return rulerH + laneTop[i] - scrollY; }
+    int laneY(size_t i) const { return lanesTop() + laneTop[i] - scrollY; }
+    // Sizes the NVTX band for this many rows (at most kMaxNvtxRows are drawn).
+    void layoutNvtx(size_t rows);
+    static constexpr int kMaxNvtxRows = 12;
     // Lane heights from the layout: fixed headers, stream lanes grow with their rows (capped).
     // collapsed: per lane, whether the user collapsed it (empty: none).
     // idleFrom (when set): streams that never allocate, free or fail in it (they only sync or
@@ -79,6 +88,7 @@ struct TimelineHit {
     int lane = -1;
     bool toggle = false; // on a lane's disclosure triangle (or a device header): collapse/expand
     int dropGap = -1;    // index into Timeline::dropGaps under the pointer: events lost there
+    int64_t nvtxRange = -1; // index into StackTables::ranges under the pointer (the NVTX band)
 };
 
 class TimelinePainter {
@@ -105,6 +115,12 @@ public:
                             bool drops = false);
     TimelineHit hitTest(QPoint pos) const;
     int focusLane = -1; // the lane with keyboard focus (outlined in the label column)
+    // Allocations to mark (a call site chosen in the Call sites view), ascending indices into
+    // Timeline::allocations; drawn in the overlay.
+    const std::vector<uint32_t>* highlightedAllocations = nullptr;
+    // The NVTX band's rows (built by the widget per snapshot); null: no band.
+    const view::NvtxRows* nvtx = nullptr;
+    void paintNvtx(QPainter& p);
     QHash<QString, QStaticText>* textCache = nullptr; // the ruler's labels, kept by the widget
     QString tooltip(const TimelineHit& h) const;
     PaintStats stats;
@@ -123,6 +139,10 @@ private:
     void paintMarkers(QPainter& p, size_t lane);
     void paintEdges(QPainter& p);
     void paintSelection(QPainter& p, const Selection& sel);
+    void paintHighlightedAllocations(QPainter& p);
+    // Where an allocation's bar is drawn: its lane's rectangle row (y, height), following
+    // collapsed and hidden lanes; false when it has no row.
+    bool barRowOf(uint32_t index, int& y, int& h) const;
     int64_t endOf(const Allocation& a) const;
     const QImage& markerGlyph(int which); // 0 release, 1 trim, 2 attribute, 3 knob
     QColor barColor(const Allocation& a) const;

@@ -312,6 +312,18 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
     TimelineHit hit;
     const Timeline& tl = *s_.timeline;
     const LaneLayout& layout = *s_.layout;
+    if (nvtx && s_.stacks && pos.y() >= g_.rulerH && pos.y() < g_.lanesTop() &&
+        pos.x() >= g_.labelW && g_.nvtxRowH > 0) {
+        const int row = (pos.y() - g_.rulerH - 1) / g_.nvtxRowH;
+        if (row >= 0 && row < g_.nvtxRows) {
+            // A pixel either side, so a range narrower than a pixel can still be pointed at.
+            hit.nvtxRange = nvtx->rangeAt(*s_.stacks, size_t(row), g_.tOf(pos.x()));
+            for (int dx : {-1, 1})
+                if (hit.nvtxRange < 0)
+                    hit.nvtxRange = nvtx->rangeAt(*s_.stacks, size_t(row), g_.tOf(pos.x() + dx));
+        }
+        return hit;
+    }
     if (pos.y() < g_.lanesTop() || pos.y() >= g_.lanesBottom()) return hit;
     for (size_t i = 0; i < layout.lanes.size(); ++i) {
         const int y = g_.laneY(i);
@@ -392,6 +404,19 @@ QString TimelinePainter::tooltip(const TimelineHit& h) const {
     const Timeline& tl = *s_.timeline;
     const LaneLayout& layout = *s_.layout;
     auto rel = [&](int64_t t) { return qs(formatDuration(t - tl.t0)); };
+    if (h.nvtxRange >= 0 && s_.stacks && size_t(h.nvtxRange) < s_.stacks->ranges.size()) {
+        const NvtxRange& r = s_.stacks->ranges[size_t(h.nvtxRange)];
+        QString s = QStringLiteral("<b>%1</b> (NVTX %2 range, thread %3, depth %4)<br>from %5")
+                        .arg(QString::fromStdString(r.name).toHtmlEscaped(),
+                             r.kind == NvtxRangeKind::PushPop ? QStringLiteral("push/pop")
+                                                              : QStringLiteral("start/end"))
+                        .arg(r.tid)
+                        .arg(r.depth)
+                        .arg(rel(r.startNs));
+        s += r.endNs ? QStringLiteral(" to %1 (%2)").arg(rel(r.endNs), qs(formatDuration(r.endNs - r.startNs)))
+                     : QStringLiteral(", still open when the recording ended");
+        return s;
+    }
     const bool onLaneOnly = h.sel.kind == Selection::None || h.sel.kind == Selection::Pool ||
                             h.sel.kind == Selection::Stream;
     if (onLaneOnly && h.dropGap >= 0 && size_t(h.dropGap) < tl.dropGaps.size()) {

@@ -117,9 +117,14 @@ void TimelineWidget::setSnapshot(const TraceSnapshot& s, bool keepView) {
     if (!keepView) {
         sel_ = {};
         highlightedLane_ = -1;
+        highlightedAllocs_.reset();
         cursor_ = INT64_MIN;
     }
     if (!keepView) focusLane_ = -1;
+    nvtx_.reset();
+    if (snap_.valid() && snap_.stacks && !snap_.stacks->ranges.empty())
+        nvtx_ = std::make_shared<const view::NvtxRows>(
+            view::NvtxRows::build(*snap_.stacks, snap_.timeline->t1));
     relayout();
     if (keepView && snap_.valid())
         setViewRange(a, b);
@@ -149,6 +154,7 @@ void TimelineWidget::relayout() {
     geo_.height = height();
     geo_.legendH = TimelinePainter::legendHeight(
         width(), fontMetrics(), coloring_, snap_.timeline && !snap_.timeline->dropGaps.empty());
+    geo_.layoutNvtx(nvtx_ ? nvtx_->rows.size() : 0);
     if (snap_.valid()) {
         std::vector<uint8_t> want(snap_.layout->lanes.size(), 0);
         for (size_t i = 0; i < want.size(); ++i)
@@ -277,6 +283,12 @@ void TimelineWidget::setSelection(const Selection& s) {
     update();
 }
 
+void TimelineWidget::setHighlightedAllocations(
+    std::shared_ptr<const std::vector<uint32_t>> allocations) {
+    highlightedAllocs_ = std::move(allocations);
+    update();
+}
+
 void TimelineWidget::setHighlightedLane(int lane) {
     highlightedLane_ = lane;
     update();
@@ -336,6 +348,8 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     geo_.height = height();
     TimelinePainter painter(snap_, geo_, colors, coloring_);
     painter.focusLane = hasFocus() ? focusLane_ : -1;
+    painter.highlightedAllocations = highlightedAllocs_.get();
+    painter.nvtx = nvtx_.get();
     painter.textCache = &rulerText_;
 
     const qreal dpr = devicePixelRatioF();
@@ -513,6 +527,7 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
     }
     if (d == Drag::Pan && click && e->button() == Qt::LeftButton) {
         TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
+        painter.nvtx = nvtx_.get();
         const TimelineHit hit = painter.hitTest(e->pos());
         if (hit.toggle) {
             focusLane_ = hit.lane;
@@ -530,6 +545,7 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
 void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
     if (!snap_.valid() || e->button() != Qt::LeftButton) return;
     TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
+        painter.nvtx = nvtx_.get();
     const TimelineHit hit = painter.hitTest(e->pos());
     if (e->pos().x() < geo_.labelW && hit.lane >= 0) {
         // Double-click a lane's title: collapse or expand it (a device header toggles on the
@@ -612,6 +628,7 @@ bool TimelineWidget::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip && snap_.valid()) {
         auto* he = static_cast<QHelpEvent*>(e);
         TimelinePainter painter(snap_, geo_, ColorScheme(palette()), coloring_);
+        painter.nvtx = nvtx_.get();
         const QString tip = painter.tooltip(painter.hitTest(he->pos()));
         if (tip.isEmpty())
             QToolTip::hideText();

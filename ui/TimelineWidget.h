@@ -48,6 +48,9 @@ public:
     void setSelection(const Selection& s); // does not emit selectionChanged
     const Selection& selection() const { return sel_; }
     void setHighlightedLane(int lane);
+    // Allocations to mark (ascending indices; a call site's): null or empty for none.
+    void setHighlightedAllocations(std::shared_ptr<const std::vector<uint32_t>> allocations);
+    const std::vector<uint32_t>* highlightedAllocations() const { return highlightedAllocs_.get(); }
     void scrollToLane(int lane);
     void setBarColoring(BarColoring c);
     BarColoring barColoring() const { return coloring_; }
@@ -68,7 +71,9 @@ public:
     QRect allocationRect(uint32_t index) const;
     int labelWidth() const { return geo_.labelW; }
     int legendHeight() const { return geo_.legendH; }
-    int contentHeight() const { return geo_.contentH + geo_.rulerH + geo_.legendH; }
+    int contentHeight() const { return geo_.contentH + geo_.lanesTop() + geo_.legendH; }
+    int nvtxBandHeight() const { return geo_.nvtxH; } // 0 without NVTX ranges
+    const view::NvtxRows* nvtxRows() const { return nvtx_.get(); }
     int rightPad() const { return geo_.rightPad; }
     const PaintStats& lastPaintStats() const { return stats_; }
     qint64 lastPaintNs() const { return lastPaintNs_; }
@@ -110,6 +115,8 @@ private:
     Selection sel_;
     int64_t cursor_ = INT64_MIN;
     int highlightedLane_ = -1;
+    std::shared_ptr<const std::vector<uint32_t>> highlightedAllocs_;
+    std::shared_ptr<const view::NvtxRows> nvtx_;
     BarColoring coloring_ = BarColoring::BySize;
     QScrollBar* vbar_ = nullptr;
     // The lanes' contents as last painted (TimelinePainter::paintContent), reused while only

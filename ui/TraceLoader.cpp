@@ -1,5 +1,6 @@
 #include "TraceLoader.h"
 
+#include "poolscope/Symbolizer.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 
@@ -20,9 +21,11 @@ TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {
         const int phase = running_->phase.load();
         int pct = total ? int(done * 90 / total) : 0;
         if (phase == 2) pct = 95;
+        if (phase == 3) pct = 97;
         emit progress(pct, phase == 0   ? tr("Opening")
                            : phase == 1 ? tr("Reading events")
-                                        : tr("Laying out lanes"));
+                           : phase == 2 ? tr("Laying out lanes")
+                                        : tr("Naming call sites"));
     });
 }
 
@@ -109,6 +112,17 @@ void TraceLoader::load(const QString& path) {
                     snap.layout = LaneLayout::build(*tl.value(), &job->cancel);
                     if (!snap.layout) wasCancelled = true;
                     snap.timeline = tl.value();
+                    // The call sites, named where the binaries (or their debug files, by
+                    // build-id) are found on this machine; a trace recorded without stacks has
+                    // none. Damaged stack tables leave the stacks out and say so.
+                    job->phase = 3;
+                    if (auto st = (*reader)->stacks()) {
+                        if (!st->sites.empty()) symbolize(*st);
+                        snap.stacks = std::make_shared<const StackTables>(std::move(*st));
+                    } else {
+                        snap.damage << tr("call stacks left out: %1")
+                                           .arg(QString::fromStdString(st.error().message));
+                    }
                 }
             }
         } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 
 #include "LaneLayout.h"
 #include "poolscope/Entities.h"
+#include "poolscope/Stacks.h"
 #include "poolscope/Timeline.h"
 
 #include <QString>
@@ -19,10 +20,14 @@ struct TraceSnapshot {
     QString title; // shown in the window title
     bool bundledSample = false;
     ProcessInfo process;
+    // Call sites and NVTX ranges (issue #13), symbolized where the binaries are found here;
+    // null for a live source, empty for a trace recorded without stacks.
+    std::shared_ptr<const StackTables> stacks;
     // Parts of the file found damaged and left out (what is shown is the intact rest).
     QStringList damage;
 
     bool valid() const { return timeline && layout; }
+    bool hasStacks() const { return stacks && !stacks->sites.empty(); }
     // Builds the layout synchronously: call from a worker thread for big timelines.
     static TraceSnapshot fromTimeline(std::shared_ptr<const Timeline> tl, QString title) {
         TraceSnapshot s;

@@ -131,6 +131,8 @@ void WatermarkPlot::setEmptyNote(const QString& text) {
 void WatermarkPlot::rebuildGraphs() {
     plot_->clearGraphs();
     graphs_.clear();
+    siteGraph_ = nullptr; // cleared with the others; a new document drops the highlight
+    site_.reset();
     if (!snap_.valid()) {
         setEmptyNote(tr("No trace open: File > Open, or drop a .poolscope file here."));
         legend_->clear();
@@ -209,8 +211,40 @@ void WatermarkPlot::rebuildGraphs() {
         item(graphs_.front().high->pen().color(), QStringLiteral("┈┈"),
              tr("reserved high watermark (dotted, in the pool's colour)"));
     }
-    legend_->setText(items.join(QStringLiteral(" &nbsp;&nbsp; ")));
+    legendBase_ = items.join(QStringLiteral(" &nbsp;&nbsp; "));
+    updateLegend();
+}
+
+void WatermarkPlot::updateLegend() {
+    QString text = legendBase_;
+    if (siteGraph_ && site_) {
+        QString name = tr("live in %1").arg(siteLabel_).toHtmlEscaped();
+        text += QStringLiteral(" &nbsp;&nbsp; <span style='color:%1'>━━</span>&nbsp;%2")
+                    .arg(siteGraph_->pen().color().name(), name);
+    }
+    legend_->setText(text);
     legend_->setVisible(!graphs_.empty());
+}
+
+void WatermarkPlot::setHighlightedSeries(std::shared_ptr<const Series> s, const QString& label) {
+    site_ = std::move(s);
+    siteLabel_ = label;
+    if (site_ && !siteGraph_ && snap_.valid()) {
+        siteGraph_ = plot_->addGraph(); // a wide translucent line: QCPGraph's own drawing
+        siteGraph_->setLineStyle(QCPGraph::lsStepLeft);
+        const QColor c(220, 0, 150);
+        siteGraph_->setPen(QPen(c, 2));
+        QColor fill = c;
+        fill.setAlpha(45);
+        siteGraph_->setBrush(fill);
+    }
+    if (siteGraph_) {
+        siteGraph_->setName(tr("live in %1").arg(label));
+        siteGraph_->setVisible(bool(site_));
+        if (!site_) siteGraph_->data()->clear();
+    }
+    updateLegend();
+    refreshData();
 }
 
 void WatermarkPlot::setViewRange(int64_t t0, int64_t t1) {
@@ -262,6 +296,19 @@ void WatermarkPlot::refreshData() {
             pen.setColor(col);
             gr->setPen(pen);
         }
+    }
+    if (siteGraph_ && site_) {
+        // Not cached with the pools' points: one series, fed for the view when it changes.
+        auto c = QSharedPointer<QCPGraphDataContainer>::create();
+        if (!site_->empty() && key.b > key.a) {
+            const std::vector<Point> pts = downsample(*site_, key.a, key.b, key.maxPts);
+            QVector<QCPGraphData> v;
+            v.reserve(qsizetype(pts.size() + 1));
+            for (const Point& p : pts) v.push_back({double(p.t) - base, double(p.v)});
+            if (!pts.empty()) v.push_back({double(key.b) - base, v.back().value});
+            c->set(v, true);
+        }
+        siteGraph_->setData(c);
     }
     applyingRange_ = true;
     plot_->xAxis->setRange(double(v0_) - base, double(v1_) - base);

@@ -32,6 +32,10 @@ public:
     void setViewRange(int64_t t0, int64_t t1);
     void setCursorTime(int64_t t);
     void setHighlightedPool(uint64_t pool); // 0: none
+    // Bytes live in the allocations of a chosen call site (the Call sites view), drawn over the
+    // pools' graphs; null removes it.
+    void setHighlightedSeries(std::shared_ptr<const Series> s, const QString& label);
+    QCPGraph* highlightGraph() const { return siteGraph_; }
     // Aligns the plot area with the timeline's lanes (label column left, scroll bar right).
     void setHorizontalMargins(int left, int right);
     QCustomPlot* plot() const { return plot_; }
@@ -91,6 +95,11 @@ private:
     int64_t v0_ = 0, v1_ = 1;
     int64_t cursor_ = INT64_MIN;
     uint64_t highlighted_ = 0;
+    std::shared_ptr<const Series> site_;
+    QString siteLabel_;
+    QCPGraph* siteGraph_ = nullptr;
+    QString legendBase_;
+    void updateLegend();
     bool applyingRange_ = false;
     int left_ = 200, right_ = 14;
 };

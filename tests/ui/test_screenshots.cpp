@@ -1,6 +1,9 @@
 // Screenshots of the main window under Xvfb (the xcb platform, real fonts): checks they are not
 // blank and saves them to $POOLSCOPE_SCREENSHOT_DIR for docs/screenshots. Uses the bundled
 // recorded sample when it exists, else a generated trace (whose device lane says so).
+#include "CallSiteTreeModel.h"
+#include "CallSitesView.h"
+#include "IcicleWidget.h"
 #include "DetailsPane.h"
 #include "EventsPanel.h"
 #include "MainWindow.h"
@@ -9,6 +12,7 @@
 #include "TimelineWidget.h"
 
 #include <QDir>
+#include <QDockWidget>
 #include <QFile>
 #include <QImage>
 #include <QScreen>
@@ -238,4 +242,64 @@ TEST(Screenshots, StreamHazardsAndFragmentationInTheDetailsPane) {
     EXPECT_TRUE(poolText.contains("fragmented")) << poolText.toStdString();
     EXPECT_TRUE(poolText.contains("idle")) << poolText.toStdString();
     save(w.details()->grab().toImage(), "fragmentation-details.png");
+}
+
+TEST(Screenshots, CallSitesViewAndTheDetailsPanesStack) {
+    // callsites.poolscope (H100): three functions allocate under NVTX ranges. The Call sites
+    // tab is in front, alloc_weights chosen (its blocks marked on the timeline and its live
+    // bytes drawn in the plot), one of its allocations selected (its stack and ranges in the
+    // details pane), the icicle at the default pool's peak reserved.
+    QString path = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
+    path.replace(QStringLiteral("churn.poolscope"), QStringLiteral("callsites.poolscope"));
+    if (!QFile::exists(path)) GTEST_SKIP() << "no callsites sample";
+    MainWindow w;
+    w.setTheme(Theme::Light);
+    w.resize(1680, 1050);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(path);
+    ASSERT_TRUE(shown.wait(60000));
+    const Timeline& tl = *w.snapshot().timeline;
+    CallSitesView* v = w.callSites();
+    ASSERT_TRUE(v->hasStacks());
+    w.showCallSites();
+    auto* dock = w.findChild<QDockWidget*>("callSitesDock");
+    auto* treeDock = w.findChild<QDockWidget*>("treeDock");
+    ASSERT_NE(dock, nullptr);
+    ASSERT_NE(treeDock, nullptr);
+    w.resizeDocks({dock}, {430}, Qt::Vertical);
+    w.resizeDocks({dock, treeDock}, {1000, 270}, Qt::Horizontal);
+    v->setIcicleInstant(1);
+    const analysis::SiteTree* tree = v->model()->tree();
+    uint32_t weights = 0;
+    for (uint32_t n = 1; n < tree->nodes.size() && !weights; ++n)
+        if (tree->nodes[n].frame.find("alloc_weights") != std::string::npos) weights = n;
+    ASSERT_NE(weights, 0u);
+    v->selectNode(weights);
+    uint32_t pick = UINT32_MAX;
+    for (uint32_t i = 0; i < tl.allocations.size() && pick == UINT32_MAX; ++i)
+        if (std::binary_search(tree->nodes[weights].sites.begin(), tree->nodes[weights].sites.end(),
+                               tl.allocations[i].site))
+            pick = i;
+    ASSERT_NE(pick, UINT32_MAX);
+    w.timeline()->setSelection({Selection::Allocation, pick, 0, {}});
+    w.details()->showSelection({Selection::Allocation, pick, 0, {}});
+    settle(w);
+    const QString text = w.details()->toPlainText();
+    EXPECT_TRUE(text.contains("Call stack")) << text.toStdString();
+    EXPECT_TRUE(text.contains("alloc_weights")) << text.toStdString();
+    ASSERT_NE(w.timeline()->highlightedAllocations(), nullptr);
+    EXPECT_GT(w.timeline()->nvtxBandHeight(), 0);
+    const QImage img = w.grab().toImage();
+    EXPECT_GT(distinctColours(img), 100);
+    save(img, "call-sites.png");
+    save(w.details()->grab().toImage(), "details-call-stack.png");
+    // Bottom-up, the icicle at the replay cursor.
+    v->setOrder(analysis::SiteOrder::BottomUp);
+    v->setIcicleInstant(0);
+    w.replay()->setCursor(v->model()->tree()->nodes[0].peakLiveTsNs); // most memory held
+    settle(w);
+    EXPECT_GT(v->icicle()->value(0), 0u);
+    save(v->grab().toImage(), "call-sites-bottom-up.png");
 }

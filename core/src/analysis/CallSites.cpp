@@ -5,8 +5,6 @@
 
 namespace poolscope::analysis {
 
-namespace {
-
 // The CUDA runtime's own frames between the program's call and the driver: cudaMallocAsync,
 // cudart::... and the local symbols of static cudart inside the program (named
 // libcudart_static_HASH), anything in libcudart; and PyTorch's allocator, whose frames every
@@ -21,8 +19,6 @@ bool isRuntimeFrame(const StackTables& t, const NativeFrame& f) {
            fn.rfind("libcudart_static", 0) == 0 || fn.rfind("cudaMalloc", 0) == 0 ||
            fn.rfind("cudaFree", 0) == 0 || fn.rfind("c10::cuda::CUDACachingAllocator::", 0) == 0;
 }
-
-} // namespace
 
 std::vector<PoolSites> topSitesAtPeaks(const Timeline& tl, const Report& report, size_t n) {
     std::vector<PoolSites> out;

@@ -32,6 +32,11 @@ struct PoolSites {
 // made at that instant included; a block freed at it is not), grouped by site.
 std::vector<PoolSites> topSitesAtPeaks(const Timeline& tl, const Report& report, size_t n);
 
+// The CUDA runtime's own frames between the program's call and the driver (cudaMallocAsync,
+// cudart::..., static cudart's local symbols, anything in libcudart) and PyTorch's allocator,
+// whose frames every PyTorch allocation shares: left out where a site is read.
+bool isRuntimeFrame(const StackTables& t, const NativeFrame& f);
+
 // A site as a person reads it, innermost first: Python frames (when recorded), then native
 // frames; CUDA runtime frames at the top (cudaMallocAsync and what it calls) are left out, at
 // most maxFrames frames, joined by " < ". The NVTX path follows in brackets. "(no stack)" for 0.
