@@ -1,0 +1,57 @@
+#pragma once
+// Loading a trace for the verbs that read it whole (export, diff, merge): the reader (damaged
+// parts skipped and warned about, as report does), its timeline, its call sites named where the
+// binaries are found, its process and threads.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "CliUtil.h"
+#include "poolscope/Symbolizer.h"
+#include "poolscope/TimelineBuilder.h"
+#include "poolscope/interop/Export.h"
+
+namespace poolscope::cli {
+
+struct LoadedTrace {
+    std::unique_ptr<TraceReader> reader;
+    interop::ExportInput input;
+};
+
+inline std::string baseName(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// nullptr (message printed, exitCode set) when the trace cannot be read.
+inline std::unique_ptr<LoadedTrace> loadTrace(const std::string& path, int& exitCode) {
+    auto t = std::make_unique<LoadedTrace>();
+    t->reader = openTraceOrReport(path, exitCode);
+    if (!t->reader) return nullptr;
+    t->reader->setSkipDamaged(true);
+    auto tl = buildTimeline(*t->reader);
+    if (!tl) {
+        (void)warnDamage(*t->reader);
+        reportError(tl.error(), exitCode);
+        return nullptr;
+    }
+    t->input.timeline = std::move(*tl);
+    auto process = t->reader->process();
+    if (!process) {
+        reportError(process.error(), exitCode);
+        return nullptr;
+    }
+    t->input.process = std::move(*process);
+    if (auto threads = t->reader->threads()) t->input.threads = std::move(*threads);
+    auto stacks = t->reader->stacks();
+    if (!stacks) {
+        reportError(stacks.error(), exitCode);
+        return nullptr;
+    }
+    t->input.stacks = std::move(*stacks);
+    if (!t->input.stacks.sites.empty()) symbolize(t->input.stacks);
+    t->input.label = baseName(path);
+    return t;
+}
+
+} // namespace poolscope::cli
