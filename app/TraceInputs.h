@@ -51,6 +51,24 @@ inline std::unique_ptr<LoadedTrace> loadTrace(const std::string& path, int& exit
     t->input.stacks = std::move(*stacks);
     if (!t->input.stacks.sites.empty()) symbolize(t->input.stacks);
     t->input.label = baseName(path);
+    // IPC calls (for links across processes): read only when the trace has any.
+    bool anyIpc = false;
+    if (auto sum = t->reader->summary())
+        for (EventKind k : {EventKind::PoolExport, EventKind::PoolImport, EventKind::PointerExport,
+                            EventKind::PointerImport})
+            anyIpc = anyIpc || (sum->countsByKind.count(k) && sum->countsByKind.at(k));
+    if (anyIpc) {
+        Status st = t->reader->forEachEvent([&](const Event& e) {
+            if (e.kind == EventKind::PoolExport || e.kind == EventKind::PoolImport ||
+                e.kind == EventKind::PointerExport || e.kind == EventKind::PointerImport)
+                t->input.ipc.push_back(e);
+            return true;
+        });
+        if (!st) {
+            reportError(st.error(), exitCode);
+            return nullptr;
+        }
+    }
     return t;
 }
 

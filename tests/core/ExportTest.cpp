@@ -17,6 +17,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/interop/Export.h"
+#include "poolscope/interop/ProcessTree.h"
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope {
@@ -450,6 +451,156 @@ TEST(ExportCli, BadInputAndOutput) {
     EXPECT_NO_THROW((void)json::parse(readFile(dir.file("ok.json"))));
     auto dirOut = test::runCli("export " + kSamples + "/pools.poolscope -o " + dir.file(""));
     EXPECT_EQ(dirOut.exitCode, 10) << dirOut.output;
+}
+
+} // namespace
+} // namespace poolscope
+
+// ---- Several processes (poolscope merge, issue #16) ----
+
+namespace poolscope {
+namespace {
+
+interop::ProcessEvents processEventsOf(const std::string& sample) {
+    auto r = TraceReader::open(kSamples + "/" + sample);
+    EXPECT_TRUE(r.ok());
+    interop::ProcessEvents pe;
+    if (auto p = (*r)->process()) pe.process = *p;
+    EXPECT_TRUE((*r)->forEachEvent([&](const Event& e) {
+                         if (e.kind == EventKind::PoolExport || e.kind == EventKind::PoolImport ||
+                             e.kind == EventKind::PointerExport || e.kind == EventKind::PointerImport)
+                             pe.ipc.push_back(e);
+                         return true;
+                     })
+                    .ok());
+    return pe;
+}
+
+uint64_t poolOfKind(const std::string& sample, PoolKind kind) {
+    auto r = TraceReader::open(kSamples + "/" + sample);
+    auto pools = (*r)->pools();
+    for (const PoolInfo& p : *pools)
+        if (p.kind == kind) return p.handle;
+    return 0;
+}
+
+// The real IPC pair (resources/samples/ipc-*.poolscope, recorded on an H200): the child imports
+// the parent's exported pool and one block of it.
+TEST(ProcessTree, RealIpcPairIsLinked) {
+    for (bool childFirst : {false, true}) {
+        std::vector<interop::ProcessEvents> in = {processEventsOf("ipc-parent.poolscope"),
+                                                  processEventsOf("ipc-child.poolscope")};
+        if (childFirst) std::swap(in[0], in[1]);
+        const size_t parent = childFirst ? 1 : 0, child = 1 - parent;
+        const auto tree = interop::processTree(in);
+        ASSERT_EQ(tree.size(), 2u);
+        EXPECT_EQ(tree[0].input, parent);
+        EXPECT_EQ(tree[0].depth, 0);
+        EXPECT_EQ(tree[1].input, child);
+        EXPECT_EQ(tree[1].depth, 1);
+        EXPECT_EQ(tree[1].parent, parent);
+        const auto links = interop::findIpcLinks(in);
+        ASSERT_EQ(links.size(), 2u);
+        const uint64_t exported = poolOfKind("ipc-parent.poolscope", PoolKind::Explicit);
+        const uint64_t imported = poolOfKind("ipc-child.poolscope", PoolKind::Imported);
+        ASSERT_NE(exported, 0u);
+        ASSERT_NE(imported, 0u);
+        int pools = 0, pointers = 0;
+        for (const auto& l : links) {
+            EXPECT_EQ(l.exporter, parent);
+            EXPECT_EQ(l.importer, child);
+            EXPECT_EQ(l.exportPool, exported);
+            EXPECT_EQ(l.importPool, imported);
+            EXPECT_LE(l.exportTsNs, l.importTsNs);
+            EXPECT_EQ(l.basis, interop::IpcLink::Basis::PointerValue);
+            pools += l.kind == interop::IpcLink::Kind::Pool;
+            pointers += l.kind == interop::IpcLink::Kind::Pointer;
+        }
+        EXPECT_EQ(pools, 1);
+        EXPECT_EQ(pointers, 1);
+    }
+}
+
+// Hand-built events (not recordings): without a pointer import, a pool import links to the
+// parent's latest earlier export of the same handle type, and to nothing of another type or
+// from a later export.
+TEST(ProcessTree, HandBuiltLinksByHandleTypeWithoutPointers) {
+    auto ev = [](EventKind k, int64_t ts, uint64_t pool, uint64_t seq, uint32_t handleType) {
+        Event e;
+        e.kind = k;
+        e.tsNs = ts;
+        e.pool = pool;
+        e.seq = seq;
+        e.aux = handleType; // PoolExportFields / PoolCreateFields::handleTypes
+        return e;
+    };
+    interop::ProcessEvents parent, child, stranger;
+    parent.process.pid = 100;
+    child.process.pid = 101;
+    child.process.parentPid = 100;
+    stranger.process.pid = 300;
+    parent.ipc = {ev(EventKind::PoolExport, 10, 0xA, 1, 1), ev(EventKind::PoolExport, 12, 0xB, 2, 1),
+                  ev(EventKind::PoolExport, 50, 0xC, 3, 1)};
+    stranger.ipc = {ev(EventKind::PoolExport, 15, 0xD, 1, 1)};
+    child.ipc = {ev(EventKind::PoolImport, 20, 0x1, 1, 1), ev(EventKind::PoolImport, 21, 0x2, 2, 2)};
+    const auto links = interop::findIpcLinks({parent, child, stranger});
+    ASSERT_EQ(links.size(), 1u);
+    EXPECT_EQ(links[0].exporter, 0u);
+    EXPECT_EQ(links[0].importer, 1u);
+    EXPECT_EQ(links[0].exportPool, 0xBu); // the latest earlier export, in the parent
+    EXPECT_EQ(links[0].importPool, 0x1u);
+    EXPECT_EQ(links[0].basis, interop::IpcLink::Basis::HandleType);
+}
+
+TEST(ProcessTree, MergedPerfettoJsonLinksTheProcesses) {
+    test::ScratchDir dir;
+    std::vector<std::unique_ptr<TraceReader>> readers;
+    std::vector<interop::ExportInput> inputs;
+    for (const char* s : {"ipc-parent.poolscope", "ipc-child.poolscope"}) {
+        auto r = TraceReader::open(kSamples + "/" + s);
+        ASSERT_TRUE(r.ok());
+        inputs.push_back(inputOf(**r, s));
+        inputs.back().ipc = processEventsOf(s).ipc;
+        readers.push_back(std::move(*r));
+    }
+    const std::string path = dir.file("merged.json");
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    interop::PerfettoStats stats;
+    ASSERT_TRUE(interop::writePerfettoJson(inputs, f, &stats).ok());
+    std::fclose(f);
+    const json doc = json::parse(readFile(path));
+    checkStructure(doc);
+    EXPECT_EQ(stats.processes, 2u);
+    EXPECT_EQ(stats.ipcLinks, 2u);
+    std::map<uint64_t, uint64_t> outPid;
+    for (const json& e : doc["traceEvents"])
+        if (e.value("flow_out", false) && e["cat"] == "ipc") outPid[e["bind_id"]] = e["pid"];
+    uint64_t across = 0;
+    for (const json& e : doc["traceEvents"])
+        if (e.value("flow_in", false) && e["cat"] == "ipc") {
+            ASSERT_TRUE(outPid.count(e["bind_id"]));
+            EXPECT_NE(outPid[e["bind_id"]], e["pid"].get<uint64_t>());
+            ++across;
+        }
+    EXPECT_EQ(across, 2u);
+}
+
+TEST(MergeCli, TreeLinksAndErrors) {
+    test::ScratchDir dir;
+    const std::string p = kSamples + "/ipc-parent.poolscope", c = kSamples + "/ipc-child.poolscope";
+    auto ok = test::runCli("merge " + c + " " + p + " -o " + dir.file("m.json"));
+    EXPECT_EQ(ok.exitCode, 0) << ok.output;
+    EXPECT_NE(ok.output.find("pid 526"), std::string::npos) << ok.output;
+    EXPECT_NE(ok.output.find("block 0x302000000"), std::string::npos) << ok.output;
+    EXPECT_NO_THROW((void)json::parse(readFile(dir.file("m.json"))));
+    auto js = test::runCli("merge --json " + p + " " + c);
+    EXPECT_EQ(js.exitCode, 0);
+    const json j = json::parse(js.output);
+    EXPECT_EQ(j["links"].size(), 2u);
+    auto one = test::runCli("merge " + p);
+    EXPECT_NE(one.exitCode, 0);
+    auto missing = test::runCli("merge " + p + " " + dir.file("nope.poolscope"));
+    EXPECT_EQ(missing.exitCode, 3) << missing.output;
 }
 
 } // namespace

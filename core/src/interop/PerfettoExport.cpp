@@ -36,6 +36,7 @@
 #include "poolscope/JsonText.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/CallSites.h"
+#include "poolscope/interop/ProcessTree.h"
 #include "poolscope/view/EntityNames.h"
 
 namespace poolscope::interop {
@@ -103,10 +104,13 @@ struct Track {
 
 class ProcessExport {
 public:
+    // IPC flow ends of this input: (event seq) -> (flow id, true for the export end).
+    using IpcEnds = std::map<uint64_t, std::vector<std::pair<uint64_t, bool>>>;
+
     ProcessExport(Writer& w, PerfettoStats& st, const ExportInput& in, uint32_t pid, int64_t base,
-                  uint64_t flowBase)
+                  uint64_t flowBase, IpcEnds ipcEnds)
         : w_(w), st_(st), in_(in), tl_(*in.timeline), pid_(pid), base_(base), flowBase_(flowBase),
-          names_(view::EntityNames::fromTimeline(tl_)) {}
+          names_(view::EntityNames::fromTimeline(tl_)), ipcEnds_(std::move(ipcEnds)) {}
 
     void run() {
         processName();
@@ -114,6 +118,7 @@ public:
         allocations();
         calls();
         poolEvents();
+        ipc();
         nvtx();
     }
 
@@ -385,6 +390,37 @@ private:
         }
     }
 
+    // Exports and imports of pools and blocks, on an IPC track per pool; the ends of links to
+    // other processes carry flows (one id per export event: every import of it flows from it).
+    void ipc() {
+        std::map<uint64_t, std::vector<const Event*>> perPool;
+        for (const Event& e : in_.ipc) perPool[e.pool].push_back(&e);
+        for (auto& [pool, list] : perPool) {
+            Track& t = track(names_.pool(pool) + " · IPC");
+            for (const Event* e : list) {
+                std::string name;
+                switch (e->kind) {
+                case EventKind::PoolExport: name = "pool export"; break;
+                case EventKind::PoolImport: name = "pool import"; break;
+                case EventKind::PointerExport: name = "pointer export " + hex(e->ptr); break;
+                case EventKind::PointerImport: name = "pointer import " + hex(e->ptr); break;
+                default: continue;
+                }
+                std::string flow;
+                if (auto it = ipcEnds_.find(e->seq); it != ipcEnds_.end() && !it->second.empty()) {
+                    // A slice binds one flow id; an import is the end of one link.
+                    const auto& [id, isExport] = it->second.front();
+                    flow = ",\"bind_id\":" + std::to_string(id) + (isExport ? ",\"flow_out\":true" : ",\"flow_in\":true");
+                    if (!isExport) ++st_.ipcLinks;
+                }
+                w_.event(head("X", name, "ipc", t.tid) + ",\"ts\":" + ts(ordered(t, e->tsNs)) + ",\"dur\":0" +
+                         flow + ",\"args\":{\"seq\":" + std::to_string(e->seq) + ",\"kind\":\"" +
+                         std::string(eventKindName(e->kind)) + "\"}");
+                ++st_.ipcSlices;
+            }
+        }
+    }
+
     void nvtx() {
         const std::vector<NvtxRange>& ranges = in_.stacks.ranges;
         if (ranges.empty()) return;
@@ -449,6 +485,7 @@ private:
     int64_t base_;
     uint64_t flowBase_;
     view::EntityNames names_;
+    IpcEnds ipcEnds_;
     std::map<std::string, Track> tracks_;
     uint32_t nextTid_ = kFirstSyntheticTid;
 };
@@ -472,6 +509,18 @@ Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
     w.raw("{\"traceEvents\":[");
     std::set<uint32_t> pids;
     uint64_t flowBase = 0;
+    // Links across processes: flow ids from 2^40 up, one per export event that has imports.
+    std::vector<ProcessEvents> pe;
+    for (const ExportInput& in : inputs) pe.push_back({in.process, in.ipc});
+    const std::vector<IpcLink> links = inputs.size() > 1 ? findIpcLinks(pe) : std::vector<IpcLink>{};
+    std::vector<ProcessExport::IpcEnds> ends(inputs.size());
+    std::map<std::pair<size_t, uint64_t>, uint64_t> exportId;
+    for (const IpcLink& l : links) {
+        auto [it, fresh] = exportId.emplace(std::make_pair(l.exporter, l.exportSeq),
+                                            (uint64_t{1} << 40) + exportId.size());
+        if (fresh) ends[l.exporter][l.exportSeq].push_back({it->second, true});
+        ends[l.importer][l.importSeq].push_back({it->second, false});
+    }
     for (size_t i = 0; i < inputs.size(); ++i) {
         const ExportInput& in = inputs[i];
         // Perfetto reads pids as 32-bit; two inputs with one pid (traces from two hosts, or a
@@ -479,7 +528,7 @@ Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
         uint32_t pid = in.process.pid > 0 && in.process.pid < INT32_MAX ? uint32_t(in.process.pid) : 1;
         while (pids.count(pid)) ++pid;
         pids.insert(pid);
-        ProcessExport(w, st, in, pid, base, flowBase).run();
+        ProcessExport(w, st, in, pid, base, flowBase, std::move(ends[i])).run();
         // Flow and async ids stay distinct across processes.
         flowBase += in.timeline->edges.size() + in.stacks.ranges.size() + 1;
     }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "poolscope/Entities.h"
+#include "poolscope/Event.h"
 #include "poolscope/Result.h"
 #include "poolscope/Stacks.h"
 #include "poolscope/Timeline.h"
@@ -32,6 +33,9 @@ struct ExportInput {
     ProcessInfo process;
     std::vector<ThreadInfo> threads;
     std::string label; // the trace's file name, for the process name
+    // The trace's PoolExport, PoolImport, PointerExport and PointerImport events: drawn on an
+    // "IPC" track per pool, and linked across inputs (interop/ProcessTree.h) by flows.
+    std::vector<Event> ipc;
 };
 
 // What a Perfetto export wrote, counted as it was written (tests compare these with counts
@@ -44,6 +48,8 @@ struct PerfettoStats {
     uint64_t allocationRows = 0;   // tracks holding them
     uint64_t callSlices = 0;       // X slices of cat "call" (event records and waits)
     uint64_t flows = 0;            // flow_in ends written (record -> wait)
+    uint64_t ipcSlices = 0;        // X slices of cat "ipc" (exports and imports)
+    uint64_t ipcLinks = 0;         // flow_in ends written across processes (export -> import)
     uint64_t counterPoints = 0;    // C events
     uint64_t instants = 0;         // i events
     uint64_t nvtxRanges = 0;       // B/E pairs and b/e pairs
