@@ -4,6 +4,8 @@
 // binaries are found, its process and threads.
 #include <cstdio>
 #include <memory>
+#include <sys/stat.h>
+#include <vector>
 #include <string>
 
 #include "CliUtil.h"
@@ -21,6 +23,22 @@ struct LoadedTrace {
 inline std::string baseName(const std::string& path) {
     const auto slash = path.rfind('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// An output path that names one of the inputs (the same file, by device and inode): writing it
+// would destroy what is being read. Prints why and returns true.
+inline bool outputIsAnInput(const std::string& out, const std::vector<std::string>& inputs) {
+    struct stat o {};
+    if (out == "-" || ::stat(out.c_str(), &o) != 0) return false;
+    for (const std::string& in : inputs) {
+        struct stat i {};
+        if (::stat(in.c_str(), &i) == 0 && i.st_dev == o.st_dev && i.st_ino == o.st_ino) {
+            std::fprintf(stderr, "poolscope: the output '%s' is the input '%s': choose another file\n",
+                         out.c_str(), in.c_str());
+            return true;
+        }
+    }
+    return false;
 }
 
 // nullptr (message printed, exitCode set) when the trace cannot be read.

@@ -59,6 +59,7 @@ int runExport(const ExportOptions& o) {
                      o.traces.size());
         return exitCodeFor(ErrorCode::InvalidArgument);
     }
+    if (outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
     std::vector<std::unique_ptr<LoadedTrace>> loaded;
     for (const std::string& path : o.traces) {
         auto t = loadTrace(path, exitCode);

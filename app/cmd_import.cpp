@@ -6,6 +6,7 @@
 #include <string>
 
 #include "CliUtil.h"
+#include "TraceInputs.h"
 #include "Commands.h"
 #include "poolscope/Units.h"
 #include "poolscope/interop/NsysImport.h"
@@ -26,6 +27,10 @@ void registerImport(CLI::App& app, int& exitCode) {
     nsys->add_option("--pid", *pid, "the process to import when the report holds several")
         ->check(CLI::PositiveNumber);
     nsys->callback([in, out, pid, &exitCode] {
+        if (outputIsAnInput(*out, {*in})) {
+            exitCode = exitCodeFor(ErrorCode::InvalidArgument);
+            return;
+        }
         interop::NsysImportOptions o;
         o.pid = *pid;
         auto r = interop::importNsysSqlite(*in, *out, o);

@@ -29,6 +29,7 @@ struct MergeOptions {
 
 int runMerge(const MergeOptions& o) {
     int exitCode = 0;
+    if (!o.output.empty() && outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
     std::vector<std::unique_ptr<LoadedTrace>> loaded;
     for (const std::string& p : o.traces) {
         auto t = loadTrace(p, exitCode);

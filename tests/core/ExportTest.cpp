@@ -427,6 +427,22 @@ TEST(CsvExport, OneRowPerEventWithHumanAndRawColumns) {
     EXPECT_EQ(i, events.size());
 }
 
+// A damaged trace (its last chunk row deleted: event_counts no longer match): what is intact is exported, the damage is
+// named, and the exit status says so (9), as report and dump do.
+TEST(ExportCli, DamagedTraceExportsWhatIsIntactAndSaysSo) {
+    test::ScratchDir dir;
+    const std::string copy = dir.file("damaged.poolscope");
+    std::filesystem::copy_file(kSamples + "/churn.poolscope", copy);
+    test::execSql(copy, "DELETE FROM event_chunks WHERE id = (SELECT MAX(id) FROM event_chunks);");
+    auto r = test::runCli("export " + copy + " -o " + dir.file("d.json"));
+    EXPECT_EQ(r.exitCode, 9) << r.output;
+    EXPECT_NE(r.output.find("is damaged"), std::string::npos) << r.output;
+    const json doc = json::parse(readFile(dir.file("d.json")));
+    checkStructure(doc);
+    auto d = test::runCli("diff " + kSamples + "/churn.poolscope " + copy);
+    EXPECT_EQ(d.exitCode, 9) << d.output;
+}
+
 // Bad input and bad output through the CLI: plain messages, the documented exit codes, no file
 // left behind.
 TEST(ExportCli, BadInputAndOutput) {
@@ -449,6 +465,16 @@ TEST(ExportCli, BadInputAndOutput) {
     auto ok = test::runCli("export " + kSamples + "/pools.poolscope -o " + dir.file("ok.json"));
     EXPECT_EQ(ok.exitCode, 0) << ok.output;
     EXPECT_NO_THROW((void)json::parse(readFile(dir.file("ok.json"))));
+    // The output naming the input: refused before anything is written.
+    const std::string copy = dir.file("copy.poolscope");
+    std::filesystem::copy_file(kSamples + "/pools.poolscope", copy);
+    const auto before = std::filesystem::file_size(copy);
+    for (const char* fmt : {"perfetto", "csv"}) {
+        auto same = test::runCli(std::string("export --format ") + fmt + " " + copy + " -o " + copy);
+        EXPECT_EQ(same.exitCode, 2) << same.output;
+        EXPECT_NE(same.output.find("is the input"), std::string::npos) << same.output;
+        EXPECT_EQ(std::filesystem::file_size(copy), before);
+    }
     auto dirOut = test::runCli("export " + kSamples + "/pools.poolscope -o " + dir.file(""));
     EXPECT_EQ(dirOut.exitCode, 10) << dirOut.output;
 }

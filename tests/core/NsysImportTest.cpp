@@ -164,6 +164,15 @@ TEST(NsysImport, CliWritesTheTraceAndInfoSaysItWasImported) {
     EXPECT_EQ(info.exitCode, 0) << info.output;
     EXPECT_NE(info.output.find("imported_from = nsys"), std::string::npos) << info.output;
     EXPECT_NE(info.output.find("imported_lacks"), std::string::npos);
+    // The imported trace reads like any other.
+    auto report = test::runCli("report '" + dir.file("t.poolscope") + "'");
+    EXPECT_EQ(report.exitCode, 0) << report.output;
+    auto exported = test::runCli("export '" + dir.file("t.poolscope") + "' -o '" + dir.file("t.json") + "'");
+    EXPECT_EQ(exported.exitCode, 0) << exported.output;
+    // The output naming the input is refused, and the export is left as it was.
+    const auto size = std::filesystem::file_size(in);
+    EXPECT_EQ(cliImport(in, in, &text), 2) << text;
+    EXPECT_EQ(std::filesystem::file_size(in), size);
 }
 
 TEST(NsysImport, BadInputsGetClearErrors) {
