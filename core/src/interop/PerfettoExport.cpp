@@ -260,13 +260,15 @@ private:
     }
 
     // A stream's calls track: records, waits, synchronizes and failed allocations, written in
-    // time order.
+    // time order. Kept as small records (what to write is built when it is written): a trace
+    // has as many of them as event waits.
+    enum class CallType : uint8_t { Record, Wait, Failed, Sync };
     struct Call {
         int64_t ns = 0;
-        uint64_t seq = 0; // tie-break: seq order
-        std::string body; // everything after "ts"
-        char ph = 'X';
-        std::string name;
+        uint64_t seq = 0;  // tie-break; records before waits at one instant
+        uint64_t flow = 0; // records and waits: the flow id
+        uint32_t index = 0; // into Timeline::edges, ::failed or ::markers
+        CallType type = CallType::Sync;
     };
 
     void calls() {
@@ -275,41 +277,24 @@ private:
         // on it; each wait slice ends a flow from it (v2 flows: a flow_in binds to the slice
         // it is written on and leaves the flow open for further waits).
         std::map<std::tuple<uint64_t, uint64_t, int64_t>, uint64_t> recordFlow;
-        for (const WaitEdge& e : tl_.edges) {
+        for (size_t i = 0; i < tl_.edges.size(); ++i) {
+            const WaitEdge& e = tl_.edges[i];
             const auto key = std::make_tuple(e.fromStream, e.event, e.recordTsNs);
             auto it = recordFlow.find(key);
             if (it == recordFlow.end()) {
-                const uint64_t id = flowBase_ + recordFlow.size() + 1;
-                it = recordFlow.emplace(key, id).first;
-                perStream[e.fromStream].push_back(
-                    {e.recordTsNs, 0,
-                     ",\"dur\":0,\"bind_id\":" + std::to_string(id) +
-                         ",\"flow_out\":true,\"args\":{\"event\":" + quoted(hex(e.event)) + "}",
-                     'X', "event record " + hex(e.event)});
+                it = recordFlow.emplace(key, flowBase_ + recordFlow.size() + 1).first;
+                perStream[e.fromStream].push_back({e.recordTsNs, 0, it->second, uint32_t(i), CallType::Record});
             }
-            perStream[e.toStream].push_back(
-                {e.waitTsNs, 1,
-                 ",\"dur\":0,\"bind_id\":" + std::to_string(it->second) +
-                     ",\"flow_in\":true,\"args\":{\"event\":" + quoted(hex(e.event)) +
-                     ",\"recorded_on\":" + quoted(names_.streamWithHandle(e.fromStream)) + "}",
-                 'X', "wait for event " + hex(e.event)});
+            perStream[e.toStream].push_back({e.waitTsNs, 1, it->second, uint32_t(i), CallType::Wait});
             ++st_.flows;
         }
-        for (const FailedAllocation& f : tl_.failed)
-            perStream[f.stream].push_back(
-                {f.tsNs, f.seq,
-                 ",\"s\":\"t\",\"args\":" +
-                     dumpJson(nlohmann::json{{"bytes", f.size},
-                                             {"result", formatCuResult(f.result)},
-                                             {"pool", names_.poolWithHandle(f.pool)},
-                                             {"seq", f.seq}}),
-                 'i', "failed allocation " + formatBytes(f.size)});
-        for (const Marker& m : tl_.markers) {
+        for (size_t i = 0; i < tl_.failed.size(); ++i)
+            perStream[tl_.failed[i].stream].push_back(
+                {tl_.failed[i].tsNs, tl_.failed[i].seq, 0, uint32_t(i), CallType::Failed});
+        for (size_t i = 0; i < tl_.markers.size(); ++i) {
+            const Marker& m = tl_.markers[i];
             if (m.kind == EventKind::StreamSynchronize)
-                perStream[m.stream].push_back({m.tsNs, m.seq,
-                                               ",\"s\":\"t\",\"args\":{\"seq\":" +
-                                                   std::to_string(m.seq) + "}",
-                                               'i', "stream synchronize"});
+                perStream[m.stream].push_back({m.tsNs, m.seq, 0, uint32_t(i), CallType::Sync});
             else if (m.kind == EventKind::EventSynchronize || m.kind == EventKind::ContextSynchronize)
                 processInstant(m);
         }
@@ -319,14 +304,42 @@ private:
             });
             Track& t = track(names_.stream(stream) + " · calls");
             for (const Call& c : list) {
-                const int64_t ns = ordered(t, c.ns);
-                const char ph[2] = {c.ph, 0};
-                w_.event(head(ph, c.name, c.ph == 'X' ? "call" : "failure_or_sync", t.tid) +
-                         ",\"ts\":" + ts(ns) + c.body);
-                if (c.ph == 'X')
+                const std::string at = ",\"ts\":" + ts(ordered(t, c.ns));
+                switch (c.type) {
+                case CallType::Record: {
+                    const WaitEdge& e = tl_.edges[c.index];
+                    w_.event(head("X", "event record " + hex(e.event), "call", t.tid) + at +
+                             ",\"dur\":0,\"bind_id\":" + std::to_string(c.flow) +
+                             ",\"flow_out\":true,\"args\":{\"event\":" + quoted(hex(e.event)) + "}");
                     ++st_.callSlices;
-                else
+                    break;
+                }
+                case CallType::Wait: {
+                    const WaitEdge& e = tl_.edges[c.index];
+                    w_.event(head("X", "wait for event " + hex(e.event), "call", t.tid) + at +
+                             ",\"dur\":0,\"bind_id\":" + std::to_string(c.flow) +
+                             ",\"flow_in\":true,\"args\":{\"event\":" + quoted(hex(e.event)) +
+                             ",\"recorded_on\":" + quoted(names_.streamWithHandle(e.fromStream)) + "}");
+                    ++st_.callSlices;
+                    break;
+                }
+                case CallType::Failed: {
+                    const FailedAllocation& f = tl_.failed[c.index];
+                    w_.event(head("i", "failed allocation " + formatBytes(f.size), "failure_or_sync", t.tid) + at +
+                             ",\"s\":\"t\",\"args\":" +
+                             dumpJson(nlohmann::json{{"bytes", f.size},
+                                                     {"result", formatCuResult(f.result)},
+                                                     {"pool", names_.poolWithHandle(f.pool)},
+                                                     {"seq", f.seq}}));
                     ++st_.instants;
+                    break;
+                }
+                case CallType::Sync:
+                    w_.event(head("i", "stream synchronize", "failure_or_sync", t.tid) + at +
+                             ",\"s\":\"t\",\"args\":{\"seq\":" + std::to_string(c.seq) + "}");
+                    ++st_.instants;
+                    break;
+                }
             }
         }
     }
