@@ -4,6 +4,7 @@
 #include "poolscope/interop/Diff.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -82,8 +83,9 @@ std::vector<std::string> poolKeys(const Timeline& tl) {
     for (size_t i : order) {
         const PoolInfo& p = tl.pools[i].info;
         const int n = ++seen[{p.device, static_cast<int>(p.kind)}];
-        keys[i] = (p.handle == 0 ? std::string("unknown pool") : "dev " + std::to_string(p.device)) + " " +
-                  std::string(poolKindName(p.kind)) + " #" + std::to_string(n);
+        keys[i] = p.handle == 0 ? std::string("unknown pool (allocations whose pool is not known)")
+                                : "dev " + std::to_string(p.device) + " " + std::string(poolKindName(p.kind)) +
+                                      " #" + std::to_string(n);
     }
     return keys;
 }
@@ -197,6 +199,28 @@ std::map<std::string, std::pair<uint64_t, uint64_t>> siteTotals(const Timeline& 
     return byText;
 }
 
+// "dev 0 stream #2" before "dev 0 stream #10": digit runs compare as numbers.
+bool naturalLess(const std::string& a, const std::string& b) {
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+            size_t ei = i, ej = j;
+            while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+            while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+            const std::string na = a.substr(i, ei - i), nb = b.substr(j, ej - j);
+            if (na.size() != nb.size()) return na.size() < nb.size();
+            if (na != nb) return na < nb;
+            i = ei;
+            j = ej;
+        } else {
+            if (a[i] != b[j]) return a[i] < b[j];
+            ++i;
+            ++j;
+        }
+    }
+    return a.size() - i < b.size() - j;
+}
+
 } // namespace
 
 TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
@@ -264,6 +288,10 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
         e.values = streamValues(xa, xb);
         d.streams.push_back(std::move(e));
     }
+
+    for (auto* list : {&d.pools, &d.streams})
+        std::stable_sort(list->begin(), list->end(),
+                         [](const DiffEntity& x, const DiffEntity& y) { return naturalLess(x.key, y.key); });
 
     const bool stacksA = a.stacks && !a.stacks->sites.empty();
     const bool stacksB = b.stacks && !b.stacks->sites.empty();
@@ -339,7 +367,14 @@ void table(std::string& out, const std::vector<DiffValue>& values, bool all, con
 
 void entities(std::string& out, const char* title, const std::vector<DiffEntity>& list, bool all) {
     out += std::string("\n") + title + "\n";
+    size_t same = 0;
     for (const DiffEntity& e : list) {
+        const bool changed = !(e.inA && e.inB) ||
+                             std::any_of(e.values.begin(), e.values.end(), [](const DiffValue& v) { return v.changed(); });
+        if (!all && !changed) {
+            ++same;
+            continue;
+        }
         out += "  " + e.key + ": ";
         if (e.inA && e.inB)
             out += "A " + e.nameA + ", B " + e.nameB + "\n";
@@ -349,6 +384,8 @@ void entities(std::string& out, const char* title, const std::vector<DiffEntity>
         table(out, e.values, all, "    ");
         if (out.size() == before) out += "    (no difference)\n";
     }
+    if (same) out += "  " + std::to_string(same) + " more in both traces with no difference\n";
+    if (list.empty()) out += "  none\n";
 }
 
 nlohmann::ordered_json valuesJson(const std::vector<DiffValue>& values) {
