@@ -16,8 +16,8 @@
 //                releases, trims, knob and attribute changes, create/destroy as instants;
 //   per thread   NVTX push/pop ranges as B/E on the thread's own tid; start/end ranges as
 //                async b/e.
-// Synthetic tracks use tids from 1,000,000,000 up: above any Linux thread id (pid_max is at
-// most 2^22), below 2^31 (Perfetto reads pid/tid as 32-bit).
+// Synthetic tracks use tids from 1,000,000,000 up (a million per process): above any Linux
+// thread id (pid_max is at most 2^22), below 2^31 (Perfetto reads pid/tid as 32-bit).
 
 #include "poolscope/interop/Export.h"
 
@@ -44,6 +44,8 @@ namespace poolscope::interop {
 namespace {
 
 constexpr uint32_t kFirstSyntheticTid = 1'000'000'000;
+constexpr uint32_t kTidsPerProcess = 1'000'000;
+constexpr size_t kMaxProcesses = 1000; // 1e9 + 1000 x 1e6 stays below 2^31
 
 std::string quoted(const std::string& s) { return dumpJson(nlohmann::json(s)); }
 
@@ -108,9 +110,10 @@ public:
     using IpcEnds = std::map<uint64_t, std::vector<std::pair<uint64_t, bool>>>;
 
     ProcessExport(Writer& w, PerfettoStats& st, const ExportInput& in, uint32_t pid, int64_t base,
-                  uint64_t flowBase, IpcEnds ipcEnds)
+                  uint64_t flowBase, IpcEnds ipcEnds, uint32_t tidBase)
         : w_(w), st_(st), in_(in), tl_(*in.timeline), pid_(pid), base_(base), flowBase_(flowBase),
-          names_(view::EntityNames::fromTimeline(tl_)), ipcEnds_(std::move(ipcEnds)) {}
+          names_(view::EntityNames::fromTimeline(tl_)), ipcEnds_(std::move(ipcEnds)),
+          tidBase_(tidBase), nextTid_(tidBase) {}
 
     void run() {
         processName();
@@ -139,13 +142,20 @@ private:
         auto it = tracks_.find(name);
         if (it != tracks_.end()) return it->second;
         Track t;
+        if (nextTid_ - tidBase_ >= kTidsPerProcess) {
+            // A million tracks (a stream with that many allocations live at once): the JSON
+            // cannot hold them apart; the export fails rather than mixing tracks.
+            tooManyTracks_ = true;
+            static Track spare;
+            return spare;
+        }
         t.tid = nextTid_++;
         metaName("thread_name", t.tid, name);
         // Chrome's viewer orders threads by this; Perfetto's UI orders by activity (it ignores
         // sort indices by design), so it is only a hint.
         w_.event("\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + std::to_string(pid_) +
                  ",\"tid\":" + std::to_string(t.tid) + ",\"args\":{\"sort_index\":" +
-                 std::to_string(t.tid - kFirstSyntheticTid) + "}");
+                 std::to_string(t.tid - tidBase_) + "}");
         ++st_.tracks;
         return tracks_.emplace(name, t).first->second;
     }
@@ -500,7 +510,11 @@ private:
     view::EntityNames names_;
     IpcEnds ipcEnds_;
     std::map<std::string, Track> tracks_;
-    uint32_t nextTid_ = kFirstSyntheticTid;
+    uint32_t tidBase_;
+    uint32_t nextTid_;
+
+public:
+    bool tooManyTracks_ = false;
 };
 
 } // namespace
@@ -511,6 +525,9 @@ Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
     st = {};
     // One time base for all inputs: traces of one host share CLOCK_MONOTONIC, so processes
     // recorded together line up.
+    if (inputs.size() > kMaxProcesses)
+        return Error{ErrorCode::InvalidArgument, "export: at most " + std::to_string(kMaxProcesses) +
+                                                     " traces in one JSON trace"};
     int64_t base = INT64_MAX;
     for (const ExportInput& in : inputs) {
         if (!in.timeline) return Error{ErrorCode::InvalidArgument, "export: an input has no timeline"};
@@ -541,7 +558,15 @@ Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
         uint32_t pid = in.process.pid > 0 && in.process.pid < INT32_MAX ? uint32_t(in.process.pid) : 1;
         while (pids.count(pid)) ++pid;
         pids.insert(pid);
-        ProcessExport(w, st, in, pid, base, flowBase, std::move(ends[i])).run();
+        // Synthetic tids differ between processes too (a million per process), so no viewer
+        // has to tell apart two processes' tracks by pid alone.
+        ProcessExport proc(w, st, in, pid, base, flowBase, std::move(ends[i]),
+                         kFirstSyntheticTid + kTidsPerProcess * static_cast<uint32_t>(i));
+        proc.run();
+        if (proc.tooManyTracks_)
+            return Error{ErrorCode::InvalidArgument,
+                         "export: '" + in.label + "' needs more than a million tracks (allocations "
+                         "live at once on one stream); the JSON format cannot show it"};
         // Flow and async ids stay distinct across processes.
         flowBase += in.timeline->edges.size() + in.stacks.ranges.size() + 1;
     }
