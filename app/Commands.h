@@ -16,6 +16,10 @@ void registerCtl(CLI::App& app, int& exitCode);
 void registerDump(CLI::App& app, int& exitCode);
 void registerWhatif(CLI::App& app, int& exitCode);
 void registerAdvise(CLI::App& app, int& exitCode);
+void registerExport(CLI::App& app, int& exitCode);
+void registerDiff(CLI::App& app, int& exitCode);
+void registerImport(CLI::App& app, int& exitCode);
+void registerMerge(CLI::App& app, int& exitCode);
 
 // A clearer message than CLI11's for a ctl command line without a known verb: prints it and
 // returns the exit code, or -1 when e is about something else.

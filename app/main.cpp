@@ -31,7 +31,7 @@ const char* selfDir() {
 namespace {
 
 bool isVerb(const char* a) {
-    static const char* kVerbs[] = {"info", "report", "record", "ctl", "dump", "whatif", "advise", "help"};
+    static const char* kVerbs[] = {"info", "report", "record", "ctl", "dump", "whatif", "advise", "export", "diff", "import", "merge", "help"};
     for (const char* v : kVerbs)
         if (std::strcmp(a, v) == 0) return true;
     return false;
@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
     poolscope::cli::registerDump(app, exitCode);
     poolscope::cli::registerWhatif(app, exitCode);
     poolscope::cli::registerAdvise(app, exitCode);
+    poolscope::cli::registerExport(app, exitCode);
+    poolscope::cli::registerDiff(app, exitCode);
+    poolscope::cli::registerImport(app, exitCode);
+    poolscope::cli::registerMerge(app, exitCode);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -4,7 +4,8 @@
 //   poolscope_hostile_corpus generate SAMPLES_DIR OUT_DIR
 //   poolscope_hostile_corpus run      SAMPLES_DIR OUT_DIR POOLSCOPE_CLI [JOBS]
 //
-// `run` generates, then runs `info`, `info --json`, `report --json` and `dump` on every file.
+// `run` generates, then runs `info`, `info --json`, `report --json`, `dump`, `whatif --json` and
+// `export` (Perfetto JSON, to /dev/null) on every file.
 // A file passes when no verb ends by a signal or runs past the time limit, a verb that fails says
 // why on stderr, and a file whose damage the format can detect (every change to an event chunk
 // row or to event_counts, dropped tables and columns) is either refused or warned about. For the
@@ -348,7 +349,8 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
             baseDump[c.base] = d.out;
         }
     const std::vector<std::vector<std::string>> verbs = {
-        {"info"}, {"info", "--json"}, {"report", "--json"}, {"dump"}, {"whatif", "--json"}};
+        {"info"}, {"info", "--json"}, {"report", "--json"}, {"dump"}, {"whatif", "--json"},
+        {"export", "-o", "/dev/null"}};
     std::atomic<size_t> next{0};
     std::mutex m;
     std::vector<std::string> failures;

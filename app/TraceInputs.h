@@ -1,0 +1,93 @@
+#pragma once
+// Loading a trace for the verbs that read it whole (export, diff, merge): the reader (damaged
+// parts skipped and warned about, as report does), its timeline, its call sites named where the
+// binaries are found, its process and threads.
+#include <cstdio>
+#include <memory>
+#include <sys/stat.h>
+#include <vector>
+#include <string>
+
+#include "CliUtil.h"
+#include "poolscope/Symbolizer.h"
+#include "poolscope/TimelineBuilder.h"
+#include "poolscope/interop/Export.h"
+
+namespace poolscope::cli {
+
+struct LoadedTrace {
+    std::unique_ptr<TraceReader> reader;
+    interop::ExportInput input;
+};
+
+inline std::string baseName(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// An output path that names one of the inputs (the same file, by device and inode): writing it
+// would destroy what is being read. Prints why and returns true.
+inline bool outputIsAnInput(const std::string& out, const std::vector<std::string>& inputs) {
+    struct stat o {};
+    if (out == "-" || ::stat(out.c_str(), &o) != 0) return false;
+    for (const std::string& in : inputs) {
+        struct stat i {};
+        if (::stat(in.c_str(), &i) == 0 && i.st_dev == o.st_dev && i.st_ino == o.st_ino) {
+            std::fprintf(stderr, "poolscope: the output '%s' is the input '%s': choose another file\n",
+                         out.c_str(), in.c_str());
+            return true;
+        }
+    }
+    return false;
+}
+
+// nullptr (message printed, exitCode set) when the trace cannot be read.
+inline std::unique_ptr<LoadedTrace> loadTrace(const std::string& path, int& exitCode) {
+    auto t = std::make_unique<LoadedTrace>();
+    t->reader = openTraceOrReport(path, exitCode);
+    if (!t->reader) return nullptr;
+    t->reader->setSkipDamaged(true);
+    auto tl = buildTimeline(*t->reader);
+    if (!tl) {
+        (void)warnDamage(*t->reader);
+        reportError(tl.error(), exitCode);
+        return nullptr;
+    }
+    t->input.timeline = std::move(*tl);
+    auto process = t->reader->process();
+    if (!process) {
+        reportError(process.error(), exitCode);
+        return nullptr;
+    }
+    t->input.process = std::move(*process);
+    if (auto threads = t->reader->threads()) t->input.threads = std::move(*threads);
+    auto stacks = t->reader->stacks();
+    if (!stacks) {
+        reportError(stacks.error(), exitCode);
+        return nullptr;
+    }
+    t->input.stacks = std::move(*stacks);
+    if (!t->input.stacks.sites.empty()) symbolize(t->input.stacks);
+    t->input.label = baseName(path);
+    // IPC calls (for links across processes): read only when the trace has any.
+    bool anyIpc = false;
+    if (auto sum = t->reader->summary())
+        for (EventKind k : {EventKind::PoolExport, EventKind::PoolImport, EventKind::PointerExport,
+                            EventKind::PointerImport})
+            anyIpc = anyIpc || (sum->countsByKind.count(k) && sum->countsByKind.at(k));
+    if (anyIpc) {
+        Status st = t->reader->forEachEvent([&](const Event& e) {
+            if (e.kind == EventKind::PoolExport || e.kind == EventKind::PoolImport ||
+                e.kind == EventKind::PointerExport || e.kind == EventKind::PointerImport)
+                t->input.ipc.push_back(e);
+            return true;
+        });
+        if (!st) {
+            reportError(st.error(), exitCode);
+            return nullptr;
+        }
+    }
+    return t;
+}
+
+} // namespace poolscope::cli

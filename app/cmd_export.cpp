@@ -1,0 +1,128 @@
+// `poolscope export TRACE... --format perfetto|csv -o OUT`: a trace for the tools people
+// already have. perfetto: the Chrome / Perfetto JSON trace-event format (ui.perfetto.dev,
+// chrome://tracing), one process per trace given; csv: one row per event for a spreadsheet.
+// What each contains: docs/INTEROP.md.
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "Commands.h"
+#include "TraceInputs.h"
+
+namespace poolscope::cli {
+
+namespace {
+
+struct ExportOptions {
+    std::vector<std::string> traces;
+    std::string format = "perfetto";
+    std::string output;
+};
+
+// The output file, or stdout for "-"; a failed export removes what it wrote.
+class Output {
+public:
+    explicit Output(const std::string& path) : path_(path) {
+        f_ = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
+        if (!f_) error_ = std::strerror(errno);
+    }
+    ~Output() {
+        if (f_ && f_ != stdout) std::fclose(f_);
+        if (!ok_ && path_ != "-" && f_) std::remove(path_.c_str());
+    }
+    std::FILE* file() const { return f_; }
+    const std::string& error() const { return error_; }
+    bool finish() {
+        ok_ = std::fflush(f_) == 0 && !std::ferror(f_);
+        if (f_ != stdout) {
+            ok_ = std::fclose(f_) == 0 && ok_;
+            f_ = nullptr;
+        }
+        return ok_;
+    }
+
+private:
+    std::string path_;
+    std::FILE* f_ = nullptr;
+    std::string error_;
+    bool ok_ = false;
+};
+
+int runExport(const ExportOptions& o) {
+    int exitCode = 0;
+    if (o.format == "csv" && o.traces.size() != 1) {
+        std::fprintf(stderr, "poolscope: --format csv takes one trace (got %zu); perfetto takes several\n",
+                     o.traces.size());
+        return exitCodeFor(ErrorCode::InvalidArgument);
+    }
+    if (outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
+    std::vector<std::unique_ptr<LoadedTrace>> loaded;
+    for (const std::string& path : o.traces) {
+        auto t = loadTrace(path, exitCode);
+        if (!t) return exitCode;
+        loaded.push_back(std::move(t));
+    }
+    Output out(o.output);
+    if (!out.file()) {
+        std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", o.output.c_str(), out.error().c_str());
+        return exitCodeFor(ErrorCode::WriteFailed);
+    }
+    Status st;
+    interop::PerfettoStats stats;
+    if (o.format == "csv") {
+        st = interop::writeEventsCsv(*loaded[0]->reader, *loaded[0]->input.timeline,
+                                     loaded[0]->input.stacks, out.file());
+    } else {
+        std::vector<interop::ExportInput> inputs;
+        for (auto& t : loaded) inputs.push_back(t->input);
+        st = interop::writePerfettoJson(inputs, out.file(), &stats);
+    }
+    if (!st) {
+        reportError(st.error(), exitCode);
+        return exitCode;
+    }
+    if (!out.finish()) {
+        std::fprintf(stderr, "poolscope: could not write '%s' (disk full?)\n", o.output.c_str());
+        return exitCodeFor(ErrorCode::WriteFailed);
+    }
+    if (o.format == "perfetto" && o.output != "-")
+        std::fprintf(stderr,
+                     "poolscope: wrote %s: %llu trace events (%llu allocation slices on %llu rows, "
+                     "%llu counter points, %llu flows, %llu instants, %llu NVTX ranges) in %llu "
+                     "tracks; open it at https://ui.perfetto.dev\n",
+                     o.output.c_str(), (unsigned long long)stats.events,
+                     (unsigned long long)stats.allocationSlices, (unsigned long long)stats.allocationRows,
+                     (unsigned long long)stats.counterPoints, (unsigned long long)stats.flows,
+                     (unsigned long long)stats.instants, (unsigned long long)stats.nvtxRanges,
+                     (unsigned long long)stats.tracks);
+    int rc = 0;
+    for (auto& t : loaded) rc = std::max(rc, warnDamage(*t->reader));
+    return rc;
+}
+
+} // namespace
+
+void registerExport(CLI::App& app, int& exitCode) {
+    auto o = std::make_shared<ExportOptions>();
+    auto* sub = app.add_subcommand(
+        "export", "Write a trace for other tools: Perfetto / Chrome JSON trace events or CSV");
+    sub->add_option("TRACE", o->traces,
+                    "one or more .poolscope traces (perfetto: each becomes a process, on one "
+                    "time axis; csv: one trace)")
+        ->required();
+    sub->add_option("--format", o->format,
+                    "perfetto (default): JSON trace events for ui.perfetto.dev or chrome://tracing "
+                    "(a track per stream with the allocations as slices, reserved/used counters "
+                    "per pool, event record -> wait flows, releases, trims, knob changes, failed "
+                    "allocations, NVTX ranges); csv: one row per event with human-readable and "
+                    "raw columns")
+        ->check(CLI::IsMember({"perfetto", "csv"}));
+    sub->add_option("-o,--output", o->output, "the file to write ('-' for standard output)")->required();
+    sub->callback([o, &exitCode] { exitCode = runExport(*o); });
+}
+
+} // namespace poolscope::cli

@@ -1,0 +1,74 @@
+#pragma once
+// `poolscope diff A B` (issue #16): two runs side by side, typically the same training step
+// before and after a threshold change. Per pool and per stream: peaks, idle bytes, releases,
+// failures and knob settings; per call site when both traces have stacks. Computed from the two
+// Reports (and Timelines), so every number is the one `report` prints for that trace.
+//
+// Pools and streams have new handles in every run, so they are matched by what stays:
+//   pools   (device, kind, creation order among the device's pools of that kind): the default
+//           pool of device 0 is "dev 0 default #1" in both runs, the second explicit pool
+//           created on device 1 is "dev 1 explicit #2";
+//   streams the runtime's special handles (0 default, 1 legacy, 2 per-thread) by themselves;
+//           others by (device, order of first activity: allocation, failure, synchronize or
+//           event wait);
+//   sites   by their text (frames and NVTX path, as `report --top-sites` prints them).
+// What has no counterpart is listed as only in A or only in B.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "poolscope/Report.h"
+#include "poolscope/Stacks.h"
+#include "poolscope/Timeline.h"
+
+namespace poolscope::interop {
+
+struct DiffSide {
+    const Report* report = nullptr;
+    const Timeline* timeline = nullptr;
+    const StackTables* stacks = nullptr; // may be empty
+};
+
+// One compared quantity. `bytes`: shown in KiB/MiB with a signed delta; otherwise a count;
+// `text` values (knob settings) are compared as text.
+struct DiffValue {
+    std::string metric;
+    enum class Unit { Bytes, Count, Duration, Text } unit = Unit::Bytes;
+    std::optional<uint64_t> a, b; // absent: not known in that trace
+    std::string textA, textB;     // Unit::Text
+    bool changed() const;
+};
+
+struct DiffEntity {
+    std::string key;            // the matching key ("dev 0 default #1")
+    std::string nameA, nameB;   // each trace's own name for it ("pool #1 (default) 0x...")
+    bool inA = false, inB = false;
+    std::vector<DiffValue> values;
+};
+
+struct SiteDiff {
+    std::string site; // siteText
+    uint64_t countA = 0, countB = 0;
+    uint64_t bytesA = 0, bytesB = 0; // bytes allocated over the run
+};
+
+struct TraceDiff {
+    std::string pathA, pathB;
+    std::vector<DiffValue> totals;
+    std::vector<DiffEntity> pools;
+    std::vector<DiffEntity> streams;
+    bool sitesCompared = false;
+    std::string sitesNote; // why not, when not
+    std::vector<SiteDiff> sites; // largest |bytes delta| first
+};
+
+TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites = 20);
+
+// Text for a terminal (human units, signed deltas, only what changed unless `all`), and JSON
+// (raw numbers: a, b, delta per metric).
+std::string diffToText(const TraceDiff& d, bool all = false);
+std::string diffToJson(const TraceDiff& d, int indent = 2);
+
+} // namespace poolscope::interop

@@ -1,0 +1,75 @@
+#pragma once
+// Exports for the tools people already have (issue #16): the Chrome / Perfetto JSON trace-event
+// format (`poolscope export --format perfetto`) and one CSV row per event (`--format csv`).
+//
+// Both read a finished Timeline (the one truth the window and the report draw from), so names
+// ("pool #1 (default)", "stream #2") and lifetimes match the window's. The JSON is written as it
+// is produced, never held as a document: its size is that of the file, not of memory. What the
+// JSON contains, and which facts of the format it relies on, is in docs/INTEROP.md.
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "poolscope/Entities.h"
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+#include "poolscope/Stacks.h"
+#include "poolscope/Timeline.h"
+
+namespace poolscope {
+class TraceReader;
+}
+
+namespace poolscope::interop {
+
+// One trace to export: its timeline, its call sites (empty when none were recorded) and its
+// process. Several inputs become several processes of one JSON trace (`poolscope merge`).
+struct ExportInput {
+    std::shared_ptr<const Timeline> timeline;
+    StackTables stacks;
+    ProcessInfo process;
+    std::vector<ThreadInfo> threads;
+    std::string label; // the trace's file name, for the process name
+    // The trace's PoolExport, PoolImport, PointerExport and PointerImport events: drawn on an
+    // "IPC" track per pool, and linked across inputs (interop/ProcessTree.h) by flows.
+    std::vector<Event> ipc;
+};
+
+// What a Perfetto export wrote, counted as it was written (tests compare these with counts
+// derived from the trace by other means).
+struct PerfettoStats {
+    uint64_t events = 0;           // entries of traceEvents
+    uint64_t processes = 0;
+    uint64_t tracks = 0;           // thread_name metadata entries (one per track)
+    uint64_t allocationSlices = 0; // X slices of cat "allocation"
+    uint64_t allocationRows = 0;   // tracks holding them
+    uint64_t callSlices = 0;       // X slices of cat "call" (event records and waits)
+    uint64_t flows = 0;            // flow_in ends written (record -> wait)
+    uint64_t ipcSlices = 0;        // X slices of cat "ipc" (exports and imports)
+    uint64_t ipcLinks = 0;         // flow_in ends written across processes (export -> import)
+    uint64_t counterPoints = 0;    // C events
+    uint64_t instants = 0;         // i events
+    uint64_t nvtxRanges = 0;       // B/E pairs and b/e pairs
+    uint64_t clampedTimestamps = 0; // marks moved forward to keep a track's time order
+    uint64_t clampedRanges = 0;     // NVTX ends cut to nest in their parent range
+};
+
+// Writes the JSON object {"traceEvents": [...], "displayTimeUnit": "ns", "poolscope": {...}}.
+// Timestamps are microseconds (3 decimals: nanoseconds) since the earliest event of all inputs.
+// Fails with WriteFailed when the stream fails.
+Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
+                         PerfettoStats* stats = nullptr);
+
+// One row per event (samples excluded), seq order, columns documented in docs/INTEROP.md:
+// human-readable ones (time since the first event, names, sizes in KiB/MiB, call site,
+// details) next to the raw values (ns, handles, bytes). Reads the trace's events once.
+Status writeEventsCsv(const TraceReader& reader, const Timeline& timeline,
+                      const StackTables& stacks, std::FILE* out);
+
+// The CSV header line (without the newline), for tests and the docs.
+std::string eventsCsvHeader();
+
+} // namespace poolscope::interop

@@ -1,0 +1,100 @@
+// `poolscope export --format csv`: one row per event for spreadsheets. Unlike `dump --format
+// csv` (the record's raw fields), each value a person reads comes first in human form (time since
+// the first event, "stream #2", "1.00 MiB", the call site) with the raw value beside it, so a
+// sheet can both be read and computed on. Columns: eventsCsvHeader(), docs/INTEROP.md.
+
+#include "poolscope/interop/Export.h"
+
+#include <cinttypes>
+
+#include "poolscope/EventFields.h"
+#include "poolscope/EventText.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/Units.h"
+#include "poolscope/analysis/CallSites.h"
+#include "poolscope/view/EntityNames.h"
+
+namespace poolscope::interop {
+
+namespace {
+
+// RFC 4180: quoted when it holds a comma, a quote or a line break; quotes doubled.
+std::string field(const std::string& s) {
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) {
+        if (c == '"') q += '"';
+        q += c;
+    }
+    return q + '"';
+}
+
+// Whether Event::size holds bytes for this event (else it is the kind's value: an attribute's
+// setting, a count of access descriptors...).
+bool sizeIsBytes(const Event& e) {
+    switch (e.kind) {
+    case EventKind::Alloc:
+    case EventKind::PoolTrimTo:
+    case EventKind::ImplicitRelease: return true;
+    case EventKind::Free: return e.has(kSizeKnown);
+    case EventKind::PoolCreate: return e.size != 0;
+    default: return false;
+    }
+}
+
+} // namespace
+
+std::string eventsCsvHeader() {
+    return "seq,time,t_ns,ts_ns,kind,thread,device,stream,stream_handle,pool,pool_handle,size,"
+           "value,ptr,result,result_code,reserved,reserved_bytes,used,used_bytes,call_site,site,"
+           "details";
+}
+
+Status writeEventsCsv(const TraceReader& reader, const Timeline& tl, const StackTables& stacks,
+                      std::FILE* out) {
+    const view::EntityNames names = view::EntityNames::fromTimeline(tl);
+    std::string buf = eventsCsvHeader() + "\n";
+    bool failed = false;
+    auto flush = [&] {
+        if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), out) != buf.size()) failed = true;
+        buf.clear();
+        return !failed && !std::ferror(out);
+    };
+    Status st = reader.forEachEvent([&](const Event& e) {
+        const int64_t since = nsBetween(tl.t0, e.tsNs);
+        const bool hasStream = e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
+                               e.kind == EventKind::EventRecord || e.kind == EventKind::StreamWaitEvent ||
+                               e.kind == EventKind::StreamSynchronize ||
+                               e.kind == EventKind::StreamCreate || e.kind == EventKind::StreamDestroy;
+        const bool wm = e.has(kHasWatermarks);
+        char num[64];
+        std::string row;
+        row.reserve(256);
+        row += std::to_string(e.seq) + ',' + field(formatDuration(since)) + ',' + std::to_string(since) +
+               ',' + std::to_string(e.tsNs) + ',' + std::string(eventKindName(e.kind)) + ',' +
+               std::to_string(e.tid) + ',' + std::to_string(e.device) + ',';
+        row += (hasStream ? field(names.stream(e.stream)) : std::string()) + ',';
+        row += (hasStream ? view::EntityNames::hexHandle(e.stream) : std::string()) + ',';
+        row += (e.pool ? field(names.pool(e.pool)) : std::string()) + ',';
+        row += (e.pool ? view::EntityNames::hexHandle(e.pool) : std::string()) + ',';
+        row += (sizeIsBytes(e) ? field(formatBytes(e.size)) : std::string()) + ',';
+        std::snprintf(num, sizeof num, "%" PRIu64, e.size);
+        row += std::string(num) + ',';
+        row += (e.ptr ? view::EntityNames::hexHandle(e.ptr) : std::string()) + ',';
+        row += (e.result ? field(formatCuResult(e.result)) : std::string()) + ',' +
+               std::to_string(e.result) + ',';
+        row += (wm ? field(formatBytes(e.reserved)) + ',' + std::to_string(e.reserved) : std::string(",")) + ',';
+        row += (wm ? field(formatBytes(e.used)) + ',' + std::to_string(e.used) : std::string(",")) + ',';
+        row += (e.site ? field(analysis::siteText(stacks, e.site, 8)) : std::string()) + ',' +
+               std::to_string(e.site) + ',';
+        row += field(describeEvent(e));
+        buf += row;
+        buf += '\n';
+        return buf.size() < (1u << 20) || flush();
+    });
+    if (!st) return failed ? Error{ErrorCode::WriteFailed, "could not write the CSV"} : st;
+    if (!flush()) return Error{ErrorCode::WriteFailed, "could not write the CSV"};
+    return {};
+}
+
+} // namespace poolscope::interop

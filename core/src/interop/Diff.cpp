@@ -1,0 +1,475 @@
+// poolscope diff: two traces' reports compared entity by entity (interop/Diff.h says how pools,
+// streams and sites are matched).
+
+#include "poolscope/interop/Diff.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "poolscope/JsonText.h"
+#include "poolscope/Units.h"
+#include "poolscope/analysis/CallSites.h"
+
+namespace poolscope::interop {
+
+bool DiffValue::changed() const {
+    if (unit == Unit::Text) return textA != textB;
+    return a != b;
+}
+
+namespace {
+
+using Unit = DiffValue::Unit;
+
+DiffValue bytes(const char* m, std::optional<uint64_t> a, std::optional<uint64_t> b) {
+    DiffValue v;
+    v.metric = m;
+    v.unit = Unit::Bytes;
+    v.a = a;
+    v.b = b;
+    return v;
+}
+DiffValue count(const char* m, std::optional<uint64_t> a, std::optional<uint64_t> b) {
+    DiffValue v = bytes(m, a, b);
+    v.unit = Unit::Count;
+    return v;
+}
+DiffValue duration(const char* m, std::optional<uint64_t> a, std::optional<uint64_t> b) {
+    DiffValue v = bytes(m, a, b);
+    v.unit = Unit::Duration;
+    return v;
+}
+DiffValue text(const char* m, std::string a, std::string b) {
+    DiffValue v;
+    v.metric = m;
+    v.unit = Unit::Text;
+    v.textA = std::move(a);
+    v.textB = std::move(b);
+    return v;
+}
+
+std::string thresholdText(const PoolReport& p) {
+    if (!p.thresholdKnown) return "unknown";
+    return p.releaseThreshold == UINT64_MAX ? "max" : formatBytes(p.releaseThreshold);
+}
+
+std::string policyText(const Series& s) {
+    if (s.empty()) return "unknown";
+    return s.v.back() ? "on" : "off";
+}
+
+template <class T> std::optional<T> maybe(bool known, T v) {
+    return known ? std::optional<T>(v) : std::nullopt;
+}
+
+// Pool keys: "dev D kind #n", n counting the device's pools of that kind in creation order
+// (pools that existed before recording first, by handle: they have no creation time).
+std::vector<std::string> poolKeys(const Timeline& tl) {
+    std::vector<size_t> order(tl.pools.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        const PoolInfo& a = tl.pools[x].info;
+        const PoolInfo& b = tl.pools[y].info;
+        if (a.createdTsNs != b.createdTsNs) return a.createdTsNs < b.createdTsNs;
+        return a.handle < b.handle;
+    });
+    std::map<std::pair<int, int>, int> seen;
+    std::vector<std::string> keys(tl.pools.size());
+    for (size_t i : order) {
+        const PoolInfo& p = tl.pools[i].info;
+        const int n = ++seen[{p.device, static_cast<int>(p.kind)}];
+        keys[i] = p.handle == 0 ? std::string("unknown pool (allocations whose pool is not known)")
+                                : "dev " + std::to_string(p.device) + " " + std::string(poolKindName(p.kind)) +
+                                      " #" + std::to_string(n);
+    }
+    return keys;
+}
+
+// Stream keys: the special handles by name; others "dev D stream #n" in order of first activity.
+std::vector<std::string> streamKeys(const Timeline& tl) {
+    std::map<uint64_t, int64_t> first;
+    auto see = [&](uint64_t s, int64_t t) {
+        auto [it, fresh] = first.emplace(s, t);
+        if (!fresh) it->second = std::min(it->second, t);
+    };
+    for (const Allocation& a : tl.allocations) see(a.allocStream, a.allocTsNs);
+    for (const FailedAllocation& f : tl.failed) see(f.stream, f.tsNs);
+    for (const Marker& m : tl.markers)
+        if (m.stream) see(m.stream, m.tsNs);
+    for (const WaitEdge& e : tl.edges) {
+        see(e.fromStream, e.recordTsNs);
+        see(e.toStream, e.waitTsNs);
+    }
+    std::vector<size_t> order(tl.streams.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto firstOf = [&](size_t i) {
+        auto it = first.find(tl.streams[i].info.handle);
+        return it == first.end() ? INT64_MAX : it->second;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        return firstOf(x) != firstOf(y) ? firstOf(x) < firstOf(y)
+                                        : tl.streams[x].info.handle < tl.streams[y].info.handle;
+    });
+    std::map<int, int> seen;
+    std::vector<std::string> keys(tl.streams.size());
+    for (size_t i : order) {
+        const StreamInfo& s = tl.streams[i].info;
+        if (s.handle <= 2) {
+            keys[i] = s.handle == 0 ? "default stream" : s.handle == 1 ? "legacy stream" : "per-thread stream";
+            keys[i] += " (dev " + std::to_string(s.device) + ")";
+        } else {
+            keys[i] = "dev " + std::to_string(s.device) + " stream #" + std::to_string(++seen[s.device]);
+        }
+    }
+    return keys;
+}
+
+std::vector<DiffValue> poolValues(const Report* ra, const PoolReport* a, const PoolTimeline* ta,
+                                  const Report* rb, const PoolReport* b, const PoolTimeline* tb,
+                                  const Timeline* tla, const Timeline* tlb) {
+    auto releases = [](const Timeline* tl, const PoolReport* p, EventKind k) -> std::optional<uint64_t> {
+        if (!p) return std::nullopt;
+        uint64_t n = 0;
+        for (const Marker& m : tl->markers) n += m.kind == k && m.pool == p->info.handle;
+        return n;
+    };
+    (void)ra;
+    (void)rb;
+    auto wm = [](const PoolReport* p) { return p && p->hasWatermarks; };
+    std::vector<DiffValue> v;
+    v.push_back(bytes("peak reserved", maybe(wm(a), a ? a->peakReserved : 0), maybe(wm(b), b ? b->peakReserved : 0)));
+    v.push_back(bytes("peak used", maybe(wm(a), a ? a->peakUsed : 0), maybe(wm(b), b ? b->peakUsed : 0)));
+    v.push_back(bytes("idle at peak", maybe(wm(a), a ? a->idleAtPeak : 0), maybe(wm(b), b ? b->idleAtPeak : 0)));
+    v.push_back(bytes("max idle", maybe(wm(a), a ? a->maxIdle : 0), maybe(wm(b), b ? b->maxIdle : 0)));
+    v.push_back(bytes("mean idle", maybe(wm(a), a ? a->meanIdle : 0), maybe(wm(b), b ? b->meanIdle : 0)));
+    v.push_back(bytes("final reserved", maybe(wm(a), a ? a->finalReserved : 0), maybe(wm(b), b ? b->finalReserved : 0)));
+    v.push_back(bytes("peak live", maybe(a != nullptr, a ? a->peakLive : 0), maybe(b != nullptr, b ? b->peakLive : 0)));
+    v.push_back(bytes("bytes allocated", maybe(a != nullptr, a ? a->bytesAllocated : 0),
+                      maybe(b != nullptr, b ? b->bytesAllocated : 0)));
+    v.push_back(count("allocations", maybe(a != nullptr, a ? a->allocCount : 0), maybe(b != nullptr, b ? b->allocCount : 0)));
+    v.push_back(count("failed allocations", maybe(a != nullptr, a ? a->failedCount : 0),
+                      maybe(b != nullptr, b ? b->failedCount : 0)));
+    v.push_back(count("implicit releases", releases(tla, a, EventKind::ImplicitRelease),
+                      releases(tlb, b, EventKind::ImplicitRelease)));
+    v.push_back(count("trims", releases(tla, a, EventKind::PoolTrimTo), releases(tlb, b, EventKind::PoolTrimTo)));
+    v.push_back(count("growths", maybe(a != nullptr, a ? a->growths : 0), maybe(b != nullptr, b ? b->growths : 0)));
+    v.push_back(bytes("live at end", maybe(a != nullptr, a ? a->liveAtEndBytes : 0),
+                      maybe(b != nullptr, b ? b->liveAtEndBytes : 0)));
+    v.push_back(text("release threshold", a ? thresholdText(*a) : "-", b ? thresholdText(*b) : "-"));
+    v.push_back(text("reuse follow event dependencies", ta ? policyText(ta->reuseFollowEventDependencies) : "-",
+                     tb ? policyText(tb->reuseFollowEventDependencies) : "-"));
+    v.push_back(text("reuse allow opportunistic", ta ? policyText(ta->reuseAllowOpportunistic) : "-",
+                     tb ? policyText(tb->reuseAllowOpportunistic) : "-"));
+    v.push_back(text("reuse allow internal dependencies", ta ? policyText(ta->reuseAllowInternalDependencies) : "-",
+                     tb ? policyText(tb->reuseAllowInternalDependencies) : "-"));
+    return v;
+}
+
+std::vector<DiffValue> streamValues(const StreamReport* a, const StreamReport* b) {
+    auto f = [](const StreamReport* s, uint64_t StreamReport::*m) -> std::optional<uint64_t> {
+        return s ? std::optional<uint64_t>(s->*m) : std::nullopt;
+    };
+    return {bytes("peak live", f(a, &StreamReport::peakLive), f(b, &StreamReport::peakLive)),
+            bytes("bytes allocated", f(a, &StreamReport::bytesAllocated), f(b, &StreamReport::bytesAllocated)),
+            count("allocations", f(a, &StreamReport::allocCount), f(b, &StreamReport::allocCount)),
+            count("failed allocations", f(a, &StreamReport::failedCount), f(b, &StreamReport::failedCount)),
+            count("cross-stream frees", f(a, &StreamReport::crossStreamFrees), f(b, &StreamReport::crossStreamFrees)),
+            bytes("peak pending frees", f(a, &StreamReport::peakPendingFree), f(b, &StreamReport::peakPendingFree)),
+            bytes("live at end", f(a, &StreamReport::liveAtEndBytes), f(b, &StreamReport::liveAtEndBytes))};
+}
+
+std::map<std::string, std::pair<uint64_t, uint64_t>> siteTotals(const Timeline& tl, const StackTables& st) {
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> bySite;
+    for (const Allocation& a : tl.allocations) {
+        auto& s = bySite[a.site];
+        s.first++;
+        s.second += a.size;
+    }
+    std::map<std::string, std::pair<uint64_t, uint64_t>> byText;
+    for (auto& [site, cb] : bySite) {
+        auto& t = byText[analysis::siteText(st, site, 4)];
+        t.first += cb.first;
+        t.second += cb.second;
+    }
+    return byText;
+}
+
+// "dev 0 stream #2" before "dev 0 stream #10": digit runs compare as numbers.
+bool naturalLess(const std::string& a, const std::string& b) {
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+            size_t ei = i, ej = j;
+            while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+            while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+            const std::string na = a.substr(i, ei - i), nb = b.substr(j, ej - j);
+            if (na.size() != nb.size()) return na.size() < nb.size();
+            if (na != nb) return na < nb;
+            i = ei;
+            j = ej;
+        } else {
+            if (a[i] != b[j]) return a[i] < b[j];
+            ++i;
+            ++j;
+        }
+    }
+    return a.size() - i < b.size() - j;
+}
+
+} // namespace
+
+TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
+    TraceDiff d;
+    d.pathA = a.report->tracePath;
+    d.pathB = b.report->tracePath;
+    const Report& ra = *a.report;
+    const Report& rb = *b.report;
+    uint64_t peakA = 0, peakB = 0;
+    for (const PoolReport& p : ra.pools) peakA += p.peakReserved;
+    for (const PoolReport& p : rb.pools) peakB += p.peakReserved;
+    d.totals = {
+        duration("duration", uint64_t(nsBetween(ra.t0, ra.t1)), uint64_t(nsBetween(rb.t0, rb.t1))),
+        count("events", ra.eventCount, rb.eventCount),
+        bytes("sum of pools' peak reserved", peakA, peakB),
+        count("implicit releases", ra.implicitReleases, rb.implicitReleases),
+        count("trims", ra.trims, rb.trims),
+        count("failed allocations", ra.failedCount, rb.failedCount),
+        count("synchronizes", ra.syncCount, rb.syncCount),
+        count("event waits across streams", ra.waitEdges, rb.waitEdges),
+        count("leaked allocations", ra.leakCount, rb.leakCount),
+        bytes("leaked bytes", ra.leakBytes, rb.leakBytes),
+        count("unordered cross-stream frees", ra.unorderedFrees, rb.unorderedFrees),
+        count("unordered reuses", ra.unorderedReuses, rb.unorderedReuses),
+    };
+
+    // Pools (Report::pools is in Timeline::pools order).
+    const auto ka = poolKeys(*a.timeline), kb = poolKeys(*b.timeline);
+    std::map<std::string, std::pair<int, int>> pools; // key -> (index in A, index in B)
+    for (size_t i = 0; i < ka.size(); ++i) pools[ka[i]] = {int(i), -1};
+    for (size_t i = 0; i < kb.size(); ++i) {
+        auto [it, fresh] = pools.emplace(kb[i], std::make_pair(-1, int(i)));
+        if (!fresh) it->second.second = int(i);
+    }
+    for (auto& [key, ix] : pools) {
+        DiffEntity e;
+        e.key = key;
+        e.inA = ix.first >= 0;
+        e.inB = ix.second >= 0;
+        const PoolReport* pa = e.inA ? &ra.pools[ix.first] : nullptr;
+        const PoolReport* pb = e.inB ? &rb.pools[ix.second] : nullptr;
+        if (pa) e.nameA = ra.names.poolWithHandle(pa->info.handle);
+        if (pb) e.nameB = rb.names.poolWithHandle(pb->info.handle);
+        e.values = poolValues(&ra, pa, e.inA ? &a.timeline->pools[ix.first] : nullptr, &rb, pb,
+                              e.inB ? &b.timeline->pools[ix.second] : nullptr, a.timeline, b.timeline);
+        d.pools.push_back(std::move(e));
+    }
+
+    const auto sa = streamKeys(*a.timeline), sb = streamKeys(*b.timeline);
+    std::map<std::string, std::pair<int, int>> streams;
+    for (size_t i = 0; i < sa.size(); ++i) streams[sa[i]] = {int(i), -1};
+    for (size_t i = 0; i < sb.size(); ++i) {
+        auto [it, fresh] = streams.emplace(sb[i], std::make_pair(-1, int(i)));
+        if (!fresh) it->second.second = int(i);
+    }
+    for (auto& [key, ix] : streams) {
+        DiffEntity e;
+        e.key = key;
+        e.inA = ix.first >= 0;
+        e.inB = ix.second >= 0;
+        const StreamReport* xa = e.inA ? &ra.streams[ix.first] : nullptr;
+        const StreamReport* xb = e.inB ? &rb.streams[ix.second] : nullptr;
+        if (xa) e.nameA = ra.names.streamWithHandle(xa->info.handle);
+        if (xb) e.nameB = rb.names.streamWithHandle(xb->info.handle);
+        e.values = streamValues(xa, xb);
+        d.streams.push_back(std::move(e));
+    }
+
+    for (auto* list : {&d.pools, &d.streams})
+        std::stable_sort(list->begin(), list->end(),
+                         [](const DiffEntity& x, const DiffEntity& y) { return naturalLess(x.key, y.key); });
+
+    const bool stacksA = a.stacks && !a.stacks->sites.empty();
+    const bool stacksB = b.stacks && !b.stacks->sites.empty();
+    d.sitesCompared = stacksA && stacksB;
+    if (!d.sitesCompared) {
+        d.sitesNote = !stacksA && !stacksB ? "neither trace has stacks"
+                      : !stacksA          ? "trace A has no stacks"
+                                          : "trace B has no stacks";
+    } else {
+        const auto ta = siteTotals(*a.timeline, *a.stacks), tb = siteTotals(*b.timeline, *b.stacks);
+        std::map<std::string, SiteDiff> all;
+        for (auto& [k, v] : ta) {
+            SiteDiff& s = all[k];
+            s.site = k;
+            s.countA = v.first;
+            s.bytesA = v.second;
+        }
+        for (auto& [k, v] : tb) {
+            SiteDiff& s = all[k];
+            s.site = k;
+            s.countB = v.first;
+            s.bytesB = v.second;
+        }
+        for (auto& [k, s] : all) d.sites.push_back(s);
+        auto mag = [](const SiteDiff& s) { return s.bytesA > s.bytesB ? s.bytesA - s.bytesB : s.bytesB - s.bytesA; };
+        std::stable_sort(d.sites.begin(), d.sites.end(),
+                         [&](const SiteDiff& x, const SiteDiff& y) { return mag(x) > mag(y); });
+        if (d.sites.size() > topSites) d.sites.resize(topSites);
+    }
+    return d;
+}
+
+namespace {
+
+std::string human(Unit u, uint64_t x) {
+    if (u == Unit::Bytes) return formatBytes(x);
+    if (u == Unit::Duration) return formatDuration(static_cast<int64_t>(std::min<uint64_t>(x, INT64_MAX)));
+    return formatCount(x);
+}
+
+std::string valueText(const DiffValue& v, bool isA) {
+    if (v.unit == Unit::Text) return isA ? v.textA : v.textB;
+    const auto& x = isA ? v.a : v.b;
+    if (!x) return "-";
+    return human(v.unit, *x);
+}
+
+std::string deltaText(const DiffValue& v) {
+    if (v.unit == Unit::Text) return v.changed() ? "changed" : "";
+    if (!v.a || !v.b) return "";
+    if (*v.a == *v.b) return "0";
+    const bool up = *v.b > *v.a;
+    const uint64_t mag = up ? *v.b - *v.a : *v.a - *v.b;
+    std::string s = (up ? "+" : "-") + human(v.unit, mag);
+    if (*v.a) {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, " (%s%.1f %%)", up ? "+" : "-", 100.0 * double(mag) / double(*v.a));
+        s += pct;
+    }
+    return s;
+}
+
+void table(std::string& out, const std::vector<DiffValue>& values, bool all, const char* indent) {
+    for (const DiffValue& v : values) {
+        if (!all && !v.changed()) continue;
+        char row[256];
+        std::string metric = v.metric;
+        std::snprintf(row, sizeof row, "%s%-34s %14s %14s  %s\n", indent, metric.c_str(),
+                      valueText(v, true).c_str(), valueText(v, false).c_str(), deltaText(v).c_str());
+        out += row;
+    }
+}
+
+void entities(std::string& out, const char* title, const std::vector<DiffEntity>& list, bool all) {
+    out += std::string("\n") + title + "\n";
+    size_t same = 0;
+    for (const DiffEntity& e : list) {
+        const bool changed = !(e.inA && e.inB) ||
+                             std::any_of(e.values.begin(), e.values.end(), [](const DiffValue& v) { return v.changed(); });
+        if (!all && !changed) {
+            ++same;
+            continue;
+        }
+        out += "  " + e.key + ": ";
+        if (e.inA && e.inB)
+            out += "A " + e.nameA + ", B " + e.nameB + "\n";
+        else
+            out += std::string(e.inA ? "only in A (" + e.nameA : "only in B (" + e.nameB) + ")\n";
+        size_t before = out.size();
+        table(out, e.values, all, "    ");
+        if (out.size() == before) out += "    (no difference)\n";
+    }
+    if (same) out += "  " + std::to_string(same) + " more in both traces with no difference\n";
+    if (list.empty()) out += "  none\n";
+}
+
+nlohmann::ordered_json valuesJson(const std::vector<DiffValue>& values) {
+    nlohmann::ordered_json o = nlohmann::ordered_json::object();
+    for (const DiffValue& v : values) {
+        nlohmann::ordered_json j;
+        if (v.unit == Unit::Text) {
+            j["a"] = v.textA;
+            j["b"] = v.textB;
+            j["changed"] = v.changed();
+        } else {
+            j["unit"] = v.unit == Unit::Bytes ? "bytes" : v.unit == Unit::Duration ? "ns" : "count";
+            j["a"] = v.a ? nlohmann::ordered_json(*v.a) : nlohmann::ordered_json(nullptr);
+            j["b"] = v.b ? nlohmann::ordered_json(*v.b) : nlohmann::ordered_json(nullptr);
+            if (v.a && v.b)
+                j["delta"] = *v.b >= *v.a ? nlohmann::ordered_json(*v.b - *v.a)
+                                          : nlohmann::ordered_json(-static_cast<int64_t>(*v.a - *v.b));
+        }
+        std::string key = v.metric;
+        for (char& c : key)
+            if (c == ' ' || c == '-' || c == '\'') c = '_';
+        o[key] = j;
+    }
+    return o;
+}
+
+} // namespace
+
+std::string diffToText(const TraceDiff& d, bool all) {
+    std::string out = "diff  A: " + d.pathA + "\n      B: " + d.pathB + "\n";
+    char head[160];
+    std::snprintf(head, sizeof head, "\n%-36s %14s %14s  %s\n", "Totals", "A", "B", "B - A");
+    out += head;
+    table(out, d.totals, true, "  ");
+    entities(out, "Pools (matched by device, kind and creation order)", d.pools, all);
+    entities(out, "Streams (matched by device and order of first use)", d.streams, all);
+    out += "\nCall sites (bytes allocated over the run)\n";
+    if (!d.sitesCompared) {
+        out += "  not compared: " + d.sitesNote + "\n";
+    } else {
+        for (const SiteDiff& s : d.sites) {
+            DiffValue v = bytes("", s.bytesA, s.bytesB);
+            char row[160];
+            std::snprintf(row, sizeof row, "  %12s %12s  %-24s ", formatBytes(s.bytesA).c_str(),
+                          formatBytes(s.bytesB).c_str(), deltaText(v).c_str());
+            out += row + s.site + "\n";
+        }
+    }
+    if (!all) out += "\n(only what differs is listed; --all lists every metric)\n";
+    return out;
+}
+
+std::string diffToJson(const TraceDiff& d, int indent) {
+    nlohmann::ordered_json j;
+    j["a"] = d.pathA;
+    j["b"] = d.pathB;
+    j["totals"] = valuesJson(d.totals);
+    auto ents = [](const std::vector<DiffEntity>& list) {
+        nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+        for (const DiffEntity& e : list) {
+            nlohmann::ordered_json o;
+            o["key"] = e.key;
+            o["in_a"] = e.inA;
+            o["in_b"] = e.inB;
+            o["name_a"] = e.nameA;
+            o["name_b"] = e.nameB;
+            o["values"] = valuesJson(e.values);
+            arr.push_back(o);
+        }
+        return arr;
+    };
+    j["pools"] = ents(d.pools);
+    j["streams"] = ents(d.streams);
+    if (d.sitesCompared) {
+        nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+        for (const SiteDiff& s : d.sites)
+            arr.push_back({{"site", s.site}, {"count_a", s.countA}, {"count_b", s.countB},
+                           {"bytes_a", s.bytesA}, {"bytes_b", s.bytesB}});
+        j["call_sites"] = arr;
+    } else {
+        j["call_sites"] = nullptr;
+        j["call_sites_note"] = d.sitesNote;
+    }
+    return dumpJson(j, indent);
+}
+
+} // namespace poolscope::interop
