@@ -130,6 +130,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                                                          const WriterOptions& options) {
     std::unique_ptr<TraceWriter> w(new TraceWriter());
     w->finalPath_ = path;
+    w->encoder_ = EventEncoder(options.compressEvents ? kZstdCodecVersion : kPlainCodecVersion);
     w->path_ = options.replaceAtClose ? partialPath(path) : path;
     // Start from an empty file: a stale WAL beside an old trace would be replayed into ours.
     if (Status s = removeWithJournals(w->path_); !s) return s.error();
@@ -239,8 +240,15 @@ Status TraceWriter::flushChunk() {
     sqlite3_bind_int64(c, 4, chunk_.tMax);
     sqlite3_bind_int64(c, 5, static_cast<int64_t>(chunk_.count));
     sqlite3_bind_int64(c, 6, s64(chunk_.kinds));
-    sqlite3_bind_int(c, 7, kEventCodecVersion);
-    const std::string_view blob = encoder_.data();
+    const int codec = encoder_.version();
+    sqlite3_bind_int(c, 7, codec);
+    const std::string_view blob = encoder_.finish();
+    if (blob.empty()) {
+        failed_ = true;
+        return Error{ErrorCode::WriteFailed, "could not write trace '" + path_ +
+                                                 "': compressing an event chunk failed (out of "
+                                                 "memory?)"};
+    }
     sqlite3_bind_blob64(c, 8, blob.data(), blob.size(), SQLITE_STATIC);
     schema::ChunkHeader h;
     h.firstSeq = chunk_.firstSeq;
@@ -250,7 +258,7 @@ Status TraceWriter::flushChunk() {
     h.tMax = chunk_.tMax;
     h.count = chunk_.count;
     h.kinds = chunk_.kinds;
-    h.codec = kEventCodecVersion;
+    h.codec = codec;
     sqlite3_bind_int64(c, 9, s64(prevLastSeq_));
     sqlite3_bind_int64(c, 10, schema::chunkChecksum(h, blob));
     int rc = sqlite3_step(c);
