@@ -456,25 +456,42 @@ bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
     // a caller appends chunk after chunk to one vector).
     if (out.capacity() - out.size() < count)
         out.reserve(std::max(out.size() + count, 2 * out.capacity()));
-    const unsigned char* at[kV5Streams];
-    at[0] = base + count * kV3Header;
-    for (size_t i = 1; i < kV5Streams; ++i) at[i] = at[i - 1] + sizes[i - 1];
-    uint64_t prev[kV3Fields + 1] = {};
+    // Field by field: each column is one short loop with a single running pointer (the event
+    // by event order keeps 14 pointers live and runs at half the speed), then the events are
+    // assembled from the columns.
+    thread_local std::vector<uint64_t> cols;
+    cols.resize((kV3Fields + 1) * count);
+    thread_local std::vector<uint64_t> headers;
+    headers.resize(count);
+    for (uint64_t k = 0; k < count; ++k) headers[k] = headerAt(base + k * kV3Header);
+    const unsigned char* at = base + count * kV3Header;
+    for (int i = 0; i < kV3Fields; ++i) {
+        uint64_t* col = cols.data() + i * count;
+        uint64_t v = 0;
+        const unsigned shift = 3 * static_cast<unsigned>(i);
+        for (uint64_t k = 0; k < count; ++k) {
+            const unsigned code = (headers[k] >> shift) & 7;
+            v += unzigzag(load64(at) & kMaskOfCode[code]);
+            at += kLenOfCode[code];
+            col[k] = v;
+        }
+    }
+    {
+        uint64_t* col = cols.data() + kV3Fields * count;
+        for (uint64_t k = 0; k < count; ++k) {
+            const bool site = (headers[k] & kSiteBit) != 0;
+            col[k] = site ? (load64(at) & 0xFFFF'FFFFu) : 0;
+            at += site ? 4 : 0;
+        }
+    }
+    uint64_t f[kV3Fields + 1];
     uint64_t bad = 0;
     Predictor pred;
     const size_t before = out.size();
     for (uint64_t k = 0; k < count; ++k) {
-        const uint64_t h = headerAt(base + k * kV3Header);
-#pragma GCC unroll 13
-        for (int i = 0; i < kV3Fields; ++i) {
-            const unsigned code = (h >> (3 * i)) & 7;
-            prev[i] += unzigzag(load64(at[i]) & kMaskOfCode[code]);
-            at[i] += kLenOfCode[code];
-        }
-        const bool site = (h & kSiteBit) != 0;
-        prev[kV3Fields] = site ? (load64(at[kV3Fields]) & 0xFFFF'FFFFu) : 0;
-        at[kV3Fields] += site ? 4 : 0;
-        Event e = eventOfV3(prev, bad);
+#pragma GCC unroll 14
+        for (int i = 0; i <= kV3Fields; ++i) f[i] = cols[i * count + k];
+        Event e = eventOfV3(f, bad);
         pred.inverse(e);
         out.push_back(e);
     }
