@@ -310,8 +310,13 @@ struct Predictor {
     int pools = 0;
 
     int slot(uint64_t p) {
-        for (int i = 0; i < pools; ++i)
-            if (pool[i] == p) return i;
+        // No early exit: pools alternate unpredictably from event to event, and a search that
+        // branches on each compare mispredicts about once an event.
+        int found = -1;
+#pragma GCC unroll 8
+        for (int i = 0; i < kPools; ++i) found = (i < pools && pool[i] == p) ? i : found;
+        if (found >= 0) [[likely]]
+            return found;
         if (pools == kPools) return -1;
         pool[pools] = p;
         reserved[pools] = used[pools] = 0;
@@ -365,19 +370,12 @@ inline uint64_t headerAt(const unsigned char* p) {
     return h;
 }
 
-// Bytes of each stream (fields, then sites) that n headers at p announce.
-inline void streamSizes(const unsigned char* p, uint64_t n, size_t* sizes) {
-    std::fill(sizes, sizes + kV5Streams, 0);
-    for (uint64_t k = 0; k < n; ++k, p += kV3Header) {
-        const uint64_t h = headerAt(p);
-#pragma GCC unroll 13
-        for (int i = 0; i < kV3Fields; ++i) sizes[i] += kLenOfCode[(h >> (3 * i)) & 7];
-        sizes[kV3Fields] += (h & kSiteBit) ? 4 : 0;
-    }
-}
+// The regrouped payload starts with each stream's size, 14 little-endian uint32: the decoder
+// finds the streams without a pass over every header.
+constexpr size_t kV5Prefix = 4 * kV5Streams;
 
 // Regroups version-4 data of n events (bytes at v4, followed by 8 readable bytes) into out:
-// the headers, then stream by stream.
+// the stream sizes, the headers, then stream by stream.
 void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out) {
     // Pass 1: each stream's size (the headers are read where they lie in v4).
     size_t sizes[kV5Streams] = {};
@@ -398,8 +396,10 @@ void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out
     }
     // Each field is stored with one 8-byte write, so each stream is written with 8 bytes of room
     // after it (the next stream's start would be overwritten), then moved into place.
-    out.resize(bytes + 8 * kV5Streams);
+    out.resize(kV5Prefix + bytes + 8 * kV5Streams);
     auto* o = reinterpret_cast<unsigned char*>(out.data());
+    for (size_t i = 0; i < kV5Streams; ++i) store32(o + 4 * i, static_cast<uint32_t>(sizes[i]));
+    o += kV5Prefix;
     unsigned char* start[kV5Streams];
     unsigned char* at[kV5Streams];
     start[0] = o + n * kV3Header;
@@ -430,26 +430,31 @@ void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out
         std::memmove(to, start[i], sizes[i]);
         to += sizes[i];
     }
-    out.resize(bytes);
+    out.resize(kV5Prefix + bytes);
 }
 
 bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
                  std::string& why) {
     thread_local std::string plain;
-    if (!zstd::decompress(data, count * kMaxEncodedEventBytes, plain, why)) return false;
+    if (!zstd::decompress(data, kV5Prefix + count * kMaxEncodedEventBytes, plain, why)) return false;
     const size_t bytes = plain.size();
-    if (bytes < count * kV3Header) {
+    if (bytes < kV5Prefix + count * kV3Header) {
         why = "its decompressed data is too short for its events";
         return false;
     }
     plain.append(16, '\0'); // every field is read with one 8-byte load
     const auto* base = reinterpret_cast<const unsigned char*>(plain.data());
-    size_t sizes[kV5Streams];
-    streamSizes(base, count, sizes);
-    size_t total = count * kV3Header;
-    for (size_t s : sizes) total += s;
+    uint64_t sizes[kV5Streams];
+    uint64_t total = kV5Prefix + count * kV3Header;
+    for (size_t i = 0; i < kV5Streams; ++i) {
+        uint32_t v;
+        std::memcpy(&v, base + 4 * i, 4);
+        if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
+        sizes[i] = v;
+        total += v;
+    }
     if (total != bytes) {
-        why = "its decompressed data does not match its events' headers";
+        why = "its decompressed data does not match its stream sizes";
         return false;
     }
     // Only now, with count checked against real bytes, room for the events (geometric growth:
@@ -457,32 +462,46 @@ bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
     if (out.capacity() - out.size() < count)
         out.reserve(std::max(out.size() + count, 2 * out.capacity()));
     // Field by field: each column is one short loop with a single running pointer (the event
-    // by event order keeps 14 pointers live and runs at half the speed), then the events are
-    // assembled from the columns.
+    // by event order keeps 14 pointers live), then the events are assembled from the columns.
+    // The headers may disagree with the stream sizes (damage): every load is clamped to the
+    // buffer, and each stream must end exactly where its size says.
     thread_local std::vector<uint64_t> cols;
     cols.resize((kV3Fields + 1) * count);
     thread_local std::vector<uint64_t> headers;
     headers.resize(count);
-    for (uint64_t k = 0; k < count; ++k) headers[k] = headerAt(base + k * kV3Header);
-    const unsigned char* at = base + count * kV3Header;
+    const unsigned char* hdr = base + kV5Prefix;
+    for (uint64_t k = 0; k < count; ++k) headers[k] = headerAt(hdr + k * kV3Header);
+    // Offsets, not pointers: with damaged headers they may run past the buffer, and are only
+    // ever read through min(offset, bytes) (16 zero bytes follow).
+    size_t at = kV5Prefix + count * kV3Header;
+    bool streamsOk = true;
     for (int i = 0; i < kV3Fields; ++i) {
+        const size_t end = at + sizes[i];
         uint64_t* col = cols.data() + i * count;
         uint64_t v = 0;
         const unsigned shift = 3 * static_cast<unsigned>(i);
         for (uint64_t k = 0; k < count; ++k) {
             const unsigned code = (headers[k] >> shift) & 7;
-            v += unzigzag(load64(at) & kMaskOfCode[code]);
+            v += unzigzag(load64(base + std::min(at, bytes)) & kMaskOfCode[code]);
             at += kLenOfCode[code];
             col[k] = v;
         }
+        streamsOk &= at == end;
+        at = end;
     }
     {
+        const size_t end = at + sizes[kV3Fields];
         uint64_t* col = cols.data() + kV3Fields * count;
         for (uint64_t k = 0; k < count; ++k) {
             const bool site = (headers[k] & kSiteBit) != 0;
-            col[k] = site ? (load64(at) & 0xFFFF'FFFFu) : 0;
+            col[k] = site ? (load64(base + std::min(at, bytes)) & 0xFFFF'FFFFu) : 0;
             at += site ? 4 : 0;
         }
+        streamsOk &= at == end;
+    }
+    if (!streamsOk) {
+        why = "its decompressed data does not match its events' headers";
+        return false;
     }
     uint64_t f[kV3Fields + 1];
     uint64_t bad = 0;

@@ -237,11 +237,20 @@ TEST(ZstdCodec, HostileChunksAreDamageWithAReason) {
     // Not zstd at all.
     EXPECT_NE(variant("junk.poolscope", std::string(300, 'x')).find("not a zstd frame"),
               std::string::npos);
-    // A valid frame whose payload does not match the events' headers.
+    // Valid frames whose payload lies: stream sizes that do not add up to the data, and sizes
+    // that add up but that the headers' length codes do not fill.
     {
         std::string lie;
-        ASSERT_TRUE(c.compress(std::string(5 * schema::kChunkEvents + 7, '\x01'), lie));
-        const std::string what = variant("lie.poolscope", lie);
+        ASSERT_TRUE(c.compress(std::string(56 + 5 * schema::kChunkEvents + 7, '\x01'), lie));
+        const std::string what = variant("sizes.poolscope", lie);
+        EXPECT_NE(what.find("does not match its stream sizes"), std::string::npos) << what;
+    }
+    {
+        std::string payload(56 + 5 * schema::kChunkEvents + 10, '\0');
+        payload[0] = 10; // stream 0 (seq) says 10 bytes; every header says each field is 0 bytes
+        std::string lie;
+        ASSERT_TRUE(c.compress(payload, lie));
+        const std::string what = variant("headers.poolscope", lie);
         EXPECT_NE(what.find("does not match its events' headers"), std::string::npos) << what;
     }
     // A frame cut short.

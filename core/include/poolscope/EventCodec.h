@@ -11,10 +11,12 @@
 //
 // Version 5 (written where libzstd is found; core/src/Zstd.h): version 4 bytes of predicted
 // events, regrouped by field and compressed with zstd. The data is one zstd frame that states its
-// content size, which is at most count * kMaxEncodedEventBytes (a reader refuses larger claims
-// before allocating). Decompressed, it is the version-4 encoding of the events below, with its
-// bytes regrouped: first every event's 5-byte header, then for i = 0..12 every event's field i
-// bytes (in event order, each as long as its code says), then every present site's 4 bytes.
+// content size, which is at most 56 + count * kMaxEncodedEventBytes (a reader refuses larger
+// claims before allocating). Decompressed, it is the version-4 encoding of the events below, with
+// its bytes regrouped: 14 little-endian uint32, the byte sizes of the 14 streams that follow the
+// headers; every event's 5-byte header; then for i = 0..12 every event's field i bytes (in event
+// order, each as long as its code says); then every present site's 4 bytes. A decoder must reject
+// sizes that do not add up to the data, or that the headers' codes do not fill exactly.
 // The events so encoded are the real ones with three fields replaced by what a predictor missed,
 // so that the deltas are mostly zero:
 //   correlation' = correlation - uint32(seq)       (collectors number both from one counter)
