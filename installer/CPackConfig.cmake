@@ -52,6 +52,10 @@ traces anywhere.")
 # installed outside dpkg (NVIDIA's .run installer, container runtimes), so a Depends on it
 # would refuse to install on exactly the GPU servers the package is for.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libzstd is opened at run time (core/src/Zstd.cpp), so dpkg-shlibdeps cannot see it: traces are
+# written and read compressed with it (without it they are written uncompressed, and compressed
+# ones cannot be read). libzstd1 is in every Debian installation (dpkg depends on it).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libzstd1")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "shared-mime-info, desktop-file-utils")
 # Stripped binaries in the package, their debug symbols in poolscope-dbgsym (a .ddeb).
 set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)

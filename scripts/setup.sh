@@ -7,7 +7,7 @@ preset=${1:-default}
 
 packages=(build-essential cmake pkg-config qt6-base-dev libqcustomplot-dev libsqlite3-dev
           googletest libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev xvfb xauth
-          help2man libdw-dev libunwind-dev python3-dev)
+          help2man libdw-dev libunwind-dev python3-dev libzstd1)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -11,6 +11,7 @@
 
 #include "poolscope/EventCodec.h"
 #include "poolscope/Schema.h"
+#include "poolscope/Zstd.h"
 
 namespace poolscope {
 
@@ -42,7 +43,10 @@ private:
 
 // The fewest bytes an event takes in each codec: a chunk's data shorter than count times this
 // cannot hold its count (version 1: 17 varints; 2: a mask byte; 3: the 5-byte header).
-uint64_t minEventBytes(int64_t codec) { return codec == 1 ? 17 : codec >= 3 ? 5 : 1; }
+// Codec 5 is compressed: no bound per event (its frame's size is checked when decompressed).
+uint64_t minEventBytes(int64_t codec) {
+    return codec == 1 ? 17 : codec == kZstdCodecVersion ? 0 : codec >= 3 ? 5 : 1;
+}
 
 std::string describeChunk(int64_t id, const schema::ChunkHeader& h) {
     return "event chunk " + std::to_string(id) + " (seq " + std::to_string(h.firstSeq) + ".." +
@@ -526,7 +530,11 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
             damaged(describeChunk(c.id, h) + ": codec " + std::to_string(h.codec) +
                         " cannot occur in a format " + std::to_string(schemaVersion_) + " trace",
                     lost);
-        else if (!isBlob || bytes < h.count * minEventBytes(h.codec))
+        else if (h.codec == kZstdCodecVersion && schemaVersion_ < schema::kZstdChunksVersion)
+            damaged(describeChunk(c.id, h) + ": codec " + std::to_string(h.codec) +
+                        " cannot occur in a format " + std::to_string(schemaVersion_) + " trace",
+                    lost);
+        else if (!isBlob || bytes == 0 || bytes < h.count * minEventBytes(h.codec))
             damaged(describeChunk(c.id, h) + ": its data is missing or too short", lost);
         else if (h.lastSeq < h.firstSeq || h.lastSeq - h.firstSeq < h.count - 1)
             damaged(describeChunk(c.id, h) + ": its seq range cannot hold its events", lost);
@@ -791,10 +799,16 @@ Status TraceReader::readChunk(const ChunkRef& c, std::string_view data, std::vec
     if (checksummed && schema::chunkChecksum(h, data) != c.crc)
         return fail("checksum mismatch (damaged data or header)");
     if (!decode && checksummed) return {};
+    // A compressed chunk without libzstd is not damage: nothing can be decoded, say why.
+    if (h.codec == kZstdCodecVersion && !zstd::available())
+        return Error{ErrorCode::NotReadable,
+                     "'" + path_ + "' has compressed events, and " + zstd::unavailableReason() +
+                         ": install libzstd1 to read them"};
     const size_t before = out.size();
-    if (!decodeEvents(data, h.count, out, static_cast<int>(h.codec))) {
+    std::string why;
+    if (!decodeEvents(data, h.count, out, static_cast<int>(h.codec), &why)) {
         out.resize(before);
-        return fail("its data does not decode");
+        return fail(why.empty() ? "its data does not decode" : why);
     }
     // Older formats have no checksum: the header must at least agree with what it holds. A
     // checksum only says the row is as written, so the events must also keep the format's rules

@@ -1,8 +1,8 @@
--- PoolScope trace schema, version 4.
+-- PoolScope trace schema, version 5.
 --
 -- A trace is one SQLite file (extension .poolscope) identified by
 --   PRAGMA application_id = 1347634000  (0x50534350, 'PSCP')
---   PRAGMA user_version   = 4           (this schema's version)
+--   PRAGMA user_version   = 5           (this schema's version)
 -- The schema grows only by adding tables and columns under a higher user_version; a reader opens
 -- every version up to its own and refuses newer ones with a plain message.
 -- History: 1 = event chunks in codec 1 or 2. 2 = the same tables; chunks may be codec 3, so a
@@ -15,6 +15,9 @@
 -- modules, native_frames, python_frames, nvtx_paths, sites, symbols and nvtx_ranges. A reader
 -- of version 3 refuses version 4 as a newer PoolScope's; files of versions 1-3 have no such
 -- tables and read as "no stacks recorded".
+-- 5 = the same tables; chunks may be codec 5 (zstd-compressed, issue #15; written where
+-- libzstd is found, codec 4 elsewhere). A reader of version 4 refuses it as a newer PoolScope's
+-- rather than calling small compressed chunks "too short".
 --
 -- Conventions
 -- * Handles (CUstream, CUmemoryPool, CUevent, device pointers) are 64-bit unsigned values stored
@@ -80,7 +83,8 @@ CREATE TABLE threads (
 --
 -- They are stored in chunks: runs of consecutive events (by seq) encoded with the codec of
 -- core/include/poolscope/EventCodec.h (its header comment specifies every version byte for byte).
--- Version 4 (since format 4) is version 3 plus each event's site. Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
+-- Version 5 (since format 5) is version 4 of predicted events, regrouped by field and
+-- compressed with zstd: ~4-7 bytes an event. Version 4 (since format 4) is version 3 plus each event's site. Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
 -- as 0-8 raw little-endian bytes, their lengths as 3-bit codes in a 5-byte header per event,
 -- ~20-26 bytes an event. Versions 1 and 2 (LEB128 varints) are still read. A chunk's `codec`
 -- says which; a reader refuses a codec above its own as a trace from a newer PoolScope.
@@ -95,7 +99,7 @@ CREATE TABLE event_chunks (
   t_max     INTEGER NOT NULL,                 -- largest ts_ns in the chunk
   count     INTEGER NOT NULL,
   kinds     INTEGER NOT NULL,                 -- bit (1 << kind) set for each kind present
-  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 to 4; the writer sets it)
+  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 to 5; the writer sets it)
   data      BLOB    NOT NULL,
   -- Since version 3. prev_last_seq: last_seq of the previous chunk in seq order (0 for the
   -- first), so that a deleted chunk row leaves a visible hole. crc: CRC32C (Castagnoli) of

@@ -56,7 +56,10 @@ std::string writeHandBuilt(test::ScratchDir& dir) {
     test::Events::wm(ev.free(30, kStream, kPool, 0xB000), 448, 148);
     test::Events::wm(ev.alloc(40, kStream, kPool, 0xE000, 200), 448, 348).site = 3;
     const std::string path = dir.file("handbuilt_sites.poolscope");
-    auto w = TraceWriter::create(path);
+    // Codec 4, uncompressed: a test below relabels its chunks' format.
+    WriterOptions options;
+    options.compressEvents = false;
+    auto w = TraceWriter::create(path, options);
     EXPECT_TRUE(w);
     // The pool's device is in the devices table: a pool naming a missing device is damage.
     EXPECT_TRUE((*w)->addDevice(DeviceInfo{0, "hand-built device (not a recording)", 80ull << 30, ""}));

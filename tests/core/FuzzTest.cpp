@@ -31,6 +31,7 @@
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/Zstd.h"
 
 namespace poolscope {
 namespace {
@@ -157,9 +158,9 @@ std::vector<Seed> codecSeeds() {
             const size_t at = rng() % (all.size() - len + 1);
             std::span<const Event> run(all.data() + at, len);
             if (len > 1000 && seeds.size() % 3) continue; // a few large seeds only
-            for (int v : {4, 3, 2}) {
+            for (int v : {5, 4, 3, 2}) {
                 Seed s{{}, len, v};
-                if (v == 4) {
+                if (v >= 4) {
                     // Codec 4 with call sites on some events (the samples predate them).
                     std::vector<Event> withSites(run.begin(), run.end());
                     for (size_t i = 0; i < withSites.size(); i += 3) withSites[i].site = uint32_t(i + 1);
@@ -201,19 +202,29 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
         const Seed& s = seeds[rng() % seeds.size()];
         std::string b = s.data;
         uint64_t count = s.count;
-        if (rng() % 8) mutateBytes(b, datas, rng); // an unmutated seed now and then
+        std::string plain, why;
+        if (s.version == 5 && rng() % 2 && zstd::decompress(b, size_t{1} << 24, plain, why)) {
+            // Codec 5 past zstd: the regrouped payload mutated, then compressed again, so that
+            // the decoder's own checks (stream sizes, fields) see the damage, not only zstd's.
+            mutateBytes(plain, datas, rng);
+            zstd::Compressor c;
+            ASSERT_TRUE(c.compress(plain, b));
+        } else if (rng() % 8) {
+            mutateBytes(b, datas, rng); // an unmutated seed now and then
+        }
         if (rng() % 4 == 0) count = mutateCount(count, b.size(), rng);
         // Every version the decoder accepts, and two it must refuse.
-        for (int v : {0, 1, 2, 3, 4, 5}) {
+        for (int v : {0, 1, 2, 3, 4, 5, 6}) {
             out.clear();
             out.shrink_to_fit();
             const bool ok = decodeEvents(b, count, out, v);
             // Never allocates for more events than the bytes could hold (1 byte an event at
-            // least, in codec 2), whatever count claims.
-            ASSERT_LE(out.capacity(), b.size() + 1)
+            // least, in codec 2), whatever count claims; codec 5's bytes are compressed: its
+            // events must fit the decompressed bytes (5 an event), at most 2^16 * 113 bytes.
+            ASSERT_LE(out.capacity(), v == 5 ? size_t{1} << 16 : b.size() + 1)
                 << "input " << inputs << " v" << v << " count " << count;
             if (ok) {
-                ASSERT_TRUE(v >= 1 && v <= 4) << "input " << inputs << " v" << v;
+                ASSERT_TRUE(v >= 1 && v <= 5) << "input " << inputs << " v" << v;
                 ASSERT_EQ(out.size(), count) << "input " << inputs << " v" << v;
                 ++decoded;
             } else {
@@ -222,7 +233,7 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
         }
     }
     const int64_t ms = msSince(t0);
-    std::printf("chunk codec fuzz: %llu inputs (x6 versions), %llu decoded, %lld ms, %.0f inputs/s\n",
+    std::printf("chunk codec fuzz: %llu inputs (x7 versions), %llu decoded, %lld ms, %.0f inputs/s\n",
                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(decoded),
                 static_cast<long long>(ms), ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
     EXPECT_GT(decoded, 0u) << "some inputs must still decode: the seeds are valid";

@@ -252,5 +252,5 @@ TEST(EventCodec, ReadsVersion1Chunks) {
     EXPECT_EQ(out[0].size, 4096u);
     EXPECT_EQ(out[1].seq, 2u);
     EXPECT_EQ(out[1].size, 4096u);
-    EXPECT_FALSE(decodeEvents(v1, 2, out, 5)); // unknown version
+    EXPECT_FALSE(decodeEvents(v1, 2, out, 6)); // unknown version
 }

@@ -9,7 +9,27 @@
 // 3's packed word), unsigned ones zero-extended. Decoding adds the unzigzagged z to the previous
 // value modulo 2^64. Event::reserved0 is not stored (decoded as 0).
 //
-// Version 4 (written): version 3 plus the call site. Header bit 39, which version 3 requires to
+// Version 5 (written where libzstd is found; core/src/Zstd.h): version 4 bytes of predicted
+// events, regrouped by field and compressed with zstd. The data is one zstd frame that states its
+// content size, which is at most 56 + count * kMaxEncodedEventBytes (a reader refuses larger
+// claims before allocating). Decompressed, it is the version-4 encoding of the events below, with
+// its bytes regrouped: 14 little-endian uint32, the byte sizes of the 14 streams that follow the
+// headers; every event's 5-byte header; then for i = 0..12 every event's field i bytes (in event
+// order, each as long as its code says); then every present site's 4 bytes. A decoder must reject
+// sizes that do not add up to the data, or that the headers' codes do not fill exactly.
+// The events so encoded are the real ones with three fields replaced by what a predictor missed,
+// so that the deltas are mostly zero:
+//   correlation' = correlation - uint32(seq)       (collectors number both from one counter)
+//   reserved'    = reserved - R[pool]               (R, U: the last reserved and used seen for
+//   used'        = used - (U[pool] + size if alloc, - size if free, + 0 otherwise)   that pool)
+// modulo 2^64 (correlation modulo 2^32), where R and U are kept for the first 8 distinct pool
+// values of the chunk (starting at 0; other pools predict 0) from the real values of the events
+// before. A decoder undoes this event by event after decoding version 4. Why: a general-purpose
+// compressor after the delta codec takes the synthetic training loop from ~26 to ~7 bytes an
+// event and the recorded samples to 4-6 (docs/PERFORMANCE.md); the regrouping and the
+// predictors are each worth about a fifth of that.
+//
+// Version 4 (written without libzstd): version 3 plus the call site. Header bit 39, which version 3 requires to
 // be 0, is set when the event has a site (Event::site != 0); the site then follows the event's
 // 13 fields as 4 raw little-endian bytes (not a delta: sites repeat, they do not drift). An event
 // without a site is byte for byte its version-3 encoding. A version-3 reader refuses codec 4
@@ -54,21 +74,36 @@
 
 namespace poolscope {
 
-inline constexpr int kEventCodecVersion = 4; // written; 1 to 4 are read
+// The zstd codec (version 5 above). This is the one constant of that format change: another
+// change of the event encoding takes the next number.
+inline constexpr int kZstdCodecVersion = 5;
+// Written when libzstd is missing, and the default of encodeEvents/decodeEvents.
+inline constexpr int kPlainCodecVersion = 4;
+inline constexpr int kEventCodecVersion = kZstdCodecVersion; // the newest; 1 to it are read
 inline constexpr int kEventCodecFields = 13; // versions 3 and 4
 // Most bytes one version-4 event can take: the 5-byte header, 13 fields of 8 bytes, the site.
 inline constexpr size_t kMaxEncodedEventBytes = 5 + kEventCodecFields * 8 + 4;
 
-// Incremental version-4 encoder into its own buffer: one run (chunk) at a time. Each event is
-// written straight into the buffer (which grows, rarely, only when a worst-case event would
-// not fit), with no per-event std::string append.
+// Incremental encoder into its own buffer: one run (chunk) at a time, in version 4 or 5. Each
+// event is written straight into the buffer (which grows, rarely, only when a worst-case event
+// would not fit), with no per-event std::string append. Version 5 encodes the predicted events
+// as it goes and regroups and compresses them in finish().
 class EventEncoder {
 public:
-    EventEncoder();
+    // Version 5 falls back to 4 when libzstd is missing: version() says which is written.
+    explicit EventEncoder(int version = kPlainCodecVersion);
+    ~EventEncoder();
+    EventEncoder(EventEncoder&&) noexcept;
+    EventEncoder& operator=(EventEncoder&&) noexcept;
     // Starts the next run: previous values back to zero, buffer emptied (capacity kept).
     void reset();
     void append(std::span<const Event> events); // appends to the current run
     void append(const Event& e) { append(std::span<const Event>(&e, 1)); }
+    // The run's data in version(); valid until the next append or reset. For version 4 the same
+    // as data(); for version 5 it compresses (falling back to version 4 for good if that fails).
+    std::string_view finish();
+    int version() const { return version_; }
+    // The version-4 bytes appended so far (for version 5: of the predicted events, ungrouped).
     std::string_view data() const { return {buf_.get(), size_}; }
     size_t size() const { return size_; }
 
@@ -78,16 +113,22 @@ private:
     std::unique_ptr<char[]> buf_;
     size_t size_ = 0;
     size_t capacity_ = 0;
+    uint64_t count_ = 0;
+    int version_;
+    struct Packer; // version 5: predictor state, regrouping and compression buffers
+    std::unique_ptr<Packer> packer_;
 };
 
-// Appends the encoding of events (one run) to out, in codec `version` (4; 3 or 2 for tests and
-// benchmarks that need old-format data: version 3 drops the sites).
-void encodeEvents(std::span<const Event> events, std::string& out,
-                  int version = kEventCodecVersion);
+// Appends the encoding of events (one run) to out, in codec `version` (4; 5 compressed, false
+// when libzstd is missing; 3 or 2 for tests and benchmarks that need old-format data: version
+// 3 drops the sites).
+bool encodeEvents(std::span<const Event> events, std::string& out,
+                  int version = kPlainCodecVersion);
 // Decodes exactly count events encoded with codec `version`, appending them to out; false if
-// the data is short, malformed, has bytes left over, or is of an unknown version.
+// the data is short, malformed, has bytes left over, or is of an unknown version. why, when
+// given, gets the reason for version 5 (a missing libzstd, a lying frame size).
 bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out,
-                  int version = kEventCodecVersion);
+                  int version = kPlainCodecVersion, std::string* why = nullptr);
 
 namespace detail {
 // Tests only: the portable version-3 encoder (used where SSE2 is missing), which must produce

@@ -27,6 +27,9 @@ struct WriterOptions {
     // not destroy the last good trace). If writing fails, <path>.partial keeps what was
     // committed. The collector and `poolscope record` set it.
     bool replaceAtClose = false;
+    // Event chunks in the zstd codec (kZstdCodecVersion) where libzstd is found; false: always
+    // codec 4 (tests that need the uncompressed layout, comparisons).
+    bool compressEvents = true;
 };
 
 // The file a replaceAtClose writer works in until close(): path + ".partial".
@@ -90,7 +93,9 @@ private:
         uint64_t count = 0, firstSeq = 0, lastSeq = 0, kinds = 0;
         int64_t tMin = 0, tMax = 0;
     } chunk_;                    // the chunk being filled
-    EventEncoder encoder_;       // holds the open chunk's encoded events
+    // Holds the open chunk's encoded events: compressed (codec 5) where libzstd is found and
+    // options allow, else codec 4 (a trace is always written; it is only larger).
+    EventEncoder encoder_;
     uint64_t prevLastSeq_ = 0;   // last_seq of the chunk written before (prev_last_seq)
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};

@@ -1,0 +1,77 @@
+// Writes a synthetic trace (SyntheticTrace.h, the benchmarks' training-loop generator) holding
+// at least N allocations, for the size and read benchmarks that need a file of a given size
+// (tests/bench/vs_heaptrack.sh). Prints the events, allocations, bytes and write rate.
+//
+//   poolscope_bench_gentrace OUT.poolscope N_ALLOCATIONS [--plain]   (--plain: codec 4)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "SyntheticTrace.h"
+#include "poolscope/TraceWriter.h"
+
+using namespace poolscope;
+
+int main(int argc, char** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: %s OUT.poolscope N_ALLOCATIONS [--plain]\n", argv[0]);
+        return 2;
+    }
+    const std::string out = argv[1];
+    const uint64_t allocs = std::strtoull(argv[2], nullptr, 10);
+    WriterOptions options;
+    options.synchronousOff = true;
+    options.compressEvents = !(argc > 3 && std::strcmp(argv[3], "--plain") == 0);
+    auto w = TraceWriter::create(out, options);
+    if (!w) {
+        std::fprintf(stderr, "%s\n", w.error().message.c_str());
+        return 1;
+    }
+    (*w)->setProcess(ProcessInfo{12345, "synthetic training loop (bench generator)", 0, 0, "bench",
+                                 13000, 0, "bench", 0});
+    (*w)->addDevice(DeviceInfo{0, "synthetic GPU", 141ull << 30, ""});
+    for (uint64_t pool : bench::SyntheticTrace::kPools) {
+        PoolInfo p;
+        p.handle = pool;
+        p.device = 0;
+        p.kind = pool == bench::SyntheticTrace::kPools[0] ? PoolKind::Default : PoolKind::Explicit;
+        (*w)->addPool(p);
+    }
+    for (uint64_t stream : bench::SyntheticTrace::kStreams) {
+        StreamInfo si;
+        si.handle = stream;
+        si.device = 0;
+        (*w)->addStream(si);
+    }
+    bench::SyntheticTrace gen(42);
+    std::vector<Event> batch;
+    uint64_t nAllocs = 0, nEvents = 0;
+    double seconds = 0;
+    while (nAllocs < allocs) {
+        batch.clear();
+        while (batch.size() < 65536 && nAllocs < allocs) {
+            const size_t from = batch.size();
+            gen.step(batch);
+            for (size_t i = from; i < batch.size(); ++i) {
+                nAllocs += batch[i].kind == EventKind::Alloc;
+                nEvents += batch[i].kind != EventKind::Sample;
+            }
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        if (!(*w)->append(batch) || !(*w)->commit()) return 1;
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (Status s = (*w)->close(); !s) {
+        std::fprintf(stderr, "%s\n", s.error().message.c_str());
+        return 1;
+    }
+    const auto bytes = std::filesystem::file_size(out);
+    std::printf("events %llu allocations %llu bytes %llu bytes_per_event %.2f write_Mev_per_s %.2f\n",
+                static_cast<unsigned long long>(nEvents), static_cast<unsigned long long>(nAllocs),
+                static_cast<unsigned long long>(bytes), double(bytes) / double(nEvents),
+                double(nEvents) / seconds / 1e6);
+    return 0;
+}
