@@ -417,11 +417,11 @@ bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out
     // Smallest event: 5 header bytes (v3), 1 mask byte (v2), 17 varints (v1). A count that
     // cannot fit is damage; checking it first keeps reserve() from a huge bogus allocation.
     const size_t minBytes = version >= 3 ? kV3Header : version == 2 ? 1 : kFields;
-    if (version < 1 || version > 4 || count > data.size() / minBytes) return false;
+    if (version < 1 || version > kEventCodecVersion || count > data.size() / minBytes) return false;
     // Grow geometrically: a caller appending chunk after chunk to one vector must not pay a
     // reallocation (and copy of everything so far) per chunk.
     if (out.capacity() - out.size() < count) out.reserve(std::max(out.size() + count, 2 * out.capacity()));
-    if (version == 4) return decodeRunV3<true>(p, end, count, out);
+    if (version >= 4) return decodeRunV3<true>(p, end, count, out); // 5: the bytes of 4
     if (version == 3) return decodeRunV3<false>(p, end, count, out);
     return decodeRunVarint(p, end, count, out, version);
 }

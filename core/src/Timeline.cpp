@@ -34,6 +34,12 @@ const PoolTimeline* Timeline::pool(uint64_t handle) const {
     return nullptr;
 }
 
+const OutsideTimeline* Timeline::outsideOf(int device) const {
+    for (const OutsideTimeline& o : outside)
+        if (o.device == device) return &o;
+    return nullptr;
+}
+
 const StreamTimeline* Timeline::stream(uint64_t handle) const {
     for (const StreamTimeline& s : streams)
         if (s.info.handle == handle) return &s;
@@ -132,6 +138,10 @@ struct TimelineBuilder::Impl {
         for (size_t i = 0; i < out.streams.size(); ++i)
             out.streams[i].info = replay.streams()[i].info;
         out.reusedWithoutFree = replay.reusedWithoutFree();
+        for (size_t i = 0; i < out.outside.size() && i < replay.outside().size(); ++i)
+            out.outside[i].liveAtEndBytes = replay.outside()[i].liveBytes;
+        out.pinned.allocatedAtEnd = replay.pinned().allocatedBytes;
+        out.pinned.registeredAtEnd = replay.pinned().registeredBytes;
     }
 
     // The number a marker shows next to its kind.
@@ -354,8 +364,128 @@ struct TimelineBuilder::Impl {
         case EventKind::StreamSynchronize: marker(e, e.stream, 0); break;
         case EventKind::EventSynchronize:
         case EventKind::ContextSynchronize: marker(e, 0, 0); break;
+        case EventKind::DeviceAlloc:
+        case EventKind::DeviceFree:
+        case EventKind::HostAlloc:
+        case EventKind::HostFree:
+        case EventKind::HostRegister:
+        case EventKind::HostUnregister: beyondPool(e, f); break;
         default: break;
         }
+        if (f.memReleased && e.kind == EventKind::Free) [[unlikely]]
+            memReleased(e, f.mem); // cudaFreeAsync of a cudaMalloc pointer
+    }
+
+    OutsideTimeline& outsideAt(uint32_t idx) {
+        // The replay's outside() and ours have the same order (finalize sorts a copy's).
+        while (tl.outside.size() < replay.outside().size()) {
+            OutsideTimeline o;
+            o.device = replay.outside()[tl.outside.size()].device;
+            tl.outside.push_back(std::move(o));
+        }
+        return tl.outside[idx];
+    }
+
+    // The series of the device or host memory a block belonged to, after the replay moved it.
+    void memSeries(const Event& e, const replay::MemBlock& m) {
+        if (m.kind == EventKind::DeviceAlloc) {
+            uint32_t idx = 0;
+            for (; idx < replay.outside().size(); ++idx)
+                if (replay.outside()[idx].device == m.device) break;
+            if (idx == replay.outside().size()) return;
+            const replay::OutsideState& os = replay.outside()[idx];
+            OutsideTimeline& o = outsideAt(idx);
+            if (m.api == static_cast<uint8_t>(DeviceAllocApi::Managed)) {
+                o.managedBytes.push(e.tsNs, os.managedLiveBytes);
+                o.managedPeakBytes = os.managedPeakBytes;
+            } else {
+                o.liveBytes.push(e.tsNs, os.liveBytes);
+                if (os.peakBytes > o.peakBytes) {
+                    o.peakBytes = os.peakBytes;
+                    o.peakTsNs = os.peakTsNs;
+                }
+            }
+            return;
+        }
+        const replay::PinnedState& ps = replay.pinned();
+        PinnedTimeline& p = tl.pinned;
+        if (m.kind == EventKind::HostAlloc)
+            p.allocated.push(e.tsNs, ps.allocatedBytes);
+        else
+            p.registered.push(e.tsNs, ps.registeredBytes);
+        p.total.push(e.tsNs, ps.totalBytes());
+        p.allocatedPeak = ps.allocatedPeak;
+        p.registeredPeak = ps.registeredPeak;
+        if (ps.totalPeak > p.totalPeak) {
+            p.totalPeak = ps.totalPeak;
+            p.totalPeakTsNs = ps.totalPeakTsNs;
+        }
+    }
+
+    void beyondPool(const Event& e, const replay::Fact& f) {
+        switch (e.kind) {
+        case EventKind::DeviceAlloc: {
+            OutsideTimeline& o = outsideAt(f.outside);
+            if (e.failed()) {
+                o.failedCount++; // not in `failed`: those are pool allocations
+                marker(e, 0, 0);
+                return;
+            }
+            o.allocCount++;
+            break;
+        }
+        case EventKind::HostAlloc:
+        case EventKind::HostRegister: {
+            PinnedTimeline& p = tl.pinned;
+            if (e.failed()) {
+                p.failedCount++;
+                marker(e, 0, 0);
+                return;
+            }
+            if (e.kind == EventKind::HostRegister) {
+                p.registerCount++;
+            } else {
+                p.allocCount++;
+                const uint32_t fl = PinnedFields::of(e).flags & 7u;
+                p.allocatedByFlags[fl] += e.size;
+                p.allocsByFlags[fl]++;
+            }
+            break;
+        }
+        case EventKind::DeviceFree:
+            if (f.freed) { // a pool block freed with cudaFree
+                close(f.block, e.tsNs, e.seq, 0);
+                return;
+            }
+            if (f.unmatchedFree) tl.unmatchedFrees++;
+            if (f.deviceSync) {
+                OutsideTimeline& o = outsideAt(f.outside);
+                const uint64_t callNs = ReleaseMemFields::of(e).callNs;
+                o.syncFrees++;
+                o.syncCallNs += callNs;
+                tl.deviceSyncs.push_back(DeviceSync{e.tsNs, e.seq, e.device, e.ptr,
+                                                    f.memReleased ? f.mem.bytes : 0,
+                                                    static_cast<int64_t>(callNs)});
+            }
+            break;
+        case EventKind::HostFree:
+            if (f.memReleased) tl.pinned.freeCount++;
+            break;
+        case EventKind::HostUnregister:
+            if (f.memReleased) tl.pinned.unregisterCount++;
+            break;
+        default: break;
+        }
+        if (f.memUnmatched) tl.unmatchedMemReleases++;
+        if (f.memAllocated) memSeries(e, f.mem);
+        if (f.memReleased) memReleased(e, f.mem);
+    }
+
+    void memReleased(const Event& e, const replay::MemBlock& m) {
+        memSeries(e, m);
+        if (m.kind != EventKind::DeviceAlloc) return;
+        for (uint32_t i = 0; i < replay.outside().size(); ++i)
+            if (replay.outside()[i].device == m.device) outsideAt(i).freeCount++;
     }
 };
 
@@ -416,6 +546,8 @@ void finalize(Timeline& tl, bool shrink = true) {
     auto byWait = [](const WaitEdge& a, const WaitEdge& b) { return a.waitTsNs < b.waitTsNs; };
     if (!std::is_sorted(tl.edges.begin(), tl.edges.end(), byWait))
         std::stable_sort(tl.edges.begin(), tl.edges.end(), byWait);
+    std::sort(tl.outside.begin(), tl.outside.end(),
+              [](const OutsideTimeline& a, const OutsideTimeline& b) { return a.device < b.device; });
     tl.partial = false;
     tl.loadedUntilNs = tl.t1;
     tl.totalEvents = tl.eventCount;

@@ -239,7 +239,11 @@ Status TraceWriter::flushChunk() {
     sqlite3_bind_int64(c, 4, chunk_.tMax);
     sqlite3_bind_int64(c, 5, static_cast<int64_t>(chunk_.count));
     sqlite3_bind_int64(c, 6, s64(chunk_.kinds));
-    sqlite3_bind_int(c, 7, kEventCodecVersion);
+    // Only a chunk that holds a beyond-pool kind needs the newer codec: the rest stay readable
+    // by a reader of codec 4.
+    const bool beyond = (chunk_.kinds >> static_cast<unsigned>(kFirstBeyondPoolKind)) != 0;
+    const int codec = beyond ? kBeyondPoolCodecVersion : kPoolOnlyCodecVersion;
+    sqlite3_bind_int(c, 7, codec);
     const std::string_view blob = encoder_.data();
     sqlite3_bind_blob64(c, 8, blob.data(), blob.size(), SQLITE_STATIC);
     schema::ChunkHeader h;
@@ -250,7 +254,7 @@ Status TraceWriter::flushChunk() {
     h.tMax = chunk_.tMax;
     h.count = chunk_.count;
     h.kinds = chunk_.kinds;
-    h.codec = kEventCodecVersion;
+    h.codec = codec;
     sqlite3_bind_int64(c, 9, s64(prevLastSeq_));
     sqlite3_bind_int64(c, 10, schema::chunkChecksum(h, blob));
     int rc = sqlite3_step(c);

@@ -204,7 +204,8 @@ INSERT INTO event_kinds VALUES
   (10,'stream_wait_event'),(11,'stream_synchronize'),(12,'event_synchronize'),
   (13,'context_synchronize'),(14,'pool_export'),(15,'pool_import'),(16,'pointer_export'),
   (17,'pointer_import'),(18,'pool_set_access'),(19,'knob_change'),(20,'stream_create'),
-  (21,'stream_destroy'),(22,'sample');
+  (21,'stream_destroy'),(22,'sample'),(23,'device_alloc'),(24,'device_free'),(25,'host_alloc'),
+  (26,'host_free'),(27,'host_register'),(28,'host_unregister');
 
 CREATE TABLE pool_attributes (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT INTO pool_attributes VALUES

@@ -148,7 +148,7 @@ Times floorOnce() {
         sqlite3_bind_int64(st, 4, c.tMax);
         sqlite3_bind_int64(st, 5, static_cast<int64_t>(c.count));
         sqlite3_bind_int64(st, 6, static_cast<int64_t>(c.kinds));
-        sqlite3_bind_int(st, 7, kEventCodecVersion);
+        sqlite3_bind_int(st, 7, kPoolOnlyCodecVersion);
         sqlite3_bind_blob64(st, 8, c.data.data(), c.data.size(), SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_DONE) std::abort();
         sqlite3_reset(st);

@@ -225,7 +225,7 @@ TEST(EventCodecV3, ShortOrMalformedDataIsRejected) {
     EXPECT_FALSE(decodeEvents(data, in.size() + 1, out));      // one event too many
     EXPECT_FALSE(decodeEvents(data, in.size() - 1, out));      // trailing bytes
     EXPECT_FALSE(decodeEvents(data, uint64_t{1} << 62, out));  // absurd count: no allocation
-    EXPECT_FALSE(decodeEvents(data, in.size(), out, 5));       // unknown version
+    EXPECT_FALSE(decodeEvents(data, in.size(), out, kEventCodecVersion + 1)); // unknown version
     EXPECT_FALSE(decodeEvents(data, in.size(), out, 0));
 
     // Header bit 39 set: invalid in version 3; in version 4 it announces a site the data
@@ -333,8 +333,8 @@ TEST(EventCodecV3, WriterToReaderAcrossChunksWithSamplesInBetween) {
         EXPECT_EQ((*w)->eventsWritten(), events.size());
         ASSERT_TRUE((*w)->close());
     }
-    EXPECT_EQ(chunkCodec(path, "SELECT min(codec) FROM event_chunks"), kEventCodecVersion);
-    EXPECT_EQ(chunkCodec(path, "SELECT max(codec) FROM event_chunks"), kEventCodecVersion);
+    EXPECT_EQ(chunkCodec(path, "SELECT min(codec) FROM event_chunks"), kPoolOnlyCodecVersion);
+    EXPECT_EQ(chunkCodec(path, "SELECT max(codec) FROM event_chunks"), kPoolOnlyCodecVersion);
     EXPECT_EQ(chunkCodec(path, "SELECT max(count) FROM event_chunks"),
               static_cast<int64_t>(schema::kChunkEvents));
     auto r = TraceReader::open(path);

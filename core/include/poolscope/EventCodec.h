@@ -9,6 +9,12 @@
 // 3's packed word), unsigned ones zero-extended. Decoding adds the unzigzagged z to the previous
 // value modulo 2^64. Event::reserved0 is not stored (decoded as 0).
 //
+// Version 5 (written for a chunk that holds a beyond-pool kind, EventKind::DeviceAlloc and
+// later: legacy device memory and pinned host memory, issue #18): byte for byte version 4. The
+// version number only says that such kinds may occur, so that a version-4 reader refuses the
+// chunk as a newer PoolScope's instead of calling its events damaged. Chunks without those kinds
+// are still written as version 4.
+//
 // Version 4 (written): version 3 plus the call site. Header bit 39, which version 3 requires to
 // be 0, is set when the event has a site (Event::site != 0); the site then follows the event's
 // 13 fields as 4 raw little-endian bytes (not a delta: sites repeat, they do not drift). An event
@@ -54,7 +60,12 @@
 
 namespace poolscope {
 
-inline constexpr int kEventCodecVersion = 4; // written; 1 to 4 are read
+// The codec of chunks holding beyond-pool kinds (issue #18). One named constant so that it can be
+// reconciled with other codec bumps: everything that decides on it uses this name.
+inline constexpr int kBeyondPoolCodecVersion = 5;
+inline constexpr int kEventCodecVersion = kBeyondPoolCodecVersion; // the highest read: 1 to 5
+// What a chunk without beyond-pool kinds is written as.
+inline constexpr int kPoolOnlyCodecVersion = 4;
 inline constexpr int kEventCodecFields = 13; // versions 3 and 4
 // Most bytes one version-4 event can take: the 5-byte header, 13 fields of 8 bytes, the site.
 inline constexpr size_t kMaxEncodedEventBytes = 5 + kEventCodecFields * 8 + 4;
@@ -80,8 +91,8 @@ private:
     size_t capacity_ = 0;
 };
 
-// Appends the encoding of events (one run) to out, in codec `version` (4; 3 or 2 for tests and
-// benchmarks that need old-format data: version 3 drops the sites).
+// Appends the encoding of events (one run) to out, in codec `version` (4 or 5; 3 or 2 for tests
+// and benchmarks that need old-format data: version 3 drops the sites).
 void encodeEvents(std::span<const Event> events, std::string& out,
                   int version = kEventCodecVersion);
 // Decodes exactly count events encoded with codec `version`, appending them to out; false if

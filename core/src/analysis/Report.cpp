@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <tuple>
 
 #include "poolscope/Units.h"
 
@@ -80,6 +81,79 @@ std::string percent(uint64_t part, uint64_t whole) {
     std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * static_cast<double>(part) /
                                                  static_cast<double>(whole));
     return buf;
+}
+
+// Findings about memory outside the pools (issue #18).
+template <class At> void beyondPoolFindings(Report& r, const At& at) {
+    uint64_t poolAllocs = 0;
+    for (const PoolReport& p : r.pools) poolAllocs += p.allocCount;
+    uint64_t legacyAllocs = 0, legacyPeak = 0;
+    for (const OutsideReport& o : r.outside) {
+        legacyAllocs += o.allocCount;
+        legacyPeak = std::max(legacyPeak, o.peakBytes);
+    }
+    if (poolAllocs > 0 && (legacyAllocs > 0 || r.deviceSyncs > 0)) {
+        std::string s = "the program mixes cudaMalloc-style allocations (" +
+                        formatCount(legacyAllocs) + ", up to " + formatBytes(legacyPeak) +
+                        " live on one device) into a stream-ordered workload (" +
+                        formatCount(poolAllocs) + " pool allocations)";
+        if (r.deviceSyncs > 0) {
+            uint64_t ns = 0;
+            for (const OutsideReport& o : r.outside) ns += o.syncCallNs;
+            s += "; " + formatCount(r.deviceSyncs) + " cudaFree call(s) synchronized the whole device";
+            if (r.deviceSyncsDuringPoolWork > 0)
+                s += ", " + formatCount(r.deviceSyncsDuringPoolWork) +
+                     " of them while pool allocations were live";
+            if (ns > 0) s += " (" + formatDuration(static_cast<int64_t>(ns)) + " inside those calls)";
+        }
+        s += ": every stream waits at each such free; cudaMallocAsync/cudaFreeAsync on the "
+             "same pools avoid it, and that memory would then show in the pools' reserved bytes";
+        r.findings.push_back(s);
+    }
+    for (const OutsideReport& o : r.outside) {
+        if (o.poolsPeakReserved == 0 || o.peakBytes <= o.poolsPeakReserved) continue;
+        r.findings.push_back("device " + std::to_string(o.device) + " held up to " +
+                             formatBytes(o.peakBytes) + " outside any pool (at " + at(o.peakTsNs) +
+                             "), more than its pools ever reserved (" +
+                             formatBytes(o.poolsPeakReserved) +
+                             "): the pools look small while the device fills up");
+    }
+    const PinnedReport& p = r.pinned;
+    if (p.allocatedAtEnd + p.registeredAtEnd > 0)
+        r.findings.push_back(formatBytes(p.allocatedAtEnd + p.registeredAtEnd) +
+                             " of pinned host memory (" + formatBytes(p.allocatedAtEnd) +
+                             " allocated, " + formatBytes(p.registeredAtEnd) +
+                             " registered) was still pinned when the trace ended");
+    if (p.failedCount > 0)
+        r.findings.push_back(formatCount(p.failedCount) +
+                             " pinned host allocation(s) or registration(s) failed");
+    if (r.unmatchedMemReleases > 0)
+        r.findings.push_back(formatCount(r.unmatchedMemReleases) +
+                             " cudaFree/cudaFreeHost/cudaHostUnregister call(s) named memory not "
+                             "allocated in this trace: ignored");
+}
+
+// The highest sum of several step series at one time, and when. K is small (a device's pools
+// and its outside-pool series): a k-way walk over their points.
+std::pair<uint64_t, int64_t> peakOfSum(const std::vector<const Series*>& series) {
+    std::vector<size_t> idx(series.size(), 0);
+    std::vector<uint64_t> cur(series.size(), 0);
+    uint64_t sum = 0, peak = 0;
+    int64_t peakTs = 0;
+    for (;;) {
+        int64_t t = INT64_MAX;
+        for (size_t k = 0; k < series.size(); ++k)
+            if (idx[k] < series[k]->size()) t = std::min(t, series[k]->t[idx[k]]);
+        if (t == INT64_MAX) break;
+        for (size_t k = 0; k < series.size(); ++k)
+            while (idx[k] < series[k]->size() && series[k]->t[idx[k]] == t) {
+                sum = sum - cur[k] + series[k]->v[idx[k]];
+                cur[k] = series[k]->v[idx[k]];
+                ++idx[k];
+            }
+        if (sum > peak) peak = sum, peakTs = t;
+    }
+    return {peak, peakTs};
 }
 
 void addFindings(Report& r) {
@@ -222,7 +296,8 @@ void addFindings(Report& r) {
     if (r.unmatchedFrees > 0)
         r.findings.push_back(formatCount(r.unmatchedFrees) +
                              " free(s) of pointers not allocated in this trace (allocated before "
-                             "recording started, or by cudaMalloc): ignored");
+                             "recording started, or their allocation was not recorded): ignored");
+    beyondPoolFindings(r, at);
 }
 
 } // namespace
@@ -337,6 +412,54 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         if (r.fragmented.size() >= options.topN) break;
         if (g.fragmented()) r.fragmented.push_back(g);
     }
+
+    for (const OutsideTimeline& o : tl.outside) {
+        OutsideReport orr;
+        orr.device = o.device;
+        orr.peakBytes = o.peakBytes;
+        orr.peakTsNs = o.peakTsNs;
+        orr.liveAtEndBytes = o.liveAtEndBytes;
+        orr.managedPeakBytes = o.managedPeakBytes;
+        orr.allocCount = o.allocCount;
+        orr.freeCount = o.freeCount;
+        orr.failedCount = o.failedCount;
+        orr.syncFrees = o.syncFrees;
+        orr.syncCallNs = o.syncCallNs;
+        std::vector<const Series*> pools;
+        for (const PoolTimeline& p : tl.pools)
+            if (p.info.device == o.device) pools.push_back(&p.reserved);
+        orr.poolsPeakReserved = peakOfSum(pools).first;
+        pools.push_back(&o.liveBytes);
+        std::tie(orr.combinedPeak, orr.combinedPeakTsNs) = peakOfSum(pools);
+        r.deviceSyncs += o.syncFrees;
+        r.outside.push_back(orr);
+    }
+    // A cudaFree while stream-ordered blocks were live stalls the pool workload's streams.
+    for (const DeviceSync& d : tl.deviceSyncs) {
+        for (const StreamTimeline& s : tl.streams)
+            if (s.liveBytes.valueAt(d.tsNs) > 0) {
+                r.deviceSyncsDuringPoolWork++;
+                break;
+            }
+    }
+    const PinnedTimeline& pt = tl.pinned;
+    PinnedReport& pr = r.pinned;
+    pr.allocatedPeak = pt.allocatedPeak;
+    pr.registeredPeak = pt.registeredPeak;
+    pr.totalPeak = pt.totalPeak;
+    pr.totalPeakTsNs = pt.totalPeakTsNs;
+    pr.allocatedAtEnd = pt.allocatedAtEnd;
+    pr.registeredAtEnd = pt.registeredAtEnd;
+    pr.allocCount = pt.allocCount;
+    pr.freeCount = pt.freeCount;
+    pr.registerCount = pt.registerCount;
+    pr.unregisterCount = pt.unregisterCount;
+    pr.failedCount = pt.failedCount;
+    for (int i = 0; i < 8; ++i) {
+        pr.allocatedByFlags[i] = pt.allocatedByFlags[i];
+        pr.allocsByFlags[i] = pt.allocsByFlags[i];
+    }
+    r.unmatchedMemReleases = tl.unmatchedMemReleases;
 
     addFindings(r);
     return r;
