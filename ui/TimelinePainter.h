@@ -117,6 +117,9 @@ private:
     void paintRows(QPainter& p, size_t lane, int mergedY = -1, int mergedH = 0);
     void paintSummary(QPainter& p, size_t lane); // a collapsed stream lane
     void paintPoolChart(QPainter& p, size_t lane);
+    void paintOutsideChart(QPainter& p, size_t lane); // device memory outside the pools
+    void paintHostChart(QPainter& p, size_t lane);    // pinned host memory
+    void paintDeviceSyncs(QPainter& p, int x0, int x1); // cudaFree across the device's lanes
     void paintArea(QPainter& p, const Series& s, const std::vector<int64_t>& blockT, int top,
                    int bottom, double scale, QColor fill,
                    QColor line);

@@ -44,6 +44,8 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
         if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
             p.fillRect(4, y + 4, 4, h - 8, c_.poolColor(l.poolIndex));
         }
+        if (l.kind == LaneKind::Outside) p.fillRect(4, y + 4, 4, h - 8, c_.outsideColor());
+        if (l.kind == LaneKind::Host) p.fillRect(4, y + 4, 4, h - 8, c_.pinnedColor());
         const bool isCollapsed = g_.collapsed(i);
         const QRect tri = g_.disclosureRect(layout, i);
         if (!tri.isEmpty()) {
@@ -83,6 +85,15 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
                 sub = QStringLiteral("reserved %1 · used %2")
                           .arg(qs(formatBytes(pt.reserved.valueAt(cursor))),
                                qs(formatBytes(pt.used.valueAt(cursor))));
+            } else if (l.kind == LaneKind::Outside && l.outsideIndex >= 0) {
+                const OutsideTimeline& o = tl.outside[size_t(l.outsideIndex)];
+                sub = QStringLiteral("outside %1 · with pools %2")
+                          .arg(qs(formatBytes(o.liveBytes.valueAt(cursor))),
+                               qs(formatBytes(o.withPools.valueAt(cursor))));
+            } else if (l.kind == LaneKind::Host) {
+                sub = QStringLiteral("pinned %1 · registered %2")
+                          .arg(qs(formatBytes(tl.pinned.total.valueAt(cursor))),
+                               qs(formatBytes(tl.pinned.registered.valueAt(cursor))));
             } else if (l.kind == LaneKind::Stream && l.streamIndex >= 0) {
                 sub = QStringLiteral("live %1").arg(
                     qs(formatBytes(tl.streams[size_t(l.streamIndex)].liveBytes.valueAt(cursor))));

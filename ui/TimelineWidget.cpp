@@ -43,6 +43,10 @@ QString TimelineWidget::laneKey(size_t i) const {
         return QStringLiteral("p%1/%2").arg(l.device).arg(l.pool, 0, 16);
     case LaneKind::Stream:
         return QStringLiteral("s%1/%2").arg(l.pool, 0, 16).arg(l.stream, 0, 16);
+    case LaneKind::Outside:
+        return QStringLiteral("o%1").arg(l.device);
+    case LaneKind::Host:
+        return QStringLiteral("h");
     }
     return {};
 }

@@ -491,6 +491,29 @@ struct TimelineBuilder::Impl {
 
 namespace {
 
+// The sum of step series, as a step series: a k-way walk over their points (k is a device's
+// pools plus one).
+Series sumOf(const std::vector<const Series*>& parts) {
+    Series out;
+    std::vector<size_t> idx(parts.size(), 0);
+    std::vector<uint64_t> cur(parts.size(), 0);
+    uint64_t sum = 0;
+    for (;;) {
+        int64_t t = INT64_MAX;
+        for (size_t k = 0; k < parts.size(); ++k)
+            if (idx[k] < parts[k]->size()) t = std::min(t, parts[k]->t[idx[k]]);
+        if (t == INT64_MAX) break;
+        for (size_t k = 0; k < parts.size(); ++k)
+            while (idx[k] < parts[k]->size() && parts[k]->t[idx[k]] == t) {
+                sum = sum - cur[k] + parts[k]->v[idx[k]];
+                cur[k] = parts[k]->v[idx[k]];
+                ++idx[k];
+            }
+        out.push(t, sum);
+    }
+    return out;
+}
+
 // Totals that only make sense at the end, and the documented orderings. shrink: give growth
 // slack back (not for vectors reserved for an upper bound: their unused part was never
 // touched, costs no memory, and shrinking would copy everything once more).
@@ -548,6 +571,18 @@ void finalize(Timeline& tl, bool shrink = true) {
         std::stable_sort(tl.edges.begin(), tl.edges.end(), byWait);
     std::sort(tl.outside.begin(), tl.outside.end(),
               [](const OutsideTimeline& a, const OutsideTimeline& b) { return a.device < b.device; });
+    for (OutsideTimeline& o : tl.outside) {
+        std::vector<const Series*> parts;
+        for (const PoolTimeline& p : tl.pools)
+            if (p.info.device == o.device) parts.push_back(&p.reserved);
+        o.poolsReservedPeak = sumOf(parts).max();
+        parts.push_back(&o.liveBytes);
+        o.withPools = sumOf(parts);
+        o.withPoolsPeak = o.withPoolsPeakTsNs = 0;
+        for (size_t i = 0; i < o.withPools.size(); ++i)
+            if (o.withPools.v[i] > o.withPoolsPeak)
+                o.withPoolsPeak = o.withPools.v[i], o.withPoolsPeakTsNs = o.withPools.t[i];
+    }
     tl.partial = false;
     tl.loadedUntilNs = tl.t1;
     tl.totalEvents = tl.eventCount;

@@ -95,7 +95,8 @@ CREATE TABLE event_chunks (
   t_max     INTEGER NOT NULL,                 -- largest ts_ns in the chunk
   count     INTEGER NOT NULL,
   kinds     INTEGER NOT NULL,                 -- bit (1 << kind) set for each kind present
-  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 to 4; the writer sets it)
+  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 to 5; the writer sets it:
+                                              -- 5 for a chunk with beyond-pool kinds, else 4)
   data      BLOB    NOT NULL,
   -- Since version 3. prev_last_seq: last_seq of the previous chunk in seq order (0 for the
   -- first), so that a deleted chunk row leaves a visible hole. crc: CRC32C (Castagnoli) of

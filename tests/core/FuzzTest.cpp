@@ -204,7 +204,7 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
         if (rng() % 8) mutateBytes(b, datas, rng); // an unmutated seed now and then
         if (rng() % 4 == 0) count = mutateCount(count, b.size(), rng);
         // Every version the decoder accepts, and two it must refuse.
-        for (int v : {0, 1, 2, 3, 4, 5}) {
+        for (int v : {0, 1, 2, 3, 4, 5, kEventCodecVersion + 1}) {
             out.clear();
             out.shrink_to_fit();
             const bool ok = decodeEvents(b, count, out, v);
@@ -213,7 +213,7 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
             ASSERT_LE(out.capacity(), b.size() + 1)
                 << "input " << inputs << " v" << v << " count " << count;
             if (ok) {
-                ASSERT_TRUE(v >= 1 && v <= 4) << "input " << inputs << " v" << v;
+                ASSERT_TRUE(v >= 1 && v <= kEventCodecVersion) << "input " << inputs << " v" << v;
                 ASSERT_EQ(out.size(), count) << "input " << inputs << " v" << v;
                 ++decoded;
             } else {

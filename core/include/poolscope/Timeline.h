@@ -85,6 +85,13 @@ struct OutsideTimeline {
     // cudaFree calls on this device that synchronized it, and the time they took where measured.
     uint64_t syncFrees = 0;
     uint64_t syncCallNs = 0;
+    // What the process held on the device: liveBytes plus the reserved bytes of the device's
+    // pools, as one series (so "the pools are small but the GPU is full" is one curve), and its
+    // peak; poolsReservedPeak the highest sum of the pools' reserved alone.
+    Series withPools;
+    uint64_t withPoolsPeak = 0;
+    int64_t withPoolsPeakTsNs = 0;
+    uint64_t poolsReservedPeak = 0;
 };
 
 // A cudaFree / cuMemFree of memory outside the pools: the whole device waits for every stream

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <tuple>
 
 #include "poolscope/Units.h"
 
@@ -131,29 +130,6 @@ template <class At> void beyondPoolFindings(Report& r, const At& at) {
         r.findings.push_back(formatCount(r.unmatchedMemReleases) +
                              " cudaFree/cudaFreeHost/cudaHostUnregister call(s) named memory not "
                              "allocated in this trace: ignored");
-}
-
-// The highest sum of several step series at one time, and when. K is small (a device's pools
-// and its outside-pool series): a k-way walk over their points.
-std::pair<uint64_t, int64_t> peakOfSum(const std::vector<const Series*>& series) {
-    std::vector<size_t> idx(series.size(), 0);
-    std::vector<uint64_t> cur(series.size(), 0);
-    uint64_t sum = 0, peak = 0;
-    int64_t peakTs = 0;
-    for (;;) {
-        int64_t t = INT64_MAX;
-        for (size_t k = 0; k < series.size(); ++k)
-            if (idx[k] < series[k]->size()) t = std::min(t, series[k]->t[idx[k]]);
-        if (t == INT64_MAX) break;
-        for (size_t k = 0; k < series.size(); ++k)
-            while (idx[k] < series[k]->size() && series[k]->t[idx[k]] == t) {
-                sum = sum - cur[k] + series[k]->v[idx[k]];
-                cur[k] = series[k]->v[idx[k]];
-                ++idx[k];
-            }
-        if (sum > peak) peak = sum, peakTs = t;
-    }
-    return {peak, peakTs};
 }
 
 void addFindings(Report& r) {
@@ -425,12 +401,9 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         orr.failedCount = o.failedCount;
         orr.syncFrees = o.syncFrees;
         orr.syncCallNs = o.syncCallNs;
-        std::vector<const Series*> pools;
-        for (const PoolTimeline& p : tl.pools)
-            if (p.info.device == o.device) pools.push_back(&p.reserved);
-        orr.poolsPeakReserved = peakOfSum(pools).first;
-        pools.push_back(&o.liveBytes);
-        std::tie(orr.combinedPeak, orr.combinedPeakTsNs) = peakOfSum(pools);
+        orr.poolsPeakReserved = o.poolsReservedPeak;
+        orr.combinedPeak = o.withPoolsPeak;
+        orr.combinedPeakTsNs = o.withPoolsPeakTsNs;
         r.deviceSyncs += o.syncFrees;
         r.outside.push_back(orr);
     }
