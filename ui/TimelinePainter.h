@@ -79,6 +79,8 @@ struct TimelineHit {
     int lane = -1;
     bool toggle = false; // on a lane's disclosure triangle (or a device header): collapse/expand
     int dropGap = -1;    // index into Timeline::dropGaps under the pointer: events lost there
+    int deviceSync = -1; // index into Timeline::deviceSyncs under the pointer (a cudaFree)
+    int64_t t = 0;       // the time under the pointer (charts: the value there)
 };
 
 class TimelinePainter {
@@ -102,7 +104,7 @@ public:
     void paintLegend(QPainter& p);                                      // the bottom strip
     // The legend strip's height at this width (its entries wrap rather than being cut).
     static int legendHeight(int width, const QFontMetrics& fm, BarColoring coloring,
-                            bool drops = false);
+                            bool drops = false, bool syncs = false);
     TimelineHit hitTest(QPoint pos) const;
     int focusLane = -1; // the lane with keyboard focus (outlined in the label column)
     QHash<QString, QStaticText>* textCache = nullptr; // the ruler's labels, kept by the widget

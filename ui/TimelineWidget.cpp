@@ -152,7 +152,8 @@ void TimelineWidget::relayout() {
     geo_.width = width();
     geo_.height = height();
     geo_.legendH = TimelinePainter::legendHeight(
-        width(), fontMetrics(), coloring_, snap_.timeline && !snap_.timeline->dropGaps.empty());
+        width(), fontMetrics(), coloring_, snap_.timeline && !snap_.timeline->dropGaps.empty(),
+        snap_.timeline && !snap_.timeline->deviceSyncs.empty());
     if (snap_.valid()) {
         std::vector<uint8_t> want(snap_.layout->lanes.size(), 0);
         for (size_t i = 0; i < want.size(); ++i)

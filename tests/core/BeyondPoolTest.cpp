@@ -15,6 +15,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/replay/Replay.h"
+#include "poolscope/view/LaneLayout.h"
 
 using namespace poolscope;
 using namespace poolscope::replay;
@@ -211,6 +212,34 @@ TEST(BeyondPool, HandBuiltTimelineDrawsLanesSyncsAndPinnedSeries) {
             EXPECT_EQ(a.freeTsNs, 700);
         }
     EXPECT_TRUE(found);
+}
+
+TEST(BeyondPool, HandBuiltLaneLayoutPutsOutsideUnderEachDeviceAndOneHostLaneLast) {
+    auto tl = timelineOf(handBuiltMixedWorkload().all());
+    // What the device held in all: its pools' reserved plus the memory outside them.
+    const OutsideTimeline* d0 = tl->outsideOf(0);
+    ASSERT_NE(d0, nullptr);
+    EXPECT_EQ(d0->withPools.valueAt(300), 32 * MiB + 80 * MiB);
+    EXPECT_EQ(d0->withPools.valueAt(650), 32 * MiB + 16 * MiB);
+    EXPECT_EQ(d0->withPoolsPeak, 112 * MiB);
+    EXPECT_EQ(d0->poolsReservedPeak, 32 * MiB);
+    auto layout = view::LaneLayout::build(*tl);
+    ASSERT_TRUE(layout);
+    const auto& lanes = layout->lanes;
+    std::vector<int> outside, devices;
+    for (size_t i = 0; i < lanes.size(); ++i) {
+        if (lanes[i].kind == view::LaneKind::Outside) outside.push_back(int(i));
+        if (lanes[i].kind == view::LaneKind::Device) devices.push_back(int(i));
+    }
+    ASSERT_EQ(outside.size(), 2u); // devices 0 and 1
+    ASSERT_EQ(devices.size(), 2u);
+    for (size_t k = 0; k < 2; ++k) {
+        EXPECT_EQ(outside[k], devices[k] + 1); // right under its device, above the pools
+        EXPECT_EQ(lanes[size_t(outside[k])].device, lanes[size_t(devices[k])].device);
+    }
+    EXPECT_EQ(lanes[size_t(outside[0])].subtitle, "peak 80.0 MiB · with pools 112 MiB");
+    EXPECT_EQ(lanes.back().kind, view::LaneKind::Host);
+    EXPECT_EQ(lanes.back().subtitle, "peak 31.0 MiB · registered 16.0 MiB");
 }
 
 TEST(BeyondPool, HandBuiltReportCountsSyncsPinnedTotalsAndFindsTheMix) {

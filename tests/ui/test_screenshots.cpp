@@ -256,7 +256,7 @@ std::string handBuiltBeyondPoolTrace() {
     if (!w) return {};
     DeviceInfo d;
     d.ordinal = 0;
-    d.name = "hand-built trace (not recorded)";
+    d.name = "hand-built, not recorded";
     d.totalMemory = uint64_t{80} << 30;
     (void)(*w)->addDevice(d);
     PoolInfo pool;
