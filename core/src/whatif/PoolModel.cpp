@@ -270,6 +270,7 @@ void PoolModel::freeBlock(const replay::Fact& f, const replay::Replay& r) {
     if (f.event->kind == EventKind::DeviceFree) {
         // A pool block freed with cudaFree: the driver takes it back at once, for any stream
         // (no stream order to wait for).
+        p.free += bytes;
         p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
         return;
     }
