@@ -263,6 +263,8 @@ TEST(BeyondPool, HandBuiltReportCountsSyncsPinnedTotalsAndFindsTheMix) {
     EXPECT_TRUE(has("2 cudaFree call(s) synchronized the whole device"));
     EXPECT_TRUE(has("device 0 held up to 80.0 MiB outside any pool"));
     EXPECT_TRUE(has("6.00 MiB of pinned host memory"));
+    EXPECT_TRUE(has("8.00 MiB allocated with cudaMalloc on device 1 was still allocated"));
+    EXPECT_FALSE(has("allocated with cudaMalloc on device 0")); // all of it freed there
 
     const std::string text = reportToText(r);
     EXPECT_NE(text.find("Device memory outside the pools"), std::string::npos) << text;

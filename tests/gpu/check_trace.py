@@ -189,7 +189,8 @@ def check(poolscope, trace, truth_path, c, workload=None):
     for e in unplaced[:3]:
         print(f"  info: unplaced {e['kind']} seq {e['seq']} tid {e['tid']} device {e['device']} "
               f"pool 0x{e['pool']:x} flags {e['flags']}")
-    no_wm = sum(1 for e in frees if e["ptr"] and e["flags"] & 8 and not e["flags"] & 1)
+    no_wm = sum(1 for e in frees if e["ptr"] and e["flags"] & 8 and not e["flags"] & 1
+                and e["ptr"] not in legacy_ptrs)
     if no_wm:
         print(f"  info: {no_wm} of {len(frees)} frees without watermarks (used not known in seq order)")
     for w in wms:
@@ -333,11 +334,16 @@ def check_beyond(c, poolscope, trace, summary, extra, by):
         c.eq("torch_native: peak outside the pools = reserved_bytes.all.peak",
              d0.get("peak_bytes"), j["reserved_peak"])
         c.eq("torch_native: cudaMalloc calls = segment.all.allocated", len(malloc), j["segments"])
-        c.eq("torch_native: cudaFree calls = segment.all.freed", len(syncs), j["segments_freed"])
-        c.eq("torch_native: live outside the pools at the end = reserved now",
-             d0.get("live_at_end_bytes"), j["reserved_now"])
+        # The stats are read before the interpreter exits: whatever PyTorch releases at exit
+        # comes after them, so frees can only be more and live memory only less.
+        c.true("torch_native: cudaFree calls >= segment.all.freed", len(syncs) >= j["segments_freed"],
+               f"({len(syncs)} < {j['segments_freed']})")
+        c.true("torch_native: live outside the pools at the end <= reserved at the stats",
+               (d0.get("live_at_end_bytes") or 0) <= j["reserved_now"],
+               f"({d0.get('live_at_end_bytes')} > {j['reserved_now']})")
         print(f"  info: torch {j['torch']}: reserved peak {j['reserved_peak']}, "
-              f"{j['segments']} segments, {j['segments_freed']} freed")
+              f"{j['segments']} segments, {j['segments_freed']} freed (trace: {len(syncs)} cudaFree, "
+              f"{d0.get('live_at_end_bytes')} B live at the end)")
 
 
 def main():

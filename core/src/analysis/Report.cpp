@@ -117,6 +117,12 @@ template <class At> void beyondPoolFindings(Report& r, const At& at) {
                              formatBytes(o.poolsPeakReserved) +
                              "): the pools look small while the device fills up");
     }
+    for (const OutsideReport& o : r.outside)
+        if (o.liveAtEndBytes > 0)
+            r.findings.push_back(formatBytes(o.liveAtEndBytes) + " allocated with cudaMalloc on device " +
+                                 std::to_string(o.device) +
+                                 " was still allocated when the trace ended (a caching allocator "
+                                 "keeps its segments; otherwise a leak)");
     const PinnedReport& p = r.pinned;
     if (p.allocatedAtEnd + p.registeredAtEnd > 0)
         r.findings.push_back(formatBytes(p.allocatedAtEnd + p.registeredAtEnd) +
