@@ -3,6 +3,10 @@
 // report and the trace file. Every trace here is hand-built (named so), not recorded.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "TestTraces.h"
@@ -442,5 +446,110 @@ TEST(BeyondPool, HandBuiltTraceInInfoDumpAndReport) {
     const test::CliRun json = test::runCli("report --json '" + path + "'");
     EXPECT_EQ(json.exitCode, 0) << json.output;
     EXPECT_NE(json.output.find("\"outside_pools\""), std::string::npos) << json.output;
+}
+#endif
+
+#if defined(POOLSCOPE_CLI) && defined(POOLSCOPE_GPU_CHECK_SCRIPT)
+namespace {
+// What the collector would record for tests/workloads/beyond_pool.cu (3 rounds), simulated on
+// the CPU (hand-built: no GPU ran it; the runtime is made to add the DEVICEMAP bit to every
+// cudaHostAlloc, as it may), with the truth that workload prints.
+// Writes the trace and returns the truth lines the workload would print.
+std::string simulateBeyondPoolWorkload(const std::string& path) {
+    auto w = TraceWriter::create(path);
+    if (!w) return {};
+    (*w)->setMeta("collector", "simulated");
+    DeviceInfo d; d.ordinal = 0; d.name = "sim"; (*w)->addDevice(d);
+    PoolInfo p; p.handle = 0x9000; p.device = 0; p.kind = PoolKind::Default; (*w)->addPool(p);
+    std::vector<Event> ev; int64_t t = 0; std::map<std::string, uint64_t> c;
+    auto add = [&](EventKind k) -> Event& { Event e; e.seq = ev.size() + 1; e.tsNs = (t += 1000); e.kind = k; e.device = 0; e.tid = 5; ev.push_back(e); return ev.back(); };
+    uint64_t used = 0, devNow = 0, devPeak = 0, aNow = 0, aPeak = 0, rNow = 0, rPeak = 0, pNow = 0, pPeak = 0;
+    auto devAdd = [&](uint64_t n) { devNow += n; devPeak = std::max(devPeak, devNow); };
+    Event& sc = add(EventKind::StreamCreate); sc.stream = 0x51; c["stream_creates"]++;
+    auto asyncAlloc = [&](uint64_t ptr, uint64_t n) { Event& a = add(EventKind::Alloc); AllocFields{ptr, n, AllocApi::Async}.into(a); a.stream = 0x51; a.pool = 0x9000; used += n; a.flags = kHasWatermarks; a.reserved = 64 << 20; a.used = used; c["allocs"]++; c["alloc_bytes"] += n; };
+    auto asyncFree = [&](uint64_t ptr, uint64_t n, bool pool) { Event& f = add(EventKind::Free); FreeFields{ptr, std::nullopt}.into(f); f.stream = 0x51; if (pool) { f.pool = 0x9000; used -= n; f.flags |= kHasWatermarks; f.reserved = 64 << 20; f.used = used; } c["frees"]++; c["free_bytes"] += n; };
+    auto dAlloc = [&](uint64_t ptr, uint64_t n, DeviceAllocApi api = DeviceAllocApi::Malloc) { Event& a = add(EventKind::DeviceAlloc); DeviceAllocFields{ptr, n, api, 0}.into(a); };
+    auto dFree = [&](uint64_t ptr) { Event& f = add(EventKind::DeviceFree); ReleaseMemFields{ptr, std::nullopt, 2000}.into(f, EventKind::DeviceFree); };
+    std::vector<std::pair<uint64_t, uint64_t>> legacy;
+    for (int r = 0; r < 3; ++r) {
+        uint64_t an = (1 + r % 4) << 20; asyncAlloc(0xA000 + r * 0x100000, an);
+        uint64_t ln = (r % 5 + 1) * (3u << 20) + 4096 * r; uint64_t lp = 0x70000000 + r * 0x1000000;
+        dAlloc(lp, ln); legacy.push_back({lp, ln}); devAdd(ln); c["beyond_device_allocs"]++; c["beyond_device_alloc_bytes"] += ln;
+        if (r % 3 == 2) { dFree(legacy.front().first); c["beyond_device_frees"]++; c["beyond_device_free_bytes"] += legacy.front().second; c["beyond_device_syncs"]++; devNow -= legacy.front().second; legacy.erase(legacy.begin()); }
+        asyncFree(0xA000 + r * 0x100000, an, true);
+    }
+    add(EventKind::StreamSynchronize).stream = 0x51; c["stream_syncs"]++;
+    uint64_t pitchBytes = 1024 * 300; dAlloc(0x80000000, pitchBytes, DeviceAllocApi::Pitch); devAdd(pitchBytes); c["beyond_device_allocs"]++; c["beyond_device_alloc_bytes"] += pitchBytes; c["beyond_pitch_allocs"]++;
+    dAlloc(0x90000000, 12 << 20, DeviceAllocApi::Managed); c["beyond_managed_allocs"]++; c["beyond_managed_bytes"] += 12 << 20;
+    asyncAlloc(0xB000000, 5 << 20); add(EventKind::StreamSynchronize).stream = 0x51; c["stream_syncs"]++;
+    { Event& f = add(EventKind::DeviceFree); ReleaseMemFields{0xB000000, std::nullopt, 800}.into(f, EventKind::DeviceFree); f.pool = 0x9000; c["beyond_pool_blocks_cudafree"]++; }
+    dAlloc(0x95000000, 7 << 20); devAdd(7 << 20); c["beyond_device_allocs"]++; c["beyond_device_alloc_bytes"] += 7 << 20;
+    asyncFree(0x95000000, 7 << 20, false); c["beyond_legacy_freed_async"]++; devNow -= 7 << 20;
+    add(EventKind::StreamSynchronize).stream = 0x51; c["stream_syncs"]++;
+    unsigned flags[] = {0, 1, 2, 4, 7}; std::vector<std::string> host;
+    std::vector<std::pair<uint64_t, uint64_t>> hosts;
+    for (int i = 0; i < 5; ++i) { uint64_t n = (i + 1) * (1u << 20) + 512 * i; Event& h = add(EventKind::HostAlloc); PinnedFields{0x50000000ull + i * 0x1000000, n, flags[i] | 2u}.into(h, EventKind::HostAlloc); hosts.push_back({h.ptr, n}); c["beyond_host_allocs"]++; c["beyond_host_alloc_bytes"] += n; aNow += n; aPeak = std::max(aPeak, aNow); pNow += n; pPeak = std::max(pPeak, pNow); host.push_back("{\"type\":\"host\",\"what\":\"host_alloc\",\"size\":" + std::to_string(n) + ",\"flags\":" + std::to_string(flags[i]) + "}"); }
+    { uint64_t n = 3 << 20; Event& h = add(EventKind::HostAlloc); PinnedFields{0x58000000, n, 0, HostAllocApi::HostAlloc}.into(h, EventKind::HostAlloc); c["beyond_host_allocs"]++; c["beyond_host_alloc_bytes"] += n; aNow += n; aPeak = std::max(aPeak, aNow); pNow += n; pPeak = std::max(pPeak, pNow); host.push_back("{\"type\":\"host\",\"what\":\"host_alloc\",\"size\":" + std::to_string(n) + ",\"flags\":0}"); }
+    unsigned rf[] = {0, 1, 2};
+    for (int i = 0; i < 3; ++i) { uint64_t n = (i + 2) * (1u << 20); Event& h = add(EventKind::HostRegister); PinnedFields{0x60000000ull + i * 0x1000000, n, rf[i]}.into(h, EventKind::HostRegister); c["beyond_host_registers"]++; c["beyond_host_register_bytes"] += n; rNow += n; rPeak = std::max(rPeak, rNow); pNow += n; pPeak = std::max(pPeak, pNow); host.push_back("{\"type\":\"host\",\"what\":\"host_register\",\"size\":" + std::to_string(n) + ",\"flags\":" + std::to_string(rf[i]) + "}"); }
+    auto hf = [&](uint64_t ptr, uint64_t n) { Event& f = add(EventKind::HostFree); ReleaseMemFields{ptr}.into(f, EventKind::HostFree); c["beyond_host_frees"]++; aNow -= n; pNow -= n; };
+    hf(hosts[0].first, hosts[0].second); hf(hosts[3].first, hosts[3].second); hf(0x58000000, 3 << 20);
+    for (int i = 0; i < 2; ++i) { Event& u = add(EventKind::HostUnregister); ReleaseMemFields{0x60000000ull + i * 0x1000000}.into(u, EventKind::HostUnregister); c["beyond_host_unregisters"]++; uint64_t n = (i + 2) * (1u << 20); rNow -= n; pNow -= n; }
+    while (legacy.size() > 1) { dFree(legacy.back().first); c["beyond_device_frees"]++; c["beyond_device_free_bytes"] += legacy.back().second; c["beyond_device_syncs"]++; devNow -= legacy.back().second; legacy.pop_back(); }
+    dFree(0x80000000); c["beyond_device_frees"]++; c["beyond_device_free_bytes"] += pitchBytes; c["beyond_device_syncs"]++; devNow -= pitchBytes;
+    dFree(0x90000000); c["beyond_managed_frees"]++; c["beyond_device_syncs"]++;
+    c["beyond_device_peak"] = devPeak; c["beyond_device_live_at_end"] = devNow; c["beyond_host_allocated_peak"] = aPeak; c["beyond_host_registered_peak"] = rPeak; c["beyond_host_total_peak"] = pPeak; c["beyond_host_allocated_at_end"] = aNow; c["beyond_host_registered_at_end"] = rNow;
+    replay::Replay rp; for (Event& e : ev) rp.complete(e);
+    (void)(*w)->append(ev);
+    if (!(*w)->close()) return {};
+    std::string out;
+    for (auto& h : host) out += h + "\n";
+    out += "{\"type\":\"summary\",\"workload\":\"beyond_pool\"";
+    for (auto& [k, v] : c) out += ",\"" + k + "\":" + std::to_string(v);
+    return out + "}\n";
+}
+
+std::string runCheck(const std::string& trace, const std::string& truth) {
+    const test::CliRun r = [&] {
+        test::CliRun out;
+        const std::string cmd = std::string("python3 '") + POOLSCOPE_GPU_CHECK_SCRIPT + "' '" +
+                                POOLSCOPE_CLI + "' '" + trace + "' '" + truth + "' 2>&1";
+        FILE* f = ::popen(cmd.c_str(), "r");
+        if (!f) return out;
+        char buf[4096];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.output.append(buf, n);
+        out.exitCode = ::pclose(f);
+        return out;
+    }();
+    return r.output;
+}
+} // namespace
+
+// The GPU check's own logic (tests/gpu/check_trace.py) on a simulated trace: it passes when the
+// trace and the truth agree, and names the difference when they do not.
+TEST(BeyondPool, HandBuiltSimulatedWorkloadPassesTheGpuCheckAndAWrongTruthFails) {
+    if (std::system("python3 -c 'import sqlite3' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+    test::ScratchDir dir;
+    const std::string trace = dir.file("beyond_pool.poolscope");
+    const std::string truth = simulateBeyondPoolWorkload(trace);
+    ASSERT_FALSE(truth.empty());
+    auto write = [&](const std::string& name, const std::string& text) {
+        const std::string p = dir.file(name);
+        FILE* f = std::fopen(p.c_str(), "w");
+        std::fputs(text.c_str(), f);
+        std::fclose(f);
+        return p;
+    };
+    const std::string good = runCheck(trace, write("good.truth", truth));
+    EXPECT_NE(good.find("PASS beyond_pool.poolscope"), std::string::npos) << good;
+    EXPECT_NE(good.find("program passed flags 0, driver call had 2"), std::string::npos) << good;
+    std::string wrong = truth;
+    const size_t at = wrong.find("\"beyond_host_total_peak\":");
+    ASSERT_NE(at, std::string::npos);
+    wrong.insert(at + std::string("\"beyond_host_total_peak\":").size(), "9");
+    const std::string bad = runCheck(trace, write("bad.truth", wrong));
+    EXPECT_NE(bad.find("FAIL beyond_host_total_peak"), std::string::npos) << bad;
+    EXPECT_NE(bad.find("FAIL beyond_pool.poolscope"), std::string::npos) << bad;
 }
 #endif
