@@ -39,6 +39,10 @@ public:
     QColor attributeColor() const { return QColor(20, 170, 160); }
     QColor knobColor() const { return QColor(220, 60, 170); }
     QColor failColor() const { return QColor(230, 30, 30); }
+    // Memory outside the pools (cudaMalloc) and pinned host memory; cudaFree's device-wide sync.
+    QColor outsideColor() const { return dark_ ? QColor(235, 120, 90) : QColor(200, 70, 40); }
+    QColor pinnedColor() const { return dark_ ? QColor(120, 200, 120) : QColor(40, 140, 60); }
+    QColor deviceSyncColor() const { return QColor(225, 40, 40); }
     QColor edgeColor() const {
         return dark_ ? QColor(230, 230, 230, 150) : QColor(60, 60, 60, 150);
     }

@@ -262,6 +262,17 @@ QString DetailsPane::traceSummary() const {
         s += row(tr("stream-order hazards"),
                  tr("%L1 unordered frees, %L2 unordered reuses").arg(hz.unorderedFrees)
                      .arg(hz.unorderedReuses));
+    for (const OutsideTimeline& o : tl.outside)
+        s += row(o.device >= 0 ? tr("GPU %1 outside the pools").arg(o.device)
+                               : tr("outside the pools"),
+                 tr("cudaMalloc peak %1 · with the pools' reserved %2 · %L3 cudaFree device syncs")
+                     .arg(qb(o.peakBytes), qb(o.withPoolsPeak))
+                     .arg(o.syncFrees));
+    if (tl.pinned.any())
+        s += row(tr("pinned host memory"),
+                 tr("peak %1 · allocated peak %2 · registered peak %3")
+                     .arg(qb(tl.pinned.totalPeak), qb(tl.pinned.allocatedPeak),
+                          qb(tl.pinned.registeredPeak)));
     for (const Fragmentation::Pool& p : tl.fragmentation.pools)
         if (p.fragmentedGrowths || p.fragmentedFailures)
             s += row(tr("fragmentation"),
@@ -507,6 +518,21 @@ void DetailsPane::render() {
             h += row(L.streamName(s.info.handle), v);
         }
         if (idle) h += row(tr("%n other stream(s)", "", idle), tr("nothing live"));
+        // Memory outside the pools (cudaMalloc) and pinned host memory at that instant.
+        for (const OutsideTimeline& o : tl.outside) {
+            QString v = tr("%1 · with the pools' reserved %2")
+                            .arg(qb(o.liveBytes.valueAt(cursor_)), qb(o.withPools.valueAt(cursor_)));
+            const uint64_t managed = o.managedBytes.valueAt(cursor_);
+            if (managed) v += tr(" · managed %1").arg(qb(managed));
+            h += row(o.device >= 0 ? tr("GPU %1 outside the pools").arg(o.device)
+                                   : tr("outside the pools"),
+                     v);
+        }
+        if (tl.pinned.any())
+            h += row(tr("pinned host memory"),
+                     tr("%1 · registered %2")
+                         .arg(qb(tl.pinned.total.valueAt(cursor_)),
+                              qb(tl.pinned.registered.valueAt(cursor_))));
         h += QStringLiteral("</table>");
     }
     setHtml(h);

@@ -12,6 +12,7 @@
 #include <QPainterPath>
 #include <climits>
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 namespace poolscope::ui {
@@ -56,7 +57,10 @@ void TimelineGeometry::layoutLanes(const LaneLayout& layout,
     for (size_t i = 0; i < layout.lanes.size(); ++i) {
         const Lane& l = layout.lanes[i];
         int owner = -1; // the collapsed header hiding this lane
-        if (l.kind == LaneKind::Device) {
+        if (l.kind == LaneKind::Host) { // after every device: under none of them
+            devLane = poolLane = -1;
+            devC = poolC = false;
+        } else if (l.kind == LaneKind::Device) {
             devLane = int(i);
             poolLane = -1;
             devC = wants(i);
@@ -64,6 +68,8 @@ void TimelineGeometry::layoutLanes(const LaneLayout& layout,
             if (devC) laneState[i] = kCollapsed;
         } else if (devC) {
             owner = devLane;
+        } else if (l.kind == LaneKind::Outside) {
+            poolLane = -1; // not under a pool: a collapsed pool above must not hide it
         } else if (l.kind == LaneKind::Pool) {
             poolLane = int(i);
             poolC = wants(i);
@@ -84,7 +90,9 @@ void TimelineGeometry::layoutLanes(const LaneLayout& layout,
             h = 0;
         } else {
             shownAs[i] = int(i);
-            if (l.kind == LaneKind::Pool) h = kPoolH;
+            if (l.kind == LaneKind::Pool || l.kind == LaneKind::Outside ||
+                l.kind == LaneKind::Host)
+                h = kPoolH;
             if (l.kind == LaneKind::Stream) {
                 // Up to kMaxVisibleRows rows get full-height bars; a lane with more concurrent
                 // blocks grows to 180 px and squeezes its rows (at least 3 px each while it can).
@@ -191,8 +199,11 @@ void TimelinePainter::paintContent(QPainter& p) {
                 paintRows(p, i);
         }
         if (l.kind == LaneKind::Pool) paintPoolChart(p, i);
+        if (l.kind == LaneKind::Outside) paintOutsideChart(p, i);
+        if (l.kind == LaneKind::Host) paintHostChart(p, i);
         paintMarkers(p, i);
     }
+    paintDeviceSyncs(p, x0, x1);
     // Where the collector lost events: a hatched red band across every lane (at least 3 px wide,
     // so a gap of microseconds still shows at any zoom). Counts near it are incomplete.
     for (const DropGap& gap : tl.dropGaps) {
@@ -402,6 +413,73 @@ void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
     QColor used = c_.usedColor(l.poolIndex);
     used.setAlpha(120);
     paintArea(p, pt.used, bt.used, top, bottom, scale, used, QColor());
+}
+
+void TimelinePainter::paintOutsideChart(QPainter& p, size_t laneIdx) {
+    const Lane& l = s_.layout->lanes[laneIdx];
+    if (l.outsideIndex < 0) return;
+    const OutsideTimeline& o = s_.timeline->outside[size_t(l.outsideIndex)];
+    const int top = g_.laneY(laneIdx) + 4, bottom = g_.laneY(laneIdx) + g_.laneH[laneIdx] - 3;
+    // One scale for both: the pale area is what the device held in all (this memory plus the
+    // pools' reserved bytes), the solid one the memory outside the pools, so the gap between
+    // them is the pools' share.
+    const double scale = double(std::max<uint64_t>({1, o.withPoolsPeak, o.peakBytes}));
+    const std::vector<int64_t> noBlocks;
+    QColor all = c_.outsideColor();
+    all.setAlpha(c_.dark() ? 50 : 40);
+    paintArea(p, o.withPools, noBlocks, top, bottom, scale, all, c_.outsideColor().lighter(130));
+    QColor mine = c_.outsideColor();
+    mine.setAlpha(150);
+    paintArea(p, o.liveBytes, noBlocks, top, bottom, scale, mine, c_.outsideColor());
+}
+
+void TimelinePainter::paintHostChart(QPainter& p, size_t laneIdx) {
+    const PinnedTimeline& pt = s_.timeline->pinned;
+    const int top = g_.laneY(laneIdx) + 4, bottom = g_.laneY(laneIdx) + g_.laneH[laneIdx] - 3;
+    const double scale = double(std::max<uint64_t>(1, pt.totalPeak));
+    const std::vector<int64_t> noBlocks;
+    // Total pinned (allocated + registered) pale, allocated solid: the gap is registered memory.
+    QColor total = c_.pinnedColor();
+    total.setAlpha(c_.dark() ? 60 : 50);
+    paintArea(p, pt.total, noBlocks, top, bottom, scale, total, c_.pinnedColor());
+    QColor alloc = c_.pinnedColor();
+    alloc.setAlpha(140);
+    paintArea(p, pt.allocated, noBlocks, top, bottom, scale, alloc, QColor());
+}
+
+void TimelinePainter::paintDeviceSyncs(QPainter& p, int x0, int x1) {
+    // A cudaFree of memory outside the pools waits for the whole device: a line across every
+    // stream lane of its device (and its outside-the-pools lane) at the call's return, with the
+    // call's duration shaded before it (how long the program stood still).
+    const Timeline& tl = *s_.timeline;
+    if (tl.deviceSyncs.empty()) return;
+    const LaneLayout& layout = *s_.layout;
+    const int64_t ta = g_.tOf(x0 - 2), tb = g_.tOf(x1 + 2);
+    auto it = std::partition_point(tl.deviceSyncs.begin(), tl.deviceSyncs.end(),
+                                   [&](const DeviceSync& d) { return d.tsNs < ta; });
+    const QColor line = c_.deviceSyncColor();
+    QColor band = line;
+    band.setAlpha(c_.dark() ? 70 : 45);
+    int lastX = INT_MIN;
+    for (; it != tl.deviceSyncs.end(); ++it) {
+        const DeviceSync& d = *it;
+        if (d.tsNs - d.callNs > tb) break;
+        const int x = int(std::lround(clampX(g_.xOf(d.tsNs), g_)));
+        const double xs = clampX(g_.xOf(d.tsNs - d.callNs), g_);
+        const bool sameColumn = x == lastX && x - xs < 1;
+        lastX = x;
+        if (sameColumn) continue; // thousands of cudaFrees in one pixel column: one line
+        for (size_t i = 0; i < layout.lanes.size(); ++i) {
+            const Lane& l = layout.lanes[i];
+            const int h = g_.laneH[i];
+            if (h <= 0) continue;
+            if (l.device != d.device || (l.kind != LaneKind::Stream && l.kind != LaneKind::Outside))
+                continue;
+            const int y = g_.laneY(i);
+            if (x - xs >= 1) p.fillRect(QRectF(xs, y, x - xs, h - 1), band);
+            p.fillRect(x, y, 2, h - 1, line);
+        }
+    }
 }
 
 void TimelinePainter::paintSummary(QPainter& p, size_t laneIdx) {

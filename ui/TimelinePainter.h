@@ -89,6 +89,8 @@ struct TimelineHit {
     bool toggle = false; // on a lane's disclosure triangle (or a device header): collapse/expand
     int dropGap = -1;    // index into Timeline::dropGaps under the pointer: events lost there
     int64_t nvtxRange = -1; // index into StackTables::ranges under the pointer (the NVTX band)
+    int deviceSync = -1; // index into Timeline::deviceSyncs under the pointer (a cudaFree)
+    int64_t t = 0;       // the time under the pointer (charts: the value there)
 };
 
 class TimelinePainter {
@@ -112,7 +114,7 @@ public:
     void paintLegend(QPainter& p);                                      // the bottom strip
     // The legend strip's height at this width (its entries wrap rather than being cut).
     static int legendHeight(int width, const QFontMetrics& fm, BarColoring coloring,
-                            bool drops = false);
+                            bool drops = false, bool syncs = false);
     TimelineHit hitTest(QPoint pos) const;
     int focusLane = -1; // the lane with keyboard focus (outlined in the label column)
     // Allocations to mark (a call site chosen in the Call sites view), ascending indices into
@@ -133,6 +135,9 @@ private:
     void paintRows(QPainter& p, size_t lane, int mergedY = -1, int mergedH = 0);
     void paintSummary(QPainter& p, size_t lane); // a collapsed stream lane
     void paintPoolChart(QPainter& p, size_t lane);
+    void paintOutsideChart(QPainter& p, size_t lane); // device memory outside the pools
+    void paintHostChart(QPainter& p, size_t lane);    // pinned host memory
+    void paintDeviceSyncs(QPainter& p, int x0, int x1); // cudaFree across the device's lanes
     void paintArea(QPainter& p, const Series& s, const std::vector<int64_t>& blockT, int top,
                    int bottom, double scale, QColor fill,
                    QColor line);

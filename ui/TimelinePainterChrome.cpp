@@ -44,6 +44,8 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
         if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
             p.fillRect(4, y + 4, 4, h - 8, c_.poolColor(l.poolIndex));
         }
+        if (l.kind == LaneKind::Outside) p.fillRect(4, y + 4, 4, h - 8, c_.outsideColor());
+        if (l.kind == LaneKind::Host) p.fillRect(4, y + 4, 4, h - 8, c_.pinnedColor());
         const bool isCollapsed = g_.collapsed(i);
         const QRect tri = g_.disclosureRect(layout, i);
         if (!tri.isEmpty()) {
@@ -83,6 +85,15 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
                 sub = QStringLiteral("reserved %1 · used %2")
                           .arg(qs(formatBytes(pt.reserved.valueAt(cursor))),
                                qs(formatBytes(pt.used.valueAt(cursor))));
+            } else if (l.kind == LaneKind::Outside && l.outsideIndex >= 0) {
+                const OutsideTimeline& o = tl.outside[size_t(l.outsideIndex)];
+                sub = QStringLiteral("outside %1 · with pools %2")
+                          .arg(qs(formatBytes(o.liveBytes.valueAt(cursor))),
+                               qs(formatBytes(o.withPools.valueAt(cursor))));
+            } else if (l.kind == LaneKind::Host) {
+                sub = QStringLiteral("pinned %1 · registered %2")
+                          .arg(qs(formatBytes(tl.pinned.total.valueAt(cursor))),
+                               qs(formatBytes(tl.pinned.registered.valueAt(cursor))));
             } else if (l.kind == LaneKind::Stream && l.streamIndex >= 0) {
                 sub = QStringLiteral("live %1").arg(
                     qs(formatBytes(tl.streams[size_t(l.streamIndex)].liveBytes.valueAt(cursor))));
@@ -195,8 +206,9 @@ struct LegendEntry {
     int sampleW;
     const char* text;
 };
-// The last entry only for a trace where the collector lost events (empty text: not shown).
-std::array<LegendEntry, 12> legendEntries(BarColoring coloring, bool drops) {
+// The drop entry only for a trace where the collector lost events, the cudaFree one only for a
+// trace with cudaFree's device-wide syncs (empty text: not shown).
+std::array<LegendEntry, 13> legendEntries(BarColoring coloring, bool drops, bool syncs) {
     return {{{coloring == BarColoring::BySize ? 44 : 20,
               coloring == BarColoring::BySize ? "allocation, alloc→free (256 B → 16 GiB)"
                                               : "allocation, alloc→free (colour = pool)"},
@@ -210,7 +222,8 @@ std::array<LegendEntry, 12> legendEntries(BarColoring coloring, bool drops) {
              {14, "failed alloc"},
              {18, "event record → stream wait"},
              {10, "other (pool create, export, import…)"},
-             {16, drops ? "events lost (collector)" : ""}}};
+             {16, drops ? "events lost (collector)" : ""},
+             {16, syncs ? "cudaFree: the device waits (call time shaded)" : ""}}};
 }
 constexpr int kLegendRowH = 18;
 constexpr int kLegendGap = 14;
@@ -218,9 +231,9 @@ constexpr int kLegendGap = 14;
 
 // Entries wrap onto more rows rather than being cut at the right edge.
 int TimelinePainter::legendHeight(int width, const QFontMetrics& fm, BarColoring coloring,
-                                  bool drops) {
+                                  bool drops, bool syncs) {
     int x = 8, rows = 1;
-    for (const LegendEntry& e : legendEntries(coloring, drops)) {
+    for (const LegendEntry& e : legendEntries(coloring, drops, syncs)) {
         if (!*e.text) continue;
         const int w = e.sampleW + fm.horizontalAdvance(QString::fromUtf8(e.text));
         if (x > 8 && x + w > width - 8) {
@@ -238,7 +251,8 @@ void TimelinePainter::paintLegend(QPainter& p) {
     p.setRenderHint(QPainter::Antialiasing, true);
     int x = 8;
     int cy = y + 1 + kLegendRowH / 2;
-    const auto entries = legendEntries(coloring_, !s_.timeline->dropGaps.empty());
+    const auto entries = legendEntries(coloring_, !s_.timeline->dropGaps.empty(),
+                                       !s_.timeline->deviceSyncs.empty());
     for (size_t i = 0; i < entries.size(); ++i) {
         const LegendEntry& e = entries[i];
         if (!*e.text) continue;
@@ -297,6 +311,13 @@ void TimelinePainter::paintLegend(QPainter& p) {
             p.fillRect(QRect(x, cy - 6, 12, 12), QColor(220, 30, 30, 60));
             p.fillRect(QRect(x, cy - 6, 12, 12), QBrush(QColor(220, 30, 30, 160), Qt::BDiagPattern));
             break;
+        case 12: { // paintDeviceSyncs: the call's time, then the line
+            QColor band = c_.deviceSyncColor();
+            band.setAlpha(c_.dark() ? 70 : 45);
+            p.fillRect(QRect(x, cy - 6, 8, 12), band);
+            p.fillRect(QRect(x + 8, cy - 6, 2, 12), c_.deviceSyncColor());
+            break;
+        }
         default: break;
         }
         x += e.sampleW;
@@ -352,6 +373,18 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
             hit.dropGap = int(i);
             break;
         }
+    }
+    hit.t = tc;
+    if (l.kind == LaneKind::Stream || l.kind == LaneKind::Outside) {
+        // A cudaFree's line (or its shaded call time) across the device's lanes.
+        const int64_t ra = g_.tOf(pos.x() - 3), rb = g_.tOf(pos.x() + 3);
+        auto it = std::partition_point(tl.deviceSyncs.begin(), tl.deviceSyncs.end(),
+                                       [&](const DeviceSync& d) { return d.tsNs < ra; });
+        for (; it != tl.deviceSyncs.end() && it->tsNs - it->callNs <= rb; ++it)
+            if (it->device == l.device) {
+                hit.deviceSync = int(it - tl.deviceSyncs.begin());
+                break;
+            }
     }
     // Markers and failures first: they sit on top.
     int64_t best = INT64_MAX;
@@ -426,6 +459,38 @@ QString TimelinePainter::tooltip(const TimelineHit& h) const {
                               "incomplete")
             .arg(qs(formatCount(gap.count)), rel(gap.tsNs), qs(formatDuration(gap.durationNs)))
             .arg(gap.tid);
+    }
+    if (onLaneOnly && h.deviceSync >= 0 && size_t(h.deviceSync) < tl.deviceSyncs.size()) {
+        const DeviceSync& d = tl.deviceSyncs[size_t(h.deviceSync)];
+        QString s = QStringLiteral("<b>cudaFree</b> at %1 of %2<br>a free outside the pools: the "
+                                   "whole device waits for every stream")
+                        .arg(rel(d.tsNs),
+                             d.bytes ? qs(formatBytes(d.bytes)) : QStringLiteral("memory allocated before recording"));
+        if (d.callNs > 0)
+            s += QStringLiteral("<br>the call took %1").arg(qs(formatDuration(d.callNs)));
+        return s;
+    }
+    if (h.sel.kind == Selection::None && h.lane >= 0) {
+        const Lane& l = layout.lanes[size_t(h.lane)];
+        if (l.kind == LaneKind::Outside && l.outsideIndex >= 0) {
+            const OutsideTimeline& o = tl.outside[size_t(l.outsideIndex)];
+            return QStringLiteral("<b>GPU %1: memory outside the pools</b> at %2<br>cudaMalloc: %3"
+                                  "<br>with the pools' reserved: %4<br>peaks: cudaMalloc %5, "
+                                  "pools' reserved %6, both %7")
+                .arg(l.device)
+                .arg(rel(h.t), qs(formatBytes(o.liveBytes.valueAt(h.t))),
+                     qs(formatBytes(o.withPools.valueAt(h.t))), qs(formatBytes(o.peakBytes)),
+                     qs(formatBytes(o.poolsReservedPeak)), qs(formatBytes(o.withPoolsPeak)));
+        }
+        if (l.kind == LaneKind::Host) {
+            const PinnedTimeline& pt = tl.pinned;
+            return QStringLiteral("<b>pinned host memory</b> at %1<br>allocated (cudaHostAlloc, "
+                                  "cudaMallocHost): %2<br>registered (cudaHostRegister): %3<br>"
+                                  "peaks: allocated %4, registered %5, both %6")
+                .arg(rel(h.t), qs(formatBytes(pt.allocated.valueAt(h.t))),
+                     qs(formatBytes(pt.registered.valueAt(h.t))), qs(formatBytes(pt.allocatedPeak)),
+                     qs(formatBytes(pt.registeredPeak)), qs(formatBytes(pt.totalPeak)));
+        }
     }
     switch (h.sel.kind) {
     case Selection::Allocation: {

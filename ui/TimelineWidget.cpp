@@ -43,6 +43,10 @@ QString TimelineWidget::laneKey(size_t i) const {
         return QStringLiteral("p%1/%2").arg(l.device).arg(l.pool, 0, 16);
     case LaneKind::Stream:
         return QStringLiteral("s%1/%2").arg(l.pool, 0, 16).arg(l.stream, 0, 16);
+    case LaneKind::Outside:
+        return QStringLiteral("o%1").arg(l.device);
+    case LaneKind::Host:
+        return QStringLiteral("h");
     }
     return {};
 }
@@ -153,7 +157,8 @@ void TimelineWidget::relayout() {
     geo_.width = width();
     geo_.height = height();
     geo_.legendH = TimelinePainter::legendHeight(
-        width(), fontMetrics(), coloring_, snap_.timeline && !snap_.timeline->dropGaps.empty());
+        width(), fontMetrics(), coloring_, snap_.timeline && !snap_.timeline->dropGaps.empty(),
+        snap_.timeline && !snap_.timeline->deviceSyncs.empty());
     geo_.layoutNvtx(nvtx_ ? nvtx_->rows.size() : 0);
     if (snap_.valid()) {
         std::vector<uint8_t> want(snap_.layout->lanes.size(), 0);

@@ -41,6 +41,23 @@ constexpr CUpti_CallbackId kIds[] = {
     CUPTI_DRIVER_TRACE_CBID_cuStreamCreateWithPriority,
     CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy,
     CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2,
+    // Beyond the pools (issue #18). The driver domain alone: cudaMalloc, cudaFree,
+    // cudaMallocHost... each fire exactly one of these (as cudaMallocAsync fires
+    // cuMemAllocAsync), so subscribing to the runtime domain too would count them twice.
+    CUPTI_DRIVER_TRACE_CBID_cuMemAlloc,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister,
 };
 
 template <class P> const P& params(const CUpti_CallbackData& cb) {
@@ -68,6 +85,37 @@ void alloc(const CUpti_CallbackData& cb, Event& e, AllocApi api, bool ptsz, bool
     d.needs = kNeedReserved | kNeedUsed | (fromPool ? 0 : kNeedDevicePool);
 }
 
+// cuMemAlloc (v1: 32-bit pointer and size, kept for completeness) and cuMemAlloc_v2.
+template <class P> void deviceAlloc(const CUpti_CallbackData& cb, Event& e) {
+    const P& p = params<P>(cb);
+    DeviceAllocFields{(e.result == 0 && p.dptr) ? static_cast<uint64_t>(*p.dptr) : 0,
+                      static_cast<uint64_t>(p.bytesize), DeviceAllocApi::Malloc, 0}
+        .into(e);
+}
+
+// cuMemAllocPitch: the memory taken is pitch * height (the pitch is the driver's answer).
+template <class P> void deviceAllocPitch(const CUpti_CallbackData& cb, Event& e) {
+    const P& p = params<P>(cb);
+    const bool ok = e.result == 0 && p.dptr && p.pPitch;
+    const uint64_t pitch = ok ? static_cast<uint64_t>(*p.pPitch) : 0;
+    const uint64_t bytes = ok ? pitch * static_cast<uint64_t>(p.Height)
+                              : static_cast<uint64_t>(p.WidthInBytes) * p.Height;
+    DeviceAllocFields{ok ? static_cast<uint64_t>(*p.dptr) : 0, bytes, DeviceAllocApi::Pitch, pitch}
+        .into(e);
+}
+
+template <class P> void allocHost(const CUpti_CallbackData& cb, Event& e) {
+    const P& p = params<P>(cb);
+    PinnedFields{(e.result == 0 && p.pp) ? h(*p.pp) : 0, static_cast<uint64_t>(p.bytesize), 0,
+                 HostAllocApi::AllocHost}
+        .into(e, EventKind::HostAlloc);
+}
+
+template <class P> void hostRegister(const CUpti_CallbackData& cb, Event& e) {
+    const P& p = params<P>(cb);
+    PinnedFields{h(p.p), static_cast<uint64_t>(p.bytesize), p.Flags}.into(e, EventKind::HostRegister);
+}
+
 } // namespace
 
 std::span<const CUpti_CallbackId> tracedCallbackIds() { return kIds; }
@@ -77,6 +125,8 @@ uint64_t freePointer(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
         return params<cuMemFreeAsync_params>(cb).dptr;
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz)
         return params<cuMemFreeAsync_ptsz_params>(cb).dptr;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2) return params<cuMemFree_v2_params>(cb).dptr;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree) return params<cuMemFree_params>(cb).dptr;
     return 0;
 }
 
@@ -311,6 +361,51 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
     case CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2:
         e.kind = EventKind::StreamDestroy;
         e.stream = h(params<cuStreamDestroy_v2_params>(cb).hStream);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc: deviceAlloc<cuMemAlloc_params>(cb, e); break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: deviceAlloc<cuMemAlloc_v2_params>(cb, e); break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch:
+        deviceAllocPitch<cuMemAllocPitch_params>(cb, e);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
+        deviceAllocPitch<cuMemAllocPitch_v2_params>(cb, e);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+        const auto& p = params<cuMemAllocManaged_params>(cb);
+        DeviceAllocFields{(ok && p.dptr) ? static_cast<uint64_t>(*p.dptr) : 0, p.bytesize,
+                          DeviceAllocApi::Managed, p.flags}
+            .into(e);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+        // The size is the writer's to resolve; the pool (a stream-ordered block freed with
+        // cudaFree) and the call's duration are looked up at enter.
+        ReleaseMemFields{freePointer(cbid, cb), std::nullopt, 0}.into(e, EventKind::DeviceFree);
+        d.needs = kNeedPtrPool | kNeedUsed;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost: allocHost<cuMemAllocHost_params>(cb, e); break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2:
+        allocHost<cuMemAllocHost_v2_params>(cb, e);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
+        const auto& p = params<cuMemHostAlloc_params>(cb);
+        PinnedFields{(ok && p.pp) ? h(*p.pp) : 0, p.bytesize, p.Flags, HostAllocApi::HostAlloc}
+            .into(e, EventKind::HostAlloc);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
+        ReleaseMemFields{h(params<cuMemFreeHost_params>(cb).p)}.into(e, EventKind::HostFree);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister:
+        hostRegister<cuMemHostRegister_params>(cb, e);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2:
+        hostRegister<cuMemHostRegister_v2_params>(cb, e);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
+        ReleaseMemFields{h(params<cuMemHostUnregister_params>(cb).p)}
+            .into(e, EventKind::HostUnregister);
         break;
     default:
         d.record = false;

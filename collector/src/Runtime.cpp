@@ -161,6 +161,17 @@ __attribute__((cold, noinline)) int deviceWithoutContext(ThreadState* t, const E
 
 __attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
+        // As for a free below: the address may come back from another thread's call before
+        // this one returns.
+        t->enterSeq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
+        return;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+        // cudaFree waits for the whole device: its duration is worth the clock read.
+        t->enterTicks = Clock::ticks();
+        [[fallthrough]];
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolExportPointer: {
@@ -363,6 +374,19 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     case EventKind::PointerImport:
         if (ok && ev.ptr) t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
         break;
+    case EventKind::DeviceAlloc:
+        // The address may have been a pool block of this thread freed on another one: its stale
+        // entry must not make a later cudaFree of it look like a pool free.
+        if (ok && ev.ptr) {
+            ThreadState::Entry& en = t->cache[cacheIndex(ev.ptr)];
+            if (en.ptr == ev.ptr) en.ptr = 0;
+        }
+        break;
+    case EventKind::DeviceFree:
+        // Raw ticks, converted to ns by the writer with the event's time (TraceSink).
+        if (t->enterTicks && ticks > t->enterTicks) ev.aux = ticks - t->enterTicks;
+        t->enterTicks = 0;
+        break;
     case EventKind::PoolSetAttribute:
         if (t->oldValid) {
             AttributeFields a = AttributeFields::of(ev);
@@ -405,7 +429,8 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
         return;
     }
     ev.tsNs = static_cast<int64_t>(ticks);
-    if (ev.kind == EventKind::Free && t->enterSeq)
+    if (t->enterSeq && (ev.kind == EventKind::Free || ev.kind == EventKind::DeviceFree ||
+                        ev.kind == EventKind::HostFree || ev.kind == EventKind::HostUnregister))
         ev.seq = t->enterSeq;
     else
         ev.seq = (d.needs & kSync) ? rt.seq.fetch_add(1 + kReleaseSlots, std::memory_order_relaxed) +

@@ -47,6 +47,7 @@ struct alignas(64) ThreadState {
     PoolSlot* lastSlot = nullptr;
     uint64_t enterPool = 0;   // pool of the pointer a Free/PointerExport names, found at enter
     uint64_t enterSeq = 0;    // a Free's seq, taken at enter (see onEnter)
+    uint64_t enterTicks = 0;  // when a cuMemFree entered (its duration: the device-wide sync)
     uint32_t tid = 0;
     uint32_t guard = 0;
     int lastDevice = -1;

@@ -68,7 +68,13 @@ void TraceSink::drainRings(bool final) {
     spool_.take(taken_, gaps_);
     for (Event& e : taken_) {
         // The hot path stores raw clock ticks; the trace holds monotonic ns.
-        e.tsNs = clock_.toNs(static_cast<uint64_t>(e.tsNs));
+        const auto ticks = static_cast<uint64_t>(e.tsNs);
+        e.tsNs = clock_.toNs(ticks);
+        // A cudaFree's duration comes as ticks too (enter to exit).
+        if (e.kind == EventKind::DeviceFree && e.aux != 0 && e.aux < ticks) {
+            const int64_t enter = clock_.toNs(ticks - e.aux);
+            e.aux = e.tsNs > enter ? static_cast<uint64_t>(e.tsNs - enter) : 0;
+        }
         if (e.kind == EventKind::Sample)
             samples_.push_back(e);
         else

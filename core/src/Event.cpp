@@ -13,7 +13,9 @@ constexpr std::array<std::string_view, kEventKindCount> kKindNames = {
     "event_synchronize", "context_synchronize", "pool_export",
     "pool_import",       "pointer_export",     "pointer_import",
     "pool_set_access",   "knob_change",        "stream_create",
-    "stream_destroy",    "sample",
+    "stream_destroy",    "sample",             "device_alloc",
+    "device_free",       "host_alloc",         "host_free",
+    "host_register",     "host_unregister",
 };
 } // namespace
 
@@ -64,6 +66,23 @@ std::string_view poolKindName(PoolKind k) {
     case PoolKind::Default: return "default";
     case PoolKind::Explicit: return "explicit";
     case PoolKind::Imported: return "imported";
+    }
+    return "unknown";
+}
+
+std::string_view deviceAllocApiName(DeviceAllocApi a) {
+    switch (a) {
+    case DeviceAllocApi::Malloc: return "malloc";
+    case DeviceAllocApi::Pitch: return "malloc_pitch";
+    case DeviceAllocApi::Managed: return "malloc_managed";
+    }
+    return "unknown";
+}
+
+std::string_view hostAllocApiName(HostAllocApi a) {
+    switch (a) {
+    case HostAllocApi::HostAlloc: return "host_alloc";
+    case HostAllocApi::AllocHost: return "alloc_host";
     }
     return "unknown";
 }

@@ -701,7 +701,7 @@ bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out
     // Grow geometrically: a caller appending chunk after chunk to one vector must not pay a
     // reallocation (and copy of everything so far) per chunk.
     if (out.capacity() - out.size() < count) out.reserve(std::max(out.size() + count, 2 * out.capacity()));
-    if (version == 4) return decodeRunV3<true>(p, end, count, out);
+    if (version >= 4) return decodeRunV3<true>(p, end, count, out); // 5: the bytes of 4
     if (version == 3) return decodeRunV3<false>(p, end, count, out);
     return decodeRunVarint(p, end, count, out, version);
 }

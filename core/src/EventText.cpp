@@ -33,7 +33,44 @@ std::string hex(uint64_t h) {
     return buf;
 }
 
+std::string hostAllocFlags(uint32_t f) {
+    std::string s;
+    auto add = [&](uint32_t bit, const char* name) {
+        if (!(f & bit)) return;
+        if (!s.empty()) s += '|';
+        s += name;
+    };
+    add(kHostAllocPortable, "portable");
+    add(kHostAllocMapped, "mapped");
+    add(kHostAllocWriteCombined, "write-combined");
+    if (f & ~uint32_t{7}) s += (s.empty() ? "" : "|") + hex(f & ~uint32_t{7});
+    return s.empty() ? "default" : s;
+}
+
+std::string hostRegisterFlags(uint32_t f) {
+    std::string s;
+    auto add = [&](uint32_t bit, const char* name) {
+        if (!(f & bit)) return;
+        if (!s.empty()) s += '|';
+        s += name;
+    };
+    add(kHostRegisterPortable, "portable");
+    add(kHostRegisterMapped, "mapped");
+    add(kHostRegisterIoMemory, "io-memory");
+    add(kHostRegisterReadOnly, "read-only");
+    if (f & ~uint32_t{15}) s += (s.empty() ? "" : "|") + hex(f & ~uint32_t{15});
+    return s.empty() ? "default" : s;
+}
+
+std::string releasedBytes(const ReleaseMemFields& r) {
+    return r.bytes ? formatBytes(*r.bytes) : std::string("size unknown");
+}
+
 } // namespace
+
+std::string describePinnedFlags(EventKind kind, uint32_t flags) {
+    return kind == EventKind::HostRegister ? hostRegisterFlags(flags) : hostAllocFlags(flags);
+}
 
 std::string describeEvent(const Event& e) {
     switch (e.kind) {
@@ -77,6 +114,38 @@ std::string describeEvent(const Event& e) {
         return "reserved high " + formatBytes(s.reservedHigh) + ", used high " +
                formatBytes(s.usedHigh);
     }
+    case EventKind::DeviceAlloc: {
+        const DeviceAllocFields a = DeviceAllocFields::of(e);
+        std::string s = std::string(deviceAllocApiName(a.api));
+        if (e.failed()) return "FAILED: " + formatCuResult(int(e.result)) + " (" + s + ")";
+        if (a.api == DeviceAllocApi::Pitch) s += ", pitch " + std::to_string(a.detail) + " B";
+        if (a.api == DeviceAllocApi::Managed)
+            s += a.detail == 2 ? ", attach host" : a.detail == 4 ? ", attach single" : ", attach global";
+        return s + ", outside the pools";
+    }
+    case EventKind::DeviceFree: {
+        const ReleaseMemFields r = ReleaseMemFields::of(e);
+        if (e.failed()) return "FAILED: " + formatCuResult(int(e.result));
+        std::string s = releasedBytes(r);
+        if (e.pool) return s + ", a pool block freed with cudaFree";
+        s += ", synchronizes the device";
+        if (r.callNs) s += " (call took " + formatDuration(static_cast<int64_t>(r.callNs)) + ")";
+        return s;
+    }
+    case EventKind::HostAlloc:
+    case EventKind::HostRegister: {
+        const PinnedFields p = PinnedFields::of(e);
+        std::string s = e.kind == EventKind::HostAlloc
+                            ? std::string(hostAllocApiName(p.api)) + ", flags "
+                            : std::string("flags ");
+        s += describePinnedFlags(e.kind, p.flags);
+        if (e.failed()) return "FAILED: " + formatCuResult(int(e.result)) + " (" + s + ")";
+        return s;
+    }
+    case EventKind::HostFree:
+    case EventKind::HostUnregister:
+        if (e.failed()) return "FAILED: " + formatCuResult(int(e.result));
+        return releasedBytes(ReleaseMemFields::of(e));
     default:
         return {};
     }

@@ -34,6 +34,12 @@ const PoolTimeline* Timeline::pool(uint64_t handle) const {
     return nullptr;
 }
 
+const OutsideTimeline* Timeline::outsideOf(int device) const {
+    for (const OutsideTimeline& o : outside)
+        if (o.device == device) return &o;
+    return nullptr;
+}
+
 const StreamTimeline* Timeline::stream(uint64_t handle) const {
     for (const StreamTimeline& s : streams)
         if (s.info.handle == handle) return &s;
@@ -132,6 +138,10 @@ struct TimelineBuilder::Impl {
         for (size_t i = 0; i < out.streams.size(); ++i)
             out.streams[i].info = replay.streams()[i].info;
         out.reusedWithoutFree = replay.reusedWithoutFree();
+        for (size_t i = 0; i < out.outside.size() && i < replay.outside().size(); ++i)
+            out.outside[i].liveAtEndBytes = replay.outside()[i].liveBytes;
+        out.pinned.allocatedAtEnd = replay.pinned().allocatedBytes;
+        out.pinned.registeredAtEnd = replay.pinned().registeredBytes;
     }
 
     // The number a marker shows next to its kind.
@@ -354,12 +364,155 @@ struct TimelineBuilder::Impl {
         case EventKind::StreamSynchronize: marker(e, e.stream, 0); break;
         case EventKind::EventSynchronize:
         case EventKind::ContextSynchronize: marker(e, 0, 0); break;
+        case EventKind::DeviceAlloc:
+        case EventKind::DeviceFree:
+        case EventKind::HostAlloc:
+        case EventKind::HostFree:
+        case EventKind::HostRegister:
+        case EventKind::HostUnregister: beyondPool(e, f); break;
         default: break;
         }
+        if (f.memReleased && e.kind == EventKind::Free) [[unlikely]]
+            memReleased(e, f.mem); // cudaFreeAsync of a cudaMalloc pointer
+    }
+
+    OutsideTimeline& outsideAt(uint32_t idx) {
+        // The replay's outside() and ours have the same order (finalize sorts a copy's).
+        while (tl.outside.size() < replay.outside().size()) {
+            OutsideTimeline o;
+            o.device = replay.outside()[tl.outside.size()].device;
+            tl.outside.push_back(std::move(o));
+        }
+        return tl.outside[idx];
+    }
+
+    // The series of the device or host memory a block belonged to, after the replay moved it.
+    void memSeries(const Event& e, const replay::MemBlock& m) {
+        if (m.kind == EventKind::DeviceAlloc) {
+            uint32_t idx = 0;
+            for (; idx < replay.outside().size(); ++idx)
+                if (replay.outside()[idx].device == m.device) break;
+            if (idx == replay.outside().size()) return;
+            const replay::OutsideState& os = replay.outside()[idx];
+            OutsideTimeline& o = outsideAt(idx);
+            if (m.api == static_cast<uint8_t>(DeviceAllocApi::Managed)) {
+                o.managedBytes.push(e.tsNs, os.managedLiveBytes);
+                o.managedPeakBytes = os.managedPeakBytes;
+            } else {
+                o.liveBytes.push(e.tsNs, os.liveBytes);
+                if (os.peakBytes > o.peakBytes) {
+                    o.peakBytes = os.peakBytes;
+                    o.peakTsNs = os.peakTsNs;
+                }
+            }
+            return;
+        }
+        const replay::PinnedState& ps = replay.pinned();
+        PinnedTimeline& p = tl.pinned;
+        if (m.kind == EventKind::HostAlloc)
+            p.allocated.push(e.tsNs, ps.allocatedBytes);
+        else
+            p.registered.push(e.tsNs, ps.registeredBytes);
+        p.total.push(e.tsNs, ps.totalBytes());
+        p.allocatedPeak = ps.allocatedPeak;
+        p.registeredPeak = ps.registeredPeak;
+        if (ps.totalPeak > p.totalPeak) {
+            p.totalPeak = ps.totalPeak;
+            p.totalPeakTsNs = ps.totalPeakTsNs;
+        }
+    }
+
+    void beyondPool(const Event& e, const replay::Fact& f) {
+        switch (e.kind) {
+        case EventKind::DeviceAlloc: {
+            OutsideTimeline& o = outsideAt(f.outside);
+            if (e.failed()) {
+                o.failedCount++; // not in `failed`: those are pool allocations
+                marker(e, 0, 0);
+                return;
+            }
+            o.allocCount++;
+            break;
+        }
+        case EventKind::HostAlloc:
+        case EventKind::HostRegister: {
+            PinnedTimeline& p = tl.pinned;
+            if (e.failed()) {
+                p.failedCount++;
+                marker(e, 0, 0);
+                return;
+            }
+            if (e.kind == EventKind::HostRegister) {
+                p.registerCount++;
+            } else {
+                p.allocCount++;
+                const uint32_t fl = PinnedFields::of(e).flags & 7u;
+                p.allocatedByFlags[fl] += e.size;
+                p.allocsByFlags[fl]++;
+            }
+            break;
+        }
+        case EventKind::DeviceFree:
+            if (f.freed) { // a pool block freed with cudaFree
+                close(f.block, e.tsNs, e.seq, 0);
+                return;
+            }
+            if (f.unmatchedFree) tl.unmatchedFrees++;
+            if (f.deviceSync) {
+                OutsideTimeline& o = outsideAt(f.outside);
+                const uint64_t callNs = ReleaseMemFields::of(e).callNs;
+                o.syncFrees++;
+                o.syncCallNs += callNs;
+                tl.deviceSyncs.push_back(DeviceSync{e.tsNs, e.seq, e.device, e.ptr,
+                                                    f.memReleased ? f.mem.bytes : 0,
+                                                    static_cast<int64_t>(callNs)});
+            }
+            break;
+        case EventKind::HostFree:
+            if (f.memReleased) tl.pinned.freeCount++;
+            break;
+        case EventKind::HostUnregister:
+            if (f.memReleased) tl.pinned.unregisterCount++;
+            break;
+        default: break;
+        }
+        if (f.memUnmatched) tl.unmatchedMemReleases++;
+        if (f.memAllocated) memSeries(e, f.mem);
+        if (f.memReleased) memReleased(e, f.mem);
+    }
+
+    void memReleased(const Event& e, const replay::MemBlock& m) {
+        memSeries(e, m);
+        if (m.kind != EventKind::DeviceAlloc) return;
+        for (uint32_t i = 0; i < replay.outside().size(); ++i)
+            if (replay.outside()[i].device == m.device) outsideAt(i).freeCount++;
     }
 };
 
 namespace {
+
+// The sum of step series, as a step series: a k-way walk over their points (k is a device's
+// pools plus one).
+Series sumOf(const std::vector<const Series*>& parts) {
+    Series out;
+    std::vector<size_t> idx(parts.size(), 0);
+    std::vector<uint64_t> cur(parts.size(), 0);
+    uint64_t sum = 0;
+    for (;;) {
+        int64_t t = INT64_MAX;
+        for (size_t k = 0; k < parts.size(); ++k)
+            if (idx[k] < parts[k]->size()) t = std::min(t, parts[k]->t[idx[k]]);
+        if (t == INT64_MAX) break;
+        for (size_t k = 0; k < parts.size(); ++k)
+            while (idx[k] < parts[k]->size() && parts[k]->t[idx[k]] == t) {
+                sum = sum - cur[k] + parts[k]->v[idx[k]];
+                cur[k] = parts[k]->v[idx[k]];
+                ++idx[k];
+            }
+        out.push(t, sum);
+    }
+    return out;
+}
 
 // Totals that only make sense at the end, and the documented orderings. shrink: give growth
 // slack back (not for vectors reserved for an upper bound: their unused part was never
@@ -416,6 +569,20 @@ void finalize(Timeline& tl, bool shrink = true) {
     auto byWait = [](const WaitEdge& a, const WaitEdge& b) { return a.waitTsNs < b.waitTsNs; };
     if (!std::is_sorted(tl.edges.begin(), tl.edges.end(), byWait))
         std::stable_sort(tl.edges.begin(), tl.edges.end(), byWait);
+    std::sort(tl.outside.begin(), tl.outside.end(),
+              [](const OutsideTimeline& a, const OutsideTimeline& b) { return a.device < b.device; });
+    for (OutsideTimeline& o : tl.outside) {
+        std::vector<const Series*> parts;
+        for (const PoolTimeline& p : tl.pools)
+            if (p.info.device == o.device) parts.push_back(&p.reserved);
+        o.poolsReservedPeak = sumOf(parts).max();
+        parts.push_back(&o.liveBytes);
+        o.withPools = sumOf(parts);
+        o.withPoolsPeak = o.withPoolsPeakTsNs = 0;
+        for (size_t i = 0; i < o.withPools.size(); ++i)
+            if (o.withPools.v[i] > o.withPoolsPeak)
+                o.withPoolsPeak = o.withPools.v[i], o.withPoolsPeakTsNs = o.withPools.t[i];
+    }
     tl.partial = false;
     tl.loadedUntilNs = tl.t1;
     tl.totalEvents = tl.eventCount;

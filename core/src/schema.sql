@@ -16,7 +16,9 @@
 -- of version 3 refuses version 4 as a newer PoolScope's; files of versions 1-3 have no such
 -- tables and read as "no stacks recorded".
 -- 5 = the same tables; chunks may be codec 5 (zstd-compressed, issue #15; written where
--- libzstd is found, codec 4 elsewhere). A reader of version 4 refuses it as a newer PoolScope's
+-- libzstd is found, codec 4 elsewhere), and events may be of the beyond-pool kinds (issue #18:
+-- device_alloc and later, legacy device memory and pinned host memory) in any codec; a trace of
+-- version 4 or lower holding one is damaged. A reader of version 4 refuses it as a newer PoolScope's
 -- rather than calling small compressed chunks "too short".
 --
 -- Conventions
@@ -208,7 +210,8 @@ INSERT INTO event_kinds VALUES
   (10,'stream_wait_event'),(11,'stream_synchronize'),(12,'event_synchronize'),
   (13,'context_synchronize'),(14,'pool_export'),(15,'pool_import'),(16,'pointer_export'),
   (17,'pointer_import'),(18,'pool_set_access'),(19,'knob_change'),(20,'stream_create'),
-  (21,'stream_destroy'),(22,'sample');
+  (21,'stream_destroy'),(22,'sample'),(23,'device_alloc'),(24,'device_free'),(25,'host_alloc'),
+  (26,'host_free'),(27,'host_register'),(28,'host_unregister');
 
 CREATE TABLE pool_attributes (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT INTO pool_attributes VALUES

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "Decode.h"
+#include "poolscope/EventFields.h"
 
 using namespace poolscope;
 using namespace poolscope::collector;
@@ -247,4 +248,137 @@ TEST(Decode, EveryTracedIdDecodes) {
     auto ids = tracedCallbackIds();
     EXPECT_NE(std::find(ids.begin(), ids.end(), CUPTI_DRIVER_TRACE_CBID_cuMemSetMemPool), ids.end());
     EXPECT_NE(std::find(ids.begin(), ids.end(), CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz), ids.end());
+}
+
+// Issue #18: memory outside the pools, each driver entry point the runtime's cudaMalloc,
+// cudaFree, cudaMallocPitch, cudaMallocManaged, cudaHostAlloc, cudaMallocHost, cudaFreeHost,
+// cudaHostRegister and cudaHostUnregister arrive through (hand-built records).
+TEST(Decode, CuMemAllocBothFormsAreDeviceAllocsOutsideThePools) {
+    CUdeviceptr out = 0x7f00'0000'0000;
+    cuMemAlloc_v2_params p{&out, 64u << 20};
+    Decoded d;
+    Event e = decode(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, p, &d);
+    EXPECT_TRUE(d.record);
+    EXPECT_EQ(e.kind, EventKind::DeviceAlloc);
+    EXPECT_EQ(e.variant, uint8_t(DeviceAllocApi::Malloc));
+    EXPECT_EQ(e.ptr, 0x7f00'0000'0000u);
+    EXPECT_EQ(e.size, 64u << 20);
+    EXPECT_EQ(e.pool, 0u);
+    EXPECT_EQ(e.stream, 0u);
+    EXPECT_EQ(d.needs, 0); // no pool, no watermarks: nothing for the hot path to read
+    CUdeviceptr_v1 out1 = 0x1000;
+    cuMemAlloc_params p1{&out1, 4096};
+    Event e1 = decode(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc, p1);
+    EXPECT_EQ(e1.kind, EventKind::DeviceAlloc);
+    EXPECT_EQ(e1.ptr, 0x1000u);
+    EXPECT_EQ(e1.size, 4096u);
+    // A failed cudaMalloc keeps its size and error, not the garbage left in the output.
+    CUdeviceptr junk = 0xdead;
+    cuMemAlloc_v2_params big{&junk, size_t(1) << 45};
+    Event f = decode(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, big, nullptr, CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(f.kind, EventKind::DeviceAlloc);
+    EXPECT_EQ(f.ptr, 0u);
+    EXPECT_EQ(f.size, size_t(1) << 45);
+    EXPECT_EQ(f.result, int32_t(CUDA_ERROR_OUT_OF_MEMORY));
+}
+
+TEST(Decode, PitchAndManagedAllocs) {
+    CUdeviceptr out = 0x9000;
+    size_t pitch = 1024;
+    cuMemAllocPitch_v2_params p{&out, &pitch, 1000, 300, 4};
+    Event e = decode(CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2, p);
+    EXPECT_EQ(e.kind, EventKind::DeviceAlloc);
+    EXPECT_EQ(e.variant, uint8_t(DeviceAllocApi::Pitch));
+    EXPECT_EQ(e.size, 1024u * 300); // what it takes: pitch * height, not width * height
+    EXPECT_EQ(DeviceAllocFields::of(e).detail, 1024u);
+    CUdeviceptr m = 0xA000;
+    cuMemAllocManaged_params mp{&m, 12u << 20, CU_MEM_ATTACH_HOST};
+    Event em = decode(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, mp);
+    EXPECT_EQ(em.kind, EventKind::DeviceAlloc);
+    EXPECT_EQ(em.variant, uint8_t(DeviceAllocApi::Managed));
+    EXPECT_EQ(em.ptr, 0xA000u);
+    EXPECT_EQ(em.size, 12u << 20);
+    EXPECT_EQ(em.aux, uint64_t(CU_MEM_ATTACH_HOST));
+}
+
+TEST(Decode, CuMemFreeNeedsThePointersPoolAndIsSizedByTheWriter) {
+    cuMemFree_v2_params p{0x7f00'0000'0000};
+    Decoded d;
+    Event e = decode(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, p, &d);
+    EXPECT_EQ(e.kind, EventKind::DeviceFree);
+    EXPECT_EQ(e.ptr, 0x7f00'0000'0000u);
+    EXPECT_FALSE(e.has(kSizeKnown));
+    EXPECT_TRUE(d.needs & kNeedPtrPool); // a cudaMallocAsync block may be freed with cudaFree
+    EXPECT_FALSE(d.needs & kSync);       // not a pool synchronize: no implicit release read
+    Call c(&p);
+    EXPECT_EQ(freePointer(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, c.cb), 0x7f00'0000'0000u);
+    cuMemFree_params p1{0x2000};
+    Call c1(&p1);
+    EXPECT_EQ(freePointer(CUPTI_DRIVER_TRACE_CBID_cuMemFree, c1.cb), 0x2000u);
+    EXPECT_EQ(decode(CUPTI_DRIVER_TRACE_CBID_cuMemFree, p1).kind, EventKind::DeviceFree);
+}
+
+TEST(Decode, PinnedHostAllocsKeepTheirFlags) {
+    void* host = reinterpret_cast<void*>(0x5000'0000);
+    cuMemHostAlloc_params p{&host, 3u << 20,
+                            CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                                CU_MEMHOSTALLOC_WRITECOMBINED};
+    Event e = decode(CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, p);
+    EXPECT_EQ(e.kind, EventKind::HostAlloc);
+    EXPECT_EQ(e.variant, uint8_t(HostAllocApi::HostAlloc));
+    EXPECT_EQ(e.ptr, 0x5000'0000u);
+    EXPECT_EQ(e.size, 3u << 20);
+    EXPECT_EQ(e.aux, uint64_t(kHostAllocPortable | kHostAllocMapped | kHostAllocWriteCombined));
+    static_assert(kHostAllocPortable == CU_MEMHOSTALLOC_PORTABLE);
+    static_assert(kHostAllocMapped == CU_MEMHOSTALLOC_DEVICEMAP);
+    static_assert(kHostAllocWriteCombined == CU_MEMHOSTALLOC_WRITECOMBINED);
+    static_assert(kHostRegisterPortable == CU_MEMHOSTREGISTER_PORTABLE);
+    static_assert(kHostRegisterMapped == CU_MEMHOSTREGISTER_DEVICEMAP);
+    static_assert(kHostRegisterIoMemory == CU_MEMHOSTREGISTER_IOMEMORY);
+    static_assert(kHostRegisterReadOnly == CU_MEMHOSTREGISTER_READ_ONLY);
+    void* h2 = reinterpret_cast<void*>(0x5100'0000);
+    cuMemAllocHost_v2_params a{&h2, 4096};
+    Event ea = decode(CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, a);
+    EXPECT_EQ(ea.kind, EventKind::HostAlloc);
+    EXPECT_EQ(ea.variant, uint8_t(HostAllocApi::AllocHost));
+    EXPECT_EQ(ea.ptr, 0x5100'0000u);
+    EXPECT_EQ(ea.aux, 0u);
+    void* junk = reinterpret_cast<void*>(0xdead);
+    cuMemHostAlloc_params fail{&junk, size_t(1) << 44, 0};
+    Event ef = decode(CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, fail, nullptr, CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(ef.ptr, 0u);
+    EXPECT_TRUE(ef.failed());
+    cuMemFreeHost_params fh{h2};
+    Event efh = decode(CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, fh);
+    EXPECT_EQ(efh.kind, EventKind::HostFree);
+    EXPECT_EQ(efh.ptr, 0x5100'0000u);
+}
+
+TEST(Decode, HostRegisterAndUnregister) {
+    void* p = reinterpret_cast<void*>(0x6000'0000);
+    cuMemHostRegister_v2_params r{p, 2u << 20, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_READ_ONLY};
+    Event e = decode(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, r);
+    EXPECT_EQ(e.kind, EventKind::HostRegister);
+    EXPECT_EQ(e.ptr, 0x6000'0000u);
+    EXPECT_EQ(e.size, 2u << 20);
+    EXPECT_EQ(e.aux, uint64_t(kHostRegisterPortable | kHostRegisterReadOnly));
+    cuMemHostRegister_params r1{p, 8192, CU_MEMHOSTREGISTER_DEVICEMAP};
+    Event e1 = decode(CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister, r1);
+    EXPECT_EQ(e1.kind, EventKind::HostRegister);
+    EXPECT_EQ(e1.aux, uint64_t(kHostRegisterMapped));
+    cuMemHostUnregister_params u{p};
+    Event eu = decode(CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, u);
+    EXPECT_EQ(eu.kind, EventKind::HostUnregister);
+    EXPECT_EQ(eu.ptr, 0x6000'0000u);
+}
+
+TEST(Decode, BeyondPoolIdsAreSubscribedOnceInTheDriverDomain) {
+    auto ids = tracedCallbackIds();
+    for (CUpti_CallbackId id :
+         {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister})
+        EXPECT_EQ(std::count(ids.begin(), ids.end(), id), 1) << "cbid " << id;
 }

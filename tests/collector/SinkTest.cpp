@@ -381,3 +381,43 @@ TEST(TraceSink, DerivesUsedFromSizesAndRebasesOnReads) {
     EXPECT_FALSE(events[6].has(kUsedDerived));
     std::filesystem::remove(path);
 }
+
+// Issue #18: the writer sizes a cudaFree / cudaFreeHost from the call that handed the memory out,
+// and turns a cudaFree's duration (stored by the hot path in clock ticks, like its time) into ns.
+TEST(TraceSink, HandBuiltCudaFreeGetsItsSizeAndItsDurationInNs) {
+    const std::string path = tempTrace("cudafree");
+    RingRegistry rings;
+    std::atomic<uint64_t> seq{1};
+    auto sink = makeSink(path, rings, seq);
+    EventRing ring(64);
+    rings.add(&ring);
+    auto push = [&](EventKind k, uint64_t ptr, uint64_t size, int64_t ticks, uint64_t aux) {
+        Event e;
+        e.kind = k;
+        e.ptr = ptr;
+        e.size = size;
+        e.aux = aux;
+        e.device = 0;
+        e.seq = seq.fetch_add(1);
+        e.tsNs = ticks;
+        ring.push(e);
+    };
+    // Without Clock::init the hot path's ticks are CLOCK_MONOTONIC ns: the duration keeps its
+    // value up to the converter's rate estimate.
+    push(EventKind::DeviceAlloc, 0x7000, 64 << 20, 1'000'000, 0);
+    push(EventKind::HostAlloc, 0x5000, 8192, 1'100'000, kHostAllocMapped);
+    push(EventKind::DeviceFree, 0x7000, 0, 3'000'000, 500'000);
+    push(EventKind::HostFree, 0x5000, 0, 3'100'000, 0);
+    ASSERT_TRUE(sink->pump().ok());
+    ASSERT_TRUE(sink->close().ok());
+    auto events = readAll(path);
+    ASSERT_EQ(events.size(), 4u);
+    EXPECT_EQ(events[2].kind, EventKind::DeviceFree);
+    EXPECT_TRUE(events[2].has(kSizeKnown));
+    EXPECT_EQ(events[2].size, uint64_t{64} << 20);
+    EXPECT_NEAR(double(events[2].aux), 500'000.0, 5'000.0);
+    EXPECT_EQ(events[3].kind, EventKind::HostFree);
+    EXPECT_EQ(events[3].size, 8192u);
+    EXPECT_EQ(events[1].aux, uint64_t(kHostAllocMapped)); // a HostAlloc's aux is its flags: kept
+    std::filesystem::remove(path);
+}

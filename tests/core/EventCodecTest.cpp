@@ -225,7 +225,7 @@ TEST(EventCodecV3, ShortOrMalformedDataIsRejected) {
     EXPECT_FALSE(decodeEvents(data, in.size() + 1, out));      // one event too many
     EXPECT_FALSE(decodeEvents(data, in.size() - 1, out));      // trailing bytes
     EXPECT_FALSE(decodeEvents(data, uint64_t{1} << 62, out));  // absurd count: no allocation
-    EXPECT_FALSE(decodeEvents(data, in.size(), out, 6));       // unknown version
+    EXPECT_FALSE(decodeEvents(data, in.size(), out, kEventCodecVersion + 1)); // unknown version
     EXPECT_FALSE(decodeEvents(data, in.size(), out, 0));
 
     // Header bit 39 set: invalid in version 3; in version 4 it announces a site the data

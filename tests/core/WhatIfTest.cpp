@@ -426,3 +426,31 @@ TEST(WhatIfCli, AdviseAndReportAgreeOnTheJaxSample) {
 
 } // namespace
 } // namespace poolscope
+
+namespace poolscope {
+namespace {
+
+// Issue #18: a stream-ordered block freed with cudaFree goes back to the pool at once, for any
+// stream (the driver does not wait on stream order for it), unlike a cudaFreeAsync on S2.
+TEST(WhatIf, HandBuiltPoolBlockFreedWithCudaFreeIsReusableByAnyStream) {
+    auto build = [](bool cudaFree) {
+        Events ev;
+        ev.alloc(1 * ms, kS1, kPool, 0xA000, 20 * MiB);
+        if (cudaFree) {
+            Event& f = ev.add(EventKind::DeviceFree, 2 * ms);
+            ReleaseMemFields{0xA000}.into(f, EventKind::DeviceFree);
+        } else {
+            ev.free(2 * ms, kS2, kPool, 0xA000);
+        }
+        ev.alloc(10 * ms, kS1, kPool, 0xB000, 20 * MiB);
+        return ev;
+    };
+    Settings off;
+    off.allowOpportunistic = false;
+    EXPECT_EQ(run(build(false), off).peakReserved, 64 * MiB); // S2's free: not for S1 yet
+    EXPECT_EQ(run(build(true), off).peakReserved, 32 * MiB);  // cudaFree'd: reused
+    EXPECT_EQ(run(build(true), off).peakLive, 20 * MiB);
+}
+
+} // namespace
+} // namespace poolscope

@@ -20,6 +20,9 @@ KIND_COUNTS = {
     "ptr_exports": "pointer_export", "ptr_imports": "pointer_import",
     "stream_creates": "stream_create", "pool_set_access": "pool_set_access",
 }
+# Memory outside the pools (issue #18, tests/workloads/beyond_pool.cu): summary keys checked by
+# check_beyond against the events and the report's outside_pools / pinned_host.
+BEYOND_PREFIX = "beyond_"
 WM_KIND = {"alloc": "alloc", "free": "free", "stream_sync": "stream_synchronize",
            "ctx_sync": "context_synchronize", "trim": "pool_trim_to"}
 
@@ -114,7 +117,8 @@ def check(poolscope, trace, truth_path, c, workload=None):
     if workload and workload.endswith("_child"):
         wms = []  # the child prints no watermark lines of its own
     c.true("ground truth present",
-           bool(summary) or any(j.get("type") in ("torch", "gpt2", "cupy", "jax") for j in extra),
+           bool(summary) or any(j.get("type") in ("torch", "gpt2", "cupy", "jax", "torch_native")
+                                for j in extra),
            f"(no summary line in {truth_path})")
     events = load_events(poolscope, trace)
     db = sqlite3.connect(f"file:{trace}?mode=ro", uri=True)
@@ -156,6 +160,8 @@ def check(poolscope, trace, truth_path, c, workload=None):
             c.eq("threads allocating", len({e["tid"] for e in ok_allocs}), want)
         elif key in KIND_COUNTS:
             c.eq(key, len(by.get(KIND_COUNTS[key], [])), want)
+        elif key.startswith(BEYOND_PREFIX):
+            pass  # check_beyond below
         else:
             c.failures.append(f"unknown truth key {key}")
     for e in failed:
@@ -175,13 +181,16 @@ def check(poolscope, trace, truth_path, c, workload=None):
     # a thread's first call, made before the runtime bound a context to it, included).
     # A free's used is left unknown (no watermarks) where threads raced and seq order cannot
     # give it: counted as info, not as a failure.
-    unplaced = [e for e in ok_allocs + [f for f in frees if f["ptr"]]
+    # (cudaFreeAsync of cudaMalloc memory names no pool: it is not a pool free.)
+    legacy_ptrs = {e["ptr"] for e in by.get("device_alloc", []) if e["result"] == 0}
+    unplaced = [e for e in ok_allocs + [f for f in frees if f["ptr"] and f["ptr"] not in legacy_ptrs]
                 if e["device"] < 0 or e["pool"] == 0 or e["kind"] == "alloc" and not e["flags"] & 1]
     c.eq("allocs/frees without device or pool, allocs without watermarks", len(unplaced), 0)
     for e in unplaced[:3]:
         print(f"  info: unplaced {e['kind']} seq {e['seq']} tid {e['tid']} device {e['device']} "
               f"pool 0x{e['pool']:x} flags {e['flags']}")
-    no_wm = sum(1 for e in frees if e["ptr"] and e["flags"] & 8 and not e["flags"] & 1)
+    no_wm = sum(1 for e in frees if e["ptr"] and e["flags"] & 8 and not e["flags"] & 1
+                and e["ptr"] not in legacy_ptrs)
     if no_wm:
         print(f"  info: {no_wm} of {len(frees)} frees without watermarks (used not known in seq order)")
     for w in wms:
@@ -226,6 +235,9 @@ def check(poolscope, trace, truth_path, c, workload=None):
             print(f"  info: jax {len(ok_allocs)} allocs, {len(frees)} frees")
     if peaks:
         check_peaks(c, poolscope, trace, trace.rsplit("/", 1)[-1], peaks)
+    if any(k.startswith(BEYOND_PREFIX) for k in summary) or any(
+            j.get("type") in ("host", "torch_native") for j in extra):
+        check_beyond(c, poolscope, trace, summary, extra, by)
     for j in extra:
         if j.get("type") == "torch":
             c.true("torch allocs seen", len(ok_allocs) >= j["min_allocs"],
@@ -241,6 +253,97 @@ def check(poolscope, trace, truth_path, c, workload=None):
     samples = db.execute("SELECT count(*) FROM samples").fetchone()[0]
     print(f"  {c.name}: {len(events)} events {kinds}, {samples} samples, {releases} implicit releases")
     return events
+
+
+def check_beyond(c, poolscope, trace, summary, extra, by):
+    """Memory outside the pools: exact counts and bytes of each kind, per-call sizes and flags of
+    pinned memory in program order, and the report's peaks against the program's own."""
+    ok = lambda kind: [e for e in by.get(kind, []) if e["result"] == 0]
+    dev_allocs = ok("device_alloc")
+    malloc = [e for e in dev_allocs if e["variant"] in (0, 1)]  # cuMemAlloc, cuMemAllocPitch
+    managed = [e for e in dev_allocs if e["variant"] == 2]
+    dev_frees = ok("device_free")
+    pool_frees = [e for e in dev_frees if e["pool"]]  # stream-ordered blocks freed with cudaFree
+    syncs = [e for e in dev_frees if not e["pool"] and e["ptr"]]
+    host_allocs, host_frees = ok("host_alloc"), ok("host_free")
+    host_regs, host_unregs = ok("host_register"), ok("host_unregister")
+    _, rep = report_pools(poolscope, trace)
+    outside = {d["device"]: d for d in rep.get("outside_pools", {}).get("devices", [])}
+    pinned = rep.get("pinned_host", {})
+    d0 = outside.get(0, {})
+    got = {
+        "beyond_device_allocs": len(malloc),
+        "beyond_device_alloc_bytes": sum(e["size"] for e in malloc),
+        "beyond_pitch_allocs": sum(1 for e in malloc if e["variant"] == 1),
+        "beyond_device_frees": sum(1 for e in syncs if e["ptr"] in {a["ptr"] for a in malloc}),
+        "beyond_device_free_bytes": sum(e["size"] for e in syncs if e["flags"] & 8
+                                        and e["ptr"] in {a["ptr"] for a in malloc}),
+        "beyond_device_syncs": len(syncs),
+        "beyond_managed_allocs": len(managed),
+        "beyond_managed_bytes": sum(e["size"] for e in managed),
+        "beyond_managed_frees": sum(1 for e in syncs if e["ptr"] in {a["ptr"] for a in managed}),
+        "beyond_pool_blocks_cudafree": len(pool_frees),
+        "beyond_legacy_freed_async": sum(1 for e in by.get("free", []) if e["result"] == 0
+                                         and e["ptr"] in {a["ptr"] for a in malloc}),
+        "beyond_host_allocs": len(host_allocs),
+        "beyond_host_alloc_bytes": sum(e["size"] for e in host_allocs),
+        "beyond_host_frees": len(host_frees),
+        "beyond_host_registers": len(host_regs),
+        "beyond_host_register_bytes": sum(e["size"] for e in host_regs),
+        "beyond_host_unregisters": len(host_unregs),
+        "beyond_device_peak": d0.get("peak_bytes"),
+        "beyond_device_live_at_end": d0.get("live_at_end_bytes"),
+        "beyond_host_allocated_peak": pinned.get("allocated_peak"),
+        "beyond_host_registered_peak": pinned.get("registered_peak"),
+        "beyond_host_total_peak": pinned.get("total_peak"),
+        "beyond_host_allocated_at_end": pinned.get("allocated_at_end"),
+        "beyond_host_registered_at_end": pinned.get("registered_at_end"),
+    }
+    for key, want in summary.items():
+        if key.startswith(BEYOND_PREFIX):
+            if key not in got:
+                c.failures.append(f"unknown truth key {key}")
+            else:
+                c.eq(key, got[key], want)
+    if "beyond_device_syncs" in summary:
+        c.eq("report: device-wide syncs by cudaFree", rep["outside_pools"]["device_syncs"],
+             summary["beyond_device_syncs"])
+        c.true("every cudaFree's call time measured", all(e["aux"] > 0 for e in syncs),
+               f"({sum(1 for e in syncs if not e['aux'])} of {len(syncs)} without)")
+        c.true("report: the mixed-allocation finding",
+               any("mixes cudaMalloc-style allocations" in f for f in rep["findings"]))
+    # Pinned calls in program order: sizes exact; the flags the program passed must be there
+    # (the runtime may add bits of its own: reported, not failed).
+    want_host = [j for j in extra if j.get("type") == "host"]
+    for what, recorded in (("host_alloc", host_allocs), ("host_register", host_regs)):
+        wanted = [j for j in want_host if j["what"] == what]
+        if not wanted:
+            continue
+        c.eq(f"{what} calls", len(recorded), len(wanted))
+        for i, (e, w) in enumerate(zip(recorded, wanted)):
+            c.eq(f"{what} #{i} size", e["size"], w["size"])
+            c.true(f"{what} #{i} flags {w['flags']} recorded", e["aux"] & w["flags"] == w["flags"],
+                   f"(trace has {e['aux']})")
+            if e["aux"] != w["flags"]:
+                print(f"  info: {what} #{i}: program passed flags {w['flags']}, driver call had {e['aux']}")
+    for j in extra:
+        if j.get("type") != "torch_native":
+            continue
+        # c10's native allocator: every segment is a cudaMalloc, so the trace's peak of device
+        # memory outside the pools is PyTorch's own reserved peak.
+        c.eq("torch_native: peak outside the pools = reserved_bytes.all.peak",
+             d0.get("peak_bytes"), j["reserved_peak"])
+        c.eq("torch_native: cudaMalloc calls = segment.all.allocated", len(malloc), j["segments"])
+        # The stats are read before the interpreter exits: whatever PyTorch releases at exit
+        # comes after them, so frees can only be more and live memory only less.
+        c.true("torch_native: cudaFree calls >= segment.all.freed", len(syncs) >= j["segments_freed"],
+               f"({len(syncs)} < {j['segments_freed']})")
+        c.true("torch_native: live outside the pools at the end <= reserved at the stats",
+               (d0.get("live_at_end_bytes") or 0) <= j["reserved_now"],
+               f"({d0.get('live_at_end_bytes')} > {j['reserved_now']})")
+        print(f"  info: torch {j['torch']}: reserved peak {j['reserved_peak']}, "
+              f"{j['segments']} segments, {j['segments_freed']} freed (trace: {len(syncs)} cudaFree, "
+              f"{d0.get('live_at_end_bytes')} B live at the end)")
 
 
 def main():

@@ -14,7 +14,7 @@
 #   cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DPOOLSCOPE_BUILD_GUI=OFF -DPOOLSCOPE_BUILD_BENCH=OFF
 #   cmake --build build/gpu -j2 --target poolscope poolscope_collector poolscope_floor_injection \
 #     workload_churn workload_pools workload_trims_oom workload_threads workload_ipc workload_fork_after_init \
-#     workload_crash workload_thread_first workload_threads_race
+#     workload_crash workload_thread_first workload_threads_race workload_beyond_pool
 # and, for the diagnostic configurations, --target poolscope_collector_diag
 # (libpoolscope_collector_diag.so: the POOLSCOPE_BENCH_* variables, collector/src/Diagnostics.cpp).
 set -uo pipefail
@@ -75,6 +75,8 @@ record_and_check threads -- "$WL/threads" 4 2000
 record_and_check thread_first -- "$WL/thread_first"
 record_and_check threads_race -- "$WL/threads_race" 4 3000
 record_and_check fork_after_init -- "$WL/fork_after_init"
+# Issue #18: cudaMalloc/cudaFree, managed, pitch, pinned host memory mixed into cudaMallocAsync.
+record_and_check beyond_pool -- "$WL/beyond_pool" 20
 if ls "$WORK"/fork_after_init.*.poolscope >/dev/null 2>&1; then note "FAIL fork_after_init: a child that never used CUDA wrote a trace"; fi
 # IPC: the child writes its own trace, with its pid in the name.
 "$PS" record -o "$WORK/ipc.poolscope" -- "$WL/ipc" >"$WORK/ipc.truth" 2>"$WORK/ipc.err"
@@ -94,6 +96,14 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     unset PYTORCH_CUDA_ALLOC_CONF
 else
     note "SKIP torch: no PyTorch with CUDA"
+fi
+# PyTorch's default (native) caching allocator, traced unchanged: its segments are cudaMalloc
+# allocations; the trace's peak outside the pools must be memory_stats' reserved_bytes.all.peak.
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    unset PYTORCH_CUDA_ALLOC_CONF
+    PYTHONUNBUFFERED=1 record_and_check torch_native -- "$(command -v python3)" "$WL/torch_native.py"
+else
+    note "SKIP torch_native: no PyTorch with CUDA"
 fi
 # Real clients, each against its own truth (issue #11): GPT-2 training (transformers, AdamW,
 # varying lengths), CuPy's MemoryAsyncPool on two streams, JAX with the cuda_async allocator.

@@ -10,6 +10,9 @@
 #include "ReplayBar.h"
 #include "TestTrace.h"
 #include "TimelineWidget.h"
+#include "poolscope/EventFields.h"
+#include "poolscope/TraceWriter.h"
+#include "poolscope/replay/Replay.h"
 
 #include <QDir>
 #include <QDockWidget>
@@ -302,4 +305,132 @@ TEST(Screenshots, CallSitesViewAndTheDetailsPanesStack) {
     settle(w);
     EXPECT_GT(v->icicle()->value(0), 0u);
     save(v->grab().toImage(), "call-sites-bottom-up.png");
+}
+
+namespace {
+
+// A hand-built trace (not recorded: named so in its file and device name) of a program mixing
+// cudaMalloc into a stream-ordered workload: two streams allocating from the default pool,
+// cudaMalloc blocks growing then freed with cudaFree (device-wide syncs, each with its call's
+// duration), and pinned host memory allocated and registered.
+std::string handBuiltBeyondPoolTrace() {
+    const std::string path = (QDir::tempPath() + "/poolscope-handbuilt-beyond-pool.poolscope").toStdString();
+    QFile::remove(QString::fromStdString(path));
+    auto w = TraceWriter::create(path);
+    if (!w) return {};
+    DeviceInfo d;
+    d.ordinal = 0;
+    d.name = "hand-built, not recorded";
+    d.totalMemory = uint64_t{80} << 30;
+    (void)(*w)->addDevice(d);
+    PoolInfo pool;
+    pool.handle = 0x9000;
+    pool.device = 0;
+    pool.kind = PoolKind::Default;
+    (void)(*w)->addPool(pool);
+    constexpr uint64_t MiB = uint64_t{1} << 20;
+    std::vector<Event> ev;
+    uint64_t seq = 1;
+    auto add = [&](EventKind k, int64_t ts) -> Event& {
+        Event e;
+        e.seq = seq++;
+        e.tsNs = ts;
+        e.kind = k;
+        e.device = 0;
+        e.tid = 7;
+        ev.push_back(e);
+        return ev.back();
+    };
+    uint64_t reserved = 0, used = 0;
+    const int64_t ms = 1'000'000;
+    std::vector<uint64_t> legacy;
+    for (int i = 0; i < 60; ++i) {
+        const int64_t t = i * 10 * ms;
+        const uint64_t stream = i % 2 ? 0x51 : 0x52;
+        const uint64_t n = (4 + i % 5) * MiB;
+        used += n;
+        reserved = std::max(reserved, used + 32 * MiB);
+        Event& a = add(EventKind::Alloc, t);
+        AllocFields{0xA000'0000 + uint64_t(i) * 0x100'0000, n, AllocApi::Async}.into(a);
+        a.stream = stream;
+        a.pool = 0x9000;
+        a.flags = kHasWatermarks;
+        a.reserved = reserved;
+        a.used = used;
+        if (i % 6 == 1) {
+            Event& m = add(EventKind::DeviceAlloc, t + 2 * ms);
+            const uint64_t ptr = 0x7000'0000 + uint64_t(i) * 0x1000'0000;
+            DeviceAllocFields{ptr, (64 + 16 * uint64_t(i % 4)) * MiB, DeviceAllocApi::Malloc, 0}.into(m);
+            legacy.push_back(ptr);
+        }
+        if (i % 10 == 9 && legacy.size() > 1) {
+            Event& f = add(EventKind::DeviceFree, t + 5 * ms);
+            ReleaseMemFields{legacy.front(), std::nullopt, 3 * uint64_t(ms)}.into(f, EventKind::DeviceFree);
+            legacy.erase(legacy.begin());
+        }
+        if (i % 8 == 3) {
+            Event& h = add(EventKind::HostAlloc, t + 6 * ms);
+            PinnedFields{0x5000'0000 + uint64_t(i) * 0x100'0000, (8 + uint64_t(i % 3) * 8) * MiB,
+                         i % 16 == 3 ? kHostAllocMapped : kHostAllocWriteCombined}
+                .into(h, EventKind::HostAlloc);
+        }
+        if (i == 20) {
+            Event& r = add(EventKind::HostRegister, t + 7 * ms);
+            PinnedFields{0x6000'0000, 48 * MiB, kHostRegisterPortable}.into(r, EventKind::HostRegister);
+        }
+        if (i == 45) {
+            Event& u = add(EventKind::HostUnregister, t + 7 * ms);
+            ReleaseMemFields{0x6000'0000}.into(u, EventKind::HostUnregister);
+        }
+        if (i >= 2) {
+            Event& f = add(EventKind::Free, t + 8 * ms);
+            const int j = i - 2;
+            FreeFields{0xA000'0000 + uint64_t(j) * 0x100'0000, std::nullopt}.into(f);
+            f.stream = j % 2 ? 0x51 : 0x52;
+            f.pool = 0x9000;
+            used -= (4 + j % 5) * MiB;
+            f.flags |= kHasWatermarks;
+            f.reserved = reserved;
+            f.used = used;
+        }
+    }
+    replay::Replay r; // sizes of the frees, as the collector's writer fills them
+    for (Event& e : ev) r.complete(e);
+    if (!(*w)->append(ev) || !(*w)->close()) return {};
+    return path;
+}
+
+} // namespace
+
+TEST(Screenshots, HandBuiltBeyondThePoolsLanes) {
+    const std::string path = handBuiltBeyondPoolTrace();
+    ASSERT_FALSE(path.empty());
+    MainWindow w;
+    w.setTheme(Theme::Light);
+    w.resize(1680, 1050);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(QString::fromStdString(path));
+    ASSERT_TRUE(shown.wait(60000));
+    const Timeline& tl = *w.snapshot().timeline;
+    ASSERT_EQ(tl.outside.size(), 1u);
+    ASSERT_FALSE(tl.deviceSyncs.empty());
+    const LaneLayout& L = *w.snapshot().layout;
+    int outsideLanes = 0, hostLanes = 0;
+    for (const Lane& l : L.lanes) {
+        outsideLanes += l.kind == LaneKind::Outside;
+        hostLanes += l.kind == LaneKind::Host;
+    }
+    EXPECT_EQ(outsideLanes, 1);
+    EXPECT_EQ(hostLanes, 1);
+    w.replay()->setCursor(tl.t0 + (tl.t1 - tl.t0) / 2);
+    settle(w);
+    const QImage full = w.grab().toImage();
+    EXPECT_GT(distinctColours(full), 100);
+    save(full, "beyond-the-pools.png");
+    w.setTheme(Theme::Dark);
+    w.replay()->clearCursor();
+    settle(w);
+    save(w.grab().toImage(), "beyond-the-pools-dark.png");
 }

@@ -40,8 +40,26 @@ enum class EventKind : uint8_t {
     StreamDestroy = 21, // stream
     Sample = 22,        // periodic watermark sample: pool, reserved, used, size=reserved high,
                         // aux=used high
+    // Memory outside the stream-ordered pools (issue #18). Only in traces of format
+    // schema::kBeyondPoolVersion or later: an older reader refuses those as a newer trace's.
+    DeviceAlloc = 23,   // cuMemAlloc / cudaMalloc (and Pitch, Managed): ptr (0 on failure),
+                        // size=bytes obtained, variant=DeviceAllocApi, aux=managed flags or pitch
+    DeviceFree = 24,    // cuMemFree / cudaFree: ptr, size if known (kSizeKnown), pool when the
+                        // pointer was a pool block, aux=how long the call took (ns, 0 = unknown)
+    HostAlloc = 25,     // cuMemHostAlloc / cuMemAllocHost (cudaHostAlloc / cudaMallocHost):
+                        // ptr (host, 0 on failure), size, aux=CU_MEMHOSTALLOC_* flags,
+                        // variant=HostAllocApi
+    HostFree = 26,      // cuMemFreeHost / cudaFreeHost: ptr, size if known (kSizeKnown)
+    HostRegister = 27,  // cuMemHostRegister / cudaHostRegister: ptr, size, aux=
+                        // CU_MEMHOSTREGISTER_* flags
+    HostUnregister = 28, // cuMemHostUnregister / cudaHostUnregister: ptr, size if known
 };
-inline constexpr int kEventKindCount = 23; // one past the largest value
+inline constexpr int kEventKindCount = 29; // one past the largest value
+// The first kind stored only in traces of format schema::kBeyondPoolVersion or later.
+inline constexpr EventKind kFirstBeyondPoolKind = EventKind::DeviceAlloc;
+inline constexpr bool isBeyondPoolKind(EventKind k) {
+    return static_cast<uint8_t>(k) >= static_cast<uint8_t>(kFirstBeyondPoolKind);
+}
 
 enum class AllocApi : uint8_t {
     Async = 0,         // cudaMallocAsync / cuMemAllocAsync on the stream's current pool
@@ -49,6 +67,29 @@ enum class AllocApi : uint8_t {
     AsyncPtsz = 2,     // per-thread default stream variants
     FromPoolPtsz = 3,
 };
+
+// DeviceAlloc::variant: which driver call handed the memory out.
+enum class DeviceAllocApi : uint8_t {
+    Malloc = 0,  // cuMemAlloc(_v2) (cudaMalloc)
+    Pitch = 1,   // cuMemAllocPitch(_v2) (cudaMallocPitch; size = pitch * height)
+    Managed = 2, // cuMemAllocManaged (cudaMallocManaged; aux = CU_MEM_ATTACH_* flags)
+};
+
+// HostAlloc::variant.
+enum class HostAllocApi : uint8_t {
+    HostAlloc = 0, // cuMemHostAlloc (cudaHostAlloc, and cudaMallocHost in current runtimes)
+    AllocHost = 1, // cuMemAllocHost(_v2)
+};
+
+// Flag bits of HostAlloc (CU_MEMHOSTALLOC_*) and HostRegister (CU_MEMHOSTREGISTER_*), as the
+// driver numbers them.
+inline constexpr uint32_t kHostAllocPortable = 0x01;
+inline constexpr uint32_t kHostAllocMapped = 0x02;        // DEVICEMAP
+inline constexpr uint32_t kHostAllocWriteCombined = 0x04;
+inline constexpr uint32_t kHostRegisterPortable = 0x01;
+inline constexpr uint32_t kHostRegisterMapped = 0x02;     // DEVICEMAP
+inline constexpr uint32_t kHostRegisterIoMemory = 0x04;
+inline constexpr uint32_t kHostRegisterReadOnly = 0x08;
 
 enum class PoolKind : uint8_t { Unknown = 0, Default = 1, Explicit = 2, Imported = 3 };
 
@@ -120,6 +161,8 @@ std::string_view eventKindName(EventKind k);
 std::string_view poolAttrName(uint16_t attr);
 std::string_view allocApiName(AllocApi a);
 std::string_view poolKindName(PoolKind k);
+std::string_view deviceAllocApiName(DeviceAllocApi a);
+std::string_view hostAllocApiName(HostAllocApi a);
 bool eventKindFromName(std::string_view name, EventKind& out);
 
 } // namespace poolscope

@@ -302,4 +302,79 @@ struct SampleFields {
     }
 };
 
+// DeviceAlloc: device memory outside the pools (cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged;
+// cudaMalloc and friends arrive through them). ptr is 0 when the call failed.
+struct DeviceAllocFields {
+    uint64_t ptr = 0;
+    uint64_t bytes = 0;  // what the memory takes: the request, or pitch * height for Pitch
+    DeviceAllocApi api = DeviceAllocApi::Malloc;
+    uint64_t detail = 0; // Managed: CU_MEM_ATTACH_* flags; Pitch: the pitch in bytes
+
+    static DeviceAllocFields of(const Event& e) {
+        assert(e.kind == EventKind::DeviceAlloc);
+        return {e.ptr, e.size, static_cast<DeviceAllocApi>(e.variant), e.aux};
+    }
+    void into(Event& e) const {
+        e.kind = EventKind::DeviceAlloc;
+        e.ptr = ptr;
+        e.size = bytes;
+        e.variant = static_cast<uint8_t>(api);
+        e.aux = detail;
+    }
+};
+
+// HostAlloc (cuMemHostAlloc / cuMemAllocHost) and HostRegister (cuMemHostRegister): pinned host
+// memory. flags are the call's CU_MEMHOSTALLOC_* or CU_MEMHOSTREGISTER_* bits (kHostAlloc*,
+// kHostRegister*); ptr is the host address (0 when an alloc failed).
+struct PinnedFields {
+    uint64_t ptr = 0;
+    uint64_t bytes = 0;
+    uint32_t flags = 0;
+    HostAllocApi api = HostAllocApi::HostAlloc; // HostAlloc only
+
+    static PinnedFields of(const Event& e) {
+        assert(e.kind == EventKind::HostAlloc || e.kind == EventKind::HostRegister);
+        return {e.ptr, e.size, static_cast<uint32_t>(e.aux), static_cast<HostAllocApi>(e.variant)};
+    }
+    // kind: HostAlloc or HostRegister
+    void into(Event& e, EventKind kind) const {
+        assert(kind == EventKind::HostAlloc || kind == EventKind::HostRegister);
+        e.kind = kind;
+        e.ptr = ptr;
+        e.size = bytes;
+        e.aux = flags;
+        e.variant = kind == EventKind::HostAlloc ? static_cast<uint8_t>(api) : 0;
+    }
+};
+
+// DeviceFree (cuMemFree), HostFree (cuMemFreeHost), HostUnregister (cuMemHostUnregister). The
+// size is filled in by the replay from the call that handed the memory out (kSizeKnown).
+// DeviceFree's callNs: how long the call took, enter to exit (the device-wide synchronization a
+// cudaFree waits for is inside it); 0 when not measured.
+struct ReleaseMemFields {
+    uint64_t ptr = 0;
+    std::optional<uint64_t> bytes;
+    uint64_t callNs = 0;
+
+    static ReleaseMemFields of(const Event& e) {
+        assert(e.kind == EventKind::DeviceFree || e.kind == EventKind::HostFree ||
+               e.kind == EventKind::HostUnregister);
+        ReleaseMemFields f{e.ptr, std::nullopt, e.aux};
+        if (e.has(kSizeKnown)) f.bytes = e.size;
+        return f;
+    }
+    void into(Event& e, EventKind kind) const {
+        assert(kind == EventKind::DeviceFree || kind == EventKind::HostFree ||
+               kind == EventKind::HostUnregister);
+        e.kind = kind;
+        e.ptr = ptr;
+        e.size = bytes.value_or(0);
+        e.aux = callNs;
+        if (bytes)
+            e.flags |= kSizeKnown;
+        else
+            e.flags &= static_cast<uint8_t>(~kSizeKnown);
+    }
+};
+
 } // namespace poolscope

@@ -11,5 +11,8 @@ namespace poolscope {
 
 // Empty for kinds whose shared fields (stream, pool, pointer) already say everything.
 std::string describeEvent(const Event& e);
+// "portable|mapped|write-combined" (HostAlloc) or "portable|mapped|io-memory|read-only"
+// (HostRegister); "default" for no flags.
+std::string describePinnedFlags(EventKind kind, uint32_t flags);
 
 } // namespace poolscope

@@ -63,6 +63,34 @@ struct StreamReport {
     int64_t peakPendingFreeTsNs = 0;
 };
 
+// Device memory outside any pool on one device (cudaMalloc & co., issue #18), beside the pools'
+// reserved bytes on the same device.
+struct OutsideReport {
+    int device = -1;
+    uint64_t peakBytes = 0;       // cudaMalloc / cudaMallocPitch bytes live at once, at most
+    int64_t peakTsNs = 0;
+    uint64_t liveAtEndBytes = 0;
+    uint64_t managedPeakBytes = 0;
+    uint64_t allocCount = 0, freeCount = 0, failedCount = 0;
+    uint64_t syncFrees = 0;       // cudaFree calls that synchronized the device
+    uint64_t syncCallNs = 0;      // the time those calls took, where measured
+    uint64_t poolsPeakReserved = 0; // the highest sum of this device's pools' reserved bytes
+    // The highest sum of both at one time: what the process held on the device.
+    uint64_t combinedPeak = 0;
+    int64_t combinedPeakTsNs = 0;
+};
+
+struct PinnedReport {
+    uint64_t allocatedPeak = 0, registeredPeak = 0, totalPeak = 0;
+    int64_t totalPeakTsNs = 0;
+    uint64_t allocatedAtEnd = 0, registeredAtEnd = 0;
+    uint64_t allocCount = 0, freeCount = 0, registerCount = 0, unregisterCount = 0;
+    uint64_t failedCount = 0;
+    uint64_t allocatedByFlags[8] = {}; // index: portable 1 | mapped 2 | write-combined 4
+    uint64_t allocsByFlags[8] = {};
+    bool any() const { return allocCount + registerCount + failedCount != 0; }
+};
+
 struct Report {
     std::string tracePath;
     ProcessInfo process;
@@ -94,6 +122,13 @@ struct Report {
     std::vector<StreamHazard> hazards;
     // Growths and failures with the fragmentation signature, the first topN (all pools).
     std::vector<PoolGrowth> fragmented;
+    // Beyond the pools (issue #18).
+    std::vector<OutsideReport> outside; // by device; empty when nothing was allocated outside
+    uint64_t deviceSyncs = 0;           // cudaFree calls that synchronized a device
+    // Of those, made while stream-ordered allocations were live (the pool workload was running).
+    uint64_t deviceSyncsDuringPoolWork = 0;
+    PinnedReport pinned;
+    uint64_t unmatchedMemReleases = 0;
     std::vector<std::string> findings; // one-line statements for a person, most important first
     view::EntityNames names;           // the window's names for pools and streams
 };

@@ -69,6 +69,60 @@ struct WaitEdge {
     int64_t waitTsNs = 0;
 };
 
+// Device memory outside any pool on one device (cudaMalloc, cudaMallocPitch, cudaMallocManaged
+// through the driver's cuMemAlloc family; issue #18).
+struct OutsideTimeline {
+    int device = -1;         // -1: calls whose device was not known
+    Series liveBytes;        // cuMemAlloc / cuMemAllocPitch bytes not yet freed
+    Series managedBytes;     // cuMemAllocManaged bytes not yet freed (may live on the host)
+    uint64_t peakBytes = 0;
+    int64_t peakTsNs = 0;
+    uint64_t managedPeakBytes = 0;
+    uint64_t allocCount = 0;
+    uint64_t freeCount = 0;
+    uint64_t failedCount = 0;
+    uint64_t liveAtEndBytes = 0;
+    // cudaFree calls on this device that synchronized it, and the time they took where measured.
+    uint64_t syncFrees = 0;
+    uint64_t syncCallNs = 0;
+    // What the process held on the device: liveBytes plus the reserved bytes of the device's
+    // pools, as one series (so "the pools are small but the GPU is full" is one curve), and its
+    // peak; poolsReservedPeak the highest sum of the pools' reserved alone.
+    Series withPools;
+    uint64_t withPoolsPeak = 0;
+    int64_t withPoolsPeakTsNs = 0;
+    uint64_t poolsReservedPeak = 0;
+};
+
+// A cudaFree / cuMemFree of memory outside the pools: the whole device waits for every stream
+// to drain. callNs is how long the call took (enter to exit), 0 when not measured.
+struct DeviceSync {
+    int64_t tsNs = 0;   // when the call returned
+    uint64_t seq = 0;
+    int device = -1;
+    uint64_t ptr = 0;
+    uint64_t bytes = 0; // 0 when the block's allocation is not in the trace
+    int64_t callNs = 0;
+};
+
+// Pinned (page-locked) host memory of the process.
+struct PinnedTimeline {
+    Series allocated;  // cudaHostAlloc / cudaMallocHost (cuMemHostAlloc, cuMemAllocHost)
+    Series registered; // cudaHostRegister (cuMemHostRegister)
+    Series total;      // the two together
+    uint64_t allocatedPeak = 0;
+    uint64_t registeredPeak = 0;
+    uint64_t totalPeak = 0;
+    int64_t totalPeakTsNs = 0;
+    uint64_t allocCount = 0, freeCount = 0, registerCount = 0, unregisterCount = 0;
+    uint64_t failedCount = 0;
+    uint64_t allocatedAtEnd = 0, registeredAtEnd = 0;
+    // Bytes per flag combination of the allocations (index: the CU_MEMHOSTALLOC_* bits 0..7).
+    uint64_t allocatedByFlags[8] = {};
+    uint64_t allocsByFlags[8] = {};
+    bool any() const { return allocCount + registerCount + failedCount != 0; }
+};
+
 struct PoolTimeline {
     PoolInfo info;
     Series reserved;        // exact at events, plus periodic samples
@@ -149,6 +203,14 @@ struct Timeline {
     static constexpr int64_t kRaceWindowNs = 20'000;
     std::pair<uint32_t, uint32_t> racingThreads(uint64_t pool, int64_t t) const;
     std::vector<Marker> markers;         // by seq
+    // Memory outside the pools (issue #18): per device (sorted by device), cudaFree's device-wide
+    // synchronizations (by seq), pinned host memory, and releases that matched nothing live
+    // (memory allocated before recording, or whose allocation was dropped).
+    std::vector<OutsideTimeline> outside;
+    std::vector<DeviceSync> deviceSyncs;
+    PinnedTimeline pinned;
+    uint64_t unmatchedMemReleases = 0;
+    const OutsideTimeline* outsideOf(int device) const;
     std::vector<WaitEdge> edges;         // by wait time
     std::vector<uint32_t> leaks;         // indices of allocations live at the end
     PendingFrees pendingFrees;           // per stream, see analysis/PendingFrees.h

@@ -82,6 +82,62 @@ std::string percent(uint64_t part, uint64_t whole) {
     return buf;
 }
 
+// Findings about memory outside the pools (issue #18).
+template <class At> void beyondPoolFindings(Report& r, const At& at) {
+    uint64_t poolAllocs = 0;
+    for (const PoolReport& p : r.pools) poolAllocs += p.allocCount;
+    uint64_t legacyAllocs = 0, legacyPeak = 0;
+    for (const OutsideReport& o : r.outside) {
+        legacyAllocs += o.allocCount;
+        legacyPeak = std::max(legacyPeak, o.peakBytes);
+    }
+    if (poolAllocs > 0 && (legacyAllocs > 0 || r.deviceSyncs > 0)) {
+        std::string s = "the program mixes cudaMalloc-style allocations (" +
+                        formatCount(legacyAllocs) + ", up to " + formatBytes(legacyPeak) +
+                        " live on one device) into a stream-ordered workload (" +
+                        formatCount(poolAllocs) + " pool allocations)";
+        if (r.deviceSyncs > 0) {
+            uint64_t ns = 0;
+            for (const OutsideReport& o : r.outside) ns += o.syncCallNs;
+            s += "; " + formatCount(r.deviceSyncs) + " cudaFree call(s) synchronized the whole device";
+            if (r.deviceSyncsDuringPoolWork > 0)
+                s += ", " + formatCount(r.deviceSyncsDuringPoolWork) +
+                     " of them while pool allocations were live";
+            if (ns > 0) s += " (" + formatDuration(static_cast<int64_t>(ns)) + " inside those calls)";
+        }
+        s += ": every stream waits at each such free; cudaMallocAsync/cudaFreeAsync on the "
+             "same pools avoid it, and that memory would then show in the pools' reserved bytes";
+        r.findings.push_back(s);
+    }
+    for (const OutsideReport& o : r.outside) {
+        if (o.poolsPeakReserved == 0 || o.peakBytes <= o.poolsPeakReserved) continue;
+        r.findings.push_back("device " + std::to_string(o.device) + " held up to " +
+                             formatBytes(o.peakBytes) + " outside any pool (at " + at(o.peakTsNs) +
+                             "), more than its pools ever reserved (" +
+                             formatBytes(o.poolsPeakReserved) +
+                             "): the pools look small while the device fills up");
+    }
+    for (const OutsideReport& o : r.outside)
+        if (o.liveAtEndBytes > 0)
+            r.findings.push_back(formatBytes(o.liveAtEndBytes) + " allocated with cudaMalloc on device " +
+                                 std::to_string(o.device) +
+                                 " was still allocated when the trace ended (a caching allocator "
+                                 "keeps its segments; otherwise a leak)");
+    const PinnedReport& p = r.pinned;
+    if (p.allocatedAtEnd + p.registeredAtEnd > 0)
+        r.findings.push_back(formatBytes(p.allocatedAtEnd + p.registeredAtEnd) +
+                             " of pinned host memory (" + formatBytes(p.allocatedAtEnd) +
+                             " allocated, " + formatBytes(p.registeredAtEnd) +
+                             " registered) was still pinned when the trace ended");
+    if (p.failedCount > 0)
+        r.findings.push_back(formatCount(p.failedCount) +
+                             " pinned host allocation(s) or registration(s) failed");
+    if (r.unmatchedMemReleases > 0)
+        r.findings.push_back(formatCount(r.unmatchedMemReleases) +
+                             " cudaFree/cudaFreeHost/cudaHostUnregister call(s) named memory not "
+                             "allocated in this trace: ignored");
+}
+
 void addFindings(Report& r) {
     auto at = [&](int64_t ts) { return formatDuration(nsBetween(r.t0, ts)); };
     auto it = r.meta.find("dropped_events");
@@ -222,7 +278,8 @@ void addFindings(Report& r) {
     if (r.unmatchedFrees > 0)
         r.findings.push_back(formatCount(r.unmatchedFrees) +
                              " free(s) of pointers not allocated in this trace (allocated before "
-                             "recording started, or by cudaMalloc): ignored");
+                             "recording started, or their allocation was not recorded): ignored");
+    beyondPoolFindings(r, at);
 }
 
 } // namespace
@@ -337,6 +394,51 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         if (r.fragmented.size() >= options.topN) break;
         if (g.fragmented()) r.fragmented.push_back(g);
     }
+
+    for (const OutsideTimeline& o : tl.outside) {
+        OutsideReport orr;
+        orr.device = o.device;
+        orr.peakBytes = o.peakBytes;
+        orr.peakTsNs = o.peakTsNs;
+        orr.liveAtEndBytes = o.liveAtEndBytes;
+        orr.managedPeakBytes = o.managedPeakBytes;
+        orr.allocCount = o.allocCount;
+        orr.freeCount = o.freeCount;
+        orr.failedCount = o.failedCount;
+        orr.syncFrees = o.syncFrees;
+        orr.syncCallNs = o.syncCallNs;
+        orr.poolsPeakReserved = o.poolsReservedPeak;
+        orr.combinedPeak = o.withPoolsPeak;
+        orr.combinedPeakTsNs = o.withPoolsPeakTsNs;
+        r.deviceSyncs += o.syncFrees;
+        r.outside.push_back(orr);
+    }
+    // A cudaFree while stream-ordered blocks were live stalls the pool workload's streams.
+    for (const DeviceSync& d : tl.deviceSyncs) {
+        for (const StreamTimeline& s : tl.streams)
+            if (s.liveBytes.valueAt(d.tsNs) > 0) {
+                r.deviceSyncsDuringPoolWork++;
+                break;
+            }
+    }
+    const PinnedTimeline& pt = tl.pinned;
+    PinnedReport& pr = r.pinned;
+    pr.allocatedPeak = pt.allocatedPeak;
+    pr.registeredPeak = pt.registeredPeak;
+    pr.totalPeak = pt.totalPeak;
+    pr.totalPeakTsNs = pt.totalPeakTsNs;
+    pr.allocatedAtEnd = pt.allocatedAtEnd;
+    pr.registeredAtEnd = pt.registeredAtEnd;
+    pr.allocCount = pt.allocCount;
+    pr.freeCount = pt.freeCount;
+    pr.registerCount = pt.registerCount;
+    pr.unregisterCount = pt.unregisterCount;
+    pr.failedCount = pt.failedCount;
+    for (int i = 0; i < 8; ++i) {
+        pr.allocatedByFlags[i] = pt.allocatedByFlags[i];
+        pr.allocsByFlags[i] = pt.allocsByFlags[i];
+    }
+    r.unmatchedMemReleases = tl.unmatchedMemReleases;
 
     addFindings(r);
     return r;

@@ -161,6 +161,49 @@ std::string reportToJson(const Report& r, int indent) {
                         {"pending_elsewhere", g.pendingElsewhere},
                         {"grew_by", g.grewBy}});
     j["fragmented_allocations"] = frag;
+
+    json outside = json::array();
+    for (const OutsideReport& o : r.outside)
+        outside.push_back({{"device", o.device},
+                           {"peak_bytes", o.peakBytes},
+                           {"peak_ns", o.peakBytes ? jsonNsBetween<json>(r.t0, o.peakTsNs) : json(0)},
+                           {"live_at_end_bytes", o.liveAtEndBytes},
+                           {"managed_peak_bytes", o.managedPeakBytes},
+                           {"alloc_count", o.allocCount},
+                           {"free_count", o.freeCount},
+                           {"failed_count", o.failedCount},
+                           {"sync_frees", o.syncFrees},
+                           {"sync_call_ns", o.syncCallNs},
+                           {"pools_peak_reserved", o.poolsPeakReserved},
+                           {"combined_peak", o.combinedPeak},
+                           {"combined_peak_ns",
+                            o.combinedPeak ? jsonNsBetween<json>(r.t0, o.combinedPeakTsNs) : json(0)}});
+    j["outside_pools"] = {{"devices", outside},
+                          {"device_syncs", r.deviceSyncs},
+                          {"device_syncs_during_pool_work", r.deviceSyncsDuringPoolWork},
+                          {"unmatched_releases", r.unmatchedMemReleases}};
+    const PinnedReport& pn = r.pinned;
+    json byFlags = json::array();
+    for (int f = 0; f < 8; ++f) {
+        if (pn.allocsByFlags[f] == 0) continue;
+        byFlags.push_back({{"portable", (f & 1) != 0},
+                           {"mapped", (f & 2) != 0},
+                           {"write_combined", (f & 4) != 0},
+                           {"count", pn.allocsByFlags[f]},
+                           {"bytes", pn.allocatedByFlags[f]}});
+    }
+    j["pinned_host"] = {{"allocated_peak", pn.allocatedPeak},
+                        {"registered_peak", pn.registeredPeak},
+                        {"total_peak", pn.totalPeak},
+                        {"total_peak_ns", pn.totalPeak ? jsonNsBetween<json>(r.t0, pn.totalPeakTsNs) : json(0)},
+                        {"allocated_at_end", pn.allocatedAtEnd},
+                        {"registered_at_end", pn.registeredAtEnd},
+                        {"alloc_count", pn.allocCount},
+                        {"free_count", pn.freeCount},
+                        {"register_count", pn.registerCount},
+                        {"unregister_count", pn.unregisterCount},
+                        {"failed_count", pn.failedCount},
+                        {"allocations_by_flags", byFlags}};
     j["findings"] = r.findings;
     return dumpJson(j, indent);
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "TextTable.h"
+#include "poolscope/EventText.h"
 #include "poolscope/Report.h"
 #include "poolscope/Units.h"
 
@@ -113,6 +114,44 @@ std::string reportToText(const Report& r) {
         out += t.render();
         out += "  while idle: at least the request's size was idle; fragmented: even without "
                "other streams' pending frees\n";
+    }
+
+    if (!r.outside.empty()) {
+        out += "\nDevice memory outside the pools (cudaMalloc, cuMemAlloc): " +
+               formatCount(r.deviceSyncs) + " device-wide synchronize(s) by cudaFree\n";
+        detail::TextTable t({"dev", "peak", "peak at", "pools' peak rsvd", "both at peak",
+                             "allocs", "frees", "live@end", "managed peak", "cudaFree syncs",
+                             "time in them"});
+        for (const OutsideReport& o : r.outside)
+            t.row({o.device < 0 ? "-" : std::to_string(o.device), formatBytes(o.peakBytes),
+                   o.peakBytes ? rel(o.peakTsNs) : "-", formatBytes(o.poolsPeakReserved),
+                   formatBytes(o.combinedPeak), formatCount(o.allocCount),
+                   formatCount(o.freeCount), formatBytes(o.liveAtEndBytes),
+                   formatBytes(o.managedPeakBytes), formatCount(o.syncFrees),
+                   o.syncCallNs ? formatDuration(static_cast<int64_t>(o.syncCallNs)) : "-"});
+        out += t.render();
+    }
+    if (r.pinned.any()) {
+        const PinnedReport& p = r.pinned;
+        out += "\nPinned host memory: peak " + formatBytes(p.totalPeak) + " at " +
+               rel(p.totalPeakTsNs) + " (allocated peak " + formatBytes(p.allocatedPeak) +
+               ", registered peak " + formatBytes(p.registeredPeak) + ")\n";
+        detail::TextTable t({"", "calls", "released", "peak", "at end"});
+        t.row({"allocated (cudaHostAlloc, cudaMallocHost)", formatCount(p.allocCount),
+               formatCount(p.freeCount), formatBytes(p.allocatedPeak), formatBytes(p.allocatedAtEnd)});
+        t.row({"registered (cudaHostRegister)", formatCount(p.registerCount),
+               formatCount(p.unregisterCount), formatBytes(p.registeredPeak),
+               formatBytes(p.registeredAtEnd)});
+        out += t.render();
+        std::string flags;
+        for (int f = 0; f < 8; ++f) {
+            if (!p.allocsByFlags[f]) continue;
+            if (!flags.empty()) flags += ", ";
+            flags += describePinnedFlags(EventKind::HostAlloc, static_cast<uint32_t>(f)) + " " +
+                     formatCount(p.allocsByFlags[f]) + " (" + formatBytes(p.allocatedByFlags[f]) + ")";
+        }
+        if (!flags.empty()) out += "  allocations by flags: " + flags + "\n";
+        if (p.failedCount) out += "  failed: " + formatCount(p.failedCount) + "\n";
     }
 
     out += "\nLeaks: " + formatCount(r.leakCount) + " allocation(s) live at the end, " +

@@ -48,6 +48,9 @@ struct Replay::Impl {
         int64_t tsNs;
     };
     std::unordered_map<uint32_t, MaybeRetry> maybeRetry;
+    // Memory outside the pools, live: device (DeviceAlloc) and host (HostAlloc, HostRegister)
+    // addresses apart, so that a host pointer never closes a device block or the reverse.
+    std::unordered_map<uint64_t, MemBlock> deviceMem, hostMem;
 
     static uint64_t pairKey(uint32_t to, uint32_t from) { return uint64_t{to} << 32 | from; }
 };
@@ -145,6 +148,164 @@ size_t Replay::liveBlockCount() const { return d_->live.size(); }
 
 void Replay::forEachLive(const std::function<void(const Block&)>& f) const {
     d_->live.forEach(f);
+}
+
+const MemBlock* Replay::liveMem(uint64_t ptr, bool host) const {
+    const auto& m = host ? d_->hostMem : d_->deviceMem;
+    auto it = m.find(ptr);
+    return it == m.end() ? nullptr : &it->second;
+}
+
+void Replay::forEachLiveMem(const std::function<void(const MemBlock&)>& f) const {
+    for (const auto& [ptr, m] : d_->deviceMem) f(m);
+    for (const auto& [ptr, m] : d_->hostMem) f(m);
+}
+
+uint32_t Replay::outsideAt(int16_t device) {
+    for (uint32_t i = 0; i < outside_.size(); ++i)
+        if (outside_[i].device == device) return i;
+    OutsideState o;
+    o.device = device;
+    outside_.push_back(o);
+    return static_cast<uint32_t>(outside_.size() - 1);
+}
+
+// A block of memory outside the pools just taken out of the live set leaves the totals.
+void Replay::releaseMem(const MemBlock& m) {
+    switch (m.kind) {
+    case EventKind::DeviceAlloc: {
+        OutsideState& o = outside_[outsideAt(m.device)];
+        if (m.api == static_cast<uint8_t>(DeviceAllocApi::Managed)) {
+            o.managedLiveBytes -= m.bytes;
+        } else {
+            o.liveBytes -= m.bytes;
+            o.liveCount--;
+        }
+        break;
+    }
+    case EventKind::HostAlloc: pinned_.allocatedBytes -= m.bytes; break;
+    case EventKind::HostRegister: pinned_.registeredBytes -= m.bytes; break;
+    default: break;
+    }
+}
+
+void Replay::memAlloc(const Event& e, uint32_t tag) {
+    const bool device = e.kind == EventKind::DeviceAlloc;
+    if (device) fact_.outside = outsideAt(e.device);
+    if (e.failed()) {
+        if (device)
+            outside_[fact_.outside].failedAllocs++;
+        else
+            pinned_.failed++;
+        return;
+    }
+    MemBlock m;
+    if (device) {
+        const DeviceAllocFields a = DeviceAllocFields::of(e);
+        m.ptr = a.ptr;
+        m.bytes = a.bytes;
+        m.api = static_cast<uint8_t>(a.api);
+    } else {
+        const PinnedFields p = PinnedFields::of(e);
+        m.ptr = p.ptr;
+        m.bytes = p.bytes;
+        m.flags = p.flags;
+        m.api = e.kind == EventKind::HostAlloc ? static_cast<uint8_t>(p.api) : 0;
+    }
+    m.allocSeq = e.seq;
+    m.allocTsNs = e.tsNs;
+    m.kind = e.kind;
+    m.device = e.device;
+    m.tag = tag;
+    switch (e.kind) {
+    case EventKind::DeviceAlloc: outside_[fact_.outside].allocs++; break;
+    case EventKind::HostAlloc: pinned_.allocs++; break;
+    default: pinned_.registers++; break;
+    }
+    if (m.ptr == 0) return; // a zero-byte request: nothing handed out
+    auto& live = device ? d_->deviceMem : d_->hostMem;
+    if (auto it = live.find(m.ptr); it != live.end()) {
+        // Its release was not recorded (dropped, or made by a call not traced).
+        releaseMem(it->second);
+        live.erase(it);
+    }
+    live.emplace(m.ptr, m);
+    fact_.memAllocated = true;
+    fact_.mem = m;
+    if (device) {
+        OutsideState& o = outside_[fact_.outside];
+        if (m.api == static_cast<uint8_t>(DeviceAllocApi::Managed)) {
+            o.managedLiveBytes += m.bytes;
+            o.managedPeakBytes = std::max(o.managedPeakBytes, o.managedLiveBytes);
+        } else {
+            o.liveBytes += m.bytes;
+            o.liveCount++;
+            if (o.liveBytes > o.peakBytes) {
+                o.peakBytes = o.liveBytes;
+                o.peakTsNs = e.tsNs;
+            }
+        }
+        return;
+    }
+    PinnedState& p = pinned_;
+    if (e.kind == EventKind::HostAlloc) {
+        p.allocatedBytes += m.bytes;
+        p.allocatedPeak = std::max(p.allocatedPeak, p.allocatedBytes);
+    } else {
+        p.registeredBytes += m.bytes;
+        p.registeredPeak = std::max(p.registeredPeak, p.registeredBytes);
+    }
+    if (p.totalBytes() > p.totalPeak) {
+        p.totalPeak = p.totalBytes();
+        p.totalPeakTsNs = e.tsNs;
+    }
+}
+
+void Replay::memRelease(const Event& e) {
+    const uint64_t ptr = e.ptr;
+    if (e.failed() || ptr == 0) return; // a failed call released nothing; free(NULL) is a no-op
+    if (e.kind == EventKind::DeviceFree) {
+        if (d_->live.take(ptr, fact_.block)) {
+            // A stream-ordered block freed with cudaFree: the driver takes it back at once,
+            // without a synchronization (the program vouches its work on it is done).
+            release(fact_.block);
+            fact_.freed = true;
+            fact_.pool = fact_.block.pool;
+            return;
+        }
+        if (e.pool != 0 && !d_->deviceMem.count(ptr)) { // a pool block whose alloc is not in the trace
+            unmatchedFrees_++;
+            fact_.unmatchedFree = true;
+            return;
+        }
+        fact_.outside = outsideAt(e.device);
+        OutsideState& o = outside_[fact_.outside];
+        o.syncFrees++;
+        o.syncCallNs += ReleaseMemFields::of(e).callNs;
+        fact_.deviceSync = true;
+    } else {
+        pinned_.frees += e.kind == EventKind::HostFree;
+        pinned_.unregisters += e.kind == EventKind::HostUnregister;
+    }
+    const bool host = e.kind != EventKind::DeviceFree;
+    auto& live = host ? d_->hostMem : d_->deviceMem;
+    auto it = live.find(ptr);
+    const EventKind want = e.kind == EventKind::DeviceFree ? EventKind::DeviceAlloc
+                           : e.kind == EventKind::HostFree ? EventKind::HostAlloc
+                                                           : EventKind::HostRegister;
+    if (it == live.end() || it->second.kind != want) {
+        fact_.memUnmatched = true;
+        return;
+    }
+    fact_.mem = it->second;
+    live.erase(it);
+    releaseMem(fact_.mem);
+    fact_.memReleased = true;
+    if (!host) {
+        // The block's own device (a cudaFree may run with another device current).
+        OutsideState& owner = outside_[outsideAt(fact_.mem.device)];
+        owner.frees++;
+    }
 }
 
 void Replay::subscribe(Observer* o, uint32_t kindMask) {
@@ -251,6 +412,18 @@ void Replay::free(const Event& e) {
     fact_.stream = si;
     fact_.newStream = ns;
     if (!d_->live.take(f.ptr, fact_.block)) {
+        if (!d_->deviceMem.empty()) [[unlikely]] {
+            // cudaFreeAsync may free cudaMalloc memory (the guide allows it).
+            auto it = d_->deviceMem.find(f.ptr);
+            if (it != d_->deviceMem.end()) {
+                fact_.mem = it->second;
+                d_->deviceMem.erase(it);
+                releaseMem(fact_.mem);
+                outside_[outsideAt(fact_.mem.device)].frees++;
+                fact_.memReleased = true;
+                return;
+            }
+        }
         unmatchedFrees_++;
         fact_.unmatchedFree = true;
         return;
@@ -458,17 +631,35 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         if (e.pool != 0) pool();
         break;
     case EventKind::Sample: break; // handled above
+    case EventKind::DeviceAlloc:
+    case EventKind::HostAlloc:
+    case EventKind::HostRegister: memAlloc(e, tag); break;
+    case EventKind::DeviceFree:
+    case EventKind::HostFree:
+    case EventKind::HostUnregister: memRelease(e); break;
     }
     if (anyObserver_) notify();
     return fact_;
 }
 
 const Fact& Replay::complete(Event& e) {
-    if (e.kind == EventKind::Free && e.ptr != 0) {
+    const bool isFree = e.kind == EventKind::Free || e.kind == EventKind::DeviceFree;
+    if (e.kind == EventKind::DeviceFree && e.pool != 0 && !liveBlock(e.ptr) &&
+        liveMem(e.ptr, false)) [[unlikely]] {
+        // cudaMalloc memory, whatever the pointer lookup at the call said: no pool of it.
+        e.pool = 0;
+        e.flags &= static_cast<uint8_t>(~(kHasWatermarks | kUsedDerived));
+    }
+    if (isFree && e.ptr != 0) {
         if (const Block* b = liveBlock(e.ptr)) {
             const PoolState* p = b->pool == kNone ? nullptr : &pools_[b->pool];
             if (p && p->info.handle != 0) e.pool = p->info.handle;
-            if (!b->imported) FreeFields{e.ptr, b->bytes}.into(e);
+            if (!b->imported) {
+                if (e.kind == EventKind::Free)
+                    FreeFields{e.ptr, b->bytes}.into(e);
+                else
+                    e.size = b->bytes, e.flags |= kSizeKnown;
+            }
             // A free whose pool the collector could not ask at the call (another thread's
             // pointer the driver would not name yet): its pool is the block's, so its used is
             // derived like any other and reserved is the pool's (a free never changes it).
@@ -479,12 +670,22 @@ const Fact& Replay::complete(Event& e) {
             }
         }
     }
+    if (e.ptr != 0 && !e.has(kSizeKnown) &&
+        (e.kind == EventKind::DeviceFree || e.kind == EventKind::HostFree ||
+         e.kind == EventKind::HostUnregister || e.kind == EventKind::Free)) {
+        // (A Free here: cudaFreeAsync of cudaMalloc memory.)
+        const bool host = e.kind == EventKind::HostFree || e.kind == EventKind::HostUnregister;
+        if (const MemBlock* m = liveMem(e.ptr, host)) {
+            e.size = m->bytes;
+            e.flags |= kSizeKnown;
+        }
+    }
     if (e.flags & kUsedDerived) {
         const uint32_t pi = poolIndex(e.pool);
         const uint64_t base = pi == kNone ? 0 : pools_[pi].used;
         if (e.kind == EventKind::Alloc) {
             e.used = base + AllocFields::of(e).bytes;
-        } else if (e.kind == EventKind::Free && e.has(kSizeKnown) && e.pool != 0 &&
+        } else if (isFree && e.has(kSizeKnown) && e.pool != 0 &&
                    base >= e.size) {
             e.used = base - e.size;
         } else {

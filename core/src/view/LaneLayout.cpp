@@ -167,6 +167,7 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
                 if (di.totalMemory) d.subtitle += " · " + formatBytes(di.totalMemory);
             }
         lanes.push_back(std::move(d));
+        addOutsideLane(tl, dev);
 
         for (const LanePlan::PoolLanes& pp : dp.pools) {
             const uint64_t pool = pp.pool;
@@ -221,6 +222,29 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
             streamLane_[s] = static_cast<int>(lanes.size());
             lanes.push_back(std::move(sl));
         }
+    }
+
+    // Devices with memory outside the pools but no lane yet (no pool, stream or device record).
+    for (const OutsideTimeline& o : tl.outside) {
+        bool has = false;
+        for (const Lane& l : lanes) has = has || (l.kind == LaneKind::Device && l.device == o.device);
+        if (has) continue;
+        Lane d;
+        d.kind = LaneKind::Device;
+        d.device = o.device;
+        d.title = o.device >= 0 ? "GPU " + std::to_string(o.device) : std::string("unknown device");
+        lanes.push_back(std::move(d));
+        addOutsideLane(tl, o.device);
+    }
+    if (tl.pinned.any()) {
+        const PinnedTimeline& pt = tl.pinned;
+        Lane h;
+        h.kind = LaneKind::Host;
+        h.title = "Host: pinned memory";
+        h.subtitle = "peak " + formatBytes(pt.totalPeak) + " · registered " +
+                     formatBytes(pt.registeredPeak);
+        h.firstRow = static_cast<int>(rows.size());
+        lanes.push_back(std::move(h));
     }
 
     // Markers: stream-bound ones on every lane of their stream, pool-bound ones on the pool lane,
@@ -282,6 +306,24 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
         });
     }
     return true;
+}
+
+void LaneLayout::addOutsideLane(const Timeline& tl, int device) {
+    for (size_t i = 0; i < tl.outside.size(); ++i) {
+        const OutsideTimeline& o = tl.outside[i];
+        if (o.device != device) continue;
+        Lane l;
+        l.kind = LaneKind::Outside;
+        l.device = device;
+        l.outsideIndex = static_cast<int>(i);
+        l.title = "outside the pools";
+        // Its total beside the pools' reserved bytes: what the device held in all.
+        // (Short: the label column is narrow; the tooltip and the report say more.)
+        l.subtitle = "peak " + formatBytes(o.peakBytes) + " · with pools " +
+                     formatBytes(o.withPoolsPeak);
+        l.firstRow = static_cast<int>(rows.size());
+        lanes.push_back(std::move(l));
+    }
 }
 
 int LaneLayout::laneOfStream(uint64_t stream) const {

@@ -147,7 +147,7 @@ uint32_t PoolModel::kindMask() {
                         EventKind::StreamSynchronize, EventKind::EventSynchronize,
                         EventKind::ContextSynchronize, EventKind::PoolTrimTo, EventKind::KnobChange,
                         EventKind::ImplicitRelease, EventKind::PoolCreate, EventKind::PoolDestroy,
-                        EventKind::Sample})
+                        EventKind::Sample, EventKind::DeviceFree})
         m |= 1u << static_cast<unsigned>(k);
     return m;
 }
@@ -267,6 +267,13 @@ void PoolModel::freeBlock(const replay::Fact& f, const replay::Replay& r) {
     // A block the model could not place (over the pool's limit) frees nothing.
     const uint64_t bytes = std::min(roundUp(b.bytes, cal_.blockAlign), p.live);
     p.live -= bytes;
+    if (f.event->kind == EventKind::DeviceFree) {
+        // A pool block freed with cudaFree: the driver takes it back at once, for any stream
+        // (no stream order to wait for).
+        p.free += bytes;
+        p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
+        return;
+    }
     p.pend[f.stream].push(f.event->tsNs, bytes);
     p.pendTotal += bytes;
     p.out.maxIdle = std::max(p.out.maxIdle, p.idle());

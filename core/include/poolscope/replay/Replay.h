@@ -40,6 +40,51 @@ struct Block {
     bool imported = false;   // a PointerImport mapping: its size is not known
 };
 
+// Memory handed out outside the pools (issue #18): a cudaMalloc-style device allocation
+// (DeviceAlloc) or pinned host memory (HostAlloc, HostRegister), not yet released.
+struct MemBlock {
+    uint64_t ptr = 0;
+    uint64_t bytes = 0;
+    uint64_t allocSeq = 0;
+    int64_t allocTsNs = 0;
+    EventKind kind = EventKind::DeviceAlloc; // DeviceAlloc, HostAlloc or HostRegister
+    uint8_t api = 0;                         // DeviceAllocApi or HostAllocApi
+    int16_t device = -1;
+    uint32_t flags = 0;                      // HostAlloc / HostRegister flags
+    uint32_t tag = 0;                        // the consumer's own number for it
+};
+
+// Device memory outside any pool on one device. Managed memory is kept apart: it migrates and
+// need not be resident on the device.
+struct OutsideState {
+    int device = -1;            // -1: calls whose device was not known
+    uint64_t liveBytes = 0;     // cuMemAlloc / cuMemAllocPitch, not yet freed
+    uint64_t liveCount = 0;
+    uint64_t peakBytes = 0;
+    int64_t peakTsNs = 0;
+    uint64_t managedLiveBytes = 0;
+    uint64_t managedPeakBytes = 0;
+    uint64_t allocs = 0;        // successful DeviceAllocs (managed included)
+    uint64_t failedAllocs = 0;
+    uint64_t frees = 0;         // DeviceFrees that released a block of this device
+    // DeviceFrees that synchronized the device (a cudaFree of memory outside the pools), and the
+    // time those calls took where the collector measured it.
+    uint64_t syncFrees = 0;
+    uint64_t syncCallNs = 0;
+};
+
+// Pinned (page-locked) host memory of the process.
+struct PinnedState {
+    uint64_t allocatedBytes = 0;  // cuMemHostAlloc / cuMemAllocHost, live
+    uint64_t registeredBytes = 0; // cuMemHostRegister, live
+    uint64_t allocatedPeak = 0;
+    uint64_t registeredPeak = 0;
+    uint64_t totalPeak = 0;       // of allocated + registered together
+    int64_t totalPeakTsNs = 0;
+    uint64_t allocs = 0, frees = 0, registers = 0, unregisters = 0, failed = 0;
+    uint64_t totalBytes() const { return allocatedBytes + registeredBytes; }
+};
+
 // A settable pool attribute's value as far as the trace tells it.
 struct Knob {
     uint64_t value = 0;
@@ -117,6 +162,18 @@ struct Fact {
     // Frees on some streams became available to others (synchronize, event wait):
     // clearedStream
     bool pendingCleared = false;
+    // Beyond the pools (issue #18). memAllocated: a DeviceAlloc, HostAlloc or HostRegister
+    // handed out `mem`; memReleased: `mem` was released (DeviceFree, HostFree, HostUnregister,
+    // or a cudaFreeAsync of a cudaMalloc pointer); memUnmatched: a release that named no live
+    // block of its kind. A DeviceFree of a pool block sets `freed` like a Free instead.
+    bool memAllocated = false;
+    bool memReleased = false;
+    bool memUnmatched = false;
+    // A DeviceFree that synchronized its device (everything but a pool block, which the driver
+    // frees without a synchronization): outside is its device's index in outside().
+    bool deviceSync = false;
+    uint32_t outside = kNone; // index into Replay::outside() of the event's device
+    MemBlock mem;
 
     int64_t orderRecordTsNs = 0;
     int64_t orderWaitTsNs = 0;
@@ -138,6 +195,8 @@ struct Fact {
         allocated = failedAlloc = replacedLive = retry = false;
         freed = unmatchedFree = crossStream = orderedByWait = false;
         knobChanged = edge = pendingCleared = false;
+        memAllocated = memReleased = memUnmatched = deviceSync = false;
+        outside = kNone;
     }
 };
 
@@ -177,6 +236,11 @@ public:
     const std::vector<PoolState>& pools() const { return pools_; }
     const std::vector<StreamState>& streams() const { return streams_; }
     const std::vector<DeviceInfo>& devices() const { return devices_; }
+    // Device memory outside the pools, one entry per device in order of first sight.
+    const std::vector<OutsideState>& outside() const { return outside_; }
+    const PinnedState& pinned() const { return pinned_; }
+    const MemBlock* liveMem(uint64_t ptr, bool host) const; // nullptr when not live
+    void forEachLiveMem(const std::function<void(const MemBlock&)>& f) const;
     uint32_t poolIndex(uint64_t handle) const;   // kNone when never seen
     uint32_t streamIndex(uint64_t handle) const;
     const Block* liveBlock(uint64_t ptr) const;  // nullptr when not live
@@ -205,12 +269,18 @@ private:
     [[gnu::noinline]] void resolveRetry(const Event& e);
     void free(const Event& e);
     void release(const Block& b);
+    uint32_t outsideAt(int16_t device);
+    void memAlloc(const Event& e, uint32_t tag);
+    void memRelease(const Event& e);
+    void releaseMem(const MemBlock& m);
     void clearPending(uint32_t stream, uint64_t upTo);
     void notify();
 
     std::vector<PoolState> pools_;
     std::vector<StreamState> streams_;
     std::vector<DeviceInfo> devices_;
+    std::vector<OutsideState> outside_;
+    PinnedState pinned_;
     std::unique_ptr<Impl> d_; // lookups, live set, event records, observers
     // Pool and stream lookups happen at nearly every event. Processes have a handful of each,
     // so the first kFast are found by a compare over a small array before the hash map.

@@ -17,13 +17,16 @@
 
 namespace poolscope::view {
 
-enum class LaneKind { Device, Pool, Stream };
+// Outside: a device's memory outside any pool (cudaMalloc & co.), right under its device lane;
+// Host: the process's pinned host memory, one lane after every device.
+enum class LaneKind { Device, Pool, Stream, Outside, Host };
 
 struct Lane {
     LaneKind kind = LaneKind::Stream;
     int device = -1;
     int poolIndex = -1;   // into Timeline::pools (Pool lanes, and Stream lanes under a pool)
     int streamIndex = -1; // into Timeline::streams (-1 when the stream has no entity record)
+    int outsideIndex = -1; // into Timeline::outside (Outside lanes)
     uint64_t pool = 0;
     uint64_t stream = 0;
     int firstRow = 0; // into LaneLayout::rows
@@ -70,6 +73,7 @@ public:
     int laneOf(uint64_t pool, uint64_t stream) const;
 
 private:
+    void addOutsideLane(const Timeline& tl, int device);
     std::unordered_map<uint64_t, int> streamLane_, poolLane_;
     std::map<std::pair<uint64_t, uint64_t>, int> pairLane_;
 };
