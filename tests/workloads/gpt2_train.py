@@ -67,7 +67,7 @@ for i in range(steps):
 torch.cuda.synchronize()
 print(json.dumps({"type": "gpt2", "reserved_high": torch.cuda.max_memory_reserved(dev),
                   "used_high": torch.cuda.max_memory_allocated(dev), "min_allocs": steps * 100,
-                  "step_ms_median": round(statistics.median(times[len(lengths):]) * 1e3, 3),
+                  "step_ms_median": round(statistics.median(times[len(lengths):] or times) * 1e3, 3),
                   "torch": torch.__version__}))
 if nvtx:
     print(json.dumps({"type": "nvtx", "ranges": len(Range.pushed),

@@ -30,7 +30,10 @@ std::vector<PoolSites> topSitesAtPeaks(const Timeline& tl, const Report& report,
         PoolSites ps;
         ps.pool = pr.info.handle;
         const std::vector<const Allocation*>& mine = byPool[ps.pool];
-        if (pr.hasWatermarks && pr.peakReserved > 0) {
+        const bool reservedPeak = pr.hasWatermarks && pr.peakReserved > 0;
+        // A pool that never held a block has no sites to name (and no instant to name them at).
+        if (!reservedPeak && mine.empty()) continue;
+        if (reservedPeak) {
             ps.atTsNs = pr.peakReservedTsNs;
             ps.reserved = pr.peakReserved;
         } else {
