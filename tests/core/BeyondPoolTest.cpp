@@ -543,4 +543,16 @@ TEST(BeyondPool, HandBuiltSimulatedWorkloadPassesTheGpuCheckAndAWrongTruthFails)
     EXPECT_NE(bad.find("FAIL beyond_host_total_peak"), std::string::npos) << bad;
     EXPECT_NE(bad.find("FAIL beyond_pool.poolscope"), std::string::npos) << bad;
 }
+
+// The real H100 traces (resources/samples, recorded by tests/gpu/run.sh) against the truth their
+// workloads printed: today's reader and replay still agree with what the GPU run checked.
+TEST(BeyondPool, RecordedSamplesStillPassTheGpuCheck) {
+    if (std::system("python3 -c 'import sqlite3' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+    for (const char* name : {"beyond_pool", "torch_native"}) {
+        const std::string base = std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name;
+        const std::string out = runCheck(base + ".poolscope", base + ".truth.jsonl");
+        EXPECT_NE(out.find(std::string("PASS ") + name + ".poolscope"), std::string::npos) << out;
+        EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
+    }
+}
 #endif
