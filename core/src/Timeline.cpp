@@ -607,6 +607,11 @@ void TimelineBuilder::setEntities(std::vector<DeviceInfo> devices, std::vector<P
     d_->mirrorEntities();
 }
 
+void TimelineBuilder::declarePool(const PoolInfo& info) {
+    d_->replay.declarePool(info);
+    d_->mirrorEntities();
+}
+
 void TimelineBuilder::setDropGaps(std::vector<DropGap> gaps) {
     d_->tl.dropGaps = std::move(gaps);
 }

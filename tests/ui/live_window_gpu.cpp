@@ -155,7 +155,8 @@ int main(int argc, char** argv) {
             runningShot = true;
             shot("live-running.png");
         }
-        if (!knobPressed && sinceFirst > knobAfterS) {
+        // The Knobs panel lists the target's pools once the session has learnt them.
+        if (!knobPressed && sinceFirst > knobAfterS && live->knobs()->poolBox()->count() > 0) {
             knobPressed = true;
             std::printf("pressing the threshold preset 0 on pool '%s'\n",
                         qPrintable(live->knobs()->poolBox()->currentText()));

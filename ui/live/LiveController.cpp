@@ -7,6 +7,7 @@
 #include "LiveSession.h"
 #include "MainWindow.h"
 #include "TargetProcess.h"
+#include "TimelineWidget.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/control/Discovery.h"
 
@@ -52,8 +53,17 @@ LiveController::LiveController(MainWindow* window) : QObject(window), window_(wi
     menu->addAction(consoleDock_->toggleViewAction());
 
     connect(session_, &LiveSession::snapshotReady, this, [this](const TraceSnapshot& s) {
+        // The first view is fitted once the program has done something (a snapshot taken at
+        // attach time spans nothing). After that, while the view is still the one set here, it
+        // follows the run (all of it so far); once the user zooms or pans it stays put.
+        const bool empty = !s.valid() || s.timeline->allocations.empty();
+        TimelineWidget* tl = window_->timeline();
+        const bool following = !firstSnapshot_ && tl->viewStart() == autoView_.first &&
+                               tl->viewEnd() == autoView_.second;
         window_->setSnapshot(s, !firstSnapshot_);
-        firstSnapshot_ = false;
+        if (following && s.valid()) tl->setViewRange(s.timeline->t0, s.timeline->t1);
+        if (firstSnapshot_ || following) autoView_ = {tl->viewStart(), tl->viewEnd()};
+        firstSnapshot_ = empty;
     });
     connect(session_, &LiveSession::droppedEvents, this,
             [this](quint64, const QString& m) { console_->appendNote(m); });

@@ -14,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <memory>
+#include <utility>
 
 class QAction;
 class QDockWidget;
@@ -69,6 +70,9 @@ private:
     std::unique_ptr<QTemporaryDir> controlDir_;
     QString tracePath_;
     bool firstSnapshot_ = true;
+    // The view range this controller last set: while the timeline still shows it, the user has
+    // not moved it, and it follows the run.
+    std::pair<int64_t, int64_t> autoView_{0, 0};
 };
 
 LiveController* installLiveSession(MainWindow* window);

@@ -30,6 +30,7 @@ QString LiveSession::attach(const QString& socketPath, int timeoutMs) {
     socketPath_ = socketPath;
     hello_ = client_->hello();
     pools_ = hello_.pools;
+    askedPools_.clear();
     builder_ = std::make_unique<TimelineBuilder>();
     std::vector<PoolInfo> infos;
     for (const auto& p : pools_)
@@ -108,9 +109,11 @@ void LiveSession::onReadable() {
                 builder_->add(e);
             eventsReceived_ += in.events.size();
             dirty_ = true;
-            // A pool created while we watch: ask for its attributes.
+            // A pool created while we watch, or one the target had before we attached (a device's
+            // default pool is never created: the collector learns it at its first use): ask for
+            // its kind and attributes, once per handle.
             for (const Event& e : in.events)
-                if (e.kind == EventKind::PoolCreate && !pool(e.pool)) {
+                if (e.pool && !pool(e.pool) && askedPools_.insert(e.pool).second) {
                     refreshPools();
                     break;
                 }
@@ -127,6 +130,9 @@ void LiveSession::onReadable() {
             }
             if (in.ack->op == Op::ListPools) {
                 pools_ = in.ack->pools;
+                for (const PoolState& p : pools_)
+                    if (builder_) builder_->declarePool(p.info);
+                dirty_ = true;
                 poolsTouched = true;
             } else if (in.ack->state) {
                 updatePool(*in.ack->state);

@@ -17,6 +17,7 @@
 #include <QTimer>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 
 class QSocketNotifier;
@@ -76,6 +77,7 @@ private:
     QString socketPath_;
     control::ServerHello hello_;
     std::vector<control::PoolState> pools_;
+    std::set<uint64_t> askedPools_; // pools named by events that ListPools was asked about
     std::map<uint32_t, control::Op> pending_; // request id -> what it was
     std::unique_ptr<TimelineBuilder> builder_;
     bool dirty_ = false;

@@ -27,6 +27,9 @@ public:
     ~TimelineBuilder();
     void setEntities(std::vector<DeviceInfo> devices, std::vector<PoolInfo> pools,
                      std::vector<StreamInfo> streams);
+    // A pool learnt after the events began (a live session asks the target about pools its
+    // events name): its kind and device replace an unknown kind, never a known one.
+    void declarePool(const PoolInfo& info);
     // Where the collector lost events (TraceReader::dropGaps), carried into the timeline.
     void setDropGaps(std::vector<DropGap> gaps);
     // Capacity hint (e.g. from TraceSummary::countsByKind) so 10M-event traces do not pay for
