@@ -279,3 +279,42 @@ int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }
+
+// A pool the target had before the window attached but never announced (a device's default
+// pool is never created: the collector learns it at its first use, as with PyTorch on the H100):
+// the first events naming it make the session ask, and the Knobs panel and the timeline then
+// know its kind.
+TEST_F(LiveUiTest, APoolFirstNamedByEventsIsLearntFromTheTarget) {
+    LiveSession session;
+    session.setRefreshIntervalMs(20);
+    KnobsPanel panel(&session);
+    attach(session);
+    ASSERT_EQ(session.pool(0x3000), nullptr);
+    driver_.addPool(0x3000, 0, PoolKind::Explicit);
+    TraceSnapshot last;
+    QObject::connect(&session, &LiveSession::snapshotReady,
+                     [&](const TraceSnapshot& s) { last = s; });
+    std::vector<Event> ev;
+    for (uint64_t i = 0; i < 10; ++i) {
+        Event e;
+        e.seq = i + 1;
+        e.tsNs = 1000 + int64_t(i) * 10;
+        e.kind = i % 2 ? EventKind::Free : EventKind::Alloc;
+        e.pool = 0x3000;
+        e.stream = 0x5000;
+        e.ptr = 0x7000000 + (i / 2) * 4096;
+        e.size = 4096;
+        ev.push_back(e);
+    }
+    server_->onEvents(ev);
+    ASSERT_TRUE(waitFor([&] { return session.pool(0x3000) != nullptr; }));
+    ASSERT_TRUE(waitFor([&] {
+        if (!last.valid()) return false;
+        const PoolTimeline* p = last.timeline->pool(0x3000);
+        return p && p->info.kind == PoolKind::Explicit;
+    }));
+    bool listed = false;
+    for (int i = 0; i < panel.poolBox()->count(); ++i)
+        listed = listed || panel.poolBox()->itemData(i).toULongLong() == 0x3000;
+    EXPECT_TRUE(listed);
+}
