@@ -649,7 +649,7 @@ bool mutateStructure(MemDb& m, std::mt19937_64& rng, std::string* what = nullptr
         ev[pick()].kind = static_cast<EventKind>(1 + rng() % 21);
         break;
     case 2: { // a kind no writer produces
-        static const int kBad[] = {0, 22, 23, 64, 200, 255};
+        static const int kBad[] = {0, 22, kEventKindCount, 64, 200, 255}; // 22: Sample, never in chunks
         ev[pick()].kind = static_cast<EventKind>(kBad[rng() % std::size(kBad)]);
         break;
     }
