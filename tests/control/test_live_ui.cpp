@@ -45,6 +45,23 @@ bool waitFor(const std::function<bool()>& cond, int ms = 5000) {
     return true;
 }
 
+// n events on one stream of `pool`: 4 KiB allocated, then freed, n / 2 times.
+std::vector<Event> allocFreePairs(uint64_t pool, uint64_t n) {
+    std::vector<Event> ev;
+    for (uint64_t i = 0; i < n; ++i) {
+        Event e;
+        e.seq = i + 1;
+        e.tsNs = 1000 + int64_t(i) * 10;
+        e.kind = i % 2 ? EventKind::Free : EventKind::Alloc;
+        e.pool = pool;
+        e.stream = 0x5000;
+        e.ptr = 0x7000000 + (i / 2) * 4096;
+        e.size = 4096;
+        ev.push_back(e);
+    }
+    return ev;
+}
+
 class LiveUiTest : public ServerTest {
 protected:
     void attach(LiveSession& s) {
@@ -121,19 +138,7 @@ TEST_F(LiveUiTest, LiveEventsReachSnapshotsAndEndIsReported) {
                      [&](const TraceSnapshot& s) { last = s; });
     QString endedWhy;
     QObject::connect(&session, &LiveSession::ended, [&](const QString& w) { endedWhy = w; });
-    std::vector<Event> ev;
-    for (uint64_t i = 0; i < 100; ++i) {
-        Event e;
-        e.seq = i + 1;
-        e.tsNs = 1000 + int64_t(i) * 10;
-        e.kind = i % 2 ? EventKind::Free : EventKind::Alloc;
-        e.pool = 0x1000;
-        e.stream = 0x5000;
-        e.ptr = 0x7000000 + (i / 2) * 4096;
-        e.size = 4096;
-        ev.push_back(e);
-    }
-    server_->onEvents(ev);
+    server_->onEvents(allocFreePairs(0x1000, 100));
     ASSERT_TRUE(waitFor([&] { return last.valid() && last.timeline->eventCount == 100; }));
     EXPECT_EQ(session.eventsReceived(), 100u);
     EXPECT_EQ(last.timeline->allocations.size(), 50u);
@@ -294,19 +299,7 @@ TEST_F(LiveUiTest, APoolFirstNamedByEventsIsLearntFromTheTarget) {
     TraceSnapshot last;
     QObject::connect(&session, &LiveSession::snapshotReady,
                      [&](const TraceSnapshot& s) { last = s; });
-    std::vector<Event> ev;
-    for (uint64_t i = 0; i < 10; ++i) {
-        Event e;
-        e.seq = i + 1;
-        e.tsNs = 1000 + int64_t(i) * 10;
-        e.kind = i % 2 ? EventKind::Free : EventKind::Alloc;
-        e.pool = 0x3000;
-        e.stream = 0x5000;
-        e.ptr = 0x7000000 + (i / 2) * 4096;
-        e.size = 4096;
-        ev.push_back(e);
-    }
-    server_->onEvents(ev);
+    server_->onEvents(allocFreePairs(0x3000, 10));
     ASSERT_TRUE(waitFor([&] { return session.pool(0x3000) != nullptr; }));
     ASSERT_TRUE(waitFor([&] {
         if (!last.valid()) return false;

@@ -67,6 +67,19 @@ template <class T> std::optional<T> maybe(bool known, T v) {
     return known ? std::optional<T>(v) : std::nullopt;
 }
 
+// Each key of either side with its index in A and in B (-1 where that side has none), in key
+// order.
+std::map<std::string, std::pair<int, int>> matchKeys(const std::vector<std::string>& ka,
+                                                     const std::vector<std::string>& kb) {
+    std::map<std::string, std::pair<int, int>> m;
+    for (size_t i = 0; i < ka.size(); ++i) m[ka[i]] = {int(i), -1};
+    for (size_t i = 0; i < kb.size(); ++i) {
+        auto [it, fresh] = m.emplace(kb[i], std::make_pair(-1, int(i)));
+        if (!fresh) it->second.second = int(i);
+    }
+    return m;
+}
+
 // Pool keys: "dev D kind #n", n counting the device's pools of that kind in creation order
 // (pools that existed before recording first, by handle: they have no creation time).
 std::vector<std::string> poolKeys(const Timeline& tl) {
@@ -248,14 +261,7 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
     };
 
     // Pools (Report::pools is in Timeline::pools order).
-    const auto ka = poolKeys(*a.timeline), kb = poolKeys(*b.timeline);
-    std::map<std::string, std::pair<int, int>> pools; // key -> (index in A, index in B)
-    for (size_t i = 0; i < ka.size(); ++i) pools[ka[i]] = {int(i), -1};
-    for (size_t i = 0; i < kb.size(); ++i) {
-        auto [it, fresh] = pools.emplace(kb[i], std::make_pair(-1, int(i)));
-        if (!fresh) it->second.second = int(i);
-    }
-    for (auto& [key, ix] : pools) {
+    for (auto& [key, ix] : matchKeys(poolKeys(*a.timeline), poolKeys(*b.timeline))) {
         DiffEntity e;
         e.key = key;
         e.inA = ix.first >= 0;
@@ -269,14 +275,7 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
         d.pools.push_back(std::move(e));
     }
 
-    const auto sa = streamKeys(*a.timeline), sb = streamKeys(*b.timeline);
-    std::map<std::string, std::pair<int, int>> streams;
-    for (size_t i = 0; i < sa.size(); ++i) streams[sa[i]] = {int(i), -1};
-    for (size_t i = 0; i < sb.size(); ++i) {
-        auto [it, fresh] = streams.emplace(sb[i], std::make_pair(-1, int(i)));
-        if (!fresh) it->second.second = int(i);
-    }
-    for (auto& [key, ix] : streams) {
+    for (auto& [key, ix] : matchKeys(streamKeys(*a.timeline), streamKeys(*b.timeline))) {
         DiffEntity e;
         e.key = key;
         e.inA = ix.first >= 0;
