@@ -74,6 +74,7 @@ std::once_flag g_once;
 bool g_loaded = false;
 std::string g_error;
 std::string g_cuptiPath;
+void* g_cupti = nullptr;
 
 template <typename Fn>
 bool resolve(void* lib, const char* symbol, std::atomic<Fn>& out, std::string& missing) {
@@ -182,6 +183,7 @@ void load() {
         g_error = "the CUPTI library " + g_cuptiPath + " lacks " + missing;
         return;
     }
+    g_cupti = cupti;
     g_loaded = true;
 }
 
@@ -193,6 +195,7 @@ bool loadCudaLibraries() {
 }
 const std::string& cudaLibrariesError() { return g_error; }
 const std::string& cuptiPath() { return g_cuptiPath; }
+void* cuptiHandle() { return g_loaded ? g_cupti : nullptr; }
 
 } // namespace poolscope::collector
 

@@ -15,5 +15,8 @@ bool loadCudaLibraries();
 const std::string& cudaLibrariesError();
 // The CUPTI file in use (empty before a successful load), for the trace's metadata.
 const std::string& cuptiPath();
+// The loaded CUPTI's dlopen handle (null before a successful load), for symbols outside the
+// forwarded table (NVTX's injection entry point).
+void* cuptiHandle();
 
 } // namespace poolscope::collector

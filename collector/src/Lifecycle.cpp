@@ -236,6 +236,36 @@ void installSignalHandlers() {
     }
 }
 
+// NVTX delivers ranges to the one library NVTX_INJECTION64_PATH names, and CUPTI's NVTX callbacks
+// reach only subscribers of that same copy. A Python program usually has its own CUPTI loaded
+// (PyTorch's wheel) and the collector uses that copy, so a launcher's toolkit CUPTI would be a
+// second copy with no subscriber: PyTorch's ranges were lost that way. Naming this module instead
+// lets InitializeInjectionNvtx2 below forward to whichever copy the collector loaded. A tool the
+// user chose (not a CUPTI) is left alone.
+bool sameFile(const char* a, const char* b) {
+    struct stat sa{}, sb{};
+    return ::stat(a, &sa) == 0 && ::stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+void pointNvtxHere(Runtime& rt, const char* self) {
+    if (!self) return;
+    const char* current = std::getenv(control::kEnvNvtxInjection);
+    std::string note;
+    if (!current || !*current) {
+        note = "this collector (was unset)";
+    } else if (sameFile(current, self)) {
+        note = "this collector";
+    } else if (std::strstr(current, "libcupti") && !sameFile(current, cuptiPath().c_str())) {
+        note = std::string("this collector (was ") + current + ", another CUPTI copy)";
+    } else {
+        rt.sink->setMeta("nvtx_injection", current);
+        return;
+    }
+    setenv(control::kEnvNvtxInjection, self, 1);
+    rt.sink->setMeta("nvtx_injection", note + ", forwarding to " + cuptiPath());
+}
+
 // Call sites and NVTX ranges (issue #13). Cold, once, before the callback is switched on.
 void startStacks(Runtime& rt) {
     if (rt.config.stacks == StackMode::Off) {
@@ -251,14 +281,7 @@ void startStacks(Runtime& rt) {
     rt.sink->setStackRecorder(&rt.stacks);
     rt.sink->setMeta("stacks", rt.stacks.describe());
     rt.stacksOn = true;
-    // NVTX reaches CUPTI only when NVTX_INJECTION64_PATH names it. The launchers set it; set
-    // here too for NVTX libraries that initialise after this point (they read it at their
-    // first call), pointing at the CUPTI this module loaded.
-    if (!std::getenv(control::kEnvNvtxInjection)) {
-        Dl_info cupti{};
-        if (dladdr(reinterpret_cast<void*>(&cuptiSubscribe), &cupti) && cupti.dli_fname)
-            setenv(control::kEnvNvtxInjection, cupti.dli_fname, 0);
-    }
+    pointNvtxHere(rt, self.dli_fname);
     for (CUpti_CallbackId id :
          {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushW,
           CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxRangePop,
@@ -455,3 +478,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 
 // Fallback for exits that skip atexit handlers registered late (e.g. a dlclose'd host).
 __attribute__((destructor)) static void poolscopeCollectorFini() { finishRecording(); }
+
+// NVTX's injection entry point (see pointNvtxHere). NVTX may call it before cuInit, so it loads
+// the CUDA libraries itself; the CUPTI it finds is the one InitializeInjection will subscribe to.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    const void* (*getExportTable)(uint32_t)) {
+    if (Config::fromEnvironment().disabled || !loadCudaLibraries()) return 0;
+    using Init = int (*)(const void* (*)(uint32_t));
+    auto init = reinterpret_cast<Init>(dlsym(cuptiHandle(), "InitializeInjectionNvtx2"));
+    return init ? init(getExportTable) : 0;
+}

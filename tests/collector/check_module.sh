@@ -1,11 +1,11 @@
 #!/bin/sh
 # The collector module lives in someone else's process: it must export InitializeInjection and
-# nothing else, must never pull in Qt, and carries no benchmark diagnostics.
+# NVTX's InitializeInjectionNvtx2 and nothing else, must never pull in Qt, and carries no benchmark diagnostics.
 set -eu
 m="$1"
 [ -f "$m" ] || { echo "no module at $m"; exit 1; }
 exports=$(nm -D --defined-only "$m" | awk '$2 ~ /^[TtWwDdBbVvRr]$/ {print $3}' | sort -u)
-if [ "$exports" != "InitializeInjection" ]; then
+if [ "$exports" != "$(printf 'InitializeInjection\nInitializeInjectionNvtx2')" ]; then
     echo "unexpected exported symbols:"; echo "$exports"; exit 1
 fi
 if readelf -d "$m" | grep -i 'NEEDED.*libQt'; then
@@ -23,4 +23,4 @@ fi
 if grep -a -q 'POOLSCOPE_BENCH' "$m"; then
     echo "the module carries benchmark diagnostics (POOLSCOPE_BENCH_*)"; exit 1
 fi
-echo "ok: only InitializeInjection exported, no Qt, no libcuda/libcupti link, no benchmark diagnostics"
+echo "ok: only InitializeInjection and InitializeInjectionNvtx2 exported, no Qt, no libcuda/libcupti link, no benchmark diagnostics"

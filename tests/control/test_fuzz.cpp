@@ -2,6 +2,8 @@
 // serving well-behaved clients throughout. Deterministic seed, bounded count and time.
 #include "ServerFixture.h"
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -167,7 +169,10 @@ TEST_F(ServerTest, ErrorFloodDisconnects) {
 // every submission. Seeds are valid frames of every type, mutated as above; every decoder sees
 // every payload that frames, and the raw bytes after the header too. A throw or a crash fails.
 TEST(ProtocolFuzz, DecodersSurviveMutatedFrames) {
-    std::mt19937_64 rng(20261124);
+    // The same knobs as the trace fuzz targets (docs/SANITIZERS.md): POOLSCOPE_FUZZ_INPUTS=N runs
+    // exactly N inputs with no time limit, POOLSCOPE_FUZZ_SEED=N moves the generator (shards).
+    const char* seedVar = std::getenv("POOLSCOPE_FUZZ_SEED");
+    std::mt19937_64 rng(20261124 + (seedVar ? std::strtoull(seedVar, nullptr, 10) : 0));
     std::vector<std::vector<uint8_t>> seeds;
     for (int i = 0; i < 32; ++i)
         seeds.push_back(validFrame(rng));
@@ -190,10 +195,17 @@ TEST(ProtocolFuzz, DecodersSurviveMutatedFrames) {
     const int64_t start = monotonicMs();
     // Bounded for CI by count and by time (sanitizer builds are slower); the figures of the run
     // are printed.
-    constexpr int kInputs = 20000;
-    int inputs = 0;
-    constexpr int kMinInputs = 500; // even when slow (ASan: ~330 inputs/s)
-    for (; inputs < kInputs && (inputs < kMinInputs || monotonicMs() - start < 2000); ++inputs) {
+    const char* inputsVar = std::getenv("POOLSCOPE_FUZZ_INPUTS");
+    const long long exact = inputsVar && *inputsVar ? std::strtoll(inputsVar, nullptr, 10) : 0;
+    const long long kInputs = exact > 0 ? exact : 20000;
+    const long long kMinInputs = exact > 0 ? exact : 500; // even when slow (ASan: ~330 inputs/s)
+    const char* secondsVar = std::getenv("POOLSCOPE_FUZZ_SECONDS");
+    const long long seconds = secondsVar && *secondsVar ? std::strtoll(secondsVar, nullptr, 10) : 0;
+    const long long limitMs = seconds > 0 ? seconds * 1000 : 2000;
+    const long long maxInputs = seconds > 0 && exact <= 0 ? LLONG_MAX : kInputs;
+    long long inputs = 0;
+    for (; inputs < maxInputs && (inputs < kMinInputs || monotonicMs() - start < limitMs);
+         ++inputs) {
         std::vector<uint8_t> b = seeds[rng() % seeds.size()];
         mutate(b, rng);
         if (b.size() > sizeof(FrameHeader))
@@ -204,7 +216,7 @@ TEST(ProtocolFuzz, DecodersSurviveMutatedFrames) {
         while (reader.next(f) == FrameReader::Status::Frame)
             decodeAll(f.payload);
     }
-    std::printf("decoder fuzz: %d inputs, %llu decoded, %lld ms\n", inputs,
+    std::printf("decoder fuzz: %lld inputs, %llu decoded, %lld ms\n", inputs,
                 static_cast<unsigned long long>(decoded),
                 static_cast<long long>(monotonicMs() - start));
     EXPECT_GT(decoded, 0u) << "some mutated inputs must still decode: the seeds are valid";

@@ -122,6 +122,8 @@ TEST(LaunchSpec, StacksAndNvtxInjection) {
     ASSERT_TRUE(none);
     EXPECT_EQ(count(none->env, kEnvStacks), 0) << "unset: the collector's default (auto)";
     EXPECT_EQ(count(none->env, kEnvStackDepth), 0);
+    EXPECT_TRUE(has(none->env, std::string(kEnvNvtxInjection) + "=" + s.collectorPath))
+        << "NVTX goes to the collector, which forwards to the CUPTI copy it subscribed to";
     s.stacks = "native";
     s.stackDepth = 12;
     s.nvtxInjectionPath = "/opt/cuda/lib64/libcupti.so";

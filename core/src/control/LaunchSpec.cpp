@@ -77,23 +77,6 @@ std::string shellQuote(const std::string& s) {
     return out + "'";
 }
 
-std::string findCuptiLibrary(const std::string& collectorPath) {
-    std::vector<std::string> dirs;
-    const size_t slash = collectorPath.rfind('/');
-    if (slash != std::string::npos) dirs.push_back(collectorPath.substr(0, slash));
-    if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
-        dirs.push_back(std::string(home) + "/lib64");
-        dirs.push_back(std::string(home) + "/extras/CUPTI/lib64");
-    }
-    dirs.push_back("/usr/local/cuda/lib64");
-    dirs.push_back("/usr/local/cuda/extras/CUPTI/lib64");
-    for (const std::string& d : dirs) {
-        const std::string p = d + "/libcupti.so";
-        if (::access(p.c_str(), R_OK) == 0) return p;
-    }
-    return {};
-}
-
 Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec,
                                    const std::vector<std::string>& baseEnv) {
     if (spec.program.empty()) return Error{ErrorCode::InvalidArgument, "no program to launch"};
@@ -144,10 +127,9 @@ Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec,
     bool inheritedNvtx = false;
     for (const auto& e : plan.env) inheritedNvtx = inheritedNvtx || nameOf(e) == kEnvNvtxInjection;
     if (!inheritedNvtx) {
-        const std::string cupti = spec.nvtxInjectionPath.empty()
-                                      ? findCuptiLibrary(spec.collectorPath)
-                                      : spec.nvtxInjectionPath;
-        if (!cupti.empty()) setVar(plan.env, kEnvNvtxInjection, cupti);
+        // The collector forwards NVTX to the CUPTI copy it subscribes to, which only it knows.
+        setVar(plan.env, kEnvNvtxInjection,
+               spec.nvtxInjectionPath.empty() ? spec.collectorPath : spec.nvtxInjectionPath);
     }
     setVar(plan.env, kEnvInjection, spec.collectorPath);
     setVar(plan.env, kEnvOutput, spec.tracePath);

@@ -31,15 +31,11 @@ struct LaunchSpec {
     // default, auto) and POOLSCOPE_STACK_DEPTH (1..256; 0 = the default, 32).
     std::string stacks;
     int stackDepth = 0;
-    // NVTX_INJECTION64_PATH, so that NVTX ranges reach CUPTI ("" = findCuptiLibrary's answer).
+    // NVTX_INJECTION64_PATH, so that NVTX ranges reach CUPTI ("" = the collector, which forwards
+    // to the CUPTI copy it uses).
     // An inherited value is kept: the user chose it.
     std::string nvtxInjectionPath;
 };
-
-// The CUPTI library a collector at collectorPath loads, for NVTX_INJECTION64_PATH: the first
-// libcupti.so found beside it, in $CUDA_HOME, /usr/local/cuda/lib64 or
-// /usr/local/cuda/extras/CUPTI/lib64; "" when none is.
-std::string findCuptiLibrary(const std::string& collectorPath);
 
 struct LaunchPlan {
     std::string program;
