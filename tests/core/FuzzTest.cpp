@@ -324,6 +324,25 @@ TEST(FuzzRegression, FirstHandleOfAllOnesIsANewEntity) {
     EXPECT_EQ(tl->allocations.size(), 2u);
 }
 
+// Found by the sharded format-3 fuzz run (seed 6, docs/SANITIZERS.md): a pointer imported with no
+// pool, then freed by an event that carries a pool's watermarks, left the free's fact naming no
+// pool while saying it had watermarks; the timeline indexed its pools with kNone (segfault).
+TEST(FuzzRegression, FreeWithWatermarksOfABlockImportedWithNoPool) {
+    test::Events ev;
+    Event& imp = ev.add(EventKind::PointerImport, 100);
+    imp.ptr = 0x9000;
+    imp.size = 4096;
+    imp.pool = 0;
+    test::Events::wm(ev.free(200, 0x10, 0x20, 0x9000), 64 << 20, 1 << 20);
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    std::shared_ptr<const Timeline> tl = b.finish();
+    ASSERT_TRUE(tl);
+    ASSERT_EQ(tl->pools.size(), 1u);
+    EXPECT_EQ(tl->pools[0].info.handle, 0x20u);
+    EXPECT_EQ(tl->pools[0].peakReserved, uint64_t{64} << 20) << "the free's watermarks are kept";
+}
+
 // ---- trace files -------------------------------------------------------------------------------
 
 // SQL-level damage of a trace: the columns a reader trusts, set to what an attacker would.

@@ -65,9 +65,16 @@ for i in range(steps):
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
 torch.cuda.synchronize()
+# Steps cycle through eight sequence lengths, so single step times are multimodal and their median
+# jumps between modes from run to run; a whole cycle (one step of each length) is the stable unit
+# for comparing runs. The first cycle warms up and is left out.
+cycles = [sum(times[c:c + len(lengths)]) for c in range(len(lengths), len(times) - len(lengths) + 1,
+                                                        len(lengths))]
 print(json.dumps({"type": "gpt2", "reserved_high": torch.cuda.max_memory_reserved(dev),
                   "used_high": torch.cuda.max_memory_allocated(dev), "min_allocs": steps * 100,
                   "step_ms_median": round(statistics.median(times[len(lengths):] or times) * 1e3, 3),
+                  "cycle_ms_median": round(statistics.median(cycles) * 1e3, 3) if cycles else None,
+                  "cycles": len(cycles),
                   "torch": torch.__version__}))
 if nvtx:
     print(json.dumps({"type": "nvtx", "ranges": len(Range.pushed),

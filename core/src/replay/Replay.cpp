@@ -270,7 +270,7 @@ void Replay::memRelease(const Event& e) {
             // without a synchronization (the program vouches its work on it is done).
             release(fact_.block);
             fact_.freed = true;
-            fact_.pool = fact_.block.pool;
+            if (fact_.block.pool != kNone) fact_.pool = fact_.block.pool;
             return;
         }
         if (e.pool != 0 && !d_->deviceMem.count(ptr)) { // a pool block whose alloc is not in the trace
@@ -431,7 +431,9 @@ void Replay::free(const Event& e) {
     release(fact_.block);
     const Block& b = fact_.block;
     fact_.freed = true;
-    fact_.pool = b.pool;
+    // An imported block may name no pool (its import event did not); the event's own pool, whose
+    // watermarks this free may carry, then stays the fact's.
+    if (b.pool != kNone) fact_.pool = b.pool;
     if (b.imported) return;
     streams_[si].freedBytes += b.bytes;
     pendingFreeBytes_ += b.bytes;
