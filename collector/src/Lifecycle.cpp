@@ -288,7 +288,8 @@ void startStacks(Runtime& rt) {
           CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartW,
           CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeEnd,
           CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop,
-          CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd}) {
+          CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd,
+          CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, CUPTI_CBID_NVTX_nvtxDomainRegisterStringW}) {
         const CUptiResult r = cuptiEnableCallback(1, rt.subscriber, CUPTI_CB_DOMAIN_NVTX, id);
         if (r != CUPTI_SUCCESS) {
             logOnce(LogKey::Info, "NVTX ranges unavailable (%s)", cuptiError(r));

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <unordered_map>
 
 #include <generated_nvtx_meta.h>
 
@@ -233,19 +234,45 @@ __attribute__((noinline)) uint32_t captureSite(ThreadState* t) {
     return rt.stacks.capture(*t->sites);
 }
 
+const char* wideName(const wchar_t* w, std::string& buf);
+
+// Strings a library registered with nvtxDomainRegisterString, by handle, so that ranges named
+// by handle get their text. Bounded: a program registering without end keeps its first ones.
+struct RegisteredStrings {
+    static constexpr size_t kMax = 65536;
+    std::mutex mutex;
+    std::unordered_map<uint64_t, std::string> text;
+};
+RegisteredStrings& registeredStrings() {
+    static RegisteredStrings r;
+    return r;
+}
+
+void registerString(const void* handle, const char* text) {
+    if (!handle || !text) return;
+    RegisteredStrings& r = registeredStrings();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.text.size() < RegisteredStrings::kMax)
+        r.text.try_emplace(reinterpret_cast<uint64_t>(handle), text, strnlen(text, 256));
+}
+
 const char* nvtxMessage(const nvtxEventAttributes_t* a, std::string& buf) {
     if (!a) return "";
     switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
         return a->message.ascii ? a->message.ascii : "";
     case NVTX_MESSAGE_TYPE_UNICODE:
-        buf.clear();
-        for (const wchar_t* w = a->message.unicode; w && *w && buf.size() < 256; ++w)
-            buf += *w < 128 ? static_cast<char>(*w) : '?';
+        return wideName(a->message.unicode, buf);
+    case NVTX_MESSAGE_TYPE_REGISTERED: {
+        RegisteredStrings& r = registeredStrings();
+        std::lock_guard<std::mutex> lock(r.mutex);
+        auto it = r.text.find(reinterpret_cast<uint64_t>(a->message.registered));
+        if (it == r.text.end()) return "(registered string)"; // registered before we subscribed
+        buf = it->second;
         return buf.c_str();
+    }
     default:
-        // A registered string's text was handed to NVTX before: CUPTI does not pass it here.
-        return "(registered string)";
+        return "";
     }
 }
 
@@ -305,6 +332,19 @@ __attribute__((cold, noinline)) void onNvtx(ThreadState* t, CUpti_CallbackId cbi
         break;
     case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
         rt.stacks.end(static_cast<const nvtxDomainRangeEnd_params*>(p)->core.id, ticks);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
+        if (d->functionReturnValue)
+            registerString(*static_cast<void* const*>(d->functionReturnValue),
+                           static_cast<const nvtxDomainRegisterStringA_params*>(p)->string);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringW:
+        // CUPTI's parameter struct declares the W string as char*; NVTX passed a wchar_t*.
+        if (d->functionReturnValue)
+            registerString(*static_cast<void* const*>(d->functionReturnValue),
+                           wideName(reinterpret_cast<const wchar_t*>(
+                                        static_cast<const nvtxDomainRegisterStringW_params*>(p)->string),
+                                    buf));
         break;
     default:
         break;

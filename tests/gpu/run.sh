@@ -126,39 +126,9 @@ if python3 -c "import jax" 2>/dev/null; then
 else
     note "SKIP jax: no JAX"
 fi
-# The collector's cost on a real GPT-2 step (GPT2_ROUNDS=N alternating bare / recorded runs, each
-# the median time of a whole cycle of the eight sequence lengths over GPT2_BENCH_STEPS steps, per
-# step; the medians of the rounds). Single steps are multimodal by length, so not their median.
+# The collector's cost on a real GPT-2 step (tests/gpu/gpt2_overhead.sh).
 if [[ ${GPT2_ROUNDS:-0} -gt 0 ]] && python3 -c "import torch, transformers" 2>/dev/null; then
-    : >"$WORK/gpt2_bench.txt"
-    for r in $(seq "$GPT2_ROUNDS"); do
-        for mode in ${GPT2_MODES:-bare recorded}; do
-            pre=()
-            [[ $mode == recorded ]] && pre=("$PS" record -o "$WORK/gpt2_bench.poolscope" --)
-            [[ $mode == nostacks ]] && pre=("$PS" record --stacks off -o "$WORK/gpt2_bench.poolscope" --)
-            PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRANSFORMERS_VERBOSITY=error \
-                "${pre[@]}" "$PY" "$PYWL/gpt2_train.py" "${GPT2_BENCH_STEPS:-88}" 2>/dev/null | grep '"gpt2"' |
-                python3 -c "import json,sys; print('$mode', json.load(sys.stdin)['cycle_ms_median'] / 8)" >>"$WORK/gpt2_bench.txt"
-        done
-    done
-    python3 - "$WORK/gpt2_bench.txt" <<'PY' | tee "$OUTDIR/gpt2_overhead.json"
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    k, v = line.split()
-    rows.setdefault(k, []).append(float(v))
-b, r = statistics.median(rows["bare"]), statistics.median(rows["recorded"])
-spread = lambda v: round((max(v) - min(v)) / statistics.median(v) * 100, 1)
-out = {"rounds": len(rows["bare"]), "bare_step_ms": rows["bare"],
-       "bare_spread_pct": spread(rows["bare"]), "recorded_spread_pct": spread(rows["recorded"]),
-       "recorded_step_ms": rows["recorded"], "median_bare_ms": b,
-       "median_recorded_ms": r, "overhead_pct": round((r / b - 1) * 100, 2)}
-if "nostacks" in rows:  # recorded with --stacks off
-    n = statistics.median(rows["nostacks"])
-    out.update(nostacks_step_ms=rows["nostacks"], median_nostacks_ms=n,
-               nostacks_overhead_pct=round((n / b - 1) * 100, 2))
-print(json.dumps(out))
-PY
+    "$HERE/gpt2_overhead.sh" "$BUILD" "$GPT2_ROUNDS" | tee "$OUTDIR/gpt2_overhead.json"
 fi
 # A program that never touches CUDA: a valid empty trace and a note.
 "$PS" record -o "$WORK/nocuda.poolscope" -- /bin/true 2>"$WORK/nocuda.err"

@@ -95,8 +95,19 @@ int main() {
                 (unsigned long long)used);
     nvtxRangePop();
     nvtxRangePop();
+    // A range named by a registered string in a domain of its own (as libraries name theirs):
+    // the trace must carry its text, not the handle.
+    nvtxDomainHandle_t domain = nvtxDomainCreateA("callsites");
+    nvtxEventAttributes_t teardown = {};
+    teardown.version = NVTX_VERSION;
+    teardown.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    teardown.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    teardown.message.registered = nvtxDomainRegisterStringA(domain, "teardown");
+    nvtxDomainRangePushEx(domain, &teardown);
+    std::printf("{\"type\":\"range\",\"name\":\"teardown\",\"depth\":0}\n");
     for (void* p : g_live) CHECK(cudaFreeAsync(p, s));
     CHECK(cudaStreamSynchronize(s));
+    nvtxDomainRangePop(domain);
     CHECK(cudaStreamDestroy(s));
     return 0;
 }
