@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The collector's cost on a real GPT-2 training step, run on the GPU machine:
-#   tests/gpu/gpt2_overhead.sh BUILD_DIR ROUNDS      (GPT2_MODES="bare recorded nostacks" adds
-#   recording with --stacks off; GPT2_BENCH_STEPS, default 88 = 11 cycles)
+#   tests/gpu/gpt2_overhead.sh BUILD_DIR ROUNDS
+# GPT2_MODES (default "bare recorded"): bare, recorded (default stacks), nostacks (--stacks off),
+# python, native, all (those --stacks modes); GPT2_BENCH_STEPS (default 88 = 11 cycles);
+# GPT2_CPUS: a taskset CPU list every run is pinned to (fewer cores wandered between).
 # ROUNDS alternating runs per mode; each run reports the median time of a whole cycle of the eight
 # sequence lengths (per step); prints the medians over rounds and their spread as JSON. Single
 # steps are multimodal by length, so their median jumps between modes from run to run.
@@ -21,8 +23,13 @@ for r in $(seq "$GPT2_ROUNDS"); do
     (( r % 2 == 0 )) && order=($(printf '%s\n' "${modes[@]}" | tac))
     for mode in "${order[@]}"; do
         pre=()
-        [[ $mode == recorded ]] && pre=("$PS" record -o "$WORK/gpt2_bench.poolscope" --)
-        [[ $mode == nostacks ]] && pre=("$PS" record --stacks off -o "$WORK/gpt2_bench.poolscope" --)
+        [[ -n ${GPT2_CPUS:-} ]] && pre=(taskset -c "$GPT2_CPUS")
+        case $mode in
+        bare) ;;
+        recorded) pre+=("$PS" record -o "$WORK/gpt2_bench.poolscope" --) ;;
+        nostacks) pre+=("$PS" record --stacks off -o "$WORK/gpt2_bench.poolscope" --) ;;
+        *) pre+=("$PS" record --stacks "$mode" -o "$WORK/gpt2_bench.poolscope" --) ;;
+        esac
         PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRANSFORMERS_VERBOSITY=error \
             "${pre[@]}" "$PY" "$PYWL/gpt2_train.py" "${GPT2_BENCH_STEPS:-88}" 2>/dev/null | grep '"gpt2"' |
             python3 -c "import json,sys; print('$mode', json.load(sys.stdin)['cycle_ms_median'] / 8)" >>"$WORK/gpt2_bench.txt"
@@ -38,8 +45,8 @@ spread = lambda v: round((max(v) - min(v)) / statistics.median(v) * 100, 1)
 b = statistics.median(rows["bare"])
 out = {"rounds": len(rows["bare"]), "bare_step_ms": rows["bare"], "median_bare_ms": b,
        "bare_spread_pct": spread(rows["bare"])}
-for mode in ("recorded", "nostacks"):  # nostacks: recorded with --stacks off
-    if mode in rows:
+for mode in rows:
+    if mode != "bare":
         m = statistics.median(rows[mode])
         out.update({f"{mode}_step_ms": rows[mode], f"median_{mode}_ms": m,
                     f"{mode}_spread_pct": spread(rows[mode]),
