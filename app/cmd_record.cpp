@@ -44,6 +44,7 @@ struct RecordOptions {
     bool quiet = false;
     std::string stacks;      // --stacks ("" = the collector's default, auto)
     int stackDepth = 0;      // --stack-depth (0 = the default)
+    bool stacksAtFree = false; // --stacks-at-free
     std::vector<std::string> command;
 };
 
@@ -258,6 +259,7 @@ int runRecord(RecordOptions& o) {
     spec.samplePeriodMs = o.samplePeriodMs;
     spec.stacks = o.stacks;
     spec.stackDepth = o.stackDepth;
+    spec.stacksAtFree = o.stacksAtFree;
     std::string listen = o.listen;
     if (const char* v = std::getenv(control::kEnvListen); listen.empty() && v) listen = v;
     if (!listen.empty()) {
@@ -371,6 +373,9 @@ void registerRecord(CLI::App& app, int& exitCode) {
         ->check(CLI::IsMember({"off", "native", "python", "all", "auto"}));
     sub->add_option("--stack-depth", opts->stackDepth, "Frames kept per stack (default 32)")
         ->check(CLI::Range(1, 256));
+    sub->add_flag("--stacks-at-free", opts->stacksAtFree,
+                  "Also record the call site of each free (shown as 'Freed at' in the window's "
+                  "details; costs a stack capture per free)");
     sub->add_flag("-q,--quiet", opts->quiet, "Print only where the trace is");
     sub->add_option("command", opts->command, "-- PROGRAM ARGS...")->take_all();
     sub->positionals_at_end();

@@ -173,6 +173,43 @@ QString DetailsPane::growthText(const PoolGrowth& g) const {
     return s;
 }
 
+namespace {
+// One stack as a table in call order: the outermost caller first, the call itself last (bold).
+QString stackTable(const analysis::CallStack& cs) {
+    auto esc = [](const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); };
+    QString h = QStringLiteral("<table cellspacing='0'>");
+    for (size_t i = 0; i < cs.frames.size(); ++i) {
+        const analysis::StackFrame& f = cs.frames[i];
+        const bool py = f.kind == analysis::StackFrame::Kind::Python;
+        const QString tag = QStringLiteral("<span style='color:%1'>%2</span>")
+                                .arg(py ? QStringLiteral("#3572a5") : QStringLiteral("#a0522d"),
+                                     py ? QStringLiteral("py") : QStringLiteral("C"));
+        QString text;
+        if (f.function.empty())
+            text = esc(f.location);
+        else {
+            text = esc(f.function);
+            if (i + 1 == cs.frames.size()) text = QStringLiteral("<b>%1</b>").arg(text);
+            if (!f.location.empty())
+                text += QStringLiteral(" <span style='color:gray'>%1</span>").arg(esc(f.location));
+        }
+        h += QStringLiteral("<tr><td style='padding-right:6px'>%1</td><td>%2</td></tr>")
+                 .arg(tag, text);
+    }
+    h += QStringLiteral("</table>");
+    QStringList notes;
+    if (cs.runtimeFrames)
+        notes << DetailsPane::tr("%n CUDA runtime frame(s) above it not shown", "",
+                                 int(cs.runtimeFrames));
+    if (cs.interpreterFrames)
+        notes << DetailsPane::tr("%n Python interpreter frame(s) shown as the Python frames", "",
+                                 int(cs.interpreterFrames));
+    if (!notes.isEmpty())
+        h += QStringLiteral("<p style='color:gray'>%1.</p>").arg(notes.join(QStringLiteral("; ")));
+    return h;
+}
+} // namespace
+
 QString DetailsPane::callSiteText(const Allocation& a) const {
     if (!snap_.hasStacks()) return {};
     const StackTables& st = *snap_.stacks;
@@ -180,39 +217,15 @@ QString DetailsPane::callSiteText(const Allocation& a) const {
     auto esc = [](const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); };
     QString h = QStringLiteral("<h4>%1</h4>").arg(tr("Call stack"));
     const analysis::CallStack cs = analysis::callStack(st, a.site);
-    if (cs.empty()) {
+    if (cs.empty())
         h += tr("<p style='color:gray'>Not recorded for this allocation (the thread's stack "
                 "was not captured).</p>");
-    } else {
-        // Call order: the outermost caller first, the call that allocated last (in bold).
-        h += QStringLiteral("<table cellspacing='0'>");
-        for (size_t i = 0; i < cs.frames.size(); ++i) {
-            const analysis::StackFrame& f = cs.frames[i];
-            const bool py = f.kind == analysis::StackFrame::Kind::Python;
-            const QString tag = QStringLiteral("<span style='color:%1'>%2</span>")
-                                    .arg(py ? QStringLiteral("#3572a5") : QStringLiteral("#a0522d"),
-                                         py ? QStringLiteral("py") : QStringLiteral("C"));
-            QString text;
-            if (f.function.empty())
-                text = esc(f.location);
-            else {
-                text = esc(f.function);
-                if (i + 1 == cs.frames.size()) text = QStringLiteral("<b>%1</b>").arg(text);
-                if (!f.location.empty())
-                    text += QStringLiteral(" <span style='color:gray'>%1</span>").arg(esc(f.location));
-            }
-            h += QStringLiteral("<tr><td style='padding-right:6px'>%1</td><td>%2</td></tr>")
-                     .arg(tag, text);
-        }
-        h += QStringLiteral("</table>");
-        QStringList notes;
-        if (cs.runtimeFrames)
-            notes << tr("%n CUDA runtime frame(s) above it not shown", "", int(cs.runtimeFrames));
-        if (cs.interpreterFrames)
-            notes << tr("%n Python interpreter frame(s) shown as the Python frames", "",
-                        int(cs.interpreterFrames));
-        if (!notes.isEmpty())
-            h += QStringLiteral("<p style='color:gray'>%1.</p>").arg(notes.join(QStringLiteral("; ")));
+    else
+        h += stackTable(cs);
+    // Recorded with --stacks-at-free: where the block was given back.
+    if (a.freeSite) {
+        if (const analysis::CallStack fs = analysis::callStack(st, a.freeSite); !fs.empty())
+            h += QStringLiteral("<h4>%1</h4>").arg(tr("Freed at")) + stackTable(fs);
     }
     // The ranges the collector saw open on the thread; the site's own path when the ranges
     // themselves were not kept.

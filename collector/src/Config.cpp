@@ -65,6 +65,7 @@ Config Config::fromEnvironment() {
         const long long n = std::atoll(v);
         if (n >= 1 && n <= kMaxStackDepth) c.stackDepth = static_cast<int>(n);
     }
+    if (const char* v = env(control::kEnvStacksAtFree)) c.stacksAtFree = std::strcmp(v, "0") != 0;
     if (const char* v = env(control::kEnvRootPid)) c.rootPid = std::atoll(v);
     // A process the launcher did not start itself (a fork+exec'd helper, a multiprocessing
     // worker) writes its own file so two writers never share one trace.

@@ -29,6 +29,7 @@ struct Config {
     std::string listen;         // POOLSCOPE_LISTEN: start the live control server
     StackMode stacks = StackMode::Auto; // POOLSCOPE_STACKS
     int stackDepth = kDefaultStackDepth; // POOLSCOPE_STACK_DEPTH (1..kMaxStackDepth)
+    bool stacksAtFree = false;           // POOLSCOPE_STACKS_AT_FREE=1: frees get a call site too
     int64_t rootPid = 0;        // POOLSCOPE_ROOT_PID: the process the launcher started
     int64_t parentPid = 0;      // set when this process is not the root (its own trace)
 

@@ -455,7 +455,9 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
         break;
     }
 
-    if (rt.stacksOn && ev.kind == EventKind::Alloc && ev.result == 0) ev.site = captureSite(t);
+    if (rt.stacksOn && ev.result == 0 &&
+        (ev.kind == EventKind::Alloc || (ev.kind == EventKind::Free && rt.config.stacksAtFree)))
+        ev.site = captureSite(t);
 
     const bool sync = (d.needs & kSync) && wm != WatermarkMode::Off;
     Event* e = t->ring ? t->ring->claim() : nullptr;

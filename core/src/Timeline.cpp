@@ -214,11 +214,13 @@ struct TimelineBuilder::Impl {
     }
 
     // Ends an allocation that the replay released at (ts, seq) on freeStream.
-    void close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream) {
+    void close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream,
+               uint32_t freeSite = 0) {
         Allocation& a = tl.allocations[b.tag];
         a.freeTsNs = std::max(ts, a.allocTsNs);
         a.freeSeq = seq;
         a.freeStream = freeStream;
+        a.freeSite = freeSite;
         tl.pools[b.pool].freeCount++;
         tl.streams[b.stream].liveBytes.push(a.freeTsNs, replay.streams()[b.stream].liveBytes);
     }
@@ -333,7 +335,7 @@ struct TimelineBuilder::Impl {
                 tl.unmatchedFrees++;
             } else if (f.freed) {
                 tl.streams[f.stream].freeCount++;
-                close(f.block, e.tsNs, e.seq, e.stream);
+                close(f.block, e.tsNs, e.seq, e.stream, e.site);
             }
             break;
         case EventKind::PoolCreate: {
@@ -454,7 +456,7 @@ struct TimelineBuilder::Impl {
         }
         case EventKind::DeviceFree:
             if (f.freed) { // a pool block freed with cudaFree
-                close(f.block, e.tsNs, e.seq, 0);
+                close(f.block, e.tsNs, e.seq, 0, e.site);
                 return;
             }
             if (f.unmatchedFree) tl.unmatchedFrees++;

@@ -136,6 +136,16 @@ TEST(LaunchSpec, StacksAndNvtxInjection) {
     ASSERT_TRUE(inherited);
     EXPECT_TRUE(has(inherited->env, "NVTX_INJECTION64_PATH=/mine/libnvtx_tool.so"));
     EXPECT_EQ(count(inherited->env, kEnvNvtxInjection), 1);
+    EXPECT_EQ(count(plan->env, kEnvStacksAtFree), 0);
+    s.stacksAtFree = true;
+    auto atFree = buildLaunchPlan(s, {});
+    ASSERT_TRUE(atFree) << atFree.error().message;
+    EXPECT_TRUE(has(atFree->env, std::string(kEnvStacksAtFree) + "=1"));
+    s.stacks = "off";
+    auto offAtFree = buildLaunchPlan(s, {});
+    ASSERT_FALSE(offAtFree) << "a free site with stacks off is a contradiction";
+    EXPECT_NE(offAtFree.error().message.find("--stacks-at-free"), std::string::npos);
+    s.stacksAtFree = false;
     s.stacks = "everything";
     auto bad = buildLaunchPlan(s, {});
     ASSERT_FALSE(bad);

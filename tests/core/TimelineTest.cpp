@@ -775,5 +775,24 @@ TEST(Series, HandBuiltCapFromKeepsSummaries) {
     EXPECT_EQ(s.valueAt(105), 0u);
 }
 
+// record --stacks-at-free: the free's site lands on its allocation, beside the alloc's own.
+TEST(Timeline, FreeSiteIsKeptOnTheAllocation) {
+    test::Events ev;
+    ev.alloc(100, 0x10, 0x20, 0x7000, 64).site = 5;
+    ev.alloc(150, 0x10, 0x20, 0x8000, 64).site = 5;
+    ev.free(200, 0x10, 0x20, 0x7000).site = 9;
+    ev.free(250, 0x10, 0x20, 0x8000);
+    TimelineBuilder b;
+    for (const Event& e : ev.all()) b.add(e);
+    std::shared_ptr<const Timeline> tl = b.finish();
+    ASSERT_TRUE(tl);
+    ASSERT_EQ(tl->allocations.size(), 2u);
+    EXPECT_EQ(tl->allocations[0].site, 5u);
+    EXPECT_EQ(tl->allocations[0].freeSite, 9u);
+    EXPECT_EQ(tl->allocations[1].site, 5u);
+    EXPECT_EQ(tl->allocations[1].freeSite, 0u) << "a free recorded without a site";
+}
+
+
 } // namespace
 } // namespace poolscope

@@ -119,8 +119,24 @@ def gpt2(truth, report, trace):
         print(f"  {s['bytes']:>12}  {s['text']}")
 
 
+def free_sites(events, stacks):
+    """Recorded with --stacks-at-free: every free the workload made has a site, and its
+    innermost frame of the workload's own code is main or scratch, where callsites.cu frees."""
+    sites = {s["site"]: s["frames"] for s in load(stacks)}
+    frees = [e for e in load(events) if e["kind"] == "free" and e["result"] == 0 and e["ptr"]]
+    check(len(frees) > 0, f"{len(frees)} frees recorded")
+    check(all(e["site"] for e in frees), f"every free has a site ({sum(1 for e in frees if e['site'])} of {len(frees)})")
+    where = set()
+    for e in frees:
+        own = [f["frame"] for f in sites.get(e["site"], []) if "callsites.cu:" in f["frame"]]
+        where.add(own[0].split(" ")[0] if own else "?")
+    check(where and where <= {"main", "scratch"}, f"frees happen in {sorted(where)} (main, scratch)")
+
+
 def main():
     kind, truth, report, trace = sys.argv[1:5]
+    if len(sys.argv) > 6:
+        free_sites(sys.argv[5], sys.argv[6])
     truth = load(truth)
     with open(report) as f:
         report = json.load(f)

@@ -28,12 +28,13 @@ fail=0
 run() { echo "+ $*" >&2; "$@"; }
 
 T=$OUTDIR/callsites.poolscope
-run "$PS" record -q --stacks native -o "$T" -- "$WL/callsites" > "$OUTDIR/callsites.truth.jsonl" || fail=1
+run "$PS" record -q --stacks native --stacks-at-free -o "$T" -- "$WL/callsites" > "$OUTDIR/callsites.truth.jsonl" || fail=1
 run "$PS" report --top-sites 5 --json "$T" > "$OUTDIR/callsites.report.json" || fail=1
 "$PS" report --top-sites 5 "$T" | tee "$OUTDIR/callsites.report.txt" | sed -n '/Call sites/,$p'
 "$PS" dump --stacks "$T" > "$OUTDIR/callsites.stacks.jsonl" || fail=1
+"$PS" dump "$T" > /tmp/callsites.events.jsonl || fail=1
 python3 "$HERE/stacks_check.py" callsites "$OUTDIR/callsites.truth.jsonl" \
-    "$OUTDIR/callsites.report.json" "$T" || fail=1
+    "$OUTDIR/callsites.report.json" "$T" /tmp/callsites.events.jsonl "$OUTDIR/callsites.stacks.jsonl" || fail=1
 
 G=$OUTDIR/gpt2_stacks.poolscope
 GPT2_STEPS=${GPT2_STEPS:-4}

@@ -33,6 +33,7 @@ struct Allocation {
     int16_t device = -1;
     uint8_t api = 0;           // AllocApi
     uint32_t site = 0;         // call site (Stacks.h), 0 = none recorded
+    uint32_t freeSite = 0;     // the free's call site (record --stacks-at-free), 0 = none
     bool live() const { return freeTsNs == kStillLive; }
 };
 

@@ -124,6 +124,11 @@ Result<LaunchPlan> buildLaunchPlan(const LaunchSpec& spec,
             return Error{ErrorCode::InvalidArgument, "the stack depth must be 1 to 256 frames"};
         setVar(plan.env, kEnvStackDepth, std::to_string(spec.stackDepth));
     }
+    if (spec.stacksAtFree) {
+        if (spec.stacks == "off")
+            return Error{ErrorCode::InvalidArgument, "--stacks-at-free needs stacks (not --stacks off)"};
+        setVar(plan.env, kEnvStacksAtFree, "1");
+    }
     bool inheritedNvtx = false;
     for (const auto& e : plan.env) inheritedNvtx = inheritedNvtx || nameOf(e) == kEnvNvtxInjection;
     if (!inheritedNvtx) {

@@ -21,6 +21,7 @@ inline constexpr const char* kEnvControlDir = "POOLSCOPE_CONTROL_DIR"; // where 
 // Call sites (issue #13): set by a launch that asks for them (record --stacks, --stack-depth).
 inline constexpr const char* kEnvStacks = "POOLSCOPE_STACKS";          // off|native|python|all|auto
 inline constexpr const char* kEnvStackDepth = "POOLSCOPE_STACK_DEPTH"; // frames, 1..256
+inline constexpr const char* kEnvStacksAtFree = "POOLSCOPE_STACKS_AT_FREE"; // 1: frees get a site too
 // NVTX's own variable: the library NVTX hands its calls to. Every launch sets it to the CUPTI
 // library the collector uses (unless the user set it), so that NVTX ranges reach the collector.
 inline constexpr const char* kEnvNvtxInjection = "NVTX_INJECTION64_PATH";

@@ -31,6 +31,7 @@ struct LaunchSpec {
     // default, auto) and POOLSCOPE_STACK_DEPTH (1..256; 0 = the default, 32).
     std::string stacks;
     int stackDepth = 0;
+    bool stacksAtFree = false; // POOLSCOPE_STACKS_AT_FREE=1: a call site at each free too
     // NVTX_INJECTION64_PATH, so that NVTX ranges reach CUPTI ("" = the collector, which forwards
     // to the CUPTI copy it uses).
     // An inherited value is kept: the user chose it.
