@@ -24,8 +24,29 @@ void ReportReducer::advance() {
     flush(frontier, false);
 }
 
+// batch_ holds sorted runs (a series' points, the steps): merged pairwise, O(n log runs). Which
+// series goes first at one instant does not matter, every figure is taken once it is complete.
+void ReportReducer::mergeRuns() {
+    auto before = [](const Entry& a, const Entry& b) { return a.t < b.t; };
+    while (runs_.size() > 2) {
+        size_t n = 1;
+        for (size_t i = 0; i + 2 < runs_.size(); i += 2) {
+            std::inplace_merge(batch_.begin() + static_cast<ptrdiff_t>(runs_[i]),
+                               batch_.begin() + static_cast<ptrdiff_t>(runs_[i + 1]),
+                               batch_.begin() + static_cast<ptrdiff_t>(runs_[i + 2]), before);
+            runs_[n++] = runs_[i + 2];
+        }
+        if (runs_.size() % 2 == 0) runs_[n++] = runs_.back();
+        runs_.resize(n);
+    }
+}
+
 void ReportReducer::flush(int64_t frontier, bool all) {
     batch_.clear();
+    runs_.assign(1, 0);
+    auto endRun = [&] {
+        if (batch_.size() != runs_.back()) runs_.push_back(batch_.size());
+    };
     size_t held = 0;
     auto keepActive = [&](std::vector<uint32_t>& list, auto&& emit) {
         size_t n = 0;
@@ -38,9 +59,11 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         p.reserved.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
             batch_.push_back(Entry{t, v, i, 0, Kind::Reserved, 0});
         });
+        endRun();
         p.used.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
             batch_.push_back(Entry{t, v, i, 0, Kind::Used, 0});
         });
+        endRun();
         size_t left = p.reserved.buffered() + p.used.buffered();
         for (int k = 0; k < 4; ++k) {
             p.knobs[k].emitBefore(frontier, all, [&](int64_t, uint64_t v) {
@@ -56,6 +79,7 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         s.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
             batch_.push_back(Entry{t, v, i, 0, Kind::StreamLive, 0});
         });
+        endRun();
         held += s.live.buffered();
         return s.active = s.live.buffered() != 0;
     });
@@ -64,6 +88,7 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         o.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
             batch_.push_back(Entry{t, v, i, 0, Kind::OutsideLive, 0});
         });
+        endRun();
         held += o.live.buffered();
         return o.active = o.live.buffered() != 0;
     });
@@ -71,9 +96,8 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         batch_.push_back(steps_.top());
         steps_.pop();
     }
-    // Points of one series have distinct times; which series goes first at one instant does
-    // not matter, every figure is taken once the instant is complete.
-    std::sort(batch_.begin(), batch_.end(), [](const Entry& a, const Entry& b) { return a.t < b.t; });
+    endRun();
+    mergeRuns();
     for (size_t i = 0; i < batch_.size();) {
         const int64_t t = batch_[i].t;
         answer(t, false);
@@ -102,6 +126,7 @@ void ReportReducer::apply(const Entry& e) {
         Device& d = devices_[p.device];
         d.pools = d.pools - p.curReserved + e.v; // wraps as sumOf does
         p.curReserved = e.v;
+        p.reservedSeen = p.reservedSeen || e.v != 0;
         if (!d.touched) touchedDevices_.push_back(p.device);
         d.touched = true;
         touchPool(p);
@@ -250,8 +275,14 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         const Pool& p = pools_[i];
         PoolReport pr;
         pr.info = replay_.pools()[i].info;
-        // Its reserved bytes were summed under the device known then (Timeline: the last one).
-        if (p.device != replay::kNone && p.deviceOrdinal != pr.info.device) lateEvents_++;
+        // Its reserved bytes were summed under the device known then; the Timeline sums them
+        // under the last one. That matters only where a device has memory outside the pools.
+        if (p.reservedSeen && p.deviceOrdinal != pr.info.device)
+            for (const Outside& o : outside_)
+                if (o.device == p.deviceOrdinal || o.device == pr.info.device) {
+                    lateEvents_++;
+                    break;
+                }
         pr.hasWatermarks = !p.reserved.empty() || !p.used.empty();
         pr.peakReserved = p.peakReserved;
         pr.peakReservedTsNs = p.peakReservedTsNs;

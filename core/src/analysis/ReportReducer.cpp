@@ -458,6 +458,10 @@ void ReportReducer::beyondPool(const Event& e, const replay::Fact& f) {
         }
         break;
     case EventKind::DeviceFree:
+        if (f.freed && f.block.imported) { // an imported mapping: no allocation record
+            unmatchedFrees_++;
+            return;
+        }
         if (f.freed) { // a pool block freed with cudaFree
             close(f.block, e.tsNs, e.seq, 0);
             return;

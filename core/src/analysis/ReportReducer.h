@@ -92,6 +92,7 @@ private:
         uint64_t curReserved = 0, curUsed = 0, gap = 0;
         uint32_t device = replay::kNone; // devices_ index its reserved bytes are summed under
         int deviceOrdinal = -1;
+        bool reservedSeen = false; // a reserved point above 0 went into a device sum
         bool idleTouched = false, stepTouched = false, started = false;
         uint64_t maxIdle = 0;
         int64_t maxIdleTsNs = 0, first = 0, prev = 0;
@@ -180,6 +181,7 @@ private:
 
     // The time merge.
     void flush(int64_t frontier, bool all);
+    void mergeRuns();
     void apply(const Entry& e);
     void settleTouched(int64_t t);
     void answer(int64_t upTo, bool all);
@@ -247,6 +249,7 @@ private:
     std::priority_queue<Entry, std::vector<Entry>, Later> steps_;
     std::priority_queue<Question, std::vector<Question>, std::greater<>> questions_;
     std::vector<Entry> batch_;
+    std::vector<size_t> runs_; // where each sorted run of batch_ starts, then its end
     std::vector<uint32_t> touchedPools_, touchedDevices_;
     uint64_t streamsHolding_ = 0; // streams whose live bytes are above 0 at the merge's instant
     bool late_ = false;           // this event came more than the horizon out of order

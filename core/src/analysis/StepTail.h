@@ -15,10 +15,40 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <optional>
+#include <vector>
 
 namespace poolscope::detail {
+
+// A queue in one vector (points are added at the back, handed out from the front): no
+// allocation per block as std::deque has, the front part given back in one move once it is
+// half the vector.
+template <class T> class Ring {
+public:
+    bool empty() const { return head_ == v_.size(); }
+    size_t size() const { return v_.size() - head_; }
+    T& operator[](size_t i) { return v_[head_ + i]; }
+    const T& operator[](size_t i) const { return v_[head_ + i]; }
+    T& front() { return v_[head_]; }
+    T& back() { return v_.back(); }
+    const T& back() const { return v_.back(); }
+    void push_back(const T& x) { v_.push_back(x); }
+    void pop_back() { v_.pop_back(); }
+    void pop_front() {
+        if (++head_ == v_.size()) {
+            v_.clear();
+            head_ = 0;
+        } else if (head_ >= 256 && head_ * 2 >= v_.size()) {
+            v_.erase(v_.begin(), v_.begin() + static_cast<ptrdiff_t>(head_));
+            head_ = 0;
+        }
+    }
+    void truncate(size_t n) { v_.resize(head_ + n); }
+
+private:
+    std::vector<T> v_;
+    size_t head_ = 0;
+};
 
 class StepTail {
 public:
@@ -78,7 +108,7 @@ public:
     uint64_t back() const { return win_.empty() ? outRaw_ : win_.back().v; } // Series::v.back()
     size_t buffered() const { return win_.size(); }
     template <class F> void forEachBuffered(F&& f) const {
-        for (const Pt& p : win_) f(p.t, p.v);
+        for (size_t i = 0; i < win_.size(); ++i) f(win_[i].t, win_[i].v);
     }
 
     // The UsedMemHigh of the next sample with high watermarks of this series' pool (none: no
@@ -90,23 +120,27 @@ public:
     // since then (HighWindow::peakUsed). Gives that peak and its time; the caller adds the
     // sample's own high watermark and hands the result back with setHighPeak.
     void capSinceHigh(uint64_t cap, uint64_t& peak, int64_t& peakTs) {
-        // Handed-out points were capped with capAhead_, which is this cap.
-        bool any = anyOut_;
-        uint64_t prev = outV_;
-        std::deque<Pt> kept;
-        for (Pt p : win_) {
-            if (p.eligible) p.v = std::min(p.v, cap);
+        // Handed-out points were capped with capAhead_, which is this cap. The points since
+        // the last high watermark are the newest ones: only those are capped and may merge.
+        size_t k = win_.size();
+        while (k > 0 && win_[k - 1].eligible) --k;
+        bool any = k > 0 || anyOut_;
+        uint64_t prev = k > 0 ? win_[k - 1].v : outV_;
+        size_t kept = k;
+        for (size_t i = k; i < win_.size(); ++i) {
+            Pt p = win_[i];
+            p.v = std::min(p.v, cap);
             if (any && p.v == prev) continue;
             any = true;
             prev = p.v;
-            if (p.eligible && p.v > runPeak_) {
+            if (p.v > runPeak_) {
                 runPeak_ = p.v;
                 runPeakTs_ = p.t;
             }
             p.eligible = false; // before the new `from`
-            kept.push_back(p);
+            win_[kept++] = p;
         }
-        win_.swap(kept);
+        win_.truncate(kept);
         peak = runPeak_;
         peakTs = runPeakTs_;
         size_ = out_ + win_.size();
@@ -132,7 +166,7 @@ private:
         ++size_;
     }
 
-    std::deque<Pt> win_;
+    Ring<Pt> win_;
     // The last point handed out: its time and value as the Timeline's series holds it (before
     // a coming cap), and the last one actually handed out (after capping and merging).
     bool anyOut_ = false;
