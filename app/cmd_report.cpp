@@ -1,5 +1,6 @@
-// `poolscope report TRACE [--json] [--top N]`: reconstructs the timeline and prints peaks,
-// per-pool and per-stream summaries, leaks and failed allocations.
+// `poolscope report TRACE [--json] [--top N] [--top-sites N]`: peaks, per-pool and per-stream
+// summaries, hazards, fragmentation, leaks, failed allocations and findings, read from the trace
+// in one streaming pass (analysis/TraceReport.h).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <chrono>
@@ -12,10 +13,9 @@
 #include "poolscope/Report.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/Units.h"
-#include "poolscope/analysis/CallSites.h"
-#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
-#include "poolscope/whatif/PoolModel.h"
+#include "poolscope/analysis/CallSites.h"
+#include "poolscope/analysis/TraceReport.h"
 
 namespace poolscope::cli {
 
@@ -114,7 +114,11 @@ void registerReport(CLI::App& app, int& exitCode) {
                     "list the N call sites holding the most memory at each pool's peak reserved "
                     "(needs a trace recorded with stacks)")
         ->check(CLI::PositiveNumber);
-    sub->callback([&exitCode, path, json, top, topSites] {
+    // The report as it was computed before it streamed (a whole Timeline in memory): for
+    // comparing the two (tests/bench/report_scale.sh), not for users.
+    auto viaTimeline = std::make_shared<bool>(false);
+    sub->add_flag("--via-timeline", *viaTimeline)->group("");
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -132,34 +136,23 @@ void registerReport(CLI::App& app, int& exitCode) {
             exitCode = fail(meta.error());
             return;
         }
-        std::shared_ptr<const Timeline> tl;
-        {
+        Result<TraceReport> built = [&] {
             Progress progress;
-            auto built = buildTimeline(r, [&](uint64_t d, uint64_t t) { progress(d, t); });
-            if (!built) {
-                (void)warnDamage(r);
-                exitCode = fail(built.error());
-                return;
-            }
-            tl = std::move(*built);
+            TraceReportOptions options;
+            options.report.topN = *top;
+            options.topSites = *topSites;
+            options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
+            return *viaTimeline ? reportTraceViaTimeline(r, options, *path, std::move(*process),
+                                                         std::move(*meta))
+                                : reportTrace(r, options, *path, std::move(*process),
+                                              std::move(*meta));
+        }();
+        if (!built) {
+            (void)warnDamage(r);
+            exitCode = fail(built.error());
+            return;
         }
-        ReportOptions options;
-        options.topN = *top;
-        Report rep = buildReport(*tl, options, *path, std::move(*process), std::move(*meta));
-        // The what-if advisor's suggestions (whatif/PoolModel.h), as findings. It reads the trace
-        // twice more with up to 29 pool models, so only where it can suggest something: a trace
-        // with implicit releases, or a pool that ran with a reuse policy off.
-        bool policyOff = false;
-        for (const PoolTimeline& p : tl->pools)
-            for (const Series* s : {&p.reuseFollowEventDependencies, &p.reuseAllowOpportunistic,
-                                    &p.reuseAllowInternalDependencies})
-                for (uint64_t v : s->v) policyOff = policyOff || v == 0;
-        auto advice = rep.implicitReleases >= 3 || policyOff
-                          ? whatif::advise(r)
-                          : Result<std::vector<whatif::PoolAdvice>>(std::vector<whatif::PoolAdvice>{});
-        if (advice)
-            for (const whatif::PoolAdvice& a : *advice)
-                if (a.any()) rep.findings.push_back(whatif::adviceText(a, rep.names.poolWithHandle(a.handle)));
+        const Report& rep = built->report;
         std::string text = *json ? reportToJson(rep) + "\n" : reportToText(rep);
         if (*topSites > 0) {
             auto stacks = r.stacks();
@@ -168,7 +161,7 @@ void registerReport(CLI::App& app, int& exitCode) {
                 return;
             }
             symbolize(*stacks); // names where the binaries are found here
-            const auto pools = analysis::topSitesAtPeaks(*tl, rep, *topSites);
+            const auto& pools = built->sites;
             if (*json) {
                 // ordered_json: the report's keys stay in the order reportToJson wrote them.
                 nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);

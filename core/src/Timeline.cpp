@@ -455,6 +455,10 @@ struct TimelineBuilder::Impl {
             break;
         }
         case EventKind::DeviceFree:
+            if (f.freed && f.block.imported) { // an imported mapping: no allocation record
+                tl.unmatchedFrees++;
+                return;
+            }
             if (f.freed) { // a pool block freed with cudaFree
                 close(f.block, e.tsNs, e.seq, 0, e.site);
                 return;

@@ -129,6 +129,9 @@ struct Report {
     uint64_t deviceSyncsDuringPoolWork = 0;
     PinnedReport pinned;
     uint64_t unmatchedMemReleases = 0;
+    // Events more than a second out of time order, which the streaming report (TraceReport.h)
+    // could only place approximately in the figures it computes over time; 0 from a Timeline.
+    uint64_t outOfOrderEvents = 0;
     std::vector<std::string> findings; // one-line statements for a person, most important first
     view::EntityNames names;           // the window's names for pools and streams
 };
@@ -141,6 +144,11 @@ struct ReportOptions {
 Report buildReport(const Timeline& timeline, const ReportOptions& options = {},
                    std::string tracePath = {}, ProcessInfo process = {},
                    std::map<std::string, std::string> meta = {});
+
+namespace detail {
+// The findings a Report's figures call for (buildReport adds them; so does reportTrace).
+void addFindings(Report& report);
+} // namespace detail
 
 // Human text for a terminal: aligned tables, human units, about one screen.
 std::string reportToText(const Report& report);

@@ -65,7 +65,12 @@ void FragmentationAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         s.fragmentedGrowths += g.fragmented();
         s.grownBytes += g.grewBy;
     }
-    if (out_.events.size() < Fragmentation::kMaxKept) out_.events.push_back(g);
+    if (fragmentedOnly_) {
+        if (seen_++ < Fragmentation::kMaxKept && g.fragmented() && out_.events.size() < maxFragmented_)
+            out_.events.push_back(g);
+    } else if (out_.events.size() < Fragmentation::kMaxKept) {
+        out_.events.push_back(g);
+    }
 }
 
 } // namespace poolscope

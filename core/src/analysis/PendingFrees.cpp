@@ -30,7 +30,7 @@ void PendingFreesAnalysis::note(uint32_t stream, const replay::Replay& r, int64_
     }
     PendingFrees::Stream& s = out_.streams[static_cast<size_t>(i)];
     const uint64_t pending = st.pendingFreeBytes();
-    s.bytes.push(ts, pending);
+    if (keepSeries_) s.bytes.push(ts, pending);
     if (pending > s.peak) {
         s.peak = pending;
         s.peakTsNs = ts;

@@ -265,11 +265,13 @@ void addFindings(Report& r) {
                              "): they could reuse it only opportunistically, so the pool may "
                              "reserve more; a synchronize, or other streams waiting on an event "
                              "recorded after the frees, hands it back sooner");
-    if (r.failedCount > 0) {
+    if (r.failedCount > 0 && !r.failed.empty()) { // --top 0 lists none
         const FailedAllocation& f = r.failed.front();
         r.findings.push_back(formatCount(r.failedCount) + " allocation(s) failed; the first at " +
                              at(f.tsNs) + " asked for " + formatBytes(f.size) + " (" +
                              formatCuResult(int(f.result)) + ")");
+    } else if (r.failedCount > 0) {
+        r.findings.push_back(formatCount(r.failedCount) + " allocation(s) failed");
     }
     if (r.leakCount > 0)
         r.findings.push_back(formatCount(r.leakCount) + " allocation(s) (" +
@@ -280,9 +282,17 @@ void addFindings(Report& r) {
                              " free(s) of pointers not allocated in this trace (allocated before "
                              "recording started, or their allocation was not recorded): ignored");
     beyondPoolFindings(r, at);
+    if (r.outOfOrderEvents > 0)
+        r.findings.push_back(formatCount(r.outOfOrderEvents) +
+                             " event(s) came more than a second out of time order: the idle "
+                             "bytes, device-wide peaks and call sites around them are approximate");
 }
 
 } // namespace
+
+namespace detail {
+void addFindings(Report& r) { poolscope::addFindings(r); }
+} // namespace detail
 
 Report buildReport(const Timeline& tl, const ReportOptions& options, std::string tracePath,
                    ProcessInfo process, std::map<std::string, std::string> meta) {

@@ -204,6 +204,8 @@ std::string reportToJson(const Report& r, int indent) {
                         {"unregister_count", pn.unregisterCount},
                         {"failed_count", pn.failedCount},
                         {"allocations_by_flags", byFlags}};
+    // Only where it happened: the streaming report's approximation (TraceReport.h).
+    if (r.outOfOrderEvents > 0) j["out_of_order_events"] = r.outOfOrderEvents;
     j["findings"] = r.findings;
     return dumpJson(j, indent);
 }

@@ -134,7 +134,7 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
     const Event& e = *f.event;
     d.grow(r.streams().size());
     auto keep = [&](const StreamHazard& h) {
-        if (out_.hazards.size() < StreamHazards::kMaxKept) out_.hazards.push_back(h);
+        if (out_.hazards.size() < maxKept_) out_.hazards.push_back(h);
     };
     switch (e.kind) {
     case EventKind::Alloc: {

@@ -387,6 +387,7 @@ void Replay::alloc(const Event& e, uint32_t tag) {
     b.stream = si;
     b.tag = tag;
     b.tid = e.tid;
+    b.imported = false; // fact_.block may hold an imported mapping a free released before
     fact_.allocated = true;
     if (a.ptr == 0) return; // a zero-byte request: nothing to free later
     if (d_->live.take(a.ptr, fact_.closed)) {

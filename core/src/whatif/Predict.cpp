@@ -63,23 +63,19 @@ const PoolPrediction* find(const std::vector<PoolPrediction>& v, uint64_t handle
 
 } // namespace
 
-Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c) {
+namespace {
+
+// A release or two (the program's last synchronize) costs nothing worth a change.
+constexpr uint64_t kMinReleases = 3;
+
+// Candidate thresholds in granule steps up to the largest never-release peak (at most
+// kCandidates + 1 of them, evenly spread, the peak itself last: each is a model on every event,
+// and `report` runs this too).
+std::vector<uint64_t> candidates(const std::vector<PoolPrediction>& never, const Calibration& c) {
     const uint64_t g = std::max<uint64_t>(c.growthGranule, 1);
-    // Pass 1: as recorded, never releasing, and each reuse policy forced on.
-    std::vector<Question> q1(5);
-    q1[1].all.releaseThreshold = std::numeric_limits<uint64_t>::max();
-    q1[2].all.allowOpportunistic = true;
-    q1[3].all.followEventDependencies = true;
-    q1[4].all.allowInternalDependencies = true;
-    auto a1 = predict(reader, q1, c);
-    if (!a1) return a1.error();
-    const auto& base = a1->perQuestion[0];
-    // Pass 2: candidate thresholds in granule steps up to the largest never-release peak
-    // (at most kCandidates + 1 of them, evenly spread, the peak itself last: each is a model on
-    // every event, and `report` runs this too).
     constexpr uint64_t kCandidates = 24;
     uint64_t top = 0;
-    for (const PoolPrediction& p : a1->perQuestion[1]) top = std::max(top, p.peakReserved);
+    for (const PoolPrediction& p : never) top = std::max(top, p.peakReserved);
     std::vector<uint64_t> cands;
     if (top > 0) {
         const uint64_t steps = (top + g - 1) / g;
@@ -87,14 +83,24 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
         for (uint64_t k = 0; k < steps; k += stride) cands.push_back(k * g);
         cands.push_back(steps * g);
     }
-    std::vector<Question> q2(cands.size());
-    for (size_t i = 0; i < cands.size(); ++i) q2[i].all.releaseThreshold = cands[i];
-    Answers a2;
-    if (!q2.empty()) {
-        auto r2 = predict(reader, q2, c);
-        if (!r2) return r2.error();
-        a2 = std::move(*r2);
-    }
+    return cands;
+}
+
+// Each reuse policy forced on (the first pass's questions 2 to 4).
+std::vector<Question> policiesOn() {
+    std::vector<Question> q(3);
+    q[0].all.allowOpportunistic = true;
+    q[1].all.followEventDependencies = true;
+    q[2].all.allowInternalDependencies = true;
+    return q;
+}
+
+// policyOn[k]: the answers with policy k forced on (opportunistic, follow event dependencies,
+// internal dependencies); byCandidate[i]: with cands[i] as every pool's threshold.
+std::vector<PoolAdvice> adviceFrom(const std::vector<PoolPrediction>& base,
+                                   const std::vector<PoolPrediction>* const policyOn[3],
+                                   const std::vector<uint64_t>& cands,
+                                   const std::vector<std::vector<PoolPrediction>>& byCandidate) {
     std::vector<PoolAdvice> out;
     for (const PoolPrediction& b : base) {
         if (!b.touched) continue;
@@ -105,12 +111,10 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
         a.currentReleases = b.releases;
         a.currentPeakReserved = b.peakReserved;
         a.currentMeanIdle = b.meanIdle;
-        // A release or two (the program's last synchronize) costs nothing worth a change.
-        constexpr uint64_t kMinReleases = 3;
         if (b.releases >= kMinReleases) {
             const uint64_t allowed = b.releases / 20; // removes at least 95%
             for (size_t i = 0; i < cands.size(); ++i) {
-                const PoolPrediction* p = find(a2.perQuestion[i], b.handle);
+                const PoolPrediction* p = find(byCandidate[i], b.handle);
                 if (!p || p->releases > allowed) continue;
                 if (cands[i] > b.releaseThreshold) {
                     a.thresholdAdvice = true;
@@ -128,7 +132,7 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
                             b.allowInternalDependencies};
         for (int k = 0; k < 3; ++k) {
             if (was[k]) continue;
-            const PoolPrediction* p = find(a1->perQuestion[2 + k], b.handle);
+            const PoolPrediction* p = find(*policyOn[k], b.handle);
             // Worth a change only when it lowers the peak by a tenth or more.
             if (p && p->peakReserved * 10 <= b.peakReserved * 9)
                 a.policies.push_back({names[k], p->peakReserved});
@@ -136,6 +140,62 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
         out.push_back(std::move(a));
     }
     return out;
+}
+
+} // namespace
+
+Settings neverReleasing() {
+    Settings s;
+    s.releaseThreshold = std::numeric_limits<uint64_t>::max();
+    return s;
+}
+
+Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c) {
+    // Pass 1: as recorded, never releasing, and each reuse policy forced on.
+    std::vector<Question> q1(2);
+    q1[1].all = neverReleasing();
+    for (Question& q : policiesOn()) q1.push_back(std::move(q));
+    auto a1 = predict(reader, q1, c);
+    if (!a1) return a1.error();
+    // Pass 2: the candidate thresholds.
+    const std::vector<uint64_t> cands = candidates(a1->perQuestion[1], c);
+    std::vector<Question> q2(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) q2[i].all.releaseThreshold = cands[i];
+    Answers a2;
+    if (!q2.empty()) {
+        auto r2 = predict(reader, q2, c);
+        if (!r2) return r2.error();
+        a2 = std::move(*r2);
+    }
+    const std::vector<PoolPrediction>* on[3] = {&a1->perQuestion[2], &a1->perQuestion[3],
+                                                &a1->perQuestion[4]};
+    return adviceFrom(a1->perQuestion[0], on, cands, a2.perQuestion);
+}
+
+Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
+                                            const std::vector<PoolPrediction>& asRecorded,
+                                            const std::vector<PoolPrediction>& neverReleasing,
+                                            const Calibration& c) {
+    bool decide = false;
+    for (const PoolPrediction& b : asRecorded)
+        decide = decide || (b.touched && (b.releases >= kMinReleases || !b.allowOpportunistic ||
+                                          !b.followEventDependencies || !b.allowInternalDependencies));
+    const std::vector<PoolPrediction>* none[3] = {nullptr, nullptr, nullptr};
+    if (!decide) return adviceFrom(asRecorded, none, {}, {}); // nothing to suggest to anyone
+    const std::vector<uint64_t> cands = candidates(neverReleasing, c);
+    std::vector<Question> q = policiesOn();
+    for (uint64_t t : cands) {
+        Question ct;
+        ct.all.releaseThreshold = t;
+        q.push_back(std::move(ct));
+    }
+    auto a = predict(reader, q, c);
+    if (!a) return a.error();
+    const std::vector<PoolPrediction>* on[3] = {&a->perQuestion[0], &a->perQuestion[1],
+                                                &a->perQuestion[2]};
+    const std::vector<std::vector<PoolPrediction>> byCandidate(a->perQuestion.begin() + 3,
+                                                               a->perQuestion.end());
+    return adviceFrom(asRecorded, on, cands, byCandidate);
 }
 
 std::string adviceText(const PoolAdvice& a, const std::string& poolName) {

@@ -58,11 +58,20 @@ class FragmentationAnalysis final : public replay::Observer {
 public:
     static uint32_t kindMask(); // allocs
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
+    // Keeps, of the first kMaxKept growths and failures, only the first n with the
+    // fragmentation signature (what the report lists); the per-pool counts stay complete.
+    void keepFragmentedOnly(size_t n) {
+        fragmentedOnly_ = true;
+        maxFragmented_ = n;
+    }
     const Fragmentation& result() const { return out_; }
     Fragmentation take() { return std::move(out_); }
 
 private:
     std::vector<int32_t> slot_; // replay pool index -> index into out_.pools, -1 if none
+    bool fragmentedOnly_ = false;
+    size_t maxFragmented_ = 0;
+    uint64_t seen_ = 0; // growths and failures met
     Fragmentation out_;
 };
 

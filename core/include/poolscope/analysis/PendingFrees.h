@@ -33,6 +33,8 @@ public:
     // knows the trace's counts: the first few series get room for it at once (address space
     // only; see Series::reserve).
     void reservePoints(uint64_t n) { pointsHint_ = n; }
+    // Without the series only the peaks are kept (the streaming report: memory per stream).
+    void keepSeries(bool keep) { keepSeries_ = keep; }
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
     const PendingFrees& result() const { return out_; }
     PendingFrees take() { return std::move(out_); }
@@ -41,6 +43,7 @@ private:
     void note(uint32_t stream, const replay::Replay& r, int64_t ts);
     std::vector<int32_t> slot_; // replay stream index -> index into out_.streams, -1 if none
     uint64_t pointsHint_ = 0;
+    bool keepSeries_ = true;
     PendingFrees out_;
 };
 

@@ -17,6 +17,7 @@
 // An analysis on the allocator replay (replay/Replay.h): subscribe it, feed the replay, read
 // the result.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -74,12 +75,15 @@ public:
     // Allocs, frees, event records and waits, and the synchronizes.
     static uint32_t kindMask();
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
+    // Lists the first n hazards instead of the first kMaxKept (all are counted either way).
+    void setMaxKept(size_t n) { maxKept_ = std::min(n, StreamHazards::kMaxKept); }
     const StreamHazards& result() const { return out_; }
     StreamHazards take() { return std::move(out_); }
 
 private:
     struct State;
     std::unique_ptr<State> d_;
+    size_t maxKept_ = StreamHazards::kMaxKept;
     StreamHazards out_;
 };
 

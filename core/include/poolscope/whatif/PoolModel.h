@@ -209,6 +209,16 @@ struct PoolAdvice {
     bool any() const { return thresholdAdvice || !policies.empty(); }
 };
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {});
+// The same advice for a reader that has already followed the trace once with two models
+// (the streaming report): PoolModel(Settings{}) and PoolModel(neverReleasing()), whose results
+// are given. Reads the trace again only where some pool has something to decide (3 or more
+// predicted releases, or a reuse policy off), for the candidate thresholds (they depend on the
+// whole trace's never-releasing peak) and the reuse policies turned on.
+Settings neverReleasing();
+Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
+                                            const std::vector<PoolPrediction>& asRecorded,
+                                            const std::vector<PoolPrediction>& neverReleasing,
+                                            const Calibration& c = {});
 // One sentence for a person (the report's Finding), naming the pool as `poolName`.
 std::string adviceText(const PoolAdvice& a, const std::string& poolName);
 

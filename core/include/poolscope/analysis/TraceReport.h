@@ -1,0 +1,55 @@
+#pragma once
+// `poolscope report` of a trace file: the Report (Report.h) with the what-if advisor's findings
+// and, when asked, the call sites at each pool's peak (CallSites.h).
+//
+// reportTrace reads the events once, in order, through the allocator replay and keeps running
+// figures instead of a Timeline (issue #15): its memory is bounded by the live allocations, the
+// entities and the samples table, not by the number of events. What needs a finished step series
+// (largest and mean idle bytes, used bytes at the peak, device-wide sums, the instant of a pool's
+// peak for its call sites) is computed from points held until a time frontier a second behind
+// the newest event has passed them: the same figures the Timeline gives, unless an event comes
+// more than that out of time order, which Report::outOfOrderEvents then counts. The what-if
+// advice reads the trace a second time, and only for a trace where it can suggest something
+// (its candidate thresholds depend on the whole trace's peaks).
+//
+// reportTraceViaTimeline is the same report computed the former way, from a whole Timeline: the
+// reference the tests and benchmarks compare the streaming one against.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "poolscope/Report.h"
+#include "poolscope/Result.h"
+#include "poolscope/analysis/CallSites.h"
+
+namespace poolscope {
+
+class TraceReader;
+
+struct TraceReportOptions {
+    ReportOptions report;
+    size_t topSites = 0;  // > 0: the call sites at each pool's peak reserved (`--top-sites N`)
+    bool advice = true;   // the what-if advisor's findings
+    std::function<void(uint64_t, uint64_t)> progress; // (done, total) events, after each chunk
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+struct TraceReport {
+    Report report;
+    std::vector<analysis::PoolSites> sites; // with topSites > 0
+};
+
+Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOptions& options,
+                                std::string tracePath = {}, ProcessInfo process = {},
+                                std::map<std::string, std::string> meta = {});
+
+Result<TraceReport> reportTraceViaTimeline(const TraceReader& reader,
+                                           const TraceReportOptions& options,
+                                           std::string tracePath = {}, ProcessInfo process = {},
+                                           std::map<std::string, std::string> meta = {});
+
+} // namespace poolscope

@@ -1,0 +1,459 @@
+// The streaming report's time merge (ReportReducer.h) and its end: the figures the Timeline-based
+// report reads from finished series (analysis/Report.cpp maxIdle, meanIdle, valueAt; Timeline.cpp
+// finalize's sumOf; CallSites.cpp topSitesAtPeaks) computed from the points in time order.
+#include "ReportReducer.h"
+
+#include <algorithm>
+
+#include "poolscope/view/EntityNames.h"
+
+namespace poolscope::detail {
+
+uint32_t ReportReducer::deviceIndex(int device) {
+    for (uint32_t i = 0; i < devices_.size(); ++i)
+        if (devices_[i].device == device) return i;
+    devices_.push_back(Device{});
+    devices_.back().device = device;
+    return static_cast<uint32_t>(devices_.size() - 1);
+}
+
+void ReportReducer::advance() {
+    if (!anyTime_) return;
+    int64_t frontier;
+    if (__builtin_sub_overflow(t1_, horizon_, &frontier)) frontier = INT64_MIN;
+    flush(frontier, false);
+}
+
+// batch_ holds sorted runs (a series' points, the steps): merged pairwise, O(n log runs). Which
+// series goes first at one instant does not matter, every figure is taken once it is complete.
+void ReportReducer::mergeRuns() {
+    auto before = [](const Entry& a, const Entry& b) { return a.t < b.t; };
+    while (runs_.size() > 2) {
+        size_t n = 1;
+        for (size_t i = 0; i + 2 < runs_.size(); i += 2) {
+            std::inplace_merge(batch_.begin() + static_cast<ptrdiff_t>(runs_[i]),
+                               batch_.begin() + static_cast<ptrdiff_t>(runs_[i + 1]),
+                               batch_.begin() + static_cast<ptrdiff_t>(runs_[i + 2]), before);
+            runs_[n++] = runs_[i + 2];
+        }
+        if (runs_.size() % 2 == 0) runs_[n++] = runs_.back();
+        runs_.resize(n);
+    }
+}
+
+void ReportReducer::flush(int64_t frontier, bool all) {
+    batch_.clear();
+    runs_.assign(1, 0);
+    auto endRun = [&] {
+        if (batch_.size() != runs_.back()) runs_.push_back(batch_.size());
+    };
+    size_t held = 0;
+    auto keepActive = [&](std::vector<uint32_t>& list, auto&& emit) {
+        size_t n = 0;
+        for (uint32_t i : list)
+            if (emit(i)) list[n++] = i;
+        list.resize(n);
+    };
+    keepActive(activePools_, [&](uint32_t i) {
+        Pool& p = pools_[i];
+        p.reserved.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
+            batch_.push_back(Entry{t, v, i, 0, Kind::Reserved, 0});
+        });
+        endRun();
+        p.used.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
+            batch_.push_back(Entry{t, v, i, 0, Kind::Used, 0});
+        });
+        endRun();
+        size_t left = p.reserved.buffered() + p.used.buffered();
+        for (int k = 0; k < 4; ++k) {
+            p.knobs[k].emitBefore(frontier, all, [&](int64_t, uint64_t v) {
+                p.knobZero[k] = p.knobZero[k] || v == 0;
+            });
+            left += p.knobs[k].buffered();
+        }
+        held += left;
+        return p.active = left != 0;
+    });
+    keepActive(activeStreams_, [&](uint32_t i) {
+        Stream& s = streams_[i];
+        s.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
+            batch_.push_back(Entry{t, v, i, 0, Kind::StreamLive, 0});
+        });
+        endRun();
+        held += s.live.buffered();
+        return s.active = s.live.buffered() != 0;
+    });
+    keepActive(activeOutside_, [&](uint32_t i) {
+        Outside& o = outside_[i];
+        o.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
+            batch_.push_back(Entry{t, v, i, 0, Kind::OutsideLive, 0});
+        });
+        endRun();
+        held += o.live.buffered();
+        return o.active = o.live.buffered() != 0;
+    });
+    while (!steps_.empty() && (all || steps_.top().t < frontier)) {
+        batch_.push_back(steps_.top());
+        steps_.pop();
+    }
+    endRun();
+    mergeRuns();
+    for (size_t i = 0; i < batch_.size();) {
+        const int64_t t = batch_[i].t;
+        answer(t, false);
+        for (; i < batch_.size() && batch_[i].t == t; ++i) apply(batch_[i]);
+        settleTouched(t);
+    }
+    answer(frontier, all);
+    if (!all) done_ = std::max(done_, frontier);
+    // Hold at most kMaxHeld points: a denser trace gets a shorter horizon, while it lasts.
+    held += steps_.size() + questions_.size();
+    if (held > kMaxHeld) horizon_ = std::max<int64_t>(horizon_ / 2, 1'000'000);
+    else if (held < kMaxHeld / 4) horizon_ = std::min(horizon_ * 2, kHorizonNs);
+}
+
+void ReportReducer::apply(const Entry& e) {
+    auto touchPool = [&](Pool& p) {
+        if (!p.idleTouched && !p.stepTouched) touchedPools_.push_back(e.idx);
+    };
+    switch (e.kind) {
+    case Kind::Reserved: {
+        Pool& p = pools_[e.idx];
+        if (p.device == replay::kNone) {
+            p.deviceOrdinal = replay_.pools()[e.idx].info.device;
+            p.device = deviceIndex(p.deviceOrdinal);
+        }
+        Device& d = devices_[p.device];
+        d.pools = d.pools - p.curReserved + e.v; // wraps as sumOf does
+        p.curReserved = e.v;
+        p.reservedSeen = p.reservedSeen || e.v != 0;
+        if (!d.touched) touchedDevices_.push_back(p.device);
+        d.touched = true;
+        touchPool(p);
+        p.idleTouched = true;
+        break;
+    }
+    case Kind::Used: {
+        Pool& p = pools_[e.idx];
+        p.curUsed = e.v;
+        if (e.t <= 0) p.usedAtZero = e.v;
+        touchPool(p);
+        p.idleTouched = true;
+        break;
+    }
+    case Kind::StreamLive: {
+        Stream& s = streams_[e.idx];
+        streamsHolding_ += (s.cur == 0) - (e.v == 0);
+        s.cur = e.v;
+        break;
+    }
+    case Kind::OutsideLive: {
+        const uint32_t di = deviceIndex(outside_[e.idx].device);
+        Device& d = devices_[di];
+        d.outside = e.v;
+        if (!d.touched) touchedDevices_.push_back(di);
+        d.touched = true;
+        break;
+    }
+    case Kind::Step: {
+        Pool& p = pools_[e.idx];
+        p.stepLive += static_cast<int64_t>(e.v);
+        p.ledger.add(e.site, static_cast<int64_t>(e.v), e.count);
+        touchPool(p);
+        p.stepTouched = true;
+        break;
+    }
+    }
+}
+
+// The instant t is complete: the walks of Report.cpp's maxIdle and meanIdle, topSitesAtPeaks'
+// sweep for the most live bytes, and finalize's device sums take their step here.
+void ReportReducer::settleTouched(int64_t t) {
+    for (uint32_t i : touchedPools_) {
+        Pool& p = pools_[i];
+        if (p.idleTouched) {
+            const uint64_t g = p.curReserved > p.curUsed ? p.curReserved - p.curUsed : 0;
+            if (g > p.maxIdle) {
+                p.maxIdle = g;
+                p.maxIdleTsNs = t;
+            }
+            if (p.started) p.area += static_cast<long double>(p.gap) * (t - p.prev);
+            else p.first = t;
+            p.started = true;
+            p.prev = t;
+            p.gap = g;
+            p.idleTouched = false;
+        }
+        if (p.stepTouched) {
+            if (p.stepLive > p.stepBest) {
+                p.stepBest = p.stepLive;
+                p.stepAt = t;
+                p.ledger.snapshot(1);
+            }
+            p.stepTouched = false;
+        }
+    }
+    touchedPools_.clear();
+    for (uint32_t i : touchedDevices_) {
+        Device& d = devices_[i];
+        d.poolsPeak = std::max(d.poolsPeak, d.pools);
+        const uint64_t with = d.pools + d.outside;
+        if (with > d.withPoolsPeak) {
+            d.withPoolsPeak = with;
+            d.withPoolsPeakTsNs = t;
+        }
+        d.touched = false;
+    }
+    touchedDevices_.clear();
+}
+
+// Questions about instants before upTo (all of them with `all`): Series::valueAt there.
+void ReportReducer::answer(int64_t upTo, bool all) {
+    while (!questions_.empty() && (all || questions_.top().t < upTo)) {
+        const Question q = questions_.top();
+        questions_.pop();
+        if (!q.peak) {
+            deviceSyncsDuringPoolWork_ += streamsHolding_ > 0;
+            continue;
+        }
+        Pool& p = pools_[q.idx];
+        if (q.version != p.peakVersion) continue; // a later peak replaced it
+        p.usedAtPeak = p.curUsed;
+        if (sites_) p.ledger.snapshot(0);
+    }
+}
+
+void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n) {
+    flush(INT64_MAX, true);
+    r.t0 = t0_;
+    r.t1 = t1_;
+    r.eventCount = eventCount_;
+    r.sampleCount = sampleCount_;
+    r.unmatchedFrees = unmatchedFrees_;
+    r.reusedWithoutFree = replay_.reusedWithoutFree();
+    r.waitEdges = waitEdges_;
+    r.syncCount = syncCount_;
+    r.implicitReleases = implicitReleases_;
+    r.trims = trims_;
+    r.devices = deviceInfo_;
+
+    // Live at the end: the replay's live blocks, and the blocks pointer imports took over.
+    std::vector<Held> poolHeld(pools_.size()), streamHeld(streams_.size());
+    std::vector<Allocation> top = orphanTop_;
+    r.leakCount = orphanCount_;
+    r.leakBytes = orphanBytes_;
+    for (const auto& [i, h] : orphanPools_) poolHeld[i] = h;
+    for (const auto& [i, h] : orphanStreams_) streamHeld[i] = h;
+    replay_.forEachLive([&](const replay::Block& b) {
+        if (b.imported) return;
+        const Allocation a = allocationOf(b);
+        r.leakCount++;
+        r.leakBytes += a.size;
+        poolHeld[b.pool].bytes += a.size;
+        poolHeld[b.pool].count++;
+        streamHeld[b.stream].bytes += a.size;
+        streamHeld[b.stream].count++;
+        keepLeak(top, a);
+    });
+    r.topLeaks = top;
+
+    const Fragmentation& frag = fragmentation_.result();
+    std::vector<uint32_t> poolOrder(pools_.size()), streamOrder(streams_.size());
+    for (uint32_t i = 0; i < poolOrder.size(); ++i) poolOrder[i] = i;
+    for (uint32_t i = 0; i < streamOrder.size(); ++i) streamOrder[i] = i;
+    auto byDevHandle = [](const auto& a, const auto& b) {
+        return a.device != b.device ? a.device < b.device : a.handle < b.handle;
+    };
+    std::sort(poolOrder.begin(), poolOrder.end(), [&](uint32_t a, uint32_t b) {
+        return byDevHandle(replay_.pools()[a].info, replay_.pools()[b].info);
+    });
+    std::sort(streamOrder.begin(), streamOrder.end(), [&](uint32_t a, uint32_t b) {
+        return byDevHandle(replay_.streams()[a].info, replay_.streams()[b].info);
+    });
+    const int kThreshold = replay::PoolState::knobIndex(PoolAttr::ReleaseThreshold);
+    for (uint32_t i : poolOrder) {
+        const Pool& p = pools_[i];
+        PoolReport pr;
+        pr.info = replay_.pools()[i].info;
+        // Its reserved bytes were summed under the device known then; the Timeline sums them
+        // under the last one. That matters only where a device has memory outside the pools.
+        if (p.reservedSeen && p.deviceOrdinal != pr.info.device)
+            for (const Outside& o : outside_)
+                if (o.device == p.deviceOrdinal || o.device == pr.info.device) {
+                    lateEvents_++;
+                    break;
+                }
+        pr.hasWatermarks = !p.reserved.empty() || !p.used.empty();
+        pr.peakReserved = p.peakReserved;
+        pr.peakReservedTsNs = p.peakReservedTsNs;
+        pr.usedAtPeakReserved = p.peakVersion ? p.usedAtPeak : p.usedAtZero;
+        pr.idleAtPeak =
+            pr.peakReserved > pr.usedAtPeakReserved ? pr.peakReserved - pr.usedAtPeakReserved : 0;
+        pr.maxIdle = p.maxIdle;
+        pr.maxIdleTsNs = p.maxIdleTsNs;
+        pr.peakUsed = p.peakUsed;
+        pr.peakUsedTsNs = p.peakUsedTsNs;
+        pr.peakLive = p.peakLive;
+        pr.bytesAllocated = p.bytesAllocated;
+        pr.allocCount = p.allocCount;
+        pr.freeCount = p.freeCount;
+        pr.failedCount = p.failedCount;
+        pr.liveAtEndBytes = poolHeld[i].bytes;
+        pr.liveAtEndCount = poolHeld[i].count;
+        pr.finalReserved = p.reserved.empty() ? 0 : p.reserved.back();
+        pr.finalUsed = p.used.empty() ? 0 : p.used.back();
+        const StepTail& th = p.knobs[kThreshold];
+        pr.thresholdKnown = !th.empty();
+        pr.releaseThreshold = pr.thresholdKnown ? th.back() : 0;
+        pr.thresholdChanges = th.size();
+        if (!p.reserved.empty())
+            pr.meanIdle = p.prev <= p.first
+                              ? p.gap
+                              : static_cast<uint64_t>(p.area / static_cast<long double>(p.prev - p.first));
+        if (const Fragmentation::Pool* f = frag.pool(pr.info.handle)) {
+            pr.growths = f->growths;
+            pr.growthsWhileIdle = f->growthsWhileIdle;
+            pr.fragmentedGrowths = f->fragmentedGrowths;
+            pr.failuresWhileIdle = f->failuresWhileIdle;
+            pr.fragmentedFailures = f->fragmentedFailures;
+        }
+        r.pools.push_back(std::move(pr));
+    }
+    const PendingFrees& pending = pending_.result();
+    for (uint32_t i : streamOrder) {
+        const Stream& s = streams_[i];
+        StreamReport sr;
+        sr.info = replay_.streams()[i].info;
+        sr.allocCount = s.allocCount;
+        sr.bytesAllocated = s.bytesAllocated;
+        sr.freeCount = s.freeCount;
+        sr.failedCount = s.failedCount;
+        sr.peakLive = s.peakLive;
+        sr.peakLiveTsNs = s.peakLiveTsNs;
+        sr.liveAtEndBytes = streamHeld[i].bytes;
+        sr.liveAtEndCount = streamHeld[i].count;
+        if (const PendingFrees::Stream* pf = pending.stream(sr.info.handle)) {
+            sr.peakPendingFree = pf->peak;
+            sr.peakPendingFreeTsNs = pf->peakTsNs;
+        }
+        sr.crossStreamFrees = s.crossStreamFrees;
+        r.streams.push_back(std::move(sr));
+    }
+
+    r.failedCount = failedTotal_;
+    r.failed = firstFailed_.first();
+    const StreamHazards& hz = hazards_.result();
+    r.unorderedFrees = hz.unorderedFrees;
+    r.unorderedReuses = hz.unorderedReuses;
+    r.hazardsTruncated = hz.truncated;
+    r.freedForgotten = hz.freedForgotten;
+    r.hazards.assign(hz.hazards.begin(), hz.hazards.begin() + static_cast<ptrdiff_t>(
+                                                                   std::min(hz.hazards.size(), topN_)));
+    for (const PoolGrowth& g : frag.events)
+        if (r.fragmented.size() < topN_ && g.fragmented()) r.fragmented.push_back(g);
+
+    std::vector<uint32_t> outsideOrder(outside_.size());
+    for (uint32_t i = 0; i < outsideOrder.size(); ++i) outsideOrder[i] = i;
+    std::sort(outsideOrder.begin(), outsideOrder.end(),
+              [&](uint32_t a, uint32_t b) { return outside_[a].device < outside_[b].device; });
+    for (uint32_t i : outsideOrder) {
+        const Outside& o = outside_[i];
+        OutsideReport orr;
+        orr.device = o.device;
+        orr.peakBytes = o.peakBytes;
+        orr.peakTsNs = o.peakTsNs;
+        orr.liveAtEndBytes = i < replay_.outside().size() ? replay_.outside()[i].liveBytes : 0;
+        orr.managedPeakBytes = o.managedPeakBytes;
+        orr.allocCount = o.allocCount;
+        orr.freeCount = o.freeCount;
+        orr.failedCount = o.failedCount;
+        orr.syncFrees = o.syncFrees;
+        orr.syncCallNs = o.syncCallNs;
+        for (const Device& d : devices_)
+            if (d.device == o.device) {
+                orr.poolsPeakReserved = d.poolsPeak;
+                orr.combinedPeak = d.withPoolsPeak;
+                orr.combinedPeakTsNs = d.withPoolsPeakTsNs;
+            }
+        r.deviceSyncs += o.syncFrees;
+        r.outside.push_back(orr);
+    }
+    r.deviceSyncsDuringPoolWork = deviceSyncsDuringPoolWork_;
+    PinnedReport& pr = r.pinned;
+    pr.allocatedPeak = pinned_.allocatedPeak;
+    pr.registeredPeak = pinned_.registeredPeak;
+    pr.totalPeak = pinned_.totalPeak;
+    pr.totalPeakTsNs = pinned_.totalPeakTsNs;
+    pr.allocatedAtEnd = replay_.pinned().allocatedBytes;
+    pr.registeredAtEnd = replay_.pinned().registeredBytes;
+    pr.allocCount = pinned_.allocCount;
+    pr.freeCount = pinned_.freeCount;
+    pr.registerCount = pinned_.registerCount;
+    pr.unregisterCount = pinned_.unregisterCount;
+    pr.failedCount = pinned_.failedCount;
+    std::copy(std::begin(pinned_.allocatedByFlags), std::end(pinned_.allocatedByFlags),
+              pr.allocatedByFlags);
+    std::copy(std::begin(pinned_.allocsByFlags), std::end(pinned_.allocsByFlags), pr.allocsByFlags);
+    r.unmatchedMemReleases = unmatchedMemReleases_;
+    r.outOfOrderEvents = lateEvents_;
+
+    // The names: EntityNames numbers the lanes a Timeline would get, which depend only on the
+    // entities, the (pool, stream) pairs that allocated, the streams wait edges join and each
+    // stream's first failure: a Timeline of just those gives the same names.
+    Timeline lanes;
+    lanes.devices = deviceInfo_;
+    for (uint32_t i : poolOrder) {
+        PoolTimeline pt;
+        pt.info = replay_.pools()[i].info;
+        pt.allocCount = pools_[i].allocCount;
+        pt.peakReserved = pools_[i].peakReserved;
+        lanes.pools.push_back(std::move(pt));
+    }
+    for (uint32_t i : streamOrder) {
+        StreamTimeline st;
+        st.info = replay_.streams()[i].info;
+        lanes.streams.push_back(std::move(st));
+    }
+    for (const auto& [pool, stream] : pairs_) {
+        Allocation a;
+        a.pool = pool;
+        a.allocStream = stream;
+        lanes.allocations.push_back(a);
+    }
+    for (const auto& [from, to] : edgeStreams_) {
+        WaitEdge w;
+        w.fromStream = from;
+        w.toStream = to;
+        lanes.edges.push_back(w);
+    }
+    for (const auto& [stream, ff] : streamFailed_)
+        for (const FailedAllocation& f : ff.first()) lanes.failed.push_back(f);
+    r.names = view::EntityNames::fromTimeline(lanes);
+
+    if (!sites) return;
+    for (const PoolReport& rp : r.pools) {
+        const uint32_t i = replay_.poolIndex(rp.info.handle);
+        const Pool& p = pools_[i];
+        analysis::PoolSites ps;
+        ps.pool = rp.info.handle;
+        const bool reservedPeak = rp.hasWatermarks && rp.peakReserved > 0;
+        if (!reservedPeak && p.withPointer == 0) continue;
+        int slot = 0;
+        if (reservedPeak) {
+            ps.atTsNs = rp.peakReservedTsNs;
+            ps.reserved = rp.peakReserved;
+        } else {
+            ps.atPeakReserved = false;
+            ps.atTsNs = p.stepAt;
+            slot = 1;
+        }
+        if (p.ledger.taken(slot)) ps.top = p.ledger.sites(slot, ps.liveBytes, ps.liveCount);
+        std::sort(ps.top.begin(), ps.top.end(), [](const analysis::SiteBytes& a, const analysis::SiteBytes& b) {
+            return a.bytes != b.bytes ? a.bytes > b.bytes : a.site < b.site;
+        });
+        if (ps.top.size() > n) ps.top.resize(n);
+        sites->push_back(std::move(ps));
+    }
+}
+
+} // namespace poolscope::detail

@@ -1,0 +1,504 @@
+// The streaming report's pass: each event as TimelineBuilder::Impl::add (core/src/Timeline.cpp)
+// takes it, keeping the Report's figures; the series go through the time merge below instead of
+// into vectors. Keep the two in step: ReportStreamTest compares them on every sample.
+#include "ReportReducer.h"
+
+#include <algorithm>
+
+#include "poolscope/EventFields.h"
+
+namespace poolscope::detail {
+
+// ---- FirstFailures
+
+void FirstFailures::add(const FailedAllocation& f, bool pending) {
+    kept_.push_back(Rec{f, pending});
+    trim();
+}
+
+void FirstFailures::settle(uint64_t seq) {
+    for (Rec& r : kept_)
+        if (r.f.seq == seq) r.pending = false;
+    trim();
+}
+
+void FirstFailures::retract(uint64_t seq) {
+    for (size_t i = 0; i < kept_.size(); ++i)
+        if (kept_[i].f.seq == seq) {
+            kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(i));
+            return;
+        }
+}
+
+// Past the n-th settled failure nothing can reach the first n: earlier ones only leave by
+// retraction, which settled ones never do, and later failures come after.
+void FirstFailures::trim() {
+    size_t settled = 0;
+    for (size_t i = 0; i < kept_.size(); ++i)
+        if (!kept_[i].pending && ++settled == n_) {
+            kept_.resize(i + 1);
+            return;
+        }
+}
+
+std::vector<FailedAllocation> FirstFailures::first() const {
+    std::vector<FailedAllocation> out;
+    for (size_t i = 0; i < kept_.size() && i < n_; ++i) out.push_back(kept_[i].f);
+    return out;
+}
+
+// ---- the pass
+
+ReportReducer::ReportReducer(size_t topN, bool sites) : topN_(topN), sites_(sites), firstFailed_(topN) {
+    pending_.keepSeries(false);
+    hazards_.setMaxKept(topN);
+    fragmentation_.keepFragmentedOnly(topN);
+    replay_.subscribe(&pending_, PendingFreesAnalysis::kindMask());
+    replay_.subscribe(&hazards_, StreamHazardsAnalysis::kindMask());
+    replay_.subscribe(&fragmentation_, FragmentationAnalysis::kindMask());
+}
+
+void ReportReducer::setEntities(std::vector<DeviceInfo> devices, const std::vector<PoolInfo>& pools,
+                                const std::vector<StreamInfo>& streams) {
+    deviceInfo_ = devices;
+    replay_.setDevices(std::move(devices));
+    for (const PoolInfo& info : pools) replay_.declarePool(info);
+    for (const StreamInfo& info : streams) replay_.declareStream(info);
+    mirror();
+}
+
+void ReportReducer::expectSamples(const std::vector<Event>& samples) {
+    for (const Event& s : samples) {
+        // Every row is applied as a sample (buildTimeline's addSample), whatever its kind says.
+        Event e = s;
+        e.kind = EventKind::Sample;
+        const SampleFields h = SampleFields::of(e);
+        if (h.reservedHigh != 0 || h.usedHigh != 0) highCaps_[e.pool].push_back(h.usedHigh);
+    }
+    for (uint32_t i = 0; i < pools_.size(); ++i) poolSeries(i);
+}
+
+// The cap the next high watermark of the pool will put on its `used` points.
+void ReportReducer::poolSeries(uint32_t pool) {
+    auto it = highCaps_.find(replay_.pools()[pool].info.handle);
+    std::optional<uint64_t> cap;
+    if (it != highCaps_.end()) {
+        const size_t next = highNext_[it->first];
+        if (next < it->second.size()) cap = it->second[next];
+    }
+    pools_[pool].used.setCapAhead(cap);
+}
+
+void ReportReducer::mirror() {
+    while (pools_.size() < replay_.pools().size()) {
+        pools_.emplace_back();
+        poolSeries(static_cast<uint32_t>(pools_.size() - 1));
+    }
+    while (streams_.size() < replay_.streams().size()) streams_.emplace_back();
+}
+
+void ReportReducer::push(StepTail& s, int64_t ts, uint64_t v, bool merged) {
+    const bool inOrder = s.push(ts, v, merged ? done_ : INT64_MIN);
+    late_ = late_ || !inOrder;
+}
+
+void ReportReducer::poolActive(uint32_t pool) {
+    Pool& p = pools_[pool];
+    if (!p.active) {
+        p.active = true;
+        activePools_.push_back(pool);
+    }
+}
+
+void ReportReducer::reservedPoint(uint32_t pool, int64_t ts, uint64_t reserved) {
+    Pool& p = pools_[pool];
+    push(p.reserved, ts, reserved);
+    poolActive(pool);
+    if (reserved > p.peakReserved) {
+        p.peakReserved = reserved;
+        p.peakReservedTsNs = ts;
+        ++p.peakVersion;
+        ask(ts, pool, true);
+    }
+}
+
+void ReportReducer::watermarks(uint32_t pool, int64_t ts, uint64_t reserved, uint64_t used) {
+    reservedPoint(pool, ts, reserved);
+    Pool& p = pools_[pool];
+    push(p.used, ts, used);
+    if (used > p.peakUsed) {
+        p.peakUsed = used;
+        p.peakUsedTsNs = ts;
+    }
+}
+
+void ReportReducer::driverHighs(uint32_t pool, const Event& e) {
+    const SampleFields h = SampleFields::of(e);
+    if (h.reservedHigh == 0 && h.usedHigh == 0) return;
+    Pool& p = pools_[pool];
+    ++highNext_[replay_.pools()[pool].info.handle];
+    uint64_t peak = 0;
+    int64_t peakTs = 0;
+    p.used.capSinceHigh(h.usedHigh, peak, peakTs);
+    poolSeries(pool); // the next sample's cap, for the points from here on
+    if (h.usedHigh > peak) peak = h.usedHigh, peakTs = e.tsNs;
+    p.peakUsed = peak;
+    p.peakUsedTsNs = peakTs;
+    p.used.setHighPeak(peak, peakTs);
+    if (h.reservedHigh > p.peakReserved) {
+        p.peakReserved = h.reservedHigh;
+        p.peakReservedTsNs = e.tsNs;
+        ++p.peakVersion;
+        ask(e.tsNs, pool, true);
+    }
+}
+
+void ReportReducer::ask(int64_t t, uint32_t idx, bool peak) {
+    if (t < done_) late_ = true; // answered as of now, in the next merge
+    questions_.push(Question{t, idx, peak ? pools_[idx].peakVersion : 0u, peak});
+}
+
+void ReportReducer::step(int64_t t, uint32_t pool, uint32_t site, int64_t bytes, int8_t count) {
+    if (!sites_) return;
+    if (t < done_) late_ = true;
+    steps_.push(Entry{t, static_cast<uint64_t>(bytes), pool, site, Kind::Step, count});
+}
+
+Allocation ReportReducer::allocationOf(const replay::Block& b) const {
+    Allocation a;
+    const Slot& s = slots_[b.tag];
+    a.ptr = b.ptr;
+    a.size = b.bytes;
+    a.pool = replay_.pools()[b.pool].info.handle;
+    a.allocStream = replay_.streams()[b.stream].info.handle;
+    a.allocTsNs = b.allocTsNs;
+    a.allocSeq = b.allocSeq;
+    a.tid = b.tid;
+    a.device = s.device;
+    a.api = s.api;
+    a.site = s.site;
+    return a;
+}
+
+void ReportReducer::close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream) {
+    const int64_t freeTs = std::max(ts, b.allocTsNs);
+    pools_[b.pool].freeCount++;
+    Stream& s = streams_[b.stream];
+    push(s.live, freeTs, replay_.streams()[b.stream].liveBytes);
+    if (!s.active) {
+        s.active = true;
+        activeStreams_.push_back(b.stream);
+    }
+    if (seq != 0 && freeStream != replay_.streams()[b.stream].info.handle) s.crossStreamFrees++;
+    step(freeTs, b.pool, slots_[b.tag].site, -static_cast<int64_t>(b.bytes), -1);
+    freeSlots_.push_back(b.tag);
+}
+
+// Mirrors Replay's retry bookkeeping: a thread's failure with 201 may turn out the runtime's own
+// retry until that thread allocates again (TimelineBuilder::Impl::retried).
+void ReportReducer::failures(const Event& e, const replay::Fact& f) {
+    auto it = pendingByTid_.find(e.tid);
+    if (it != pendingByTid_.end()) {
+        const PendingFailure pf = it->second;
+        pendingByTid_.erase(it);
+        FirstFailures& sf = streamFailed_.try_emplace(pf.stream, 1).first->second;
+        if (f.retry && f.retriedSeq == pf.seq) {
+            firstFailed_.retract(pf.seq);
+            sf.retract(pf.seq);
+            failedTotal_--;
+            streams_[pf.stream].failedCount--;
+            pools_[pf.pool].failedCount--;
+        } else {
+            firstFailed_.settle(pf.seq);
+            sf.settle(pf.seq);
+        }
+    }
+    if (!f.failedAlloc) return;
+    const FailedAllocation fa{e.tsNs, e.seq, AllocFields::of(e).bytes, e.stream, e.pool, e.result};
+    const bool pending = e.result == replay::kInvalidContext;
+    if (pending) pendingByTid_[e.tid] = PendingFailure{e.seq, f.stream, f.pool};
+    failedTotal_++;
+    firstFailed_.add(fa, pending);
+    streamFailed_.try_emplace(f.stream, 1).first->second.add(fa, pending);
+}
+
+void ReportReducer::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
+    Stream& s = streams_[f.stream];
+    Pool& p = pools_[f.pool];
+    failures(e, f);
+    if (f.failedAlloc) {
+        s.failedCount++;
+        p.failedCount++;
+        return;
+    }
+    const replay::Block& b = f.block;
+    if (const std::pair<uint64_t, uint64_t> key{e.pool, e.stream}; key != lastPair_) {
+        pairs_.insert(key);
+        lastPair_ = key;
+    }
+    if (b.ptr != 0) {
+        // The slot the tag named is now this block's.
+        if (tag == slots_.size()) slots_.emplace_back();
+        else freeSlots_.pop_back();
+        slots_[tag] = Slot{e.site, e.device, static_cast<uint8_t>(AllocFields::of(e).api)};
+    }
+    // An imported mapping the pointer replaces has no allocation record (like its free).
+    if (f.replacedLive && !f.closed.imported) close(f.closed, e.tsNs, 0, 0);
+    s.allocCount++;
+    s.bytesAllocated += b.bytes;
+    p.allocCount++;
+    p.bytesAllocated += b.bytes;
+    if (b.ptr == 0) return;
+    p.withPointer++;
+    step(e.tsNs, f.pool, e.site, static_cast<int64_t>(b.bytes), 1);
+    const uint64_t streamLive = replay_.streams()[f.stream].liveBytes;
+    push(s.live, e.tsNs, streamLive);
+    if (!s.active) {
+        s.active = true;
+        activeStreams_.push_back(f.stream);
+    }
+    if (streamLive > s.peakLive) {
+        s.peakLive = streamLive;
+        s.peakLiveTsNs = e.tsNs;
+    }
+    const uint64_t poolLive = replay_.pools()[f.pool].liveBytes;
+    if (poolLive > p.peakLive) {
+        p.peakLive = poolLive;
+        p.peakLiveTsNs = e.tsNs;
+    }
+}
+
+void ReportReducer::knob(uint32_t pool, const Event& e, const replay::Fact& f) {
+    const int k = replay::PoolState::knobIndex(f.knobAttr);
+    if (k < 0) return;
+    StepTail& s = pools_[pool].knobs[k];
+    if (s.empty() && f.knobBefore.known && e.tsNs > t0_) push(s, t0_, f.knobBefore.value, false);
+    push(s, e.tsNs, replay_.pools()[pool].knob(f.knobAttr).value, false);
+    poolActive(pool);
+}
+
+// A pointer import that replaces a live block of this trace: the replay drops the block, the
+// Timeline never ends its allocation, so it stays live to the end (a leak in the report).
+void ReportReducer::orphan(const Event& e) {
+    const uint64_t ptr = SharedPointerFields::of(e).ptr;
+    if (e.failed() || ptr == 0) return;
+    const replay::Block* b = replay_.liveBlock(ptr);
+    if (!b || b->imported) return;
+    const Allocation a = allocationOf(*b);
+    orphanCount_++;
+    orphanBytes_ += a.size;
+    keepLeak(orphanTop_, a);
+    orphanPools_[b->pool].bytes += a.size;
+    orphanPools_[b->pool].count++;
+    orphanStreams_[b->stream].bytes += a.size;
+    orphanStreams_[b->stream].count++;
+    freeSlots_.push_back(b->tag);
+}
+
+// The leak order (largest first, then the earlier allocation), keeping at most topN.
+void ReportReducer::keepLeak(std::vector<Allocation>& best, const Allocation& a) const {
+    auto before = [](const Allocation& x, const Allocation& y) {
+        return x.size != y.size ? x.size > y.size : x.allocSeq < y.allocSeq;
+    };
+    best.insert(std::upper_bound(best.begin(), best.end(), a, before), a);
+    if (best.size() > topN_) best.pop_back();
+}
+
+void ReportReducer::add(const Event& e) {
+    if (!anyTime_) {
+        t0_ = t1_ = e.tsNs;
+        anyTime_ = true;
+    } else {
+        t0_ = std::min(t0_, e.tsNs);
+        t1_ = std::max(t1_, e.tsNs);
+    }
+    late_ = false;
+    if (e.kind == EventKind::PointerImport) [[unlikely]]
+        orphan(e);
+    // The block this event may hand out gets the next free slot.
+    const uint32_t tag = freeSlots_.empty() ? static_cast<uint32_t>(slots_.size()) : freeSlots_.back();
+    const replay::Fact& f = replay_.apply(e, tag);
+    if (f.newPool || f.newStream) [[unlikely]]
+        mirror();
+    if (e.kind == EventKind::Sample) {
+        sampleCount_++;
+        watermarks(f.pool, e.tsNs, e.reserved, e.used);
+        driverHighs(f.pool, e);
+        lateEvents_ += late_;
+        return;
+    }
+    eventCount_++;
+    if (f.watermarks) {
+        const replay::PoolState& ps = replay_.pools()[f.pool];
+        watermarks(f.pool, e.tsNs, ps.reserved, ps.used);
+    } else if (f.reservedOnly) {
+        reservedPoint(f.pool, e.tsNs, replay_.pools()[f.pool].reserved);
+    }
+    switch (e.kind) {
+    case EventKind::Alloc: alloc(e, f, tag); break;
+    case EventKind::Free:
+        if (f.unmatchedFree || (f.freed && f.block.imported)) {
+            unmatchedFrees_++;
+        } else if (f.freed) {
+            streams_[f.stream].freeCount++;
+            close(f.block, e.tsNs, e.seq, e.stream);
+        }
+        break;
+    case EventKind::PoolCreate: {
+        Pool& p = pools_[f.pool];
+        const replay::PoolState& ps = replay_.pools()[f.pool];
+        for (PoolAttr a : {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
+                           PoolAttr::ReuseAllowOpportunistic,
+                           PoolAttr::ReuseAllowInternalDependencies})
+            if (StepTail& s = p.knobs[replay::PoolState::knobIndex(a)]; s.empty())
+                push(s, e.tsNs, ps.knob(a).value, false);
+        poolActive(f.pool);
+        break;
+    }
+    case EventKind::PoolSetAttribute:
+    case EventKind::KnobChange:
+        if (f.knobChanged) knob(f.pool, e, f);
+        break;
+    case EventKind::PoolTrimTo: trims_++; break;
+    case EventKind::ImplicitRelease: implicitReleases_++; break;
+    case EventKind::StreamWaitEvent:
+        if (f.edge) {
+            waitEdges_++;
+            edgeStreams_.insert({replay_.streams()[f.edgeFrom].info.handle, e.stream});
+        }
+        break;
+    case EventKind::StreamSynchronize:
+    case EventKind::EventSynchronize:
+    case EventKind::ContextSynchronize: syncCount_++; break;
+    case EventKind::DeviceAlloc:
+    case EventKind::DeviceFree:
+    case EventKind::HostAlloc:
+    case EventKind::HostFree:
+    case EventKind::HostRegister:
+    case EventKind::HostUnregister: beyondPool(e, f); break;
+    default: break;
+    }
+    if (f.memReleased && e.kind == EventKind::Free) [[unlikely]]
+        memReleased(e, f.mem); // cudaFreeAsync of a cudaMalloc pointer
+    lateEvents_ += late_;
+}
+
+ReportReducer::Outside& ReportReducer::outsideAt(uint32_t idx) {
+    // The builder's order: the replay's, entries created up to the one named.
+    while (outside_.size() < replay_.outside().size()) {
+        outside_.emplace_back();
+        outside_.back().device = replay_.outside()[outside_.size() - 1].device;
+    }
+    return outside_[idx];
+}
+
+void ReportReducer::memSeries(const Event& e, const replay::MemBlock& m) {
+    if (m.kind == EventKind::DeviceAlloc) {
+        uint32_t idx = 0;
+        for (; idx < replay_.outside().size(); ++idx)
+            if (replay_.outside()[idx].device == m.device) break;
+        if (idx == replay_.outside().size()) return;
+        const replay::OutsideState& os = replay_.outside()[idx];
+        Outside& o = outsideAt(idx);
+        if (m.api == static_cast<uint8_t>(DeviceAllocApi::Managed)) {
+            o.managedPeakBytes = os.managedPeakBytes;
+        } else {
+            push(o.live, e.tsNs, os.liveBytes);
+            if (!o.active) {
+                o.active = true;
+                activeOutside_.push_back(idx);
+            }
+            if (os.peakBytes > o.peakBytes) {
+                o.peakBytes = os.peakBytes;
+                o.peakTsNs = os.peakTsNs;
+            }
+        }
+        return;
+    }
+    const replay::PinnedState& ps = replay_.pinned();
+    pinned_.allocatedPeak = ps.allocatedPeak;
+    pinned_.registeredPeak = ps.registeredPeak;
+    if (ps.totalPeak > pinned_.totalPeak) {
+        pinned_.totalPeak = ps.totalPeak;
+        pinned_.totalPeakTsNs = ps.totalPeakTsNs;
+    }
+}
+
+void ReportReducer::memReleased(const Event& e, const replay::MemBlock& m) {
+    memSeries(e, m);
+    if (m.kind != EventKind::DeviceAlloc) return;
+    for (uint32_t i = 0; i < replay_.outside().size(); ++i)
+        if (replay_.outside()[i].device == m.device) outsideAt(i).freeCount++;
+}
+
+void ReportReducer::beyondPool(const Event& e, const replay::Fact& f) {
+    switch (e.kind) {
+    case EventKind::DeviceAlloc: {
+        Outside& o = outsideAt(f.outside);
+        if (e.failed()) {
+            o.failedCount++;
+            return;
+        }
+        o.allocCount++;
+        break;
+    }
+    case EventKind::HostAlloc:
+    case EventKind::HostRegister:
+        if (e.failed()) {
+            pinned_.failedCount++;
+            return;
+        }
+        if (e.kind == EventKind::HostRegister) {
+            pinned_.registerCount++;
+        } else {
+            pinned_.allocCount++;
+            const uint32_t fl = PinnedFields::of(e).flags & 7u;
+            pinned_.allocatedByFlags[fl] += e.size;
+            pinned_.allocsByFlags[fl]++;
+        }
+        break;
+    case EventKind::DeviceFree:
+        if (f.freed && f.block.imported) { // an imported mapping: no allocation record
+            unmatchedFrees_++;
+            return;
+        }
+        if (f.freed) { // a pool block freed with cudaFree
+            close(f.block, e.tsNs, e.seq, 0);
+            return;
+        }
+        if (f.unmatchedFree) unmatchedFrees_++;
+        if (f.deviceSync) {
+            Outside& o = outsideAt(f.outside);
+            const uint64_t callNs = ReleaseMemFields::of(e).callNs;
+            o.syncFrees++;
+            o.syncCallNs += callNs;
+            ask(e.tsNs, 0, false);
+        }
+        break;
+    case EventKind::HostFree:
+        if (f.memReleased) pinned_.freeCount++;
+        break;
+    case EventKind::HostUnregister:
+        if (f.memReleased) pinned_.unregisterCount++;
+        break;
+    default: break;
+    }
+    if (f.memUnmatched) unmatchedMemReleases_++;
+    if (f.memAllocated) memSeries(e, f.mem);
+    if (f.memReleased) memReleased(e, f.mem);
+}
+
+bool ReportReducer::anyPolicyOff() const {
+    for (const Pool& p : pools_)
+        for (PoolAttr a : {PoolAttr::ReuseFollowEventDependencies, PoolAttr::ReuseAllowOpportunistic,
+                           PoolAttr::ReuseAllowInternalDependencies}) {
+            const int k = replay::PoolState::knobIndex(a);
+            if (p.knobZero[k]) return true;
+            bool zero = false;
+            p.knobs[k].forEachBuffered([&](int64_t, uint64_t v) { zero = zero || v == 0; });
+            if (zero) return true;
+        }
+    return false;
+}
+
+} // namespace poolscope::detail

@@ -1,0 +1,259 @@
+#pragma once
+// The streaming report's one pass (issue #15, analysis/TraceReport.h): the Timeline builder's
+// bookkeeping (core/src/Timeline.cpp) event for event, keeping the figures the Report shows
+// instead of series and allocation records. Internal to core.
+//
+// What needs the finished series walked in time order (largest and mean idle bytes, used bytes
+// when reserved peaked, the device-wide sums, whether a stream held memory when a cudaFree
+// synchronized the device, the live allocations per call site at a pool's peak) goes through a
+// time merge: the series' points (StepTail) and the allocations' begin/end steps are held until
+// the frontier, kHorizonNs behind the newest timestamp, has passed them, then applied in time
+// order, and questions about an instant (a peak's) are answered once the merge reaches it.
+
+#include <cstdint>
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "SiteLedger.h"
+#include "StepTail.h"
+#include "poolscope/Report.h"
+#include "poolscope/analysis/Fragmentation.h"
+#include "poolscope/analysis/PendingFrees.h"
+#include "poolscope/analysis/StreamHazards.h"
+#include "poolscope/replay/Replay.h"
+
+namespace poolscope::detail {
+
+// The first n failed allocations in seq order, as the Timeline's `failed` ends up once the
+// failures the runtime retried itself have left it. A failure stays retractable until its
+// thread's next allocation (Replay's Fact::retry); n settled ones decide the list.
+class FirstFailures {
+public:
+    explicit FirstFailures(size_t n = 1) : n_(n) {}
+    void add(const FailedAllocation& f, bool pending);
+    void settle(uint64_t seq);
+    void retract(uint64_t seq);
+    std::vector<FailedAllocation> first() const; // at most n, in seq order
+
+private:
+    void trim();
+    struct Rec {
+        FailedAllocation f;
+        bool pending;
+    };
+    size_t n_;
+    std::vector<Rec> kept_; // seq order: everything up to the n-th settled one
+};
+
+class ReportReducer {
+public:
+    // Events more than this behind the newest timestamp may change the figures computed over
+    // time (points are held this long). The recorded samples came up to 47 ms out of order
+    // (gpt2); threads race by microseconds.
+    static constexpr int64_t kHorizonNs = 1'000'000'000;
+    // Points held at once, at most (about 32 bytes each): past it the horizon shrinks.
+    static constexpr size_t kMaxHeld = size_t{1} << 20;
+
+    ReportReducer(size_t topN, bool sites);
+    ReportReducer(const ReportReducer&) = delete;
+    ReportReducer& operator=(const ReportReducer&) = delete;
+
+    void setEntities(std::vector<DeviceInfo> devices, const std::vector<PoolInfo>& pools,
+                     const std::vector<StreamInfo>& streams);
+    // The samples to come, read ahead: their high watermarks cap the `used` points before them.
+    void expectSamples(const std::vector<Event>& samples);
+    // Events and samples (kind Sample) in the order buildTimeline feeds its builder.
+    void add(const Event& e);
+    // Between chunks: applies the points the frontier has passed.
+    void advance();
+    // After the last event: the report's figures (everything but path, process, meta, drop
+    // gaps, findings) and, with sites, each pool's call sites at its peak (top n).
+    void finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n);
+
+    replay::Replay& replay() { return replay_; }
+    // A reuse policy recorded off at some time (cmd_report's condition for the advisor).
+    bool anyPolicyOff() const;
+
+private:
+    struct Pool {
+        StepTail reserved, used;
+        StepTail knobs[4]; // by PoolState::knobIndex
+        bool knobZero[4] = {};
+        uint64_t peakReserved = 0, peakUsed = 0, peakLive = 0;
+        int64_t peakReservedTsNs = 0, peakUsedTsNs = 0, peakLiveTsNs = 0;
+        uint64_t bytesAllocated = 0, allocCount = 0, freeCount = 0, failedCount = 0;
+        uint64_t withPointer = 0; // allocations that got a pointer (call sites look at those)
+        bool active = false;      // some series holds points
+        // In the time merge: reserved and used at the merge's instant, the idle figures.
+        uint64_t curReserved = 0, curUsed = 0, gap = 0;
+        uint32_t device = replay::kNone; // devices_ index its reserved bytes are summed under
+        int deviceOrdinal = -1;
+        bool reservedSeen = false; // a reserved point above 0 went into a device sum
+        bool idleTouched = false, stepTouched = false, started = false;
+        uint64_t maxIdle = 0;
+        int64_t maxIdleTsNs = 0, first = 0, prev = 0;
+        long double area = 0;
+        uint32_t peakVersion = 0; // raised at each new peak reserved: the instant asked about
+        uint64_t usedAtPeak = 0;
+        uint64_t usedAtZero = 0;  // Series::valueAt(0): the instant of a peak never raised
+        // Live bytes of its allocations by time (the call sites' instant without watermarks).
+        int64_t stepLive = 0, stepBest = -1, stepAt = 0;
+        SiteLedger ledger; // slot 0: at the peak reserved; slot 1: at the most live bytes
+    };
+    struct Stream {
+        StepTail live;
+        bool active = false;
+        uint64_t cur = 0;
+        uint64_t allocCount = 0, bytesAllocated = 0, freeCount = 0, crossStreamFrees = 0;
+        uint64_t failedCount = 0, peakLive = 0;
+        int64_t peakLiveTsNs = 0;
+    };
+    struct Outside {
+        int device = -1;
+        StepTail live;
+        bool active = false;
+        uint64_t peakBytes = 0, managedPeakBytes = 0;
+        int64_t peakTsNs = 0;
+        uint64_t allocCount = 0, freeCount = 0, failedCount = 0, syncFrees = 0, syncCallNs = 0;
+    };
+    struct Device {
+        int device = -1;
+        uint64_t pools = 0, outside = 0; // reserved of its pools, live outside them, now
+        uint64_t poolsPeak = 0, withPoolsPeak = 0;
+        int64_t withPoolsPeakTsNs = 0;
+        bool touched = false;
+    };
+    // A point or step waiting for the time merge.
+    enum class Kind : uint8_t { Reserved, Used, StreamLive, OutsideLive, Step };
+    struct Entry {
+        int64_t t;
+        uint64_t v;        // Step: the bytes, as int64
+        uint32_t idx;      // pool, stream or outside index
+        uint32_t site = 0; // Step
+        Kind kind;
+        int8_t count = 0;  // Step: +1 at the allocation, -1 at its end
+    };
+    struct Later {
+        bool operator()(const Entry& a, const Entry& b) const { return a.t > b.t; }
+    };
+    // An instant to answer at: a pool's peak reserved (idx pool) or a device-wide cudaFree.
+    struct Question {
+        int64_t t;
+        uint32_t idx;
+        uint32_t version; // PeakQuestion: the pool's peak it asks about
+        bool peak;
+        bool operator>(const Question& o) const { return t > o.t; }
+    };
+    // A live allocation's fields the replay's block does not carry, by the block's tag.
+    struct Slot {
+        uint32_t site;
+        int16_t device;
+        uint8_t api;
+    };
+
+    void mirror();
+    void poolSeries(uint32_t pool);
+    void streamSeries(uint32_t stream);
+    void outsideSeries(uint32_t outside);
+    // A point into a series; merged: its points go through the time merge (not a knob's).
+    void push(StepTail& s, int64_t ts, uint64_t v, bool merged = true);
+    void poolActive(uint32_t pool);
+    void reservedPoint(uint32_t pool, int64_t ts, uint64_t reserved);
+    void watermarks(uint32_t pool, int64_t ts, uint64_t reserved, uint64_t used);
+    void driverHighs(uint32_t pool, const Event& e);
+    void ask(int64_t t, uint32_t idx, bool peak);
+    void step(int64_t t, uint32_t pool, uint32_t site, int64_t bytes, int8_t count);
+    void close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream);
+    void alloc(const Event& e, const replay::Fact& f, uint32_t tag);
+    void failures(const Event& e, const replay::Fact& f);
+    void knob(uint32_t pool, const Event& e, const replay::Fact& f);
+    void orphan(const Event& e);
+    void beyondPool(const Event& e, const replay::Fact& f);
+    Outside& outsideAt(uint32_t idx);
+    void memSeries(const Event& e, const replay::MemBlock& m);
+    void memReleased(const Event& e, const replay::MemBlock& m);
+    Allocation allocationOf(const replay::Block& b) const;
+    void keepLeak(std::vector<Allocation>& best, const Allocation& a) const;
+
+    // The time merge.
+    void flush(int64_t frontier, bool all);
+    void mergeRuns();
+    void apply(const Entry& e);
+    void settleTouched(int64_t t);
+    void answer(int64_t upTo, bool all);
+    uint32_t deviceIndex(int device);
+
+    size_t topN_;
+    bool sites_;
+    replay::Replay replay_;
+    PendingFreesAnalysis pending_;
+    StreamHazardsAnalysis hazards_;
+    FragmentationAnalysis fragmentation_;
+    std::vector<Pool> pools_;       // replay order
+    std::vector<Stream> streams_;   // replay order
+    std::vector<Outside> outside_;  // replay order, mirrored as the builder does
+    std::vector<Device> devices_;   // device-wide sums, by first sight
+    std::vector<DeviceInfo> deviceInfo_;
+    std::unordered_map<uint64_t, std::vector<uint64_t>> highCaps_; // pool -> coming UsedMemHighs
+    std::unordered_map<uint64_t, size_t> highNext_;                // pool -> index into those
+
+    bool anyTime_ = false;
+    int64_t t0_ = 0, t1_ = 0;
+    uint64_t eventCount_ = 0, sampleCount_ = 0, unmatchedFrees_ = 0, waitEdges_ = 0;
+    uint64_t syncCount_ = 0, implicitReleases_ = 0, trims_ = 0, unmatchedMemReleases_ = 0;
+    uint64_t deviceSyncsDuringPoolWork_ = 0;
+    struct PinnedAgg {
+        uint64_t allocatedPeak = 0, registeredPeak = 0, totalPeak = 0;
+        int64_t totalPeakTsNs = 0;
+        uint64_t allocCount = 0, freeCount = 0, registerCount = 0, unregisterCount = 0;
+        uint64_t failedCount = 0;
+        uint64_t allocatedByFlags[8] = {}, allocsByFlags[8] = {};
+    } pinned_;
+
+    // Live allocations' slots (tag = index), reused once freed.
+    std::vector<Slot> slots_;
+    std::vector<uint32_t> freeSlots_;
+    // Blocks a pointer import took over: the Timeline never ends their allocation.
+    uint64_t orphanCount_ = 0, orphanBytes_ = 0;
+    std::vector<Allocation> orphanTop_; // the largest topN
+    struct Held {
+        uint64_t bytes = 0, count = 0;
+    };
+    std::unordered_map<uint32_t, Held> orphanPools_, orphanStreams_; // replay index
+
+    // Failures: the report's first topN and each stream's first (for the lane names), the
+    // retractable one per thread.
+    uint64_t failedTotal_ = 0;
+    FirstFailures firstFailed_;
+    std::unordered_map<uint32_t, FirstFailures> streamFailed_; // replay stream index
+    struct PendingFailure {
+        uint64_t seq;
+        uint32_t stream, pool;
+    };
+    std::unordered_map<uint32_t, PendingFailure> pendingByTid_;
+
+    // For the names (EntityNames numbers lanes): (pool, stream) pairs that allocated, and the
+    // streams joined by wait edges.
+    std::set<std::pair<uint64_t, uint64_t>> pairs_;
+    std::pair<uint64_t, uint64_t> lastPair_{~uint64_t{0}, ~uint64_t{0}};
+    std::set<std::pair<uint64_t, uint64_t>> edgeStreams_;
+
+    // Time merge state.
+    int64_t horizon_ = kHorizonNs;
+    int64_t done_ = INT64_MIN; // everything before this instant is applied
+    std::vector<uint32_t> activePools_, activeStreams_, activeOutside_;
+    std::priority_queue<Entry, std::vector<Entry>, Later> steps_;
+    std::priority_queue<Question, std::vector<Question>, std::greater<>> questions_;
+    std::vector<Entry> batch_;
+    std::vector<size_t> runs_; // where each sorted run of batch_ starts, then its end
+    std::vector<uint32_t> touchedPools_, touchedDevices_;
+    uint64_t streamsHolding_ = 0; // streams whose live bytes are above 0 at the merge's instant
+    bool late_ = false;           // this event came more than the horizon out of order
+    uint64_t lateEvents_ = 0;
+};
+
+} // namespace poolscope::detail

@@ -1,0 +1,116 @@
+// `poolscope report` of a trace file: streamed (ReportReducer.h), or from a whole Timeline, the
+// way it was computed before and the reference the streamed one is tested against.
+#include "poolscope/analysis/TraceReport.h"
+
+#include <limits>
+
+#include "ReportReducer.h"
+#include "poolscope/TimelineBuilder.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/whatif/PoolModel.h"
+
+namespace poolscope {
+
+namespace {
+
+void addAdvice(Report& rep, Result<std::vector<whatif::PoolAdvice>> advice) {
+    if (!advice) return; // the advisor's failure costs its suggestions, not the report
+    for (const whatif::PoolAdvice& a : *advice)
+        if (a.any()) rep.findings.push_back(whatif::adviceText(a, rep.names.poolWithHandle(a.handle)));
+}
+
+// The advisor reads the trace again with up to 29 pool models, so only where it can suggest
+// something: a trace with implicit releases, or a pool that ran with a reuse policy off.
+bool adviceWorthIt(const Report& rep, bool policyOff) {
+    return rep.implicitReleases >= 3 || policyOff;
+}
+
+} // namespace
+
+Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOptions& options,
+                                std::string tracePath, ProcessInfo process,
+                                std::map<std::string, std::string> meta) {
+    detail::ReportReducer reducer(options.report.topN, options.topSites > 0);
+    auto devices = reader.devices();
+    if (!devices) return devices.error();
+    auto pools = reader.pools();
+    if (!pools) return pools.error();
+    auto streams = reader.streams();
+    if (!streams) return streams.error();
+    reducer.setEntities(std::move(*devices), *pools, *streams);
+    TraceReport out;
+    Report& rep = out.report;
+    rep.tracePath = std::move(tracePath);
+    rep.process = std::move(process);
+    rep.meta = std::move(meta);
+    // A drop_gaps table that cannot be read (damaged) loses the marks, not the report.
+    if (auto gaps = reader.dropGaps(); gaps) rep.dropGaps = std::move(*gaps);
+    uint64_t total = 0;
+    if (auto s = reader.summary(); s) total = s->eventCount;
+    if (total == 0) total = reader.chunkedEventCount();
+
+    // Samples are few (periodic) and read whole, as buildTimeline does: merged in by time, and
+    // their high watermarks known ahead.
+    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max());
+    if (!samples) return samples.error();
+    const std::vector<Event>& ss = *samples;
+    reducer.expectSamples(ss);
+
+    // The advisor's first two models follow the same replay.
+    whatif::PoolModel asRecorded, neverReleasing(whatif::neverReleasing());
+    if (options.advice) {
+        reducer.replay().subscribe(&asRecorded, whatif::PoolModel::kindMask());
+        reducer.replay().subscribe(&neverReleasing, whatif::PoolModel::kindMask());
+    }
+    size_t si = 0;
+    uint64_t done = 0;
+    auto addSample = [&](Event s) {
+        s.kind = EventKind::Sample; // whatever the reader filled in, these rows are samples
+        reducer.add(s);
+    };
+    auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
+    Status st = reader.forEachChunk([&](const std::vector<Event>& chunk) {
+        for (const Event& e : chunk) {
+            while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
+            reducer.add(e);
+        }
+        reducer.advance();
+        done += chunk.size();
+        if (options.progress) options.progress(done, total);
+        return !cancelled();
+    });
+    if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
+    if (!st) return st.error();
+    while (si < ss.size()) addSample(ss[si++]);
+    reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);
+    detail::addFindings(rep);
+    if (options.advice && adviceWorthIt(rep, reducer.anyPolicyOff()))
+        addAdvice(rep, whatif::adviseAfter(reader, asRecorded.result(reducer.replay()),
+                                           neverReleasing.result(reducer.replay())));
+    return out;
+}
+
+Result<TraceReport> reportTraceViaTimeline(const TraceReader& reader,
+                                           const TraceReportOptions& options,
+                                           std::string tracePath, ProcessInfo process,
+                                           std::map<std::string, std::string> meta) {
+    auto built = buildTimeline(reader, options.progress, options.cancel);
+    if (!built) return built.error();
+    const Timeline& tl = **built;
+    TraceReport out;
+    out.report = buildReport(tl, options.report, std::move(tracePath), std::move(process),
+                             std::move(meta));
+    if (options.advice) {
+        bool policyOff = false;
+        for (const PoolTimeline& p : tl.pools)
+            for (const Series* s : {&p.reuseFollowEventDependencies, &p.reuseAllowOpportunistic,
+                                    &p.reuseAllowInternalDependencies})
+                for (uint64_t v : s->v) policyOff = policyOff || v == 0;
+        if (adviceWorthIt(out.report, policyOff)) addAdvice(out.report, whatif::advise(reader));
+    }
+    if (options.topSites > 0) out.sites = analysis::topSitesAtPeaks(tl, out.report, options.topSites);
+    return out;
+}
+
+} // namespace poolscope
