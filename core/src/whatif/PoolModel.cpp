@@ -190,7 +190,7 @@ PoolModel::Pool& PoolModel::poolSlow(uint32_t i, const replay::Replay& r) {
         op.pool = i;
         op.value = info.handle;
         op.aux = static_cast<uint32_t>(info.device);
-        emit(op);
+        toTape(op);
         init(i, info.handle, info.device);
         syncKnobs(i, r);
     }
@@ -217,7 +217,7 @@ void PoolModel::syncKnobs(uint32_t i, const replay::Replay& r) {
         op.attr = k;
         op.value = now.value;
         op.flag = now.known;
-        emit(op);
+        toTape(op);
     }
     if (ps.info.maxSize != p.maxSize) [[unlikely]] {
         p.maxSize = ps.info.maxSize;
@@ -227,7 +227,7 @@ void PoolModel::syncKnobs(uint32_t i, const replay::Replay& r) {
         op.attr = kKnobMaxSize;
         op.value = p.maxSize;
         op.flag = 1;
-        emit(op);
+        toTape(op);
     }
 }
 
@@ -249,11 +249,11 @@ void PoolModel::cleared(const replay::Fact& f, const replay::Replay& r) {
             if (f.stream == replay::kNone) return;
             op.kind = Op::Kind::Wait;
             op.aux = f.stream;
-            emit(op);
+            toTape(op);
             waitMove(op);
         } else if (kind == EventKind::EventSynchronize) {
             op.kind = Op::Kind::EventCleared;
-            emit(op);
+            toTape(op);
             eventCleared(op);
         }
         // Stream and context synchronizes: release() empties the whole stream.
@@ -328,7 +328,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
             op.stream = f.stream;
             op.value = b.bytes;
             op.flag = e.kind == EventKind::DeviceFree;
-            emit(op);
+            toTape(op);
             freeBlock(op);
         }
     }
@@ -340,7 +340,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         d.kind = Op::Kind::Drop;
         d.pool = f.closed.pool;
         d.value = f.closed.bytes;
-        emit(d);
+        toTape(d);
         apply(d, 0, 0);
     }
     if (f.pendingCleared) cleared(f, r);
@@ -361,7 +361,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
                                                             : Op::Kind::ContextSync;
         }
         op.aux = static_cast<uint32_t>(device);
-        emit(op);
+        toTape(op);
         release(op);
         break;
     }
@@ -379,7 +379,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         pool(f.pool, r);
         op.kind = Op::Kind::Trim;
         op.pool = f.pool;
-        emit(op);
+        toTape(op);
         trim(op);
         break;
     }
@@ -393,7 +393,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
             syncKnobs(f.pool, r);
             op.kind = Op::Kind::Reset;
             op.pool = f.pool;
-            emit(op);
+            toTape(op);
             apply(op, 0, 0);
         }
         break;
@@ -630,7 +630,10 @@ PoolPrediction PoolModel::finalPrediction(uint32_t i, int64_t end) const {
     PoolPrediction o = p.out;
     o.finalReserved = p.reserved;
     o.recordedFinalReserved = p.recReserved;
-    end = std::max(end, p.lastTs);
+    // Both sides over the same window, to the last thing known about the pool: samples may
+    // read the watermarks after the last event (gpt2's run ends 0.9 s before its trace), and
+    // a recorded mean over a longer span than its divisor exceeded the largest idle.
+    end = std::max({end, p.lastTs, p.recLastTs});
     if (p.timed && end > p.firstTs) {
         const unsigned __int128 area =
             p.idleArea + static_cast<unsigned __int128>(span(p.lastTs, end)) * p.idle();
@@ -674,9 +677,12 @@ void PoolModel::finishTape(Tape& tape, const replay::Replay& r) const {
     for (const replay::StreamState& s : r.streams()) tape.streamHandles.push_back(s.info.handle);
     tape.recorded = result(r);
     tape.poolIndex.clear();
+    tape.recordedEnd.clear();
     for (uint32_t i = 0; i < pools_.size(); ++i) {
         const Pool& p = pools_[i];
-        if (p.init && (p.out.touched || p.out.recordedKnown)) tape.poolIndex.push_back(i);
+        if (!p.init || (!p.out.touched && !p.out.recordedKnown)) continue;
+        tape.poolIndex.push_back(i);
+        tape.recordedEnd.push_back(p.recTimed ? p.recLastTs : std::numeric_limits<int64_t>::min());
     }
     tape.lastTs = lastTs_;
 }
@@ -716,7 +722,11 @@ std::vector<PoolPrediction> PoolModel::run(const Tape& tape, std::optional<uint6
         if (only != replay::kNone && i != only) continue;
         const PoolPrediction& rec = tape.recorded[k];
         PoolPrediction o;
-        if (i < pools_.size() && pools_[i].init) o = finalPrediction(i, lastTs_);
+        // The same averaging window as following the trace: to the recorded side's end too.
+        const int64_t end = std::max(lastTs_, k < tape.recordedEnd.size()
+                                                  ? tape.recordedEnd[k]
+                                                  : std::numeric_limits<int64_t>::min());
+        if (i < pools_.size() && pools_[i].init) o = finalPrediction(i, end);
         // The recorded side and the pool's identity are the recording's.
         o.handle = rec.handle;
         o.device = rec.device;

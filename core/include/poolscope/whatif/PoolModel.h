@@ -177,6 +177,7 @@ struct Tape {
     // under the recorded settings).
     std::vector<uint32_t> poolIndex;
     std::vector<PoolPrediction> recorded;
+    std::vector<int64_t> recordedEnd; // the last recorded watermark's time, per pool
     int64_t lastTs = 0;
     uint64_t events = 0; // trace events read (samples excluded)
     size_t bytes() const {
@@ -219,7 +220,7 @@ private:
     Pool& pool(uint32_t i, const replay::Replay& r);
     [[gnu::noinline]] Pool& poolSlow(uint32_t i, const replay::Replay& r);
     void syncKnobs(uint32_t i, const replay::Replay& r);
-    void emit(const Op& op) {
+    void toTape(const Op& op) {
         if (tape_) [[unlikely]]
             tape_->ops.push_back(op);
     }
