@@ -10,6 +10,7 @@
 #include "TimelineWidget.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
+#include "WhatIfPanel.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/SiteTree.h"
 #include "poolscope/view/AllocationLookup.h"
@@ -110,6 +111,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     detailsDock->setObjectName("detailsDock");
     detailsDock->setWidget(details_);
     addDockWidget(Qt::RightDockWidgetArea, detailsDock);
+    // What if (issue #14): a tab beside the details, which stay in front. A column of
+    // controls, numbers and the advisor's sentence: the right side's shape.
+    whatIf_ = new WhatIfPanel(this);
+    whatIfDock_ = new QDockWidget(tr("What if"), this);
+    whatIfDock_->setObjectName("whatIfDock");
+    whatIfDock_->setWidget(whatIf_);
+    addDockWidget(Qt::RightDockWidgetArea, whatIfDock_);
+    tabifyDockWidget(detailsDock, whatIfDock_);
+    detailsDock->raise();
     // The details pane takes the right side from top to bottom; events and the pools & streams
     // tree share the bottom.
     setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
@@ -202,6 +212,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 onSelection(treeModel_->selectionFor(cur.siblingAtColumn(0)), tree_);
             });
     connect(sites_, &CallSitesView::sitesSelected, this, &MainWindow::onSitesSelected);
+    connect(whatIf_, &WhatIfPanel::predictedSeriesChanged, this,
+            [this](quint64 pool, std::shared_ptr<const Series> s, const QString& label) {
+                plot_->setPredictedSeries(pool, std::move(s), label);
+            });
     connect(timeline_, &TimelineWidget::cursorRequested, replay_, &ReplayBar::setCursor);
     connect(plot_, &WatermarkPlot::cursorRequested, replay_, &ReplayBar::setCursor);
     connect(replay_, &ReplayBar::cursorChanged, this, [this](qint64 t) { setCursorTime(t); });
@@ -472,6 +486,7 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     treeModel_->resetData(s); // the tree's layout follows in its modelReset handler
     details_->setSnapshot(s, keepView); // a live refresh keeps what the user is looking at
     sites_->setSnapshot(s);
+    whatIf_->setSnapshot(s);
     if (!keepView && s.valid()) fitSplitterToLanes();
     if (!keepView) {
         replay_->setRange(s.valid() ? s.timeline->t0 : 0, s.valid() ? s.timeline->t1 : 1);
@@ -562,6 +577,11 @@ void MainWindow::showCallSites() {
     sitesDock_->raise();
 }
 
+void MainWindow::showWhatIf() {
+    whatIfDock_->show();
+    whatIfDock_->raise();
+}
+
 void MainWindow::onSitesSelected(const std::vector<uint32_t>& sites, const QString& label) {
     if (!snap_.valid() || sites.empty()) {
         timeline_->setHighlightedAllocations(nullptr);
@@ -612,6 +632,7 @@ void MainWindow::onSelection(const Selection& in, QObject* origin) {
     timeline_->setHighlightedLane(lane);
     if (lane >= 0) timeline_->scrollToLane(lane);
     plot_->setHighlightedPool(pool);
+    if (pool) whatIf_->selectPool(pool);
     if (origin != tree_ && (s.kind == Selection::Pool || s.kind == Selection::Stream)) {
         const QModelIndex idx = treeModel_->indexFor(s.kind, s.handle);
         const QSignalBlocker b(tree_->selectionModel());

@@ -35,6 +35,7 @@ class ReplayBar;
 class TimelineWidget;
 class TraceLoader;
 class WatermarkPlot;
+class WhatIfPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -57,6 +58,9 @@ public:
     DetailsPane* details() const { return details_; }
     CallSitesView* callSites() const { return sites_; }
     void showCallSites(); // raises its dock
+    WhatIfPanel* whatIf() const { return whatIf_; }
+    QDockWidget* whatIfDock() const { return whatIfDock_; }
+    void showWhatIf(); // raises its dock
     QTreeView* entityView() const { return tree_; }
     EntityTreeModel* entityModel() const { return treeModel_; }
     ReplayBar* replay() const { return replay_; }
@@ -99,6 +103,8 @@ private:
     DetailsPane* details_;
     CallSitesView* sites_;
     QDockWidget* sitesDock_ = nullptr;
+    WhatIfPanel* whatIf_;
+    QDockWidget* whatIfDock_ = nullptr;
     void onSitesSelected(const std::vector<uint32_t>& sites, const QString& label);
     QTreeView* tree_;
     EntityTreeModel* treeModel_;
