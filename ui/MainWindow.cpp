@@ -120,14 +120,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     addDockWidget(Qt::RightDockWidgetArea, whatIfDock_);
     tabifyDockWidget(detailsDock, whatIfDock_);
     detailsDock->raise();
+    // Its tab in front is what makes the panel read the trace and draw its curve.
+    whatIf_->setActive(false);
+    connect(whatIfDock_, &QDockWidget::visibilityChanged, whatIf_, &WhatIfPanel::setActive);
+
     // The details pane takes the right side from top to bottom; events and the pools & streams
     // tree share the bottom.
     setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
     // At 1600x1000: about 15 table rows under the views, the details pane no wider than its
     // longest rows need.
-    resizeDocks({detailsDock}, {380}, Qt::Horizontal);
-    resizeDocks({eventsDock, treeDock}, {760, 460}, Qt::Horizontal);
-    resizeDocks({eventsDock}, {380}, Qt::Vertical);
+    fitDocks();
 
     statusLabel_ = new QLabel(this);
     summaryLabel_ = new QLabel(this);
@@ -253,7 +255,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     buildMenus();
     QSettings st;
     restoreGeometry(st.value("window/geometry").toByteArray());
-    restoreState(st.value("window/state").toByteArray());
+    docksRestored_ = restoreState(st.value("window/state").toByteArray());
     splitter_->restoreState(st.value("window/splitter").toByteArray());
     if (st.value("view/colorByPool").toBool()) colorByPool_->trigger();
     setTheme(Theme(st.value("view/theme", int(Theme::System)).toInt()));
@@ -262,6 +264,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::fitDocks() {
+    auto* details = findChild<QDockWidget*>("detailsDock");
+    auto* events = findChild<QDockWidget*>("eventsDock");
+    auto* tree = findChild<QDockWidget*>("treeDock");
+    resizeDocks({details}, {380}, Qt::Horizontal);
+    resizeDocks({events, tree}, {760, 460}, Qt::Horizontal);
+    resizeDocks({events}, {380}, Qt::Vertical);
+}
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -670,6 +681,15 @@ QList<QWidget*> MainWindow::loadingOverlays() const {
 
 QString MainWindow::statusText() const {
     return statusLabel_->text();
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+    QMainWindow::showEvent(e);
+    // Again at the size the window is shown at: at the unshown window's default size the
+    // What-if panel's minimum width left the bottom docks too little room for their
+    // proportions, and they kept the squeezed ones.
+    if (!docksRestored_ && !docksFitted_) fitDocks();
+    docksFitted_ = true;
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

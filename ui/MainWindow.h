@@ -79,6 +79,7 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent*) override;
+    void showEvent(QShowEvent*) override;
     void dragEnterEvent(QDragEnterEvent*) override;
     void dropEvent(QDropEvent*) override;
 
@@ -93,6 +94,7 @@ private:
     void onPartialLoaded(const TraceSnapshot& s);
     void onFailed(const QString& path, const QString& message);
     void fitSplitterToLanes();
+    void fitDocks(); // the docks' first sizes (no saved layout)
     void updateSummary(); // the status bar's counts, from snap_
     bool showingPartialOf(const QString& path) const; // a partial of the load in progress
     void updateLoadingOverlays();
@@ -130,6 +132,8 @@ private:
     int loadPercent_ = 0;
     bool splitterMoved_ = false;
     bool pendingBundled_ = false;
+    bool docksRestored_ = false; // a saved layout was restored: the user's sizes stay
+    bool docksFitted_ = false;
     Theme theme_ = Theme::System;
 };
 

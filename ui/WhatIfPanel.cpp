@@ -45,8 +45,9 @@ QString signedBytes(uint64_t now, uint64_t before) {
 }
 QString signedCount(uint64_t now, uint64_t before) {
     if (now == before) return QStringLiteral("=");
+    // The same signs as core's formatBytesSigned beside it.
     return now > before ? QStringLiteral("+") + qc(now - before)
-                        : QStringLiteral("−") + qc(before - now);
+                        : QStringLiteral("-") + qc(before - now);
 }
 
 // The field's form of a threshold: exact (whole MiB for granule multiples), so reading it back
@@ -148,10 +149,8 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
             it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             table_->setItem(r, c, it);
         }
-    // The whole table, never a scroll bar: five rows and the header.
     table_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
-    table_->setFixedHeight(table_->horizontalHeader()->sizeHint().height() +
-                           RowCount * table_->verticalHeader()->defaultSectionSize() + 4);
+    fitTableHeight();
     top->addWidget(table_);
     // Wide enough for the row names and three values such as "-1.34 GiB" side by side: the
     // numbers are the point of the panel, so they are never cut (the dock takes this width).
@@ -190,6 +189,10 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     top->addWidget(status_);
     top->addStretch(1);
 
+    liveRetry_.setSingleShot(true);
+    connect(&liveRetry_, &QTimer::timeout, this, [this] {
+        if (active()) startTape();
+    });
     tapeProgress_.setInterval(200);
     connect(&tapeProgress_, &QTimer::timeout, this, [this] {
         if (!tapeRunning_ || !tapeTotal_) return;
@@ -283,6 +286,11 @@ void WhatIfPanel::setTapeSource(std::function<std::shared_ptr<const whatif::Tape
     liveTapeAge_.invalidate();
 }
 
+void WhatIfPanel::setActive(bool active) {
+    dockActive_ = active;
+    if (active) startTape();
+}
+
 void WhatIfPanel::setLive(bool live) {
     live_ = live;
     updateApply();
@@ -337,6 +345,7 @@ void WhatIfPanel::setSnapshot(const TraceSnapshot& s) {
         shown_.reset();
         tapeWanted_ = false;
         liveTapeAge_.invalidate();
+        liveRetry_.stop();
         emit predictedSeriesChanged(0, nullptr, {});
     }
     rebuildPools();
@@ -348,24 +357,39 @@ void WhatIfPanel::setSnapshot(const TraceSnapshot& s) {
         setStatus(s.timeline->partial ? tr("The model reads the trace once it is loaded.")
                                       : tr("The model reads the trace when this panel is shown."));
     }
-    if (isVisible()) startTape();
+    if (active()) startTape();
     updateApply();
+}
+
+// The whole table, never a scroll bar: the header and five rows, as the style sizes them (known
+// only once the table is polished: again when shown).
+void WhatIfPanel::fitTableHeight() {
+    int h = table_->horizontalHeader()->sizeHint().height() + 2 * table_->frameWidth();
+    for (int r = 0; r < RowCount; ++r) h += table_->verticalHeader()->sectionSize(r);
+    table_->setFixedHeight(h);
 }
 
 void WhatIfPanel::showEvent(QShowEvent* e) {
     QWidget::showEvent(e);
-    startTape();
+    fitTableHeight();
+    if (active()) startTape();
 }
 
 void WhatIfPanel::startTape() {
-    if (!snap_.valid() || snap_.timeline->partial) return;
+    if (!snap_.valid() || snap_.timeline->partial || !active()) return;
     std::shared_ptr<const whatif::Tape> liveTape;
     if (liveSnapshot_) {
         if (!tapeSource_) {
             setStatus(tr("This live view has no model inputs."));
             return;
         }
-        if (liveTapeAge_.isValid() && liveTapeAge_.elapsed() < kLiveRefreshMs) return;
+        if (liveTapeAge_.isValid() && liveTapeAge_.elapsed() < kLiveRefreshMs) {
+            // Again once the interval is over: the events that arrived meanwhile may be the
+            // last ones for a while (no snapshot would ask then).
+            if (!liveRetry_.isActive())
+                liveRetry_.start(int(kLiveRefreshMs - liveTapeAge_.elapsed()) + 1);
+            return;
+        }
         if (tapeRunning_) {
             tapeWanted_ = true;
             return;
@@ -453,7 +477,7 @@ void WhatIfPanel::onTapeDone() {
     Prepared p = tapeWatcher_.result();
     if (p.generation != generation_) {
         // A document opened since: its own read starts now.
-        if (isVisible()) startTape();
+        if (active()) startTape();
         return;
     }
     if (!p.tape) {
@@ -461,7 +485,9 @@ void WhatIfPanel::onTapeDone() {
             setStatus(tr("The model could not read the trace: %1").arg(p.error));
         return;
     }
-    const bool first = !tape_;
+    // The controls start from what the trace recorded for the pool, once the tape has it (a
+    // live session's first tape may hold no event of it yet).
+    const bool first = !recorded();
     tape_ = std::move(p.tape);
     advice_ = std::move(p.advice);
     neverReleasePeak_ = std::move(p.neverReleasePeak);
@@ -478,7 +504,7 @@ void WhatIfPanel::onTapeDone() {
     if (tapeWanted_) {
         tapeWanted_ = false;
         liveTapeAge_.invalidate();
-        if (isVisible()) startTape();
+        if (active()) startTape();
     }
 }
 
@@ -511,7 +537,7 @@ void WhatIfPanel::rebuildPools() {
     if (i < 0) i = poolBox_->findData(QVariant::fromValue<qulonglong>(biggest));
     poolBox_->setCurrentIndex(i);
     updating_ = false;
-    poolBox_->setEnabled(poolBox_->count() > 1);
+    poolBox_->setEnabled(poolBox_->count() > 0);
     if (currentPool() != keep) showPool();
 }
 
@@ -714,10 +740,13 @@ void WhatIfPanel::updateAdvice() {
     } else if (!a->any()) {
         adviceText_->setText(
             a->currentReleases < 3
-                ? tr("Nothing to suggest for %1: the model predicts %2 implicit release(s) "
-                     "under the recorded settings (the advisor looks from 3 on), and no reuse "
+                ? tr("Nothing to suggest for %1: the model predicts %2 under the recorded "
+                     "settings (the advisor looks for a threshold from 3 on), and no reuse "
                      "policy that is off would lower the peak by 10 %.")
-                      .arg(name, qc(a->currentReleases))
+                      .arg(name, a->currentReleases == 0   ? tr("no implicit release")
+                                 : a->currentReleases == 1 ? tr("one implicit release")
+                                                           : tr("%1 implicit releases")
+                                                                 .arg(qc(a->currentReleases)))
                 : tr("Nothing to suggest for %1: no threshold up to the pool's peak removes "
                      "95 % of its %2 predicted implicit releases, and no reuse policy that is "
                      "off would lower the peak by 10 %.")

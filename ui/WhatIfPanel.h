@@ -45,6 +45,10 @@ public:
     // A live session's tape (null: none). Called when a live snapshot arrives, at most once a
     // second while the panel is shown.
     void setTapeSource(std::function<std::shared_ptr<const whatif::Tape>()> source);
+    // In a dock: whether its tab is in front (QDockWidget::visibilityChanged). The trace is read
+    // and the model asked only while someone can see the panel; without a dock, while shown.
+    void setActive(bool active);
+    bool active() const { return dockActive_ ? *dockActive_ : isVisible(); }
     // Whether "Apply to the running program" can reach a program.
     void setLive(bool live);
     bool live() const { return live_; }
@@ -135,6 +139,7 @@ private:
     void updateApply();
     void onEditFinished();
     void setStatus(const QString& text);
+    void fitTableHeight();
     const whatif::PoolPrediction* recorded() const; // the tape's, for the current pool
 
     TraceSnapshot snap_;
@@ -143,6 +148,8 @@ private:
     std::function<std::shared_ptr<const whatif::Tape>()> tapeSource_;
     bool live_ = false;
     QElapsedTimer liveTapeAge_;
+    std::optional<bool> dockActive_;
+    QTimer liveRetry_;
 
     std::shared_ptr<const whatif::Tape> tape_;
     std::vector<whatif::PoolAdvice> advice_;

@@ -279,3 +279,21 @@ TEST(WhatIfPanel, ANewDocumentDropsThePredictionAndReadsItsOwnTrace) {
     ASSERT_NE(g, nullptr);
     EXPECT_EQ(graphMax(g), double(corePrediction("pools", pool, {}).peakReserved));
 }
+
+TEST(WhatIfPanel, NothingIsReadOrDrawnWhileItsTabIsBehindTheDetails) {
+    // The model reads the trace a second time: only for someone who looks at the panel.
+    auto w = openWindow("churn");
+    for (int i = 0; i < 20; ++i) {
+        QApplication::processEvents();
+        QTest::qWait(20);
+    }
+    WhatIfPanel* p = w->whatIf();
+    EXPECT_FALSE(p->active()); // (Qt keeps a tab that is behind "visible")
+    EXPECT_FALSE(p->tapeReady());
+    EXPECT_FALSE(p->busy());
+    EXPECT_EQ(w->watermarks()->predictedGraph(), nullptr);
+    EXPECT_FALSE(w->watermarks()->legendText().contains("predicted"));
+    ASSERT_TRUE(showWhatIf(*w));
+    EXPECT_TRUE(p->tapeReady());
+    EXPECT_NE(w->watermarks()->predictedGraph(), nullptr);
+}
