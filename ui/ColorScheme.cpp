@@ -65,6 +65,11 @@ QPalette ColorScheme::palette(Theme t) {
         p.setColor(QPalette::ToolTipText, Qt::black);
         p.setColor(QPalette::PlaceholderText, QColor(120, 120, 120));
         p.setColor(QPalette::Link, QColor(30, 90, 200));
+        // Disabled controls must look it (a button that cannot act, such as What if's "Apply
+        // to the running program" outside a live session, looked like one that can).
+        p.setColor(QPalette::Disabled, QPalette::Text, QColor(150, 150, 150));
+        p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(150, 150, 150));
+        p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(150, 150, 150));
         return p;
     }
     p.setColor(QPalette::Window, QColor(45, 45, 48));

@@ -10,6 +10,7 @@
 #include "TimelineWidget.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
+#include "WhatIfPanel.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/SiteTree.h"
 #include "poolscope/view/AllocationLookup.h"
@@ -110,14 +111,25 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     detailsDock->setObjectName("detailsDock");
     detailsDock->setWidget(details_);
     addDockWidget(Qt::RightDockWidgetArea, detailsDock);
+    // What if (issue #14): a tab beside the details, which stay in front. A column of
+    // controls, numbers and the advisor's sentence: the right side's shape.
+    whatIf_ = new WhatIfPanel(this);
+    whatIfDock_ = new QDockWidget(tr("What if"), this);
+    whatIfDock_->setObjectName("whatIfDock");
+    whatIfDock_->setWidget(whatIf_);
+    addDockWidget(Qt::RightDockWidgetArea, whatIfDock_);
+    tabifyDockWidget(detailsDock, whatIfDock_);
+    detailsDock->raise();
+    // Its tab in front is what makes the panel read the trace and draw its curve.
+    whatIf_->setActive(false);
+    connect(whatIfDock_, &QDockWidget::visibilityChanged, whatIf_, &WhatIfPanel::setActive);
+
     // The details pane takes the right side from top to bottom; events and the pools & streams
     // tree share the bottom.
     setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
     // At 1600x1000: about 15 table rows under the views, the details pane no wider than its
     // longest rows need.
-    resizeDocks({detailsDock}, {380}, Qt::Horizontal);
-    resizeDocks({eventsDock, treeDock}, {760, 460}, Qt::Horizontal);
-    resizeDocks({eventsDock}, {380}, Qt::Vertical);
+    fitDocks();
 
     statusLabel_ = new QLabel(this);
     summaryLabel_ = new QLabel(this);
@@ -202,6 +214,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 onSelection(treeModel_->selectionFor(cur.siblingAtColumn(0)), tree_);
             });
     connect(sites_, &CallSitesView::sitesSelected, this, &MainWindow::onSitesSelected);
+    connect(whatIf_, &WhatIfPanel::predictedSeriesChanged, this,
+            [this](quint64 pool, std::shared_ptr<const Series> s, const QString& label) {
+                plot_->setPredictedSeries(pool, std::move(s), label);
+            });
     connect(timeline_, &TimelineWidget::cursorRequested, replay_, &ReplayBar::setCursor);
     connect(plot_, &WatermarkPlot::cursorRequested, replay_, &ReplayBar::setCursor);
     connect(replay_, &ReplayBar::cursorChanged, this, [this](qint64 t) { setCursorTime(t); });
@@ -239,7 +255,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     buildMenus();
     QSettings st;
     restoreGeometry(st.value("window/geometry").toByteArray());
-    restoreState(st.value("window/state").toByteArray());
+    docksRestored_ = restoreState(st.value("window/state").toByteArray());
     splitter_->restoreState(st.value("window/splitter").toByteArray());
     if (st.value("view/colorByPool").toBool()) colorByPool_->trigger();
     setTheme(Theme(st.value("view/theme", int(Theme::System)).toInt()));
@@ -248,6 +264,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::fitDocks() {
+    auto* details = findChild<QDockWidget*>("detailsDock");
+    auto* events = findChild<QDockWidget*>("eventsDock");
+    auto* tree = findChild<QDockWidget*>("treeDock");
+    resizeDocks({details}, {380}, Qt::Horizontal);
+    resizeDocks({events, tree}, {760, 460}, Qt::Horizontal);
+    resizeDocks({events}, {380}, Qt::Vertical);
+}
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -472,6 +497,7 @@ void MainWindow::setSnapshot(const TraceSnapshot& s, bool keepView) {
     treeModel_->resetData(s); // the tree's layout follows in its modelReset handler
     details_->setSnapshot(s, keepView); // a live refresh keeps what the user is looking at
     sites_->setSnapshot(s);
+    whatIf_->setSnapshot(s);
     if (!keepView && s.valid()) fitSplitterToLanes();
     if (!keepView) {
         replay_->setRange(s.valid() ? s.timeline->t0 : 0, s.valid() ? s.timeline->t1 : 1);
@@ -562,6 +588,11 @@ void MainWindow::showCallSites() {
     sitesDock_->raise();
 }
 
+void MainWindow::showWhatIf() {
+    whatIfDock_->show();
+    whatIfDock_->raise();
+}
+
 void MainWindow::onSitesSelected(const std::vector<uint32_t>& sites, const QString& label) {
     if (!snap_.valid() || sites.empty()) {
         timeline_->setHighlightedAllocations(nullptr);
@@ -612,6 +643,7 @@ void MainWindow::onSelection(const Selection& in, QObject* origin) {
     timeline_->setHighlightedLane(lane);
     if (lane >= 0) timeline_->scrollToLane(lane);
     plot_->setHighlightedPool(pool);
+    if (pool) whatIf_->selectPool(pool);
     if (origin != tree_ && (s.kind == Selection::Pool || s.kind == Selection::Stream)) {
         const QModelIndex idx = treeModel_->indexFor(s.kind, s.handle);
         const QSignalBlocker b(tree_->selectionModel());
@@ -649,6 +681,15 @@ QList<QWidget*> MainWindow::loadingOverlays() const {
 
 QString MainWindow::statusText() const {
     return statusLabel_->text();
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+    QMainWindow::showEvent(e);
+    // Again at the size the window is shown at: at the unshown window's default size the
+    // What-if panel's minimum width left the bottom docks too little room for their
+    // proportions, and they kept the squeezed ones.
+    if (!docksRestored_ && !docksFitted_) fitDocks();
+    docksFitted_ = true;
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

@@ -35,6 +35,7 @@ class ReplayBar;
 class TimelineWidget;
 class TraceLoader;
 class WatermarkPlot;
+class WhatIfPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -57,6 +58,9 @@ public:
     DetailsPane* details() const { return details_; }
     CallSitesView* callSites() const { return sites_; }
     void showCallSites(); // raises its dock
+    WhatIfPanel* whatIf() const { return whatIf_; }
+    QDockWidget* whatIfDock() const { return whatIfDock_; }
+    void showWhatIf(); // raises its dock
     QTreeView* entityView() const { return tree_; }
     EntityTreeModel* entityModel() const { return treeModel_; }
     ReplayBar* replay() const { return replay_; }
@@ -75,6 +79,7 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent*) override;
+    void showEvent(QShowEvent*) override;
     void dragEnterEvent(QDragEnterEvent*) override;
     void dropEvent(QDropEvent*) override;
 
@@ -89,6 +94,7 @@ private:
     void onPartialLoaded(const TraceSnapshot& s);
     void onFailed(const QString& path, const QString& message);
     void fitSplitterToLanes();
+    void fitDocks(); // the docks' first sizes (no saved layout)
     void updateSummary(); // the status bar's counts, from snap_
     bool showingPartialOf(const QString& path) const; // a partial of the load in progress
     void updateLoadingOverlays();
@@ -99,6 +105,8 @@ private:
     DetailsPane* details_;
     CallSitesView* sites_;
     QDockWidget* sitesDock_ = nullptr;
+    WhatIfPanel* whatIf_;
+    QDockWidget* whatIfDock_ = nullptr;
     void onSitesSelected(const std::vector<uint32_t>& sites, const QString& label);
     QTreeView* tree_;
     EntityTreeModel* treeModel_;
@@ -124,6 +132,8 @@ private:
     int loadPercent_ = 0;
     bool splitterMoved_ = false;
     bool pendingBundled_ = false;
+    bool docksRestored_ = false; // a saved layout was restored: the user's sizes stay
+    bool docksFitted_ = false;
     Theme theme_ = Theme::System;
 };
 

@@ -5,6 +5,7 @@
 #include "TimeTicker.h"
 
 #include <QLabel>
+#include <QTextDocument>
 #include <QSizePolicy>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -133,6 +134,7 @@ void WatermarkPlot::rebuildGraphs() {
     graphs_.clear();
     siteGraph_ = nullptr; // cleared with the others; a new document drops the highlight
     site_.reset();
+    predictedGraph_ = nullptr; // the What-if panel's curve stays until the panel drops it
     if (!snap_.valid()) {
         setEmptyNote(tr("No trace open: File > Open, or drop a .poolscope file here."));
         legend_->clear();
@@ -212,7 +214,42 @@ void WatermarkPlot::rebuildGraphs() {
              tr("reserved high watermark (dotted, in the pool's colour)"));
     }
     legendBase_ = items.join(QStringLiteral(" &nbsp;&nbsp; "));
+    ensurePredictedGraph();
     updateLegend();
+}
+
+void WatermarkPlot::ensurePredictedGraph() {
+    if (!predicted_ || predictedGraph_ || !snap_.valid()) return;
+    if (!snap_.timeline->pool(predictedPool_)) return;
+    predictedGraph_ = plot_->addGraph();
+    predictedGraph_->setLineStyle(QCPGraph::lsStepLeft);
+    // Dashed and in the text's colour: a model's answer over the pools' own colours, told
+    // apart from every recorded line (a step line of a few hundred points: the stroker's
+    // cost for a dashed pen does not matter here).
+    ColorScheme c(palette());
+    predictedGraph_->setPen(QPen(c.text(), 2, Qt::DashLine));
+    predictedGraph_->setName(predictedLabel_);
+}
+
+void WatermarkPlot::setPredictedSeries(uint64_t pool, std::shared_ptr<const Series> s,
+                                       const QString& label) {
+    predicted_ = std::move(s);
+    predictedPool_ = pool;
+    predictedLabel_ = label;
+    if (!predicted_ && predictedGraph_) {
+        plot_->removeGraph(predictedGraph_);
+        predictedGraph_ = nullptr;
+    }
+    ensurePredictedGraph();
+    if (predictedGraph_) predictedGraph_->setName(label);
+    updateLegend();
+    refreshData();
+}
+
+QString WatermarkPlot::legendText() const {
+    QTextDocument doc;
+    doc.setHtml(legend_->text());
+    return doc.toPlainText();
 }
 
 void WatermarkPlot::updateLegend() {
@@ -222,6 +259,11 @@ void WatermarkPlot::updateLegend() {
         text += QStringLiteral(" &nbsp;&nbsp; <span style='color:%1'>━━</span>&nbsp;%2")
                     .arg(siteGraph_->pen().color().name(), name);
     }
+    if (predictedGraph_ && predicted_)
+        text += QStringLiteral(" &nbsp;&nbsp; <span style='color:%1'>╍╍</span>&nbsp;%2")
+                    .arg(predictedGraph_->pen().color().name(),
+                         predictedLabel_.toHtmlEscaped().replace(QLatin1Char(' '),
+                                                                 QStringLiteral("&nbsp;")));
     legend_->setText(text);
     legend_->setVisible(!graphs_.empty());
 }
@@ -310,10 +352,28 @@ void WatermarkPlot::refreshData() {
         }
         siteGraph_->setData(c);
     }
+    uint64_t ymax = data->ymax;
+    if (predictedGraph_ && predicted_) {
+        // Fed for the view when it changes, like the call site's series; it may rise above
+        // every recorded line (a higher threshold keeps more), so the axis makes room.
+        auto c = QSharedPointer<QCPGraphDataContainer>::create();
+        if (!predicted_->empty() && key.b > key.a) {
+            const std::vector<Point> pts = downsample(*predicted_, key.a, key.b, key.maxPts);
+            QVector<QCPGraphData> v;
+            v.reserve(qsizetype(pts.size() + 1));
+            for (const Point& p : pts) {
+                v.push_back({double(p.t) - base, double(p.v)});
+                ymax = std::max(ymax, p.v);
+            }
+            if (!pts.empty()) v.push_back({double(key.b) - base, v.back().value});
+            c->set(v, true);
+        }
+        predictedGraph_->setData(c);
+    }
     applyingRange_ = true;
     plot_->xAxis->setRange(double(v0_) - base, double(v1_) - base);
     applyingRange_ = false;
-    plot_->yAxis->setRange(0, double(data->ymax) * 1.08);
+    plot_->yAxis->setRange(0, double(ymax) * 1.08);
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 

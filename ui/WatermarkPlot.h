@@ -36,6 +36,11 @@ public:
     // pools' graphs; null removes it.
     void setHighlightedSeries(std::shared_ptr<const Series> s, const QString& label);
     QCPGraph* highlightGraph() const { return siteGraph_; }
+    // The What-if panel's predicted reserved curve of one pool (issue #14), drawn over the
+    // recorded one until replaced; null removes it. Kept across a live session's snapshots.
+    void setPredictedSeries(uint64_t pool, std::shared_ptr<const Series> s, const QString& label);
+    QCPGraph* predictedGraph() const { return predictedGraph_; }
+    QString legendText() const; // the legend's entries, as plain text (tests)
     // Aligns the plot area with the timeline's lanes (label column left, scroll bar right).
     void setHorizontalMargins(int left, int right);
     QCustomPlot* plot() const { return plot_; }
@@ -98,6 +103,11 @@ private:
     std::shared_ptr<const Series> site_;
     QString siteLabel_;
     QCPGraph* siteGraph_ = nullptr;
+    uint64_t predictedPool_ = 0;
+    std::shared_ptr<const Series> predicted_;
+    QString predictedLabel_;
+    QCPGraph* predictedGraph_ = nullptr;
+    void ensurePredictedGraph();
     QString legendBase_;
     void updateLegend();
     bool applyingRange_ = false;

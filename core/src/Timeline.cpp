@@ -604,6 +604,12 @@ void addSample(TimelineBuilder& b, Event s) {
 TimelineBuilder::TimelineBuilder() : d_(std::make_unique<Impl>()) {}
 TimelineBuilder::~TimelineBuilder() = default;
 
+void TimelineBuilder::subscribe(replay::Observer* o, uint32_t kindMask) {
+    d_->replay.subscribe(o, kindMask);
+}
+void TimelineBuilder::unsubscribe(replay::Observer* o) { d_->replay.unsubscribe(o); }
+const replay::Replay& TimelineBuilder::replay() const { return d_->replay; }
+
 void TimelineBuilder::setEntities(std::vector<DeviceInfo> devices, std::vector<PoolInfo> pools,
                                   std::vector<StreamInfo> streams) {
     d_->tl.devices = devices;

@@ -9,6 +9,7 @@
 #include "MainWindow.h"
 #include "ServerFixture.h"
 #include "TargetProcess.h"
+#include "WhatIfPanel.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -22,6 +23,8 @@
 #include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSlider>
+#include <QTest>
 #include <QThread>
 #include <functional>
 #include <set>
@@ -310,4 +313,66 @@ TEST_F(LiveUiTest, APoolFirstNamedByEventsIsLearntFromTheTarget) {
     for (int i = 0; i < panel.poolBox()->count(); ++i)
         listed = listed || panel.poolBox()->itemData(i).toULongLong() == 0x3000;
     EXPECT_TRUE(listed);
+}
+
+// What if in a live session (issue #14): the panel predicts the running program's pool from the
+// events received so far, and "Apply to the running program" sets the chosen threshold and
+// policies through the Knobs panel's own requests; the driver's state is what counts. Outside
+// the session the button is disabled and says why.
+TEST_F(LiveUiTest, WhatIfAppliesTheChosenSettingsToTheRunningProgram) {
+    startServer();
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    LiveController* live = installLiveSession(&w);
+    live->session()->setRefreshIntervalMs(20);
+    WhatIfPanel* p = w.whatIf();
+    EXPECT_FALSE(p->applyButton()->isEnabled());
+    EXPECT_TRUE(p->applyButton()->toolTip().contains("live session"));
+    QString err = live->attach(QString::fromStdString(server_->socketPath()));
+    ASSERT_TRUE(err.isEmpty()) << err.toStdString();
+    w.showWhatIf();
+    server_->onEvents(allocFreePairs(0x1000, 100));
+    ASSERT_TRUE(waitFor([&] {
+        return w.snapshot().valid() && w.snapshot().timeline->eventCount == 100;
+    }));
+    p->selectPool(0x1000);
+    // The session's tape is refreshed at most every 2 s.
+    ASSERT_TRUE(waitFor([&] { return p->tapeReady() && p->prediction() && !p->busy(); }, 10000));
+    EXPECT_EQ(p->currentPool(), 0x1000u);
+    EXPECT_EQ(p->tape()->allocSeq.size(), 50u);
+    EXPECT_EQ(p->prediction()->peakLive, 4096u); // one 4 KiB block at a time
+    ASSERT_TRUE(p->applyButton()->isEnabled());
+
+    // 64 MiB typed, opportunistic reuse unticked, then applied.
+    p->thresholdEdit()->setFocus();
+    p->thresholdEdit()->selectAll();
+    QTest::keyClicks(p->thresholdEdit(), "64 MiB");
+    QTest::keyClick(p->thresholdEdit(), Qt::Key_Return);
+    p->policyBox(PoolAttr::ReuseAllowOpportunistic)->click();
+    ASSERT_TRUE(waitFor([&] { return !p->busy(); }));
+    EXPECT_EQ(p->threshold(), uint64_t{64} << 20);
+    ASSERT_TRUE(driver_.state(0x1000).reuseAllowOpportunistic);
+    p->applyButton()->click();
+    ASSERT_TRUE(waitFor([&] {
+        const PoolState s = driver_.state(0x1000);
+        return s.releaseThreshold == (uint64_t{64} << 20) && !s.reuseAllowOpportunistic;
+    }));
+    const PoolState s = driver_.state(0x1000);
+    EXPECT_TRUE(s.reuseFollowEventDependencies);
+    EXPECT_TRUE(s.reuseAllowInternalDependencies);
+    EXPECT_EQ(driver_.state(0x2000).releaseThreshold, 0u); // the other pool is left alone
+    // The Knobs panel made the requests and shows the driver's answers.
+    EXPECT_FALSE(live->knobsDock()->isHidden());
+    EXPECT_EQ(live->knobs()->currentPool(), 0x1000u);
+    ASSERT_TRUE(waitFor([&] { return live->knobs()->statusLabel()->text().contains("read-back"); }));
+    size_t fromGui = 0;
+    for (const Event& e : driver_.knobChanges())
+        fromGui += e.variant == uint8_t(KnobOrigin::Gui);
+    EXPECT_EQ(fromGui, 4u);
+
+    // The program ends: nothing left to apply to.
+    server_->stop();
+    ASSERT_TRUE(waitFor([&] { return !p->applyButton()->isEnabled(); }));
+    EXPECT_FALSE(p->live());
 }

@@ -238,6 +238,28 @@ TEST(WhatIf, HandBuiltRecordedSideCountsGrowthsAndReleasesFromWatermarks) {
     EXPECT_EQ(p.releases, 1u);
 }
 
+TEST(WhatIf, HandBuiltMeanIdleAveragesBothSidesOverTheSameWindowWhenSamplesOutlastEvents) {
+    // A 20 MiB block from 100 to 200 ns in a 32 MiB pool, then a sample read at 1000 ns, after
+    // the last event (gpt2's trace goes on 0.9 s after its run). Idle: 12 MiB for 100 ns, 32 MiB
+    // for 800 ns: (100*12 + 800*32) / 900 MiB on both sides. Averaging the recorded area to
+    // 1000 ns over only the events' 100 ns gave 268 MiB, more than the pool ever held.
+    Events ev;
+    Events::wm(ev.alloc(100, kS1, kPool, 0xA000, 20 * MiB), 32 * MiB, 20 * MiB);
+    Events::wm(ev.free(200, kS1, kPool, 0xA000), 32 * MiB, 0);
+    const Event late = ev.sample(1000, kPool, 32 * MiB, 0);
+    replay::Replay r;
+    whatif::PoolModel m;
+    r.subscribe(&m, whatif::PoolModel::kindMask());
+    for (const Event& e : ev.all()) r.apply(e);
+    r.apply(late);
+    const auto out = m.result(r);
+    ASSERT_EQ(out.size(), 1u);
+    const uint64_t want = (100 * 12 + 800 * 32) * MiB / 900;
+    EXPECT_EQ(out[0].recordedMeanIdle, want);
+    EXPECT_EQ(out[0].meanIdle, want);
+    EXPECT_LE(out[0].recordedMeanIdle, out[0].recordedMaxIdle);
+}
+
 // Writes hand-built events to a trace file (for predict() and advise(), which read traces).
 std::string writeTrace(const test::ScratchDir& dir, const Events& ev) {
     const std::string path = dir.file("handbuilt.poolscope");

@@ -10,11 +10,21 @@
 #include "ReplayBar.h"
 #include "TestTrace.h"
 #include "TimelineWidget.h"
+#include "WatermarkPlot.h"
+#include "WhatIfPanel.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/replay/Replay.h"
 
 #include <QDir>
+#include <QPushButton>
+#include <QLabel>
+#include <QLineEdit>
+#include <QComboBox>
+#include <QCheckBox>
+#include <QSlider>
+#include <QTableWidget>
+#include <functional>
 #include <QDockWidget>
 #include <QFile>
 #include <QImage>
@@ -433,4 +443,61 @@ TEST(Screenshots, HandBuiltBeyondThePoolsLanes) {
     w.replay()->clearCursor();
     settle(w);
     save(w.grab().toImage(), "beyond-the-pools-dark.png");
+}
+
+namespace {
+
+// The What-if panel on a real sample at 1600x1000: its tab in front, the model's answer for
+// the chosen settings on screen, and nothing of the panel cut off.
+void whatIfShot(const char* sample, const std::function<void(MainWindow&, WhatIfPanel&)>& set,
+                const QString& name) {
+    QString path = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
+    path.replace(QStringLiteral("churn.poolscope"), QString::fromUtf8(sample) + ".poolscope");
+    if (!QFile::exists(path)) GTEST_SKIP() << "no " << sample << " sample";
+    MainWindow w;
+    w.setTheme(Theme::Light);
+    w.resize(1600, 1000);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(path);
+    ASSERT_TRUE(shown.wait(60000));
+    WhatIfPanel* p = w.whatIf();
+    QSignalSpy answered(p, &WhatIfPanel::predictionShown);
+    w.showWhatIf();
+    ASSERT_TRUE(answered.wait(60000));
+    set(w, *p);
+    for (int i = 0; i < 100 && p->busy(); ++i) answered.wait(300);
+    ASSERT_FALSE(p->busy());
+    w.timeline()->fitAll();
+    settle(w);
+    for (QWidget* c : std::initializer_list<QWidget*>{
+             p->applyButton(), p->useSuggestionButton(), p->asRecordedButton(), p->numbers(),
+             p->thresholdEdit(), p->thresholdSlider(), p->adviceLabel(), p->poolBox(),
+             p->policyBox(PoolAttr::ReuseAllowInternalDependencies)}) {
+        EXPECT_EQ(c->visibleRegion().boundingRect(), c->rect())
+            << name.toStdString() << ": " << c->metaObject()->className() << " cut off";
+    }
+    const QImage img = w.grab().toImage();
+    EXPECT_GT(distinctColours(img), 100);
+    save(img, name);
+    save(p->grab().toImage(), QString(name).replace(".png", "-panel.png"));
+    save(w.watermarks()->grab().toImage(), QString(name).replace(".png", "-plot.png"));
+}
+
+} // namespace
+
+TEST(Screenshots, WhatIfPanel) {
+    // jax (H200): threshold 0, an implicit release at nearly every synchronize; the advisor's
+    // suggestion taken.
+    whatIfShot("jax", [](MainWindow&, WhatIfPanel& p) { p.useSuggestionButton()->click(); },
+               "whatif-jax-suggestion.png");
+    // churn (H100): the threshold the program lowered mid-run, asked at max from the start.
+    whatIfShot("churn", [](MainWindow&, WhatIfPanel& p) { p.setThreshold(~uint64_t{0}); },
+               "whatif-churn-max.png");
+    whatIfShot("churn", [](MainWindow&, WhatIfPanel& p) { p.setThreshold(0); },
+               "whatif-churn-zero.png");
+    // gpt2 (PyTorch keeps everything: threshold max): what threshold 0 would do.
+    whatIfShot("gpt2", [](MainWindow&, WhatIfPanel& p) { p.setThreshold(0); },
+               "whatif-gpt2-zero.png");
 }

@@ -198,6 +198,23 @@ void KnobsPanel::showPool() {
                  bytes(p->usedCurrent), bytes(p->usedHigh)));
 }
 
+void KnobsPanel::apply(uint64_t pool, uint64_t threshold, bool follow, bool opportunistic,
+                       bool internal) {
+    selectPool(pool);
+    if (currentPool() != pool) {
+        status_->setText(tr("Pool 0x%1 is not one of the running program's pools.")
+                             .arg(pool, 0, 16));
+        return;
+    }
+    status_->setText(tr("Setting the release threshold to %1 and the reuse policies (from What "
+                        "if)...")
+                         .arg(bytes(threshold)));
+    session_->setAttribute(pool, PoolAttr::ReleaseThreshold, threshold);
+    session_->setAttribute(pool, PoolAttr::ReuseFollowEventDependencies, follow ? 1 : 0);
+    session_->setAttribute(pool, PoolAttr::ReuseAllowOpportunistic, opportunistic ? 1 : 0);
+    session_->setAttribute(pool, PoolAttr::ReuseAllowInternalDependencies, internal ? 1 : 0);
+}
+
 void KnobsPanel::setThreshold(uint64_t b) {
     if (!currentPool()) return;
     status_->setText(tr("Setting release threshold to %1...").arg(bytes(b)));

@@ -26,6 +26,11 @@ public:
 
     uint64_t currentPool() const;
     void selectPool(uint64_t handle);
+    // A release threshold and the three reuse policies at once, for `pool` (the What-if
+    // panel's "Apply to the running program"): the same requests as this panel's own controls,
+    // answered the same way (each acknowledgement shows the driver's read-back).
+    void apply(uint64_t pool, uint64_t threshold, bool followEventDependencies,
+               bool allowOpportunistic, bool allowInternalDependencies);
 
     // Widgets, for tests and for keyboard-driven use.
     QComboBox* poolBox() const { return poolBox_; }

@@ -8,6 +8,7 @@
 #include "MainWindow.h"
 #include "TargetProcess.h"
 #include "TimelineWidget.h"
+#include "WhatIfPanel.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/control/Discovery.h"
 
@@ -65,6 +66,18 @@ LiveController::LiveController(MainWindow* window) : QObject(window), window_(wi
         if (firstSnapshot_ || following) autoView_ = {tl->viewStart(), tl->viewEnd()};
         firstSnapshot_ = empty;
     });
+    // What if: the session's model inputs, and "Apply to the running program" through the
+    // Knobs panel's own requests.
+    WhatIfPanel* whatIf = window_->whatIf();
+    whatIf->setTapeSource([s = session_] { return s->whatIfTape(); });
+    connect(whatIf, &WhatIfPanel::applyRequested, this,
+            [this](quint64 pool, quint64 threshold, bool follow, bool opportunistic,
+                   bool internal) {
+                if (!session_->attached()) return;
+                knobsDock_->show();
+                knobs_->apply(pool, threshold, follow, opportunistic, internal);
+            });
+    connect(session_, &LiveSession::ended, whatIf, [whatIf] { whatIf->setLive(false); });
     connect(session_, &LiveSession::droppedEvents, this,
             [this](quint64, const QString& m) { console_->appendNote(m); });
     connect(session_, &LiveSession::ended, this, [this](const QString& why) {
@@ -161,6 +174,7 @@ QString LiveController::attach(const QString& socketPath) {
         console_->appendNote(
             tr("attached to %1 (pid %2)").arg(socketPath).arg(session_->hello().process.pid));
         knobsDock_->show();
+        window_->whatIf()->setLive(true);
         emit attached(socketPath);
     }
     updateActions();
@@ -170,6 +184,7 @@ QString LiveController::attach(const QString& socketPath) {
 void LiveController::detach() {
     session_->detach();
     knobs_->setEnabled(false);
+    window_->whatIf()->setLive(false);
     updateActions();
 }
 
@@ -177,6 +192,7 @@ void LiveController::onTargetEnded(const QString& how) {
     socketPoll_.stop();
     console_->appendNote(tr("the program %1").arg(how));
     session_->detach();
+    window_->whatIf()->setLive(false);
     updateActions();
     emit targetEnded(how);
     // A trace the collector could not close (the program was killed, the disk filled) is in

@@ -36,6 +36,8 @@ QString LiveSession::attach(const QString& socketPath, int timeoutMs) {
     for (const auto& p : pools_)
         infos.push_back(p.info);
     builder_->setEntities(hello_.devices, infos, hello_.streams);
+    recorder_ = std::make_unique<whatif::TapeRecorder>();
+    builder_->subscribe(recorder_.get(), whatif::TapeRecorder::kindMask());
     eventsReceived_ = dropped_ = 0;
     dirty_ = true;
     notifier_ = new QSocketNotifier(client_->fd(), QSocketNotifier::Read, this);
@@ -159,6 +161,11 @@ void LiveSession::onTick() {
     const int spent = int(t.elapsed());
     tick_.setInterval(std::max(baseIntervalMs_, std::min(spent * 4, 1000)));
     emit snapshotReady(s);
+}
+
+std::shared_ptr<const whatif::Tape> LiveSession::whatIfTape() const {
+    if (!builder_ || !recorder_) return nullptr;
+    return std::make_shared<const whatif::Tape>(recorder_->tape(builder_->replay()));
 }
 
 TraceSnapshot LiveSession::snapshot() const {

@@ -11,6 +11,7 @@
 #include "TraceSnapshot.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/control/ControlClient.h"
+#include "poolscope/whatif/PoolModel.h"
 
 #include <QObject>
 #include <QString>
@@ -48,6 +49,9 @@ public:
 
     // Builds a snapshot of everything received so far (also what snapshotReady carries).
     TraceSnapshot snapshot() const;
+    // The what-if model's inputs so far (a copy; null before attaching): the What-if panel
+    // predicts the running program's pools from it.
+    std::shared_ptr<const whatif::Tape> whatIfTape() const;
     uint64_t eventsReceived() const { return eventsReceived_; }
     uint64_t droppedForDisplay() const { return dropped_; }
     void setRefreshIntervalMs(int ms) {
@@ -80,6 +84,9 @@ private:
     std::set<uint64_t> askedPools_; // pools named by events that ListPools was asked about
     std::map<uint32_t, control::Op> pending_; // request id -> what it was
     std::unique_ptr<TimelineBuilder> builder_;
+    // Follows builder_'s replay (declared after it: gone first, and the builder never calls
+    // an observer while it is destroyed).
+    std::unique_ptr<whatif::TapeRecorder> recorder_;
     bool dirty_ = false;
     int baseIntervalMs_ = 100;
     uint64_t eventsReceived_ = 0;

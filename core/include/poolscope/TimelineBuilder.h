@@ -18,6 +18,10 @@
 namespace poolscope {
 
 class TraceReader;
+namespace replay {
+class Observer;
+class Replay;
+} // namespace replay
 
 // Incremental builder: feed events in seq order (from a file or a live socket), then take a
 // snapshot. Entities may be given up front; unseen pools/streams are created on first sight.
@@ -40,6 +44,11 @@ public:
     // none is copied while growing (and finish() then leaves their unused, untouched tail).
     void reserve(const std::map<EventKind, uint64_t>& countsByKind);
     void add(const Event& e); // any kind, Sample included
+    // Another analysis follows the builder's replay (a live session's what-if tape). Not owned;
+    // must outlive the builder or be removed with unsubscribe.
+    void subscribe(replay::Observer* o, uint32_t kindMask);
+    void unsubscribe(replay::Observer* o);
+    const replay::Replay& replay() const;
     std::shared_ptr<const Timeline> snapshot() const; // copies; cheap enough for live refresh
     std::shared_ptr<const Timeline> finish();          // moves out; the builder is then empty
     // snapshot(), marked partial (Timeline::partial) with its range widened to [t0, t1], the

@@ -109,6 +109,9 @@ struct PoolModel::Pool {
     bool init = false;
     bool hasOverride = false;
     Settings s;
+    // The recorded knobs and size limit as the Knob ops told them (the replay's, when following).
+    replay::Knob knobs[4];
+    uint64_t maxSize = 0;
     uint64_t reserved = 0;
     uint64_t live = 0;
     uint64_t free = 0;
@@ -130,6 +133,20 @@ struct PoolModel::Pool {
 
     uint64_t idle() const { return reserved > live ? reserved - live : 0; }
     uint64_t recIdle() const { return recReserved > recUsed ? recReserved - recUsed : 0; }
+    bool policy(const std::optional<bool>& o, PoolAttr a) const {
+        if (o) return *o;
+        const replay::Knob& k = knobs[replay::PoolState::knobIndex(a)];
+        return !k.known || k.value != 0;
+    }
+    uint64_t threshold() const {
+        if (s.releaseThreshold) return *s.releaseThreshold;
+        return knobs[0].known ? knobs[0].value : 0;
+    }
+    Pending& pendOf(uint32_t stream) {
+        if (stream >= pend.size()) [[unlikely]]
+            pend.resize(size_t(stream) + 1);
+        return pend[stream];
+    }
 };
 
 PoolModel::PoolModel(Settings all, Calibration c) : all_(all), cal_(c) {
@@ -146,11 +163,14 @@ uint32_t PoolModel::kindMask() {
     for (EventKind k : {EventKind::Alloc, EventKind::Free, EventKind::StreamWaitEvent,
                         EventKind::StreamSynchronize, EventKind::EventSynchronize,
                         EventKind::ContextSynchronize, EventKind::PoolTrimTo, EventKind::KnobChange,
-                        EventKind::ImplicitRelease, EventKind::PoolCreate, EventKind::PoolDestroy,
-                        EventKind::Sample, EventKind::DeviceFree})
+                        EventKind::PoolSetAttribute, EventKind::ImplicitRelease,
+                        EventKind::PoolCreate, EventKind::PoolDestroy, EventKind::Sample,
+                        EventKind::DeviceFree})
         m |= 1u << static_cast<unsigned>(k);
     return m;
 }
+
+// ---- Following a replay: facts into ops ----
 
 [[gnu::always_inline]] inline PoolModel::Pool& PoolModel::pool(uint32_t i, const replay::Replay& r) {
     if (i < pools_.size()) [[likely]] {
@@ -163,120 +183,52 @@ uint32_t PoolModel::kindMask() {
 
 PoolModel::Pool& PoolModel::poolSlow(uint32_t i, const replay::Replay& r) {
     if (i >= pools_.size()) pools_.resize(r.pools().size());
-    Pool& p = pools_[i];
-    if (!p.init) [[unlikely]] {
-        p.init = true;
+    if (!pools_[i].init) [[unlikely]] {
         const PoolInfo& info = r.pools()[i].info;
-        p.out.handle = info.handle;
-        p.out.device = info.device;
-        if (auto it = perPool_.find(info.handle); it != perPool_.end()) {
-            p.s = it->second;
-            p.hasOverride = true;
-        } else {
-            p.s = all_;
-            p.hasOverride = all_.any();
-        }
+        Op op;
+        op.kind = Op::Kind::Init;
+        op.pool = i;
+        op.value = info.handle;
+        op.aux = static_cast<uint32_t>(info.device);
+        toTape(op);
+        init(i, info.handle, info.device);
+        syncKnobs(i, r);
     }
+    Pool& p = pools_[i];
     if (p.pend.size() < r.streams().size()) p.pend.resize(r.streams().size());
     return p;
 }
 
-[[gnu::always_inline]] inline void PoolModel::account(Pool& p, int64_t ts) {
-    if (!p.timed) {
-        p.timed = true;
-        p.firstTs = p.lastTs = ts;
-        return;
+// The recorded knobs move with the replay (a pool's creation, cudaMemPoolSetAttribute, a knob
+// change made from PoolScope; the size limit when a pool is declared later): the model keeps
+// its own copy, and a tape the changes, in order.
+void PoolModel::syncKnobs(uint32_t i, const replay::Replay& r) {
+    if (i >= pools_.size() || !pools_[i].init) return;
+    Pool& p = pools_[i];
+    const replay::PoolState& ps = r.pools()[i];
+    for (uint8_t k = 0; k < 4; ++k) {
+        const replay::Knob& now = ps.knobs[k];
+        if (now.known == p.knobs[k].known && now.value == p.knobs[k].value) [[likely]]
+            continue;
+        p.knobs[k] = now;
+        Op op;
+        op.kind = Op::Kind::Knob;
+        op.pool = i;
+        op.attr = k;
+        op.value = now.value;
+        op.flag = now.known;
+        toTape(op);
     }
-    if (ts > p.lastTs) {
-        p.idleArea += static_cast<unsigned __int128>(span(p.lastTs, ts)) * p.idle();
-        p.lastTs = ts;
+    if (ps.info.maxSize != p.maxSize) [[unlikely]] {
+        p.maxSize = ps.info.maxSize;
+        Op op;
+        op.kind = Op::Kind::Knob;
+        op.pool = i;
+        op.attr = kKnobMaxSize;
+        op.value = p.maxSize;
+        op.flag = 1;
+        toTape(op);
     }
-}
-
-void PoolModel::setReserved(Pool& p, uint64_t v, int64_t ts) {
-    p.reserved = v;
-    if (v > p.out.peakReserved) {
-        p.out.peakReserved = v;
-        p.out.peakReservedTsNs = ts;
-    }
-    if (keepSeries_) p.out.reserved.push(ts, v);
-}
-
-void PoolModel::alloc(const replay::Fact& f, const replay::Replay& r) {
-    const replay::Block& b = f.block;
-    if (b.ptr == 0 || b.bytes == 0) return;
-    Pool& p = pool(f.pool, r);
-    const int64_t ts = f.event->tsNs;
-    account(p, ts);
-    p.out.touched = true;
-    const replay::PoolState& ps = r.pools()[f.pool];
-    auto policy = [&](const std::optional<bool>& o, PoolAttr a) {
-        if (o) return *o;
-        const replay::Knob& k = ps.knob(a);
-        return !k.known || k.value != 0;
-    };
-    const uint64_t bytes = roundUp(b.bytes, cal_.blockAlign);
-    uint64_t need = bytes;
-    p.pendTotal -= p.pend[f.stream].takeNewest(need);
-    if (need) take(p.free, need);
-    if (need && policy(p.s.allowOpportunistic, PoolAttr::ReuseAllowOpportunistic)) {
-        const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
-        const int64_t cutoff = ts < std::numeric_limits<int64_t>::min() + lag
-                                   ? std::numeric_limits<int64_t>::min()
-                                   : ts - lag;
-        for (size_t j = 0; need && j < p.pend.size(); ++j)
-            p.pendTotal -= p.pend[j].takeOldest(need, cutoff);
-    }
-    if (need) {
-        uint64_t grow = roundUp(need, cal_.growthGranule);
-        const uint64_t maxSize = ps.info.maxSize;
-        if (maxSize != 0 && p.reserved + grow > maxSize) {
-            // Over the pool's limit: the driver may wait on another stream's frees instead.
-            if (policy(p.s.allowInternalDependencies, PoolAttr::ReuseAllowInternalDependencies))
-                for (size_t j = 0; need && j < p.pend.size(); ++j)
-                    p.pendTotal -= p.pend[j].takeOldest(need, kAnyTime);
-            grow = roundUp(need, cal_.growthGranule);
-            if (need && p.reserved + grow > maxSize) {
-                // The allocation fails: what it had taken goes back as reusable memory.
-                p.free += bytes - need;
-                p.out.failedAllocs++;
-                return;
-            }
-        }
-        if (need) {
-            p.free += grow - need;
-            p.out.growths++;
-            p.out.grownBytes += grow;
-            if (p.out.growthAllocs.size() < kKeptGrowths)
-                p.out.growthAllocs.push_back(
-                    Growth{f.event->seq, ts, r.streams()[f.stream].info.handle, b.bytes, grow});
-            setReserved(p, p.reserved + grow, ts);
-        }
-    }
-    p.live += bytes;
-    p.out.peakLive = std::max(p.out.peakLive, p.live);
-    p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
-}
-
-void PoolModel::freeBlock(const replay::Fact& f, const replay::Replay& r) {
-    const replay::Block& b = f.block;
-    if (b.imported || b.pool == replay::kNone) return;
-    Pool& p = pool(b.pool, r);
-    account(p, f.event->tsNs);
-    p.out.touched = true;
-    // A block the model could not place (over the pool's limit) frees nothing.
-    const uint64_t bytes = std::min(roundUp(b.bytes, cal_.blockAlign), p.live);
-    p.live -= bytes;
-    if (f.event->kind == EventKind::DeviceFree) {
-        // A pool block freed with cudaFree: the driver takes it back at once, for any stream
-        // (no stream order to wait for).
-        p.free += bytes;
-        p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
-        return;
-    }
-    p.pend[f.stream].push(f.event->tsNs, bytes);
-    p.pendTotal += bytes;
-    p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
 }
 
 // Frees of some streams became visible: a wait hands them to the waiting stream (event
@@ -288,86 +240,29 @@ void PoolModel::cleared(const replay::Fact& f, const replay::Replay& r) {
         const uint64_t now = r.streams()[s].clearedBytes;
         const uint64_t delta = now > seenCleared_[s] ? now - seenCleared_[s] : 0;
         seenCleared_[s] = std::max(seenCleared_[s], now);
-        for (uint32_t pi = 0; pi < pools_.size(); ++pi) {
-            Pool& p = pools_[pi];
-            if (!p.init || s >= p.pend.size() || p.pend[s].bytes == 0) continue;
-            // The waiting stream may be seen for the first time at this wait.
-            if (p.pend.size() < r.streams().size()) p.pend.resize(r.streams().size());
-            if (kind == EventKind::StreamWaitEvent) {
-                const replay::PoolState& ps = r.pools()[pi];
-                const replay::Knob& k = ps.knob(PoolAttr::ReuseFollowEventDependencies);
-                const bool follow = p.s.followEventDependencies
-                                        ? *p.s.followEventDependencies
-                                        : (!k.known || k.value != 0);
-                if (!follow || f.stream == replay::kNone) continue;
-                uint64_t want = delta;
-                p.pend[s].takeOldest(want, kAnyTime, &p.pend[f.stream]);
-            } else if (kind == EventKind::EventSynchronize) {
-                uint64_t want = delta;
-                const uint64_t m = p.pend[s].takeOldest(want, kAnyTime);
-                p.pendTotal -= m;
-                p.free += m;
-            }
-            // Stream and context synchronizes: release() empties the whole stream.
+        if (delta == 0) return;
+        Op op;
+        op.ts = f.event->tsNs;
+        op.stream = s;
+        op.value = delta;
+        if (kind == EventKind::StreamWaitEvent) {
+            if (f.stream == replay::kNone) return;
+            op.kind = Op::Kind::Wait;
+            op.aux = f.stream;
+            toTape(op);
+            waitMove(op);
+        } else if (kind == EventKind::EventSynchronize) {
+            op.kind = Op::Kind::EventCleared;
+            toTape(op);
+            eventCleared(op);
         }
+        // Stream and context synchronizes: release() empties the whole stream.
     };
     if (f.clearedStream != replay::kNone) {
         one(f.clearedStream);
         return;
     }
     for (uint32_t s = 0; s < r.streams().size(); ++s) one(s);
-}
-
-void PoolModel::release(const replay::Fact& f, const replay::Replay& r) {
-    const Event& e = *f.event;
-    int device = e.device;
-    if (e.kind == EventKind::StreamSynchronize && f.stream != replay::kNone)
-        device = r.streams()[f.stream].info.device;
-    // The synchronized streams are idle: everything freed on them or handed to them by a wait
-    // is complete.
-    if (e.kind == EventKind::StreamSynchronize && f.stream != replay::kNone) {
-        for (Pool& p : pools_) {
-            if (!p.init || f.stream >= p.pend.size()) continue;
-            const uint64_t m = p.pend[f.stream].clear();
-            p.free += m;
-            p.pendTotal -= m;
-        }
-    }
-    if (e.kind == EventKind::ContextSynchronize) {
-        for (Pool& p : pools_) {
-            if (!p.init || (device >= 0 && p.out.device >= 0 && p.out.device != device)) continue;
-            for (Pending& q : p.pend) p.free += q.clear();
-            p.pendTotal = 0;
-        }
-    }
-    for (uint32_t pi = 0; pi < pools_.size(); ++pi) {
-        Pool& p = pools_[pi];
-        if (!p.init || (device >= 0 && p.out.device >= 0 && p.out.device != device)) continue;
-        const replay::Knob& k = r.pools()[pi].knob(PoolAttr::ReleaseThreshold);
-        const uint64_t threshold = p.s.releaseThreshold ? *p.s.releaseThreshold : k.known ? k.value : 0;
-        const uint64_t floor = roundUp(p.live + p.pendTotal, cal_.growthGranule);
-        // The driver keeps whole granules up to the threshold (measured: 48 MiB kept 32 MiB).
-        const uint64_t keep = threshold - threshold % cal_.growthGranule;
-        const uint64_t target = std::max(floor, keep);
-        if (p.reserved <= target) continue;
-        account(p, e.tsNs);
-        p.out.releases++;
-        p.out.releasedBytes += p.reserved - target;
-        setReserved(p, target, e.tsNs);
-        p.free = target - p.live - p.pendTotal;
-    }
-}
-
-void PoolModel::trim(uint32_t pi, uint64_t keep, const replay::Fact& f, const replay::Replay& r) {
-    Pool& p = pool(pi, r);
-    const uint64_t floor = roundUp(p.live + p.pendTotal, cal_.growthGranule);
-    // A trim keeps at least `keep`, in whole granules (measured: 100 MiB kept 128 MiB).
-    const uint64_t target = std::max(floor, roundUp(keep, cal_.growthGranule));
-    if (p.reserved <= target) return;
-    account(p, f.event->tsNs);
-    p.out.trims++;
-    setReserved(p, target, f.event->tsNs);
-    p.free = target - p.live - p.pendTotal;
 }
 
 void PoolModel::recorded(const replay::Fact& f, const replay::Replay& r) {
@@ -407,38 +302,99 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         if (f.pool != replay::kNone) recorded(f, r);
         return;
     }
-    if (f.allocated) alloc(f, r);
-    else if (f.freed) freeBlock(f, r);
+    Op op;
+    op.ts = e.tsNs;
+    if (f.allocated) {
+        const replay::Block& b = f.block;
+        if (b.ptr != 0 && b.bytes != 0) {
+            pool(f.pool, r);
+            syncKnobs(f.pool, r); // the size limit may have been declared since
+            op.kind = Op::Kind::Alloc;
+            op.pool = f.pool;
+            op.stream = f.stream;
+            op.value = b.bytes;
+            if (tape_) [[unlikely]] {
+                tape_->ops.push_back(op);
+                tape_->allocSeq.push_back(e.seq);
+            }
+            alloc(op, e.seq, f.stream < r.streams().size() ? r.streams()[f.stream].info.handle : 0);
+        }
+    } else if (f.freed) {
+        const replay::Block& b = f.block;
+        if (!b.imported && b.pool != replay::kNone) {
+            pool(b.pool, r);
+            op.kind = Op::Kind::Free;
+            op.pool = b.pool;
+            op.stream = f.stream;
+            op.value = b.bytes;
+            op.flag = e.kind == EventKind::DeviceFree;
+            toTape(op);
+            freeBlock(op);
+        }
+    }
     if (f.replacedLive && f.closed.pool != replay::kNone && !f.closed.imported) {
         // The pointer came back without its free recorded: the older block is gone.
-        Pool& p = pool(f.closed.pool, r);
-        const uint64_t bytes = std::min(roundUp(f.closed.bytes, cal_.blockAlign), p.live);
-        p.live -= bytes;
-        p.free += bytes;
+        pool(f.closed.pool, r);
+        Op d;
+        d.ts = e.tsNs;
+        d.kind = Op::Kind::Drop;
+        d.pool = f.closed.pool;
+        d.value = f.closed.bytes;
+        toTape(d);
+        apply(d, 0, 0);
     }
     if (f.pendingCleared) cleared(f, r);
     switch (e.kind) {
     case EventKind::StreamSynchronize:
     case EventKind::EventSynchronize:
-    case EventKind::ContextSynchronize: release(f, r); break;
-    case EventKind::PoolTrimTo:
-        if (f.pool != replay::kNone && !e.failed()) trim(f.pool, TrimFields::of(e).minBytesToKeep, f, r);
-        break;
-    case EventKind::KnobChange: {
-        const KnobFields k = KnobFields::of(e);
-        if (!k.isAttribute() && k.action() == KnobAction::TrimTo && f.pool != replay::kNone &&
-            !e.failed())
-            trim(f.pool, k.requested, f, r);
+    case EventKind::ContextSynchronize: {
+        int device = e.device;
+        op.stream = replay::kNone;
+        if (e.kind == EventKind::StreamSynchronize) {
+            op.kind = Op::Kind::StreamSync;
+            if (f.stream != replay::kNone) {
+                device = r.streams()[f.stream].info.device;
+                op.stream = f.stream;
+            }
+        } else {
+            op.kind = e.kind == EventKind::EventSynchronize ? Op::Kind::EventSync
+                                                            : Op::Kind::ContextSync;
+        }
+        op.aux = static_cast<uint32_t>(device);
+        toTape(op);
+        release(op);
         break;
     }
+    case EventKind::PoolTrimTo:
+    case EventKind::KnobChange: {
+        if (f.pool == replay::kNone || e.failed()) break;
+        if (e.kind == EventKind::KnobChange) {
+            syncKnobs(f.pool, r);
+            const KnobFields k = KnobFields::of(e);
+            if (k.isAttribute() || k.action() != KnobAction::TrimTo) break;
+            op.value = k.requested;
+        } else {
+            op.value = TrimFields::of(e).minBytesToKeep;
+        }
+        pool(f.pool, r);
+        op.kind = Op::Kind::Trim;
+        op.pool = f.pool;
+        toTape(op);
+        trim(op);
+        break;
+    }
+    case EventKind::PoolSetAttribute:
+        if (f.pool != replay::kNone) syncKnobs(f.pool, r);
+        break;
     case EventKind::PoolCreate:
     case EventKind::PoolDestroy:
         if (f.pool != replay::kNone) {
-            Pool& p = pool(f.pool, r);
-            account(p, e.tsNs);
-            p.live = p.free = p.pendTotal = 0;
-            for (Pending& q : p.pend) q.clear();
-            if (p.reserved != 0) setReserved(p, 0, e.tsNs);
+            pool(f.pool, r);
+            syncKnobs(f.pool, r);
+            op.kind = Op::Kind::Reset;
+            op.pool = f.pool;
+            toTape(op);
+            apply(op, 0, 0);
         }
         break;
     default: break;
@@ -447,12 +403,256 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
     if (e.tsNs > lastTs_) lastTs_ = e.tsNs;
 }
 
+// ---- The model proper ----
+
+void PoolModel::init(uint32_t i, uint64_t handle, int device) {
+    if (i >= pools_.size()) pools_.resize(size_t(i) + 1);
+    Pool& p = pools_[i];
+    p.init = true;
+    p.out.handle = handle;
+    p.out.device = device;
+    if (auto it = perPool_.find(handle); it != perPool_.end()) {
+        p.s = it->second;
+        p.hasOverride = true;
+    } else {
+        p.s = all_;
+        p.hasOverride = all_.any();
+    }
+}
+
+PoolModel::Pool& PoolModel::at(uint32_t i) {
+    // A tape always names a pool in an Init first; anything else gets the defaults.
+    if (i >= pools_.size() || !pools_[i].init) [[unlikely]]
+        init(i, 0, -1);
+    return pools_[i];
+}
+
+void PoolModel::apply(const Op& op, uint64_t seq, uint64_t streamHandle) {
+    switch (op.kind) {
+    case Op::Kind::Init: init(op.pool, op.value, static_cast<int>(op.aux)); break;
+    case Op::Kind::Knob: {
+        Pool& p = at(op.pool);
+        if (op.attr < 4) p.knobs[op.attr] = replay::Knob{op.value, op.flag != 0};
+        else p.maxSize = op.value;
+        break;
+    }
+    case Op::Kind::Alloc: alloc(op, seq, streamHandle); break;
+    case Op::Kind::Free: freeBlock(op); break;
+    case Op::Kind::Drop: {
+        Pool& p = at(op.pool);
+        const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), p.live);
+        p.live -= bytes;
+        p.free += bytes;
+        break;
+    }
+    case Op::Kind::Wait: waitMove(op); break;
+    case Op::Kind::EventCleared: eventCleared(op); break;
+    case Op::Kind::StreamSync:
+    case Op::Kind::EventSync:
+    case Op::Kind::ContextSync: release(op); break;
+    case Op::Kind::Trim: trim(op); break;
+    case Op::Kind::Reset: {
+        Pool& p = at(op.pool);
+        account(p, op.ts);
+        p.live = p.free = p.pendTotal = 0;
+        for (Pending& q : p.pend) q.clear();
+        if (p.reserved != 0) setReserved(p, 0, op.ts);
+        break;
+    }
+    }
+}
+
+[[gnu::always_inline]] inline void PoolModel::account(Pool& p, int64_t ts) {
+    if (!p.timed) {
+        p.timed = true;
+        p.firstTs = p.lastTs = ts;
+        return;
+    }
+    if (ts > p.lastTs) {
+        p.idleArea += static_cast<unsigned __int128>(span(p.lastTs, ts)) * p.idle();
+        p.lastTs = ts;
+    }
+}
+
+void PoolModel::setReserved(Pool& p, uint64_t v, int64_t ts) {
+    p.reserved = v;
+    if (v > p.out.peakReserved) {
+        p.out.peakReserved = v;
+        p.out.peakReservedTsNs = ts;
+    }
+    if (keepSeries_) p.out.reserved.push(ts, v);
+}
+
+void PoolModel::alloc(const Op& op, uint64_t seq, uint64_t streamHandle) {
+    if (op.stream == replay::kNone) [[unlikely]]
+        return;
+    Pool& p = at(op.pool);
+    const int64_t ts = op.ts;
+    account(p, ts);
+    p.out.touched = true;
+    const uint64_t bytes = roundUp(op.value, cal_.blockAlign);
+    uint64_t need = bytes;
+    p.pendTotal -= p.pendOf(op.stream).takeNewest(need);
+    if (need) take(p.free, need);
+    if (need && p.policy(p.s.allowOpportunistic, PoolAttr::ReuseAllowOpportunistic)) {
+        const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
+        const int64_t cutoff = ts < std::numeric_limits<int64_t>::min() + lag
+                                   ? std::numeric_limits<int64_t>::min()
+                                   : ts - lag;
+        for (size_t j = 0; need && j < p.pend.size(); ++j)
+            p.pendTotal -= p.pend[j].takeOldest(need, cutoff);
+    }
+    if (need) {
+        uint64_t grow = roundUp(need, cal_.growthGranule);
+        const uint64_t maxSize = p.maxSize;
+        if (maxSize != 0 && p.reserved + grow > maxSize) {
+            // Over the pool's limit: the driver may wait on another stream's frees instead.
+            if (p.policy(p.s.allowInternalDependencies, PoolAttr::ReuseAllowInternalDependencies))
+                for (size_t j = 0; need && j < p.pend.size(); ++j)
+                    p.pendTotal -= p.pend[j].takeOldest(need, kAnyTime);
+            grow = roundUp(need, cal_.growthGranule);
+            if (need && p.reserved + grow > maxSize) {
+                // The allocation fails: what it had taken goes back as reusable memory.
+                p.free += bytes - need;
+                p.out.failedAllocs++;
+                return;
+            }
+        }
+        if (need) {
+            p.free += grow - need;
+            p.out.growths++;
+            p.out.grownBytes += grow;
+            if (p.out.growthAllocs.size() < kKeptGrowths)
+                p.out.growthAllocs.push_back(Growth{seq, ts, streamHandle, op.value, grow});
+            setReserved(p, p.reserved + grow, ts);
+        }
+    }
+    p.live += bytes;
+    p.out.peakLive = std::max(p.out.peakLive, p.live);
+    p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
+}
+
+void PoolModel::freeBlock(const Op& op) {
+    Pool& p = at(op.pool);
+    account(p, op.ts);
+    p.out.touched = true;
+    // A block the model could not place (over the pool's limit) frees nothing.
+    const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), p.live);
+    p.live -= bytes;
+    if (op.flag || op.stream == replay::kNone) {
+        // A pool block freed with cudaFree: the driver takes it back at once, for any stream
+        // (no stream order to wait for).
+        p.free += bytes;
+        p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
+        return;
+    }
+    p.pendOf(op.stream).push(op.ts, bytes);
+    p.pendTotal += bytes;
+    p.out.maxIdle = std::max(p.out.maxIdle, p.idle());
+}
+
+// With event dependencies, the waiting stream may reuse what the recorded stream freed before
+// the event (other streams still may not).
+void PoolModel::waitMove(const Op& op) {
+    const uint32_t s = op.stream, to = op.aux;
+    for (Pool& p : pools_) {
+        if (!p.init || s == to || s >= p.pend.size() || p.pend[s].bytes == 0) continue;
+        if (!p.policy(p.s.followEventDependencies, PoolAttr::ReuseFollowEventDependencies))
+            continue;
+        Pending& dst = p.pendOf(to); // may reallocate pend: index s again below
+        uint64_t want = op.value;
+        p.pend[s].takeOldest(want, kAnyTime, &dst);
+    }
+}
+
+void PoolModel::eventCleared(const Op& op) {
+    const uint32_t s = op.stream;
+    for (Pool& p : pools_) {
+        if (!p.init || s >= p.pend.size() || p.pend[s].bytes == 0) continue;
+        uint64_t want = op.value;
+        const uint64_t m = p.pend[s].takeOldest(want, kAnyTime);
+        p.pendTotal -= m;
+        p.free += m;
+    }
+}
+
+void PoolModel::release(const Op& op) {
+    const int device = static_cast<int>(op.aux);
+    // The synchronized streams are idle: everything freed on them or handed to them by a wait
+    // is complete.
+    if (op.kind == Op::Kind::StreamSync && op.stream != replay::kNone) {
+        for (Pool& p : pools_) {
+            if (!p.init || op.stream >= p.pend.size()) continue;
+            const uint64_t m = p.pend[op.stream].clear();
+            p.free += m;
+            p.pendTotal -= m;
+        }
+    }
+    if (op.kind == Op::Kind::ContextSync) {
+        for (Pool& p : pools_) {
+            if (!p.init || (device >= 0 && p.out.device >= 0 && p.out.device != device)) continue;
+            for (Pending& q : p.pend) p.free += q.clear();
+            p.pendTotal = 0;
+        }
+    }
+    for (Pool& p : pools_) {
+        if (!p.init || (device >= 0 && p.out.device >= 0 && p.out.device != device)) continue;
+        const uint64_t threshold = p.threshold();
+        const uint64_t floor = roundUp(p.live + p.pendTotal, cal_.growthGranule);
+        // The driver keeps whole granules up to the threshold (measured: 48 MiB kept 32 MiB).
+        const uint64_t keep = threshold - threshold % cal_.growthGranule;
+        const uint64_t target = std::max(floor, keep);
+        if (p.reserved <= target) continue;
+        account(p, op.ts);
+        p.out.releases++;
+        p.out.releasedBytes += p.reserved - target;
+        setReserved(p, target, op.ts);
+        p.free = target - p.live - p.pendTotal;
+    }
+}
+
+void PoolModel::trim(const Op& op) {
+    Pool& p = at(op.pool);
+    const uint64_t floor = roundUp(p.live + p.pendTotal, cal_.growthGranule);
+    // A trim keeps at least `keep`, in whole granules (measured: 100 MiB kept 128 MiB).
+    const uint64_t target = std::max(floor, roundUp(op.value, cal_.growthGranule));
+    if (p.reserved <= target) return;
+    account(p, op.ts);
+    p.out.trims++;
+    setReserved(p, target, op.ts);
+    p.free = target - p.live - p.pendTotal;
+}
+
+// ---- Results ----
+
+PoolPrediction PoolModel::finalPrediction(uint32_t i, int64_t end) const {
+    const Pool& p = pools_[i];
+    PoolPrediction o = p.out;
+    o.finalReserved = p.reserved;
+    o.recordedFinalReserved = p.recReserved;
+    // Both sides over the same window, to the last thing known about the pool: samples may
+    // read the watermarks after the last event (gpt2's run ends 0.9 s before its trace), and
+    // a recorded mean over a longer span than its divisor exceeded the largest idle.
+    end = std::max({end, p.lastTs, p.recLastTs});
+    if (p.timed && end > p.firstTs) {
+        const unsigned __int128 area =
+            p.idleArea + static_cast<unsigned __int128>(span(p.lastTs, end)) * p.idle();
+        o.meanIdle = static_cast<uint64_t>(area / span(p.firstTs, end));
+    }
+    if (p.recTimed && end > p.recFirstTs) {
+        const unsigned __int128 area =
+            p.recIdleArea + static_cast<unsigned __int128>(span(p.recLastTs, end)) * p.recIdle();
+        o.recordedMeanIdle = static_cast<uint64_t>(area / span(p.recFirstTs, end));
+    }
+    return o;
+}
+
 std::vector<PoolPrediction> PoolModel::result(const replay::Replay& r) const {
     std::vector<PoolPrediction> out;
     for (uint32_t i = 0; i < pools_.size(); ++i) {
         const Pool& p = pools_[i];
         if (!p.init || (!p.out.touched && !p.out.recordedKnown)) continue;
-        PoolPrediction o = p.out;
+        PoolPrediction o = finalPrediction(i, lastTs_);
         if (i < r.pools().size()) {
             const replay::PoolState& ps = r.pools()[i];
             o.device = ps.info.device;
@@ -467,20 +667,82 @@ std::vector<PoolPrediction> PoolModel::result(const replay::Replay& r) const {
             o.allowOpportunistic = policy(p.s.allowOpportunistic, PoolAttr::ReuseAllowOpportunistic);
             o.allowInternalDependencies = policy(p.s.allowInternalDependencies, PoolAttr::ReuseAllowInternalDependencies);
         }
-        o.finalReserved = p.reserved;
-        o.recordedFinalReserved = p.recReserved;
-        const int64_t end = std::max(lastTs_, p.lastTs);
-        if (p.timed && end > p.firstTs) {
-            const unsigned __int128 area =
-                p.idleArea + static_cast<unsigned __int128>(span(p.lastTs, end)) * p.idle();
-            o.meanIdle = static_cast<uint64_t>(area / span(p.firstTs, end));
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+void PoolModel::finishTape(Tape& tape, const replay::Replay& r) const {
+    tape.streamHandles.clear();
+    for (const replay::StreamState& s : r.streams()) tape.streamHandles.push_back(s.info.handle);
+    tape.recorded = result(r);
+    tape.poolIndex.clear();
+    tape.recordedEnd.clear();
+    for (uint32_t i = 0; i < pools_.size(); ++i) {
+        const Pool& p = pools_[i];
+        if (!p.init || (!p.out.touched && !p.out.recordedKnown)) continue;
+        tape.poolIndex.push_back(i);
+        tape.recordedEnd.push_back(p.recTimed ? p.recLastTs : std::numeric_limits<int64_t>::min());
+    }
+    tape.lastTs = lastTs_;
+}
+
+std::vector<PoolPrediction> PoolModel::run(const Tape& tape, std::optional<uint64_t> onlyPool) {
+    uint32_t only = replay::kNone;
+    if (onlyPool) {
+        for (size_t k = 0; k < tape.recorded.size() && k < tape.poolIndex.size(); ++k)
+            if (tape.recorded[k].handle == *onlyPool) only = tape.poolIndex[k];
+        if (only == replay::kNone) return {};
+    }
+    size_t allocs = 0;
+    const size_t nSeq = tape.allocSeq.size(), nStreams = tape.streamHandles.size();
+    for (const Op& op : tape.ops) {
+        uint64_t seq = 0, handle = 0;
+        if (op.kind == Op::Kind::Alloc) {
+            seq = allocs < nSeq ? tape.allocSeq[allocs] : 0;
+            ++allocs;
+            handle = op.stream < nStreams ? tape.streamHandles[op.stream] : 0;
         }
-        if (p.recTimed && end > p.recFirstTs) {
-            const unsigned __int128 area =
-                p.recIdleArea +
-                static_cast<unsigned __int128>(span(p.recLastTs, end)) * p.recIdle();
-            o.recordedMeanIdle = static_cast<uint64_t>(area / span(p.recFirstTs, end));
+        if (only != replay::kNone && op.pool != only) {
+            switch (op.kind) {
+            case Op::Kind::Wait:
+            case Op::Kind::EventCleared:
+            case Op::Kind::StreamSync:
+            case Op::Kind::EventSync:
+            case Op::Kind::ContextSync: break; // every pool's
+            default: continue;                 // another pool's
+            }
         }
+        apply(op, seq, handle);
+    }
+    lastTs_ = std::max(lastTs_, tape.lastTs);
+    std::vector<PoolPrediction> out;
+    for (size_t k = 0; k < tape.recorded.size() && k < tape.poolIndex.size(); ++k) {
+        const uint32_t i = tape.poolIndex[k];
+        if (only != replay::kNone && i != only) continue;
+        const PoolPrediction& rec = tape.recorded[k];
+        PoolPrediction o;
+        // The same averaging window as following the trace: to the recorded side's end too.
+        const int64_t end = std::max(lastTs_, k < tape.recordedEnd.size()
+                                                  ? tape.recordedEnd[k]
+                                                  : std::numeric_limits<int64_t>::min());
+        if (i < pools_.size() && pools_[i].init) o = finalPrediction(i, end);
+        // The recorded side and the pool's identity are the recording's.
+        o.handle = rec.handle;
+        o.device = rec.device;
+        o.recordedKnown = rec.recordedKnown;
+        o.recordedPeakReserved = rec.recordedPeakReserved;
+        o.recordedReleases = rec.recordedReleases;
+        o.recordedGrowths = rec.recordedGrowths;
+        o.recordedMaxIdle = rec.recordedMaxIdle;
+        o.recordedMeanIdle = rec.recordedMeanIdle;
+        o.recordedFinalReserved = rec.recordedFinalReserved;
+        const Settings s = i < pools_.size() ? pools_[i].s : Settings{};
+        o.releaseThreshold = s.releaseThreshold.value_or(rec.releaseThreshold);
+        o.followEventDependencies = s.followEventDependencies.value_or(rec.followEventDependencies);
+        o.allowOpportunistic = s.allowOpportunistic.value_or(rec.allowOpportunistic);
+        o.allowInternalDependencies =
+            s.allowInternalDependencies.value_or(rec.allowInternalDependencies);
         out.push_back(std::move(o));
     }
     return out;

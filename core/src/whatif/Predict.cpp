@@ -4,15 +4,21 @@
 #include <limits>
 #include <memory>
 
+#include "poolscope/replay/Replay.h"
+
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/whatif/PoolModel.h"
 
 namespace poolscope::whatif {
 
-Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
-                        const Calibration& c) {
-    replay::Replay replay;
+namespace {
+
+// Declares the trace's entities to a replay and runs every event (samples merged in by time, as
+// the timeline does) through it.
+Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& events,
+                   const std::atomic<bool>* cancel = nullptr,
+                   const std::function<void(uint64_t, uint64_t)>& progress = {}) {
     auto devices = reader.devices();
     if (!devices) return devices.error();
     auto pools = reader.pools();
@@ -22,6 +28,39 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
     replay.setDevices(std::move(*devices));
     for (const PoolInfo& p : *pools) replay.declarePool(p);
     for (const StreamInfo& s : *streams) replay.declareStream(s);
+    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max());
+    if (!samples) return samples.error();
+    const std::vector<Event>& ss = *samples;
+    size_t si = 0;
+    uint64_t total = 0;
+    if (progress)
+        if (auto sum = reader.summary()) total = sum->eventCount;
+    bool cancelled = false;
+    Status st = reader.forEachChunk([&](std::vector<Event>& chunk) {
+        if (cancel && cancel->load(std::memory_order_relaxed)) {
+            cancelled = true;
+            return false;
+        }
+        for (const Event& e : chunk) {
+            while (si < ss.size() && ss[si].tsNs <= e.tsNs) replay.apply(ss[si++]);
+            replay.apply(e);
+        }
+        events += chunk.size();
+        if (progress) progress(events, total);
+        return true;
+    });
+    if (!st) return st.error();
+    if (cancelled) return Error{ErrorCode::Cancelled, "cancelled"};
+    while (si < ss.size()) replay.apply(ss[si++]);
+    return {};
+}
+
+} // namespace
+
+Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
+                        const Calibration& c) {
+    replay::Replay replay;
     std::vector<std::unique_ptr<PoolModel>> models;
     for (const Question& q : questions) {
         Calibration qc = c;
@@ -32,25 +71,49 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
         replay.subscribe(m.get(), PoolModel::kindMask());
         models.push_back(std::move(m));
     }
-    // Samples (the recorded watermarks between events) go in by time, as the timeline does.
-    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
-                                  std::numeric_limits<int64_t>::max());
-    if (!samples) return samples.error();
-    const std::vector<Event>& ss = *samples;
-    size_t si = 0;
     Answers out;
-    Status st = reader.forEachChunk([&](std::vector<Event>& chunk) {
-        for (const Event& e : chunk) {
-            while (si < ss.size() && ss[si].tsNs <= e.tsNs) replay.apply(ss[si++]);
-            replay.apply(e);
-        }
-        out.events += chunk.size();
-        return true;
-    });
+    Status st = replayTrace(reader, replay, out.events);
     if (!st) return st.error();
-    while (si < ss.size()) replay.apply(ss[si++]);
     for (auto& m : models) out.perQuestion.push_back(m->result(replay));
     return out;
+}
+
+Result<Tape> recordTape(const TraceReader& reader, const std::atomic<bool>* cancel,
+                        const std::function<void(uint64_t, uint64_t)>& progress) {
+    replay::Replay replay;
+    Tape tape;
+    // Ops are about one per event: reserve for the trace's count (a bound for a damaged one).
+    if (auto sum = reader.summary())
+        tape.ops.reserve(std::min<uint64_t>(sum->eventCount, uint64_t{1} << 26));
+    PoolModel model;
+    model.recordInto(&tape);
+    replay.subscribe(&model, PoolModel::kindMask());
+    Status st = replayTrace(reader, replay, tape.events, cancel, progress);
+    if (!st) return st.error();
+    model.finishTape(tape, replay);
+    tape.ops.shrink_to_fit();
+    return tape;
+}
+
+std::vector<PoolPrediction> predict(const Tape& tape, const Question& q, const Calibration& c,
+                                    std::optional<uint64_t> onlyPool) {
+    Calibration qc = c;
+    if (q.opportunisticLagNs) qc.opportunisticLagNs = *q.opportunisticLagNs;
+    PoolModel m(q.all, qc);
+    for (const auto& [h, s] : q.perPool) m.setPoolSettings(h, s);
+    m.keepSeries(q.keepSeries);
+    return m.run(tape, onlyPool);
+}
+
+TapeRecorder::TapeRecorder() { model_.recordInto(&tape_); }
+
+Tape TapeRecorder::tape(const replay::Replay& r) const {
+    Tape t;
+    t.ops = tape_.ops;
+    t.allocSeq = tape_.allocSeq;
+    t.events = r.eventCount();
+    model_.finishTape(t, r);
+    return t;
 }
 
 namespace {
@@ -196,6 +259,24 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     const std::vector<std::vector<PoolPrediction>> byCandidate(a->perQuestion.begin() + 3,
                                                                a->perQuestion.end());
     return adviceFrom(asRecorded, on, cands, byCandidate);
+}
+
+std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c) {
+    auto ask = [&](const std::vector<Question>& qs) {
+        std::vector<std::vector<PoolPrediction>> out;
+        for (const Question& q : qs) out.push_back(predict(tape, q, c));
+        return out;
+    };
+    std::vector<Question> q1(2);
+    q1[1].all = neverReleasing();
+    for (Question& q : policiesOn()) q1.push_back(std::move(q));
+    const auto a1 = ask(q1);
+    const std::vector<uint64_t> cands = candidates(a1[1], c);
+    std::vector<Question> q2(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) q2[i].all.releaseThreshold = cands[i];
+    const auto a2 = ask(q2);
+    const std::vector<PoolPrediction>* on[3] = {&a1[2], &a1[3], &a1[4]};
+    return adviceFrom(a1[0], on, cands, a2);
 }
 
 std::string adviceText(const PoolAdvice& a, const std::string& poolName) {

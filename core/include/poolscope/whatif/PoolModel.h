@@ -32,7 +32,9 @@
 // Which of these were measured on a GPU and which are guesses is stated per constant in
 // Calibration below and in docs/WHATIF.md (tests/workloads/calibrate_pool.cu measures them).
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -130,6 +132,65 @@ struct PoolPrediction {
 
 inline constexpr size_t kKeptGrowths = 1000;
 
+// One input of the model, as the replay's facts give it. The model follows a replay by turning
+// each fact into these and applying them; a Tape keeps them, so that the same model can be asked
+// again under other settings without the trace or the replay (the window's What-if panel asks
+// at every move of a slider). 32 bytes.
+struct Op {
+    enum class Kind : uint8_t {
+        Init,         // pool `pool` first seen: handle `value`, device `aux` (int)
+        Knob,         // pool's recorded knob `attr` (kKnob*) is `value`; `flag`: known
+        Alloc,        // `value` bytes on `pool` from `stream` (its seq: Tape::allocSeq)
+        Free,         // `value` bytes of `pool` freed on `stream`; `flag`: by cudaFree (no
+                      // stream order: reusable at once)
+        Drop,         // `value` live bytes of `pool` gone without their free
+        Wait,         // stream `aux` waited on an event recorded on `stream` after `value` bytes
+                      // of that stream's frees
+        EventCleared, // `value` bytes freed on `stream` before a synchronized event
+        StreamSync,   // device `aux` (int); StreamSync: stream `stream` (or replay::kNone)
+        EventSync,
+        ContextSync,
+        Trim,         // cudaMemPoolTrimTo(`pool`, `value`)
+        Reset,        // `pool` created or destroyed
+    };
+    int64_t ts = 0;
+    uint64_t value = 0;
+    uint32_t pool = replay::kNone;
+    uint32_t stream = replay::kNone;
+    uint32_t aux = 0;
+    Kind kind = Kind::Init;
+    uint8_t attr = 0;
+    uint8_t flag = 0;
+};
+static_assert(sizeof(Op) == 32, "the tape holds one Op per event: keep it small");
+// Op::attr of a Knob: the replay's knob index (replay::PoolState::knobIndex), or the size limit.
+inline constexpr uint8_t kKnobMaxSize = 4;
+
+// The model's inputs from one read of a trace (PoolModel::recordInto, recordTape), and what the
+// recording model made of them under the recorded settings.
+struct Tape {
+    std::vector<Op> ops;
+    std::vector<uint64_t> allocSeq;      // the seq of each Alloc op, in order
+    std::vector<uint64_t> streamHandles; // by the ops' stream index
+    // The pools a prediction covers, in replay order: their index in the ops, and the recording
+    // model's result (the recorded side, the settings in force at the end, the prediction
+    // under the recorded settings).
+    std::vector<uint32_t> poolIndex;
+    std::vector<PoolPrediction> recorded;
+    std::vector<int64_t> recordedEnd; // the last recorded watermark's time, per pool
+    int64_t lastTs = 0;
+    uint64_t events = 0; // trace events read (samples excluded)
+    size_t bytes() const {
+        return ops.capacity() * sizeof(Op) + allocSeq.capacity() * 8 +
+               streamHandles.capacity() * 8 + recorded.size() * sizeof(PoolPrediction);
+    }
+    const PoolPrediction* recordedPool(uint64_t handle) const {
+        for (const PoolPrediction& p : recorded)
+            if (p.handle == handle) return &p;
+        return nullptr;
+    }
+};
+
 class PoolModel final : public replay::Observer {
 public:
     explicit PoolModel(Settings all = {}, Calibration c = {});
@@ -139,25 +200,45 @@ public:
     // Settings for one pool (by handle) instead of `all`.
     void setPoolSettings(uint64_t handle, Settings s);
     void keepSeries(bool keep) { keepSeries_ = keep; }
+    // Appends every input the model takes from the replay to `tape` (not owned) as it follows;
+    // finishTape() completes it.
+    void recordInto(Tape* tape) { tape_ = tape; }
+    void finishTape(Tape& tape, const replay::Replay& r) const;
     // The event kinds the model needs (for Replay::subscribe).
     static uint32_t kindMask();
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
     // In replay pool order; pools that neither allocated nor carried watermarks are left out.
     // `r` is the replay the model followed (for the knobs in force at the end).
     std::vector<PoolPrediction> result(const replay::Replay& r) const;
+    // The model under these settings over a recorded tape: the same answers as following the
+    // trace's replay (the recorded side is the tape's). With `onlyPool`, that pool alone (an
+    // empty result when the tape has no such pool): the others' inputs are skipped.
+    std::vector<PoolPrediction> run(const Tape& tape, std::optional<uint64_t> onlyPool = {});
 
 private:
     struct Pool;
     Pool& pool(uint32_t i, const replay::Replay& r);
     [[gnu::noinline]] Pool& poolSlow(uint32_t i, const replay::Replay& r);
-    void alloc(const replay::Fact& f, const replay::Replay& r);
-    void freeBlock(const replay::Fact& f, const replay::Replay& r);
+    void syncKnobs(uint32_t i, const replay::Replay& r);
+    void toTape(const Op& op) {
+        if (tape_) [[unlikely]]
+            tape_->ops.push_back(op);
+    }
     void cleared(const replay::Fact& f, const replay::Replay& r);
-    void release(const replay::Fact& f, const replay::Replay& r);
-    void trim(uint32_t pi, uint64_t keep, const replay::Fact& f, const replay::Replay& r);
     void recorded(const replay::Fact& f, const replay::Replay& r);
+    // The model proper: one per Op kind, shared by both ways in.
+    void apply(const Op& op, uint64_t seq, uint64_t streamHandle);
+    void init(uint32_t i, uint64_t handle, int device);
+    Pool& at(uint32_t i);
+    void alloc(const Op& op, uint64_t seq, uint64_t streamHandle);
+    void freeBlock(const Op& op);
+    void waitMove(const Op& op);
+    void eventCleared(const Op& op);
+    void release(const Op& op);
+    void trim(const Op& op);
     void account(Pool& p, int64_t ts);
     void setReserved(Pool& p, uint64_t v, int64_t ts);
+    PoolPrediction finalPrediction(uint32_t i, int64_t end) const;
 
     Settings all_;
     std::unordered_map<uint64_t, Settings> perPool_;
@@ -166,6 +247,7 @@ private:
     std::vector<Pool> pools_;
     std::vector<uint64_t> seenCleared_; // per replay stream: its clearedBytes already applied
     int64_t lastTs_ = 0;
+    Tape* tape_ = nullptr;
 };
 
 // A whole trace through the replay with one model per question, in one pass: answers[i] is
@@ -184,6 +266,30 @@ struct Answers {
 };
 Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
                         const Calibration& c = {});
+
+// One read of a trace into a Tape, for asking many questions later without reading it again.
+// `cancel` (checked between chunks) makes it return ErrorCode::Cancelled; `progress` gets
+// (events read, events in the trace).
+Result<Tape> recordTape(const TraceReader& reader, const std::atomic<bool>* cancel = nullptr,
+                        const std::function<void(uint64_t, uint64_t)>& progress = {});
+// A question over a tape (what predict() answers from the trace), optionally for one pool only.
+std::vector<PoolPrediction> predict(const Tape& tape, const Question& q, const Calibration& c = {},
+                                    std::optional<uint64_t> onlyPool = {});
+
+// Records a Tape while following a replay someone else drives (a live session's timeline).
+class TapeRecorder final : public replay::Observer {
+public:
+    TapeRecorder();
+    static uint32_t kindMask() { return PoolModel::kindMask(); }
+    void onFact(const replay::Fact& f, const replay::Replay& r) override { model_.onFact(f, r); }
+    // A copy of what was recorded so far, completed against `r` (the replay followed).
+    Tape tape(const replay::Replay& r) const;
+    uint64_t ops() const { return tape_.ops.size(); }
+
+private:
+    Tape tape_;
+    PoolModel model_;
+};
 
 // The advisor: per pool with at least 3 predicted implicit releases under the recorded
 // settings, the smallest release threshold (in granule steps) that removes at least 95% of them, what it costs in predicted peak and mean idle
@@ -219,6 +325,8 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
                                             const Calibration& c = {});
+// The same from a tape (the same answers: the questions run over the recorded inputs).
+std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {});
 // One sentence for a person (the report's Finding), naming the pool as `poolName`.
 std::string adviceText(const PoolAdvice& a, const std::string& poolName);
 

@@ -1,0 +1,230 @@
+// The what-if tape (whatif::Tape): the model's inputs recorded once, asked again without the
+// trace. Every answer from a tape must be the answer of following the trace's replay, on the
+// real samples and under settings that change what the model does (thresholds, each reuse
+// policy, per-pool settings, the opportunistic lower bound), whole and one pool at a time.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "TestTraces.h"
+#include "poolscope/TimelineBuilder.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/replay/Replay.h"
+#include "poolscope/whatif/PoolModel.h"
+
+namespace poolscope {
+namespace {
+
+using whatif::PoolPrediction;
+using whatif::Question;
+
+constexpr uint64_t MiB = uint64_t{1} << 20;
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+
+std::string samplePath(const char* name) {
+    return std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope";
+}
+
+void expectSame(const PoolPrediction& a, const PoolPrediction& b, const std::string& what) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(a.handle, b.handle);
+    EXPECT_EQ(a.device, b.device);
+    EXPECT_EQ(a.touched, b.touched);
+    EXPECT_EQ(a.recordedKnown, b.recordedKnown);
+    EXPECT_EQ(a.recordedPeakReserved, b.recordedPeakReserved);
+    EXPECT_EQ(a.recordedReleases, b.recordedReleases);
+    EXPECT_EQ(a.recordedGrowths, b.recordedGrowths);
+    EXPECT_EQ(a.recordedMaxIdle, b.recordedMaxIdle);
+    EXPECT_EQ(a.recordedMeanIdle, b.recordedMeanIdle);
+    EXPECT_EQ(a.recordedFinalReserved, b.recordedFinalReserved);
+    EXPECT_EQ(a.peakReserved, b.peakReserved);
+    EXPECT_EQ(a.peakReservedTsNs, b.peakReservedTsNs);
+    EXPECT_EQ(a.releases, b.releases);
+    EXPECT_EQ(a.releasedBytes, b.releasedBytes);
+    EXPECT_EQ(a.trims, b.trims);
+    EXPECT_EQ(a.growths, b.growths);
+    EXPECT_EQ(a.grownBytes, b.grownBytes);
+    EXPECT_EQ(a.failedAllocs, b.failedAllocs);
+    EXPECT_EQ(a.maxIdle, b.maxIdle);
+    EXPECT_EQ(a.meanIdle, b.meanIdle);
+    EXPECT_EQ(a.finalReserved, b.finalReserved);
+    EXPECT_EQ(a.peakLive, b.peakLive);
+    EXPECT_EQ(a.releaseThreshold, b.releaseThreshold);
+    EXPECT_EQ(a.followEventDependencies, b.followEventDependencies);
+    EXPECT_EQ(a.allowOpportunistic, b.allowOpportunistic);
+    EXPECT_EQ(a.allowInternalDependencies, b.allowInternalDependencies);
+    ASSERT_EQ(a.growthAllocs.size(), b.growthAllocs.size());
+    for (size_t i = 0; i < a.growthAllocs.size(); ++i) {
+        EXPECT_EQ(a.growthAllocs[i].seq, b.growthAllocs[i].seq) << i;
+        EXPECT_EQ(a.growthAllocs[i].stream, b.growthAllocs[i].stream) << i;
+        EXPECT_EQ(a.growthAllocs[i].grownBy, b.growthAllocs[i].grownBy) << i;
+    }
+    EXPECT_EQ(a.reserved.t, b.reserved.t);
+    EXPECT_EQ(a.reserved.v, b.reserved.v);
+}
+
+// Questions that make the model take each of its paths on the samples.
+std::vector<Question> questions() {
+    std::vector<Question> qs(9);
+    qs[1].all.releaseThreshold = 0;
+    qs[2].all.releaseThreshold = 64 * MiB;
+    qs[3].all.releaseThreshold = kMax;
+    qs[4].all.allowOpportunistic = false;
+    qs[5].all.followEventDependencies = false;
+    qs[6].all.allowInternalDependencies = false;
+    qs[6].all.releaseThreshold = 48 * MiB;
+    qs[7].all.allowOpportunistic = true;
+    qs[7].opportunisticLagNs = 0;
+    qs[8].all.followEventDependencies = true;
+    qs[8].all.allowOpportunistic = true;
+    for (Question& q : qs) q.keepSeries = true;
+    return qs;
+}
+
+TEST(WhatIfTape, SamplesGiveTheSameAnswersFromTheTapeAsFromTheTrace) {
+    for (const char* name : {"churn", "pools", "trims_oom", "threads", "threads_race", "gpt2",
+                             "cupy", "jax", "torch_async", "torch_native", "beyond_pool",
+                             "callsites", "thread_first"}) {
+        SCOPED_TRACE(name);
+        auto reader = TraceReader::open(samplePath(name));
+        ASSERT_TRUE(reader);
+        const std::vector<Question> qs = questions();
+        auto direct = whatif::predict(**reader, qs);
+        ASSERT_TRUE(direct);
+        auto tape = whatif::recordTape(**reader);
+        ASSERT_TRUE(tape);
+        EXPECT_EQ(tape->events, direct->events);
+        EXPECT_GT(tape->ops.size(), 0u);
+        for (size_t qi = 0; qi < qs.size(); ++qi) {
+            const std::vector<PoolPrediction> fromTape = whatif::predict(*tape, qs[qi]);
+            const std::vector<PoolPrediction>& fromTrace = direct->perQuestion[qi];
+            ASSERT_EQ(fromTape.size(), fromTrace.size()) << "question " << qi;
+            for (size_t k = 0; k < fromTape.size(); ++k) {
+                expectSame(fromTape[k], fromTrace[k],
+                           std::string(name) + " question " + std::to_string(qi) + " pool " +
+                               std::to_string(k));
+                // One pool alone: the same as that pool among all of them.
+                const auto one = whatif::predict(*tape, qs[qi], {}, fromTrace[k].handle);
+                ASSERT_EQ(one.size(), 1u);
+                expectSame(one[0], fromTrace[k], std::string(name) + " one pool, question " +
+                                                     std::to_string(qi));
+            }
+        }
+    }
+}
+
+TEST(WhatIfTape, PerPoolSettingsChangeOnlyTheirPool) {
+    // pools.poolscope has three pools. A threshold for one of them, from the tape, against the
+    // same per-pool question asked of the trace.
+    auto reader = TraceReader::open(samplePath("pools"));
+    ASSERT_TRUE(reader);
+    auto tape = whatif::recordTape(**reader);
+    ASSERT_TRUE(tape);
+    ASSERT_GE(tape->recorded.size(), 3u);
+    const uint64_t second = tape->recorded[1].handle;
+    Question q;
+    q.perPool[second].releaseThreshold = kMax;
+    q.keepSeries = true;
+    auto direct = whatif::predict(**reader, {q});
+    ASSERT_TRUE(direct);
+    const auto fromTape = whatif::predict(*tape, q);
+    ASSERT_EQ(fromTape.size(), direct->perQuestion[0].size());
+    for (size_t k = 0; k < fromTape.size(); ++k)
+        expectSame(fromTape[k], direct->perQuestion[0][k], "pool " + std::to_string(k));
+    EXPECT_EQ(fromTape[1].releaseThreshold, kMax);
+    EXPECT_EQ(fromTape[1].releases, 0u);
+    EXPECT_EQ(fromTape[0].releaseThreshold, tape->recorded[0].releaseThreshold);
+}
+
+TEST(WhatIfTape, AdviceFromTheTapeIsTheAdviceFromTheTrace) {
+    for (const char* name : {"jax", "churn", "gpt2", "pools"}) {
+        SCOPED_TRACE(name);
+        auto reader = TraceReader::open(samplePath(name));
+        ASSERT_TRUE(reader);
+        auto fromTrace = whatif::advise(**reader);
+        ASSERT_TRUE(fromTrace);
+        auto tape = whatif::recordTape(**reader);
+        ASSERT_TRUE(tape);
+        const auto fromTape = whatif::advise(*tape);
+        ASSERT_EQ(fromTape.size(), fromTrace->size());
+        for (size_t i = 0; i < fromTape.size(); ++i) {
+            const whatif::PoolAdvice &a = fromTape[i], &b = (*fromTrace)[i];
+            EXPECT_EQ(a.handle, b.handle);
+            EXPECT_EQ(a.thresholdAdvice, b.thresholdAdvice);
+            EXPECT_EQ(a.suggestedThreshold, b.suggestedThreshold);
+            EXPECT_EQ(a.suggestedReleases, b.suggestedReleases);
+            EXPECT_EQ(a.suggestedPeakReserved, b.suggestedPeakReserved);
+            EXPECT_EQ(a.currentReleases, b.currentReleases);
+            EXPECT_EQ(a.policies.size(), b.policies.size());
+            EXPECT_EQ(whatif::adviceText(a, "p"), whatif::adviceText(b, "p"));
+        }
+    }
+    // jax is the sample the advisor has something to say about (docs/WHATIF.md).
+    auto reader = TraceReader::open(samplePath("jax"));
+    ASSERT_TRUE(reader);
+    auto tape = whatif::recordTape(**reader);
+    ASSERT_TRUE(tape);
+    const auto advice = whatif::advise(*tape);
+    ASSERT_FALSE(advice.empty());
+    EXPECT_TRUE(advice[0].thresholdAdvice);
+    EXPECT_EQ(advice[0].suggestedThreshold, 128 * MiB);
+}
+
+TEST(WhatIfTape, ARecorderOnATimelineBuilderRecordsWhatRecordTapeRecords) {
+    // A live session follows its timeline builder's replay: the tape taken from it must be the
+    // tape of the same events read from the file.
+    auto reader = TraceReader::open(samplePath("churn"));
+    ASSERT_TRUE(reader);
+    auto tape = whatif::recordTape(**reader);
+    ASSERT_TRUE(tape);
+    TimelineBuilder b;
+    auto devices = (*reader)->devices();
+    auto pools = (*reader)->pools();
+    auto streams = (*reader)->streams();
+    ASSERT_TRUE(devices && pools && streams);
+    b.setEntities(*devices, *pools, *streams);
+    whatif::TapeRecorder rec;
+    b.subscribe(&rec, whatif::TapeRecorder::kindMask());
+    auto samples = (*reader)->samples(0, std::numeric_limits<int64_t>::min(),
+                                      std::numeric_limits<int64_t>::max());
+    ASSERT_TRUE(samples);
+    size_t si = 0;
+    ASSERT_TRUE((*reader)->forEachChunk([&](std::vector<Event>& chunk) {
+        for (const Event& e : chunk) {
+            while (si < samples->size() && (*samples)[si].tsNs <= e.tsNs) b.add((*samples)[si++]);
+            b.add(e);
+        }
+        return true;
+    }));
+    while (si < samples->size()) b.add((*samples)[si++]);
+    const whatif::Tape live = rec.tape(b.replay());
+    EXPECT_EQ(live.ops.size(), tape->ops.size());
+    EXPECT_EQ(live.allocSeq, tape->allocSeq);
+    Question q;
+    q.all.releaseThreshold = kMax;
+    q.keepSeries = true;
+    const auto x = whatif::predict(live, q), y = whatif::predict(*tape, q);
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t k = 0; k < x.size(); ++k) expectSame(x[k], y[k], "pool " + std::to_string(k));
+}
+
+TEST(WhatIfTape, OnePoolTheTapeDoesNotHaveGivesNothing) {
+    auto reader = TraceReader::open(samplePath("churn"));
+    ASSERT_TRUE(reader);
+    auto tape = whatif::recordTape(**reader);
+    ASSERT_TRUE(tape);
+    EXPECT_TRUE(whatif::predict(*tape, Question{}, {}, uint64_t{0xdead0000}).empty());
+    EXPECT_TRUE(whatif::predict(whatif::Tape{}, Question{}).empty());
+}
+
+TEST(WhatIfTape, RecordingStopsWhenCancelled) {
+    auto reader = TraceReader::open(samplePath("gpt2"));
+    ASSERT_TRUE(reader);
+    std::atomic<bool> cancel{true};
+    auto tape = whatif::recordTape(**reader, &cancel);
+    ASSERT_FALSE(tape);
+    EXPECT_EQ(tape.error().code, ErrorCode::Cancelled);
+}
+
+} // namespace
+} // namespace poolscope
