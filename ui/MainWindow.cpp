@@ -8,8 +8,10 @@
 #include "LoadingOverlay.h"
 #include "ReplayBar.h"
 #include "TimelineWidget.h"
+#include "MultiProcessView.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
+#include "WindowModes.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/SiteTree.h"
 #include "poolscope/view/AllocationLookup.h"
@@ -65,7 +67,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     cl->setSpacing(0);
     cl->addWidget(replay_);
     cl->addWidget(splitter_, 1);
-    setCentralWidget(central);
 
     events_ = new EventsPanel(this);
     auto* eventsDock = new QDockWidget(tr("Events"), this);
@@ -104,6 +105,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     addDockWidget(Qt::BottomDockWidgetArea, sitesDock_);
     tabifyDockWidget(eventsDock, sitesDock_);
     eventsDock->raise();
+    modes_ = new WindowModes(this, central, treeDock);
+    setCentralWidget(modes_->stack());
 
     details_ = new DetailsPane(this);
     auto* detailsDock = new QDockWidget(tr("Details"), this);
@@ -244,6 +247,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (st.value("view/colorByPool").toBool()) colorByPool_->trigger();
     setTheme(Theme(st.value("view/theme", int(Theme::System)).toInt()));
     if (!st.contains("window/geometry")) resize(1600, 1000);
+    modes_->processDock()->hide(); // only with several processes
     showStatus(tr("Open a .poolscope trace with File > Open, or drop one on the window."));
 }
 
@@ -251,12 +255,28 @@ MainWindow::~MainWindow() = default;
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
-        QSettings st;
-        const QString path = QFileDialog::getOpenFileName(
-            this, tr("Open trace"), st.value("files/lastDir").toString(),
-            tr("PoolScope traces (*.poolscope);;All files (*)"));
-        if (!path.isEmpty()) openFile(path);
+    const QString traces = tr("PoolScope traces (*.poolscope);;All files (*)");
+    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this, traces] {
+        // Several files (a process tree's traces, one per process) open side by side.
+        const QStringList paths = QFileDialog::getOpenFileNames(
+            this, tr("Open a trace, or several to see their processes together"),
+            QSettings().value("files/lastDir").toString(), traces);
+        if (!paths.isEmpty()) openFiles(paths);
+    });
+    file->addAction(tr("&Compare With…"), this, [this, traces] {
+        const QString dir = QSettings().value("files/lastDir").toString();
+        if (modes_->mode() == WindowModes::Mode::Single && snap_.valid() && !snap_.path.isEmpty()) {
+            const QString b = QFileDialog::getOpenFileName(
+                this, tr("Compare %1 (A) with trace B").arg(snap_.title), dir, traces);
+            if (!b.isEmpty()) compareFiles(snap_.path, b);
+            return;
+        }
+        const QStringList two =
+            QFileDialog::getOpenFileNames(this, tr("Choose two traces to compare (A, then B)"), dir, traces);
+        if (two.size() == 2)
+            compareFiles(two[0], two[1]);
+        else if (!two.isEmpty())
+            showStatus(tr("Compare needs two traces; %1 chosen.").arg(two.size()));
     });
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addAction(tr("Open the Bundled &Sample"), this, [this] {
@@ -273,8 +293,7 @@ void MainWindow::buildMenus() {
     rebuildRecentMenu();
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), timeline_,
-                    &TimelineWidget::fitAll);
+    view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), modes_, &WindowModes::fitAll);
     view->addAction(tr("Fit to Allocator &Activity"), QKeySequence(Qt::CTRL | Qt::Key_9),
                     timeline_, &TimelineWidget::fitActivity);
     view->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, this, [this] {
@@ -361,8 +380,20 @@ void MainWindow::setTheme(Theme t) {
 }
 
 void MainWindow::openFile(const QString& path) {
+    modes_->cancelLoads();
     pendingBundled_ = false;
     loader_->load(path);
+}
+
+void MainWindow::openFiles(const QStringList& paths) {
+    if (paths.size() == 1)
+        openFile(paths.first());
+    else if (!paths.isEmpty())
+        modes_->openProcesses(paths);
+}
+
+void MainWindow::compareFiles(const QString& a, const QString& b) {
+    modes_->compareFiles(a, b);
 }
 
 void MainWindow::openDefault() {
@@ -385,6 +416,7 @@ void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
     // The beginning of the trace, at once, as a new document; onLoaded() replaces it with the
     // whole trace and keeps whatever the user did meanwhile (same time axis: the partial
     // timeline already spans the whole trace). Progress and Cancel stay in the status bar.
+    modes_->setMode(WindowModes::Mode::Single);
     TraceSnapshot s = loaded;
     s.bundledSample = pendingBundled_;
     partialGeneration_ = loader_->generation();
@@ -399,6 +431,7 @@ void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
 }
 
 void MainWindow::onLoaded(const TraceSnapshot& loaded) {
+    modes_->setMode(WindowModes::Mode::Single);
     progress_->hide();
     cancelButton_->hide();
     TraceSnapshot s = loaded;
@@ -597,6 +630,8 @@ void MainWindow::onSelection(const Selection& in, QObject* origin) {
     }
     details_->showSelection(s.kind == Selection::None ? in : s);
     if (origin != timeline_) timeline_->setSelection(s);
+    if (modes_->mode() == WindowModes::Mode::Processes && origin != modes_->processes())
+        modes_->processes()->setSelection(s);
     if (origin != events_ && s.kind == Selection::Allocation)
         events_->selectSeq(tl.allocations[s.index].allocSeq);
     if (origin != events_ && s.kind == Selection::Marker)
@@ -652,6 +687,7 @@ QString MainWindow::statusText() const {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+    modes_->restoreDocksForSaving();
     QSettings st;
     st.setValue("window/geometry", saveGeometry());
     st.setValue("window/state", saveState());
@@ -668,9 +704,11 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
 }
 
 void MainWindow::dropEvent(QDropEvent* e) {
-    const auto urls = e->mimeData()->urls();
-    if (urls.isEmpty() || !urls.first().isLocalFile()) return;
-    openFile(urls.first().toLocalFile());
+    QStringList paths;
+    for (const QUrl& u : e->mimeData()->urls())
+        if (u.isLocalFile()) paths << u.toLocalFile();
+    if (paths.isEmpty()) return;
+    openFiles(paths);
     e->acceptProposedAction();
 }
 
