@@ -67,6 +67,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     cl->setSpacing(0);
     cl->addWidget(replay_);
     cl->addWidget(splitter_, 1);
+    modes_ = new WindowModes(this, central);
+    setCentralWidget(modes_->stack());
 
     events_ = new EventsPanel(this);
     auto* eventsDock = new QDockWidget(tr("Events"), this);
@@ -96,6 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     treeDock->setWidget(tree_);
     addDockWidget(Qt::BottomDockWidgetArea, treeDock);
     splitDockWidget(eventsDock, treeDock, Qt::Horizontal);
+    modes_->setTreeDock(treeDock);
 
     // Call sites (issue #13): a tab beside the events, which stay in front.
     sites_ = new CallSitesView(this);
@@ -105,8 +108,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     addDockWidget(Qt::BottomDockWidgetArea, sitesDock_);
     tabifyDockWidget(eventsDock, sitesDock_);
     eventsDock->raise();
-    modes_ = new WindowModes(this, central, treeDock);
-    setCentralWidget(modes_->stack());
 
     details_ = new DetailsPane(this);
     auto* detailsDock = new QDockWidget(tr("Details"), this);
@@ -247,7 +248,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (st.value("view/colorByPool").toBool()) colorByPool_->trigger();
     setTheme(Theme(st.value("view/theme", int(Theme::System)).toInt()));
     if (!st.contains("window/geometry")) resize(1600, 1000);
-    modes_->processDock()->hide(); // only with several processes
     showStatus(tr("Open a .poolscope trace with File > Open, or drop one on the window."));
 }
 

@@ -21,6 +21,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -163,11 +164,7 @@ MultiProcessView::MultiProcessView(QWidget* parent) : QWidget(parent) {
     tree_->setAlternatingRowColors(true);
     tree_->header()->setStretchLastSection(true);
     tree_->hide(); // the main window puts it in a dock
-    connect(treeModel_, &QAbstractItemModel::modelReset, this, [this] {
-        tree_->expandAll();
-        tree_->resizeColumnToContents(ProcessTreeModel::Name);
-        for (int c = 1; c < ProcessTreeModel::ColumnCount - 1; ++c) tree_->resizeColumnToContents(c);
-    });
+    connect(treeModel_, &QAbstractItemModel::modelReset, this, &MultiProcessView::fitTreeColumns);
     connect(tree_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& cur) {
         const auto t = treeModel_->targetFor(cur.siblingAtColumn(0));
         if (t.process < 0) return;
@@ -186,6 +183,25 @@ MultiProcessView::MultiProcessView(QWidget* parent) : QWidget(parent) {
 }
 
 MultiProcessView::~MultiProcessView() = default;
+
+void MultiProcessView::fitTreeColumns() {
+    tree_->expandAll();
+    for (int c = 0; c < ProcessTreeModel::ColumnCount; ++c) tree_->resizeColumnToContents(c);
+    // Names as wide as they are in bold (a highlighted pool's row is), at their depth.
+    QFont bold = tree_->font();
+    bold.setBold(true);
+    const QFontMetrics fm(bold);
+    int widest = 0;
+    std::function<void(const QModelIndex&, int)> walk = [&](const QModelIndex& parent, int depth) {
+        for (int r = 0; r < treeModel_->rowCount(parent); ++r) {
+            const QModelIndex i = treeModel_->index(r, 0, parent);
+            widest = std::max(widest, fm.horizontalAdvance(i.data().toString()) + tree_->indentation() * (depth + 1));
+            walk(i, depth + 1);
+        }
+    };
+    walk({}, 0);
+    tree_->setColumnWidth(ProcessTreeModel::Name, std::max(tree_->columnWidth(ProcessTreeModel::Name), widest + 16));
+}
 
 void MultiProcessView::open(const QStringList& paths) {
     TraceLoadOptions o;

@@ -56,6 +56,7 @@ public:
     QString problemsText() const; // files that could not be opened or were damaged
     QTreeView* tree() const { return tree_; }
     ProcessTreeModel* treeModel() const { return treeModel_; }
+    void fitTreeColumns(); // to their contents, every row expanded
 
     int activeProcess() const { return active_; }
     void setActiveProcess(int process);

@@ -10,28 +10,32 @@
 
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
 #include <QMessageBox>
 #include <QStackedWidget>
 #include <QTreeView>
+#include <algorithm>
 
 namespace poolscope::ui {
 
-WindowModes::WindowModes(MainWindow* w, QWidget* singlePage, QDockWidget* besideDock)
-    : QObject(w), w_(w), treeDock_(besideDock) {
+WindowModes::WindowModes(MainWindow* w, QWidget* singlePage) : QObject(w), w_(w) {
     stack_ = new QStackedWidget(w);
     stack_->addWidget(singlePage);
     multi_ = new MultiProcessView(w);
     stack_->addWidget(multi_);
     compare_ = new CompareView(w);
     stack_->addWidget(compare_);
-
-    processDock_ = new QDockWidget(tr("Processes"), w);
-    processDock_->setObjectName("processesDock");
-    processDock_->setWidget(multi_->tree());
-    multi_->tree()->show();
-    w->addDockWidget(Qt::BottomDockWidgetArea, processDock_);
-    w->tabifyDockWidget(besideDock, processDock_);
-    processDock_->hide();
+    // A stack is as large as its largest page's minimum; the hidden pages must not squeeze the
+    // docks around the one shown.
+    auto onlyCurrentCounts = [this](int current) {
+        for (int i = 0; i < stack_->count(); ++i)
+            stack_->widget(i)->setSizePolicy(i == current ? QSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred)
+                                                          : QSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored));
+        stack_->updateGeometry();
+    };
+    connect(stack_, &QStackedWidget::currentChanged, this, onlyCurrentCounts);
+    onlyCurrentCounts(0);
 
     connect(multi_, &MultiProcessView::loadStarted, this,
             [this](const QStringList& paths) { w_->showStatus(tr("Loading %1 traces…").arg(paths.size())); });
@@ -63,6 +67,24 @@ WindowModes::WindowModes(MainWindow* w, QWidget* singlePage, QDockWidget* beside
     });
     // Back to what was shown before (a process tree's view stays loaded meanwhile).
     connect(compare_, &CompareView::closeRequested, this, [this] { setMode(beforeCompare_); });
+}
+
+QDockWidget* WindowModes::processDock() {
+    // Made when first needed: a hidden dock tabbed with another at start-up took part in the
+    // window's first dock sizing and left the events table a few rows high.
+    if (!processDock_) {
+        processDock_ = new QDockWidget(tr("Processes"), w_);
+        processDock_->setObjectName("processesDock");
+        processDock_->setWidget(multi_->tree());
+        multi_->tree()->show();
+        w_->addDockWidget(Qt::BottomDockWidgetArea, processDock_);
+        // A tab beside the events: with the pools & streams dock put away, that group spans the
+        // window's width, which the tree's columns need (the events' filter row keeps their
+        // dock too wide to share the row).
+        if (auto* events = w_->findChild<QDockWidget*>("eventsDock"))
+            w_->tabifyDockWidget(events, processDock_);
+    }
+    return processDock_;
 }
 
 void WindowModes::openProcesses(const QStringList& paths) {
@@ -105,15 +127,16 @@ void WindowModes::setMode(Mode m) {
     }
     mode_ = m;
     stack_->setCurrentIndex(int(m));
-    if (m != Mode::Compare) processDock_->setVisible(m == Mode::Processes);
     if (m == Mode::Processes) {
+        processDock()->show();
         processDock_->raise();
-        w_->resizeDocks({processDock_}, {560}, Qt::Horizontal); // room for the Shared column
         showProcessInDocks(multi_->activeProcess());
     } else if (m == Mode::Compare) {
         w_->setWindowTitle(
             tr("%1 vs %2 — PoolScope").arg(compare_->snapshotA().title, compare_->snapshotB().title));
+        w_->summaryLabel_->clear(); // the single trace's counts; the comparison has its own
     } else {
+        if (processDock_) processDock_->hide();
         multi_->cancel();
         w_->setSnapshot(w_->snapshot(), true); // the single trace's title and docks again
     }
@@ -130,6 +153,8 @@ void WindowModes::fitAll() {
 
 void WindowModes::restoreDocksForSaving() {
     if (mode_ == Mode::Compare) w_->restoreState(dockState_);
+    if (treeHiddenByUs_) treeDock_->show();
+    if (processDock_) processDock_->hide();
 }
 
 void WindowModes::showProcessInDocks(int i) {

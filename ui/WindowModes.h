@@ -3,8 +3,8 @@
 // processes view (several traces, a lane group per process: MultiProcessView, with a Processes
 // dock for their tree and shared pools, the other docks following the active process) and the
 // compare mode (CompareView; the docks are put away while it is shown and come back as they
-// were). The Processes dock stands in for the pools & streams dock while several processes are
-// shown. Owns the central stack of pages: the single trace's views, then these two.
+// were). The Processes dock (a tab beside the events) stands in for the pools & streams dock
+// while several processes are shown. Owns the central stack of pages: the single trace's views, then these two.
 
 #include <QByteArray>
 #include <QObject>
@@ -25,14 +25,15 @@ class WindowModes : public QObject {
 public:
     enum class Mode { Single, Processes, Compare };
 
-    // singlePage: the single trace's central widget; besideDock: the dock the Processes dock
-    // is tabbed with.
-    WindowModes(MainWindow* window, QWidget* singlePage, QDockWidget* besideDock);
+    // singlePage: the single trace's central widget.
+    WindowModes(MainWindow* window, QWidget* singlePage);
+    // The pools & streams dock, which the Processes dock stands in for.
+    void setTreeDock(QDockWidget* d) { treeDock_ = d; }
 
     QStackedWidget* stack() const { return stack_; }
     MultiProcessView* processes() const { return multi_; }
     CompareView* compare() const { return compare_; }
-    QDockWidget* processDock() const { return processDock_; }
+    QDockWidget* processDock(); // made on first use
     Mode mode() const { return mode_; }
 
     void openProcesses(const QStringList& paths); // two or more traces
@@ -51,8 +52,8 @@ private:
     QStackedWidget* stack_;
     MultiProcessView* multi_;
     CompareView* compare_;
-    QDockWidget* processDock_;
-    QDockWidget* treeDock_;
+    QDockWidget* processDock_ = nullptr;
+    QDockWidget* treeDock_ = nullptr;
     bool treeHiddenByUs_ = false; // the pools & streams dock, for the Processes one
     QByteArray dockState_;
     Mode mode_ = Mode::Single;
