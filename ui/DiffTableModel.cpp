@@ -116,8 +116,12 @@ void DiffTableModel::rebuild() {
             note.cells[Name] = tr("not compared: %1").arg(qs(diff_->sitesNote));
             add(s, note);
         }
+        size_t sameSites = 0;
         for (const interop::SiteDiff& sd : diff_->sites) {
-            if (!showUnchanged_ && sd.bytesA == sd.bytesB && sd.countA == sd.countB) continue;
+            if (!showUnchanged_ && sd.bytesA == sd.bytesB && sd.countA == sd.countB) {
+                ++sameSites;
+                continue;
+            }
             interop::DiffValue v;
             v.unit = interop::DiffValue::Unit::Bytes;
             v.a = sd.bytesA;
@@ -132,6 +136,8 @@ void DiffTableModel::rebuild() {
             n.tooltip = tr("%1\n%2 allocations in A, %3 in B").arg(qs(sd.site)).arg(sd.countA).arg(sd.countB);
             add(s, n);
         }
+        if (sameSites)
+            nodes_[size_t(s)].cells[Delta] = tr("%1 with no difference not listed").arg(sameSites);
     }
     endResetModel();
 }

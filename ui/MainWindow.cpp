@@ -296,12 +296,8 @@ void MainWindow::buildMenus() {
     view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), modes_, &WindowModes::fitAll);
     view->addAction(tr("Fit to Allocator &Activity"), QKeySequence(Qt::CTRL | Qt::Key_9),
                     timeline_, &TimelineWidget::fitActivity);
-    view->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, this, [this] {
-        timeline_->zoomBy(1.5, (timeline_->viewStart() + timeline_->viewEnd()) / 2);
-    });
-    view->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, this, [this] {
-        timeline_->zoomBy(1 / 1.5, (timeline_->viewStart() + timeline_->viewEnd()) / 2);
-    });
+    view->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, this, [this] { modes_->zoomBy(1.5); });
+    view->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, this, [this] { modes_->zoomBy(1 / 1.5); });
     view->addAction(tr("Zoom to &Selection"), QKeySequence(Qt::CTRL | Qt::Key_E), timeline_,
                     &TimelineWidget::zoomToSelection);
     view->addSeparator();

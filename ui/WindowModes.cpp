@@ -151,6 +151,23 @@ void WindowModes::fitAll() {
         w_->timeline()->fitAll();
 }
 
+void WindowModes::zoomBy(double factor) {
+    auto zoomed = [factor](std::pair<int64_t, int64_t> r) {
+        const double mid = (double(r.first) + double(r.second)) / 2, half = (double(r.second) - double(r.first)) / 2 / factor;
+        return std::pair<int64_t, int64_t>(int64_t(mid - half), int64_t(mid + half));
+    };
+    if (mode_ == Mode::Processes) {
+        const auto r = zoomed(multi_->viewRange());
+        multi_->setViewRange(r.first, r.second);
+    } else if (mode_ == Mode::Compare) {
+        const auto r = zoomed(compare_->viewRange());
+        compare_->setViewRange(r.first, r.second);
+    } else {
+        TimelineWidget* t = w_->timeline();
+        t->zoomBy(factor, (t->viewStart() + t->viewEnd()) / 2);
+    }
+}
+
 void WindowModes::restoreDocksForSaving() {
     if (mode_ == Mode::Compare) w_->restoreState(dockState_);
     if (treeHiddenByUs_) treeDock_->show();

@@ -41,6 +41,7 @@ public:
     void cancelLoads(); // a single trace is being opened instead
     void setMode(Mode m);
     void fitAll(); // of the page shown
+    void zoomBy(double factor); // about the middle of the page shown
     // Before the window saves its state: the docks as the user arranged them, not put away.
     void restoreDocksForSaving();
 

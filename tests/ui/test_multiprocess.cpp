@@ -30,6 +30,7 @@
 #include <QTreeView>
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
+#include <sqlite3.h>
 
 using namespace poolscope;
 using namespace poolscope::ui;
@@ -192,6 +193,14 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
         EXPECT_EQ(v->timeline(g)->viewEnd() + set.entries[size_t(g)].offsetNs, want.begin + 9'000'000);
     }
 
+    // View > Zoom In zooms every group about the middle.
+    const auto before = v->viewRange();
+    w.modes()->zoomBy(2.0);
+    const auto after = v->viewRange();
+    EXPECT_NEAR(double(after.second - after.first), double(before.second - before.first) / 2, 2.0);
+    EXPECT_NEAR(double(after.first + after.second) / 2, double(before.first + before.second) / 2, 2.0);
+    EXPECT_EQ(v->timeline(0)->viewEnd() - v->timeline(0)->viewStart(), after.second - after.first);
+
     // The Processes tree: the importer's pool under the exporter's, as a link row; choosing it
     // selects the importer's pool and highlights the exporter's, in the tree and the lanes.
     QDockWidget* dock = w.findChild<QDockWidget*>("processesDock");
@@ -263,6 +272,26 @@ TEST(MultiProcessView, ADamagedFileIsNamedAndTheOthersStillOpen) {
     ASSERT_NE(box, nullptr);
     EXPECT_TRUE(box->text().contains(broken));
     box->close();
+
+    // A copy of the real child trace whose event_counts table lies (a hand-damaged copy): it
+    // opens with what is intact, is named as damaged, and is still linked to its parent.
+    const QString lying = dir.filePath("hand-damaged-child.poolscope");
+    ASSERT_TRUE(QFile::copy(sample("ipc-child.poolscope"), lying));
+    QFile::setPermissions(lying, QFile::ReadOwner | QFile::WriteOwner);
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(lying.toUtf8().constData(), &db), SQLITE_OK);
+        EXPECT_EQ(sqlite3_exec(db, "UPDATE event_counts SET count = 4611686018427387904", nullptr, nullptr, nullptr),
+                  SQLITE_OK);
+        sqlite3_close(db);
+    }
+    failed.clear();
+    ASSERT_TRUE(openAndWait(w, {sample("ipc-parent.poolscope"), lying}));
+    EXPECT_EQ(v->processCount(), 2);
+    ASSERT_EQ(failed.size(), 1);
+    EXPECT_TRUE(failed.first().first().toStringList().join(' ').contains("hand-damaged-child.poolscope is damaged"));
+    EXPECT_EQ(v->processes().links.size(), mergeTruth({sample("ipc-parent.poolscope"), sample("ipc-child.poolscope")}).links.size());
+    if (auto* b = w.findChild<QMessageBox*>("loadErrorBox")) b->close();
 
     // Nothing readable: the window stays as it was and says why.
     QSignalSpy loadFailed(&w, &MainWindow::loadFailed);
@@ -359,14 +388,27 @@ TEST(CompareView, TwoRunsPlotsAlignedAndTheDiffTable) {
     const Report repB = interop::reportForDiff(**rb2, tb, c->snapshotB().path.toStdString());
     const auto want = interop::diffTraces({&repA, &ta, c->snapshotA().stacks.get()}, {&repB, &tb, c->snapshotB().stacks.get()});
     EXPECT_EQ(interop::diffToJson(*d), interop::diffToJson(want));
-    // Choosing a pool row highlights it in both plots' legends (the other pools dimmed).
+    // View > Zoom In: both plots, about the middle.
+    w.modes()->zoomBy(2.0);
+    EXPECT_EQ(c->viewRange().second - c->viewRange().first, 2'000'000);
+    EXPECT_DOUBLE_EQ(c->plotA()->plot()->xAxis->range().lower, c->plotB()->plot()->xAxis->range().lower);
+    // Choosing a pool matched in both runs highlights it in both plots (the other pools dimmed).
     const QModelIndex pools = c->model()->index(1, 0);
     const QModelIndex both = findRow(*c->model(), [&](const QModelIndex& i) {
         return c->model()->kindOf(i) == DiffTableModel::RowKind::Pool && i.data(DiffTableModel::HandleARole).toULongLong() &&
                i.data(DiffTableModel::HandleBRole).toULongLong();
     }, pools);
     ASSERT_TRUE(both.isValid());
+    auto dimmed = [](WatermarkPlot* p) {
+        int n = 0;
+        for (int g = 0; g < p->plot()->graphCount(); ++g) n += p->plot()->graph(g)->pen().color().alpha() == 70;
+        return n;
+    };
+    EXPECT_EQ(dimmed(c->plotB()), 0);
     c->table()->setCurrentIndex(both);
+    // pools.poolscope has two explicit pools besides the default one: theirs are dimmed now.
+    EXPECT_GT(dimmed(c->plotB()), 0);
+    EXPECT_EQ(dimmed(c->plotA()), 0); // churn has the default pool only
 
     // Closing goes back to where the window was, the docks as they were.
     c->findChild<QPushButton*>("closeComparison")->click();
@@ -389,6 +431,12 @@ TEST(CompareView, LinesUpTheFirstCommonNvtxRange) {
     EXPECT_EQ(c.alignment().range, common.front());
     EXPECT_EQ(c.plotA()->origin(), want.originA);
     EXPECT_EQ(c.plotB()->origin(), want.originB);
+    // A run against itself: every call site the same, none listed but counted.
+    const QModelIndex sites = c.model()->index(3, 0);
+    EXPECT_EQ(c.model()->rowCount(sites), 0);
+    ASSERT_NE(c.model()->diff(), nullptr);
+    EXPECT_EQ(c.model()->index(3, DiffTableModel::Delta).data().toString(),
+              QStringLiteral("%1 with no difference not listed").arg(c.model()->diff()->sites.size()));
     // By start instead.
     c.alignChoice()->setCurrentIndex(0);
     emit c.alignChoice()->activated(0);
