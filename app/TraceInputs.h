@@ -2,17 +2,17 @@
 // Loading a trace for the verbs that read it whole (export, diff, merge): the reader (damaged
 // parts skipped and warned about, as report does), its timeline, its call sites named where the
 // binaries are found, its process and threads.
-#include <cstdio>
-#include <memory>
-#include <sys/stat.h>
-#include <vector>
-#include <string>
-
 #include "CliUtil.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/interop/Export.h"
 #include "poolscope/interop/ProcessTree.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
 
 namespace poolscope::cli {
 

@@ -50,11 +50,13 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     align_ = new QComboBox(bar);
     align_->setObjectName("alignChoice");
     align_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-    align_->setToolTip(tr("Where the two runs' time axes meet: their first events, or the first start of an NVTX "
-                          "range both recorded"));
+    align_->setToolTip(
+        tr("Where the two runs' time axes meet: their first events, or the first start of an NVTX "
+           "range both recorded"));
     bl->addWidget(align_);
     unchanged_ = new QCheckBox(tr("Show unchanged"), bar);
-    unchanged_->setToolTip(tr("List every metric, not only those that differ (poolscope diff --all)"));
+    unchanged_->setToolTip(
+        tr("List every metric, not only those that differ (poolscope diff --all)"));
     bl->addWidget(unchanged_);
     auto* fit = new QPushButton(tr("Fit All"), bar);
     bl->addWidget(fit);
@@ -104,24 +106,28 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
 
     connect(model_, &QAbstractItemModel::modelReset, this, [this] {
         table_->expandAll();
-        const int minimum = table_->fontMetrics().horizontalAdvance(QStringLiteral("+12.9 GiB (+311.6 %)")) + 24;
+        const int minimum =
+            table_->fontMetrics().horizontalAdvance(QStringLiteral("+12.9 GiB (+311.6 %)")) + 24;
         for (int c = DiffTableModel::A; c < DiffTableModel::ColumnCount; ++c) {
             table_->resizeColumnToContents(c);
             table_->setColumnWidth(c, std::clamp(table_->columnWidth(c), minimum, 360));
         }
     });
-    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& cur) {
-        const QModelIndex row = cur.siblingAtColumn(0);
-        auto k = model_->kindOf(row);
-        QModelIndex entity = row;
-        if (k == DiffTableModel::RowKind::Metric) {
-            entity = row.parent();
-            k = model_->kindOf(entity);
-        }
-        const bool pool = k == DiffTableModel::RowKind::Pool;
-        plotA_->setHighlightedPool(pool ? entity.data(DiffTableModel::HandleARole).toULongLong() : 0);
-        plotB_->setHighlightedPool(pool ? entity.data(DiffTableModel::HandleBRole).toULongLong() : 0);
-    });
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& cur) {
+                const QModelIndex row = cur.siblingAtColumn(0);
+                auto k = model_->kindOf(row);
+                QModelIndex entity = row;
+                if (k == DiffTableModel::RowKind::Metric) {
+                    entity = row.parent();
+                    k = model_->kindOf(entity);
+                }
+                const bool pool = k == DiffTableModel::RowKind::Pool;
+                plotA_->setHighlightedPool(
+                    pool ? entity.data(DiffTableModel::HandleARole).toULongLong() : 0);
+                plotB_->setHighlightedPool(
+                    pool ? entity.data(DiffTableModel::HandleBRole).toULongLong() : 0);
+            });
     connect(unchanged_, &QCheckBox::toggled, model_, &DiffTableModel::setShowUnchanged);
     connect(align_, qOverload<int>(&QComboBox::activated), this, [this] { applyAlignment(); });
     connect(fit, &QPushButton::clicked, this, &CompareView::fitAll);
@@ -140,7 +146,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
                 for (size_t i = 0; i < r.size(); ++i)
                     if (!r[i].cancelled && !r[i].error.isEmpty())
                         problems << tr("Could not open %1 (%2): %3")
-                                        .arg(QFileInfo(paths[int(i)]).fileName(), paths[int(i)], r[i].error);
+                                        .arg(QFileInfo(paths[int(i)]).fileName(), paths[int(i)],
+                                             r[i].error);
                 if (r.size() != 2 || !problems.isEmpty() || r[0].cancelled || r[1].cancelled) {
                     if (!problems.isEmpty()) emit loadFailed(problems);
                     return;
@@ -159,9 +166,9 @@ void CompareView::open(const QString& a, const QString& b) {
 void CompareView::setTraces(const TraceLoadResult& a, const TraceLoadResult& b) {
     a_ = a;
     b_ = b;
-    auto d = std::make_shared<interop::TraceDiff>(interop::diffTraces(
-        {a_.report.get(), a_.snap.timeline.get(), a_.snap.stacks.get()},
-        {b_.report.get(), b_.snap.timeline.get(), b_.snap.stacks.get()}));
+    auto d = std::make_shared<interop::TraceDiff>(
+        interop::diffTraces({a_.report.get(), a_.snap.timeline.get(), a_.snap.stacks.get()},
+                            {b_.report.get(), b_.snap.timeline.get(), b_.snap.stacks.get()}));
     model_->setDiff(d);
     header_->setText(tr("Comparing <b>A</b> %1 with <b>B</b> %2. Differences are B \u2212 A.")
                          .arg(a_.snap.title.toHtmlEscaped(), b_.snap.title.toHtmlEscaped()));
@@ -173,7 +180,8 @@ void CompareView::setTraces(const TraceLoadResult& a, const TraceLoadResult& b) 
     plotB_->setSnapshot(b_.snap);
     align_->clear();
     align_->addItem(tr("by start"), QVariant());
-    for (const std::string& name : interop::commonNvtxRanges(a_.snap.stacks.get(), b_.snap.stacks.get()))
+    for (const std::string& name :
+         interop::commonNvtxRanges(a_.snap.stacks.get(), b_.snap.stacks.get()))
         align_->addItem(tr("by NVTX range \u201c%1\u201d").arg(qs(name)), qs(name));
     // The first common range when there is one (a training step lines up with itself).
     align_->setCurrentIndex(align_->count() > 1 ? 1 : 0);
@@ -184,15 +192,16 @@ void CompareView::setTraces(const TraceLoadResult& a, const TraceLoadResult& b) 
 void CompareView::applyAlignment() {
     if (!a_.snap.valid() || !b_.snap.valid()) return;
     const QVariant v = align_->currentData();
-    alignment_ = interop::alignRuns(*a_.snap.timeline, a_.snap.stacks.get(), *b_.snap.timeline,
-                                    b_.snap.stacks.get(),
-                                    v.isValid() ? std::optional<std::string>(v.toString().toStdString()) : std::nullopt);
+    alignment_ = interop::alignRuns(
+        *a_.snap.timeline, a_.snap.stacks.get(), *b_.snap.timeline, b_.snap.stacks.get(),
+        v.isValid() ? std::optional<std::string>(v.toString().toStdString()) : std::nullopt);
     QString note = qs(alignment_.description) + QStringLiteral(".");
     if (align_->count() == 1) {
         const bool ra = a_.snap.stacks && !a_.snap.stacks->ranges.empty();
         const bool rb = b_.snap.stacks && !b_.snap.stacks->ranges.empty();
-        note += !ra && !rb ? tr(" Neither run recorded NVTX ranges.")
-                : !ra || !rb ? tr(" Only %1 recorded NVTX ranges.").arg(ra ? QStringLiteral("A") : QStringLiteral("B"))
+        note += !ra && !rb   ? tr(" Neither run recorded NVTX ranges.")
+                : !ra || !rb ? tr(" Only %1 recorded NVTX ranges.")
+                                   .arg(ra ? QStringLiteral("A") : QStringLiteral("B"))
                              : tr(" The runs share no NVTX range name.");
     }
     alignNote_->setText(note);

@@ -15,7 +15,8 @@ QString qs(const std::string& s) {
 }
 bool anyChange(const interop::DiffEntity& e) {
     return !(e.inA && e.inB) ||
-           std::any_of(e.values.begin(), e.values.end(), [](const interop::DiffValue& v) { return v.changed(); });
+           std::any_of(e.values.begin(), e.values.end(),
+                       [](const interop::DiffValue& v) { return v.changed(); });
 }
 } // namespace
 
@@ -49,12 +50,14 @@ void DiffTableModel::addValues(int parent, const std::vector<interop::DiffValue>
         n.cells[A] = qs(interop::diffValueText(v, true));
         n.cells[B] = qs(interop::diffValueText(v, false));
         n.cells[Delta] = qs(interop::diffDeltaText(v));
-        n.direction = v.unit == interop::DiffValue::Unit::Text ? (v.changed() ? 2 : 0) : interop::diffDirection(v);
+        n.direction = v.unit == interop::DiffValue::Unit::Text ? (v.changed() ? 2 : 0)
+                                                               : interop::diffDirection(v);
         add(parent, n);
     }
 }
 
-void DiffTableModel::addEntities(const char* title, const std::vector<interop::DiffEntity>& list, RowKind kind) {
+void DiffTableModel::addEntities(const char* title, const std::vector<interop::DiffEntity>& list,
+                                 RowKind kind) {
     Node g;
     g.kind = RowKind::Group;
     size_t both = 0, onlyA = 0, onlyB = 0, same = 0;
@@ -71,10 +74,11 @@ void DiffTableModel::addEntities(const char* title, const std::vector<interop::D
     if (onlyB) parts << tr("%1 only in B").arg(onlyB);
     if (same && !showUnchanged_) parts << tr("%1 with no difference not listed").arg(same);
     g.cells[Delta] = parts.join(QStringLiteral(", "));
-    g.tooltip = kind == RowKind::Pool ? tr("Pools are matched by device, kind and creation order (handles change "
-                                           "between runs)")
-                                      : tr("Streams are matched by the runtime's special handles, else by device "
-                                           "and order of first use");
+    g.tooltip = kind == RowKind::Pool
+                    ? tr("Pools are matched by device, kind and creation order (handles change "
+                         "between runs)")
+                    : tr("Streams are matched by the runtime's special handles, else by device "
+                         "and order of first use");
     const int group = add(-1, g);
     for (const interop::DiffEntity& e : list) {
         if (!showUnchanged_ && !anyChange(e)) continue;
@@ -103,7 +107,8 @@ void DiffTableModel::rebuild() {
         totals.cells[Name] = tr("Totals");
         const int t = add(-1, totals);
         addValues(t, diff_->totals);
-        if (nodes_[size_t(t)].children.empty()) nodes_[size_t(t)].cells[Delta] = tr("no difference");
+        if (nodes_[size_t(t)].children.empty())
+            nodes_[size_t(t)].cells[Delta] = tr("no difference");
         addEntities("Pools", diff_->pools, RowKind::Pool);
         addEntities("Streams", diff_->streams, RowKind::Stream);
         Node sites;
@@ -133,7 +138,10 @@ void DiffTableModel::rebuild() {
             n.cells[B] = qs(interop::diffValueText(v, false));
             n.cells[Delta] = qs(interop::diffDeltaText(v));
             n.direction = interop::diffDirection(v);
-            n.tooltip = tr("%1\n%2 allocations in A, %3 in B").arg(qs(sd.site)).arg(sd.countA).arg(sd.countB);
+            n.tooltip = tr("%1\n%2 allocations in A, %3 in B")
+                            .arg(qs(sd.site))
+                            .arg(sd.countA)
+                            .arg(sd.countB);
             add(s, n);
         }
         if (sameSites)
@@ -149,7 +157,8 @@ DiffTableModel::RowKind DiffTableModel::kindOf(const QModelIndex& idx) const {
 QModelIndex DiffTableModel::index(int row, int column, const QModelIndex& parent) const {
     if (row < 0 || column < 0 || column >= ColumnCount) return {};
     if (parent.isValid() && parent.column() != 0) return {};
-    const std::vector<int>& list = parent.isValid() ? nodes_[size_t(parent.internalId())].children : roots_;
+    const std::vector<int>& list =
+        parent.isValid() ? nodes_[size_t(parent.internalId())].children : roots_;
     if (size_t(row) >= list.size()) return {};
     return createIndex(row, column, quintptr(list[size_t(row)]));
 }
@@ -180,9 +189,9 @@ QVariant DiffTableModel::data(const QModelIndex& idx, int role) const {
         return n.tooltip.isEmpty() ? QVariant() : QVariant(n.tooltip);
     case Qt::ForegroundRole:
         if (idx.column() != Delta || n.kind == RowKind::Group) return {};
-        if (n.direction == 1) return QBrush(QColor(198, 40, 40));   // higher in B
-        if (n.direction == -1) return QBrush(QColor(46, 125, 50));  // lower in B
-        if (n.direction == 2) return QBrush(QColor(178, 106, 0));   // a setting changed
+        if (n.direction == 1) return QBrush(QColor(198, 40, 40));  // higher in B
+        if (n.direction == -1) return QBrush(QColor(46, 125, 50)); // lower in B
+        if (n.direction == 2) return QBrush(QColor(178, 106, 0));  // a setting changed
         return {};
     case Qt::FontRole:
         if (n.kind == RowKind::Group || n.kind == RowKind::Pool || n.kind == RowKind::Stream ||
@@ -195,7 +204,8 @@ QVariant DiffTableModel::data(const QModelIndex& idx, int role) const {
         return {};
     case Qt::TextAlignmentRole:
         if (n.kind == RowKind::Metric || n.kind == RowKind::Site)
-            return idx.column() == Name ? QVariant() : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+            return idx.column() == Name ? QVariant()
+                                        : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
         return {};
     case KindRole:
         return int(n.kind);
@@ -213,10 +223,11 @@ QVariant DiffTableModel::data(const QModelIndex& idx, int role) const {
 QVariant DiffTableModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
     static const char* kNames[] = {"Metric", "A", "B", "B \u2212 A"};
-    static const char* kTips[] = {"What is compared: totals, then each pool and stream matched across the runs",
-                                  "The first trace (the baseline)", "The second trace",
-                                  "Difference, with the change in percent of A: red where B is higher, green "
-                                  "where it is lower, amber where a setting changed"};
+    static const char* kTips[] = {
+        "What is compared: totals, then each pool and stream matched across the runs",
+        "The first trace (the baseline)", "The second trace",
+        "Difference, with the change in percent of A: red where B is higher, green "
+        "where it is lower, amber where a setting changed"};
     if (role == Qt::DisplayRole) return tr(kNames[section]);
     if (role == Qt::ToolTipRole) return tr(kTips[section]);
     return {};

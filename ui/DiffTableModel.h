@@ -44,7 +44,7 @@ private:
         RowKind kind = RowKind::Group;
         QString cells[ColumnCount];
         QString tooltip;
-        int direction = 0;      // +1 higher in B, -1 lower, 0 same; 2: a setting changed
+        int direction = 0;                 // +1 higher in B, -1 lower, 0 same; 2: a setting changed
         uint64_t handleA = 0, handleB = 0; // Pool / Stream rows
     };
     void rebuild();

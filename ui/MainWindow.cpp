@@ -6,9 +6,9 @@
 #include "EntityTreeModel.h"
 #include "EventsPanel.h"
 #include "LoadingOverlay.h"
+#include "MultiProcessView.h"
 #include "ReplayBar.h"
 #include "TimelineWidget.h"
-#include "MultiProcessView.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 #include "WindowModes.h"
@@ -271,8 +271,8 @@ void MainWindow::buildMenus() {
             if (!b.isEmpty()) compareFiles(snap_.path, b);
             return;
         }
-        const QStringList two =
-            QFileDialog::getOpenFileNames(this, tr("Choose two traces to compare (A, then B)"), dir, traces);
+        const QStringList two = QFileDialog::getOpenFileNames(
+            this, tr("Choose two traces to compare (A, then B)"), dir, traces);
         if (two.size() == 2)
             compareFiles(two[0], two[1]);
         else if (!two.isEmpty())
@@ -293,11 +293,13 @@ void MainWindow::buildMenus() {
     rebuildRecentMenu();
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), modes_, &WindowModes::fitAll);
+    view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), modes_,
+                    &WindowModes::fitAll);
     view->addAction(tr("Fit to Allocator &Activity"), QKeySequence(Qt::CTRL | Qt::Key_9),
                     timeline_, &TimelineWidget::fitActivity);
     view->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, this, [this] { modes_->zoomBy(1.5); });
-    view->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, this, [this] { modes_->zoomBy(1 / 1.5); });
+    view->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, this,
+                    [this] { modes_->zoomBy(1 / 1.5); });
     view->addAction(tr("Zoom to &Selection"), QKeySequence(Qt::CTRL | Qt::Key_E), timeline_,
                     &TimelineWidget::zoomToSelection);
     view->addSeparator();

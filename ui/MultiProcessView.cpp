@@ -54,12 +54,14 @@ protected:
             const QPointF a = mapFrom(view_, line->first), b = mapFrom(view_, line->second);
             const interop::IpcLink& l = links[i];
             const auto& lit = view_->highlighted_;
-            const bool strong =
-                std::find(lit.begin(), lit.end(), std::pair(int(l.exporter), l.exportPool)) != lit.end() ||
-                std::find(lit.begin(), lit.end(), std::pair(int(l.importer), l.importPool)) != lit.end();
+            const bool strong = std::find(lit.begin(), lit.end(),
+                                          std::pair(int(l.exporter), l.exportPool)) != lit.end() ||
+                                std::find(lit.begin(), lit.end(),
+                                          std::pair(int(l.importer), l.importPool)) != lit.end();
             QColor c = kLinkColour;
             c.setAlpha(strong || lit.empty() ? 230 : 110);
-            QPen pen(c, strong ? 3.0 : 2.0, l.kind == interop::IpcLink::Kind::Pool ? Qt::SolidLine : Qt::DashLine);
+            QPen pen(c, strong ? 3.0 : 2.0,
+                     l.kind == interop::IpcLink::Kind::Pool ? Qt::SolidLine : Qt::DashLine);
             p.setPen(pen);
             p.setBrush(Qt::NoBrush);
             QPainterPath path(a);
@@ -77,7 +79,8 @@ protected:
         // One label per pair of pools, at the last import: "⇄ pool + block 0x302000000".
         std::map<std::tuple<size_t, uint64_t, size_t, uint64_t>, std::vector<size_t>> pairs;
         for (size_t i = 0; i < links.size(); ++i)
-            pairs[{links[i].exporter, links[i].exportPool, links[i].importer, links[i].importPool}].push_back(i);
+            pairs[{links[i].exporter, links[i].exportPool, links[i].importer, links[i].importPool}]
+                .push_back(i);
         for (const auto& [key, ids] : pairs) {
             size_t last = ids.front();
             bool pool = false;
@@ -98,7 +101,8 @@ protected:
                 parts << QStringLiteral("block %1").arg(blocks.first());
             else if (!blocks.isEmpty())
                 parts << QStringLiteral("%1 blocks").arg(blocks.size());
-            const QString label = QStringLiteral("\u21c4 %1 imported").arg(parts.join(QStringLiteral(" + ")));
+            const QString label =
+                QStringLiteral("\u21c4 %1 imported").arg(parts.join(QStringLiteral(" + ")));
             const double dir = b.y() >= a.y() ? -1 : 1;
             const QRectF box = p.fontMetrics().boundingRect(label).adjusted(-4, -1, 4, 1);
             QRectF at = box.translated(b.x() + 8 - box.left(), b.y() + dir * 14 - box.center().y());
@@ -165,18 +169,22 @@ MultiProcessView::MultiProcessView(QWidget* parent) : QWidget(parent) {
     tree_->header()->setStretchLastSection(true);
     tree_->hide(); // the main window puts it in a dock
     connect(treeModel_, &QAbstractItemModel::modelReset, this, &MultiProcessView::fitTreeColumns);
-    connect(tree_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& cur) {
-        const auto t = treeModel_->targetFor(cur.siblingAtColumn(0));
-        if (t.process < 0) return;
-        setActiveProcess(t.process);
-        scroll_->ensureWidgetVisible(sections_[size_t(t.process)].frame, 0, 0);
-        if (t.kind == ProcessTreeModel::NodeKind::Process) return;
-        const Selection s{t.kind == ProcessTreeModel::NodeKind::Pool ? Selection::Pool : Selection::Stream, 0,
-                          t.handle, {}};
-        sections_[size_t(t.process)].timeline->setSelection(s);
-        highlightFor(t.process, s);
-        emit selectionChanged(t.process, s);
-    });
+    connect(tree_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& cur) {
+                const auto t = treeModel_->targetFor(cur.siblingAtColumn(0));
+                if (t.process < 0) return;
+                setActiveProcess(t.process);
+                scroll_->ensureWidgetVisible(sections_[size_t(t.process)].frame, 0, 0);
+                if (t.kind == ProcessTreeModel::NodeKind::Process) return;
+                const Selection s{t.kind == ProcessTreeModel::NodeKind::Pool ? Selection::Pool
+                                                                             : Selection::Stream,
+                                  0,
+                                  t.handle,
+                                  {}};
+                sections_[size_t(t.process)].timeline->setSelection(s);
+                highlightFor(t.process, s);
+                emit selectionChanged(t.process, s);
+            });
 
     connect(loader_, &MultiTraceLoader::started, this, &MultiProcessView::loadStarted);
     connect(loader_, &MultiTraceLoader::finished, this, &MultiProcessView::onLoaded);
@@ -186,7 +194,8 @@ MultiProcessView::~MultiProcessView() = default;
 
 void MultiProcessView::fitTreeColumns() {
     tree_->expandAll();
-    for (int c = 0; c < ProcessTreeModel::ColumnCount; ++c) tree_->resizeColumnToContents(c);
+    for (int c = 0; c < ProcessTreeModel::ColumnCount; ++c)
+        tree_->resizeColumnToContents(c);
     // Names as wide as they are in bold (a highlighted pool's row is), at their depth.
     QFont bold = tree_->font();
     bold.setBold(true);
@@ -195,12 +204,14 @@ void MultiProcessView::fitTreeColumns() {
     std::function<void(const QModelIndex&, int)> walk = [&](const QModelIndex& parent, int depth) {
         for (int r = 0; r < treeModel_->rowCount(parent); ++r) {
             const QModelIndex i = treeModel_->index(r, 0, parent);
-            widest = std::max(widest, fm.horizontalAdvance(i.data().toString()) + tree_->indentation() * (depth + 1));
+            widest = std::max(widest, fm.horizontalAdvance(i.data().toString()) +
+                                          tree_->indentation() * (depth + 1));
             walk(i, depth + 1);
         }
     };
     walk({}, 0);
-    tree_->setColumnWidth(ProcessTreeModel::Name, std::max(tree_->columnWidth(ProcessTreeModel::Name), widest + 16));
+    tree_->setColumnWidth(ProcessTreeModel::Name,
+                          std::max(tree_->columnWidth(ProcessTreeModel::Name), widest + 16));
 }
 
 void MultiProcessView::open(const QStringList& paths) {
@@ -217,7 +228,8 @@ bool MultiProcessView::busy() const {
     return loader_->busy();
 }
 
-void MultiProcessView::onLoaded(const QStringList& paths, const std::vector<TraceLoadResult>& results) {
+void MultiProcessView::onLoaded(const QStringList& paths,
+                                const std::vector<TraceLoadResult>& results) {
     QStringList problems;
     for (size_t i = 0; i < results.size(); ++i) {
         const QString name = QFileInfo(paths[int(i)]).fileName();
@@ -239,7 +251,8 @@ void MultiProcessView::onLoaded(const QStringList& paths, const std::vector<Trac
 }
 
 void MultiProcessView::clear() {
-    for (Section& s : sections_) delete s.frame;
+    for (Section& s : sections_)
+        delete s.frame;
     sections_.clear();
     highlighted_.clear();
     active_ = -1;
@@ -247,7 +260,8 @@ void MultiProcessView::clear() {
     set_ = {};
 }
 
-void MultiProcessView::setTraces(const std::vector<TraceLoadResult>& results, const QStringList& problems) {
+void MultiProcessView::setTraces(const std::vector<TraceLoadResult>& results,
+                                 const QStringList& problems) {
     clear();
     set_ = ProcessSet::build(results);
     treeModel_->resetData(&set_);
@@ -258,11 +272,13 @@ void MultiProcessView::setTraces(const std::vector<TraceLoadResult>& results, co
         return;
     }
     const size_t n = set_.entries.size(), k = set_.links.size();
-    alignLabel_->setText((n == 1 ? tr("1 process") : tr("%1 processes").arg(n)) +
-                         (k == 0   ? tr(", nothing shared between them. ")
-                          : k == 1 ? tr(", 1 link between them (a pool or block one exported, another imported). ")
-                                   : tr(", %1 links between them (pools or blocks one exported, another imported). ").arg(k)) +
-                         set_.alignmentText());
+    alignLabel_->setText(
+        (n == 1 ? tr("1 process") : tr("%1 processes").arg(n)) +
+        (k == 0   ? tr(", nothing shared between them. ")
+         : k == 1 ? tr(", 1 link between them (a pool or block one exported, another imported). ")
+                  : tr(", %1 links between them (pools or blocks one exported, another imported). ")
+                        .arg(k)) +
+        set_.alignmentText());
     buildSections();
     fitAll();
     // The first view: where the allocators of all processes were busy, as for one trace.
@@ -308,11 +324,14 @@ void MultiProcessView::buildSections() {
         QStringList detail;
         if (e.parent >= 0) detail << tr("child of pid %1").arg(e.snap.process.parentPid);
         detail << e.snap.title
-               << tr("%1 events over %2").arg(qs(formatCount(tl.eventCount)), qs(formatDuration(tl.t1 - tl.t0)))
+               << tr("%1 events over %2")
+                      .arg(qs(formatCount(tl.eventCount)), qs(formatDuration(tl.t1 - tl.t0)))
                << tr("starts at +%1").arg(qs(formatDuration(set_.toShared(int(i), tl.t0) - begin)));
-        s.title->setText(QStringLiteral("<b>%1</b> &nbsp;·&nbsp; %2")
-                             .arg(e.title.toHtmlEscaped(), detail.join(QStringLiteral(" · ")).toHtmlEscaped()));
-        s.title->setToolTip(QStringLiteral("%1\n%2").arg(qs(e.snap.process.commandLine), e.snap.path));
+        s.title->setText(
+            QStringLiteral("<b>%1</b> &nbsp;·&nbsp; %2")
+                .arg(e.title.toHtmlEscaped(), detail.join(QStringLiteral(" · ")).toHtmlEscaped()));
+        s.title->setToolTip(
+            QStringLiteral("%1\n%2").arg(qs(e.snap.process.commandLine), e.snap.path));
         s.title->setMinimumWidth(0);
         s.title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
         hl->addWidget(s.toggle);
@@ -323,7 +342,8 @@ void MultiProcessView::buildSections() {
         s.timeline->installEventFilter(this);
         // Its own clock: the shared axis' origin and extent, moved by this trace's offset.
         s.timeline->setTimeFrame(set_.fromShared(int(i), begin), set_.fromShared(int(i), begin),
-                                 set_.fromShared(int(i), end), tr("time since the first event of all"));
+                                 set_.fromShared(int(i), end),
+                                 tr("time since the first event of all"));
         s.timeline->setSnapshot(e.snap);
         fl->addWidget(s.timeline);
         sectionsLayout_->insertWidget(int(i), s.frame);
@@ -333,8 +353,10 @@ void MultiProcessView::buildSections() {
                 [this, i](const Selection& sel) { onTimelineSelection(int(i), sel); });
         connect(s.timeline, &TimelineWidget::cursorRequested, this,
                 [this, i](qint64 t) { setCursorTime(set_.toShared(int(i), t)); });
-        connect(s.timeline, &TimelineWidget::lanesScrolled, overlay_, qOverload<>(&QWidget::update));
-        connect(s.timeline, &TimelineWidget::lanesCollapsedChanged, this, &MultiProcessView::relayoutSections);
+        connect(s.timeline, &TimelineWidget::lanesScrolled, overlay_,
+                qOverload<>(&QWidget::update));
+        connect(s.timeline, &TimelineWidget::lanesCollapsedChanged, this,
+                &MultiProcessView::relayoutSections);
         sections_.push_back(s);
     }
     overlay_->raise();
@@ -348,7 +370,9 @@ void MultiProcessView::relayoutSections() {
     std::vector<int> wants;
     for (const Section& s : sections_) {
         headers += s.header->sizeHint().height();
-        const int w = s.collapsed ? 0 : std::max(s.timeline->minimumHeight(), s.timeline->contentHeight() + 4);
+        const int w = s.collapsed
+                          ? 0
+                          : std::max(s.timeline->minimumHeight(), s.timeline->contentHeight() + 4);
         wants.push_back(w);
         want += w;
     }
@@ -361,7 +385,8 @@ void MultiProcessView::relayoutSections() {
         if (want <= room && want > 0)
             h += (room - want) * wants[i] / want; // fill the page, in proportion
         else
-            h = std::clamp(h, s.timeline->minimumHeight(), std::max(s.timeline->minimumHeight(), room * 6 / 10));
+            h = std::clamp(h, s.timeline->minimumHeight(),
+                           std::max(s.timeline->minimumHeight(), room * 6 / 10));
         s.timeline->setFixedHeight(h);
     }
     overlay_->update();
@@ -448,12 +473,14 @@ void MultiProcessView::onTimelineSelection(int i, const Selection& s) {
 
 void MultiProcessView::highlightFor(int i, const Selection& s) {
     highlighted_.clear();
-    for (Section& sec : sections_) sec.timeline->setHighlightedLane(-1);
+    for (Section& sec : sections_)
+        sec.timeline->setHighlightedLane(-1);
     const LaneLayout& layout = *set_.entries[size_t(i)].snap.layout;
     QModelIndex row;
     if (s.kind == Selection::Pool) {
         highlighted_.emplace_back(i, s.handle);
-        for (const auto& lp : set_.linkedPools(i, s.handle)) highlighted_.push_back(lp);
+        for (const auto& lp : set_.linkedPools(i, s.handle))
+            highlighted_.push_back(lp);
         for (const auto& [p, pool] : highlighted_) {
             const int lane = set_.entries[size_t(p)].snap.layout->laneOfPool(pool);
             sections_[size_t(p)].timeline->setHighlightedLane(lane);
@@ -496,7 +523,9 @@ void MultiProcessView::syncFrom(int i, int64_t a, int64_t b) {
     syncing_ = true;
     const int64_t sa = set_.toShared(i, a), sb = set_.toShared(i, b);
     for (size_t j = 0; j < sections_.size(); ++j)
-        if (int(j) != i) sections_[j].timeline->setViewRange(set_.fromShared(int(j), sa), set_.fromShared(int(j), sb));
+        if (int(j) != i)
+            sections_[j].timeline->setViewRange(set_.fromShared(int(j), sa),
+                                                set_.fromShared(int(j), sb));
     syncing_ = false;
     overlay_->update();
 }
@@ -522,15 +551,19 @@ std::optional<std::pair<QPointF, QPointF>> MultiProcessView::linkLine(size_t k) 
         const TimelineWidget* tw = sections_[process].timeline;
         int lane = set_.entries[process].snap.layout->laneOfPool(pool);
         if (lane < 0) return std::nullopt;
-        while (lane > 0 && tw->laneHeight(lane) <= 0) --lane; // inside a collapsed group: its header
+        while (lane > 0 && tw->laneHeight(lane) <= 0)
+            --lane; // inside a collapsed group: its header
         const double lanesTop = tw->lanesTop(), lanesBottom = tw->height() - tw->legendHeight();
-        const double y = std::clamp(tw->laneTop(lane) + tw->laneHeight(lane) / 2.0, lanesTop, lanesBottom);
+        const double y =
+            std::clamp(tw->laneTop(lane) + tw->laneHeight(lane) / 2.0, lanesTop, lanesBottom);
         const double left = tw->labelWidth(), right = tw->width() - tw->rightPad();
         const int64_t v0 = tw->viewStart(), v1 = std::max(tw->viewEnd(), v0 + 1);
-        const double x = std::clamp(left + double(t - v0) * (right - left) / double(v1 - v0), left, right);
+        const double x =
+            std::clamp(left + double(t - v0) * (right - left) / double(v1 - v0), left, right);
         return tw->mapTo(this, QPointF(x, y));
     };
-    const auto a = at(l.exporter, l.exportPool, l.exportTsNs), b = at(l.importer, l.importPool, l.importTsNs);
+    const auto a = at(l.exporter, l.exportPool, l.exportTsNs),
+               b = at(l.importer, l.importPool, l.importTsNs);
     if (!a || !b) return std::nullopt;
     return std::pair(*a, *b);
 }
@@ -548,7 +581,8 @@ bool MultiProcessView::eventFilter(QObject* watched, QEvent* event) {
         relayoutSections();
     } else if (event->type() == QEvent::MouseButtonPress) {
         for (size_t i = 0; i < sections_.size(); ++i)
-            if (watched == sections_[i].header || watched == sections_[i].timeline) setActiveProcess(int(i));
+            if (watched == sections_[i].header || watched == sections_[i].timeline)
+                setActiveProcess(int(i));
     } else if (event->type() == QEvent::Resize || event->type() == QEvent::Move) {
         overlay_->update();
     }

@@ -48,7 +48,7 @@ public:
     const ProcessSet& processes() const { return set_; }
     int processCount() const { return int(sections_.size()); }
     TimelineWidget* timeline(int process) const;
-    QString groupTitle(int process) const;  // the header's text, as shown
+    QString groupTitle(int process) const; // the header's text, as shown
     QWidget* groupHeader(int process) const;
     bool groupCollapsed(int process) const;
     void setGroupCollapsed(int process, bool collapsed);
@@ -79,7 +79,7 @@ public:
 
 signals:
     void loadStarted(const QStringList& paths);
-    void loaded();                                // the traces that could be read are shown
+    void loaded(); // the traces that could be read are shown
     // One line per file that could not be opened or is damaged, naming it; noneOpened: nothing
     // could be shown (what was shown before stays).
     void loadFailed(const QStringList& problems, bool noneOpened);

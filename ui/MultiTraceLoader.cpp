@@ -9,7 +9,8 @@ MultiTraceLoader::MultiTraceLoader(QObject* parent) : QObject(parent) {}
 
 MultiTraceLoader::~MultiTraceLoader() {
     if (running_) abandoned_.push_back(running_);
-    for (auto& b : abandoned_) b->cancel = true;
+    for (auto& b : abandoned_)
+        b->cancel = true;
     for (auto& b : abandoned_)
         for (QFuture<void>& f : b->futures) {
             try {
@@ -37,7 +38,8 @@ void MultiTraceLoader::load(const QStringList& paths, const TraceLoadOptions& op
         batch->futures.push_back(QtConcurrent::run([this, batch, i, o] {
             TraceLoadResult r = loadTraceFile(batch->paths[i], batch->cancel, o);
             QMetaObject::invokeMethod(
-                this, [this, batch, i, r = std::move(r)]() mutable { oneDone(batch, i, std::move(r)); },
+                this,
+                [this, batch, i, r = std::move(r)]() mutable { oneDone(batch, i, std::move(r)); },
                 Qt::QueuedConnection);
         }));
     }

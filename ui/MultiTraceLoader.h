@@ -29,7 +29,8 @@ signals:
     void started(const QStringList& paths);
     void progress(int filesDone, int files);
     // Every file's result, parallel to `paths`.
-    void finished(const QStringList& paths, const std::vector<poolscope::ui::TraceLoadResult>& results);
+    void finished(const QStringList& paths,
+                  const std::vector<poolscope::ui::TraceLoadResult>& results);
     void cancelled();
 
 private:

@@ -15,7 +15,8 @@ ProcessSet ProcessSet::build(const std::vector<TraceLoadResult>& loaded) {
     if (ok.empty()) return set;
 
     std::vector<interop::ProcessEvents> pe;
-    for (const TraceLoadResult* r : ok) pe.push_back({r->snap.process, r->ipc});
+    for (const TraceLoadResult* r : ok)
+        pe.push_back({r->snap.process, r->ipc});
     const std::vector<interop::ProcessNode> tree = interop::processTree(pe);
     std::vector<int> entryOf(ok.size(), -1);
     for (const interop::ProcessNode& n : tree) {
@@ -40,7 +41,8 @@ ProcessSet ProcessSet::build(const std::vector<TraceLoadResult>& loaded) {
     for (const ProcessEntry& e : set.entries)
         align.push_back({e.snap.process, e.snap.timeline->t0, e.snap.timeline->t1});
     set.alignment = interop::alignProcesses(align);
-    for (size_t i = 0; i < set.entries.size(); ++i) set.entries[i].offsetNs = set.alignment.offsetNs[i];
+    for (size_t i = 0; i < set.entries.size(); ++i)
+        set.entries[i].offsetNs = set.alignment.offsetNs[i];
 
     // Mark the linked pools' lanes: "pool #1 (explicit) ⇄ pid 527" (or "⇄ 3 processes").
     std::map<std::pair<int, uint64_t>, std::set<int64_t>> peers;
@@ -56,8 +58,9 @@ ProcessSet ProcessSet::build(const std::vector<TraceLoadResult>& loaded) {
             if (!layout) layout = std::make_shared<LaneLayout>(*s.layout);
             for (Lane& lane : layout->lanes)
                 if (lane.kind == LaneKind::Pool && lane.pool == key.second)
-                    lane.title += pids.size() == 1 ? " \u21c4 pid " + std::to_string(*pids.begin())
-                                                   : " \u21c4 " + std::to_string(pids.size()) + " processes";
+                    lane.title += pids.size() == 1
+                                      ? " \u21c4 pid " + std::to_string(*pids.begin())
+                                      : " \u21c4 " + std::to_string(pids.size()) + " processes";
         }
         if (layout) s.layout = std::move(layout);
     }
@@ -86,7 +89,8 @@ QString ProcessSet::alignmentText() const {
             first = int(i);
     s += QStringLiteral(" Time 0 is the first event of %1").arg(entries[size_t(first)].title);
     if (alignment.beginUnixNs > 0) {
-        const QDateTime at = QDateTime::fromMSecsSinceEpoch(alignment.beginUnixNs / 1000000, Qt::UTC);
+        const QDateTime at =
+            QDateTime::fromMSecsSinceEpoch(alignment.beginUnixNs / 1000000, Qt::UTC);
         s += QStringLiteral(", %1 UTC").arg(at.toString(QStringLiteral("yyyy-MM-dd hh:mm:ss.zzz")));
     }
     return s + QStringLiteral(".");

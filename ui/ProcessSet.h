@@ -18,9 +18,9 @@ struct ProcessEntry {
     // The trace, its lane layout's linked pools marked in their titles ("⇄ pid 527").
     TraceSnapshot snap;
     std::vector<Event> ipc;
-    QString title;       // "ipc (pid 526)"
-    int depth = 0;       // in the process tree
-    int parent = -1;     // entry index of the parent process, -1 when not among the inputs
+    QString title;        // "ipc (pid 526)"
+    int depth = 0;        // in the process tree
+    int parent = -1;      // entry index of the parent process, -1 when not among the inputs
     int64_t offsetNs = 0; // this trace's time + offset = the shared axis' time
 };
 

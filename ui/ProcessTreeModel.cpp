@@ -55,7 +55,8 @@ void ProcessTreeModel::resetData(const ProcessSet* set) {
             p.cells[PeakReserved] = qb(reserved);
             p.cells[PeakUsed] = qb(used);
             p.cells[Allocations] = QString::number(tl.allocations.size());
-            p.cells[Shared] = e.parent >= 0 ? tr("child of pid %1").arg(e.snap.process.parentPid) : QString();
+            p.cells[Shared] =
+                e.parent >= 0 ? tr("child of pid %1").arg(e.snap.process.parentPid) : QString();
             p.tooltip = tr("%1\n%2\n%3 events over %4")
                             .arg(qs(e.snap.process.commandLine), e.snap.path,
                                  qs(formatCount(tl.eventCount)), qs(formatDuration(tl.t1 - tl.t0)));
@@ -81,17 +82,22 @@ void ProcessTreeModel::resetData(const ProcessSet* set) {
                     if (int(l.exporter) == int(i) && l.exportPool == h)
                         importers[{int(l.importer), l.importPool}].push_back(&l);
                     if (int(l.importer) == int(i) && l.importPool == h) {
-                        const QString from = tr("pid %1's %2")
-                                                 .arg(set->entries[l.exporter].snap.process.pid)
-                                                 .arg(set->entries[l.exporter].snap.layout->poolName(l.exportPool));
+                        const QString from =
+                            tr("pid %1's %2")
+                                .arg(set->entries[l.exporter].snap.process.pid)
+                                .arg(set->entries[l.exporter].snap.layout->poolName(l.exportPool));
                         if (!importedFrom.contains(from)) importedFrom << from;
                     }
                 }
-                for (const auto& [key, ls] : importers) exportedTo << tr("pid %1").arg(set->entries[size_t(key.first)].snap.process.pid);
+                for (const auto& [key, ls] : importers)
+                    exportedTo << tr("pid %1").arg(
+                        set->entries[size_t(key.first)].snap.process.pid);
                 if (!importedFrom.isEmpty())
-                    n.cells[Shared] = tr("\u21c4 imported from %1").arg(importedFrom.join(QStringLiteral(", ")));
+                    n.cells[Shared] =
+                        tr("\u21c4 imported from %1").arg(importedFrom.join(QStringLiteral(", ")));
                 else if (!exportedTo.isEmpty())
-                    n.cells[Shared] = tr("\u21c4 exported to %1").arg(exportedTo.join(QStringLiteral(", ")));
+                    n.cells[Shared] =
+                        tr("\u21c4 exported to %1").arg(exportedTo.join(QStringLiteral(", ")));
                 n.tooltip = tr("%1 on device %2 (%3)")
                                 .arg(qs(layout.names.poolWithHandle(h)))
                                 .arg(pt.info.device)
@@ -110,21 +116,26 @@ void ProcessTreeModel::resetData(const ProcessSet* set) {
                         const bool isPool = l->kind == interop::IpcLink::Kind::Pool;
                         blocks += !isPool;
                         lines << tr("%1 exported at +%2, imported %3 later (linked by %4)")
-                                     .arg(isPool ? tr("pool") : tr("block %1").arg(hexHandle(l->ptr)))
-                                     .arg(qs(formatDuration(set->toShared(int(i), l->exportTsNs) - set->alignment.begin)))
-                                     .arg(qs(formatDuration(nsBetween(l->exportTsNs, l->importTsNs))))
+                                     .arg(isPool ? tr("pool")
+                                                 : tr("block %1").arg(hexHandle(l->ptr)))
+                                     .arg(qs(formatDuration(set->toShared(int(i), l->exportTsNs) -
+                                                            set->alignment.begin)))
+                                     .arg(qs(
+                                         formatDuration(nsBetween(l->exportTsNs, l->importTsNs))))
                                      .arg(qs(interop::basisName(l->basis)));
                     }
-                    const bool poolLink = std::any_of(ls.begin(), ls.end(), [](const interop::IpcLink* l) {
-                        return l->kind == interop::IpcLink::Kind::Pool;
-                    });
-                    link.cells[Shared] = (poolLink ? tr("pool") : QString()) +
-                                         (blocks ? QStringLiteral("%1%2 block%3")
-                                                       .arg(poolLink ? QStringLiteral(" + ") : QString())
-                                                       .arg(blocks)
-                                                       .arg(blocks == 1 ? "" : "s")
-                                                 : QString()) +
-                                         tr(" imported");
+                    const bool poolLink =
+                        std::any_of(ls.begin(), ls.end(), [](const interop::IpcLink* l) {
+                            return l->kind == interop::IpcLink::Kind::Pool;
+                        });
+                    link.cells[Shared] =
+                        (poolLink ? tr("pool") : QString()) +
+                        (blocks ? QStringLiteral("%1%2 block%3")
+                                      .arg(poolLink ? QStringLiteral(" + ") : QString())
+                                      .arg(blocks)
+                                      .arg(blocks == 1 ? "" : "s")
+                                : QString()) +
+                        tr(" imported");
                     link.tooltip = tr("Imported by %1 (%2):\n").arg(imp.title, imp.snap.title) +
                                    lines.join(QLatin1Char('\n'));
                     add(pool, link);
@@ -157,7 +168,8 @@ QModelIndex ProcessTreeModel::indexOfNode(int node) const {
 QModelIndex ProcessTreeModel::indexFor(int process, NodeKind kind, uint64_t handle) const {
     for (size_t i = 0; i < nodes_.size(); ++i) {
         const Target& t = nodes_[i].target;
-        if (!t.link && t.process == process && t.kind == kind && (kind == NodeKind::Process || t.handle == handle))
+        if (!t.link && t.process == process && t.kind == kind &&
+            (kind == NodeKind::Process || t.handle == handle))
             return indexOfNode(int(i));
     }
     return {};
@@ -180,14 +192,16 @@ void ProcessTreeModel::setHighlightedPools(const std::vector<std::pair<int, uint
     for (size_t i = 0; i < nodes_.size(); ++i) {
         if (nodes_[i].children.empty()) continue;
         const QModelIndex parent = indexOfNode(int(i));
-        emit dataChanged(index(0, 0, parent), index(int(nodes_[i].children.size()) - 1, ColumnCount - 1, parent));
+        emit dataChanged(index(0, 0, parent),
+                         index(int(nodes_[i].children.size()) - 1, ColumnCount - 1, parent));
     }
 }
 
 QModelIndex ProcessTreeModel::index(int row, int column, const QModelIndex& parent) const {
     if (row < 0 || column < 0 || column >= ColumnCount) return {};
     if (parent.isValid() && parent.column() != 0) return {};
-    const std::vector<int>& list = parent.isValid() ? nodes_[size_t(parent.internalId())].children : roots_;
+    const std::vector<int>& list =
+        parent.isValid() ? nodes_[size_t(parent.internalId())].children : roots_;
     if (size_t(row) >= list.size()) return {};
     return createIndex(row, column, quintptr(list[size_t(row)]));
 }
@@ -238,8 +252,9 @@ QVariant ProcessTreeModel::data(const QModelIndex& idx, int role) const {
     case HighlightedRole:
         return lit;
     case Qt::TextAlignmentRole:
-        return idx.column() == Name || idx.column() == Shared ? QVariant()
-                                                              : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+        return idx.column() == Name || idx.column() == Shared
+                   ? QVariant()
+                   : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
     default:
         return {};
     }
@@ -247,8 +262,8 @@ QVariant ProcessTreeModel::data(const QModelIndex& idx, int role) const {
 
 QVariant ProcessTreeModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
-    static const char* kNames[] = {"Process / pool / stream", "Peak reserved", "Peak used / live", "Allocs",
-                                   "Shared"};
+    static const char* kNames[] = {"Process / pool / stream", "Peak reserved", "Peak used / live",
+                                   "Allocs", "Shared"};
     static const char* kTips[] = {
         "Processes (children under their parent), their pools and streams; under an exported pool, "
         "the pools other processes imported from it (\u21c4)",

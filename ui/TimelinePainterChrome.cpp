@@ -137,7 +137,8 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
     p.fillRect(0, 0, g_.width, g_.rulerH, c_.headerBg());
     p.setPen(c_.dimText());
     p.drawText(QRect(6, 0, g_.labelW - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,
-               g_.originLabel.isEmpty() ? QStringLiteral("time since first event") : g_.originLabel);
+               g_.originLabel.isEmpty() ? QStringLiteral("time since first event")
+                                        : g_.originLabel);
     const int64_t origin = g_.originOr(tl.t0);
     if (tl.eventCount == 0 && tl.sampleCount == 0) {
         // An empty trace has no time axis: a "0 ns ... 50 ns" ruler would invent one.

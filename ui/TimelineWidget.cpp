@@ -195,7 +195,8 @@ std::pair<int64_t, int64_t> TimelineWidget::extent() const {
     return {t0, std::max(t1, t0 + kMinSpanNs)};
 }
 
-void TimelineWidget::setTimeFrame(int64_t origin, int64_t begin, int64_t end, const QString& label) {
+void TimelineWidget::setTimeFrame(int64_t origin, int64_t begin, int64_t end,
+                                  const QString& label) {
     framed_ = true;
     frameBegin_ = std::min(begin, end);
     frameEnd_ = std::max(begin, end);

@@ -52,8 +52,9 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
     (*reader)->setSkipDamaged(true);
     auto tl = buildTimeline(**reader, options);
     for (const TraceDamage& d : (*reader)->damage())
-        snap.damage << (d.events ? tr("%1 (%2 events)").arg(QString::fromStdString(d.what)).arg(d.events)
-                                 : QString::fromStdString(d.what));
+        snap.damage << (d.events
+                            ? tr("%1 (%2 events)").arg(QString::fromStdString(d.what)).arg(d.events)
+                            : QString::fromStdString(d.what));
     if (!tl) {
         if (tl.error().code == ErrorCode::Cancelled)
             out.cancelled = true;
@@ -73,7 +74,8 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
         if (!st->sites.empty()) symbolize(*st);
         snap.stacks = std::make_shared<const StackTables>(std::move(*st));
     } else {
-        snap.damage << tr("call stacks left out: %1").arg(QString::fromStdString(st.error().message));
+        snap.damage
+            << tr("call stacks left out: %1").arg(QString::fromStdString(st.error().message));
     }
     if (o.ipc) {
         if (auto ipc = interop::readIpcEvents(**reader))

@@ -30,35 +30,43 @@ WindowModes::WindowModes(MainWindow* w, QWidget* singlePage) : QObject(w), w_(w)
     // docks around the one shown.
     auto onlyCurrentCounts = [this](int current) {
         for (int i = 0; i < stack_->count(); ++i)
-            stack_->widget(i)->setSizePolicy(i == current ? QSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred)
-                                                          : QSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored));
+            stack_->widget(i)->setSizePolicy(
+                i == current ? QSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred)
+                             : QSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored));
         stack_->updateGeometry();
     };
     connect(stack_, &QStackedWidget::currentChanged, this, onlyCurrentCounts);
     onlyCurrentCounts(0);
 
-    connect(multi_, &MultiProcessView::loadStarted, this,
-            [this](const QStringList& paths) { w_->showStatus(tr("Loading %1 traces…").arg(paths.size())); });
+    connect(multi_, &MultiProcessView::loadStarted, this, [this](const QStringList& paths) {
+        w_->showStatus(tr("Loading %1 traces…").arg(paths.size()));
+    });
     connect(multi_, &MultiProcessView::loaded, this, [this] {
         setMode(Mode::Processes);
         const size_t links = multi_->processes().links.size();
-        w_->showStatus(tr("Opened %1 traces, a lane group per process; %2.")
-                           .arg(multi_->processCount())
-                           .arg(links ? tr("lines join what one process exported and another imported")
-                                      : tr("no pool or block is shared between them")));
+        w_->showStatus(
+            tr("Opened %1 traces, a lane group per process; %2.")
+                .arg(multi_->processCount())
+                .arg(links ? tr("lines join what one process exported and another imported")
+                           : tr("no pool or block is shared between them")));
         emit w_->snapshotShown();
     });
-    connect(multi_, &MultiProcessView::loadFailed, this, [this](const QStringList& problems, bool none) {
-        showProblems(none ? tr("Cannot open the traces") : tr("Some traces could not be opened or are damaged"), problems);
-        if (none) emit w_->loadFailed(problems.join(QLatin1Char('\n')));
-    });
-    connect(multi_, &MultiProcessView::activeProcessChanged, this, &WindowModes::showProcessInDocks);
+    connect(multi_, &MultiProcessView::loadFailed, this,
+            [this](const QStringList& problems, bool none) {
+                showProblems(none ? tr("Cannot open the traces")
+                                  : tr("Some traces could not be opened or are damaged"),
+                             problems);
+                if (none) emit w_->loadFailed(problems.join(QLatin1Char('\n')));
+            });
+    connect(multi_, &MultiProcessView::activeProcessChanged, this,
+            &WindowModes::showProcessInDocks);
     connect(multi_, &MultiProcessView::selectionChanged, this,
             [this](int, const Selection& s) { w_->onSelection(s, multi_); });
 
     connect(compare_, &CompareView::loaded, this, [this] {
         setMode(Mode::Compare);
-        w_->showStatus(tr("Comparing %1 (A) with %2 (B).").arg(compare_->snapshotA().path, compare_->snapshotB().path));
+        w_->showStatus(tr("Comparing %1 (A) with %2 (B).")
+                           .arg(compare_->snapshotA().path, compare_->snapshotB().path));
         emit w_->snapshotShown();
     });
     connect(compare_, &CompareView::loadFailed, this, [this](const QStringList& problems) {
@@ -101,7 +109,8 @@ void WindowModes::cancelLoads() {
 void WindowModes::compareFiles(const QString& a, const QString& b) {
     w_->loader()->cancel();
     multi_->cancel();
-    w_->showStatus(tr("Loading %1 and %2 to compare them…").arg(QFileInfo(a).fileName(), QFileInfo(b).fileName()));
+    w_->showStatus(tr("Loading %1 and %2 to compare them…")
+                       .arg(QFileInfo(a).fileName(), QFileInfo(b).fileName()));
     compare_->open(a, b);
 }
 
@@ -114,7 +123,8 @@ void WindowModes::setMode(Mode m) {
     if (m == Mode::Compare) {
         beforeCompare_ = mode_;
         dockState_ = w_->saveState();
-        for (QDockWidget* d : w_->findChildren<QDockWidget*>()) d->hide();
+        for (QDockWidget* d : w_->findChildren<QDockWidget*>())
+            d->hide();
     }
     // The Processes dock takes the place of the pools & streams one (it lists every process's).
     if (m == Mode::Processes && !treeHiddenByUs_) {
@@ -132,8 +142,8 @@ void WindowModes::setMode(Mode m) {
         processDock_->raise();
         showProcessInDocks(multi_->activeProcess());
     } else if (m == Mode::Compare) {
-        w_->setWindowTitle(
-            tr("%1 vs %2 — PoolScope").arg(compare_->snapshotA().title, compare_->snapshotB().title));
+        w_->setWindowTitle(tr("%1 vs %2 — PoolScope")
+                               .arg(compare_->snapshotA().title, compare_->snapshotB().title));
         w_->summaryLabel_->clear(); // the single trace's counts; the comparison has its own
     } else {
         if (processDock_) processDock_->hide();
@@ -153,7 +163,8 @@ void WindowModes::fitAll() {
 
 void WindowModes::zoomBy(double factor) {
     auto zoomed = [factor](std::pair<int64_t, int64_t> r) {
-        const double mid = (double(r.first) + double(r.second)) / 2, half = (double(r.second) - double(r.first)) / 2 / factor;
+        const double mid = (double(r.first) + double(r.second)) / 2,
+                     half = (double(r.second) - double(r.first)) / 2 / factor;
         return std::pair<int64_t, int64_t>(int64_t(mid - half), int64_t(mid + half));
     };
     if (mode_ == Mode::Processes) {
@@ -178,17 +189,19 @@ void WindowModes::showProcessInDocks(int i) {
     if (mode_ != Mode::Processes || i < 0 || i >= multi_->processCount()) return;
     const ProcessEntry& e = multi_->processes().entries[size_t(i)];
     w_->setSnapshot(e.snap);
-    w_->setEventProvider(
-        fileEventProvider(e.snap.path, e.snap.timeline->t0, e.snap.timeline->t1, e.snap.timeline->eventCount));
+    w_->setEventProvider(fileEventProvider(e.snap.path, e.snap.timeline->t0, e.snap.timeline->t1,
+                                           e.snap.timeline->eventCount));
     const int others = multi_->processCount() - 1;
-    w_->setWindowTitle(others == 0   ? tr("%1 — PoolScope").arg(e.title)
-                       : others == 1 ? tr("%1 and 1 more process — PoolScope").arg(e.title)
-                                     : tr("%1 and %2 more processes — PoolScope").arg(e.title).arg(others));
+    w_->setWindowTitle(others == 0 ? tr("%1 — PoolScope").arg(e.title)
+                       : others == 1
+                           ? tr("%1 and 1 more process — PoolScope").arg(e.title)
+                           : tr("%1 and %2 more processes — PoolScope").arg(e.title).arg(others));
 }
 
 void WindowModes::showProblems(const QString& title, const QStringList& problems) {
     w_->showStatus(problems.first());
-    auto* box = new QMessageBox(QMessageBox::Warning, title, problems.join(QStringLiteral("\n\n")), QMessageBox::Ok, w_);
+    auto* box = new QMessageBox(QMessageBox::Warning, title, problems.join(QStringLiteral("\n\n")),
+                                QMessageBox::Ok, w_);
     box->setObjectName("loadErrorBox");
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->open(); // window-modal, not a nested event loop

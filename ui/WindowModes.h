@@ -4,7 +4,8 @@
 // dock for their tree and shared pools, the other docks following the active process) and the
 // compare mode (CompareView; the docks are put away while it is shown and come back as they
 // were). The Processes dock (a tab beside the events) stands in for the pools & streams dock
-// while several processes are shown. Owns the central stack of pages: the single trace's views, then these two.
+// while several processes are shown. Owns the central stack of pages: the single trace's views,
+// then these two.
 
 #include <QByteArray>
 #include <QObject>
@@ -40,7 +41,7 @@ public:
     void compareFiles(const QString& a, const QString& b);
     void cancelLoads(); // a single trace is being opened instead
     void setMode(Mode m);
-    void fitAll(); // of the page shown
+    void fitAll();              // of the page shown
     void zoomBy(double factor); // about the middle of the page shown
     // Before the window saves its state: the docks as the user arranged them, not put away.
     void restoreDocksForSaving();

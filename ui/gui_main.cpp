@@ -33,8 +33,9 @@ struct Options {
                                   "before quitting (with --quit-after).",
                                   "FILE"};
     QCommandLineOption quitAfter{"quit-after", "Quit after MS milliseconds.", "MS"};
-    QCommandLineOption diff{"diff", "Compare two traces, A (the baseline) and B: their plots lined up and "
-                                    "their differences (the window's File > Compare With...)."};
+    QCommandLineOption diff{"diff",
+                            "Compare two traces, A (the baseline) and B: their plots lined up and "
+                            "their differences (the window's File > Compare With...)."};
 };
 
 // One parser for both paths, so --help lists every option the window takes.
@@ -43,9 +44,10 @@ void describe(QCommandLineParser& parser, const Options& o) {
                                      "allocator");
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument("TRACE", "A .poolscope trace to open (default: the bundled "
-                                          "sample). Several traces (record writes one per process) "
-                                          "open together, a lane group per process.",
+    parser.addPositionalArgument("TRACE",
+                                 "A .poolscope trace to open (default: the bundled "
+                                 "sample). Several traces (record writes one per process) "
+                                 "open together, a lane group per process.",
                                  "[TRACE...]");
     parser.addOption(o.screenshot);
     parser.addOption(o.quitAfter);
@@ -90,7 +92,8 @@ int main(int argc, char** argv) {
     const QStringList args = parser.positionalArguments();
     const bool diff = parser.isSet(o.diff);
     if (diff && args.size() != 2) {
-        std::fprintf(stderr, "poolscope: --diff takes two traces, A and B (%d given)\n", int(args.size()));
+        std::fprintf(stderr, "poolscope: --diff takes two traces, A and B (%d given)\n",
+                     int(args.size()));
         return 2;
     }
     poolscope::ui::MainWindow w;

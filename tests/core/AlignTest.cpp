@@ -2,14 +2,14 @@
 // mode. Real samples where the property is in them (the IPC pair, the NVTX ranges of callsites);
 // hand-built ProcessInfo and NvtxRange values, named so, for the cases no sample has (two hosts,
 // a trace without a wall-clock start, ranges the runs do not share).
-#include <gtest/gtest.h>
-
 #include "poolscope/Report.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/interop/Diff.h"
 #include "poolscope/interop/ProcessTree.h"
+
+#include <gtest/gtest.h>
 
 namespace poolscope {
 namespace {
@@ -49,10 +49,12 @@ TEST(Align, RealIpcPairSharesTheHostsMonotonicClock) {
     const int64_t d = (parent.process.startTimeUnixNs - parent.process.startTimeMonoNs) -
                       (child.process.startTimeUnixNs - child.process.startTimeMonoNs);
     EXPECT_EQ(a.wallClockSpreadNs, std::llabs(d));
-    EXPECT_NE(a.description.find("'" + parent.process.host + "'"), std::string::npos) << a.description;
+    EXPECT_NE(a.description.find("'" + parent.process.host + "'"), std::string::npos)
+        << a.description;
     // The wall clock at the shared start is the earliest trace's mapping of its first event.
     const Loaded& first = parent.tl->t0 <= child.tl->t0 ? parent : child;
-    EXPECT_EQ(a.beginUnixNs, first.tl->t0 - first.process.startTimeMonoNs + first.process.startTimeUnixNs);
+    EXPECT_EQ(a.beginUnixNs,
+              first.tl->t0 - first.process.startTimeMonoNs + first.process.startTimeUnixNs);
 }
 
 // Hand-built process records (no sample was recorded on two hosts).
@@ -64,8 +66,8 @@ TEST(Align, HandBuiltTwoHostsUseTheWallClock) {
     p1.startTimeUnixNs = 1'700'000'000'000'000'000;
     p2.startTimeMonoNs = 5'000'000'000;                     // booted 4 s earlier ...
     p2.startTimeUnixNs = 1'700'000'000'000'000'000 + 2'000; // ... started 2 µs later
-    const auto a = interop::alignProcesses({{p1, 1'100'000'000, 1'200'000'000},
-                                            {p2, 5'100'000'000, 5'300'000'000}});
+    const auto a = interop::alignProcesses(
+        {{p1, 1'100'000'000, 1'200'000'000}, {p2, 5'100'000'000, 5'300'000'000}});
     EXPECT_EQ(a.basis, interop::TimeAlignment::Basis::WallClock);
     ASSERT_EQ(a.offsetNs.size(), 2u);
     EXPECT_EQ(a.offsetNs[0], 0);
@@ -99,14 +101,18 @@ TEST(Align, ReadIpcEventsMatchesAFullRead) {
         auto ipc = interop::readIpcEvents(*l.reader);
         ASSERT_TRUE(ipc.ok()) << name;
         std::vector<Event> all;
-        ASSERT_TRUE(l.reader->forEachEvent([&](const Event& e) {
-            if (e.kind == EventKind::PoolExport || e.kind == EventKind::PoolImport ||
-                e.kind == EventKind::PointerExport || e.kind == EventKind::PointerImport)
-                all.push_back(e);
-            return true;
-        }).ok());
+        ASSERT_TRUE(
+            l.reader
+                ->forEachEvent([&](const Event& e) {
+                    if (e.kind == EventKind::PoolExport || e.kind == EventKind::PoolImport ||
+                        e.kind == EventKind::PointerExport || e.kind == EventKind::PointerImport)
+                        all.push_back(e);
+                    return true;
+                })
+                .ok());
         ASSERT_EQ(ipc->size(), all.size()) << name;
-        for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ((*ipc)[i].seq, all[i].seq);
+        for (size_t i = 0; i < all.size(); ++i)
+            EXPECT_EQ((*ipc)[i].seq, all[i].seq);
         if (std::string(name).rfind("ipc-", 0) == 0) {
             EXPECT_EQ(ipc->size(), 2u) << name; // the pool's and the pointer's export or import
         }

@@ -70,7 +70,8 @@ std::vector<TraceLoadResult> loadAll(const QStringList& paths, bool report = fal
     TraceLoadOptions o;
     o.ipc = true;
     o.report = report;
-    for (const QString& p : paths) out.push_back(loadTraceFile(p, cancel, o));
+    for (const QString& p : paths)
+        out.push_back(loadTraceFile(p, cancel, o));
     return out;
 }
 
@@ -80,7 +81,8 @@ bool openAndWait(MainWindow& w, const QStringList& paths) {
     return shown.wait(60000);
 }
 
-QModelIndex findRow(const QAbstractItemModel& m, const std::function<bool(const QModelIndex&)>& pred,
+QModelIndex findRow(const QAbstractItemModel& m,
+                    const std::function<bool(const QModelIndex&)>& pred,
                     const QModelIndex& parent = {}) {
     for (int r = 0; r < m.rowCount(parent); ++r) {
         const QModelIndex i = m.index(r, 0, parent);
@@ -131,9 +133,11 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
         const size_t in = truth.tree[g].input;
         const ProcessInfo& p = truth.inputs[in].process;
         const QString title = v->groupTitle(int(g));
-        EXPECT_TRUE(title.startsWith(QString::fromStdString(interop::processTitle(p)))) << title.toStdString();
+        EXPECT_TRUE(title.startsWith(QString::fromStdString(interop::processTitle(p))))
+            << title.toStdString();
         EXPECT_TRUE(title.contains(QStringLiteral("pid %1").arg(p.pid)));
-        EXPECT_TRUE(truth.tree[g].depth == 0 || title.contains(QStringLiteral("child of pid %1").arg(p.parentPid)));
+        EXPECT_TRUE(truth.tree[g].depth == 0 ||
+                    title.contains(QStringLiteral("child of pid %1").arg(p.parentPid)));
         const auto layout = view::LaneLayout::build(*truth.timelines[in]);
         const TraceSnapshot& shown = v->timeline(int(g))->snapshot();
         ASSERT_EQ(shown.layout->lanes.size(), layout->lanes.size());
@@ -160,7 +164,8 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
         const auto& impLayout = *v->timeline(int(got.importer))->snapshot().layout;
         const auto& impLane = impLayout.lanes[size_t(impLayout.laneOfPool(got.importPool))];
         const auto exporterPid = truth.inputs[want.exporter].process.pid;
-        EXPECT_NE(impLane.title.find("pid " + std::to_string(exporterPid)), std::string::npos) << impLane.title;
+        EXPECT_NE(impLane.title.find("pid " + std::to_string(exporterPid)), std::string::npos)
+            << impLane.title;
 
         // The drawn line goes from the exporter's pool lane at the export to the importer's at
         // the import.
@@ -173,8 +178,10 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
             EXPECT_GE(local.y(), tw->laneTop(lane));
             EXPECT_LE(local.y(), tw->laneTop(lane) + tw->laneHeight(lane));
             const double plotW = tw->width() - tw->labelWidth() - tw->rightPad();
-            const double x = tw->labelWidth() + double(t - tw->viewStart()) * plotW / double(tw->viewEnd() - tw->viewStart());
-            EXPECT_NEAR(local.x(), std::clamp(x, double(tw->labelWidth()), tw->labelWidth() + plotW), 1.0);
+            const double x = tw->labelWidth() + double(t - tw->viewStart()) * plotW /
+                                                    double(tw->viewEnd() - tw->viewStart());
+            EXPECT_NEAR(local.x(),
+                        std::clamp(x, double(tw->labelWidth()), tw->labelWidth() + plotW), 1.0);
         };
         check(got.exporter, got.exportPool, got.exportTsNs, line->first);
         check(got.importer, got.importPool, got.importTsNs, line->second);
@@ -183,14 +190,17 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
     // One axis: as core aligns them (one host: the same clock), the same span in every group.
     std::vector<interop::AlignInput> align;
     for (const auto& n : truth.tree)
-        align.push_back({truth.inputs[n.input].process, truth.timelines[n.input]->t0, truth.timelines[n.input]->t1});
+        align.push_back({truth.inputs[n.input].process, truth.timelines[n.input]->t0,
+                         truth.timelines[n.input]->t1});
     const auto want = interop::alignProcesses(align);
     EXPECT_EQ(set.alignment.offsetNs, want.offsetNs);
     EXPECT_TRUE(v->alignmentText().contains(QString::fromStdString(want.description)));
     v->timeline(1)->setViewRange(want.begin + 1'000'000, want.begin + 9'000'000);
     for (int g = 0; g < v->processCount(); ++g) {
-        EXPECT_EQ(v->timeline(g)->viewStart() + set.entries[size_t(g)].offsetNs, want.begin + 1'000'000);
-        EXPECT_EQ(v->timeline(g)->viewEnd() + set.entries[size_t(g)].offsetNs, want.begin + 9'000'000);
+        EXPECT_EQ(v->timeline(g)->viewStart() + set.entries[size_t(g)].offsetNs,
+                  want.begin + 1'000'000);
+        EXPECT_EQ(v->timeline(g)->viewEnd() + set.entries[size_t(g)].offsetNs,
+                  want.begin + 9'000'000);
     }
 
     // View > Zoom In zooms every group about the middle.
@@ -198,7 +208,8 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
     w.modes()->zoomBy(2.0);
     const auto after = v->viewRange();
     EXPECT_NEAR(double(after.second - after.first), double(before.second - before.first) / 2, 2.0);
-    EXPECT_NEAR(double(after.first + after.second) / 2, double(before.first + before.second) / 2, 2.0);
+    EXPECT_NEAR(double(after.first + after.second) / 2, double(before.first + before.second) / 2,
+                2.0);
     EXPECT_EQ(v->timeline(0)->viewEnd() - v->timeline(0)->viewStart(), after.second - after.first);
 
     // The Processes tree: the importer's pool under the exporter's, as a link row; choosing it
@@ -207,7 +218,8 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
     ASSERT_TRUE(dock && dock->isVisible());
     ProcessTreeModel* m = v->treeModel();
     const auto& l = set.links.front();
-    const QModelIndex exporterPool = m->indexFor(int(l.exporter), ProcessTreeModel::NodeKind::Pool, l.exportPool);
+    const QModelIndex exporterPool =
+        m->indexFor(int(l.exporter), ProcessTreeModel::NodeKind::Pool, l.exportPool);
     ASSERT_TRUE(exporterPool.isValid());
     const QModelIndexList linkRows = m->linkRowsFor(int(l.importer), l.importPool);
     ASSERT_EQ(linkRows.size(), 1);
@@ -215,7 +227,9 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
     EXPECT_TRUE(linkRows.first().data().toString().startsWith(QStringLiteral("\u21c4")));
     v->tree()->setCurrentIndex(linkRows.first());
     EXPECT_EQ(v->activeProcess(), int(l.importer));
-    auto laneOf = [&](size_t g, uint64_t pool) { return v->timeline(int(g))->snapshot().layout->laneOfPool(pool); };
+    auto laneOf = [&](size_t g, uint64_t pool) {
+        return v->timeline(int(g))->snapshot().layout->laneOfPool(pool);
+    };
     EXPECT_EQ(v->timeline(int(l.importer))->highlightedLane(), laneOf(l.importer, l.importPool));
     EXPECT_EQ(v->timeline(int(l.exporter))->highlightedLane(), laneOf(l.exporter, l.exportPool));
     EXPECT_TRUE(exporterPool.data(ProcessTreeModel::HighlightedRole).toBool());
@@ -259,14 +273,16 @@ TEST(MultiProcessView, ADamagedFileIsNamedAndTheOthersStillOpen) {
     w.resize(1600, 1000);
     w.show();
     QSignalSpy failed(w.modes()->processes(), &MultiProcessView::loadFailed);
-    ASSERT_TRUE(openAndWait(w, {sample("ipc-parent.poolscope"), broken, sample("ipc-child.poolscope")}));
+    ASSERT_TRUE(
+        openAndWait(w, {sample("ipc-parent.poolscope"), broken, sample("ipc-child.poolscope")}));
     MultiProcessView* v = w.modes()->processes();
     EXPECT_EQ(v->processCount(), 2);
     ASSERT_EQ(failed.size(), 1);
     EXPECT_FALSE(failed.first().at(1).toBool()); // two of the three opened
     const QStringList problems = failed.first().first().toStringList();
     ASSERT_EQ(problems.size(), 1);
-    EXPECT_TRUE(problems.first().contains("broken-rank.poolscope")) << problems.first().toStdString();
+    EXPECT_TRUE(problems.first().contains("broken-rank.poolscope"))
+        << problems.first().toStdString();
     EXPECT_TRUE(v->problemsText().contains("broken-rank.poolscope"));
     auto* box = w.findChild<QMessageBox*>("loadErrorBox");
     ASSERT_NE(box, nullptr);
@@ -281,7 +297,8 @@ TEST(MultiProcessView, ADamagedFileIsNamedAndTheOthersStillOpen) {
     {
         sqlite3* db = nullptr;
         ASSERT_EQ(sqlite3_open(lying.toUtf8().constData(), &db), SQLITE_OK);
-        EXPECT_EQ(sqlite3_exec(db, "UPDATE event_counts SET count = 4611686018427387904", nullptr, nullptr, nullptr),
+        EXPECT_EQ(sqlite3_exec(db, "UPDATE event_counts SET count = 4611686018427387904", nullptr,
+                               nullptr, nullptr),
                   SQLITE_OK);
         sqlite3_close(db);
     }
@@ -289,8 +306,11 @@ TEST(MultiProcessView, ADamagedFileIsNamedAndTheOthersStillOpen) {
     ASSERT_TRUE(openAndWait(w, {sample("ipc-parent.poolscope"), lying}));
     EXPECT_EQ(v->processCount(), 2);
     ASSERT_EQ(failed.size(), 1);
-    EXPECT_TRUE(failed.first().first().toStringList().join(' ').contains("hand-damaged-child.poolscope is damaged"));
-    EXPECT_EQ(v->processes().links.size(), mergeTruth({sample("ipc-parent.poolscope"), sample("ipc-child.poolscope")}).links.size());
+    EXPECT_TRUE(failed.first().first().toStringList().join(' ').contains(
+        "hand-damaged-child.poolscope is damaged"));
+    EXPECT_EQ(
+        v->processes().links.size(),
+        mergeTruth({sample("ipc-parent.poolscope"), sample("ipc-child.poolscope")}).links.size());
     if (auto* b = w.findChild<QMessageBox*>("loadErrorBox")) b->close();
 
     // Nothing readable: the window stays as it was and says why.
@@ -332,7 +352,8 @@ TEST(DiffTableModel, RealRunsUnderTheModelTesterMatchTheCoreDiff) {
             EXPECT_EQ(delta.data().toString().toStdString(), interop::diffDeltaText(val));
             const int dir = interop::diffDirection(val);
             const QVariant colour = delta.data(Qt::ForegroundRole);
-            EXPECT_EQ(colour.isValid(), dir != 0 || (val.unit == interop::DiffValue::Unit::Text && val.changed()));
+            EXPECT_EQ(colour.isValid(),
+                      dir != 0 || (val.unit == interop::DiffValue::Unit::Text && val.changed()));
             if (dir != 0) {
                 const QColor c = colour.value<QBrush>().color();
                 EXPECT_EQ(dir > 0, c.red() > c.green()) << val.metric; // red up, green down
@@ -346,12 +367,14 @@ TEST(DiffTableModel, RealRunsUnderTheModelTesterMatchTheCoreDiff) {
         const QModelIndex row = model.index(e, 0, model.index(1, 0));
         for (int k = 0; k < model.rowCount(row); ++k) {
             ++shown;
-            EXPECT_FALSE(model.index(k, DiffTableModel::Delta, row).data().toString() == QStringLiteral("0"));
+            EXPECT_FALSE(model.index(k, DiffTableModel::Delta, row).data().toString() ==
+                         QStringLiteral("0"));
         }
     }
     size_t changed = 0;
     for (const auto& ent : d->pools)
-        for (const auto& val : ent.values) changed += val.changed();
+        for (const auto& val : ent.values)
+            changed += val.changed();
     EXPECT_EQ(size_t(shown), changed);
 }
 
@@ -364,7 +387,8 @@ TEST(CompareView, TwoRunsPlotsAlignedAndTheDiffTable) {
     w.compareFiles(sample("churn.poolscope"), sample("pools.poolscope"));
     ASSERT_TRUE(shown.wait(60000));
     ASSERT_EQ(w.modes()->mode(), WindowModes::Mode::Compare);
-    for (QDockWidget* d : w.findChildren<QDockWidget*>()) EXPECT_FALSE(d->isVisible()) << d->objectName().toStdString();
+    for (QDockWidget* d : w.findChildren<QDockWidget*>())
+        EXPECT_FALSE(d->isVisible()) << d->objectName().toStdString();
     CompareView* c = w.modes()->compare();
     // Neither has NVTX ranges: lined up by start.
     const auto& ta = *c->snapshotA().timeline;
@@ -378,7 +402,8 @@ TEST(CompareView, TwoRunsPlotsAlignedAndTheDiffTable) {
     const QCPRange ra = c->plotA()->plot()->xAxis->range(), rb = c->plotB()->plot()->xAxis->range();
     EXPECT_DOUBLE_EQ(ra.lower, rb.lower);
     EXPECT_DOUBLE_EQ(ra.upper, rb.upper);
-    EXPECT_DOUBLE_EQ(c->plotA()->plot()->yAxis->range().upper, c->plotB()->plot()->yAxis->range().upper);
+    EXPECT_DOUBLE_EQ(c->plotA()->plot()->yAxis->range().upper,
+                     c->plotB()->plot()->yAxis->range().upper);
     // The table is the core diff of these two files.
     const auto d = c->model()->diff();
     ASSERT_NE(d, nullptr);
@@ -386,22 +411,29 @@ TEST(CompareView, TwoRunsPlotsAlignedAndTheDiffTable) {
     auto rb2 = TraceReader::open(sample("pools.poolscope").toStdString());
     const Report repA = interop::reportForDiff(**ra2, ta, c->snapshotA().path.toStdString());
     const Report repB = interop::reportForDiff(**rb2, tb, c->snapshotB().path.toStdString());
-    const auto want = interop::diffTraces({&repA, &ta, c->snapshotA().stacks.get()}, {&repB, &tb, c->snapshotB().stacks.get()});
+    const auto want = interop::diffTraces({&repA, &ta, c->snapshotA().stacks.get()},
+                                          {&repB, &tb, c->snapshotB().stacks.get()});
     EXPECT_EQ(interop::diffToJson(*d), interop::diffToJson(want));
     // View > Zoom In: both plots, about the middle.
     w.modes()->zoomBy(2.0);
     EXPECT_EQ(c->viewRange().second - c->viewRange().first, 2'000'000);
-    EXPECT_DOUBLE_EQ(c->plotA()->plot()->xAxis->range().lower, c->plotB()->plot()->xAxis->range().lower);
+    EXPECT_DOUBLE_EQ(c->plotA()->plot()->xAxis->range().lower,
+                     c->plotB()->plot()->xAxis->range().lower);
     // Choosing a pool matched in both runs highlights it in both plots (the other pools dimmed).
     const QModelIndex pools = c->model()->index(1, 0);
-    const QModelIndex both = findRow(*c->model(), [&](const QModelIndex& i) {
-        return c->model()->kindOf(i) == DiffTableModel::RowKind::Pool && i.data(DiffTableModel::HandleARole).toULongLong() &&
-               i.data(DiffTableModel::HandleBRole).toULongLong();
-    }, pools);
+    const QModelIndex both = findRow(
+        *c->model(),
+        [&](const QModelIndex& i) {
+            return c->model()->kindOf(i) == DiffTableModel::RowKind::Pool &&
+                   i.data(DiffTableModel::HandleARole).toULongLong() &&
+                   i.data(DiffTableModel::HandleBRole).toULongLong();
+        },
+        pools);
     ASSERT_TRUE(both.isValid());
     auto dimmed = [](WatermarkPlot* p) {
         int n = 0;
-        for (int g = 0; g < p->plot()->graphCount(); ++g) n += p->plot()->graph(g)->pen().color().alpha() == 70;
+        for (int g = 0; g < p->plot()->graphCount(); ++g)
+            n += p->plot()->graph(g)->pen().color().alpha() == 70;
         return n;
     };
     EXPECT_EQ(dimmed(c->plotB()), 0);
@@ -426,7 +458,8 @@ TEST(CompareView, LinesUpTheFirstCommonNvtxRange) {
     const auto common = interop::commonNvtxRanges(st, r[1].snap.stacks.get());
     ASSERT_FALSE(common.empty());
     ASSERT_EQ(c.alignChoice()->count(), int(common.size()) + 1);
-    const auto want = interop::alignRuns(*r[0].snap.timeline, st, *r[1].snap.timeline, r[1].snap.stacks.get());
+    const auto want =
+        interop::alignRuns(*r[0].snap.timeline, st, *r[1].snap.timeline, r[1].snap.stacks.get());
     EXPECT_EQ(c.alignment().basis, interop::RunAlignment::Basis::NvtxRange);
     EXPECT_EQ(c.alignment().range, common.front());
     EXPECT_EQ(c.plotA()->origin(), want.originA);
@@ -435,8 +468,9 @@ TEST(CompareView, LinesUpTheFirstCommonNvtxRange) {
     const QModelIndex sites = c.model()->index(3, 0);
     EXPECT_EQ(c.model()->rowCount(sites), 0);
     ASSERT_NE(c.model()->diff(), nullptr);
-    EXPECT_EQ(c.model()->index(3, DiffTableModel::Delta).data().toString(),
-              QStringLiteral("%1 with no difference not listed").arg(c.model()->diff()->sites.size()));
+    EXPECT_EQ(
+        c.model()->index(3, DiffTableModel::Delta).data().toString(),
+        QStringLiteral("%1 with no difference not listed").arg(c.model()->diff()->sites.size()));
     // By start instead.
     c.alignChoice()->setCurrentIndex(0);
     emit c.alignChoice()->activated(0);

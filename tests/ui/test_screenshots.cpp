@@ -4,16 +4,16 @@
 #include "CallSiteTreeModel.h"
 #include "CallSitesView.h"
 #include "CompareView.h"
-#include "DiffTableModel.h"
-#include "MultiProcessView.h"
-#include "WindowModes.h"
-#include "IcicleWidget.h"
 #include "DetailsPane.h"
+#include "DiffTableModel.h"
 #include "EventsPanel.h"
+#include "IcicleWidget.h"
 #include "MainWindow.h"
+#include "MultiProcessView.h"
 #include "ReplayBar.h"
 #include "TestTrace.h"
 #include "TimelineWidget.h"
+#include "WindowModes.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/replay/Replay.h"
@@ -26,8 +26,8 @@
 #include <QSet>
 #include <QSignalSpy>
 #include <QTableView>
-#include <QTreeView>
 #include <QTest>
+#include <QTreeView>
 #include <gtest/gtest.h>
 
 using namespace poolscope;
@@ -447,7 +447,8 @@ TEST(Screenshots, SeveralProcessesAndTheCompareMode) {
         QString p = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
         return p.replace(QStringLiteral("churn.poolscope"), QString::fromLatin1(name));
     };
-    const QString parent = samplePath("ipc-parent.poolscope"), child = samplePath("ipc-child.poolscope");
+    const QString parent = samplePath("ipc-parent.poolscope"),
+                  child = samplePath("ipc-child.poolscope");
     if (!QFile::exists(parent) || !QFile::exists(child)) GTEST_SKIP() << "no IPC samples";
     MainWindow w;
     w.setTheme(Theme::Light);
@@ -477,7 +478,8 @@ TEST(Screenshots, SeveralProcessesAndTheCompareMode) {
     const QModelIndex pools = m->index(1, 0);
     for (int r = 0; r < m->rowCount(pools); ++r) {
         const QModelIndex i = m->index(r, 0, pools);
-        if (i.data(DiffTableModel::HandleARole).toULongLong() && i.data(DiffTableModel::HandleBRole).toULongLong()) {
+        if (i.data(DiffTableModel::HandleARole).toULongLong() &&
+            i.data(DiffTableModel::HandleBRole).toULongLong()) {
             c->table()->setCurrentIndex(i);
             break;
         }

@@ -3,19 +3,18 @@
 
 #include "poolscope/interop/Diff.h"
 
+#include "poolscope/JsonText.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/Units.h"
+#include "poolscope/analysis/CallSites.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
-
-#include "poolscope/JsonText.h"
-#include "poolscope/TraceReader.h"
-#include "poolscope/Units.h"
-#include "poolscope/analysis/CallSites.h"
+#include <set>
 
 namespace poolscope::interop {
 
@@ -497,19 +496,22 @@ std::vector<std::string> commonNvtxRanges(const StackTables* a, const StackTable
     std::vector<std::string> out;
     if (!a || !b || a->ranges.empty() || b->ranges.empty()) return out;
     std::set<std::string> inB;
-    for (const NvtxRange& r : b->ranges) inB.insert(r.name);
+    for (const NvtxRange& r : b->ranges)
+        inB.insert(r.name);
     std::vector<const NvtxRange*> byStart;
-    for (const NvtxRange& r : a->ranges) byStart.push_back(&r);
-    std::stable_sort(byStart.begin(), byStart.end(),
-                     [](const NvtxRange* x, const NvtxRange* y) { return x->startNs < y->startNs; });
+    for (const NvtxRange& r : a->ranges)
+        byStart.push_back(&r);
+    std::stable_sort(byStart.begin(), byStart.end(), [](const NvtxRange* x, const NvtxRange* y) {
+        return x->startNs < y->startNs;
+    });
     std::set<std::string> seen;
     for (const NvtxRange* r : byStart)
         if (inB.count(r->name) && seen.insert(r->name).second) out.push_back(r->name);
     return out;
 }
 
-RunAlignment alignRuns(const Timeline& a, const StackTables* sa, const Timeline& b, const StackTables* sb,
-                       const std::optional<std::string>& range) {
+RunAlignment alignRuns(const Timeline& a, const StackTables* sa, const Timeline& b,
+                       const StackTables* sb, const std::optional<std::string>& range) {
     RunAlignment al;
     al.originA = a.t0;
     al.originB = b.t0;

@@ -2,13 +2,13 @@
 
 #include "poolscope/interop/ProcessTree.h"
 
-#include <algorithm>
-#include <functional>
-#include <map>
-
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
 
 namespace poolscope::interop {
 
@@ -137,12 +137,13 @@ std::vector<IpcLink> findIpcLinks(const std::vector<ProcessEvents>& in) {
 Result<std::vector<Event>> readIpcEvents(const TraceReader& reader) {
     std::vector<Event> out;
     auto isIpc = [](EventKind k) {
-        return k == EventKind::PoolExport || k == EventKind::PoolImport || k == EventKind::PointerExport ||
-               k == EventKind::PointerImport;
+        return k == EventKind::PoolExport || k == EventKind::PoolImport ||
+               k == EventKind::PointerExport || k == EventKind::PointerImport;
     };
     bool any = false;
     if (auto sum = reader.summary())
-        for (const auto& [kind, n] : sum->countsByKind) any = any || (isIpc(kind) && n);
+        for (const auto& [kind, n] : sum->countsByKind)
+            any = any || (isIpc(kind) && n);
     else
         any = true; // no summary to go by: look
     if (!any) return out;
@@ -158,7 +159,8 @@ std::string processTitle(const ProcessInfo& p) {
     std::string cmd = p.commandLine;
     const size_t sp = cmd.find(' ');
     std::string prog = cmd.substr(0, sp);
-    if (const size_t slash = prog.rfind('/'); slash != std::string::npos) prog = prog.substr(slash + 1);
+    if (const size_t slash = prog.rfind('/'); slash != std::string::npos)
+        prog = prog.substr(slash + 1);
     // "python3 train.py": the script says more than the interpreter.
     if (prog.rfind("python", 0) == 0 && sp != std::string::npos) {
         std::string rest = cmd.substr(sp + 1);
@@ -168,7 +170,8 @@ std::string processTitle(const ProcessInfo& p) {
             rest = rest.substr(next + 1);
         }
         std::string script = rest.substr(0, rest.find(' '));
-        if (const size_t slash = script.rfind('/'); slash != std::string::npos) script = script.substr(slash + 1);
+        if (const size_t slash = script.rfind('/'); slash != std::string::npos)
+            script = script.substr(slash + 1);
         if (!script.empty() && script[0] != '-') prog += " " + script;
     }
     if (prog.empty()) prog = "process";
@@ -201,10 +204,12 @@ TimeAlignment alignProcesses(const std::vector<AlignInput>& in) {
     } else if (allWall) {
         a.basis = TimeAlignment::Basis::WallClock;
         const int64_t base = wallMinusMono(in[0].process);
-        for (size_t i = 0; i < in.size(); ++i) a.offsetNs[i] = wallMinusMono(in[i].process) - base;
+        for (size_t i = 0; i < in.size(); ++i)
+            a.offsetNs[i] = wallMinusMono(in[i].process) - base;
     } else {
         a.basis = TimeAlignment::Basis::FirstEvent;
-        for (size_t i = 0; i < in.size(); ++i) a.offsetNs[i] = in[0].t0 - in[i].t0;
+        for (size_t i = 0; i < in.size(); ++i)
+            a.offsetNs[i] = in[0].t0 - in[i].t0;
     }
     a.begin = INT64_MAX;
     a.end = INT64_MIN;
@@ -225,11 +230,13 @@ TimeAlignment alignProcesses(const std::vector<AlignInput>& in) {
         a.description = "Aligned on the monotonic clock of host '" + in[0].process.host +
                         "', which every trace's events use";
         if (a.wallClockSpreadNs >= 0)
-            a.description += " (the wall-clock starts agree within " + formatDuration(a.wallClockSpreadNs) + ")";
+            a.description +=
+                " (the wall-clock starts agree within " + formatDuration(a.wallClockSpreadNs) + ")";
         break;
     case TimeAlignment::Basis::WallClock:
-        a.description = "Aligned by wall-clock start (traces from different hosts: as exact as their "
-                        "clocks agreed)";
+        a.description =
+            "Aligned by wall-clock start (traces from different hosts: as exact as their "
+            "clocks agreed)";
         break;
     case TimeAlignment::Basis::FirstEvent: {
         std::string who;
@@ -238,7 +245,8 @@ TimeAlignment alignProcesses(const std::vector<AlignInput>& in) {
                 who = processTitle(i.process);
                 break;
             }
-        a.description = "Aligned by first event: " + who + " records no wall-clock start, so the "
+        a.description = "Aligned by first event: " + who +
+                        " records no wall-clock start, so the "
                         "traces' clocks cannot be related";
         break;
     }

@@ -104,7 +104,8 @@ struct RunAlignment {
 std::vector<std::string> commonNvtxRanges(const StackTables* a, const StackTables* b);
 // range: "" = the first common one when there is one (else Start); a name = that range (Start
 // when either trace lacks it); nullopt = Start.
-RunAlignment alignRuns(const Timeline& a, const StackTables* sa, const Timeline& b, const StackTables* sb,
+RunAlignment alignRuns(const Timeline& a, const StackTables* sa, const Timeline& b,
+                       const StackTables* sb,
                        const std::optional<std::string>& range = std::string());
 
 } // namespace poolscope::interop

@@ -14,13 +14,13 @@
 //                 inputs, in any other input).
 // Times compare across traces because traces of one host share CLOCK_MONOTONIC.
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace poolscope {
 class TraceReader;
