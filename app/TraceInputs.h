@@ -2,16 +2,17 @@
 // Loading a trace for the verbs that read it whole (export, diff, merge): the reader (damaged
 // parts skipped and warned about, as report does), its timeline, its call sites named where the
 // binaries are found, its process and threads.
-#include <cstdio>
-#include <memory>
-#include <sys/stat.h>
-#include <vector>
-#include <string>
-
 #include "CliUtil.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/interop/Export.h"
+#include "poolscope/interop/ProcessTree.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
 
 namespace poolscope::cli {
 
@@ -69,24 +70,13 @@ inline std::unique_ptr<LoadedTrace> loadTrace(const std::string& path, int& exit
     t->input.stacks = std::move(*stacks);
     if (!t->input.stacks.sites.empty()) symbolize(t->input.stacks);
     t->input.label = baseName(path);
-    // IPC calls (for links across processes): read only when the trace has any.
-    bool anyIpc = false;
-    if (auto sum = t->reader->summary())
-        for (EventKind k : {EventKind::PoolExport, EventKind::PoolImport, EventKind::PointerExport,
-                            EventKind::PointerImport})
-            anyIpc = anyIpc || (sum->countsByKind.count(k) && sum->countsByKind.at(k));
-    if (anyIpc) {
-        Status st = t->reader->forEachEvent([&](const Event& e) {
-            if (e.kind == EventKind::PoolExport || e.kind == EventKind::PoolImport ||
-                e.kind == EventKind::PointerExport || e.kind == EventKind::PointerImport)
-                t->input.ipc.push_back(e);
-            return true;
-        });
-        if (!st) {
-            reportError(st.error(), exitCode);
-            return nullptr;
-        }
+    // IPC calls (for links across processes).
+    auto ipc = interop::readIpcEvents(*t->reader);
+    if (!ipc) {
+        reportError(ipc.error(), exitCode);
+        return nullptr;
     }
+    t->input.ipc = std::move(*ipc);
     return t;
 }
 

@@ -26,13 +26,8 @@ int runDiff(const DiffOptions& o) {
     if (!ta) return exitCode;
     auto tb = loadTrace(o.b, exitCode);
     if (!tb) return exitCode;
-    auto reportOf = [](LoadedTrace& t, const std::string& path) {
-        auto meta = t.reader->meta();
-        return buildReport(*t.input.timeline, {}, path, t.input.process,
-                           meta ? std::move(*meta) : std::map<std::string, std::string>{});
-    };
-    const Report ra = reportOf(*ta, o.a);
-    const Report rb = reportOf(*tb, o.b);
+    const Report ra = interop::reportForDiff(*ta->reader, *ta->input.timeline, o.a);
+    const Report rb = interop::reportForDiff(*tb->reader, *tb->input.timeline, o.b);
     const interop::TraceDiff d = interop::diffTraces({&ra, ta->input.timeline.get(), &ta->input.stacks},
                                                      {&rb, tb->input.timeline.get(), &tb->input.stacks},
                                                      o.topSites);

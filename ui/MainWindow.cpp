@@ -6,11 +6,13 @@
 #include "EntityTreeModel.h"
 #include "EventsPanel.h"
 #include "LoadingOverlay.h"
+#include "MultiProcessView.h"
 #include "ReplayBar.h"
 #include "TimelineWidget.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 #include "WhatIfPanel.h"
+#include "WindowModes.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/SiteTree.h"
 #include "poolscope/view/AllocationLookup.h"
@@ -66,7 +68,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     cl->setSpacing(0);
     cl->addWidget(replay_);
     cl->addWidget(splitter_, 1);
-    setCentralWidget(central);
+    modes_ = new WindowModes(this, central);
+    setCentralWidget(modes_->stack());
 
     events_ = new EventsPanel(this);
     auto* eventsDock = new QDockWidget(tr("Events"), this);
@@ -96,6 +99,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     treeDock->setWidget(tree_);
     addDockWidget(Qt::BottomDockWidgetArea, treeDock);
     splitDockWidget(eventsDock, treeDock, Qt::Horizontal);
+    modes_->setTreeDock(treeDock);
 
     // Call sites (issue #13): a tab beside the events, which stay in front.
     sites_ = new CallSitesView(this);
@@ -276,12 +280,28 @@ void MainWindow::fitDocks() {
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
-        QSettings st;
-        const QString path = QFileDialog::getOpenFileName(
-            this, tr("Open trace"), st.value("files/lastDir").toString(),
-            tr("PoolScope traces (*.poolscope);;All files (*)"));
-        if (!path.isEmpty()) openFile(path);
+    const QString traces = tr("PoolScope traces (*.poolscope);;All files (*)");
+    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this, traces] {
+        // Several files (a process tree's traces, one per process) open side by side.
+        const QStringList paths = QFileDialog::getOpenFileNames(
+            this, tr("Open a trace, or several to see their processes together"),
+            QSettings().value("files/lastDir").toString(), traces);
+        if (!paths.isEmpty()) openFiles(paths);
+    });
+    file->addAction(tr("&Compare With…"), this, [this, traces] {
+        const QString dir = QSettings().value("files/lastDir").toString();
+        if (modes_->mode() == WindowModes::Mode::Single && snap_.valid() && !snap_.path.isEmpty()) {
+            const QString b = QFileDialog::getOpenFileName(
+                this, tr("Compare %1 (A) with trace B").arg(snap_.title), dir, traces);
+            if (!b.isEmpty()) compareFiles(snap_.path, b);
+            return;
+        }
+        const QStringList two = QFileDialog::getOpenFileNames(
+            this, tr("Choose two traces to compare (A, then B)"), dir, traces);
+        if (two.size() == 2)
+            compareFiles(two[0], two[1]);
+        else if (!two.isEmpty())
+            showStatus(tr("Compare needs two traces; %1 chosen.").arg(two.size()));
     });
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addAction(tr("Open the Bundled &Sample"), this, [this] {
@@ -298,16 +318,13 @@ void MainWindow::buildMenus() {
     rebuildRecentMenu();
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), timeline_,
-                    &TimelineWidget::fitAll);
+    view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), modes_,
+                    &WindowModes::fitAll);
     view->addAction(tr("Fit to Allocator &Activity"), QKeySequence(Qt::CTRL | Qt::Key_9),
                     timeline_, &TimelineWidget::fitActivity);
-    view->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, this, [this] {
-        timeline_->zoomBy(1.5, (timeline_->viewStart() + timeline_->viewEnd()) / 2);
-    });
-    view->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, this, [this] {
-        timeline_->zoomBy(1 / 1.5, (timeline_->viewStart() + timeline_->viewEnd()) / 2);
-    });
+    view->addAction(tr("Zoom &In"), QKeySequence::ZoomIn, this, [this] { modes_->zoomBy(1.5); });
+    view->addAction(tr("Zoom &Out"), QKeySequence::ZoomOut, this,
+                    [this] { modes_->zoomBy(1 / 1.5); });
     view->addAction(tr("Zoom to &Selection"), QKeySequence(Qt::CTRL | Qt::Key_E), timeline_,
                     &TimelineWidget::zoomToSelection);
     view->addSeparator();
@@ -386,8 +403,20 @@ void MainWindow::setTheme(Theme t) {
 }
 
 void MainWindow::openFile(const QString& path) {
+    modes_->cancelLoads();
     pendingBundled_ = false;
     loader_->load(path);
+}
+
+void MainWindow::openFiles(const QStringList& paths) {
+    if (paths.size() == 1)
+        openFile(paths.first());
+    else if (!paths.isEmpty())
+        modes_->openProcesses(paths);
+}
+
+void MainWindow::compareFiles(const QString& a, const QString& b) {
+    modes_->compareFiles(a, b);
 }
 
 void MainWindow::openDefault() {
@@ -410,6 +439,7 @@ void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
     // The beginning of the trace, at once, as a new document; onLoaded() replaces it with the
     // whole trace and keeps whatever the user did meanwhile (same time axis: the partial
     // timeline already spans the whole trace). Progress and Cancel stay in the status bar.
+    modes_->setMode(WindowModes::Mode::Single);
     TraceSnapshot s = loaded;
     s.bundledSample = pendingBundled_;
     partialGeneration_ = loader_->generation();
@@ -424,6 +454,7 @@ void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
 }
 
 void MainWindow::onLoaded(const TraceSnapshot& loaded) {
+    modes_->setMode(WindowModes::Mode::Single);
     progress_->hide();
     cancelButton_->hide();
     TraceSnapshot s = loaded;
@@ -628,6 +659,8 @@ void MainWindow::onSelection(const Selection& in, QObject* origin) {
     }
     details_->showSelection(s.kind == Selection::None ? in : s);
     if (origin != timeline_) timeline_->setSelection(s);
+    if (modes_->mode() == WindowModes::Mode::Processes && origin != modes_->processes())
+        modes_->processes()->setSelection(s);
     if (origin != events_ && s.kind == Selection::Allocation)
         events_->selectSeq(tl.allocations[s.index].allocSeq);
     if (origin != events_ && s.kind == Selection::Marker)
@@ -693,6 +726,7 @@ void MainWindow::showEvent(QShowEvent* e) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+    modes_->restoreDocksForSaving();
     QSettings st;
     st.setValue("window/geometry", saveGeometry());
     st.setValue("window/state", saveState());
@@ -709,9 +743,11 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
 }
 
 void MainWindow::dropEvent(QDropEvent* e) {
-    const auto urls = e->mimeData()->urls();
-    if (urls.isEmpty() || !urls.first().isLocalFile()) return;
-    openFile(urls.first().toLocalFile());
+    QStringList paths;
+    for (const QUrl& u : e->mimeData()->urls())
+        if (u.isLocalFile()) paths << u.toLocalFile();
+    if (paths.isEmpty()) return;
+    openFiles(paths);
     e->acceptProposedAction();
 }
 

@@ -5,6 +5,9 @@
 // Sources: openFile() loads a trace in the background; setSnapshot() shows any TraceSnapshot,
 // which is also the entry point for a live session (it pushes new snapshots with keepView=true
 // and, if it can answer event queries, an EventProvider).
+//
+// Several files opened at once, and File > Compare With..., show other pages in the centre
+// (WindowModes, issue #16); opening one file returns to the single trace.
 
 #include "ColorScheme.h"
 #include "EventFilter.h"
@@ -36,6 +39,7 @@ class TimelineWidget;
 class TraceLoader;
 class WatermarkPlot;
 class WhatIfPanel;
+class WindowModes;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -44,6 +48,11 @@ public:
     ~MainWindow() override;
 
     void openFile(const QString& path);
+    // One file: openFile; several: a lane group per trace (MultiProcessView).
+    void openFiles(const QStringList& paths);
+    // The compare mode: A is the baseline, deltas are B - A.
+    void compareFiles(const QString& a, const QString& b);
+    WindowModes* modes() const { return modes_; }
     // No file given on the command line: show the bundled sample, and say so.
     void openDefault();
     void setSnapshot(const TraceSnapshot& s, bool keepView = false);
@@ -84,6 +93,7 @@ protected:
     void dropEvent(QDropEvent*) override;
 
 private:
+    friend class WindowModes; // reaches the status line, the selection fan-out
     void buildMenus();
     void addRecent(const QString& path);
     void rebuildRecentMenu();
@@ -135,6 +145,7 @@ private:
     bool docksRestored_ = false; // a saved layout was restored: the user's sizes stay
     bool docksFitted_ = false;
     Theme theme_ = Theme::System;
+    WindowModes* modes_ = nullptr;
 };
 
 } // namespace poolscope::ui

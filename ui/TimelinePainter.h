@@ -34,6 +34,11 @@ struct TimelineGeometry {
     int height = 0;
     int64_t v0 = 0; // visible time range [v0, v1)
     int64_t v1 = 1;
+    // Time 0 of the ruler and of times in tooltips, and what it is; INT64_MIN: the trace's first
+    // event. Several traces on one axis (the window's lanes per process) share one origin.
+    int64_t origin = INT64_MIN;
+    QString originLabel;
+    int64_t originOr(int64_t t0) const { return origin == INT64_MIN ? t0 : origin; }
     int scrollY = 0;
     // Pixel columns [clipX0, clipX1) that paintContent() paints (a pan paints only the strip
     // it exposes). Everything painted there depends only on the column's times, not on v0.

@@ -137,7 +137,9 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
     p.fillRect(0, 0, g_.width, g_.rulerH, c_.headerBg());
     p.setPen(c_.dimText());
     p.drawText(QRect(6, 0, g_.labelW - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,
-               QStringLiteral("time since first event"));
+               g_.originLabel.isEmpty() ? QStringLiteral("time since first event")
+                                        : g_.originLabel);
+    const int64_t origin = g_.originOr(tl.t0);
     if (tl.eventCount == 0 && tl.sampleCount == 0) {
         // An empty trace has no time axis: a "0 ns ... 50 ns" ruler would invent one.
         p.drawText(QRect(g_.labelW + 8, 0, g_.plotW() - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,
@@ -147,16 +149,16 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
         return;
     }
     const int64_t step = niceTimeStep(g_.v1 - g_.v0, std::max(2, g_.plotW() / 110));
-    const int64_t scale = std::max(std::llabs(g_.v0 - tl.t0), std::llabs(g_.v1 - tl.t0));
-    int64_t rel = ((g_.v0 - tl.t0) / step) * step;
+    const int64_t scale = std::max(std::llabs(g_.v0 - origin), std::llabs(g_.v1 - origin));
+    int64_t rel = ((g_.v0 - origin) / step) * step;
     p.save();
     p.setClipRect(g_.labelW, 0, g_.width - g_.labelW, g_.rulerH);
     // Tick marks are drawn together after the labels (a label starts right of its own tick,
     // so the result is the same): one drawLines instead of a pen change and a line per tick.
     std::vector<QLineF> ticks;
     p.setPen(c_.text());
-    for (; tl.t0 + rel <= g_.v1; rel += step) {
-        const double x = g_.xOf(tl.t0 + rel);
+    for (; origin + rel <= g_.v1; rel += step) {
+        const double x = g_.xOf(origin + rel);
         if (x < g_.labelW - 1) continue;
         ticks.emplace_back(QPointF(x, g_.rulerH - 6), QPointF(x, g_.rulerH));
         const QString label = timeTickLabel(rel, step, scale);
@@ -182,7 +184,7 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
     if (cursor != INT64_MIN) {
         const double x = g_.xOf(cursor);
         const QString label =
-            timeTickLabel(cursor - tl.t0, std::max<int64_t>(1, step / 100), scale);
+            timeTickLabel(cursor - origin, std::max<int64_t>(1, step / 100), scale);
         const int w = p.fontMetrics().horizontalAdvance(label) + 10;
         // Whole, even when the cursor is near either edge of the ruler.
         const double left =
@@ -436,7 +438,7 @@ TimelineHit TimelinePainter::hitTest(QPoint pos) const {
 QString TimelinePainter::tooltip(const TimelineHit& h) const {
     const Timeline& tl = *s_.timeline;
     const LaneLayout& layout = *s_.layout;
-    auto rel = [&](int64_t t) { return qs(formatDuration(t - tl.t0)); };
+    auto rel = [&](int64_t t) { return qs(formatDuration(t - g_.originOr(tl.t0))); };
     if (h.nvtxRange >= 0 && s_.stacks && size_t(h.nvtxRange) < s_.stacks->ranges.size()) {
         const NvtxRange& r = s_.stacks->ranges[size_t(h.nvtxRange)];
         QString s = QStringLiteral("<b>%1</b> (NVTX %2 range, thread %3, depth %4)<br>from %5")

@@ -29,6 +29,7 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
     connect(vbar_, &QScrollBar::valueChanged, this, [this](int v) {
         geo_.scrollY = v;
         update();
+        emit lanesScrolled();
     });
     const QStringList keys = QSettings().value(kCollapsedKey).toStringList();
     collapsedKeys_ = QSet<QString>(keys.begin(), keys.end());
@@ -188,9 +189,32 @@ void TimelineWidget::updateScrollBar() {
     geo_.scrollY = std::min(geo_.scrollY, maxScroll);
 }
 
+std::pair<int64_t, int64_t> TimelineWidget::extent() const {
+    const int64_t t0 = framed_ ? frameBegin_ : snap_.timeline->t0;
+    const int64_t t1 = framed_ ? frameEnd_ : snap_.timeline->t1;
+    return {t0, std::max(t1, t0 + kMinSpanNs)};
+}
+
+void TimelineWidget::setTimeFrame(int64_t origin, int64_t begin, int64_t end,
+                                  const QString& label) {
+    framed_ = true;
+    frameBegin_ = std::min(begin, end);
+    frameEnd_ = std::max(begin, end);
+    geo_.origin = origin;
+    geo_.originLabel = label;
+    update();
+}
+
+void TimelineWidget::clearTimeFrame() {
+    framed_ = false;
+    geo_.origin = INT64_MIN;
+    geo_.originLabel.clear();
+    update();
+}
+
 void TimelineWidget::clampView(int64_t& a, int64_t& b) const {
     if (!snap_.valid()) return;
-    const int64_t t0 = snap_.timeline->t0, t1 = std::max(snap_.timeline->t1, t0 + kMinSpanNs);
+    const auto [t0, t1] = extent();
     const int64_t margin = (t1 - t0) / 20;
     const int64_t maxSpan = (t1 - t0) + 2 * margin;
     int64_t span = std::clamp<int64_t>(b - a, kMinSpanNs, maxSpan);
@@ -222,7 +246,7 @@ void TimelineWidget::setViewRange(int64_t t0, int64_t t1) {
 
 void TimelineWidget::fitAll() {
     if (!snap_.valid()) return;
-    const int64_t t0 = snap_.timeline->t0, t1 = std::max(snap_.timeline->t1, t0 + kMinSpanNs);
+    const auto [t0, t1] = extent();
     const int64_t m = (t1 - t0) / 100;
     setViewRange(t0 - m, t1 + m);
 }

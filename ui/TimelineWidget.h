@@ -43,11 +43,18 @@ public:
     void centerOn(int64_t t);
     void panBy(double fractionOfView);
 
+    // Several traces on one time axis (MultiProcessView): the ruler counts from `origin` (in
+    // this trace's clock) and says what that is; views are kept within [begin, end] instead of
+    // the trace's own extent, so every process can show the same span. Kept across snapshots.
+    void setTimeFrame(int64_t origin, int64_t begin, int64_t end, const QString& originLabel);
+    void clearTimeFrame();
+
     void setCursorTime(int64_t t); // INT64_MIN: no cursor
     int64_t cursorTime() const { return cursor_; }
     void setSelection(const Selection& s); // does not emit selectionChanged
     const Selection& selection() const { return sel_; }
     void setHighlightedLane(int lane);
+    int highlightedLane() const { return highlightedLane_; }
     // Allocations to mark (ascending indices; a call site's): null or empty for none.
     void setHighlightedAllocations(std::shared_ptr<const std::vector<uint32_t>> allocations);
     const std::vector<uint32_t>* highlightedAllocations() const { return highlightedAllocs_.get(); }
@@ -70,6 +77,7 @@ public:
     // Where an allocation bar is drawn now (tests, and anchoring popups); empty if off screen.
     QRect allocationRect(uint32_t index) const;
     int labelWidth() const { return geo_.labelW; }
+    int lanesTop() const { return geo_.lanesTop(); } // below the ruler and the NVTX band
     int legendHeight() const { return geo_.legendH; }
     int contentHeight() const { return geo_.contentH + geo_.lanesTop() + geo_.legendH; }
     int nvtxBandHeight() const { return geo_.nvtxH; } // 0 without NVTX ranges
@@ -86,6 +94,7 @@ public:
 
 signals:
     void lanesCollapsedChanged();
+    void lanesScrolled(); // the lanes moved vertically (their scroll bar)
     void viewRangeChanged(qint64 t0, qint64 t1);
     void selectionChanged(const poolscope::ui::Selection& s);
     void cursorRequested(qint64 t); // a click in the ruler
@@ -109,6 +118,11 @@ private:
     void saveCollapsed() const;
     void moveFocusLane(int delta);
     void clampView(int64_t& a, int64_t& b) const;
+
+    // The extent views are kept in: the trace's own, or the frame's.
+    std::pair<int64_t, int64_t> extent() const;
+    bool framed_ = false;
+    int64_t frameBegin_ = 0, frameEnd_ = 0;
 
     TraceSnapshot snap_;
     TimelineGeometry geo_;

@@ -1,13 +1,9 @@
 #include "TraceLoader.h"
 
-#include "poolscope/Symbolizer.h"
-#include "poolscope/TimelineBuilder.h"
-#include "poolscope/TraceReader.h"
+#include "TraceLoad.h"
 
-#include <QFileInfo>
 #include <QMetaObject>
 #include <QtConcurrent/QtConcurrentRun>
-#include <exception>
 
 namespace poolscope::ui {
 
@@ -58,85 +54,23 @@ void TraceLoader::load(const QString& path) {
     const auto partialAfter = partialAfter_;
     const uint64_t partialAfterEvents = partialAfterEvents_;
     job->future = QtConcurrent::run([this, job, partialAfter, partialAfterEvents] {
-        TraceSnapshot snap;
-        QString error;
-        bool wasCancelled = false;
-        // Nothing may escape the worker: QFuture keeps the exception and rethrows it from
-        // waitForFinished(), i.e. from ~TraceLoader, and the window aborted on exit after a
-        // damaged file that made the build throw (issue #12). The load fails with the reason.
-        try {
-            auto reader = TraceReader::open(job->path.toStdString());
-            if (!reader) {
-                error = QString::fromStdString(reader.error().message);
-            } else {
-                snap.path = QFileInfo(job->path).absoluteFilePath();
-                snap.title = QFileInfo(job->path).fileName();
-                if (auto p = (*reader)->process()) snap.process = p.value();
-                job->phase = 1;
-                BuildOptions options;
-                options.progress = [&](uint64_t done, uint64_t total) {
-                    job->done = done;
-                    job->total = total;
-                };
-                options.cancel = &job->cancel;
-                if (partialAfter.count() >= 0) {
-                    options.partialAfter = partialAfter;
-                    options.partialAfterEvents = partialAfterEvents;
-                    // Runs on this thread while the build waits: the partial timeline is small (it
-                    // is taken early), so its lane layout is quick.
-                    options.onPartial = [&](std::shared_ptr<const Timeline> tl) {
-                        TraceSnapshot part = snap;
-                        part.layout = LaneLayout::build(*tl, &job->cancel);
-                        if (!part.layout) return; // cancelled
-                        part.timeline = std::move(tl);
-                        QMetaObject::invokeMethod(
-                            this, [this, g = job->generation, part] { partial(g, part); },
-                            Qt::QueuedConnection);
-                    };
-                }
-                // A damaged trace shows what is intact, and says what was left out.
-                (*reader)->setSkipDamaged(true);
-                auto tl = buildTimeline(**reader, options);
-                for (const TraceDamage& d : (*reader)->damage())
-                    snap.damage << (d.events ? tr("%1 (%2 events)")
-                                                   .arg(QString::fromStdString(d.what))
-                                                   .arg(d.events)
-                                             : QString::fromStdString(d.what));
-                if (!tl) {
-                    if (tl.error().code == ErrorCode::Cancelled)
-                        wasCancelled = true;
-                    else
-                        error = QString::fromStdString(tl.error().message);
-                } else {
-                    job->phase = 2;
-                    snap.layout = LaneLayout::build(*tl.value(), &job->cancel);
-                    if (!snap.layout) wasCancelled = true;
-                    snap.timeline = tl.value();
-                    // The call sites, named where the binaries (or their debug files, by
-                    // build-id) are found on this machine; a trace recorded without stacks has
-                    // none. Damaged stack tables leave the stacks out and say so.
-                    job->phase = 3;
-                    if (auto st = (*reader)->stacks()) {
-                        if (!st->sites.empty()) symbolize(*st);
-                        snap.stacks = std::make_shared<const StackTables>(std::move(*st));
-                    } else {
-                        snap.damage << tr("call stacks left out: %1")
-                                           .arg(QString::fromStdString(st.error().message));
-                    }
-                }
-            }
-        } catch (const std::exception& e) {
-            error = tr("Loading stopped on an internal error: %1. The file may be damaged.")
-                        .arg(QString::fromLocal8Bit(e.what()));
-        } catch (...) {
-            error = tr("Loading stopped on an unknown internal error. The file may be damaged.");
-        }
-        if (job->cancel) wasCancelled = true;
+        TraceLoadOptions o;
+        o.phase = &job->phase;
+        o.progress = [&](uint64_t done, uint64_t total) {
+            job->done = done;
+            job->total = total;
+        };
+        o.partialAfter = partialAfter;
+        o.partialAfterEvents = partialAfterEvents;
+        o.onPartial = [this, g = job->generation](const TraceSnapshot& part) {
+            QMetaObject::invokeMethod(
+                this, [this, g, part] { partial(g, part); }, Qt::QueuedConnection);
+        };
+        TraceLoadResult r = loadTraceFile(job->path, job->cancel, o);
         QMetaObject::invokeMethod(
             this,
-            [this, g = job->generation, snap, error, wasCancelled] {
-                finish(g, snap, error, wasCancelled);
-            },
+            [this, g = job->generation, snap = std::move(r.snap), error = r.error,
+             wasCancelled = r.cancelled] { finish(g, snap, error, wasCancelled); },
             Qt::QueuedConnection);
     });
 }

@@ -84,7 +84,7 @@ WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
     connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
             [this](const QCPRange& r) {
                 if (applyingRange_ || !snap_.valid()) return;
-                const int64_t t0 = snap_.timeline->t0;
+                const int64_t t0 = origin();
                 emit viewRangeRequested(t0 + int64_t(r.lower), t0 + int64_t(r.upper));
             });
     // A click without a drag places the replay cursor; a drag pans (QCustomPlot's own).
@@ -93,8 +93,7 @@ WatermarkPlot::WatermarkPlot(QWidget* parent) : QWidget(parent) {
     connect(plot_, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
         if (!snap_.valid() || (e->pos() - pressPos_).manhattanLength() > 3) return;
         if (!plot_->axisRect()->rect().contains(e->pos())) return;
-        emit cursorRequested(snap_.timeline->t0 +
-                             int64_t(plot_->xAxis->pixelToCoord(e->position().x())));
+        emit cursorRequested(origin() + int64_t(plot_->xAxis->pixelToCoord(e->position().x())));
     });
     applyTheme();
 }
@@ -289,6 +288,19 @@ void WatermarkPlot::setHighlightedSeries(std::shared_ptr<const Series> s, const 
     refreshData();
 }
 
+void WatermarkPlot::setTimeOrigin(int64_t t) {
+    if (t == origin_) return;
+    origin_ = t;
+    ++generation_; // the fed points' keys are times since the origin
+    views_.clear();
+    refreshData();
+    setCursorTime(cursor_);
+}
+
+int64_t WatermarkPlot::origin() const {
+    return origin_ != INT64_MIN || !snap_.valid() ? origin_ : snap_.timeline->t0;
+}
+
 void WatermarkPlot::setViewRange(int64_t t0, int64_t t1) {
     v0_ = t0;
     v1_ = std::max(t1, t0 + 1);
@@ -305,7 +317,7 @@ int WatermarkPlot::graphPointCount() const {
 void WatermarkPlot::refreshData() {
     if (!snap_.valid()) return;
     const Timeline& tl = *snap_.timeline;
-    const double base = double(tl.t0);
+    const double base = double(origin());
     ticker_->pixelWidth = plot_->axisRect()->width();
     const ViewKey key{generation_, std::max(v0_, tl.t0), std::min(v1_, tl.t1), v1_ - v0_,
                       size_t(std::max(16, plot_->axisRect()->width() * 2))};
@@ -373,13 +385,22 @@ void WatermarkPlot::refreshData() {
     applyingRange_ = true;
     plot_->xAxis->setRange(double(v0_) - base, double(v1_) - base);
     applyingRange_ = false;
-    plot_->yAxis->setRange(0, double(ymax) * 1.08);
+    dataYMax_ = ymax;
+    plot_->yAxis->setRange(0, double(std::max(ymax, yFloor_)) * 1.08);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void WatermarkPlot::setYFloor(uint64_t bytes) {
+    if (bytes == yFloor_) return;
+    yFloor_ = bytes;
+    if (!snap_.valid()) return;
+    plot_->yAxis->setRange(0, double(std::max(dataYMax_, yFloor_)) * 1.08);
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 std::shared_ptr<WatermarkPlot::ViewData> WatermarkPlot::computeView(const ViewKey& key) const {
     const Timeline& tl = *snap_.timeline;
-    const double base = double(tl.t0);
+    const double base = double(origin());
     auto data = std::make_shared<ViewData>();
     data->key = key;
     uint64_t ymax = 1;
@@ -466,7 +487,7 @@ void WatermarkPlot::setCursorTime(int64_t t) {
     if (!snap_.valid() || t == INT64_MIN) {
         cursorLine_->setVisible(false);
     } else {
-        const double x = double(t - snap_.timeline->t0);
+        const double x = double(t - origin());
         cursorLine_->point1->setCoords(x, 0);
         cursorLine_->point2->setCoords(x, 1);
         cursorLine_->setVisible(true);

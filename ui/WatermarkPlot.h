@@ -30,6 +30,14 @@ public:
 
     void setSnapshot(const TraceSnapshot& s);
     void setViewRange(int64_t t0, int64_t t1);
+    // Where the time axis' 0 is (the compare mode lines two runs up by it); INT64_MIN, the
+    // default: the trace's first event. Kept across snapshots.
+    void setTimeOrigin(int64_t t);
+    int64_t origin() const;
+    // The y axis reaches at least this many bytes (two runs compared on one scale); 0: the
+    // visible data's maximum alone.
+    void setYFloor(uint64_t bytes);
+    uint64_t dataYMax() const { return dataYMax_; } // the visible data's maximum
     void setCursorTime(int64_t t);
     void setHighlightedPool(uint64_t pool); // 0: none
     // Bytes live in the allocations of a chosen call site (the Call sites view), drawn over the
@@ -98,6 +106,8 @@ private:
     std::vector<std::shared_ptr<ViewData>> views_; // most recent first
     quint64 generation_ = 0;
     int64_t v0_ = 0, v1_ = 1;
+    int64_t origin_ = INT64_MIN;
+    uint64_t yFloor_ = 0, dataYMax_ = 0;
     int64_t cursor_ = INT64_MIN;
     uint64_t highlighted_ = 0;
     std::shared_ptr<const Series> site_;

@@ -33,6 +33,9 @@ struct Options {
                                   "before quitting (with --quit-after).",
                                   "FILE"};
     QCommandLineOption quitAfter{"quit-after", "Quit after MS milliseconds.", "MS"};
+    QCommandLineOption diff{"diff",
+                            "Compare two traces, A (the baseline) and B: their plots lined up and "
+                            "their differences (the window's File > Compare With...)."};
 };
 
 // One parser for both paths, so --help lists every option the window takes.
@@ -41,11 +44,14 @@ void describe(QCommandLineParser& parser, const Options& o) {
                                      "allocator");
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument("TRACE", "A .poolscope trace to open (default: the bundled "
-                                          "sample).",
-                                 "[TRACE]");
+    parser.addPositionalArgument("TRACE",
+                                 "A .poolscope trace to open (default: the bundled "
+                                 "sample). Several traces (record writes one per process) "
+                                 "open together, a lane group per process.",
+                                 "[TRACE...]");
     parser.addOption(o.screenshot);
     parser.addOption(o.quitAfter);
+    parser.addOption(o.diff);
 }
 } // namespace
 
@@ -83,14 +89,22 @@ int main(int argc, char** argv) {
     const QCommandLineOption& screenshot = o.screenshot;
     const QCommandLineOption& quitAfter = o.quitAfter;
 
+    const QStringList args = parser.positionalArguments();
+    const bool diff = parser.isSet(o.diff);
+    if (diff && args.size() != 2) {
+        std::fprintf(stderr, "poolscope: --diff takes two traces, A and B (%d given)\n",
+                     int(args.size()));
+        return 2;
+    }
     poolscope::ui::MainWindow w;
     poolscope::ui::installLiveSession(&w);
     if (parser.isSet(screenshot)) w.resize(1600, 1000); // a fixed size for comparable pictures
     w.show();
-    const QStringList args = parser.positionalArguments();
-    QTimer::singleShot(0, &w, [&w, args] {
-        if (!args.isEmpty())
-            w.openFile(args.first());
+    QTimer::singleShot(0, &w, [&w, args, diff] {
+        if (diff)
+            w.compareFiles(args[0], args[1]);
+        else if (!args.isEmpty())
+            w.openFiles(args);
         else
             w.openDefault();
     });

@@ -3,7 +3,10 @@
 // recorded sample when it exists, else a generated trace (whose device lane says so).
 #include "CallSiteTreeModel.h"
 #include "CallSitesView.h"
+#include "CompareView.h"
+#include "DiffTableModel.h"
 #include "IcicleWidget.h"
+#include "MultiProcessView.h"
 #include "DetailsPane.h"
 #include "EventsPanel.h"
 #include "MainWindow.h"
@@ -12,10 +15,12 @@
 #include "TimelineWidget.h"
 #include "WatermarkPlot.h"
 #include "WhatIfPanel.h"
+#include "WindowModes.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/replay/Replay.h"
 
+#include <QTreeView>
 #include <QDir>
 #include <QPushButton>
 #include <QLabel>
@@ -500,4 +505,54 @@ TEST(Screenshots, WhatIfPanel) {
     // gpt2 (PyTorch keeps everything: threshold max): what threshold 0 would do.
     whatIfShot("gpt2", [](MainWindow&, WhatIfPanel& p) { p.setThreshold(0); },
                "whatif-gpt2-zero.png");
+}
+
+// Issue #16: the IPC parent and child traces (H200) as a lane group per process, the parent's
+// exported pool chosen (the child's imported pool lit with it), and two runs compared.
+TEST(Screenshots, SeveralProcessesAndTheCompareMode) {
+    auto samplePath = [](const char* name) {
+        QString p = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
+        return p.replace(QStringLiteral("churn.poolscope"), QString::fromLatin1(name));
+    };
+    const QString parent = samplePath("ipc-parent.poolscope"),
+                  child = samplePath("ipc-child.poolscope");
+    if (!QFile::exists(parent) || !QFile::exists(child)) GTEST_SKIP() << "no IPC samples";
+    MainWindow w;
+    w.setTheme(Theme::Light);
+    w.resize(1600, 1000);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFiles({parent, child});
+    ASSERT_TRUE(shown.wait(60000));
+    MultiProcessView* v = w.modes()->processes();
+    ASSERT_EQ(v->processCount(), 2);
+    ASSERT_FALSE(v->processes().links.empty());
+    const auto& link = v->processes().links.front();
+    v->selectPool(int(link.exporter), link.exportPool);
+    v->tree()->setFocus();
+    settle(w);
+    const QImage multi = w.grab().toImage();
+    EXPECT_GT(distinctColours(multi), 100);
+    save(multi, "multi-process.png");
+
+    shown.clear();
+    w.compareFiles(samplePath("threads.poolscope"), samplePath("threads_race.poolscope"));
+    ASSERT_TRUE(shown.wait(60000));
+    CompareView* c = w.modes()->compare();
+    // The default pool, in both runs: highlighted in both plots.
+    DiffTableModel* m = c->model();
+    const QModelIndex pools = m->index(1, 0);
+    for (int r = 0; r < m->rowCount(pools); ++r) {
+        const QModelIndex i = m->index(r, 0, pools);
+        if (i.data(DiffTableModel::HandleARole).toULongLong() &&
+            i.data(DiffTableModel::HandleBRole).toULongLong()) {
+            c->table()->setCurrentIndex(i);
+            break;
+        }
+    }
+    settle(w);
+    const QImage diff = w.grab().toImage();
+    EXPECT_GT(distinctColours(diff), 50);
+    save(diff, "diff.png");
 }

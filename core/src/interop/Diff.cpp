@@ -3,17 +3,18 @@
 
 #include "poolscope/interop/Diff.h"
 
+#include "poolscope/JsonText.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/Units.h"
+#include "poolscope/analysis/CallSites.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
-
 #include <nlohmann/json.hpp>
-
-#include "poolscope/JsonText.h"
-#include "poolscope/Units.h"
-#include "poolscope/analysis/CallSites.h"
+#include <set>
 
 namespace poolscope::interop {
 
@@ -268,8 +269,8 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
         e.inB = ix.second >= 0;
         const PoolReport* pa = e.inA ? &ra.pools[ix.first] : nullptr;
         const PoolReport* pb = e.inB ? &rb.pools[ix.second] : nullptr;
-        if (pa) e.nameA = ra.names.poolWithHandle(pa->info.handle);
-        if (pb) e.nameB = rb.names.poolWithHandle(pb->info.handle);
+        if (pa) e.nameA = ra.names.poolWithHandle(e.handleA = pa->info.handle);
+        if (pb) e.nameB = rb.names.poolWithHandle(e.handleB = pb->info.handle);
         e.values = poolValues(&ra, pa, e.inA ? &a.timeline->pools[ix.first] : nullptr, &rb, pb,
                               e.inB ? &b.timeline->pools[ix.second] : nullptr, a.timeline, b.timeline);
         d.pools.push_back(std::move(e));
@@ -282,8 +283,8 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
         e.inB = ix.second >= 0;
         const StreamReport* xa = e.inA ? &ra.streams[ix.first] : nullptr;
         const StreamReport* xb = e.inB ? &rb.streams[ix.second] : nullptr;
-        if (xa) e.nameA = ra.names.streamWithHandle(xa->info.handle);
-        if (xb) e.nameB = rb.names.streamWithHandle(xb->info.handle);
+        if (xa) e.nameA = ra.names.streamWithHandle(e.handleA = xa->info.handle);
+        if (xb) e.nameB = rb.names.streamWithHandle(e.handleB = xb->info.handle);
         e.values = streamValues(xa, xb);
         d.streams.push_back(std::move(e));
     }
@@ -469,6 +470,81 @@ std::string diffToJson(const TraceDiff& d, int indent) {
         j["call_sites_note"] = d.sitesNote;
     }
     return dumpJson(j, indent);
+}
+
+std::string diffValueText(const DiffValue& v, bool sideA) {
+    return valueText(v, sideA);
+}
+
+std::string diffDeltaText(const DiffValue& v) {
+    return deltaText(v);
+}
+
+int diffDirection(const DiffValue& v) {
+    if (v.unit == Unit::Text || !v.a || !v.b || *v.a == *v.b) return 0;
+    return *v.b > *v.a ? 1 : -1;
+}
+
+Report reportForDiff(const TraceReader& reader, const Timeline& timeline, const std::string& path) {
+    auto meta = reader.meta();
+    auto process = reader.process();
+    return buildReport(timeline, {}, path, process ? std::move(*process) : ProcessInfo{},
+                       meta ? std::move(*meta) : std::map<std::string, std::string>{});
+}
+
+std::vector<std::string> commonNvtxRanges(const StackTables* a, const StackTables* b) {
+    std::vector<std::string> out;
+    if (!a || !b || a->ranges.empty() || b->ranges.empty()) return out;
+    std::set<std::string> inB;
+    for (const NvtxRange& r : b->ranges)
+        inB.insert(r.name);
+    std::vector<const NvtxRange*> byStart;
+    for (const NvtxRange& r : a->ranges)
+        byStart.push_back(&r);
+    std::stable_sort(byStart.begin(), byStart.end(), [](const NvtxRange* x, const NvtxRange* y) {
+        return x->startNs < y->startNs;
+    });
+    std::set<std::string> seen;
+    for (const NvtxRange* r : byStart)
+        if (inB.count(r->name) && seen.insert(r->name).second) out.push_back(r->name);
+    return out;
+}
+
+RunAlignment alignRuns(const Timeline& a, const StackTables* sa, const Timeline& b,
+                       const StackTables* sb, const std::optional<std::string>& range) {
+    RunAlignment al;
+    al.originA = a.t0;
+    al.originB = b.t0;
+    al.description = "Aligned by start: each run's first event is at 0";
+    if (!range) return al;
+    std::string name = *range;
+    if (name.empty()) {
+        const auto common = commonNvtxRanges(sa, sb);
+        if (common.empty()) {
+            if (sa && sb && !sa->ranges.empty() && !sb->ranges.empty())
+                al.description += " (the runs have no NVTX range name in common)";
+            return al;
+        }
+        name = common.front();
+    }
+    auto firstStart = [&](const StackTables* st) -> std::optional<int64_t> {
+        std::optional<int64_t> t;
+        if (st)
+            for (const NvtxRange& r : st->ranges)
+                if (r.name == name && (!t || r.startNs < *t)) t = r.startNs;
+        return t;
+    };
+    const auto ta = firstStart(sa), tb = firstStart(sb);
+    if (!ta || !tb) {
+        al.description += " (NVTX range '" + name + "' is not in both runs)";
+        return al;
+    }
+    al.basis = RunAlignment::Basis::NvtxRange;
+    al.originA = *ta;
+    al.originB = *tb;
+    al.range = name;
+    al.description = "Aligned by NVTX range '" + name + "': its first start in each run is at 0";
+    return al;
 }
 
 } // namespace poolscope::interop

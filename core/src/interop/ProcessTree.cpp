@@ -2,11 +2,13 @@
 
 #include "poolscope/interop/ProcessTree.h"
 
+#include "poolscope/EventFields.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/Units.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
-
-#include "poolscope/EventFields.h"
 
 namespace poolscope::interop {
 
@@ -130,6 +132,126 @@ std::vector<IpcLink> findIpcLinks(const std::vector<ProcessEvents>& in) {
     std::stable_sort(links.begin(), links.end(),
                      [](const IpcLink& a, const IpcLink& b) { return a.importTsNs < b.importTsNs; });
     return links;
+}
+
+Result<std::vector<Event>> readIpcEvents(const TraceReader& reader) {
+    std::vector<Event> out;
+    auto isIpc = [](EventKind k) {
+        return k == EventKind::PoolExport || k == EventKind::PoolImport ||
+               k == EventKind::PointerExport || k == EventKind::PointerImport;
+    };
+    bool any = false;
+    if (auto sum = reader.summary())
+        for (const auto& [kind, n] : sum->countsByKind)
+            any = any || (isIpc(kind) && n);
+    else
+        any = true; // no summary to go by: look
+    if (!any) return out;
+    Status st = reader.forEachEvent([&](const Event& e) {
+        if (isIpc(e.kind)) out.push_back(e);
+        return true;
+    });
+    if (!st) return st.error();
+    return out;
+}
+
+std::string processTitle(const ProcessInfo& p) {
+    std::string cmd = p.commandLine;
+    const size_t sp = cmd.find(' ');
+    std::string prog = cmd.substr(0, sp);
+    if (const size_t slash = prog.rfind('/'); slash != std::string::npos)
+        prog = prog.substr(slash + 1);
+    // "python3 train.py": the script says more than the interpreter.
+    if (prog.rfind("python", 0) == 0 && sp != std::string::npos) {
+        std::string rest = cmd.substr(sp + 1);
+        while (rest.rfind('-', 0) == 0) { // "python3 -u train.py"
+            const size_t next = rest.find(' ');
+            if (next == std::string::npos) break;
+            rest = rest.substr(next + 1);
+        }
+        std::string script = rest.substr(0, rest.find(' '));
+        if (const size_t slash = script.rfind('/'); slash != std::string::npos)
+            script = script.substr(slash + 1);
+        if (!script.empty() && script[0] != '-') prog += " " + script;
+    }
+    if (prog.empty()) prog = "process";
+    return prog + " (pid " + std::to_string(p.pid) + ")";
+}
+
+TimeAlignment alignProcesses(const std::vector<AlignInput>& in) {
+    TimeAlignment a;
+    a.offsetNs.assign(in.size(), 0);
+    if (in.empty()) return a;
+    bool oneHost = !in[0].process.host.empty();
+    bool allWall = true;
+    for (const AlignInput& i : in) {
+        oneHost = oneHost && i.process.host == in[0].process.host;
+        allWall = allWall && i.process.startTimeUnixNs > 0 && i.process.startTimeMonoNs > 0;
+    }
+    // Unix minus monotonic at each collector's start: the same number for every process of one
+    // host up to the time between the two clock reads (and NTP slewing between the starts).
+    auto wallMinusMono = [](const ProcessInfo& p) { return p.startTimeUnixNs - p.startTimeMonoNs; };
+    if (oneHost) {
+        a.basis = TimeAlignment::Basis::Monotonic;
+        if (allWall) {
+            int64_t lo = INT64_MAX, hi = INT64_MIN;
+            for (const AlignInput& i : in) {
+                lo = std::min(lo, wallMinusMono(i.process));
+                hi = std::max(hi, wallMinusMono(i.process));
+            }
+            a.wallClockSpreadNs = hi - lo;
+        }
+    } else if (allWall) {
+        a.basis = TimeAlignment::Basis::WallClock;
+        const int64_t base = wallMinusMono(in[0].process);
+        for (size_t i = 0; i < in.size(); ++i)
+            a.offsetNs[i] = wallMinusMono(in[i].process) - base;
+    } else {
+        a.basis = TimeAlignment::Basis::FirstEvent;
+        for (size_t i = 0; i < in.size(); ++i)
+            a.offsetNs[i] = in[0].t0 - in[i].t0;
+    }
+    a.begin = INT64_MAX;
+    a.end = INT64_MIN;
+    size_t first = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+        if (in[i].t0 + a.offsetNs[i] < a.begin) {
+            a.begin = in[i].t0 + a.offsetNs[i];
+            first = i;
+        }
+        a.end = std::max(a.end, in[i].t1 + a.offsetNs[i]);
+    }
+    if (allWall) {
+        const ProcessInfo& p = in[first].process;
+        a.beginUnixNs = in[first].t0 - p.startTimeMonoNs + p.startTimeUnixNs;
+    }
+    switch (a.basis) {
+    case TimeAlignment::Basis::Monotonic:
+        a.description = "Aligned on the monotonic clock of host '" + in[0].process.host +
+                        "', which every trace's events use";
+        if (a.wallClockSpreadNs >= 0)
+            a.description +=
+                " (the wall-clock starts agree within " + formatDuration(a.wallClockSpreadNs) + ")";
+        break;
+    case TimeAlignment::Basis::WallClock:
+        a.description =
+            "Aligned by wall-clock start (traces from different hosts: as exact as their "
+            "clocks agreed)";
+        break;
+    case TimeAlignment::Basis::FirstEvent: {
+        std::string who;
+        for (const AlignInput& i : in)
+            if (i.process.startTimeUnixNs <= 0 || i.process.startTimeMonoNs <= 0) {
+                who = processTitle(i.process);
+                break;
+            }
+        a.description = "Aligned by first event: " + who +
+                        " records no wall-clock start, so the "
+                        "traces' clocks cannot be related";
+        break;
+    }
+    }
+    return a;
 }
 
 } // namespace poolscope::interop

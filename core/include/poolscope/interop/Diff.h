@@ -23,6 +23,10 @@
 #include "poolscope/Stacks.h"
 #include "poolscope/Timeline.h"
 
+namespace poolscope {
+class TraceReader;
+}
+
 namespace poolscope::interop {
 
 struct DiffSide {
@@ -44,6 +48,7 @@ struct DiffValue {
 struct DiffEntity {
     std::string key;            // the matching key ("dev 0 default #1")
     std::string nameA, nameB;   // each trace's own name for it ("pool #1 (default) 0x...")
+    uint64_t handleA = 0, handleB = 0; // the pool or stream handle in each trace (where in it)
     bool inA = false, inB = false;
     std::vector<DiffValue> values;
 };
@@ -70,5 +75,37 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites = 20)
 // (raw numbers: a, b, delta per metric).
 std::string diffToText(const TraceDiff& d, bool all = false);
 std::string diffToJson(const TraceDiff& d, int indent = 2);
+
+// One value as the text and the window show it: "32.0 MiB", "1,024", "max"; "-" where that
+// trace has no such value.
+std::string diffValueText(const DiffValue& v, bool sideA);
+// B - A with its sign and, where A is not 0, the percentage: "+32.0 MiB (+100.0 %)", "0";
+// "changed" for a text value that differs; "" where one side has no value.
+std::string diffDeltaText(const DiffValue& v);
+// +1 when B is higher, -1 when lower, 0 when equal, a text value or one side missing.
+int diffDirection(const DiffValue& v);
+
+// The Report that diffTraces compares, as `report` builds it for the trace (its process and meta
+// read from the reader).
+Report reportForDiff(const TraceReader& reader, const Timeline& timeline, const std::string& path);
+
+// Where the two runs' plots line up (the window's compare mode): time `originA` of A is drawn at
+// the same x as `originB` of B.
+//   Start      each trace's first event (Timeline::t0);
+//   NvtxRange  the first instance in each trace of an NVTX range name both recorded: the first
+//              common name in A's order of range starts, or the one asked for.
+struct RunAlignment {
+    enum class Basis { Start, NvtxRange } basis = Basis::Start;
+    int64_t originA = 0, originB = 0;
+    std::string range; // NvtxRange: the range's name
+    std::string description;
+};
+// The names of NVTX ranges recorded in both traces, in the order A first opened them.
+std::vector<std::string> commonNvtxRanges(const StackTables* a, const StackTables* b);
+// range: "" = the first common one when there is one (else Start); a name = that range (Start
+// when either trace lacks it); nullopt = Start.
+RunAlignment alignRuns(const Timeline& a, const StackTables* sa, const Timeline& b,
+                       const StackTables* sb,
+                       const std::optional<std::string>& range = std::string());
 
 } // namespace poolscope::interop

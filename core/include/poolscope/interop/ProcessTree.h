@@ -14,12 +14,17 @@
 //                 inputs, in any other input).
 // Times compare across traces because traces of one host share CLOCK_MONOTONIC.
 
+#include "poolscope/Entities.h"
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "poolscope/Entities.h"
-#include "poolscope/Event.h"
+namespace poolscope {
+class TraceReader;
+}
 
 namespace poolscope::interop {
 
@@ -49,5 +54,41 @@ std::vector<ProcessNode> processTree(const std::vector<ProcessEvents>& inputs);
 std::vector<IpcLink> findIpcLinks(const std::vector<ProcessEvents>& inputs);
 
 std::string basisName(IpcLink::Basis b);
+
+// The trace's PoolExport, PoolImport, PointerExport and PointerImport events, in seq order. Reads
+// the events only when the trace's summary counts any (most traces have none).
+Result<std::vector<Event>> readIpcEvents(const TraceReader& reader);
+
+// "ipc (pid 526)": the program's file name (the command line's first word, without its folder)
+// and the pid, how the window names a process's lane group.
+std::string processTitle(const ProcessInfo& p);
+
+// One time axis for several traces (the window's lanes per process, issue #16). Each input's
+// event times plus its offset give the shared time:
+//   Monotonic   every trace was recorded on the same host (ProcessInfo::host): event times are
+//               that host's CLOCK_MONOTONIC in all of them, so they compare as they are
+//               (offsets 0); the wall-clock starts, where recorded, are only reported;
+//   WallClock   different (or unnamed) hosts, each trace with its wall-clock start: event time
+//               - startTimeMonoNs + startTimeUnixNs, relative to the first input, as exact as
+//               the hosts' clocks agreed;
+//   FirstEvent  some trace records no wall-clock start: the first events are lined up.
+struct AlignInput {
+    ProcessInfo process;
+    int64_t t0 = 0, t1 = 0; // the trace's first and last times (Timeline::t0 / t1)
+};
+
+struct TimeAlignment {
+    enum class Basis { Monotonic, WallClock, FirstEvent } basis = Basis::Monotonic;
+    std::vector<int64_t> offsetNs; // per input
+    int64_t begin = 0, end = 0;    // the shared axis' extent: the earliest t0, the latest t1
+    // Wall clock (Unix ns) at shared time `begin`, 0 when not known.
+    int64_t beginUnixNs = 0;
+    // Monotonic basis: how far the traces' wall-clock starts disagree with their monotonic
+    // starts (the largest difference between two inputs; -1 when not all record one).
+    int64_t wallClockSpreadNs = -1;
+    std::string description; // one sentence for the window: how, and how exact
+};
+
+TimeAlignment alignProcesses(const std::vector<AlignInput>& inputs);
 
 } // namespace poolscope::interop

@@ -1,0 +1,115 @@
+#include "TraceLoad.h"
+
+#include "poolscope/Symbolizer.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/interop/Diff.h"
+#include "poolscope/interop/ProcessTree.h"
+
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <exception>
+
+namespace poolscope::ui {
+
+namespace {
+QString tr(const char* s) {
+    return QCoreApplication::translate("TraceLoader", s);
+}
+
+void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadOptions& o,
+          TraceLoadResult& out) {
+    auto setPhase = [&](int p) {
+        if (o.phase) *o.phase = p;
+    };
+    setPhase(0);
+    auto reader = TraceReader::open(path.toStdString());
+    if (!reader) {
+        out.error = QString::fromStdString(reader.error().message);
+        return;
+    }
+    TraceSnapshot& snap = out.snap;
+    snap.path = QFileInfo(path).absoluteFilePath();
+    snap.title = QFileInfo(path).fileName();
+    if (auto p = (*reader)->process()) snap.process = p.value();
+    setPhase(1);
+    BuildOptions options;
+    options.progress = o.progress;
+    options.cancel = &cancel;
+    if (o.partialAfter.count() >= 0 && o.onPartial) {
+        options.partialAfter = o.partialAfter;
+        options.partialAfterEvents = o.partialAfterEvents;
+        // Runs on this thread while the build waits: the partial timeline is small (it is
+        // taken early), so its lane layout is quick.
+        options.onPartial = [&](std::shared_ptr<const Timeline> tl) {
+            TraceSnapshot part = snap;
+            part.layout = LaneLayout::build(*tl, &cancel);
+            if (!part.layout) return; // cancelled
+            part.timeline = std::move(tl);
+            o.onPartial(part);
+        };
+    }
+    // A damaged trace shows what is intact, and says what was left out.
+    (*reader)->setSkipDamaged(true);
+    auto tl = buildTimeline(**reader, options);
+    for (const TraceDamage& d : (*reader)->damage())
+        snap.damage << (d.events
+                            ? tr("%1 (%2 events)").arg(QString::fromStdString(d.what)).arg(d.events)
+                            : QString::fromStdString(d.what));
+    if (!tl) {
+        if (tl.error().code == ErrorCode::Cancelled)
+            out.cancelled = true;
+        else
+            out.error = QString::fromStdString(tl.error().message);
+        return;
+    }
+    setPhase(2);
+    snap.layout = LaneLayout::build(*tl.value(), &cancel);
+    if (!snap.layout) out.cancelled = true;
+    snap.timeline = tl.value();
+    // The call sites, named where the binaries (or their debug files, by build-id) are found on
+    // this machine; a trace recorded without stacks has none. Damaged stack tables leave the
+    // stacks out and say so.
+    setPhase(3);
+    if (auto st = (*reader)->stacks()) {
+        if (!st->sites.empty()) symbolize(*st);
+        snap.stacks = std::make_shared<const StackTables>(std::move(*st));
+    } else {
+        snap.damage
+            << tr("call stacks left out: %1").arg(QString::fromStdString(st.error().message));
+    }
+    if (o.ipc) {
+        if (auto ipc = interop::readIpcEvents(**reader))
+            out.ipc = std::move(*ipc);
+        else
+            snap.damage << tr("IPC calls left out (links to other processes are not shown): %1")
+                               .arg(QString::fromStdString(ipc.error().message));
+    }
+    if (o.report)
+        out.report = std::make_shared<const Report>(
+            interop::reportForDiff(**reader, *snap.timeline, snap.path.toStdString()));
+}
+} // namespace
+
+TraceLoadResult loadTraceFile(const QString& path, const std::atomic<bool>& cancel,
+                              const TraceLoadOptions& options) {
+    TraceLoadResult out;
+    // Nothing may escape: a worker's exception is rethrown by QFuture::waitForFinished(), i.e.
+    // from a destructor, and the window aborted on exit after a damaged file that made the build
+    // throw (issue #12). The load fails with the reason.
+    try {
+        load(path, cancel, options, out);
+    } catch (const std::exception& e) {
+        out.error = tr("Loading stopped on an internal error: %1. The file may be damaged.")
+                        .arg(QString::fromLocal8Bit(e.what()));
+    } catch (...) {
+        out.error = tr("Loading stopped on an unknown internal error. The file may be damaged.");
+    }
+    if (cancel) out.cancelled = true;
+    if (!out.error.isEmpty() || out.cancelled) {
+        out.snap.timeline.reset();
+        out.snap.layout.reset();
+    }
+    return out;
+}
+
+} // namespace poolscope::ui

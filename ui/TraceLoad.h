@@ -1,0 +1,44 @@
+#pragma once
+// Reading one trace file into what the window shows, on the calling thread: the reader (damaged
+// parts skipped and listed), the Timeline, the lane layout and the symbolized call sites, plus,
+// on request, what only some views need (the IPC calls that link processes, the Report a
+// comparison is made of). TraceLoader runs it for one file with progress and a partial
+// snapshot; MultiTraceLoader runs it for several files at once.
+
+#include "TraceSnapshot.h"
+#include "poolscope/Report.h"
+#include "poolscope/TimelineBuilder.h"
+
+#include <QString>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace poolscope::ui {
+
+struct TraceLoadOptions {
+    bool ipc = false;    // read the PoolExport / PoolImport / PointerExport / PointerImport calls
+    bool report = false; // build the Report (interop::reportForDiff)
+    // Progress and a partial timeline while building (BuildOptions); the partial's snapshot
+    // carries the path, title and process already read.
+    std::function<void(uint64_t done, uint64_t total)> progress;
+    std::chrono::milliseconds partialAfter{-1};
+    uint64_t partialAfterEvents = 0;
+    std::function<void(const TraceSnapshot& partial)> onPartial;
+    std::atomic<int>* phase = nullptr; // 0 opening, 1 reading, 2 lanes, 3 call sites
+};
+
+struct TraceLoadResult {
+    TraceSnapshot snap;
+    QString error; // set when the file could not be shown at all
+    bool cancelled = false;
+    std::vector<Event> ipc;
+    std::shared_ptr<const Report> report;
+};
+
+// Never throws: an internal error becomes `error`.
+TraceLoadResult loadTraceFile(const QString& path, const std::atomic<bool>& cancel,
+                              const TraceLoadOptions& options = {});
+
+} // namespace poolscope::ui
