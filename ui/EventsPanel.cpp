@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QScrollBar>
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -151,6 +152,7 @@ EventsPanel::~EventsPanel() {
 }
 
 void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
+    live_ = false;
     snap_ = s;
     provider_ = std::move(provider);
     visible0_ = INT64_MIN;
@@ -158,6 +160,16 @@ void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
     rebuildFilterChoices();
     model_->resetData({}, s.timeline ? s.timeline->t0 : 0, s.layout);
     scheduleQuery();
+}
+
+void EventsPanel::updateSource(const TraceSnapshot& s, EventProvider provider) {
+    live_ = true;
+    snap_ = s;
+    provider_ = std::move(provider);
+    rebuildFilterChoices(); // new streams and pools; the user's choice stays
+    // A throttle, not a debounce: restarting the timer at every refresh (10 a second) would
+    // never let it fire.
+    if (!debounce_.isActive()) debounce_.start();
 }
 
 void EventsPanel::clear() {
@@ -212,6 +224,9 @@ EventFilter EventsPanel::filter() const {
     if (follow_->isChecked()) {
         f.t0 = visible0_;
         f.t1 = visible1_;
+        // A view that reaches the trace's end shows its last event (the range is half-open),
+        // and in a live run the events arriving after it too.
+        if (snap_.valid() && visible1_ >= snap_.timeline->t1) f.t1 = INT64_MAX;
     }
     return f;
 }
@@ -232,7 +247,7 @@ void EventsPanel::runQuery() {
     job->generation = ++generation_;
     running_ = job;
     jobs_.push_back(job);
-    status_->setText(tr("querying…"));
+    if (!live_) status_->setText(tr("querying…")); // a live refresh keeps the last count
     const EventFilter f = filter();
     job->future = QtConcurrent::run([this, job, f, provider = provider_] {
         auto result = std::make_shared<EventQueryResult>(provider(f, kRowCap, job->cancel));
@@ -247,6 +262,12 @@ void EventsPanel::runQuery() {
                     return e ? e->seq : ~0ull;
                 }();
                 auto events = std::make_shared<const std::vector<Event>>(std::move(result->events));
+                // A live table follows the newest events while it is scrolled to its end (or
+                // has not been scrolled), and otherwise keeps its top row where it was.
+                QScrollBar* bar = view_->verticalScrollBar();
+                const bool atEnd = bar->value() >= bar->maximum();
+                const Event* top = model_->eventAt(view_->rowAt(0));
+                const uint64_t topSeq = top ? top->seq : ~0ull;
                 model_->resetData(events, snap_.timeline->t0, snap_.layout);
                 if (selSeq != ~0ull) {
                     const int r = model_->rowOfSeq(selSeq);
@@ -255,12 +276,20 @@ void EventsPanel::runQuery() {
                         view_->selectRow(r);
                     }
                 }
+                if (live_ && atEnd)
+                    view_->scrollToBottom();
+                else if (live_ && topSeq != ~0ull)
+                    if (const int r = model_->rowOfSeq(topSeq); r >= 0)
+                        view_->scrollTo(model_->index(r, 0), QAbstractItemView::PositionAtTop);
                 QString text = result->error.isEmpty() ? tr("%L1 events").arg(events->size())
                                                        : tr("error: %1").arg(result->error);
-                if (result->truncated)
+                if (result->truncated && result->note.isEmpty())
                     text = tr("first %L1 matching events; zoom in or filter to see the rest")
                                .arg(events->size());
+                if (!result->note.isEmpty() && result->error.isEmpty())
+                    text += QLatin1Char(' ') + result->note;
                 status_->setText(text);
+                status_->setToolTip(result->noteDetail);
                 emit queryFinished(int(events->size()));
             },
             Qt::QueuedConnection);

@@ -37,6 +37,7 @@ QString LiveSession::attach(const QString& socketPath, int timeoutMs) {
         infos.push_back(p.info);
     builder_->setEntities(hello_.devices, infos, hello_.streams);
     eventsReceived_ = dropped_ = 0;
+    log_.clear();
     dirty_ = true;
     notifier_ = new QSocketNotifier(client_->fd(), QSocketNotifier::Read, this);
     connect(notifier_, &QSocketNotifier::activated, this, &LiveSession::onReadable);
@@ -107,6 +108,7 @@ void LiveSession::onReadable() {
         case Incoming::Kind::Events:
             for (const Event& e : in.events)
                 builder_->add(e);
+            log_.append(in.events);
             eventsReceived_ += in.events.size();
             dirty_ = true;
             // A pool created while we watch, or one the target had before we attached (a device's

@@ -8,6 +8,7 @@
 // Knob requests are asynchronous: the answer arrives as knobApplied (with the driver's read-back)
 // or requestFailed (in plain words). Nothing here ever blocks longer than the connect timeout.
 
+#include "LiveEventLog.h"
 #include "TraceSnapshot.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/control/ControlClient.h"
@@ -49,6 +50,8 @@ public:
     // Builds a snapshot of everything received so far (also what snapshotReady carries).
     TraceSnapshot snapshot() const;
     uint64_t eventsReceived() const { return eventsReceived_; }
+    // The events table's source: the latest events received (bounded, see LiveEventLog).
+    const LiveEventLog& eventLog() const { return log_; }
     uint64_t droppedForDisplay() const { return dropped_; }
     void setRefreshIntervalMs(int ms) {
         baseIntervalMs_ = ms;
@@ -80,6 +83,7 @@ private:
     std::set<uint64_t> askedPools_; // pools named by events that ListPools was asked about
     std::map<uint32_t, control::Op> pending_; // request id -> what it was
     std::unique_ptr<TimelineBuilder> builder_;
+    LiveEventLog log_;
     bool dirty_ = false;
     int baseIntervalMs_ = 100;
     uint64_t eventsReceived_ = 0;
