@@ -61,6 +61,7 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     const int widths[] = {9, 10, 16, 10, 16, 10, 15, 8, 8};
     for (int i = 0; i < 9; ++i)
         view_->setColumnWidth(i, widths[i] * cw + 12);
+    autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
     // Click a header to sort (the model permutes row indices; see EventTableModel). Starts in
     // query order (time) with no indicator; a third click on a header goes back to it.
     view_->horizontalHeader()->setSortIndicatorClearable(true);
@@ -104,6 +105,8 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
                            "timeline to narrow the time range."));
     status_ = new QLabel(this);
 
+    // Two rows, what to list, then the range and the count: in one row the bar was 760 px at
+    // least, and the Pools & streams dock beside the table was left too narrow for its columns.
     auto* bar = new QHBoxLayout;
     bar->setContentsMargins(0, 0, 0, 0);
     bar->addWidget(kindButton_);
@@ -114,12 +117,17 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     bar->addWidget(new QLabel(tr("Size:"), this));
     bar->addWidget(minSize_);
     bar->addWidget(maxSize_);
-    bar->addWidget(follow_);
     bar->addStretch(1);
-    bar->addWidget(status_);
+    auto* bar2 = new QHBoxLayout;
+    bar2->setContentsMargins(0, 0, 0, 0);
+    bar2->addWidget(follow_);
+    bar2->addStretch(1);
+    bar2->addWidget(status_);
     auto* lay = new QVBoxLayout(this);
     lay->setContentsMargins(2, 2, 2, 2);
+    lay->setSpacing(2);
     lay->addLayout(bar);
+    lay->addLayout(bar2);
     lay->addWidget(view_);
 
     debounce_.setSingleShot(true);
@@ -276,6 +284,7 @@ void EventsPanel::runQuery() {
                         view_->selectRow(r);
                     }
                 }
+                fitSeqColumn(*events);
                 if (live_ && atEnd)
                     view_->scrollToBottom();
                 else if (live_ && topSeq != ~0ull)
@@ -294,6 +303,21 @@ void EventsPanel::runQuery() {
             },
             Qt::QueuedConnection);
     });
+}
+
+void EventsPanel::fitSeqColumn(const std::vector<Event>& events) {
+    // As wide as the largest sequence number listed (9 digits' width left 4 unused on most
+    // traces, which the table beside the Pools & streams dock cannot spare); never over a
+    // width the user dragged.
+    if (view_->columnWidth(EventTableModel::Seq) != autoSeqWidth_) return;
+    uint64_t top = 0;
+    for (const Event& e : events) top = std::max(top, e.seq);
+    const int digits = std::max(3, int(QString::number(top).size()));
+    const int cw = view_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+    const int w = std::max(view_->horizontalHeader()->sectionSizeHint(EventTableModel::Seq),
+                           digits * cw + 16);
+    view_->setColumnWidth(EventTableModel::Seq, w);
+    autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
 }
 
 void EventsPanel::selectSeq(uint64_t seq) {

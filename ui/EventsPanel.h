@@ -55,6 +55,7 @@ private:
     void scheduleQuery();
     void runQuery();
     void rebuildFilterChoices();
+    void fitSeqColumn(const std::vector<Event>& events);
 
     struct Job {
         quint64 generation = 0;
@@ -79,6 +80,7 @@ private:
     int64_t visible0_ = INT64_MIN, visible1_ = INT64_MAX;
     quint64 generation_ = 0;
     bool live_ = false;
+    int autoSeqWidth_ = 0; // the Seq column's width as last set here
     std::shared_ptr<Job> running_;
     std::vector<std::shared_ptr<Job>> jobs_;
 };
