@@ -390,3 +390,32 @@ TEST_F(LiveUiTest, APoolFirstNamedByEventsIsLearntFromTheTarget) {
         listed = listed || panel.poolBox()->itemData(i).toULongLong() == 0x3000;
     EXPECT_TRUE(listed);
 }
+
+// The live view named "GPU 0" without its model until the saved trace opened: the hello came
+// before the target's first CUDA call on the device. Events naming a device the hello did not
+// list make the session ask, and the timeline's device lane gets its name.
+TEST_F(LiveUiTest, ADeviceFirstUsedAfterTheHelloIsNamed) {
+    driver_.setDevices({});
+    LiveSession session;
+    session.setRefreshIntervalMs(20);
+    attach(session);
+    ASSERT_FALSE(session.knowsDevice(0));
+    driver_.setDevices({{0, "Fake GPU 0", 80ull << 30, "GPU-0"}});
+    TraceSnapshot last;
+    QObject::connect(&session, &LiveSession::snapshotReady,
+                     [&](const TraceSnapshot& s) { last = s; });
+    std::vector<Event> ev = allocFreePairs(0x1000, 10);
+    for (Event& e : ev)
+        e.device = 0;
+    server_->onEvents(ev);
+    ASSERT_TRUE(waitFor([&] { return session.knowsDevice(0); }));
+    ASSERT_TRUE(waitFor([&] {
+        if (!last.valid()) return false;
+        for (const view::Lane& l : last.layout->lanes)
+            if (l.kind == LaneKind::Device && l.device == 0)
+                return l.subtitle.find("Fake GPU 0") != std::string::npos;
+        return false;
+    }));
+    ASSERT_EQ(last.timeline->devices.size(), 1u);
+    EXPECT_EQ(last.timeline->devices[0].totalMemory, 80ull << 30);
+}

@@ -41,6 +41,7 @@ public:
     // The latest pool states the driver reported (hello, then every ack and refresh).
     const std::vector<control::PoolState>& pools() const { return pools_; }
     const control::PoolState* pool(uint64_t handle) const;
+    bool knowsDevice(int ordinal) const; // listed by the hello or learnt since
 
     void setAttribute(uint64_t pool, PoolAttr attr, uint64_t value);
     void trimTo(uint64_t pool, uint64_t minBytesToKeep);
@@ -81,6 +82,7 @@ private:
     control::ServerHello hello_;
     std::vector<control::PoolState> pools_;
     std::set<uint64_t> askedPools_; // pools named by events that ListPools was asked about
+    std::set<int> askedDevices_;    // the same for devices the hello did not list
     std::map<uint32_t, control::Op> pending_; // request id -> what it was
     std::unique_ptr<TimelineBuilder> builder_;
     LiveEventLog log_;
