@@ -26,26 +26,43 @@ QColor ColorScheme::sizeColor(uint64_t bytes) const {
     return QColor::fromHsv(hue, dark_ ? 170 : 200, dark_ ? 230 : 215);
 }
 
-// Reserved and used hues come from two separate sets, so no pool's used line takes another
-// pool's reserved colour (with one rotation for both, pool #1 used and pool #3 reserved were
-// both green). The first four pools' eight hues are at least 30 degrees apart.
+// Reserved and used hues come from two separate sets (reserved cool blues, used greens and
+// yellows), so no pool's used line takes another pool's reserved colour, and neither set comes
+// near a marker's colour (synchronize 225, implicit release 33, trim 279, attribute 176, knob
+// 319, failure 0, memory outside the pools 11 and pinned host memory 137): with the old sets,
+// pool #2's reserved line was the releases' orange and pool #3's the trims' purple. The six hues
+// are at least 30 degrees apart. Pools #4 to #6 take the same hues darker, #7 to #9 paler.
 namespace {
-constexpr int kReservedHues[] = {210, 30, 270, 0, 185, 50, 240, 15};
-constexpr int kUsedHues[] = {120, 300, 160, 90, 330, 140, 100, 320};
+constexpr int kReservedHues[] = {200, 246, 157};
+constexpr int kUsedHues[] = {114, 52, 83};
+constexpr int kHueSets = 3;
+int hueSet(int slot) {
+    return ((slot % kHueSets) + kHueSets) % kHueSets;
+}
+int tier(int slot) {
+    return ((slot / kHueSets) % 3 + 3) % 3;
+}
 } // namespace
 
-int ColorScheme::reservedHue(int i) { return kReservedHues[((i % 8) + 8) % 8]; }
-int ColorScheme::usedHue(int i) { return kUsedHues[((i % 8) + 8) % 8]; }
+int ColorScheme::reservedHue(int i) { return kReservedHues[hueSet(i)]; }
+int ColorScheme::usedHue(int i) { return kUsedHues[hueSet(i)]; }
 
 QColor ColorScheme::poolColor(int i) const {
-    return QColor::fromHsv(reservedHue(i), 200, dark_ ? 235 : 200);
+    switch (tier(i)) {
+    case 1: return QColor::fromHsv(reservedHue(i), 255, dark_ ? 185 : 150);
+    case 2: return QColor::fromHsv(reservedHue(i), 120, 235);
+    default: return QColor::fromHsv(reservedHue(i), 200, dark_ ? 235 : 205);
+    }
 }
 
 QColor ColorScheme::usedColor(int i) const {
     // A different hue from the pool's reserved colour: the two lines must be told apart at a
     // glance, since the gap between them is what the tool is about.
-    const QColor u = QColor::fromHsv(usedHue(i), 190, dark_ ? 235 : 200);
-    return dark_ ? u.lighter(130) : u.darker(125);
+    switch (tier(i)) {
+    case 1: return QColor::fromHsv(usedHue(i), 255, dark_ ? 180 : 140);
+    case 2: return QColor::fromHsv(usedHue(i), 140, 235);
+    default: return QColor::fromHsv(usedHue(i), 220, dark_ ? 235 : 175);
+    }
 }
 
 QPalette ColorScheme::palette(Theme t) {

@@ -27,11 +27,12 @@ public:
 
     // Allocation bars: log2 of the size on a blue -> green -> orange ramp (256 B .. 16 GiB).
     QColor sizeColor(uint64_t bytes) const;
-    QColor poolColor(int poolIndex) const;
-    QColor reservedColor(int poolIndex) const { return poolColor(poolIndex); }
-    static int reservedHue(int poolIndex); // the hue sets behind poolColor / usedColor
-    static int usedHue(int poolIndex);
-    QColor usedColor(int poolIndex) const;
+    // By the pool's slot (view::Lane::poolSlot: 0 for pool #1), not its index in the timeline.
+    QColor poolColor(int slot) const;
+    QColor reservedColor(int slot) const { return poolColor(slot); }
+    static int reservedHue(int slot); // the hue sets behind poolColor / usedColor
+    static int usedHue(int slot);
+    QColor usedColor(int slot) const;
 
     QColor syncColor() const { return dark_ ? QColor(140, 170, 255) : QColor(40, 80, 200); }
     QColor releaseColor() const { return QColor(240, 140, 20); }
@@ -41,7 +42,7 @@ public:
     QColor failColor() const { return QColor(230, 30, 30); }
     // Memory outside the pools (cudaMalloc) and pinned host memory; cudaFree's device-wide sync.
     QColor outsideColor() const { return dark_ ? QColor(235, 120, 90) : QColor(200, 70, 40); }
-    QColor pinnedColor() const { return dark_ ? QColor(120, 200, 120) : QColor(40, 140, 60); }
+    QColor pinnedColor() const { return dark_ ? QColor(110, 200, 136) : QColor(40, 140, 68); }
     QColor deviceSyncColor() const { return QColor(225, 40, 40); }
     QColor edgeColor() const {
         return dark_ ? QColor(230, 230, 230, 150) : QColor(60, 60, 60, 150);

@@ -187,8 +187,10 @@ QVariant EntityTreeModel::data(const QModelIndex& idx, int role) const {
 
 QVariant EntityTreeModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal) return {};
-    static const char* kNames[] = {"Pool / stream", "Peak reserved", "Peak used / live",
-                                   "Allocated",     "Allocs",        "Live at end",
+    // Two-line headers: the values are short ("2.22 GiB"), and one-line headers made the
+    // columns twice as wide as them (the dock shares the bottom with the events table).
+    static const char* kNames[] = {"Pool / stream", "Peak\nreserved", "Peak used\n/ live",
+                                   "Allocated",     "Allocs",          "Live\nat end",
                                    "At cursor"};
     static const char* kTips[] = {
         "Device, its pools and its streams",

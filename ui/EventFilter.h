@@ -22,6 +22,10 @@ struct EventQueryResult {
     std::vector<Event> events;
     bool truncated = false; // more matches existed than the cap
     QString error;
+    // What the rows are drawn from, when not the whole trace (a live session's latest events):
+    // a few words after the row count, and a sentence for its tooltip.
+    QString note;
+    QString noteDetail;
 };
 
 using EventProvider = std::function<EventQueryResult(const EventFilter& filter, size_t cap,

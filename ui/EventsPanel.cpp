@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QScrollBar>
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -60,6 +61,7 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     const int widths[] = {9, 10, 16, 10, 16, 10, 15, 8, 8};
     for (int i = 0; i < 9; ++i)
         view_->setColumnWidth(i, widths[i] * cw + 12);
+    autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
     // Click a header to sort (the model permutes row indices; see EventTableModel). Starts in
     // query order (time) with no indicator; a third click on a header goes back to it.
     view_->horizontalHeader()->setSortIndicatorClearable(true);
@@ -103,6 +105,8 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
                            "timeline to narrow the time range."));
     status_ = new QLabel(this);
 
+    // Two rows, what to list, then the range and the count: in one row the bar was 760 px at
+    // least, and the Pools & streams dock beside the table was left too narrow for its columns.
     auto* bar = new QHBoxLayout;
     bar->setContentsMargins(0, 0, 0, 0);
     bar->addWidget(kindButton_);
@@ -113,12 +117,17 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     bar->addWidget(new QLabel(tr("Size:"), this));
     bar->addWidget(minSize_);
     bar->addWidget(maxSize_);
-    bar->addWidget(follow_);
     bar->addStretch(1);
-    bar->addWidget(status_);
+    auto* bar2 = new QHBoxLayout;
+    bar2->setContentsMargins(0, 0, 0, 0);
+    bar2->addWidget(follow_);
+    bar2->addStretch(1);
+    bar2->addWidget(status_);
     auto* lay = new QVBoxLayout(this);
     lay->setContentsMargins(2, 2, 2, 2);
+    lay->setSpacing(2);
     lay->addLayout(bar);
+    lay->addLayout(bar2);
     lay->addWidget(view_);
 
     debounce_.setSingleShot(true);
@@ -151,6 +160,7 @@ EventsPanel::~EventsPanel() {
 }
 
 void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
+    live_ = false;
     snap_ = s;
     provider_ = std::move(provider);
     visible0_ = INT64_MIN;
@@ -158,6 +168,16 @@ void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
     rebuildFilterChoices();
     model_->resetData({}, s.timeline ? s.timeline->t0 : 0, s.layout);
     scheduleQuery();
+}
+
+void EventsPanel::updateSource(const TraceSnapshot& s, EventProvider provider) {
+    live_ = true;
+    snap_ = s;
+    provider_ = std::move(provider);
+    rebuildFilterChoices(); // new streams and pools; the user's choice stays
+    // A throttle, not a debounce: restarting the timer at every refresh (10 a second) would
+    // never let it fire.
+    if (!debounce_.isActive()) debounce_.start();
 }
 
 void EventsPanel::clear() {
@@ -212,6 +232,9 @@ EventFilter EventsPanel::filter() const {
     if (follow_->isChecked()) {
         f.t0 = visible0_;
         f.t1 = visible1_;
+        // A view that reaches the trace's end shows its last event (the range is half-open),
+        // and in a live run the events arriving after it too.
+        if (snap_.valid() && visible1_ >= snap_.timeline->t1) f.t1 = INT64_MAX;
     }
     return f;
 }
@@ -232,7 +255,7 @@ void EventsPanel::runQuery() {
     job->generation = ++generation_;
     running_ = job;
     jobs_.push_back(job);
-    status_->setText(tr("querying…"));
+    if (!live_) status_->setText(tr("querying…")); // a live refresh keeps the last count
     const EventFilter f = filter();
     job->future = QtConcurrent::run([this, job, f, provider = provider_] {
         auto result = std::make_shared<EventQueryResult>(provider(f, kRowCap, job->cancel));
@@ -247,6 +270,12 @@ void EventsPanel::runQuery() {
                     return e ? e->seq : ~0ull;
                 }();
                 auto events = std::make_shared<const std::vector<Event>>(std::move(result->events));
+                // A live table follows the newest events while it is scrolled to its end (or
+                // has not been scrolled), and otherwise keeps its top row where it was.
+                QScrollBar* bar = view_->verticalScrollBar();
+                const bool atEnd = bar->value() >= bar->maximum();
+                const Event* top = model_->eventAt(view_->rowAt(0));
+                const uint64_t topSeq = top ? top->seq : ~0ull;
                 model_->resetData(events, snap_.timeline->t0, snap_.layout);
                 if (selSeq != ~0ull) {
                     const int r = model_->rowOfSeq(selSeq);
@@ -255,16 +284,40 @@ void EventsPanel::runQuery() {
                         view_->selectRow(r);
                     }
                 }
+                fitSeqColumn(*events);
+                if (live_ && atEnd)
+                    view_->scrollToBottom();
+                else if (live_ && topSeq != ~0ull)
+                    if (const int r = model_->rowOfSeq(topSeq); r >= 0)
+                        view_->scrollTo(model_->index(r, 0), QAbstractItemView::PositionAtTop);
                 QString text = result->error.isEmpty() ? tr("%L1 events").arg(events->size())
                                                        : tr("error: %1").arg(result->error);
-                if (result->truncated)
+                if (result->truncated && result->note.isEmpty())
                     text = tr("first %L1 matching events; zoom in or filter to see the rest")
                                .arg(events->size());
+                if (!result->note.isEmpty() && result->error.isEmpty())
+                    text += QLatin1Char(' ') + result->note;
                 status_->setText(text);
+                status_->setToolTip(result->noteDetail);
                 emit queryFinished(int(events->size()));
             },
             Qt::QueuedConnection);
     });
+}
+
+void EventsPanel::fitSeqColumn(const std::vector<Event>& events) {
+    // As wide as the largest sequence number listed (9 digits' width left 4 unused on most
+    // traces, which the table beside the Pools & streams dock cannot spare); never over a
+    // width the user dragged.
+    if (view_->columnWidth(EventTableModel::Seq) != autoSeqWidth_) return;
+    uint64_t top = 0;
+    for (const Event& e : events) top = std::max(top, e.seq);
+    const int digits = std::max(3, int(QString::number(top).size()));
+    const int cw = view_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+    const int w = std::max(view_->horizontalHeader()->sectionSizeHint(EventTableModel::Seq),
+                           digits * cw + 16);
+    view_->setColumnWidth(EventTableModel::Seq, w);
+    autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
 }
 
 void EventsPanel::selectSeq(uint64_t seq) {

@@ -29,6 +29,12 @@ public:
     ~EventsPanel() override;
 
     void setSource(const TraceSnapshot& s, EventProvider provider);
+    // A live run: a newer snapshot and provider of the same run, many times a second. The rows
+    // stay until the new query answers (no flicker), queries run at most once per debounce
+    // interval however often this is called, and while the table is scrolled to its end it
+    // follows the newest events. setSource() ends this mode.
+    void updateSource(const TraceSnapshot& s, EventProvider provider);
+    bool live() const { return live_; }
     void clear();
     // The timeline's visible range; followed while "Follow timeline" is checked.
     void setVisibleRange(int64_t t0, int64_t t1);
@@ -49,6 +55,7 @@ private:
     void scheduleQuery();
     void runQuery();
     void rebuildFilterChoices();
+    void fitSeqColumn(const std::vector<Event>& events);
 
     struct Job {
         quint64 generation = 0;
@@ -72,6 +79,8 @@ private:
     EventProvider provider_;
     int64_t visible0_ = INT64_MIN, visible1_ = INT64_MAX;
     quint64 generation_ = 0;
+    bool live_ = false;
+    int autoSeqWidth_ = 0; // the Seq column's width as last set here
     std::shared_ptr<Job> running_;
     std::vector<std::shared_ptr<Job>> jobs_;
 };

@@ -32,10 +32,12 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QStyleFactory>
+#include <QTimer>
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -72,7 +74,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setCentralWidget(modes_->stack());
 
     events_ = new EventsPanel(this);
-    auto* eventsDock = new QDockWidget(tr("Events"), this);
+    auto* eventsDock = eventsDock_ = new QDockWidget(tr("Events"), this);
     eventsDock->setObjectName("eventsDock");
     eventsDock->setWidget(events_);
     addDockWidget(Qt::BottomDockWidgetArea, eventsDock);
@@ -89,12 +91,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         // cut in the name column; that column fits pool and stream names.
         for (int r = 0; r < treeModel_->rowCount(); ++r)
             tree_->setFirstColumnSpanned(r, {}, true);
-        tree_->setColumnWidth(0,
-                              tree_->fontMetrics().horizontalAdvance("pool #10 (explicit)") + 60);
+        // The name column fits the pool and stream names (device rows span it), no wider.
+        int nameW = tree_->header()->sectionSizeHint(0);
+        for (int r = 0; r < treeModel_->rowCount(); ++r) {
+            const QModelIndex dev = treeModel_->index(r, 0);
+            for (int c = 0; c < treeModel_->rowCount(dev); ++c)
+                nameW = std::max(nameW, tree_->fontMetrics().horizontalAdvance(
+                                            treeModel_->index(c, 0, dev).data().toString()) +
+                                            2 * tree_->indentation() + 16);
+        }
+        tree_->setColumnWidth(0, nameW);
         for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c)
             tree_->resizeColumnToContents(c);
+        // After the layout has the new widths.
+        QTimer::singleShot(0, this, &MainWindow::fitTreeDock);
     });
-    auto* treeDock = new QDockWidget(tr("Pools & streams"), this);
+    auto* treeDock = treeDock_ = new QDockWidget(tr("Pools & streams"), this);
     treeDock->setObjectName("treeDock");
     treeDock->setWidget(tree_);
     addDockWidget(Qt::BottomDockWidgetArea, treeDock);
@@ -259,7 +271,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     buildMenus();
     QSettings st;
     restoreGeometry(st.value("window/geometry").toByteArray());
+    // A layout the user arranged is theirs: the docks are fitted only to the defaults.
     docksRestored_ = restoreState(st.value("window/state").toByteArray());
+    autoTreeDock_ = !docksRestored_;
     splitter_->restoreState(st.value("window/splitter").toByteArray());
     if (st.value("view/colorByPool").toBool()) colorByPool_->trigger();
     setTheme(Theme(st.value("view/theme", int(Theme::System)).toInt()));
@@ -574,6 +588,26 @@ void MainWindow::fitSplitterToLanes() {
     const int want = timeline_->contentHeight() + 30;
     const int top = std::clamp(want, total * 4 / 10, total * 6 / 10);
     splitter_->setSizes({top, std::max(120, total - top)});
+}
+
+void MainWindow::fitTreeDock() {
+    // The events and the tree share the bottom: the tree gets what its columns need (the
+    // columns are sized to the trace's values), up to half of the two; the table scrolls
+    // sideways. Only while the widths are ours: once the user drags the divider, it stays.
+    if (!autoTreeDock_ || !treeDock_->isVisible() || !eventsDock_->isVisible()) return;
+    if (autoTreeWidth_ >= 0 && std::abs(treeDock_->width() - autoTreeWidth_) > 2) {
+        autoTreeDock_ = false;
+        return;
+    }
+    int need = tree_->frameWidth() * 2 + tree_->verticalScrollBar()->sizeHint().width() + 4;
+    for (int c = 0; c < EntityTreeModel::ColumnCount - 1; ++c)
+        need += tree_->columnWidth(c);
+    // The last column ("At cursor") stretches: room for its header at least.
+    need += tree_->header()->sectionSizeHint(EntityTreeModel::ColumnCount - 1);
+    const int both = treeDock_->width() + eventsDock_->width();
+    const int w = std::clamp(need, std::min(360, both / 2), both / 2);
+    resizeDocks({eventsDock_, treeDock_}, {both - w, w}, Qt::Horizontal);
+    autoTreeWidth_ = treeDock_->width();
 }
 
 void MainWindow::updateLoadingOverlays() {

@@ -105,6 +105,7 @@ private:
     void onFailed(const QString& path, const QString& message);
     void fitSplitterToLanes();
     void fitDocks(); // the docks' first sizes (no saved layout)
+    void fitTreeDock(); // the Pools & streams dock as wide as its columns, while untouched
     void updateSummary(); // the status bar's counts, from snap_
     bool showingPartialOf(const QString& path) const; // a partial of the load in progress
     void updateLoadingOverlays();
@@ -119,6 +120,10 @@ private:
     QDockWidget* whatIfDock_ = nullptr;
     void onSitesSelected(const std::vector<uint32_t>& sites, const QString& label);
     QTreeView* tree_;
+    QDockWidget* eventsDock_ = nullptr;
+    QDockWidget* treeDock_ = nullptr;
+    bool autoTreeDock_ = true;
+    int autoTreeWidth_ = -1; // the width fitTreeDock() last gave it
     EntityTreeModel* treeModel_;
     ReplayBar* replay_;
     QSplitter* splitter_;

@@ -149,7 +149,7 @@ int64_t TimelinePainter::endOf(const Allocation& a) const {
 QColor TimelinePainter::barColor(const Allocation& a) const {
     if (coloring_ == BarColoring::ByPool) {
         const int lane = s_.layout->laneOfPool(a.pool);
-        return c_.poolColor(lane >= 0 ? s_.layout->lanes[size_t(lane)].poolIndex : 0);
+        return c_.poolColor(lane >= 0 ? s_.layout->lanes[size_t(lane)].poolSlot : 0);
     }
     return c_.sizeColor(a.size);
 }
@@ -406,11 +406,11 @@ void TimelinePainter::paintPoolChart(QPainter& p, size_t laneIdx) {
     const double scale = double(std::max<uint64_t>(1, pt.peakReserved));
     // Reserved: a pale area with its top edge; used: a solid area inside it. The gap between
     // them is memory the pool holds but the program is not using.
-    QColor res = c_.reservedColor(l.poolIndex);
+    QColor res = c_.reservedColor(l.poolSlot);
     res.setAlpha(c_.dark() ? 60 : 50);
     const auto& bt = s_.layout->poolBlockT[size_t(l.poolIndex)];
-    paintArea(p, pt.reserved, bt.reserved, top, bottom, scale, res, c_.reservedColor(l.poolIndex));
-    QColor used = c_.usedColor(l.poolIndex);
+    paintArea(p, pt.reserved, bt.reserved, top, bottom, scale, res, c_.reservedColor(l.poolSlot));
+    QColor used = c_.usedColor(l.poolSlot);
     used.setAlpha(120);
     paintArea(p, pt.used, bt.used, top, bottom, scale, used, QColor());
 }

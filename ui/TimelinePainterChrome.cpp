@@ -42,7 +42,7 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
         p.setPen(c_.grid());
         p.drawLine(0, y + h - 1, g_.labelW, y + h - 1);
         if (l.kind == LaneKind::Pool && l.poolIndex >= 0) {
-            p.fillRect(4, y + 4, 4, h - 8, c_.poolColor(l.poolIndex));
+            p.fillRect(4, y + 4, 4, h - 8, c_.poolColor(l.poolSlot));
         }
         if (l.kind == LaneKind::Outside) p.fillRect(4, y + 4, 4, h - 8, c_.outsideColor());
         if (l.kind == LaneKind::Host) p.fillRect(4, y + 4, 4, h - 8, c_.pinnedColor());
@@ -101,13 +101,18 @@ void TimelinePainter::paintLabels(QPainter& p, int64_t cursor, int highlighted) 
         }
         const int w = g_.labelW - indent - 4;
         if (h >= 28 || l.kind == LaneKind::Pool) {
+            // Title on the disclosure triangle's line (the top 20 px), the subtitle right under
+            // it: in a tall lane (a stream with many rows) the title centred in the upper half
+            // left the triangle's line looking like an empty header.
+            const int titleH = std::min(h / 2, 20);
             p.setFont(l.kind == LaneKind::Stream ? base : bold);
             p.setPen(c_.text());
-            p.drawText(QRect(indent, y + 2, w, h / 2), Qt::AlignLeft | Qt::AlignVCenter,
+            p.drawText(QRect(indent, y + 1, w, titleH), Qt::AlignLeft | Qt::AlignVCenter,
                        p.fontMetrics().elidedText(qs(l.title), Qt::ElideRight, w));
             p.setFont(small);
             p.setPen(c_.dimText());
-            p.drawText(QRect(indent, y + h / 2, w, h / 2 - 2), Qt::AlignLeft | Qt::AlignVCenter,
+            const int subH = std::min(h - titleH - 2, p.fontMetrics().height() + 4);
+            p.drawText(QRect(indent, y + 1 + titleH, w, subH), Qt::AlignLeft | Qt::AlignVCenter,
                        p.fontMetrics().elidedText(sub, Qt::ElideRight, w));
         } else {
             p.setFont(l.kind == LaneKind::Stream ? base : bold);

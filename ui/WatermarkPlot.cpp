@@ -142,13 +142,19 @@ void WatermarkPlot::rebuildGraphs() {
     }
     views_.clear(); // one entry per graph set
     ColorScheme c(palette());
+    // In lane order (pool #1 first), the legend's order too.
+    std::vector<std::pair<int, size_t>> order; // lane, pool index
     for (size_t i = 0; i < snap_.timeline->pools.size(); ++i) {
+        const int lane = snap_.layout->laneOfPool(snap_.timeline->pools[i].info.handle);
+        if (lane >= 0) order.emplace_back(lane, i); // no lane: e.g. an empty unknown pool
+    }
+    std::sort(order.begin(), order.end());
+    for (const auto& [lane, i] : order) {
         const PoolTimeline& p = snap_.timeline->pools[i];
-        if (snap_.layout->laneOfPool(p.info.handle) < 0) continue; // e.g. an empty unknown pool
         PoolGraphs g;
         g.pool = p.info.handle;
         const QString name = snap_.layout->poolName(p.info.handle);
-        const int ci = int(i);
+        const int ci = snap_.layout->lanes[size_t(lane)].poolSlot; // the timeline's colours
         g.used = new StepGraph(plot_->xAxis, plot_->yAxis);
         g.used->setName(tr("%1 used").arg(name));
         g.used->setLineStyle(QCPGraph::lsStepLeft);

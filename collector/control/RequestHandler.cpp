@@ -74,6 +74,7 @@ RequestHandler::Outcome RequestHandler::handle(const Request& r, KnobOrigin orig
         o.ack->op = Op::ListPools;
         o.ack->value = pools->size();
         o.ack->pools = std::move(*pools);
+        o.ack->devices = target_.describe().devices;
         return o;
     }
     case Op::Get: {

@@ -624,6 +624,21 @@ void TimelineBuilder::declarePool(const PoolInfo& info) {
     d_->mirrorEntities();
 }
 
+void TimelineBuilder::declareDevice(const DeviceInfo& info) {
+    std::vector<DeviceInfo> devices = d_->replay.devices();
+    auto it = std::find_if(devices.begin(), devices.end(),
+                           [&](const DeviceInfo& d) { return d.ordinal == info.ordinal; });
+    if (it == devices.end()) {
+        devices.push_back(info);
+    } else {
+        if (it->name.empty()) it->name = info.name;
+        if (!it->totalMemory) it->totalMemory = info.totalMemory;
+        if (it->uuid.empty()) it->uuid = info.uuid;
+    }
+    d_->tl.devices = devices;
+    d_->replay.setDevices(std::move(devices));
+}
+
 void TimelineBuilder::setDropGaps(std::vector<DropGap> gaps) {
     d_->tl.dropGaps = std::move(gaps);
 }

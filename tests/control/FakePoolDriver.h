@@ -66,6 +66,11 @@ public:
         std::lock_guard lock(m_);
         failNext_ = std::move(message);
     }
+    // The devices the target knows (a real one learns each at its first use there).
+    void setDevices(std::vector<DeviceInfo> devices) {
+        std::lock_guard lock(m_);
+        devices_ = std::move(devices);
+    }
     // A driver that clamps: models a driver reading back something else than requested.
     void clampThresholdTo(uint64_t v) {
         std::lock_guard lock(m_);
@@ -77,8 +82,10 @@ public:
         d.process.pid = 4242;
         d.process.commandLine = "fake_workload --iterations 10";
         d.process.driverVersion = 13000;
-        d.devices = {{0, "Fake GPU 0", 80ull << 30, "GPU-0"},
-                     {1, "Fake GPU 1", 80ull << 30, "GPU-1"}};
+        {
+            std::lock_guard lock(m_);
+            d.devices = devices_;
+        }
         StreamInfo s;
         s.handle = 0x5000;
         s.device = 0;
@@ -173,6 +180,8 @@ private:
     std::map<uint64_t, PoolState> pools_;
     std::string failNext_;
     uint64_t clamp_ = ~uint64_t{0};
+    std::vector<DeviceInfo> devices_ = {{0, "Fake GPU 0", 80ull << 30, "GPU-0"},
+                                        {1, "Fake GPU 1", 80ull << 30, "GPU-1"}};
     std::vector<Event> knobChanges_;
     uint64_t seq_ = 0;
 };

@@ -4,7 +4,10 @@
 #include "AttachDialog.h"
 #include "KnobsPanel.h"
 #include "LaunchDialog.h"
+#include "EventTableModel.h"
+#include "EventsPanel.h"
 #include "LiveController.h"
+#include "LiveEventLog.h"
 #include "LiveSession.h"
 #include "MainWindow.h"
 #include "ServerFixture.h"
@@ -25,6 +28,7 @@
 #include <QPushButton>
 #include <QSlider>
 #include <QTest>
+#include <QTableView>
 #include <QThread>
 #include <functional>
 #include <set>
@@ -281,6 +285,81 @@ TEST_F(LiveUiTest, ControllerFeedsTheMainWindow) {
     ASSERT_TRUE(waitFor([&] { return driver_.state(0x1000).releaseThreshold == ~uint64_t{0}; }));
 }
 
+// The events table during a live run (it stayed empty: nothing gave it a source): it lists
+// the events as they arrive and, scrolled to its end, follows the newest.
+TEST_F(LiveUiTest, EventsTableFillsAndFollowsTheRun) {
+    startServer();
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    LiveController* live = installLiveSession(&w);
+    live->session()->setRefreshIntervalMs(20);
+    ASSERT_TRUE(live->attach(QString::fromStdString(server_->socketPath())).isEmpty());
+    EventTableModel* model = w.events()->model();
+    std::vector<Event> ev = allocFreePairs(0x1000, 400);
+    server_->onEvents(std::vector<Event>(ev.begin(), ev.begin() + 200));
+    ASSERT_TRUE(waitFor([&] { return model->rowCount() == 200; }))
+        << "rows: " << model->rowCount();
+    EXPECT_TRUE(w.events()->live());
+    // Not scrolled by the user: the table follows the run to its newest row.
+    server_->onEvents(std::vector<Event>(ev.begin() + 200, ev.end()));
+    ASSERT_TRUE(waitFor([&] { return model->rowCount() == 400; }))
+        << "rows: " << model->rowCount();
+    QTableView* view = w.events()->view();
+    ASSERT_TRUE(waitFor([&] {
+        const int last = view->rowAt(view->viewport()->height() - 2);
+        const Event* e = model->eventAt(last);
+        return e && e->seq == 400;
+    })) << "the newest event is not in view";
+    // Scrolled up by the user: it stays on the rows shown.
+    view->scrollToTop();
+    const Event* top = model->eventAt(view->rowAt(0));
+    ASSERT_NE(top, nullptr);
+    const uint64_t topSeq = top->seq;
+    std::vector<Event> more = allocFreePairs(0x1000, 500);
+    server_->onEvents(std::vector<Event>(more.begin() + 400, more.end()));
+    ASSERT_TRUE(waitFor([&] { return model->rowCount() == 500; }));
+    EXPECT_EQ(model->eventAt(view->rowAt(0))->seq, topSeq);
+}
+
+// The live table holds the latest events only: whole blocks of the oldest go once the newer
+// ones fill the capacity, and a query over them says what it is drawn from.
+TEST(LiveEventLogTest, KeepsTheNewestEventsWithinItsCapacity) {
+    LiveEventLog log(10, 4);
+    std::vector<Event> ev = allocFreePairs(0x1000, 25);
+    log.append(std::span(ev).first(7));
+    log.append(std::span(ev).subspan(7));
+    EXPECT_EQ(log.received(), 25u);
+    EXPECT_GE(log.size(), 10u);
+    EXPECT_LT(log.size(), 14u); // at most one block over the capacity
+    std::atomic<bool> cancel{false};
+    EventQueryResult all = log.provider()(EventFilter{}, 1000, cancel);
+    ASSERT_EQ(all.events.size(), log.size());
+    EXPECT_EQ(all.events.back().seq, 25u);
+    EXPECT_EQ(all.events.front().seq, 25u - log.size() + 1);
+    for (size_t i = 1; i < all.events.size(); ++i)
+        EXPECT_EQ(all.events[i].seq, all.events[i - 1].seq + 1);
+    EXPECT_FALSE(all.note.isEmpty());
+    // A row cap keeps the newest matches, and filters apply.
+    EventFilter frees;
+    frees.kindMask = EventFilter::bit(EventKind::Free);
+    EventQueryResult capped = log.provider()(frees, 3, cancel);
+    ASSERT_EQ(capped.events.size(), 3u);
+    EXPECT_TRUE(capped.truncated);
+    EXPECT_EQ(capped.events.back().seq, 24u);
+    for (const Event& e : capped.events)
+        EXPECT_EQ(e.kind, EventKind::Free);
+    // A provider sees the events held when it was made, not later ones.
+    EventProvider before = log.provider();
+    std::vector<Event> later = allocFreePairs(0x1000, 27);
+    log.append(std::span(later).subspan(25));
+    EXPECT_EQ(before(EventFilter{}, 1000, cancel).events.back().seq, 25u);
+    EXPECT_EQ(log.provider()(EventFilter{}, 1000, cancel).events.back().seq, 27u);
+    log.clear();
+    EXPECT_EQ(log.size(), 0u);
+    EXPECT_TRUE(log.provider()(EventFilter{}, 1000, cancel).events.empty());
+}
+
 int main(int argc, char** argv) {
     if (!std::getenv("QT_QPA_PLATFORM")) setenv("QT_QPA_PLATFORM", "offscreen", 1);
     QApplication app(argc, argv);
@@ -375,4 +454,33 @@ TEST_F(LiveUiTest, WhatIfAppliesTheChosenSettingsToTheRunningProgram) {
     server_->stop();
     ASSERT_TRUE(waitFor([&] { return !p->applyButton()->isEnabled(); }));
     EXPECT_FALSE(p->live());
+}
+
+// The live view named "GPU 0" without its model until the saved trace opened: the hello came
+// before the target's first CUDA call on the device. Events naming a device the hello did not
+// list make the session ask, and the timeline's device lane gets its name.
+TEST_F(LiveUiTest, ADeviceFirstUsedAfterTheHelloIsNamed) {
+    driver_.setDevices({});
+    LiveSession session;
+    session.setRefreshIntervalMs(20);
+    attach(session);
+    ASSERT_FALSE(session.knowsDevice(0));
+    driver_.setDevices({{0, "Fake GPU 0", 80ull << 30, "GPU-0"}});
+    TraceSnapshot last;
+    QObject::connect(&session, &LiveSession::snapshotReady,
+                     [&](const TraceSnapshot& s) { last = s; });
+    std::vector<Event> ev = allocFreePairs(0x1000, 10);
+    for (Event& e : ev)
+        e.device = 0;
+    server_->onEvents(ev);
+    ASSERT_TRUE(waitFor([&] { return session.knowsDevice(0); }));
+    ASSERT_TRUE(waitFor([&] {
+        if (!last.valid()) return false;
+        for (const view::Lane& l : last.layout->lanes)
+            if (l.kind == LaneKind::Device && l.device == 0)
+                return l.subtitle.find("Fake GPU 0") != std::string::npos;
+        return false;
+    }));
+    ASSERT_EQ(last.timeline->devices.size(), 1u);
+    EXPECT_EQ(last.timeline->devices[0].totalMemory, 80ull << 30);
 }

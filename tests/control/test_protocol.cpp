@@ -129,6 +129,28 @@ TEST(Protocol, RequestAckErrorNoticeRoundTrip) {
     ASSERT_TRUE(ld);
     EXPECT_EQ(ld->pools.size(), 2u);
     EXPECT_FALSE(ld->hasOld);
+    EXPECT_TRUE(ld->devices.empty());
+
+    // ListPools carries the devices known now (a target learns one at its first use there,
+    // after the hello): an optional field, so neither side's version changes.
+    list.devices = {{0, "NVIDIA H100 80GB HBM3", 80ull << 30, "GPU-abc"}, {3, "", 0, ""}};
+    ld = decodeAck(readOne(encodeAck(list, 2)).payload);
+    ASSERT_TRUE(ld);
+    ASSERT_EQ(ld->devices.size(), 2u);
+    EXPECT_EQ(ld->devices[0].name, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(ld->devices[0].totalMemory, 80ull << 30);
+    EXPECT_EQ(ld->devices[0].uuid, "GPU-abc");
+    EXPECT_EQ(ld->devices[1].ordinal, 3);
+    // What a server from before the field sends: no "devices" key at all.
+    const std::string old = R"({"op":"list_pools","pool":0,"attr":0,"requested":0,"value":0,"pools":[]})";
+    ld = decodeAck(std::span(reinterpret_cast<const uint8_t*>(old.data()), old.size()));
+    ASSERT_TRUE(ld);
+    EXPECT_TRUE(ld->devices.empty());
+    // ...and what a client from before it reads: the same ack with a key it does not know.
+    const std::string newer = R"({"op":"list_pools","pools":[],"devices":[{"ordinal":0}],"x":1})";
+    ld = decodeAck(std::span(reinterpret_cast<const uint8_t*>(newer.data()), newer.size()));
+    ASSERT_TRUE(ld);
+    EXPECT_EQ(ld->devices.size(), 1u);
 
     auto ed =
         decodeError(readOne(encodeError({RemoteError::NoSuchPool, "no pool 0x1"}, 5)).payload);

@@ -219,6 +219,22 @@ TEST_F(ServerTest, BadRequestsGetPlainErrorsAndTheConnectionSurvives) {
     EXPECT_EQ(list->pools.size(), 2u);
 }
 
+// ListPools also names the devices the target knows by then: a device first used after the
+// hello (its default pool too) is learnt this way, name and all.
+TEST_F(ServerTest, ListPoolsNamesTheDevicesKnownNow) {
+    driver_.setDevices({});
+    startServer();
+    auto c = connect();
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->hello().devices.empty());
+    driver_.setDevices({{0, "Fake GPU 0", 80ull << 30, "GPU-0"}});
+    auto list = c->listPools();
+    ASSERT_TRUE(list);
+    ASSERT_EQ(list->devices.size(), 1u);
+    EXPECT_EQ(list->devices[0].name, "Fake GPU 0");
+    EXPECT_EQ(list->devices[0].totalMemory, 80ull << 30);
+}
+
 TEST_F(ServerTest, LiveEventsArriveInOrder) {
     ControlServer& s = startServer();
     ClientOptions o;

@@ -392,3 +392,37 @@ TEST(EventsPanel, KeepsStreamAndPoolFilterAcrossANewSnapshot) {
     panel.setSource(s, {});
     EXPECT_FALSE(panel.filter().stream.has_value());
 }
+
+// A tall stream lane (GPT-2's one stream with thousands of rows) names itself on the line of its
+// disclosure triangle: the name used to sit centred in the lane's upper half, which left the
+// triangle's line looking like a header with no label.
+TEST(TimelineWidget, TallLaneTitleSitsOnItsTrianglesLine) {
+    QSettings().remove("timeline/collapsedLanes");
+    auto tl = loadTimeline(samplePath("gpt2.poolscope"));
+    ASSERT_TRUE(tl);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "gpt2");
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.setSnapshot(s);
+    int tall = -1;
+    for (size_t i = 0; i < s.layout->lanes.size(); ++i)
+        if (s.layout->lanes[i].kind == LaneKind::Stream && w.laneHeight(int(i)) >= 80) tall = int(i);
+    ASSERT_GE(tall, 0) << "no tall stream lane in the sample";
+    const QImage img = w.grab().toImage();
+    const int top = w.laneTop(tall), h = w.laneHeight(tall);
+    // Text pixels (dark on the light label column) per band of the label, left of the plot.
+    auto textIn = [&](int y0, int y1) {
+        int n = 0;
+        for (int y = std::max(0, y0); y < std::min(img.height(), y1); ++y)
+            for (int x = TimelineGeometry::labelIndent(s.layout->lanes[size_t(tall)]);
+                 x < w.labelWidth() - 6; ++x)
+                n += qGray(img.pixel(x, y)) < 110;
+        return n;
+    };
+    EXPECT_GT(textIn(top + 2, top + 20), 20) << "no title on the triangle's line";
+    // ...and the subtitle right under it, not at the lane's bottom.
+    EXPECT_GT(textIn(top + 21, top + 38), 10);
+    EXPECT_EQ(textIn(top + h / 2, top + h - 2), 0) << "text left in the lane's lower half";
+}

@@ -16,6 +16,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QMessageBox>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTest>
@@ -377,4 +378,29 @@ TEST(MainWindow, LostEventsAreAnnouncedAndMarked) {
                          double(w.timeline()->viewEnd() - w.timeline()->viewStart());
     EXPECT_GT(share, 0.2);
     EXPECT_LT(share, 0.5);
+}
+
+// At 1600x1000 with the default layout, the Pools & streams dock beside the events (and the
+// call sites tabbed with them) opened about 370 px wide: only two of its columns showed. It
+// now gets the width its columns need.
+TEST(MainWindow, PoolsAndStreamsDockShowsItsColumnsAt1600x1000) {
+    const QString sample = QStringLiteral(POOLSCOPE_SAMPLES_DIR "/gpt2.poolscope");
+    if (!QFile::exists(sample)) GTEST_SKIP() << "no gpt2 sample";
+    QSettings().remove("window/state");
+    QSettings().remove("window/geometry");
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_TRUE(openAndWait(w, sample));
+    QTest::qWait(50); // the dock is fitted after the tree's columns
+    QTreeView* tree = w.entityView();
+    const int visible = tree->viewport()->width();
+    for (int c = 0; c < EntityTreeModel::AtCursor; ++c) {
+        const int right = tree->header()->sectionViewportPosition(c) + tree->header()->sectionSize(c);
+        EXPECT_LE(right, visible) << "column " << c << " cut: "
+                                  << tree->model()->headerData(c, Qt::Horizontal).toString().toStdString();
+    }
+    // The events table keeps most of the bottom.
+    EXPECT_GT(w.events()->width(), 560);
 }

@@ -222,10 +222,68 @@ TEST(ColorScheme, NoPoolsUsedColourIsAnotherPoolsReservedColour) {
     };
     for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j) {
-            EXPECT_GE(hueGap(ColorScheme::usedHue(i), ColorScheme::reservedHue(j)), 30) << i << " " << j;
-            if (i != j) {
-                EXPECT_GE(hueGap(ColorScheme::reservedHue(i), ColorScheme::reservedHue(j)), 30);
-                EXPECT_GE(hueGap(ColorScheme::usedHue(i), ColorScheme::usedHue(j)), 30);
+            if (i % 3 == j % 3) continue; // pool #4 takes pool #1's hues, darker
+            EXPECT_GE(hueGap(ColorScheme::usedHue(i), ColorScheme::reservedHue(j)), 25) << i << " " << j;
+            EXPECT_GE(hueGap(ColorScheme::reservedHue(i), ColorScheme::reservedHue(j)), 25);
+            EXPECT_GE(hueGap(ColorScheme::usedHue(i), ColorScheme::usedHue(j)), 25);
+        }
+    for (int i = 0; i < 3; ++i)
+        EXPECT_GE(hueGap(ColorScheme::usedHue(i), ColorScheme::reservedHue(i)), 25);
+}
+
+// One colour, one meaning: no pool line takes a marker's colour (pool #2's reserved line was
+// the implicit releases' orange, pool #3's the trims' purple), in either theme, and the first
+// nine pools' lines are all told apart.
+TEST(ColorScheme, PoolColoursAreNotMarkerColours) {
+    auto hueGap = [](int a, int b) {
+        const int d = std::abs(a - b) % 360;
+        return std::min(d, 360 - d);
+    };
+    for (Theme t : {Theme::Light, Theme::Dark}) {
+        const ColorScheme c(ColorScheme::palette(t));
+        const QColor markers[] = {c.syncColor(),      c.releaseColor(), c.trimColor(),
+                                  c.attributeColor(), c.knobColor(),    c.failColor(),
+                                  c.outsideColor(),   c.pinnedColor()};
+        std::vector<QColor> lines;
+        for (int slot = 0; slot < 9; ++slot) {
+            for (const QColor& line : {c.poolColor(slot), c.usedColor(slot)}) {
+                for (const QColor& m : markers)
+                    EXPECT_GE(hueGap(line.hsvHue(), m.hsvHue()), 18)
+                        << "slot " << slot << " " << line.name().toStdString() << " vs marker "
+                        << m.name().toStdString();
+                lines.push_back(line);
             }
         }
+        for (size_t a = 0; a < lines.size(); ++a)
+            for (size_t b = a + 1; b < lines.size(); ++b) {
+                const int d = std::abs(lines[a].red() - lines[b].red()) +
+                              std::abs(lines[a].green() - lines[b].green()) +
+                              std::abs(lines[a].blue() - lines[b].blue());
+                EXPECT_GE(d, 60) << lines[a].name().toStdString() << " "
+                                 << lines[b].name().toStdString();
+            }
+    }
+}
+
+// Colours follow the pool's number, not its place in the timeline: in the GPT-2 sample the
+// default pool is the second pool record (the first has no lane), and it was drawn in the
+// second pool's colours (orange, like the releases).
+TEST(ColorScheme, PoolNumberOnePicksTheFirstColours) {
+    auto tl = loadTimeline(QStringLiteral(POOLSCOPE_SAMPLES_DIR "/gpt2.poolscope"));
+    ASSERT_TRUE(tl);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "gpt2");
+    int pools = 0;
+    for (const view::Lane& l : s.layout->lanes) {
+        if (l.kind != LaneKind::Pool) continue;
+        EXPECT_EQ(l.poolSlot, pools) << l.title;
+        ++pools;
+        if (l.title.starts_with("pool #1 ")) {
+            EXPECT_EQ(l.poolSlot, 0);
+            EXPECT_NE(l.poolIndex, 0) << "the sample no longer shows the index/number mismatch";
+        }
+    }
+    EXPECT_GE(pools, 1);
+    for (const view::Lane& l : s.layout->lanes)
+        if (l.kind == LaneKind::Stream && l.poolIndex >= 0)
+            EXPECT_EQ(l.poolSlot, s.layout->lanes[size_t(s.layout->laneOfPool(l.pool))].poolSlot);
 }

@@ -2,6 +2,7 @@
 
 #include "AttachDialog.h"
 #include "ConsolePane.h"
+#include "EventsPanel.h"
 #include "KnobsPanel.h"
 #include "LaunchDialog.h"
 #include "LiveSession.h"
@@ -62,6 +63,8 @@ LiveController::LiveController(MainWindow* window) : QObject(window), window_(wi
         const bool following = !firstSnapshot_ && tl->viewStart() == autoView_.first &&
                                tl->viewEnd() == autoView_.second;
         window_->setSnapshot(s, !firstSnapshot_);
+        // The events table lists the latest events of the run and follows it.
+        window_->events()->updateSource(window_->snapshot(), session_->eventLog().provider());
         if (following && s.valid()) tl->setViewRange(s.timeline->t0, s.timeline->t1);
         if (firstSnapshot_ || following) autoView_ = {tl->viewStart(), tl->viewEnd()};
         firstSnapshot_ = empty;

@@ -31,6 +31,7 @@ QString LiveSession::attach(const QString& socketPath, int timeoutMs) {
     hello_ = client_->hello();
     pools_ = hello_.pools;
     askedPools_.clear();
+    askedDevices_.clear();
     builder_ = std::make_unique<TimelineBuilder>();
     std::vector<PoolInfo> infos;
     for (const auto& p : pools_)
@@ -39,6 +40,7 @@ QString LiveSession::attach(const QString& socketPath, int timeoutMs) {
     recorder_ = std::make_unique<whatif::TapeRecorder>();
     builder_->subscribe(recorder_.get(), whatif::TapeRecorder::kindMask());
     eventsReceived_ = dropped_ = 0;
+    log_.clear();
     dirty_ = true;
     notifier_ = new QSocketNotifier(client_->fd(), QSocketNotifier::Read, this);
     connect(notifier_, &QSocketNotifier::activated, this, &LiveSession::onReadable);
@@ -55,6 +57,11 @@ void LiveSession::detach() {
     notifier_ = nullptr;
     client_.reset();
     pending_.clear();
+}
+
+bool LiveSession::knowsDevice(int ordinal) const {
+    return std::any_of(hello_.devices.begin(), hello_.devices.end(),
+                       [&](const DeviceInfo& d) { return d.ordinal == ordinal; });
 }
 
 const PoolState* LiveSession::pool(uint64_t handle) const {
@@ -109,13 +116,18 @@ void LiveSession::onReadable() {
         case Incoming::Kind::Events:
             for (const Event& e : in.events)
                 builder_->add(e);
+            log_.append(in.events);
             eventsReceived_ += in.events.size();
             dirty_ = true;
             // A pool created while we watch, or one the target had before we attached (a device's
             // default pool is never created: the collector learns it at its first use): ask for
             // its kind and attributes, once per handle.
+            // The same for a device the hello did not list (the target learns a device at its
+            // first CUDA call there): ListPools answers with the devices known by then.
             for (const Event& e : in.events)
-                if (e.pool && !pool(e.pool) && askedPools_.insert(e.pool).second) {
+                if ((e.pool && !pool(e.pool) && askedPools_.insert(e.pool).second) ||
+                    (e.device >= 0 && !knowsDevice(e.device) &&
+                     askedDevices_.insert(e.device).second)) {
                     refreshPools();
                     break;
                 }
@@ -134,6 +146,11 @@ void LiveSession::onReadable() {
                 pools_ = in.ack->pools;
                 for (const PoolState& p : pools_)
                     if (builder_) builder_->declarePool(p.info);
+                for (const DeviceInfo& d : in.ack->devices) {
+                    if (knowsDevice(d.ordinal)) continue;
+                    hello_.devices.push_back(d);
+                    if (builder_) builder_->declareDevice(d);
+                }
                 dirty_ = true;
                 poolsTouched = true;
             } else if (in.ack->state) {

@@ -8,6 +8,7 @@
 // Knob requests are asynchronous: the answer arrives as knobApplied (with the driver's read-back)
 // or requestFailed (in plain words). Nothing here ever blocks longer than the connect timeout.
 
+#include "LiveEventLog.h"
 #include "TraceSnapshot.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/control/ControlClient.h"
@@ -41,6 +42,7 @@ public:
     // The latest pool states the driver reported (hello, then every ack and refresh).
     const std::vector<control::PoolState>& pools() const { return pools_; }
     const control::PoolState* pool(uint64_t handle) const;
+    bool knowsDevice(int ordinal) const; // listed by the hello or learnt since
 
     void setAttribute(uint64_t pool, PoolAttr attr, uint64_t value);
     void trimTo(uint64_t pool, uint64_t minBytesToKeep);
@@ -53,6 +55,8 @@ public:
     // predicts the running program's pools from it.
     std::shared_ptr<const whatif::Tape> whatIfTape() const;
     uint64_t eventsReceived() const { return eventsReceived_; }
+    // The events table's source: the latest events received (bounded, see LiveEventLog).
+    const LiveEventLog& eventLog() const { return log_; }
     uint64_t droppedForDisplay() const { return dropped_; }
     void setRefreshIntervalMs(int ms) {
         baseIntervalMs_ = ms;
@@ -82,11 +86,13 @@ private:
     control::ServerHello hello_;
     std::vector<control::PoolState> pools_;
     std::set<uint64_t> askedPools_; // pools named by events that ListPools was asked about
+    std::set<int> askedDevices_;    // the same for devices the hello did not list
     std::map<uint32_t, control::Op> pending_; // request id -> what it was
     std::unique_ptr<TimelineBuilder> builder_;
     // Follows builder_'s replay (declared after it: gone first, and the builder never calls
     // an observer while it is destroyed).
     std::unique_ptr<whatif::TapeRecorder> recorder_;
+    LiveEventLog log_;
     bool dirty_ = false;
     int baseIntervalMs_ = 100;
     uint64_t eventsReceived_ = 0;

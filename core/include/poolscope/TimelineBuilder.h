@@ -34,6 +34,9 @@ public:
     // A pool learnt after the events began (a live session asks the target about pools its
     // events name): its kind and device replace an unknown kind, never a known one.
     void declarePool(const PoolInfo& info);
+    // A device learnt after the events began (a live target learns a device at its first use
+    // there): adds it, or fills a name and memory size that were not known.
+    void declareDevice(const DeviceInfo& info);
     // Where the collector lost events (TraceReader::dropGaps), carried into the timeline.
     void setDropGaps(std::vector<DropGap> gaps);
     // Capacity hint (e.g. from TraceSummary::countsByKind) so 10M-event traces do not pay for

@@ -214,6 +214,12 @@ json toJson(const Ack& m) {
         for (const auto& p : m.pools)
             pools.push_back(toJson(p));
         j["pools"] = pools;
+        if (!m.devices.empty()) {
+            json devices = json::array();
+            for (const auto& d : m.devices)
+                devices.push_back(toJson(d));
+            j["devices"] = devices;
+        }
     }
     return j;
 }
@@ -488,6 +494,8 @@ Result<Ack> decodeAck(std::span<const uint8_t> payload) {
         if (j.contains("state")) m.state = poolFromJson(j.at("state"));
         for (const auto& p : j.value("pools", json::array()))
             m.pools.push_back(poolFromJson(p));
+        for (const auto& d : j.value("devices", json::array()))
+            m.devices.push_back(deviceFromJson(d));
         return m;
     });
 }

@@ -155,6 +155,7 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
     const LanePlan plan = planLanes(tl, pairs);
     numberInLaneOrder(tl, plan, names);
 
+    int poolSlots = 0;
     for (const LanePlan::DeviceLanes& dp : plan.devices) {
         const int dev = dp.device;
         Lane d;
@@ -176,6 +177,8 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
             pl.device = dev;
             pl.pool = pool;
             pl.poolIndex = pp.poolIndex;
+            const int slot = poolSlots++;
+            pl.poolSlot = slot;
             pl.title = names.pool(pool);
             // What the pool did, not its handle (the handle is in the details pane).
             if (pp.poolIndex >= 0) {
@@ -196,6 +199,7 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
                 sl.device = dev;
                 sl.pool = pool;
                 sl.poolIndex = pp.poolIndex;
+                sl.poolSlot = slot;
                 sl.stream = s;
                 sl.streamIndex = indexOfStream(tl, s);
                 sl.title = names.stream(s);

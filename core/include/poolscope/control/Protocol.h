@@ -145,6 +145,11 @@ struct Ack {
     uint64_t value = 0;             // what the driver reports after the operation
     std::optional<PoolState> state; // the pool after the operation, when it concerns one pool
     std::vector<PoolState> pools;   // ListPools
+    // ListPools: the devices the target knows now. A target learns a device at its first CUDA
+    // call there, often after a client's hello, whose device list then lacks it. Optional on
+    // the wire ("devices"): a server before it sends none and a client before it ignores it, so
+    // the protocol version did not change.
+    std::vector<DeviceInfo> devices;
 };
 
 // Error codes travel as stable lower-case strings.

@@ -27,6 +27,9 @@ struct Lane {
     int poolIndex = -1;   // into Timeline::pools (Pool lanes, and Stream lanes under a pool)
     int streamIndex = -1; // into Timeline::streams (-1 when the stream has no entity record)
     int outsideIndex = -1; // into Timeline::outside (Outside lanes)
+    // The pool's place among the pool lanes (0 for pool #1), on its lane and the stream lanes
+    // under it: what picks its colours, so pool #1 looks the same in every trace.
+    int poolSlot = -1;
     uint64_t pool = 0;
     uint64_t stream = 0;
     int firstRow = 0; // into LaneLayout::rows
