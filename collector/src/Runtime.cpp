@@ -311,6 +311,35 @@ __attribute__((cold, noinline)) void onNvtx(ThreadState* t, CUpti_CallbackId cbi
     }
 }
 
+// A peer copy names the contexts of its two sides: their devices (the stream's is the event's).
+__attribute__((cold, noinline)) void peerCopyDevices(ThreadState* t, CUpti_CallbackId cbid,
+                                                     const CUpti_CallbackData& cb, Event& ev) {
+    void* src = nullptr;
+    void* dst = nullptr;
+    if (!peerContexts(cbid, cb, src, dst)) return;
+    PeerCopyFields c = PeerCopyFields::of(ev);
+    c.srcDevice = deviceOfAnyContext(t, src);
+    c.dstDevice = deviceOfAnyContext(t, dst);
+    c.into(ev);
+}
+
+// cuMemPoolSetAccess with several descriptors: the first is the call's event, each further one
+// an event of its own (same call, time and correlation) right after it.
+__attribute__((cold, noinline)) void moreAccessDescriptors(ThreadState* t, CUpti_CallbackId cbid,
+                                                           const CUpti_CallbackData& cb,
+                                                           const Event& first) {
+    Event e = first;
+    const size_t n = accessDescriptor(cbid, cb, 0, e);
+    // A device can be named once per location; more than that many is not a real call.
+    const size_t limit = n < size_t(Runtime::kMaxDevices) * 2 ? n : size_t(Runtime::kMaxDevices) * 2;
+    for (size_t i = 1; i < limit; ++i) {
+        e = first;
+        accessDescriptor(cbid, cb, i, e);
+        e.seq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
+        pushEvent(t, e);
+    }
+}
+
 // Always inlined into onCallback, with the decode it inlines: GCC's size estimate counts the
 // decode's stores of fields the fresh event already holds (they fold away once inlined here),
 // and would otherwise leave one call more on every exit callback.
@@ -337,7 +366,9 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
                 ev.device = static_cast<int16_t>(se.device);
         }
     }
-    if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
+    // A set-access descriptor's device is the location given access (-1: not a device).
+    if (ev.device < 0 && cb.context && ev.kind != EventKind::PoolSetAccess)
+        ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
     if (ev.device < 0 && (d.needs & (kNeedDevicePool | kNeedPtrPool | kNeedUsed))) [[unlikely]]
         ev.device = static_cast<int16_t>(deviceWithoutContext(t, ev, d.needs));
 
@@ -417,6 +448,7 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
             if (t->lastPool == ev.pool) t->lastSlot = nullptr, t->lastPool = 0;
         }
         break;
+    case EventKind::PeerCopy: peerCopyDevices(t, cbid, cb, ev); break;
     case EventKind::StreamCreate:
         // Created in the calling context: its device is known without asking the driver.
         if (ok && isExplicitStream(ev.stream) && ev.device >= 0)
@@ -440,9 +472,12 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     if (rt.stacksOn && ev.kind == EventKind::Alloc && ev.result == 0) ev.site = captureSite(t);
 
     const bool sync = (d.needs & kSync) && wm != WatermarkMode::Off;
+    ev.tsNs = static_cast<int64_t>(ticks);
     Event* e = t->ring ? t->ring->claim() : nullptr;
     if (!e) {
         if (t->ring) t->ring->noteDrop(ticks);
+        if (ev.kind == EventKind::PoolSetAccess) [[unlikely]]
+            moreAccessDescriptors(t, cbid, cb, ev);
         t->enterSeq = 0;
         if (sync) {
             Guard g(t);
@@ -450,7 +485,6 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
         }
         return;
     }
-    ev.tsNs = static_cast<int64_t>(ticks);
     if (t->enterSeq && (ev.kind == EventKind::Free || ev.kind == EventKind::DeviceFree ||
                         ev.kind == EventKind::HostFree || ev.kind == EventKind::HostUnregister))
         ev.seq = t->enterSeq;
@@ -464,6 +498,8 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     // writes to lines this core already owns (measured: -20 ns/iteration, docs/PERFORMANCE.md).
     t->ring->prefetchForWrite(kRingPrefetchAhead);
     t->ring->publish();
+    if (ev.kind == EventKind::PoolSetAccess) [[unlikely]]
+        moreAccessDescriptors(t, cbid, cb, ev);
     if (!sync) return;
     const Event& s = ev;
     int slot = 0;

@@ -224,3 +224,60 @@ TEST_F(FakeDriverRuntime, FreeOnAnotherDevicesStreamNamesThatDeviceAndTheBlocksP
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(FakeDriverRuntime, SetAccessRecordsEveryDescriptorWithItsDevice) {
+    // Device 0's explicit pool opened to device 1 (read-write) and to a host location, in one
+    // call made from device 0's context.
+    CUmemAccessDesc map[2] = {};
+    map[0].location = {CU_MEM_LOCATION_TYPE_DEVICE, 1};
+    map[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    map[1].location = {CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+    map[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+    cuMemPoolSetAccess_params p{poolH(0xE7), map, 2};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess, p);
+    const std::vector<Event> ev = drain();
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].kind, EventKind::PoolSetAccess);
+    EXPECT_EQ(ev[0].pool, 0xE7u);
+    EXPECT_EQ(ev[0].device, 1);
+    EXPECT_EQ(SetAccessFields::of(ev[0]).accessFlags, uint32_t(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+    EXPECT_EQ(ev[1].kind, EventKind::PoolSetAccess);
+    EXPECT_EQ(ev[1].device, -1) << "the host location must not take the calling context's device";
+    EXPECT_EQ(SetAccessFields::of(ev[1]).locationType, uint8_t(CU_MEM_LOCATION_TYPE_HOST_NUMA));
+    EXPECT_EQ(ev[1].correlation, ev[0].correlation);
+    EXPECT_EQ(ev[1].tsNs, ev[0].tsNs);
+    EXPECT_GT(ev[1].seq, ev[0].seq);
+}
+
+TEST_F(FakeDriverRuntime, PeerCopyNamesBothDevicesAndTheStreamsDevice) {
+    // Device 1's stream copies from device 0 to device 1, called from device 0's context; the
+    // source context is current, the destination one is device 1's primary.
+    addStream(0x5800, kCtx1);
+    cuMemcpyPeerAsync_params p{0x8100'0000, reinterpret_cast<CUcontext>(kCtx1), 0x8000'0000,
+                               reinterpret_cast<CUcontext>(kCtx0), 5 << 20, stream(0x5800)};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, p);
+    const Event e = only();
+    EXPECT_EQ(e.kind, EventKind::PeerCopy);
+    EXPECT_EQ(e.device, 1) << "ordered on device 1's stream";
+    const PeerCopyFields f = PeerCopyFields::of(e);
+    EXPECT_EQ(f.srcDevice, 0);
+    EXPECT_EQ(f.dstDevice, 1);
+    EXPECT_EQ(f.bytes, uint64_t(5) << 20);
+    EXPECT_EQ(e.ptr, 0x8100'0000u);
+    EXPECT_EQ(e.aux, 0x8000'0000u);
+    EXPECT_FALSE(e.has(kHasWatermarks)) << "a copy reads no pool";
+    // The synchronous form on the legacy stream: the calling context's device orders it.
+    cuMemcpyPeer_params s{0x8000'0000, reinterpret_cast<CUcontext>(kCtx0), 0x8100'0000,
+                          reinterpret_cast<CUcontext>(kCtx1b), 4096};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, s);
+    const Event es = only();
+    EXPECT_EQ(es.device, 0);
+    EXPECT_EQ(PeerCopyFields::of(es).srcDevice, 1);
+    EXPECT_EQ(PeerCopyFields::of(es).dstDevice, 0);
+    EXPECT_EQ(PeerCopyFields::of(es).api, PeerCopyApi::Sync);
+    EXPECT_EQ(fakecuda::current(), kCtx0);
+}
+
+} // namespace

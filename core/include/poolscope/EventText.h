@@ -14,5 +14,9 @@ std::string describeEvent(const Event& e);
 // "portable|mapped|write-combined" (HostAlloc) or "portable|mapped|io-memory|read-only"
 // (HostRegister); "default" for no flags.
 std::string describePinnedFlags(EventKind kind, uint32_t flags);
+// CUmemAccess_flags as a person reads them: "no access", "read-only", "read-write".
+std::string describeAccessFlags(uint32_t flags);
+// "GPU 1", or "unknown device" for -1.
+std::string deviceLabel(int device);
 
 } // namespace poolscope
