@@ -85,6 +85,21 @@ std::string deviceLabel(int device) {
     return device >= 0 ? "GPU " + std::to_string(device) : std::string("unknown device");
 }
 
+std::string describeMarkerValues(EventKind kind, uint16_t attr, uint64_t value) {
+    Event e;
+    e.kind = kind;
+    if (kind == EventKind::PeerCopy) {
+        e.attr = attr;
+        e.size = value;
+        e.variant = static_cast<uint8_t>(PeerCopyApi::Async);
+        return describeEvent(e);
+    }
+    if (kind == EventKind::PoolSetAccess)
+        return (value ? deviceLabel(static_cast<int>(value) - 1) : std::string("not a device")) +
+               ": " + describeAccessFlags(attr);
+    return {};
+}
+
 std::string describeEvent(const Event& e) {
     switch (e.kind) {
     case EventKind::Alloc:

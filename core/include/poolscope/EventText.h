@@ -18,5 +18,8 @@ std::string describePinnedFlags(EventKind kind, uint32_t flags);
 std::string describeAccessFlags(uint32_t flags);
 // "GPU 1", or "unknown device" for -1.
 std::string deviceLabel(int device);
+// A timeline marker's text for the kinds whose marker packs its own values (Timeline.h Marker:
+// PeerCopy "16.0 MiB GPU 0 → GPU 1", PoolSetAccess "GPU 1: read-write"); empty for the others.
+std::string describeMarkerValues(EventKind kind, uint16_t attr, uint64_t value);
 
 } // namespace poolscope
