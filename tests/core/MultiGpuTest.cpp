@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +20,7 @@
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/replay/Replay.h"
 #include "poolscope/view/LaneLayout.h"
 
 using namespace poolscope;
@@ -286,3 +290,245 @@ TEST(MultiGpu, RecordedFormat5SamplesStillOpen) {
         EXPECT_GT(n, 0u);
     }
 }
+
+#if defined(POOLSCOPE_CLI) && defined(POOLSCOPE_GPU_CHECK_SCRIPT)
+namespace {
+
+// What the collector would record for tests/workloads/multi_gpu.cu, simulated on the CPU
+// (hand-built: no GPU ran it), with the ground truth that workload prints, in the same order.
+// devs = 2: the two-GPU run; devs = 1: the one-GPU mode with its second context on GPU 0.
+// Writes the trace and returns the truth lines.
+std::string simulateMultiGpuWorkload(const std::string& path, int devs) {
+    auto w = TraceWriter::create(path);
+    if (!w) return {};
+    (*w)->setMeta("collector", "simulated");
+    std::string truth;
+    auto line = [&](const std::string& s) { truth += s + "\n"; };
+    auto hex = [](uint64_t v) {
+        char b[32];
+        std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+        return std::string(b);
+    };
+    std::map<std::string, uint64_t> c;
+    std::vector<Event> ev;
+    int64_t t = 0;
+    auto add = [&](EventKind k, int dev) -> Event& {
+        Event e;
+        e.seq = ev.size() + 1;
+        e.tsNs = (t += 1000);
+        e.kind = k;
+        e.device = static_cast<int16_t>(dev);
+        e.tid = 9;
+        ev.push_back(e);
+        return ev.back();
+    };
+    line(std::string("{\"type\":\"mg_mode\",\"mode\":\"") + (devs == 2 ? "two_gpus" : "one_gpu") +
+         "\",\"devices_found\":" + std::to_string(devs) + "}");
+    const uint64_t def[2] = {0x5550000d00, 0x5550001d00}, own[2] = {0x5550000e00, 0x5550001e00};
+    const uint64_t s[2] = {0x7770000100, 0x7770001100};
+    std::map<uint64_t, uint64_t> reserved, used;
+    for (int d = 0; d < devs; ++d) {
+        DeviceInfo di;
+        di.ordinal = d;
+        di.name = "Simulated H100 " + std::to_string(d);
+        di.totalMemory = (uint64_t{80} << 30) + uint64_t(d);
+        di.uuid = "GPU-0000000" + std::to_string(d) + "-0000-0000-0000-000000000000";
+        (*w)->addDevice(di);
+        line("{\"type\":\"mg_device\",\"ordinal\":" + std::to_string(d) + ",\"name\":\"" + di.name +
+             "\",\"total_memory\":" + std::to_string(di.totalMemory) + ",\"uuid\":\"" + di.uuid + "\"}");
+        PoolInfo p;
+        p.handle = def[d];
+        p.device = d;
+        p.kind = PoolKind::Default;
+        (*w)->addPool(p);
+        p.handle = own[d];
+        p.kind = PoolKind::Explicit;
+        (*w)->addPool(p);
+        Event& pc = add(EventKind::PoolCreate, d);
+        pc.pool = own[d];
+        PoolCreateFields{PoolKind::Explicit}.into(pc);
+        c["pool_creates"]++;
+        for (uint64_t pool : {def[d], own[d]}) {
+            Event& a = add(EventKind::PoolSetAttribute, d);
+            a.pool = pool;
+            AttributeFields{PoolAttr::ReleaseThreshold, ~uint64_t{0}, std::nullopt}.into(a);
+            c["set_attributes"]++;
+        }
+        line("{\"type\":\"mg_pool\",\"handle\":\"" + hex(def[d]) + "\",\"device\":" +
+             std::to_string(d) + ",\"kind\":\"default\"}");
+        line("{\"type\":\"mg_pool\",\"handle\":\"" + hex(own[d]) + "\",\"device\":" +
+             std::to_string(d) + ",\"kind\":\"explicit\"}");
+        Event& sc = add(EventKind::StreamCreate, d);
+        sc.stream = s[d];
+        c["stream_creates"]++;
+    }
+    struct Block {
+        uint64_t ptr, n, pool, stream;
+        int dev;
+    };
+    std::vector<Block> blocks;
+    uint64_t nthAlloc = 0, nthFree = 0, nthPeer = 0, nextPtr = 0x3000'0000'0000;
+    uint64_t current[2] = {def[0], def[1]};
+    auto alloc = [&](int d, uint64_t pool, uint64_t stream, uint64_t n, AllocApi api) {
+        used[pool] += n;
+        reserved[pool] = std::max(reserved[pool], (used[pool] + (32u << 20) - 1) / (32u << 20) * (32u << 20));
+        Event& a = add(EventKind::Alloc, d);
+        AllocFields{nextPtr, n, api}.into(a);
+        a.stream = stream;
+        a.pool = pool;
+        Events::wm(a, reserved[pool], used[pool]);
+        blocks.push_back({nextPtr, n, pool, stream, d});
+        nextPtr += 0x1000'0000;
+        line("{\"type\":\"mg_alloc\",\"nth\":" + std::to_string(nthAlloc++) + ",\"device\":" +
+             std::to_string(d) + ",\"pool\":\"" + hex(pool) + "\",\"stream\":\"" + hex(stream) +
+             "\",\"size\":" + std::to_string(n) + "}");
+        c["allocs"]++;
+        c["alloc_bytes"] += n;
+    };
+    auto free = [&](const Block& b) {
+        used[b.pool] -= b.n;
+        Event& f = add(EventKind::Free, b.dev);
+        FreeFields{b.ptr, std::nullopt}.into(f);
+        f.stream = b.stream;
+        f.pool = b.pool;
+        Events::wm(f, reserved[b.pool], used[b.pool]);
+        line("{\"type\":\"mg_free\",\"nth\":" + std::to_string(nthFree++) + ",\"device\":" +
+             std::to_string(b.dev) + ",\"pool\":\"" + hex(b.pool) + "\",\"stream\":\"" +
+             hex(b.stream) + "\",\"size\":" + std::to_string(b.n) + "}");
+        c["frees"]++;
+        c["free_bytes"] += b.n;
+    };
+    auto sync = [&](int d, uint64_t stream) {
+        add(EventKind::StreamSynchronize, d).stream = stream;
+        c["stream_syncs"]++;
+    };
+    auto peer = [&](int streamDev, uint64_t stream, int src, int dst, uint64_t n) {
+        Event& p = add(EventKind::PeerCopy, streamDev);
+        PeerCopyFields{0x1, 0x2, n, src, dst, PeerCopyApi::Async}.into(p);
+        p.stream = stream;
+        line("{\"type\":\"mg_peer\",\"nth\":" + std::to_string(nthPeer++) + ",\"src_device\":" +
+             std::to_string(src) + ",\"dst_device\":" + std::to_string(dst) + ",\"bytes\":" +
+             std::to_string(n) + ",\"stream\":\"" + hex(stream) + "\"}");
+        c["peer_copies"]++;
+    };
+    for (int round = 0; round < 3; ++round)
+        for (int d = 0; d < devs; ++d) {
+            alloc(d, current[d], s[d], uint64_t(4 + 4 * d + round) << 20, AllocApi::Async);
+            alloc(d, own[d], s[d], uint64_t(16 + 8 * round) << 20, AllocApi::FromPool);
+        }
+    const int last = devs - 1;
+    for (uint64_t pool : {own[last], def[last]}) {
+        Event& m = add(EventKind::DeviceSetMempool, last);
+        m.pool = pool;
+        SetMempoolFields{1}.into(m);
+        current[last] = pool;
+        c["set_mempool"]++;
+        alloc(last, pool, s[last], pool == own[last] ? 10u << 20 : 3u << 20, AllocApi::Async);
+    }
+    for (int d = 0; d < devs; ++d) sync(d, s[d]);
+    auto grant = [&](uint64_t pool, int device) {
+        Event& g = add(EventKind::PoolSetAccess, device);
+        g.pool = pool;
+        SetAccessFields{3, 1, 1}.into(g);
+        c["pool_set_access"]++;
+        line("{\"type\":\"mg_access\",\"pool\":\"" + hex(pool) + "\",\"device\":" +
+             std::to_string(device) + ",\"flags\":3}");
+    };
+    if (devs == 2) {
+        grant(own[0], 1);
+        for (int i = 0; i < 3; ++i) peer(1, s[1], 0, 1, uint64_t(1 + i) << 20);
+        sync(1, s[1]);
+        peer(0, s[0], 1, 0, 2u << 20);
+    } else {
+        grant(own[0], 0);
+        const uint64_t sb = 0x7770009900;
+        add(EventKind::StreamCreate, 0).stream = sb;
+        c["stream_creates"]++;
+        alloc(0, def[0], sb, 6u << 20, AllocApi::Async);
+        const Block b = blocks.back();
+        blocks.pop_back();
+        peer(0, sb, 0, 0, 1u << 20);
+        free(b);
+        sync(0, sb);
+        add(EventKind::StreamDestroy, 0).stream = sb;
+    }
+    for (const Block& b : blocks) free(b);
+    for (int d = 0; d < devs; ++d) sync(d, s[d]);
+    for (int d = 0; d < devs; ++d)
+        line("{\"type\":\"mg_total\",\"device\":" + std::to_string(d) +
+             ",\"pools\":2,\"peak_reserved\":" + std::to_string(reserved[def[d]] + reserved[own[d]]) +
+             "}");
+    for (int d = 0; d < devs; ++d) {
+        add(EventKind::StreamDestroy, d).stream = s[d];
+        add(EventKind::PoolDestroy, d).pool = own[d];
+        c["pool_destroys"]++;
+    }
+    replay::Replay rp; // the free sizes, as the collector's writer fills them
+    for (Event& e : ev) rp.complete(e);
+    (void)(*w)->append(ev);
+    if (!(*w)->close()) return {};
+    truth += "{\"type\":\"summary\",\"workload\":\"multi_gpu\"";
+    for (auto& [k, v] : c) truth += ",\"" + k + "\":" + std::to_string(v);
+    return truth + "}\n";
+}
+
+std::string runGpuCheck(const std::string& trace, const std::string& truth) {
+    std::string out;
+    const std::string cmd = std::string("python3 '") + POOLSCOPE_GPU_CHECK_SCRIPT + "' '" +
+                            POOLSCOPE_CLI + "' '" + trace + "' '" + truth + "' 2>&1";
+    FILE* f = ::popen(cmd.c_str(), "r");
+    if (!f) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    ::pclose(f);
+    return out;
+}
+
+std::string writeText(const test::ScratchDir& dir, const std::string& name, const std::string& text) {
+    const std::string p = dir.file(name);
+    FILE* f = std::fopen(p.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    return p;
+}
+
+} // namespace
+
+// The GPU check's multi-GPU logic (tests/gpu/check_trace.py check_multi_gpu) on simulated traces
+// of both modes of tests/workloads/multi_gpu.cu: it passes when trace and truth agree, and names
+// the field when they do not (an allocation given the calling context's device instead of its
+// stream's, a peer copy's devices swapped, a device total that is the sum of peaks).
+TEST(MultiGpu, HandBuiltSimulatedWorkloadPassesTheGpuCheckAndWrongFieldsFail) {
+    if (std::system("python3 -c 'import sqlite3' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+    test::ScratchDir dir;
+    for (int devs : {2, 1}) {
+        const std::string name = devs == 2 ? "multi_gpu" : "multi_gpu_one";
+        const std::string trace = dir.file(name + ".poolscope");
+        const std::string truth = simulateMultiGpuWorkload(trace, devs);
+        ASSERT_FALSE(truth.empty());
+        const std::string good = runGpuCheck(trace, writeText(dir, name + ".truth", truth));
+        EXPECT_NE(good.find("PASS " + name + ".poolscope"), std::string::npos) << good;
+        EXPECT_NE(good.find("multi_gpu mode " + std::string(devs == 2 ? "two_gpus" : "one_gpu")),
+                  std::string::npos)
+            << good;
+        auto wrong = [&](const std::string& from, const std::string& to, const std::string& failure) {
+            std::string bad = truth;
+            const size_t at = bad.find(from);
+            ASSERT_NE(at, std::string::npos) << from;
+            bad.replace(at, from.size(), to);
+            const std::string out = runGpuCheck(trace, writeText(dir, name + ".bad", bad));
+            EXPECT_NE(out.find("FAIL " + failure), std::string::npos) << out;
+            EXPECT_NE(out.find("FAIL " + name + ".poolscope"), std::string::npos) << out;
+        };
+        wrong("\"nth\":3,\"device\":" + std::to_string(devs - 1),
+              "\"nth\":3,\"device\":" + std::to_string(devs == 2 ? 0 : 1), "alloc #3");
+        wrong("\"name\":\"Simulated H100 0\"", "\"name\":\"Simulated H100 9\"", "device 0 name");
+        wrong("\"kind\":\"explicit\"", "\"kind\":\"default\"", "default pool");
+        wrong("\"src_device\":0", "\"src_device\":1", "peer copy #0 source device");
+        wrong("{\"type\":\"mg_total\",\"device\":0,\"pools\":2,\"peak_reserved\":",
+              "{\"type\":\"mg_total\",\"device\":0,\"pools\":2,\"peak_reserved\":1", "report: device 0 peak reserved");
+        wrong("\"flags\":3}", "\"flags\":1}", "access to pool");
+    }
+}
+#endif
