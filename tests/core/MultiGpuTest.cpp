@@ -20,6 +20,7 @@
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/interop/Export.h"
 #include "poolscope/replay/Replay.h"
 #include "poolscope/view/LaneLayout.h"
 
@@ -209,6 +210,36 @@ TEST(MultiGpu, HandBuiltReportHasDeviceTotalsPeerCopiesAndSharedPools) {
             shared = true;
         }
     EXPECT_TRUE(shared);
+}
+
+TEST(MultiGpu, HandBuiltPerfettoExportShowsPeerCopiesOnTheirStreamAndAccessOnThePool) {
+    const TwoDeviceBuilt b = test::twoDeviceBuilt();
+    TimelineBuilder builder;
+    builder.setEntities(b.devices, b.pools, b.streams);
+    for (const Event& e : b.events) builder.add(e);
+    interop::ExportInput in;
+    in.timeline = builder.finish();
+    in.label = "two_device_built";
+    test::ScratchDir dir;
+    const std::string path = dir.file("out.json");
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_TRUE(f);
+    ASSERT_TRUE(interop::writePerfettoJson({in}, f));
+    std::fclose(f);
+    std::FILE* r = std::fopen(path.c_str(), "r");
+    std::string text;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, r)) > 0;) text.append(buf, n);
+    std::fclose(r);
+    const auto doc = nlohmann::json::parse(text);
+    uint64_t copies01 = 0, access = 0;
+    for (const auto& e : doc["traceEvents"]) {
+        const std::string name = e.value("name", "");
+        copies01 += name.rfind("peer copy 16.0 MiB GPU 0 → GPU 1", 0) == 0;
+        access += name == "access: GPU 1: read-write" || name == "access: GPU 0: read-only";
+    }
+    EXPECT_EQ(copies01, b.peerCopies01);
+    EXPECT_EQ(access, 2u);
 }
 
 TEST(MultiGpu, HandBuiltOneDeviceReportHasNoDevicesSection) {
