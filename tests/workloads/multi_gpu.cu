@@ -112,6 +112,15 @@ void secondContext(void* src0, cudaMemPool_t current0) {
     const size_t n = size_t(6) << 20;
     CUdeviceptr dp = 0;
     r = cuMemAllocAsync(&dp, n, sb);
+    bool pushed = false;
+    if (r != CUDA_SUCCESS) {
+        // A driver that wants the stream's own context current: the rest with it current.
+        note("alloc on the second context's stream while the primary is current", cuError(r));
+        if (cuCtxPushCurrent(second) == CUDA_SUCCESS) {
+            pushed = true;
+            r = cuMemAllocAsync(&dp, n, sb);
+        }
+    }
     if (r == CUDA_SUCCESS) {
         allocLine(0, current0, sb, n);
         r = cuMemcpyPeerAsync(dp, second, reinterpret_cast<CUdeviceptr>(src0), primary,
@@ -129,6 +138,7 @@ void secondContext(void* src0, cudaMemPool_t current0) {
         note("alloc on the second context's stream", cuError(r));
     }
     if (cuStreamSynchronize(sb) == CUDA_SUCCESS) t.count("stream_syncs");
+    if (pushed) cuCtxPopCurrent(&popped);
     cuStreamDestroy(sb);
     cuCtxDestroy(second);
 }
