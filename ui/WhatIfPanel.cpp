@@ -5,7 +5,6 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -464,7 +463,11 @@ void WhatIfPanel::startTape() {
                 p.cancelled = true;
                 return p;
             }
-            p.advice = whatif::advise(*tape);
+            p.advice = whatif::advise(*tape, {}, cancel.get());
+            if (cancel->load()) {
+                p.cancelled = true;
+                return p;
+            }
             p.tape = std::move(tape);
         } catch (const std::exception& e) {
             p.error = QString::fromUtf8(e.what());

@@ -211,12 +211,17 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     return adviseWith([&](const std::vector<Question>& q) { return predict(reader, q, c); }, c);
 }
 
-std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c) {
+std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c,
+                               const std::atomic<bool>* cancel) {
     auto r = adviseWith(
         [&](const std::vector<Question>& qs) -> Result<Answers> {
             Answers a;
             a.events = tape.events;
-            for (const Question& q : qs) a.perQuestion.push_back(predict(tape, q, c));
+            for (const Question& q : qs) {
+                if (cancel && cancel->load(std::memory_order_relaxed))
+                    return Error{ErrorCode::Cancelled, "cancelled"};
+                a.perQuestion.push_back(predict(tape, q, c));
+            }
             return a;
         },
         c);

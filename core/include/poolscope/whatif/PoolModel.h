@@ -315,8 +315,10 @@ struct PoolAdvice {
     bool any() const { return thresholdAdvice || !policies.empty(); }
 };
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {});
-// The same from a tape (the same answers: the questions run over the recorded inputs).
-std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {});
+// The same from a tape (the same answers: the questions run over the recorded inputs). Setting
+// *cancel stops it between questions, with no advice.
+std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {},
+                               const std::atomic<bool>* cancel = nullptr);
 // One sentence for a person (the report's Finding), naming the pool as `poolName`.
 std::string adviceText(const PoolAdvice& a, const std::string& poolName);
 
