@@ -5,7 +5,6 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -20,6 +19,7 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <time.h>
 
 namespace poolscope::ui {
 
@@ -203,6 +203,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     connect(&tapeWatcher_, &QFutureWatcher<Prepared>::finished, this, &WhatIfPanel::onTapeDone);
     connect(&predictWatcher_, &QFutureWatcher<Shown>::finished, this,
             &WhatIfPanel::onPredictionDone);
+    connect(&boundWatcher_, &QFutureWatcher<Bound>::finished, this, &WhatIfPanel::onBoundDone);
 
     connect(poolBox_, &QComboBox::currentIndexChanged, this, [this] {
         if (updating_) return;
@@ -254,9 +255,11 @@ WhatIfPanel::~WhatIfPanel() {
     if (tapeCancel_) tapeCancel_->store(true);
     tapeWatcher_.disconnect(this);
     predictWatcher_.disconnect(this);
+    boundWatcher_.disconnect(this);
     // The workers own what they use (shared pointers and copies); they only need to end.
     tapeWatcher_.waitForFinished();
     predictWatcher_.waitForFinished();
+    boundWatcher_.waitForFinished();
 }
 
 QCheckBox* WhatIfPanel::policyBox(PoolAttr a) const {
@@ -269,7 +272,7 @@ QCheckBox* WhatIfPanel::policyBox(PoolAttr a) const {
 }
 
 bool WhatIfPanel::busy() const {
-    return tapeRunning_ || running_ != 0;
+    return tapeRunning_ || running_ != 0 || boundRunning_;
 }
 
 uint64_t WhatIfPanel::currentPool() const {
@@ -460,7 +463,11 @@ void WhatIfPanel::startTape() {
                 p.cancelled = true;
                 return p;
             }
-            p.advice = whatif::advise(*tape);
+            p.advice = whatif::advise(*tape, {}, cancel.get());
+            if (cancel->load()) {
+                p.cancelled = true;
+                return p;
+            }
             p.tape = std::move(tape);
         } catch (const std::exception& e) {
             p.error = QString::fromUtf8(e.what());
@@ -637,25 +644,17 @@ void WhatIfPanel::startPrediction() {
         try {
             QElapsedTimer t;
             t.start();
+            timespec c0{}, c1{};
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
             auto out = whatif::predict(*tape, q, {}, s.pool);
             if (!out.empty()) {
                 s.pred = std::move(out[0]);
                 s.series = std::make_shared<const Series>(std::move(s.pred.reserved));
                 s.pred.reserved = {};
-                // The model takes another stream's free only 2 ms after it; the GPU may have
-                // been faster. The other end of the range: every such free reusable at once.
-                if (s.pred.allowOpportunistic) {
-                    whatif::Question lb = q;
-                    lb.keepSeries = false;
-                    lb.opportunisticLagNs = 0;
-                    auto low = whatif::predict(*tape, lb, {}, s.pool);
-                    if (!low.empty()) {
-                        s.lowerBound = std::move(low[0]);
-                        s.hasLowerBound = true;
-                    }
-                }
             }
             s.modelMs = double(t.nsecsElapsed()) / 1e6;
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+            s.modelCpuMs = double(c1.tv_sec - c0.tv_sec) * 1e3 + double(c1.tv_nsec - c0.tv_nsec) / 1e6;
         } catch (...) {
             s.series.reset();
         }
@@ -682,12 +681,54 @@ void WhatIfPanel::onPredictionDone() {
         return;
     }
     if (shown_ && shown_->request == request_ && shown_->generation == generation_) {
+        startBound();
         lastLatencyMs_ = double(requestClock_.nsecsElapsed()) / 1e6;
         setStatus(tr("Predicted in %1 ms (the model alone: %2 ms over %L3 recorded inputs).")
                       .arg(lastLatencyMs_, 0, 'f', 0)
                       .arg(lastModelMs_, 0, 'f', 0)
                       .arg(qulonglong(tape_ ? tape_->ops.size() : 0)));
         emit predictionShown();
+    }
+}
+
+// The model takes another stream's free only 2 ms after it; the GPU may have been faster. The
+// other end of the range (every such free reusable at once) is a second run of the model,
+// asked once the curve is on screen: it only adds a sentence under the numbers.
+void WhatIfPanel::startBound() {
+    if (!shown_ || shown_->hasLowerBound || !shown_->pred.allowOpportunistic || !tape_) return;
+    if (boundRunning_) {
+        boundPending_ = true;
+        return;
+    }
+    boundRunning_ = true;
+    whatif::Question q;
+    q.perPool[shown_->pool] = settings();
+    q.opportunisticLagNs = 0;
+    auto tape = tape_;
+    Bound b{generation_, shown_->request, shown_->pool, {}};
+    boundWatcher_.setFuture(QtConcurrent::run([tape, q, b]() mutable -> Bound {
+        try {
+            auto low = whatif::predict(*tape, q, {}, b.pool);
+            if (!low.empty()) b.low = std::move(low[0]);
+        } catch (...) {
+            b.pool = 0;
+        }
+        return b;
+    }));
+}
+
+void WhatIfPanel::onBoundDone() {
+    boundRunning_ = false;
+    const Bound b = boundWatcher_.result();
+    if (shown_ && b.pool && b.generation == shown_->generation && b.request == shown_->request &&
+        b.pool == shown_->pool) {
+        shown_->lowerBound = b.low;
+        shown_->hasLowerBound = true;
+        updateNumbers();
+    }
+    if (boundPending_) {
+        boundPending_ = false;
+        startBound();
     }
 }
 

@@ -75,6 +75,7 @@ public:
     const whatif::PoolAdvice* advice() const; // the current pool's, if the advisor has one
     double lastLatencyMs() const { return lastLatencyMs_; } // control change -> numbers shown
     double lastModelMs() const { return lastModelMs_; }     // the model's own time
+    double lastModelCpuMs() const { return shown_ ? shown_->modelCpuMs : 0; } // its CPU time
     int predictionsStarted() const { return started_; }     // coalescing leaves most moves out
 
     QComboBox* poolBox() const { return poolBox_; }
@@ -86,6 +87,7 @@ public:
     QPushButton* applyButton() const { return apply_; }
     QTableWidget* numbers() const { return table_; }
     QLabel* adviceLabel() const { return adviceText_; }
+    QLabel* rangeNote() const { return boundLabel_; } // the opportunistic lower bound
     QLabel* statusLabel() const { return status_; }
 
     // The slider's positions: k granules, and one past the last for "max".
@@ -123,8 +125,17 @@ private:
         whatif::PoolPrediction lowerBound; // opportunistic reuse with no lag
         std::shared_ptr<const Series> series;
         double modelMs = 0;
+        double modelCpuMs = 0; // the worker thread's CPU time (a loaded machine stretches wall)
     };
 
+    struct Bound {
+        quint64 generation = 0;
+        quint64 request = 0;
+        uint64_t pool = 0;
+        whatif::PoolPrediction low;
+    };
+    void startBound();
+    void onBoundDone();
     void startTape();
     void onTapeDone();
     void requestPrediction();
@@ -167,6 +178,8 @@ private:
     int started_ = 0;
     QElapsedTimer requestClock_;
     std::optional<Shown> shown_;
+    QFutureWatcher<Bound> boundWatcher_;
+    bool boundRunning_ = false, boundPending_ = false;
     double lastLatencyMs_ = 0, lastModelMs_ = 0;
 
     uint64_t granule_;

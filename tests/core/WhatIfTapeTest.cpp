@@ -224,6 +224,11 @@ TEST(WhatIfTape, RecordingStopsWhenCancelled) {
     auto tape = whatif::recordTape(**reader, &cancel);
     ASSERT_FALSE(tape);
     EXPECT_EQ(tape.error().code, ErrorCode::Cancelled);
+    // The advisor over a tape stops between its questions, with nothing to say.
+    auto whole = whatif::recordTape(**reader);
+    ASSERT_TRUE(whole);
+    EXPECT_FALSE(whatif::advise(*whole).empty());
+    EXPECT_TRUE(whatif::advise(*whole, {}, &cancel).empty());
 }
 
 } // namespace

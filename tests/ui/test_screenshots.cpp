@@ -495,16 +495,17 @@ void whatIfShot(const char* sample, const std::function<void(MainWindow&, WhatIf
 } // namespace
 
 TEST(Screenshots, WhatIfPanel) {
-    // jax (H200): threshold 0, an implicit release at nearly every synchronize; the advisor's
-    // suggestion taken.
+    // jax (H100): threshold 0, an implicit release at nearly every synchronize; the advisor's
+    // suggestion taken (docs/screenshots/whatif-panel.png).
     whatIfShot("jax", [](MainWindow&, WhatIfPanel& p) { p.useSuggestionButton()->click(); },
                "whatif-jax-suggestion.png");
-    // churn (H100): the threshold the program lowered mid-run, asked at max from the start.
+    // churn (H200): the program changes its threshold mid-run; asked at max, then at 0, from
+    // the start.
     whatIfShot("churn", [](MainWindow&, WhatIfPanel& p) { p.setThreshold(~uint64_t{0}); },
                "whatif-churn-max.png");
     whatIfShot("churn", [](MainWindow&, WhatIfPanel& p) { p.setThreshold(0); },
                "whatif-churn-zero.png");
-    // gpt2 (PyTorch keeps everything: threshold max): what threshold 0 would do.
+    // gpt2 (H100; PyTorch keeps everything: threshold max): what threshold 0 would do.
     whatIfShot("gpt2", [](MainWindow&, WhatIfPanel& p) { p.setThreshold(0); },
                "whatif-gpt2-zero.png");
 }

@@ -307,8 +307,10 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
     if (f.allocated) {
         const replay::Block& b = f.block;
         if (b.ptr != 0 && b.bytes != 0) {
-            pool(f.pool, r);
-            syncKnobs(f.pool, r); // the size limit may have been declared since
+            // The knobs change only at the facts that sync them; the size limit may also be
+            // declared between events.
+            if (pool(f.pool, r).maxSize != r.pools()[f.pool].info.maxSize) [[unlikely]]
+                syncKnobs(f.pool, r);
             op.kind = Op::Kind::Alloc;
             op.pool = f.pool;
             op.stream = f.stream;

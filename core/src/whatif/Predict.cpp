@@ -261,20 +261,30 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     return adviceFrom(asRecorded, on, cands, byCandidate);
 }
 
-std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c) {
+std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c,
+                               const std::atomic<bool>* cancel) {
+    bool cancelled = false;
     auto ask = [&](const std::vector<Question>& qs) {
         std::vector<std::vector<PoolPrediction>> out;
-        for (const Question& q : qs) out.push_back(predict(tape, q, c));
+        for (const Question& q : qs) {
+            if (cancel && cancel->load(std::memory_order_relaxed)) {
+                cancelled = true;
+                break;
+            }
+            out.push_back(predict(tape, q, c));
+        }
         return out;
     };
     std::vector<Question> q1(2);
     q1[1].all = neverReleasing();
     for (Question& q : policiesOn()) q1.push_back(std::move(q));
     const auto a1 = ask(q1);
+    if (cancelled) return {};
     const std::vector<uint64_t> cands = candidates(a1[1], c);
     std::vector<Question> q2(cands.size());
     for (size_t i = 0; i < cands.size(); ++i) q2[i].all.releaseThreshold = cands[i];
     const auto a2 = ask(q2);
+    if (cancelled) return {};
     const std::vector<PoolPrediction>* on[3] = {&a1[2], &a1[3], &a1[4]};
     return adviceFrom(a1[0], on, cands, a2);
 }

@@ -325,8 +325,10 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
                                             const Calibration& c = {});
-// The same from a tape (the same answers: the questions run over the recorded inputs).
-std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {});
+// The same from a tape (the same answers: the questions run over the recorded inputs). Setting
+// *cancel stops it between questions, with no advice.
+std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {},
+                               const std::atomic<bool>* cancel = nullptr);
 // One sentence for a person (the report's Finding), naming the pool as `poolName`.
 std::string adviceText(const PoolAdvice& a, const std::string& poolName);
 
