@@ -18,7 +18,7 @@
 #include "poolscope/JsonText.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/analysis/CallSites.h"
-#include "poolscope/TimelineBuilder.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/view/EntityNames.h"
 
 namespace poolscope::cli {
@@ -139,16 +139,16 @@ int runDump(const DumpOptions& o) {
     if (!reader) return exitCode;
     if (o.stacks) return dumpStacks(*reader, o.format == "csv");
     reader->setSkipDamaged(true); // print what is intact, then say what is not
-    // Names number pools and streams in lane order, which takes the whole timeline: built
-    // only when asked for.
+    // Names number pools and streams in lane order, which takes a pass over the whole trace
+    // (streaming, analysis/TraceReport.h): made only when asked for.
     view::EntityNames names;
     if (o.names) {
-        auto tl = buildTimeline(*reader);
-        if (!tl) {
-            reportError(tl.error(), exitCode);
+        auto n = traceNames(*reader);
+        if (!n) {
+            reportError(n.error(), exitCode);
             return exitCode;
         }
-        names = view::EntityNames::fromTimeline(**tl);
+        names = std::move(*n);
     }
     const bool csv = o.format == "csv";
     if (csv)

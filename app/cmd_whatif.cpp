@@ -11,7 +11,7 @@
 
 #include "CliUtil.h"
 #include "Commands.h"
-#include "poolscope/TimelineBuilder.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/Units.h"
 #include "poolscope/view/EntityNames.h"
 #include "poolscope/whatif/PoolModel.h"
@@ -36,11 +36,11 @@ std::optional<bool> onOff(const std::string& s) {
     return s == "on";
 }
 
-// The window's and report's names ("pool #1 (default)"), from the trace's timeline.
+// The window's and report's names ("pool #1 (default)"), from a streaming pass.
 view::EntityNames namesOf(const TraceReader& r) {
-    auto tl = buildTimeline(r);
-    if (!tl) return {};
-    return view::EntityNames::fromTimeline(**tl);
+    auto names = traceNames(r);
+    if (!names) return {};
+    return std::move(*names);
 }
 
 std::string thresholdText(uint64_t v) {

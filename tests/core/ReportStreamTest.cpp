@@ -338,6 +338,7 @@ TEST(ReportStream, DisorderlyTracesMatch) {
         const std::string path = write(dir.file("disorderly" + std::to_string(seed) + ".poolscope"),
                                        g.events(), g.samples(), g.declared());
         const TraceReport r = expectSame(path, 10, 4);
+        if (seed <= 2) expectSame(path, 2, 1); // fewer listed than retried failures
         // The traces do reach what they are for.
         EXPECT_GT(r.report.failedCount, 0u);
         EXPECT_GT(r.report.reusedWithoutFree + r.report.leakCount, 0u);

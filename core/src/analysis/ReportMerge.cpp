@@ -239,7 +239,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
 
     // Live at the end: the replay's live blocks, and the blocks pointer imports took over.
     std::vector<Held> poolHeld(pools_.size()), streamHeld(streams_.size());
-    std::vector<Allocation> top = orphanTop_;
+    std::vector<Allocation> top = orphanTop_; // then every live one: bounded by the live set
     r.leakCount = orphanCount_;
     r.leakBytes = orphanBytes_;
     for (const auto& [i, h] : orphanPools_) poolHeld[i] = h;
@@ -253,9 +253,10 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         poolHeld[b.pool].count++;
         streamHeld[b.stream].bytes += a.size;
         streamHeld[b.stream].count++;
-        keepLeak(top, a);
+        top.push_back(a);
     });
-    r.topLeaks = top;
+    topLeaks(top);
+    r.topLeaks = std::move(top);
 
     const Fragmentation& frag = fragmentation_.result();
     std::vector<uint32_t> poolOrder(pools_.size()), streamOrder(streams_.size());

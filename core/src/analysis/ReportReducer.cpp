@@ -12,38 +12,35 @@ namespace poolscope::detail {
 // ---- FirstFailures
 
 void FirstFailures::add(const FailedAllocation& f, bool pending) {
-    kept_.push_back(Rec{f, pending});
-    trim();
+    // Past the n-th settled failure nothing can reach the first n: earlier ones only leave by
+    // retraction, which settled ones never do, and later failures come after.
+    if (settled_ >= n_) return;
+    kept_[f.seq] = Rec{f, pending};
+    settled_ += !pending;
 }
 
 void FirstFailures::settle(uint64_t seq) {
-    for (Rec& r : kept_)
-        if (r.f.seq == seq) r.pending = false;
-    trim();
+    auto it = kept_.find(seq);
+    if (it == kept_.end() || !it->second.pending) return;
+    it->second.pending = false;
+    ++settled_;
+    // Drop what now lies after the n-th settled failure.
+    while (!kept_.empty() && (settled_ > n_ || (settled_ == n_ && std::prev(kept_.end())->second.pending))) {
+        auto last = std::prev(kept_.end());
+        settled_ -= !last->second.pending;
+        kept_.erase(last);
+    }
 }
 
 void FirstFailures::retract(uint64_t seq) {
-    for (size_t i = 0; i < kept_.size(); ++i)
-        if (kept_[i].f.seq == seq) {
-            kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(i));
-            return;
-        }
-}
-
-// Past the n-th settled failure nothing can reach the first n: earlier ones only leave by
-// retraction, which settled ones never do, and later failures come after.
-void FirstFailures::trim() {
-    size_t settled = 0;
-    for (size_t i = 0; i < kept_.size(); ++i)
-        if (!kept_[i].pending && ++settled == n_) {
-            kept_.resize(i + 1);
-            return;
-        }
+    auto it = kept_.find(seq);
+    if (it != kept_.end() && it->second.pending) kept_.erase(it);
 }
 
 std::vector<FailedAllocation> FirstFailures::first() const {
     std::vector<FailedAllocation> out;
-    for (size_t i = 0; i < kept_.size() && i < n_; ++i) out.push_back(kept_[i].f);
+    for (auto it = kept_.begin(); it != kept_.end() && out.size() < n_; ++it)
+        out.push_back(it->second.f);
     return out;
 }
 
@@ -287,7 +284,8 @@ void ReportReducer::orphan(const Event& e) {
     const Allocation a = allocationOf(*b);
     orphanCount_++;
     orphanBytes_ += a.size;
-    keepLeak(orphanTop_, a);
+    orphanTop_.push_back(a);
+    if (orphanTop_.size() >= 2 * topN_ + 16) topLeaks(orphanTop_);
     orphanPools_[b->pool].bytes += a.size;
     orphanPools_[b->pool].count++;
     orphanStreams_[b->stream].bytes += a.size;
@@ -295,13 +293,14 @@ void ReportReducer::orphan(const Event& e) {
     freeSlots_.push_back(b->tag);
 }
 
-// The leak order (largest first, then the earlier allocation), keeping at most topN.
-void ReportReducer::keepLeak(std::vector<Allocation>& best, const Allocation& a) const {
+// The leak order: largest first, then the earlier allocation.
+void ReportReducer::topLeaks(std::vector<Allocation>& leaks) const {
     auto before = [](const Allocation& x, const Allocation& y) {
         return x.size != y.size ? x.size > y.size : x.allocSeq < y.allocSeq;
     };
-    best.insert(std::upper_bound(best.begin(), best.end(), a, before), a);
-    if (best.size() > topN_) best.pop_back();
+    const size_t n = std::min(topN_, leaks.size());
+    std::partial_sort(leaks.begin(), leaks.begin() + static_cast<ptrdiff_t>(n), leaks.end(), before);
+    leaks.resize(n);
 }
 
 void ReportReducer::add(const Event& e) {

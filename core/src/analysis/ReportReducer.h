@@ -40,13 +40,13 @@ public:
     std::vector<FailedAllocation> first() const; // at most n, in seq order
 
 private:
-    void trim();
     struct Rec {
         FailedAllocation f;
         bool pending;
     };
     size_t n_;
-    std::vector<Rec> kept_; // seq order: everything up to the n-th settled one
+    size_t settled_ = 0;            // of kept_
+    std::map<uint64_t, Rec> kept_;  // by seq: everything up to the n-th settled one
 };
 
 class ReportReducer {
@@ -177,7 +177,7 @@ private:
     void memSeries(const Event& e, const replay::MemBlock& m);
     void memReleased(const Event& e, const replay::MemBlock& m);
     Allocation allocationOf(const replay::Block& b) const;
-    void keepLeak(std::vector<Allocation>& best, const Allocation& a) const;
+    void topLeaks(std::vector<Allocation>& leaks) const; // the largest topN, in the report's order
 
     // The time merge.
     void flush(int64_t frontier, bool all);
@@ -219,7 +219,7 @@ private:
     std::vector<uint32_t> freeSlots_;
     // Blocks a pointer import took over: the Timeline never ends their allocation.
     uint64_t orphanCount_ = 0, orphanBytes_ = 0;
-    std::vector<Allocation> orphanTop_; // the largest topN
+    std::vector<Allocation> orphanTop_; // the largest topN among them (up to 2 topN kept)
     struct Held {
         uint64_t bytes = 0, count = 0;
     };

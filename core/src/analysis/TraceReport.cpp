@@ -91,6 +91,15 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     return out;
 }
 
+Result<view::EntityNames> traceNames(const TraceReader& reader) {
+    TraceReportOptions o;
+    o.report.topN = 0;
+    o.advice = false;
+    auto r = reportTrace(reader, o);
+    if (!r) return r.error();
+    return std::move(r->report.names);
+}
+
 Result<TraceReport> reportTraceViaTimeline(const TraceReader& reader,
                                            const TraceReportOptions& options,
                                            std::string tracePath, ProcessInfo process,

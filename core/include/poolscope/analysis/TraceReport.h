@@ -47,6 +47,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                 std::string tracePath = {}, ProcessInfo process = {},
                                 std::map<std::string, std::string> meta = {});
 
+// The names the window and the report give pools and streams ("pool #1 (default)",
+// view::EntityNames), from the same streaming pass: for verbs that need only the names
+// (`dump --names`, `whatif`, `advise`).
+Result<view::EntityNames> traceNames(const TraceReader& reader);
+
 Result<TraceReport> reportTraceViaTimeline(const TraceReader& reader,
                                            const TraceReportOptions& options,
                                            std::string tracePath = {}, ProcessInfo process = {},
