@@ -23,11 +23,10 @@ bool streamShown(const Event& e) {
     return e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
            e.kind == EventKind::EventRecord || e.kind == EventKind::StreamWaitEvent ||
            e.kind == EventKind::StreamSynchronize || e.kind == EventKind::StreamCreate ||
-           e.kind == EventKind::StreamDestroy || e.kind == EventKind::PeerCopy;
+           e.kind == EventKind::StreamDestroy;
 }
 bool sizeShown(const Event& e) {
-    return e.kind == EventKind::Alloc || (e.kind == EventKind::Free && e.has(kSizeKnown)) ||
-           e.kind == EventKind::PeerCopy; // the bytes copied
+    return e.kind == EventKind::Alloc || (e.kind == EventKind::Free && e.has(kSizeKnown));
 }
 } // namespace
 
