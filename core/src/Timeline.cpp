@@ -437,23 +437,12 @@ struct TimelineBuilder::Impl {
             break;
         }
         case EventKind::HostAlloc:
-        case EventKind::HostRegister: {
-            PinnedTimeline& p = tl.pinned;
-            if (e.failed()) {
-                p.failedCount++;
+        case EventKind::HostRegister:
+            if (!tl.pinned.countPin(e)) {
                 marker(e, 0, 0);
                 return;
             }
-            if (e.kind == EventKind::HostRegister) {
-                p.registerCount++;
-            } else {
-                p.allocCount++;
-                const uint32_t fl = PinnedFields::of(e).flags & 7u;
-                p.allocatedByFlags[fl] += e.size;
-                p.allocsByFlags[fl]++;
-            }
             break;
-        }
         case EventKind::DeviceFree:
             if (f.freed && f.block.imported) { // an imported mapping: no allocation record
                 tl.unmatchedFrees++;
@@ -600,6 +589,22 @@ void addSample(TimelineBuilder& b, Event s) {
 }
 
 } // namespace
+
+bool PinnedCounts::countPin(const Event& e) {
+    if (e.failed()) {
+        failedCount++;
+        return false;
+    }
+    if (e.kind == EventKind::HostRegister) {
+        registerCount++;
+    } else {
+        allocCount++;
+        const uint32_t fl = PinnedFields::of(e).flags & 7u;
+        allocatedByFlags[fl] += e.size;
+        allocsByFlags[fl]++;
+    }
+    return true;
+}
 
 TimelineBuilder::TimelineBuilder() : d_(std::make_unique<Impl>()) {}
 TimelineBuilder::~TimelineBuilder() = default;

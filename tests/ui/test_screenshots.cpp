@@ -91,17 +91,34 @@ void save(const QImage& img, const QString& name) {
                 distinctColours(img));
 }
 
+// A bundled sample (they sit beside churn.poolscope).
+QString samplePath(const QString& file) {
+    QString p = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
+    return p.replace(QStringLiteral("churn.poolscope"), file);
+}
+
+// The window in the light theme at `size`, shown, with `paths` opened (several: one lane group
+// per process) and their first snapshot on screen.
+testing::AssertionResult showAndOpen(MainWindow& w, const QStringList& paths,
+                                     QSize size = {1680, 1050}) {
+    w.setTheme(Theme::Light);
+    w.resize(size);
+    w.show();
+    if (!QTest::qWaitForWindowExposed(&w)) return testing::AssertionFailure() << "not exposed";
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    if (paths.size() == 1)
+        w.openFile(paths.front());
+    else
+        w.openFiles(paths);
+    if (!shown.wait(60000)) return testing::AssertionFailure() << "no snapshot within 60 s";
+    return testing::AssertionSuccess();
+}
+
 } // namespace
 
 TEST(Screenshots, MainWindowIsNotBlank) {
     MainWindow w;
-    w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy shown(&w, &MainWindow::snapshotShown);
-    w.openFile(tracePath());
-    ASSERT_TRUE(shown.wait(60000));
+    ASSERT_TRUE(showAndOpen(w, {tracePath()}));
     const Timeline& tl = *w.snapshot().timeline;
     // Pick the largest cross-stream-freed allocation and put the cursor in the middle.
     uint32_t pick = 0;
@@ -146,17 +163,10 @@ TEST(Screenshots, PoolsTraceWithReusePoliciesCollapsedLanesAndSortedTable) {
     // pools.poolscope (H200) turns the reuse policies of one explicit pool off mid-run: the
     // cursor sits just after that, the attribute marker is selected, one pool group and one
     // stream lane are collapsed, and the events table is sorted by size, largest first.
-    QString path = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
-    path.replace(QStringLiteral("churn.poolscope"), QStringLiteral("pools.poolscope"));
+    const QString path = samplePath(QStringLiteral("pools.poolscope"));
     if (!QFile::exists(path)) GTEST_SKIP() << "no pools sample";
     MainWindow w;
-    w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy shown(&w, &MainWindow::snapshotShown);
-    w.openFile(path);
-    ASSERT_TRUE(shown.wait(60000));
+    ASSERT_TRUE(showAndOpen(w, {path}));
     const Timeline& tl = *w.snapshot().timeline;
     const LaneLayout& L = *w.snapshot().layout;
     // The last attribute change of the run (the reuse policies go off one after another).
@@ -200,17 +210,10 @@ TEST(Screenshots, StreamHazardsAndFragmentationInTheDetailsPane) {
     // threads.poolscope (H100): every 4th block is freed by another thread on its own stream
     // with nothing ordering the two: unordered frees, and unordered reuses of those addresses.
     // The details name both events and streams; a link to the other event selects it.
-    QString path = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
-    path.replace(QStringLiteral("churn.poolscope"), QStringLiteral("threads.poolscope"));
+    const QString path = samplePath(QStringLiteral("threads.poolscope"));
     if (!QFile::exists(path)) GTEST_SKIP() << "no threads sample";
     MainWindow w;
-    w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy shown(&w, &MainWindow::snapshotShown);
-    w.openFile(path);
-    ASSERT_TRUE(shown.wait(60000));
+    ASSERT_TRUE(showAndOpen(w, {path}));
     const Timeline& tl = *w.snapshot().timeline;
     ASSERT_FALSE(tl.hazards.hazards.empty());
     // Nothing selected: the trace summary counts the hazards and lists the first ones.
@@ -267,17 +270,10 @@ TEST(Screenshots, CallSitesViewAndTheDetailsPanesStack) {
     // tab is in front, alloc_weights chosen (its blocks marked on the timeline and its live
     // bytes drawn in the plot), one of its allocations selected (its stack and ranges in the
     // details pane), the icicle at the default pool's peak reserved.
-    QString path = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
-    path.replace(QStringLiteral("churn.poolscope"), QStringLiteral("callsites.poolscope"));
+    const QString path = samplePath(QStringLiteral("callsites.poolscope"));
     if (!QFile::exists(path)) GTEST_SKIP() << "no callsites sample";
     MainWindow w;
-    w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy shown(&w, &MainWindow::snapshotShown);
-    w.openFile(path);
-    ASSERT_TRUE(shown.wait(60000));
+    ASSERT_TRUE(showAndOpen(w, {path}));
     const Timeline& tl = *w.snapshot().timeline;
     CallSitesView* v = w.callSites();
     ASSERT_TRUE(v->hasStacks());
@@ -421,13 +417,7 @@ TEST(Screenshots, HandBuiltBeyondThePoolsLanes) {
     const std::string path = handBuiltBeyondPoolTrace();
     ASSERT_FALSE(path.empty());
     MainWindow w;
-    w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy shown(&w, &MainWindow::snapshotShown);
-    w.openFile(QString::fromStdString(path));
-    ASSERT_TRUE(shown.wait(60000));
+    ASSERT_TRUE(showAndOpen(w, {QString::fromStdString(path)}));
     const Timeline& tl = *w.snapshot().timeline;
     ASSERT_EQ(tl.outside.size(), 1u);
     ASSERT_FALSE(tl.deviceSyncs.empty());
@@ -456,17 +446,10 @@ namespace {
 // the chosen settings on screen, and nothing of the panel cut off.
 void whatIfShot(const char* sample, const std::function<void(MainWindow&, WhatIfPanel&)>& set,
                 const QString& name) {
-    QString path = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
-    path.replace(QStringLiteral("churn.poolscope"), QString::fromUtf8(sample) + ".poolscope");
+    const QString path = samplePath(QString::fromUtf8(sample) + ".poolscope");
     if (!QFile::exists(path)) GTEST_SKIP() << "no " << sample << " sample";
     MainWindow w;
-    w.setTheme(Theme::Light);
-    w.resize(1600, 1000);
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy shown(&w, &MainWindow::snapshotShown);
-    w.openFile(path);
-    ASSERT_TRUE(shown.wait(60000));
+    ASSERT_TRUE(showAndOpen(w, {path}, {1600, 1000}));
     WhatIfPanel* p = w.whatIf();
     QSignalSpy answered(p, &WhatIfPanel::predictionShown);
     w.showWhatIf();
@@ -511,21 +494,12 @@ TEST(Screenshots, WhatIfPanel) {
 // Issue #16: the IPC parent and child traces (H200) as a lane group per process, the parent's
 // exported pool chosen (the child's imported pool lit with it), and two runs compared.
 TEST(Screenshots, SeveralProcessesAndTheCompareMode) {
-    auto samplePath = [](const char* name) {
-        QString p = QStringLiteral(POOLSCOPE_SAMPLE_TRACE);
-        return p.replace(QStringLiteral("churn.poolscope"), QString::fromLatin1(name));
-    };
     const QString parent = samplePath("ipc-parent.poolscope"),
                   child = samplePath("ipc-child.poolscope");
     if (!QFile::exists(parent) || !QFile::exists(child)) GTEST_SKIP() << "no IPC samples";
     MainWindow w;
-    w.setTheme(Theme::Light);
-    w.resize(1600, 1000);
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_TRUE(showAndOpen(w, {parent, child}, {1600, 1000}));
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
-    w.openFiles({parent, child});
-    ASSERT_TRUE(shown.wait(60000));
     MultiProcessView* v = w.modes()->processes();
     ASSERT_EQ(v->processCount(), 2);
     ASSERT_FALSE(v->processes().links.empty());
@@ -537,7 +511,6 @@ TEST(Screenshots, SeveralProcessesAndTheCompareMode) {
     EXPECT_GT(distinctColours(multi), 100);
     save(multi, "multi-process.png");
 
-    shown.clear();
     w.compareFiles(samplePath("threads.poolscope"), samplePath("threads_race.poolscope"));
     ASSERT_TRUE(shown.wait(60000));
     CompareView* c = w.modes()->compare();

@@ -107,7 +107,18 @@ struct DeviceSync {
 };
 
 // Pinned (page-locked) host memory of the process.
-struct PinnedTimeline {
+// Pinned host memory calls counted, the same way by the timeline and the streaming report.
+struct PinnedCounts {
+    uint64_t allocCount = 0, freeCount = 0, registerCount = 0, unregisterCount = 0;
+    uint64_t failedCount = 0;
+    // Bytes per flag combination of the allocations (index: the CU_MEMHOSTALLOC_* bits 0..7).
+    uint64_t allocatedByFlags[8] = {};
+    uint64_t allocsByFlags[8] = {};
+    // Counts a HostAlloc or HostRegister; false when it failed (nothing was pinned).
+    bool countPin(const Event& e);
+};
+
+struct PinnedTimeline : PinnedCounts {
     Series allocated;  // cudaHostAlloc / cudaMallocHost (cuMemHostAlloc, cuMemAllocHost)
     Series registered; // cudaHostRegister (cuMemHostRegister)
     Series total;      // the two together
@@ -115,12 +126,7 @@ struct PinnedTimeline {
     uint64_t registeredPeak = 0;
     uint64_t totalPeak = 0;
     int64_t totalPeakTsNs = 0;
-    uint64_t allocCount = 0, freeCount = 0, registerCount = 0, unregisterCount = 0;
-    uint64_t failedCount = 0;
     uint64_t allocatedAtEnd = 0, registeredAtEnd = 0;
-    // Bytes per flag combination of the allocations (index: the CU_MEMHOSTALLOC_* bits 0..7).
-    uint64_t allocatedByFlags[8] = {};
-    uint64_t allocsByFlags[8] = {};
     bool any() const { return allocCount + registerCount + failedCount != 0; }
 };
 

@@ -443,18 +443,7 @@ void ReportReducer::beyondPool(const Event& e, const replay::Fact& f) {
     }
     case EventKind::HostAlloc:
     case EventKind::HostRegister:
-        if (e.failed()) {
-            pinned_.failedCount++;
-            return;
-        }
-        if (e.kind == EventKind::HostRegister) {
-            pinned_.registerCount++;
-        } else {
-            pinned_.allocCount++;
-            const uint32_t fl = PinnedFields::of(e).flags & 7u;
-            pinned_.allocatedByFlags[fl] += e.size;
-            pinned_.allocsByFlags[fl]++;
-        }
+        if (!pinned_.countPin(e)) return;
         break;
     case EventKind::DeviceFree:
         if (f.freed && f.block.imported) { // an imported mapping: no allocation record

@@ -206,12 +206,9 @@ private:
     uint64_t eventCount_ = 0, sampleCount_ = 0, unmatchedFrees_ = 0, waitEdges_ = 0;
     uint64_t syncCount_ = 0, implicitReleases_ = 0, trims_ = 0, unmatchedMemReleases_ = 0;
     uint64_t deviceSyncsDuringPoolWork_ = 0;
-    struct PinnedAgg {
+    struct PinnedAgg : PinnedCounts {
         uint64_t allocatedPeak = 0, registeredPeak = 0, totalPeak = 0;
         int64_t totalPeakTsNs = 0;
-        uint64_t allocCount = 0, freeCount = 0, registerCount = 0, unregisterCount = 0;
-        uint64_t failedCount = 0;
-        uint64_t allocatedByFlags[8] = {}, allocsByFlags[8] = {};
     } pinned_;
 
     // Live allocations' slots (tag = index), reused once freed.
