@@ -59,9 +59,15 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.report.topN = topN;
     o.topSites = topSites;
     auto old = reportTraceViaTimeline(**reader, o, "t.poolscope");
+    o.parallel = false;
     auto now = reportTrace(**reader, o, "t.poolscope");
-    EXPECT_TRUE(old && now);
-    if (!old || !now) return {};
+    // Decoding on a second thread and the advisor's questions on several: the same report.
+    o.parallel = true;
+    auto par = reportTrace(**reader, o, "t.poolscope");
+    EXPECT_TRUE(old && now && par);
+    if (!old || !now || !par) return {};
+    EXPECT_EQ(reportToJson(now->report), reportToJson(par->report));
+    EXPECT_EQ(sitesText(now->sites), sitesText(par->sites));
     EXPECT_EQ(now->report.outOfOrderEvents, 0u);
     const std::string ot = reportToText(old->report), nt = reportToText(now->report);
     EXPECT_TRUE(ot == nt) << firstDifference(ot, nt);

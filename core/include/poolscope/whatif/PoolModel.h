@@ -215,10 +215,11 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
 // predicted releases, or a reuse policy off), for the candidate thresholds (they depend on the
 // whole trace's never-releasing peak) and the reuse policies turned on.
 Settings neverReleasing();
+// parallel: its questions on several threads, each reading the file (reader.path()) itself.
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
-                                            const Calibration& c = {});
+                                            const Calibration& c = {}, bool parallel = false);
 // One sentence for a person (the report's Finding), naming the pool as `poolName`.
 std::string adviceText(const PoolAdvice& a, const std::string& poolName);
 
