@@ -404,7 +404,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
     const Event& e = *f.event;
     if (e.kind == EventKind::Sample) {
         // Samples only carry the recorded watermarks (read between events).
-        if (f.pool != replay::kNone) recorded(f, r);
+        if (f.pool != replay::kNone && keepRecorded_) recorded(f, r);
         return;
     }
     if (f.allocated) alloc(f, r);
@@ -443,7 +443,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         break;
     default: break;
     }
-    if ((f.watermarks || f.reservedOnly) && f.pool != replay::kNone) recorded(f, r);
+    if ((f.watermarks || f.reservedOnly) && f.pool != replay::kNone && keepRecorded_) recorded(f, r);
     if (e.tsNs > lastTs_) lastTs_ = e.tsNs;
 }
 

@@ -31,6 +31,7 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
         auto m = std::make_unique<PoolModel>(q.all, qc);
         for (const auto& [h, s] : q.perPool) m->setPoolSettings(h, s);
         m->keepSeries(q.keepSeries);
+        m->keepRecorded(q.keepRecorded);
         replay.subscribe(m.get(), PoolModel::kindMask());
         models.push_back(std::move(m));
     }
@@ -226,6 +227,8 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         ct.all.releaseThreshold = t;
         q.push_back(std::move(ct));
     }
+    // Only the predictions are read, and only of pools the first read's models touched.
+    for (Question& x : q) x.keepRecorded = false;
     auto a = parallel ? predictOnThreads(reader, q, c, std::thread::hardware_concurrency())
                       : predict(reader, q, c);
     if (!a) return a.error();

@@ -139,6 +139,10 @@ public:
     // Settings for one pool (by handle) instead of `all`.
     void setPoolSettings(uint64_t handle, Settings s);
     void keepSeries(bool keep) { keepSeries_ = keep; }
+    // Without the recorded figures (PoolPrediction::recorded*, the same for every model of a
+    // trace, a quarter of a model's time): the predictions are unchanged, and a pool the model
+    // never touched is left out of result() even where the trace carried its watermarks.
+    void keepRecorded(bool keep) { keepRecorded_ = keep; }
     // The event kinds the model needs (for Replay::subscribe).
     static uint32_t kindMask();
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
@@ -163,6 +167,7 @@ private:
     std::unordered_map<uint64_t, Settings> perPool_;
     Calibration cal_;
     bool keepSeries_ = false;
+    bool keepRecorded_ = true;
     std::vector<Pool> pools_;
     std::vector<uint64_t> seenCleared_; // per replay stream: its clearedBytes already applied
     int64_t lastTs_ = 0;
@@ -174,6 +179,7 @@ struct Question {
     Settings all;
     std::unordered_map<uint64_t, Settings> perPool;
     bool keepSeries = false;
+    bool keepRecorded = true; // PoolModel::keepRecorded
     // Instead of Calibration::opportunisticLagNs: 0 asks for the lower bound (every free another
     // stream made is reusable at once, as if the GPU were never behind).
     std::optional<int64_t> opportunisticLagNs;
