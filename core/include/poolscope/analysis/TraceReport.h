@@ -7,7 +7,8 @@
 // entities and the samples table, not by the number of events. What needs a finished step series
 // (largest and mean idle bytes, used bytes at the peak, device-wide sums, the instant of a pool's
 // peak for its call sites) is computed from points held until a time frontier a second behind
-// the newest event has passed them: the same figures the Timeline gives, unless an event comes
+// the newest event (less while a trace is very dense: ReportReducer::kMaxHeld) has passed them:
+// the same figures the Timeline gives, unless an event comes
 // more than that out of time order, which Report::outOfOrderEvents then counts. The what-if
 // advice reads the trace a second time, and only for a trace where it can suggest something
 // (its candidate thresholds depend on the whole trace's peaks).
