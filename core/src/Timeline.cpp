@@ -4,13 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <limits>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
+#include "ChunkPipe.h"
 #include "HugeReserve.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
@@ -736,81 +734,6 @@ std::shared_ptr<const Timeline> TimelineBuilder::finish() {
     return out;
 }
 
-namespace {
-
-// Reads and decodes chunks on a second thread while the caller's thread builds: SQLite's page
-// reads plus decoding are about as much work as the builder's, and the two need not wait for
-// each other. At most kDepth decoded chunks (~400 KB each) are in flight; buffers circulate
-// between the threads by swapping vectors, so events are decoded once and never copied.
-class ChunkPipe {
-public:
-    explicit ChunkPipe(const TraceReader& reader) : thread_([this, &reader] { run(reader); }) {}
-    ~ChunkPipe() {
-        {
-            std::lock_guard lk(m_);
-            stop_ = true;
-        }
-        notFull_.notify_all();
-        thread_.join();
-    }
-    ChunkPipe(const ChunkPipe&) = delete;
-    ChunkPipe& operator=(const ChunkPipe&) = delete;
-
-    // Swaps the next chunk into `chunk` (whose old buffer goes back to the reader); false at the
-    // end, when status() says whether the reader finished or failed.
-    bool next(std::vector<Event>& chunk) {
-        std::unique_lock lk(m_);
-        notEmpty_.wait(lk, [&] { return !full_.empty() || done_; });
-        if (full_.empty()) return false;
-        spare_.push_back(std::move(chunk));
-        chunk = std::move(full_.front());
-        full_.pop_front();
-        lk.unlock();
-        notFull_.notify_one();
-        return true;
-    }
-    Status status() {
-        std::lock_guard lk(m_);
-        return status_;
-    }
-
-private:
-    static constexpr size_t kDepth = 4;
-
-    void run(const TraceReader& reader) {
-        Status st = reader.forEachChunk([&](std::vector<Event>& chunk) {
-            std::unique_lock lk(m_);
-            notFull_.wait(lk, [&] { return stop_ || full_.size() < kDepth; });
-            if (stop_) return false;
-            full_.push_back(std::move(chunk));
-            chunk.clear(); // moved-from: make it a valid empty vector either way
-            if (!spare_.empty()) {
-                chunk = std::move(spare_.back());
-                spare_.pop_back();
-            }
-            lk.unlock();
-            notEmpty_.notify_one();
-            return true;
-        });
-        {
-            std::lock_guard lk(m_);
-            status_ = std::move(st);
-            done_ = true;
-        }
-        notEmpty_.notify_one();
-    }
-
-    std::mutex m_;
-    std::condition_variable notEmpty_, notFull_;
-    std::deque<std::vector<Event>> full_;
-    std::vector<std::vector<Event>> spare_;
-    bool stop_ = false, done_ = false;
-    Status status_;
-    std::thread thread_; // last: starts after the members above exist
-};
-
-} // namespace
-
 bool BuildOptions::defaultReadAhead() {
     return std::thread::hardware_concurrency() >= 4;
 }
@@ -884,7 +807,7 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
 
     Status st;
     if (options.readAhead) {
-        ChunkPipe pipe(reader);
+        detail::ChunkPipe pipe(reader);
         std::vector<Event> chunk;
         bool stopped = false;
         while (pipe.next(chunk))

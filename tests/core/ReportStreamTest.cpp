@@ -10,8 +10,10 @@
 #include <random>
 #include <sstream>
 
+#include "../../core/src/analysis/StepTail.h"
 #include "../bench/SyntheticTrace.h"
 #include "TestTraces.h"
+#include "poolscope/Series.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/analysis/TraceReport.h"
@@ -59,9 +61,15 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.report.topN = topN;
     o.topSites = topSites;
     auto old = reportTraceViaTimeline(**reader, o, "t.poolscope");
+    o.parallel = false;
     auto now = reportTrace(**reader, o, "t.poolscope");
-    EXPECT_TRUE(old && now);
-    if (!old || !now) return {};
+    // Decoding on a second thread and the advisor's questions on several: the same report.
+    o.parallel = true;
+    auto par = reportTrace(**reader, o, "t.poolscope");
+    EXPECT_TRUE(old && now && par);
+    if (!old || !now || !par) return {};
+    EXPECT_EQ(reportToJson(now->report), reportToJson(par->report));
+    EXPECT_EQ(sitesText(now->sites), sitesText(par->sites));
     EXPECT_EQ(now->report.outOfOrderEvents, 0u);
     const std::string ot = reportToText(old->report), nt = reportToText(now->report);
     EXPECT_TRUE(ot == nt) << firstDifference(ot, nt);
@@ -81,6 +89,77 @@ TEST(ReportStream, EverySampleMatchesTheTimelineReport) {
         ++n;
     }
     EXPECT_GE(n, 15);
+}
+
+// StepTail (the streaming report's series) against Series itself, capped at high watermarks the
+// way the Timeline builder caps `used`: random pushes on a small set of values (equal neighbours,
+// replacements, merges reaching back), clocks up to `lag` behind, points handed out as the
+// frontier passes them. Every point handed out, the size and the last value must be Series'.
+TEST(ReportStream, StepTailIsSeriesHeldAtItsNewestEnd) {
+    std::mt19937_64 rng(3);
+    for (int trial = 0; trial < 300; ++trial) {
+        const int64_t lag = 1 + static_cast<int64_t>(rng() % 20);
+        struct Op {
+            bool high;
+            int64_t ts;
+            uint64_t v;
+        };
+        std::vector<Op> ops;
+        int64_t now = 0;
+        for (int i = 0; i < 400; ++i) {
+            now += static_cast<int64_t>(rng() % 3);
+            const int64_t ts = rng() % 3 == 0 ? now - static_cast<int64_t>(rng() % (lag + 1)) : now;
+            ops.push_back({rng() % 25 == 0, ts, rng() % 5});
+        }
+        std::vector<uint64_t> caps;
+        for (const Op& o : ops)
+            if (o.high) caps.push_back(o.v);
+        Series ref;
+        detail::StepTail st;
+        size_t nextCap = 0;
+        st.setCapAhead(caps.empty() ? std::optional<uint64_t>() : caps[0]);
+        size_t from = 0;
+        uint64_t peak = 0;
+        int64_t peakTs = 0, maxTs = INT64_MIN, merged = INT64_MIN;
+        std::vector<Point> out;
+        auto sink = [&](int64_t t, uint64_t v) { out.push_back({t, v}); };
+        for (size_t i = 0; i < ops.size(); ++i) {
+            const Op& o = ops[i];
+            maxTs = std::max(maxTs, o.ts);
+            if (!o.high) {
+                ref.push(o.ts, o.v);
+                EXPECT_TRUE(st.push(o.ts, o.v, merged)) << "trial " << trial << " op " << i;
+            } else { // TimelineBuilder::Impl::driverHighs
+                ref.capFrom(from, o.v);
+                uint64_t want = peak;
+                int64_t wantTs = peakTs;
+                for (size_t k = from; k < ref.size(); ++k)
+                    if (ref.v[k] > want) want = ref.v[k], wantTs = ref.t[k];
+                from = ref.size();
+                uint64_t got = 0;
+                int64_t gotTs = 0;
+                st.capSinceHigh(o.v, got, gotTs);
+                EXPECT_EQ(got, want) << "trial " << trial << " op " << i;
+                EXPECT_EQ(gotTs, wantTs) << "trial " << trial << " op " << i;
+                peak = want, peakTs = wantTs;
+                st.setHighPeak(peak, peakTs);
+                ++nextCap;
+                st.setCapAhead(nextCap < caps.size() ? std::optional<uint64_t>(caps[nextCap]) : std::nullopt);
+            }
+            ASSERT_EQ(st.size(), ref.size()) << "trial " << trial << " op " << i;
+            if (!ref.empty()) EXPECT_EQ(st.back(), ref.v.back()) << "trial " << trial << " op " << i;
+            if (i % 7 == 0) {
+                merged = maxTs - lag; // no later clock is further behind than lag
+                st.emitBefore(merged, false, sink);
+            }
+        }
+        st.emitBefore(0, true, sink);
+        ASSERT_EQ(out.size(), ref.size()) << "trial " << trial;
+        for (size_t k = 0; k < out.size(); ++k) {
+            EXPECT_EQ(out[k].t, ref.t[k]) << "trial " << trial << " point " << k;
+            EXPECT_EQ(out[k].v, ref.v[k]) << "trial " << trial << " point " << k;
+        }
+    }
 }
 
 std::string write(const std::string& path, const std::vector<Event>& events,

@@ -129,8 +129,9 @@ struct Report {
     uint64_t deviceSyncsDuringPoolWork = 0;
     PinnedReport pinned;
     uint64_t unmatchedMemReleases = 0;
-    // Events more than a second out of time order, which the streaming report (TraceReport.h)
-    // could only place approximately in the figures it computes over time; 0 from a Timeline.
+    // Events further out of time order than the streaming report (TraceReport.h) holds points
+    // for, which it could only place approximately in the figures it computes over time; 0 from
+    // a Timeline.
     uint64_t outOfOrderEvents = 0;
     std::vector<std::string> findings; // one-line statements for a person, most important first
     view::EntityNames names;           // the window's names for pools and streams

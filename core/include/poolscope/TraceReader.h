@@ -90,6 +90,7 @@ public:
     // With skipDamaged set they skip it instead, and damage() lists it: what is intact still
     // reads, and the caller says what was lost.
     void setSkipDamaged(bool skip) { skipDamaged_ = skip; }
+    bool skipDamaged() const { return skipDamaged_; }
     // Everything found damaged so far (headers at the last read, chunks read since open), and
     // the lies found in the tables without a checksum (tableDamage()).
     std::vector<TraceDamage> damage() const;

@@ -284,8 +284,9 @@ void addFindings(Report& r) {
     beyondPoolFindings(r, at);
     if (r.outOfOrderEvents > 0)
         r.findings.push_back(formatCount(r.outOfOrderEvents) +
-                             " event(s) came more than a second out of time order: the idle "
-                             "bytes, device-wide peaks and call sites around them are approximate");
+                             " event(s) came further out of time order than the report holds "
+                             "points for (a second, less in very dense traces): the idle bytes, "
+                             "device-wide peaks and call sites around them are approximate");
 }
 
 } // namespace

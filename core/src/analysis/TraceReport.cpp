@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "../ChunkPipe.h"
 #include "ReportReducer.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -26,6 +27,8 @@ bool adviceWorthIt(const Report& rep, bool policyOff) {
 }
 
 } // namespace
+
+bool TraceReportOptions::defaultParallel() { return BuildOptions::defaultReadAhead(); }
 
 Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOptions& options,
                                 std::string tracePath, ProcessInfo process,
@@ -70,7 +73,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         reducer.add(s);
     };
     auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
-    Status st = reader.forEachChunk([&](const std::vector<Event>& chunk) {
+    auto consume = [&](const std::vector<Event>& chunk) {
         for (const Event& e : chunk) {
             while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
             reducer.add(e);
@@ -79,7 +82,21 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         done += chunk.size();
         if (options.progress) options.progress(done, total);
         return !cancelled();
-    });
+    };
+    Status st;
+    if (options.parallel) {
+        detail::ChunkPipe pipe(reader);
+        std::vector<Event> chunk;
+        bool stopped = false;
+        while (pipe.next(chunk))
+            if (!consume(chunk)) {
+                stopped = true;
+                break;
+            }
+        if (!stopped) st = pipe.status();
+    } else {
+        st = reader.forEachChunk(consume);
+    }
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     while (si < ss.size()) addSample(ss[si++]);
@@ -87,7 +104,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     detail::addFindings(rep);
     if (options.advice && adviceWorthIt(rep, reducer.anyPolicyOff()))
         addAdvice(rep, whatif::adviseAfter(reader, asRecorded.result(reducer.replay()),
-                                           neverReleasing.result(reducer.replay())));
+                                           neverReleasing.result(reducer.replay()), {},
+                                           options.parallel));
     return out;
 }
 

@@ -299,7 +299,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
     const Event& e = *f.event;
     if (e.kind == EventKind::Sample) {
         // Samples only carry the recorded watermarks (read between events).
-        if (f.pool != replay::kNone) recorded(f, r);
+        if (f.pool != replay::kNone && keepRecorded_) recorded(f, r);
         return;
     }
     Op op;
@@ -401,7 +401,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         break;
     default: break;
     }
-    if ((f.watermarks || f.reservedOnly) && f.pool != replay::kNone) recorded(f, r);
+    if ((f.watermarks || f.reservedOnly) && f.pool != replay::kNone && keepRecorded_) recorded(f, r);
     if (e.tsNs > lastTs_) lastTs_ = e.tsNs;
 }
 

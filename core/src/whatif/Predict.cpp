@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <thread>
 
 #include "poolscope/replay/Replay.h"
 
@@ -68,6 +70,7 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
         auto m = std::make_unique<PoolModel>(q.all, qc);
         for (const auto& [h, s] : q.perPool) m->setPoolSettings(h, s);
         m->keepSeries(q.keepSeries);
+        m->keepRecorded(q.keepRecorded);
         replay.subscribe(m.get(), PoolModel::kindMask());
         models.push_back(std::move(m));
     }
@@ -235,10 +238,45 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     return adviceFrom(a1->perQuestion[0], on, cands, a2.perQuestion);
 }
 
+// The questions split over up to `threads` threads, each with its own reader of the same file and
+// its own replay: the same answers (each model sees every event either way), in the same order.
+static Result<Answers> predictOnThreads(const TraceReader& reader, const std::vector<Question>& questions,
+                                 const Calibration& c, unsigned threads) {
+    constexpr size_t kPerThread = 4; // below that a thread's own decoding costs more than it saves
+    threads = std::min<unsigned>(threads, static_cast<unsigned>(questions.size() / kPerThread));
+    if (threads < 2 || reader.path().empty()) return predict(reader, questions, c);
+    std::vector<std::vector<Question>> parts(threads);
+    for (size_t i = 0; i < questions.size(); ++i) parts[i % threads].push_back(questions[i]);
+    std::vector<std::optional<Result<Answers>>> got(threads);
+    std::vector<std::thread> workers;
+    for (unsigned t = 1; t < threads; ++t)
+        workers.emplace_back([&, t] {
+            auto own = TraceReader::open(reader.path());
+            if (!own) {
+                got[t] = own.error();
+                return;
+            }
+            (*own)->setSkipDamaged(reader.skipDamaged());
+            got[t] = predict(**own, parts[t], c);
+        });
+    got[0] = predict(reader, parts[0], c);
+    for (std::thread& w : workers) w.join();
+    Answers out;
+    out.perQuestion.resize(questions.size());
+    for (unsigned t = 0; t < threads; ++t) {
+        if (!*got[t]) return got[t]->error();
+        Answers& a = **got[t];
+        for (size_t k = 0; k < a.perQuestion.size(); ++k)
+            out.perQuestion[k * threads + t] = std::move(a.perQuestion[k]);
+        out.events = a.events;
+    }
+    return out;
+}
+
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
-                                            const Calibration& c) {
+                                            const Calibration& c, bool parallel) {
     bool decide = false;
     for (const PoolPrediction& b : asRecorded)
         decide = decide || (b.touched && (b.releases >= kMinReleases || !b.allowOpportunistic ||
@@ -252,7 +290,10 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         ct.all.releaseThreshold = t;
         q.push_back(std::move(ct));
     }
-    auto a = predict(reader, q, c);
+    // Only the predictions are read, and only of pools the first read's models touched.
+    for (Question& x : q) x.keepRecorded = false;
+    auto a = parallel ? predictOnThreads(reader, q, c, std::thread::hardware_concurrency())
+                      : predict(reader, q, c);
     if (!a) return a.error();
     const std::vector<PoolPrediction>* on[3] = {&a->perQuestion[0], &a->perQuestion[1],
                                                 &a->perQuestion[2]};

@@ -7,7 +7,8 @@
 // entities and the samples table, not by the number of events. What needs a finished step series
 // (largest and mean idle bytes, used bytes at the peak, device-wide sums, the instant of a pool's
 // peak for its call sites) is computed from points held until a time frontier a second behind
-// the newest event has passed them: the same figures the Timeline gives, unless an event comes
+// the newest event (less while a trace is very dense: ReportReducer::kMaxHeld) has passed them:
+// the same figures the Timeline gives, unless an event comes
 // more than that out of time order, which Report::outOfOrderEvents then counts. The what-if
 // advice reads the trace a second time, and only for a trace where it can suggest something
 // (its candidate thresholds depend on the whole trace's peaks).
@@ -36,6 +37,10 @@ struct TraceReportOptions {
     bool advice = true;   // the what-if advisor's findings
     std::function<void(uint64_t, uint64_t)> progress; // (done, total) events, after each chunk
     const std::atomic<bool>* cancel = nullptr;
+    // Decode chunks on a second thread (BuildOptions::readAhead: on with 4 or more hardware
+    // threads), and ask the advisor's second read's questions on several.
+    bool parallel = defaultParallel();
+    static bool defaultParallel();
 };
 
 struct TraceReport {

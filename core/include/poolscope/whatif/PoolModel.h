@@ -204,6 +204,10 @@ public:
     // finishTape() completes it.
     void recordInto(Tape* tape) { tape_ = tape; }
     void finishTape(Tape& tape, const replay::Replay& r) const;
+    // Without the recorded figures (PoolPrediction::recorded*, the same for every model of a
+    // trace, a quarter of a model's time): the predictions are unchanged, and a pool the model
+    // never touched is left out of result() even where the trace carried its watermarks.
+    void keepRecorded(bool keep) { keepRecorded_ = keep; }
     // The event kinds the model needs (for Replay::subscribe).
     static uint32_t kindMask();
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
@@ -244,6 +248,7 @@ private:
     std::unordered_map<uint64_t, Settings> perPool_;
     Calibration cal_;
     bool keepSeries_ = false;
+    bool keepRecorded_ = true;
     std::vector<Pool> pools_;
     std::vector<uint64_t> seenCleared_; // per replay stream: its clearedBytes already applied
     int64_t lastTs_ = 0;
@@ -256,6 +261,7 @@ struct Question {
     Settings all;
     std::unordered_map<uint64_t, Settings> perPool;
     bool keepSeries = false;
+    bool keepRecorded = true; // PoolModel::keepRecorded
     // Instead of Calibration::opportunisticLagNs: 0 asks for the lower bound (every free another
     // stream made is reusable at once, as if the GPU were never behind).
     std::optional<int64_t> opportunisticLagNs;
@@ -321,10 +327,11 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
 // predicted releases, or a reuse policy off), for the candidate thresholds (they depend on the
 // whole trace's never-releasing peak) and the reuse policies turned on.
 Settings neverReleasing();
+// parallel: its questions on several threads, each reading the file (reader.path()) itself.
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
-                                            const Calibration& c = {});
+                                            const Calibration& c = {}, bool parallel = false);
 // The same from a tape (the same answers: the questions run over the recorded inputs). Setting
 // *cancel stops it between questions, with no advice.
 std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {},
