@@ -419,3 +419,25 @@ TEST_F(LiveUiTest, ADeviceFirstUsedAfterTheHelloIsNamed) {
     ASSERT_EQ(last.timeline->devices.size(), 1u);
     EXPECT_EQ(last.timeline->devices[0].totalMemory, 80ull << 30);
 }
+
+// The live view knows each pool's reuse policies and threshold from the target's pool listing
+// (the driver's values), not only from the first change the program makes.
+TEST_F(LiveUiTest, PoolAttributesComeFromTheTargetsListing) {
+    LiveSession session;
+    session.setRefreshIntervalMs(20);
+    attach(session);
+    TraceSnapshot last;
+    QObject::connect(&session, &LiveSession::snapshotReady,
+                     [&](const TraceSnapshot& s) { last = s; });
+    server_->onEvents(allocFreePairs(0x1000, 10));
+    ASSERT_TRUE(waitFor([&] { return last.valid() && last.timeline->eventCount == 10; }));
+    const PoolTimeline* p = last.timeline->pool(0x1000);
+    ASSERT_NE(p, nullptr);
+    for (const Series* s : {&p->reuseFollowEventDependencies, &p->reuseAllowOpportunistic,
+                            &p->reuseAllowInternalDependencies, &p->releaseThreshold}) {
+        ASSERT_FALSE(s->empty());
+        EXPECT_EQ(s->t.front(), last.timeline->t0);
+    }
+    EXPECT_EQ(p->reuseAllowOpportunistic.valueAt(last.timeline->t1), 1u);
+    EXPECT_EQ(p->releaseThreshold.valueAt(last.timeline->t1), 0u);
+}
