@@ -62,6 +62,11 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     for (int i = 0; i < 9; ++i)
         view_->setColumnWidth(i, widths[i] * cw + 12);
     autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
+    // Size right after the kind: with the Pools & streams dock beside it, the table shows about
+    // five columns before it scrolls sideways, and an allocation's size matters more than the
+    // names of its stream and pool (which the timeline's lanes also give).
+    QHeaderView* h = view_->horizontalHeader();
+    h->moveSection(h->visualIndex(EventTableModel::Size), h->visualIndex(EventTableModel::Stream));
     // Click a header to sort (the model permutes row indices; see EventTableModel). Starts in
     // query order (time) with no indicator; a third click on a header goes back to it.
     view_->horizontalHeader()->setSortIndicatorClearable(true);

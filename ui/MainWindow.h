@@ -74,6 +74,7 @@ signals:
     void loadFailed(const QString& message);
 
 protected:
+    bool event(QEvent* e) override;
     void closeEvent(QCloseEvent*) override;
     void dragEnterEvent(QDragEnterEvent*) override;
     void dropEvent(QDropEvent*) override;
@@ -104,8 +105,7 @@ private:
     QTreeView* tree_;
     QDockWidget* eventsDock_ = nullptr;
     QDockWidget* treeDock_ = nullptr;
-    bool autoTreeDock_ = true;
-    int autoTreeWidth_ = -1; // the width fitTreeDock() last gave it
+    bool autoTreeDock_ = true; // false once the user arranged the docks
     EntityTreeModel* treeModel_;
     ReplayBar* replay_;
     QSplitter* splitter_;

@@ -81,7 +81,7 @@ void save(const QImage& img, const QString& name) {
 TEST(Screenshots, MainWindowIsNotBlank) {
     MainWindow w;
     w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
+    w.resize(1600, 1000);
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
@@ -136,7 +136,7 @@ TEST(Screenshots, PoolsTraceWithReusePoliciesCollapsedLanesAndSortedTable) {
     if (!QFile::exists(path)) GTEST_SKIP() << "no pools sample";
     MainWindow w;
     w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
+    w.resize(1600, 1000);
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
@@ -190,7 +190,7 @@ TEST(Screenshots, StreamHazardsAndFragmentationInTheDetailsPane) {
     if (!QFile::exists(path)) GTEST_SKIP() << "no threads sample";
     MainWindow w;
     w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
+    w.resize(1600, 1000);
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
@@ -257,7 +257,7 @@ TEST(Screenshots, CallSitesViewAndTheDetailsPanesStack) {
     if (!QFile::exists(path)) GTEST_SKIP() << "no callsites sample";
     MainWindow w;
     w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
+    w.resize(1600, 1000);
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
@@ -272,7 +272,6 @@ TEST(Screenshots, CallSitesViewAndTheDetailsPanesStack) {
     ASSERT_NE(dock, nullptr);
     ASSERT_NE(treeDock, nullptr);
     w.resizeDocks({dock}, {430}, Qt::Vertical);
-    w.resizeDocks({dock, treeDock}, {1000, 270}, Qt::Horizontal);
     v->setIcicleInstant(1);
     const analysis::SiteTree* tree = v->model()->tree();
     uint32_t weights = 0;
@@ -407,7 +406,7 @@ TEST(Screenshots, HandBuiltBeyondThePoolsLanes) {
     ASSERT_FALSE(path.empty());
     MainWindow w;
     w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
+    w.resize(1600, 1000);
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
