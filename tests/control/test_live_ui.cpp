@@ -26,6 +26,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTableView>
+#include <QTest>
 #include <QThread>
 #include <functional>
 #include <set>
@@ -317,6 +318,12 @@ TEST_F(LiveUiTest, EventsTableFillsAndFollowsTheRun) {
     server_->onEvents(std::vector<Event>(more.begin() + 400, more.end()));
     ASSERT_TRUE(waitFor([&] { return model->rowCount() == 500; }));
     EXPECT_EQ(model->eventAt(view->rowAt(0))->seq, topSeq);
+    // For a look at the live window (the fake driver's pools, not a GPU's).
+    if (const char* dir = std::getenv("POOLSCOPE_SCREENSHOT_DIR")) {
+        view->scrollToBottom();
+        QTest::qWait(300);
+        w.grab().save(QString::fromUtf8(dir) + "/live-fake-driver.png");
+    }
 }
 
 // The live table holds the latest events only: whole blocks of the oldest go once the newer
