@@ -176,10 +176,24 @@ void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
 }
 
 void EventsPanel::updateSource(const TraceSnapshot& s, EventProvider provider) {
+    // The filter boxes are rebuilt only when streams or pools came or went: rebuilding them ten
+    // times a second would close a box the user has open.
+    auto entities = [](const TraceSnapshot& t) {
+        std::vector<uint64_t> v;
+        if (!t.valid()) return v;
+        for (const StreamTimeline& st : t.timeline->streams) v.push_back(st.info.handle);
+        v.push_back(0); // between the two lists
+        for (const PoolTimeline& pt : t.timeline->pools) {
+            v.push_back(pt.info.handle);
+            v.push_back(uint64_t(pt.info.kind)); // part of its name
+        }
+        return v;
+    };
+    const bool sameEntities = live_ && entities(snap_) == entities(s);
     live_ = true;
     snap_ = s;
     provider_ = std::move(provider);
-    rebuildFilterChoices(); // new streams and pools; the user's choice stays
+    if (!sameEntities) rebuildFilterChoices(); // new streams and pools; the user's choice stays
     // A throttle, not a debounce: restarting the timer at every refresh (10 a second) would
     // never let it fire.
     if (!debounce_.isActive()) debounce_.start();

@@ -13,6 +13,7 @@
 #include "ServerFixture.h"
 #include "TargetProcess.h"
 
+#include <QAbstractItemView>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -25,6 +26,7 @@
 #include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QTableView>
 #include <QTest>
 #include <QThread>
@@ -318,6 +320,15 @@ TEST_F(LiveUiTest, EventsTableFillsAndFollowsTheRun) {
     server_->onEvents(std::vector<Event>(more.begin() + 400, more.end()));
     ASSERT_TRUE(waitFor([&] { return model->rowCount() == 500; }));
     EXPECT_EQ(model->eventAt(view->rowAt(0))->seq, topSeq);
+    // The filter boxes' lists stay as they are while no stream or pool comes or goes: they were
+    // cleared and refilled at every refresh, under the user's open box.
+    auto* streams = w.events()->findChildren<QComboBox*>().value(0);
+    ASSERT_NE(streams, nullptr);
+    QSignalSpy removed(streams->model(), &QAbstractItemModel::rowsRemoved);
+    std::vector<Event> later = allocFreePairs(0x1000, 600);
+    server_->onEvents(std::vector<Event>(later.begin() + 500, later.end()));
+    ASSERT_TRUE(waitFor([&] { return model->rowCount() == 600; }));
+    EXPECT_EQ(removed.count(), 0);
     // For a look at the live window (the fake driver's pools, not a GPU's).
     if (const char* dir = std::getenv("POOLSCOPE_SCREENSHOT_DIR")) {
         view->scrollToBottom();
