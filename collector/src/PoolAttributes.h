@@ -1,9 +1,9 @@
 #pragma once
 // The settable attributes a pool has when the collector first sees it (issue #17): the three
 // reuse policies and the release threshold, read from the driver and written to the trace's
-// pool_initial_attributes table. Without them, policies the program never set read "unknown" in every
-// view, although the driver always has a value (documented default: all three on, threshold 0).
-// Changes after that are recorded as events (pool_set_attribute, knob_change).
+// pool_initial_attributes table. Without them, policies the program never set read "unknown" in
+// every view, although the driver always has a value (documented default: all three on, threshold
+// 0). Changes after that are recorded as events (pool_set_attribute, knob_change).
 //
 // Cold path (once per pool); the caller holds its thread's Guard so the reads are not traced as
 // the program's calls. The reader is a parameter so tests replace the driver.

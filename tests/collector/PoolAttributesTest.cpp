@@ -3,19 +3,20 @@
 // to pool_initial_attributes, and shown from the start of the trace. The driver is faked: each fake
 // writes what cuMemPoolGetAttribute writes (an int for a reuse policy, a cuuint64_t for the
 // threshold) or refuses.
-#include <atomic>
-#include <cstring>
-#include <filesystem>
-#include <gtest/gtest.h>
-#include <unistd.h>
+#include "PoolAttributes.h"
 
 #include "EventRing.h"
-#include "PoolAttributes.h"
 #include "RingRegistry.h"
 #include "TraceSink.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 using namespace poolscope;
 using namespace poolscope::collector;
@@ -45,7 +46,8 @@ CUresult fakeGet(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
         std::memcpy(value, &max, sizeof max);
         return CUDA_SUCCESS;
     }
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
     }
 }
 
@@ -63,8 +65,9 @@ uint64_t valueOf(const PoolAttributesRead& r, PoolAttr a) {
 }
 
 std::string tempTrace(const char* name) {
-    auto p = std::filesystem::temp_directory_path() /
-             (std::string("poolscope_attrs_") + name + "_" + std::to_string(getpid()) + ".poolscope");
+    auto p =
+        std::filesystem::temp_directory_path() /
+        (std::string("poolscope_attrs_") + name + "_" + std::to_string(getpid()) + ".poolscope");
     std::filesystem::remove(p);
     return p.string();
 }
@@ -78,7 +81,8 @@ TEST(PoolAttributes, ReadsTheFourSettableAttributesWithTheDriversTypes) {
     EXPECT_EQ(valueOf(r, PoolAttr::ReuseAllowOpportunistic), 0u);
     EXPECT_EQ(valueOf(r, PoolAttr::ReuseAllowInternalDependencies), 1u);
     EXPECT_EQ(valueOf(r, PoolAttr::ReleaseThreshold), ~uint64_t{0});
-    for (int i = 0; i < r.count; ++i) EXPECT_EQ(r.values[i].pool, kPool);
+    for (int i = 0; i < r.count; ++i)
+        EXPECT_EQ(r.values[i].pool, kPool);
 
     const PoolAttributesRead some = readPoolAttributes(kPool, &refusingGet);
     EXPECT_EQ(some.count, 3) << "a refused attribute is left out, not recorded as 0";
@@ -142,7 +146,8 @@ TEST(PoolAttributes, SinkWritesThemAndTheTimelineKnowsThemFromTheStart) {
     ASSERT_EQ(attrs->size(), 4u);
     for (const PoolAttributeValue& v : *attrs)
         if (v.attr == PoolAttr::ReuseAllowOpportunistic) EXPECT_EQ(v.value, 0u);
-    for (const TraceDamage& d : (*reader)->tableDamage()) ADD_FAILURE() << d.what;
+    for (const TraceDamage& d : (*reader)->tableDamage())
+        ADD_FAILURE() << d.what;
 
     auto tl = buildTimeline(**reader);
     ASSERT_TRUE(tl.ok()) << tl.error().message;

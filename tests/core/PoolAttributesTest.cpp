@@ -3,17 +3,16 @@
 // start of the timeline, in the report, tolerated when absent (older traces) or damaged, and
 // checked by the GPU check script. Every trace here is hand-built by the test (written by
 // TraceWriter), not recorded: "handbuilt" in the file names says so.
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-#include <sys/wait.h>
-
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/Report.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 namespace poolscope {
 namespace {
@@ -42,8 +41,9 @@ std::string writeHandbuilt(const test::ScratchDir& dir, bool withAttributes = tr
     EXPECT_TRUE(t.addPool(ex));
     if (withAttributes) {
         for (uint64_t pool : {kDefault, kExplicit}) {
-            for (PoolAttr a : {PoolAttr::ReuseFollowEventDependencies, PoolAttr::ReuseAllowOpportunistic,
-                               PoolAttr::ReuseAllowInternalDependencies})
+            for (PoolAttr a :
+                 {PoolAttr::ReuseFollowEventDependencies, PoolAttr::ReuseAllowOpportunistic,
+                  PoolAttr::ReuseAllowInternalDependencies})
                 EXPECT_TRUE(t.addPoolAttribute({pool, a, 1}));
             EXPECT_TRUE(t.addPoolAttribute({pool, PoolAttr::ReleaseThreshold, 0}));
         }
@@ -154,16 +154,18 @@ TEST(PoolAttributes, HandBuiltTraceWithoutTheTableShowsThemUnknown) {
 TEST(PoolAttributes, HandBuiltImpossibleRowsAreSkippedAndNamed) {
     test::ScratchDir dir;
     const std::string path = writeHandbuilt(dir);
-    test::execSql(path, "DELETE FROM pool_initial_attributes WHERE pool=" + std::to_string(kExplicit) +
-                            ";INSERT INTO pool_initial_attributes VALUES(" + std::to_string(kExplicit) +
-                            ",2,7),(" + std::to_string(kExplicit) + ",9,1),(" +
-                            std::to_string(kExplicit) + ",1,'on')");
+    test::execSql(path,
+                  "DELETE FROM pool_initial_attributes WHERE pool=" + std::to_string(kExplicit) +
+                      ";INSERT INTO pool_initial_attributes VALUES(" + std::to_string(kExplicit) +
+                      ",2,7),(" + std::to_string(kExplicit) + ",9,1),(" +
+                      std::to_string(kExplicit) + ",1,'on')");
     auto reader = TraceReader::open(path);
     ASSERT_TRUE(reader);
     auto attrs = (*reader)->poolAttributes();
     ASSERT_TRUE(attrs);
     EXPECT_EQ(attrs->size(), 4u); // the default pool's
-    for (const PoolAttributeValue& a : *attrs) EXPECT_EQ(a.pool, kDefault);
+    for (const PoolAttributeValue& a : *attrs)
+        EXPECT_EQ(a.pool, kDefault);
     const auto damage = (*reader)->tableDamage();
     ASSERT_EQ(damage.size(), 1u);
     EXPECT_NE(damage[0].what.find("pool_initial_attributes table has 3 row(s)"), std::string::npos)
@@ -182,13 +184,15 @@ std::string runCheck(const std::string& trace, const std::string& truth) {
     if (FILE* f = ::popen(cmd.c_str(), "r")) {
         char buf[4096];
         size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+            out.append(buf, n);
         ::pclose(f);
     }
     return out;
 }
 
-std::string writeText(const test::ScratchDir& dir, const std::string& name, const std::string& text) {
+std::string writeText(const test::ScratchDir& dir, const std::string& name,
+                      const std::string& text) {
     const std::string p = dir.file(name);
     FILE* f = std::fopen(p.c_str(), "w");
     std::fputs(text.c_str(), f);
@@ -201,27 +205,30 @@ std::string writeText(const test::ScratchDir& dir, const std::string& name, cons
 // hand-built trace: it passes when the recorded values equal the program's, and names the
 // attribute when they do not.
 TEST(PoolAttributes, HandBuiltTracePassesTheGpuChecksAttributesAndAWrongTruthFails) {
-    if (std::system("python3 -c 'import sqlite3' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+    if (std::system("python3 -c 'import sqlite3' >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "no python3";
     test::ScratchDir dir;
     const std::string trace = writeHandbuilt(dir);
     auto line = [](uint64_t pool, int opportunistic) {
         char buf[256];
-        std::snprintf(buf, sizeof buf,
-                      "{\"type\":\"attributes\",\"pool\":\"0x%llx\",\"follow_event_dependencies\":1,"
-                      "\"allow_opportunistic\":%d,\"allow_internal_dependencies\":1,"
-                      "\"release_threshold\":0}\n",
-                      static_cast<unsigned long long>(pool), opportunistic);
+        std::snprintf(
+            buf, sizeof buf,
+            "{\"type\":\"attributes\",\"pool\":\"0x%llx\",\"follow_event_dependencies\":1,"
+            "\"allow_opportunistic\":%d,\"allow_internal_dependencies\":1,"
+            "\"release_threshold\":0}\n",
+            static_cast<unsigned long long>(pool), opportunistic);
         return std::string(buf);
     };
-    const std::string summary =
-        "{\"type\":\"summary\",\"workload\":\"pools\",\"allocs\":2,\"frees\":1,\"set_attributes\":1,"
-        "\"pool_creates\":1}\n";
-    const std::string good =
-        runCheck(trace, writeText(dir, "good.truth", line(kDefault, 1) + line(kExplicit, 1) + summary));
+    const std::string summary = "{\"type\":\"summary\",\"workload\":\"pools\",\"allocs\":2,"
+                                "\"frees\":1,\"set_attributes\":1,"
+                                "\"pool_creates\":1}\n";
+    const std::string good = runCheck(
+        trace, writeText(dir, "good.truth", line(kDefault, 1) + line(kExplicit, 1) + summary));
     EXPECT_NE(good.find("PASS handbuilt-attributes.poolscope"), std::string::npos) << good;
-    const std::string bad =
-        runCheck(trace, writeText(dir, "bad.truth", line(kDefault, 0) + line(kExplicit, 1) + summary));
-    EXPECT_NE(bad.find("FAIL pool 0x9000 allow_opportunistic read at first sight"), std::string::npos)
+    const std::string bad = runCheck(
+        trace, writeText(dir, "bad.truth", line(kDefault, 0) + line(kExplicit, 1) + summary));
+    EXPECT_NE(bad.find("FAIL pool 0x9000 allow_opportunistic read at first sight"),
+              std::string::npos)
         << bad;
 }
 #endif
