@@ -54,11 +54,15 @@ CallSitesView::CallSitesView(QWidget* parent) : QWidget(parent) {
     auto* bar = new QHBoxLayout;
     bar->addWidget(new QLabel(tr("Group:"), left));
     orderButtons_ = new QButtonGroup(this);
-    auto* down = new QRadioButton(tr("Top-down (callers first)"), left);
-    auto* up = new QRadioButton(tr("Bottom-up (allocating function first)"), left);
-    down->setToolTip(tr("From the outermost caller (main, the script) down to the call that "
-                        "allocated"));
-    up->setToolTip(tr("From the function that allocated up through its callers"));
+    // Short labels, the order explained in the tooltips: with the long ones this bar alone made
+    // the dock (tabbed with the events) 600 px wide at least, squeezing the Pools & streams
+    // dock beside it.
+    auto* down = new QRadioButton(tr("Top-down"), left);
+    auto* up = new QRadioButton(tr("Bottom-up"), left);
+    down->setToolTip(tr("Callers first: from the outermost caller (main, the script) down to "
+                        "the call that allocated"));
+    up->setToolTip(tr("Allocating function first: from the function that allocated up through "
+                      "its callers"));
     orderButtons_->addButton(down, int(analysis::SiteOrder::TopDown));
     orderButtons_->addButton(up, int(analysis::SiteOrder::BottomUp));
     down->setChecked(true);
@@ -72,6 +76,7 @@ CallSitesView::CallSitesView(QWidget* parent) : QWidget(parent) {
     view_->setUniformRowHeights(true);
     view_->setAlternatingRowColors(true);
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view_->setIndentation(14); // stacks are deep: the default 20 px a level pushed frames out
     // Frames are never cut: the column is as wide as its longest frame, and the tree scrolls
     // sideways when the dock is narrower.
     view_->header()->setStretchLastSection(false);
@@ -129,6 +134,16 @@ CallSitesView::CallSitesView(QWidget* parent) : QWidget(parent) {
     pl->addWidget(split_, 1);
     stack_->addWidget(page);
     setSnapshot({});
+}
+
+Qt::Orientation CallSitesView::splitOrientation() const {
+    return split_->orientation();
+}
+
+void CallSitesView::resizeEvent(QResizeEvent* e) {
+    QWidget::resizeEvent(e);
+    const Qt::Orientation o = width() >= kSideBySideWidth ? Qt::Horizontal : Qt::Vertical;
+    if (split_->orientation() != o) split_->setOrientation(o);
 }
 
 void CallSitesView::setSnapshot(const TraceSnapshot& s) {

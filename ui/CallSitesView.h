@@ -43,6 +43,13 @@ public:
     IcicleWidget* icicle() const { return icicle_; }
     QString icicleCaption() const;
     bool hasStacks() const { return snap_.hasStacks(); }
+    // The tree and the icicle side by side when the dock is wide, the icicle under the tree
+    // when it is not (beside the Pools & streams dock at 1600 px, side by side cut the frames).
+    static constexpr int kSideBySideWidth = 760;
+    Qt::Orientation splitOrientation() const;
+
+protected:
+    void resizeEvent(QResizeEvent* e) override;
 
 signals:
     // The sites under the chosen frame (ascending) and a name for it; empty: nothing chosen.

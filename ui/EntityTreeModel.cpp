@@ -100,28 +100,30 @@ void EntityTreeModel::setCursorTime(int64_t t) {
     if (!snap_.valid() || nodes_.empty()) return;
     const Timeline& tl = *snap_.timeline;
     for (Node& n : nodes_) {
-        QString v;
+        QString reserved, used;
         if (t != INT64_MIN) {
             if (n.kind == Selection::Pool) {
-                if (const PoolTimeline* p = tl.pool(n.handle))
-                    v = QStringLiteral("reserved %1 · used %2")
-                            .arg(qb(p->reserved.valueAt(t)), qb(p->used.valueAt(t)));
+                if (const PoolTimeline* p = tl.pool(n.handle)) {
+                    reserved = qb(p->reserved.valueAt(t));
+                    used = qb(p->used.valueAt(t));
+                }
             } else if (n.kind == Selection::Stream) {
                 if (const StreamTimeline* s = tl.stream(n.handle))
-                    v = QStringLiteral("live %1").arg(qb(s->liveBytes.valueAt(t)));
+                    used = qb(s->liveBytes.valueAt(t));
             }
         }
-        n.cells[AtCursor] = v;
+        n.cells[ReservedAtCursor] = reserved;
+        n.cells[UsedAtCursor] = used;
     }
-    // One dataChanged per parent: the column's cells changed everywhere.
+    // One dataChanged per parent: the columns' cells changed everywhere.
     if (!roots_.empty()) {
-        emit dataChanged(index(0, AtCursor), index(int(roots_.size()) - 1, AtCursor));
+        emit dataChanged(index(0, ReservedAtCursor), index(int(roots_.size()) - 1, UsedAtCursor));
         for (size_t r = 0; r < roots_.size(); ++r) {
             const Node& root = nodes_[size_t(roots_[r])];
             if (root.children.empty()) continue;
             const QModelIndex parent = index(int(r), 0);
-            emit dataChanged(index(0, AtCursor, parent),
-                             index(int(root.children.size()) - 1, AtCursor, parent));
+            emit dataChanged(index(0, ReservedAtCursor, parent),
+                             index(int(root.children.size()) - 1, UsedAtCursor, parent));
         }
     }
 }
@@ -189,9 +191,9 @@ QVariant EntityTreeModel::headerData(int section, Qt::Orientation o, int role) c
     if (o != Qt::Horizontal) return {};
     // Two-line headers: the values are short ("2.22 GiB"), and one-line headers made the
     // columns twice as wide as them (the dock shares the bottom with the events table).
-    static const char* kNames[] = {"Pool / stream", "Peak\nreserved", "Peak used\n/ live",
-                                   "Allocated",     "Allocs",          "Live\nat end",
-                                   "At cursor"};
+    static const char* kNames[] = {"Pool / stream", "Peak\nreserved",    "Peak used\n/ live",
+                                   "Allocated",     "Allocs",             "Live\nat end",
+                                   "Reserved\nat cursor", "Used / live\nat cursor"};
     static const char* kTips[] = {
         "Device, its pools and its streams",
         "Highest reserved memory of the pool (memory taken from the device)",
@@ -199,7 +201,8 @@ QVariant EntityTreeModel::headerData(int section, Qt::Orientation o, int role) c
         "Total bytes allocated",
         "Number of successful allocations",
         "Bytes and blocks never freed by the end of the trace",
-        "State at the replay cursor: reserved (R) / used (U), or a stream's live bytes"};
+        "A pool's reserved memory at the replay cursor",
+        "A pool's used memory, or a stream's live bytes, at the replay cursor"};
     if (section < 0 || section >= ColumnCount) return {};
     if (role == Qt::DisplayRole) return tr(kNames[section]);
     if (role == Qt::ToolTipRole) return tr(kTips[section]);

@@ -21,7 +21,10 @@ public:
         Allocated,
         Allocations,
         LiveAtEnd,
-        AtCursor,
+        // The replay cursor's instant: a pool's reserved and used bytes, a stream's live bytes
+        // (two short columns: one "reserved X · used Y" cell was cut in the dock).
+        ReservedAtCursor,
+        UsedAtCursor,
         ColumnCount
     };
     enum Role { LaneRole = Qt::UserRole + 1, HandleRole };

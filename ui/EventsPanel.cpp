@@ -62,6 +62,11 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     for (int i = 0; i < 9; ++i)
         view_->setColumnWidth(i, widths[i] * cw + 12);
     autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
+    // Size right after the kind: with the Pools & streams dock beside it, the table shows about
+    // five columns before it scrolls sideways, and an allocation's size matters more than the
+    // names of its stream and pool (which the timeline's lanes also give).
+    QHeaderView* h = view_->horizontalHeader();
+    h->moveSection(h->visualIndex(EventTableModel::Size), h->visualIndex(EventTableModel::Stream));
     // Click a header to sort (the model permutes row indices; see EventTableModel). Starts in
     // query order (time) with no indicator; a third click on a header goes back to it.
     view_->horizontalHeader()->setSortIndicatorClearable(true);
@@ -171,10 +176,24 @@ void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
 }
 
 void EventsPanel::updateSource(const TraceSnapshot& s, EventProvider provider) {
+    // The filter boxes are rebuilt only when streams or pools came or went: rebuilding them ten
+    // times a second would close a box the user has open.
+    auto entities = [](const TraceSnapshot& t) {
+        std::vector<uint64_t> v;
+        if (!t.valid()) return v;
+        for (const StreamTimeline& st : t.timeline->streams) v.push_back(st.info.handle);
+        v.push_back(0); // between the two lists
+        for (const PoolTimeline& pt : t.timeline->pools) {
+            v.push_back(pt.info.handle);
+            v.push_back(uint64_t(pt.info.kind)); // part of its name
+        }
+        return v;
+    };
+    const bool sameEntities = live_ && entities(snap_) == entities(s);
     live_ = true;
     snap_ = s;
     provider_ = std::move(provider);
-    rebuildFilterChoices(); // new streams and pools; the user's choice stays
+    if (!sameEntities) rebuildFilterChoices(); // new streams and pools; the user's choice stays
     // A throttle, not a debounce: restarting the timer at every refresh (10 a second) would
     // never let it fire.
     if (!debounce_.isActive()) debounce_.start();

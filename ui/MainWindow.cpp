@@ -98,7 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             for (int c = 0; c < treeModel_->rowCount(dev); ++c)
                 nameW = std::max(nameW, tree_->fontMetrics().horizontalAdvance(
                                             treeModel_->index(c, 0, dev).data().toString()) +
-                                            2 * tree_->indentation() + 16);
+                                            2 * tree_->indentation() + 10);
         }
         tree_->setColumnWidth(0, nameW);
         for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c)
@@ -592,22 +592,28 @@ void MainWindow::fitSplitterToLanes() {
 
 void MainWindow::fitTreeDock() {
     // The events and the tree share the bottom: the tree gets what its columns need (the
-    // columns are sized to the trace's values), up to half of the two; the table scrolls
-    // sideways. Only while the widths are ours: once the user drags the divider, it stays.
+    // columns are sized to the trace's values), up to 55 % of the two; the table scrolls
+    // sideways. Only until the user drags a dock divider (see event()): then the layout is
+    // theirs.
     if (!autoTreeDock_ || !treeDock_->isVisible() || !eventsDock_->isVisible()) return;
-    if (autoTreeWidth_ >= 0 && std::abs(treeDock_->width() - autoTreeWidth_) > 2) {
-        autoTreeDock_ = false;
-        return;
-    }
     int need = tree_->frameWidth() * 2 + tree_->verticalScrollBar()->sizeHint().width() + 4;
     for (int c = 0; c < EntityTreeModel::ColumnCount - 1; ++c)
         need += tree_->columnWidth(c);
-    // The last column ("At cursor") stretches: room for its header at least.
-    need += tree_->header()->sectionSizeHint(EntityTreeModel::ColumnCount - 1);
+    // The last column stretches, down to the header's default section size at the least.
+    need += std::max(tree_->header()->sectionSizeHint(EntityTreeModel::ColumnCount - 1),
+                     tree_->header()->defaultSectionSize());
     const int both = treeDock_->width() + eventsDock_->width();
-    const int w = std::clamp(need, std::min(360, both / 2), both / 2);
+    const int w = std::clamp(need, std::min(360, both / 2), both * 55 / 100);
     resizeDocks({eventsDock_, treeDock_}, {both - w, w}, Qt::Horizontal);
-    autoTreeWidth_ = treeDock_->width();
+}
+
+bool MainWindow::event(QEvent* e) {
+    // A press on a dock separator (the layout shows a split cursor over it) starts a drag: the
+    // user arranges the docks from here on. Window resizes and new documents do not count.
+    if (e->type() == QEvent::MouseButtonPress &&
+        (cursor().shape() == Qt::SplitHCursor || cursor().shape() == Qt::SplitVCursor))
+        autoTreeDock_ = false;
+    return QMainWindow::event(e);
 }
 
 void MainWindow::updateLoadingOverlays() {

@@ -87,6 +87,7 @@ signals:
     void loadFailed(const QString& message);
 
 protected:
+    bool event(QEvent* e) override;
     void closeEvent(QCloseEvent*) override;
     void showEvent(QShowEvent*) override;
     void dragEnterEvent(QDragEnterEvent*) override;
@@ -122,8 +123,7 @@ private:
     QTreeView* tree_;
     QDockWidget* eventsDock_ = nullptr;
     QDockWidget* treeDock_ = nullptr;
-    bool autoTreeDock_ = true;
-    int autoTreeWidth_ = -1; // the width fitTreeDock() last gave it
+    bool autoTreeDock_ = true; // false once the user arranged the docks
     EntityTreeModel* treeModel_;
     ReplayBar* replay_;
     QSplitter* splitter_;

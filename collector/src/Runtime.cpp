@@ -13,6 +13,7 @@
 #include "Clock.h"
 #include "Decode.h"
 #include "Log.h"
+#include "PoolAttributes.h"
 #include "poolscope/EventFields.h"
 
 namespace poolscope::collector {
@@ -573,8 +574,9 @@ void pushSample(ThreadState* t, uint64_t pool, const PoolSlot& slot, uint64_t ti
     pushEvent(t, e);
 }
 
-__attribute__((cold)) PoolSlot* registerPool(uint64_t handle, int device, bool imported) {
-    if (!handle) return nullptr;
+namespace {
+// Returns the pool's slot, and whether this call registered it.
+PoolSlot* addPoolSlot(uint64_t handle, int device, bool imported, bool& added) {
     Runtime& rt = runtime();
     std::lock_guard lock(rt.coldMutex);
     if (PoolSlot* s = findPool(handle)) {
@@ -594,6 +596,25 @@ __attribute__((cold)) PoolSlot* registerPool(uint64_t handle, int device, bool i
     slot->imported.store(imported, std::memory_order_relaxed);
     slot->handle.store(handle, std::memory_order_release);
     if (slot == &rt.pools[n]) rt.poolCount.store(n + 1, std::memory_order_release);
+    added = true;
+    return slot;
+}
+} // namespace
+
+__attribute__((cold)) PoolSlot* registerPool(uint64_t handle, int device, bool imported) {
+    if (!handle) return nullptr;
+    bool added = false;
+    PoolSlot* slot = addPoolSlot(handle, device, imported, added);
+    // What the pool starts with (its reuse policies and release threshold), read once, outside
+    // the lock: a program that never sets them would otherwise show them as unknown.
+    Runtime& rt = runtime();
+    if (added && rt.sink) {
+        if (ThreadState* t = threadState()) {
+            Guard g(t);
+            const PoolAttributesRead r = readPoolAttributes(handle, &cuMemPoolGetAttribute);
+            rt.sink->addPoolAttributes(std::span(r.values, size_t(r.count)));
+        }
+    }
     return slot;
 }
 

@@ -47,6 +47,10 @@ void TraceSink::addPool(const PoolInfo& p) {
     std::lock_guard lock(inMutex_);
     inPools_.push_back(p);
 }
+void TraceSink::addPoolAttributes(std::span<const PoolAttributeValue> values) {
+    std::lock_guard lock(inMutex_);
+    inPoolAttributes_.insert(inPoolAttributes_.end(), values.begin(), values.end());
+}
 void TraceSink::addActivity(const PoolActivity& a) {
     std::lock_guard lock(inMutex_);
     inActivity_.push_back({a, 0});
@@ -225,12 +229,14 @@ void TraceSink::resolveActivity(bool final) {
 Status TraceSink::flushEntities() {
     std::vector<DeviceInfo> devices;
     std::vector<PoolInfo> pools;
+    std::vector<PoolAttributeValue> attributes;
     std::vector<std::pair<std::string, std::string>> meta;
     std::unique_ptr<ProcessInfo> process;
     {
         std::lock_guard lock(inMutex_);
         devices.swap(inDevices_);
         pools.swap(inPools_);
+        attributes.swap(inPoolAttributes_);
         meta.swap(inMeta_);
         process.swap(inProcess_);
     }
@@ -245,6 +251,8 @@ Status TraceSink::flushEntities() {
         if (Status s = writer_->addPool(p); !s) return s;
         if (live_) live_->onPool(p);
     }
+    for (const PoolAttributeValue& a : attributes)
+        if (Status s = writer_->addPoolAttribute(a); !s) return s;
     for (auto& [k, v] : meta)
         if (Status s = writer_->setMeta(k, v); !s) return s;
     return {};

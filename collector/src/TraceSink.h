@@ -64,6 +64,8 @@ public:
     // Thread-safe: entity facts found by the collector's cold paths, and activity records.
     void addDevice(const DeviceInfo& d);
     void addPool(const PoolInfo& p);
+    // A pool's settable attributes as read when the collector first saw it (PoolAttributes.h).
+    void addPoolAttributes(std::span<const PoolAttributeValue> values);
     void addActivity(const PoolActivity& a);
     void setProcess(const ProcessInfo& p);
     void setMeta(const std::string& key, const std::string& value);
@@ -157,6 +159,7 @@ private:
     std::mutex inMutex_; // guards the in* members below
     std::vector<DeviceInfo> inDevices_;
     std::vector<PoolInfo> inPools_;
+    std::vector<PoolAttributeValue> inPoolAttributes_;
     std::vector<PendingActivity> inActivity_;
     std::vector<std::pair<std::string, std::string>> inMeta_;
     std::unique_ptr<ProcessInfo> inProcess_;

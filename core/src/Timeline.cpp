@@ -133,6 +133,17 @@ struct TimelineBuilder::Impl {
     // the totals it keeps, into the timeline.
     void syncFromReplay(Timeline& out) const {
         for (size_t i = 0; i < out.pools.size(); ++i) out.pools[i].info = replay.pools()[i].info;
+        // A settable attribute known without any change in the trace (read by the collector
+        // when it first saw the pool, TraceReader::poolAttributes) holds from the pool's start.
+        for (size_t i = 0; i < out.pools.size(); ++i)
+            for (PoolAttr a : {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
+                               PoolAttr::ReuseAllowOpportunistic,
+                               PoolAttr::ReuseAllowInternalDependencies}) {
+                Series* s = out.pools[i].attributeSeries(a);
+                const replay::Knob& k = replay.pools()[i].knob(a);
+                if (s && s->empty() && k.known)
+                    s->push(std::max(out.t0, out.pools[i].info.createdTsNs), k.value);
+            }
         for (size_t i = 0; i < out.streams.size(); ++i)
             out.streams[i].info = replay.streams()[i].info;
         out.reusedWithoutFree = replay.reusedWithoutFree();
@@ -642,6 +653,11 @@ void TimelineBuilder::declareDevice(const DeviceInfo& info) {
     d_->replay.setDevices(std::move(devices));
 }
 
+void TimelineBuilder::declarePoolAttributes(const std::vector<PoolAttributeValue>& values) {
+    for (const PoolAttributeValue& a : values)
+        d_->replay.declareKnob(a.pool, a.attr, a.value);
+}
+
 void TimelineBuilder::setDropGaps(std::vector<DropGap> gaps) {
     d_->tl.dropGaps = std::move(gaps);
 }
@@ -752,6 +768,9 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     // A drop_gaps table that cannot be read (damaged) loses the marks, not the trace: the total
     // stays in meta, and `info` names the damage.
     if (auto gaps = reader.dropGaps(); gaps) b.setDropGaps(std::move(*gaps));
+    // The same for the attributes read when each pool was first seen: without them the
+    // policies a program never set are unknown, as in traces from before the table.
+    if (auto attrs = reader.poolAttributes(); attrs) b.declarePoolAttributes(*attrs);
     // The whole trace's time range (for partial timelines), per-kind counts (capacity) and
     // event count (progress); the chunks' own count when the summary cannot be read.
     TraceSummary summary;

@@ -336,6 +336,32 @@ Result<std::vector<DropGap>> TraceReader::dropGaps() const {
         [this](const char* w) { return sqlError(w); });
 }
 
+namespace {
+// pool_initial_attributes rows that cannot be a value the collector read (see schema.sql). A row of a
+// pool without a pools row is not one of them: the collector reads a pool's attributes when it
+// registers the pool, which can happen without an event that would name it in the trace.
+constexpr const char* kBadPoolAttributeRow =
+    "typeof(pool)<>'integer' OR typeof(attr)<>'integer' OR attr<1 OR attr>4"
+    " OR typeof(value)<>'integer' OR (attr<4 AND value NOT IN (0,1))";
+} // namespace
+
+Result<std::vector<PoolAttributeValue>> TraceReader::poolAttributes() const {
+    {
+        Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='pool_initial_attributes'");
+        if (!t.ok()) return sqlError("look for pool_initial_attributes");
+        if (t.step() != SQLITE_ROW) return std::vector<PoolAttributeValue>{};
+    }
+    // Bounded: four rows per pool at most are meaningful; more is damage.
+    const std::string sql = std::string("SELECT pool,attr,value FROM pool_initial_attributes WHERE NOT (") +
+                            kBadPoolAttributeRow + ") ORDER BY pool, attr LIMIT 400000";
+    return selectAll<PoolAttributeValue>(
+        db_, sql.c_str(),
+        [](const Stmt& s) {
+            return PoolAttributeValue{s.u64(0), static_cast<PoolAttr>(s.i32(1)), s.u64(2)};
+        },
+        [this](const char* w) { return sqlError(w); });
+}
+
 Result<std::map<std::string, std::string>> TraceReader::meta() const {
     auto rows = selectAll<std::pair<std::string, std::string>>(
         db_, "SELECT key,value FROM meta",
@@ -760,6 +786,19 @@ std::vector<TraceDamage> TraceReader::tableDamage() const {
                   " (SELECT handle FROM pools)", "samples") && v[0])
             out.push_back({std::to_string(v[0]) + " watermark sample(s) name a pool that is not "
                                "in the pools table (" + hex(v[1]) + ")", 0});
+        bool hasAttributes = false;
+        {
+            Stmt a(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='pool_initial_attributes'");
+            hasAttributes = a.ok() && a.step() == SQLITE_ROW;
+        }
+        const std::string badAttributes =
+            std::string("SELECT count(*), coalesce(min(pool),0) FROM pool_initial_attributes WHERE ") +
+            kBadPoolAttributeRow;
+        if (hasAttributes && check(badAttributes.c_str(), "pool_initial_attributes") && v[0])
+            out.push_back({"the pool_initial_attributes table has " + std::to_string(v[0]) +
+                               " row(s) that are no pool's attribute value (an unknown "
+                               "attribute, or a reuse policy other than on/off; pool " +
+                               hex(v[1]) + "; skipped)", 0});
         {
             Stmt m(db_, "SELECT value FROM meta WHERE key='dropped_events'");
             if (m.ok() && m.step() == SQLITE_ROW) {

@@ -58,10 +58,11 @@ struct TraceWriter::Statements {
     sqlite3_stmt* stream = nullptr;
     sqlite3_stmt* thread = nullptr;
     sqlite3_stmt* dropGap = nullptr;
+    sqlite3_stmt* poolAttr = nullptr;
     sqlite3_stmt* meta = nullptr;
     ~Statements() {
-        for (sqlite3_stmt* s :
-             {chunk, count, sample, sampleBatch, process, device, pool, stream, thread, dropGap, meta})
+        for (sqlite3_stmt* s : {chunk, count, sample, sampleBatch, process, device, pool, stream,
+                                thread, dropGap, poolAttr, meta})
             sqlite3_finalize(s);
     }
 };
@@ -181,6 +182,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                      "priority_known) VALUES(?,?,?,?,?)"},
         {&st.thread, "INSERT OR REPLACE INTO threads(tid,name) VALUES(?,?)"},
         {&st.dropGap, "INSERT INTO drop_gaps(ts_ns,duration_ns,tid,count) VALUES(?,?,?,?)"},
+        {&st.poolAttr, "INSERT OR IGNORE INTO pool_initial_attributes(pool,attr,value) VALUES(?,?,?)"},
         {&st.meta, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)"},
     };
     for (auto& p : preps) {
@@ -377,6 +379,15 @@ Status TraceWriter::addPool(const PoolInfo& p) {
     sqlite3_bind_int(s, 6, p.locationId);
     sqlite3_bind_int64(s, 7, s64(p.maxSize));
     sqlite3_bind_int64(s, 8, p.createdTsNs);
+    if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::addPoolAttribute(const PoolAttributeValue& a) {
+    sqlite3_stmt* s = st_->poolAttr;
+    sqlite3_bind_int64(s, 1, s64(a.pool));
+    sqlite3_bind_int(s, 2, static_cast<int>(a.attr));
+    sqlite3_bind_int64(s, 3, s64(a.value));
     if (!stepReset(s)) return sqlError("write");
     return {};
 }

@@ -147,6 +147,19 @@ CREATE TABLE drop_gaps (
   count       INTEGER NOT NULL
 );
 
+-- The settable attributes of each pool (the three reuse policies and the release threshold) as
+-- the driver reported them when the collector first saw the pool (issue #17): a pool whose
+-- policies the program never set showed "unknown". Changes after that are events
+-- (pool_set_attribute, knob_change). Written since 2026-11-25 without a version change, like
+-- drop_gaps: it only adds information, a reader that predates it ignores it, and a trace without
+-- it shows such values as unknown.
+CREATE TABLE pool_initial_attributes (
+  pool  INTEGER NOT NULL,                     -- pools.handle
+  attr  INTEGER NOT NULL,                     -- pool_attributes.id: 1-3 the reuse policies, 4 the threshold
+  value INTEGER NOT NULL,                     -- 0 off / 1 on; the threshold in bytes
+  PRIMARY KEY (pool, attr)
+) WITHOUT ROWID;
+
 -- Call sites, since version 4 (core/include/poolscope/Stacks.h). An event's site (codec 4) is
 -- sites.id; each distinct native stack, Python stack and NVTX range path is stored once.
 -- Native frames are module + offset, so that a trace is symbolized wherever the binaries are

@@ -14,6 +14,7 @@
 #include "TargetProcess.h"
 #include "WhatIfPanel.h"
 
+#include <QAbstractItemView>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -26,9 +27,10 @@
 #include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QSlider>
-#include <QTest>
 #include <QTableView>
+#include <QTest>
 #include <QThread>
 #include <functional>
 #include <set>
@@ -320,6 +322,21 @@ TEST_F(LiveUiTest, EventsTableFillsAndFollowsTheRun) {
     server_->onEvents(std::vector<Event>(more.begin() + 400, more.end()));
     ASSERT_TRUE(waitFor([&] { return model->rowCount() == 500; }));
     EXPECT_EQ(model->eventAt(view->rowAt(0))->seq, topSeq);
+    // The filter boxes' lists stay as they are while no stream or pool comes or goes: they were
+    // cleared and refilled at every refresh, under the user's open box.
+    auto* streams = w.events()->findChildren<QComboBox*>().value(0);
+    ASSERT_NE(streams, nullptr);
+    QSignalSpy removed(streams->model(), &QAbstractItemModel::rowsRemoved);
+    std::vector<Event> later = allocFreePairs(0x1000, 600);
+    server_->onEvents(std::vector<Event>(later.begin() + 500, later.end()));
+    ASSERT_TRUE(waitFor([&] { return model->rowCount() == 600; }));
+    EXPECT_EQ(removed.count(), 0);
+    // For a look at the live window (the fake driver's pools, not a GPU's).
+    if (const char* dir = std::getenv("POOLSCOPE_SCREENSHOT_DIR")) {
+        view->scrollToBottom();
+        QTest::qWait(300);
+        w.grab().save(QString::fromUtf8(dir) + "/live-fake-driver.png");
+    }
 }
 
 // The live table holds the latest events only: whole blocks of the oldest go once the newer
@@ -483,4 +500,26 @@ TEST_F(LiveUiTest, ADeviceFirstUsedAfterTheHelloIsNamed) {
     }));
     ASSERT_EQ(last.timeline->devices.size(), 1u);
     EXPECT_EQ(last.timeline->devices[0].totalMemory, 80ull << 30);
+}
+
+// The live view knows each pool's reuse policies and threshold from the target's pool listing
+// (the driver's values), not only from the first change the program makes.
+TEST_F(LiveUiTest, PoolAttributesComeFromTheTargetsListing) {
+    LiveSession session;
+    session.setRefreshIntervalMs(20);
+    attach(session);
+    TraceSnapshot last;
+    QObject::connect(&session, &LiveSession::snapshotReady,
+                     [&](const TraceSnapshot& s) { last = s; });
+    server_->onEvents(allocFreePairs(0x1000, 10));
+    ASSERT_TRUE(waitFor([&] { return last.valid() && last.timeline->eventCount == 10; }));
+    const PoolTimeline* p = last.timeline->pool(0x1000);
+    ASSERT_NE(p, nullptr);
+    for (const Series* s : {&p->reuseFollowEventDependencies, &p->reuseAllowOpportunistic,
+                            &p->reuseAllowInternalDependencies, &p->releaseThreshold}) {
+        ASSERT_FALSE(s->empty());
+        EXPECT_EQ(s->t.front(), last.timeline->t0);
+    }
+    EXPECT_EQ(p->reuseAllowOpportunistic.valueAt(last.timeline->t1), 1u);
+    EXPECT_EQ(p->releaseThreshold.valueAt(last.timeline->t1), 0u);
 }

@@ -235,6 +235,8 @@ def check(poolscope, trace, truth_path, c, workload=None):
             print(f"  info: jax {len(ok_allocs)} allocs, {len(frees)} frees")
     if peaks:
         check_peaks(c, poolscope, trace, trace.rsplit("/", 1)[-1], peaks)
+    if any(j.get("type") == "attributes" for j in extra):
+        check_attributes(c, poolscope, trace, db, extra, by)
     if any(k.startswith(BEYOND_PREFIX) for k in summary) or any(
             j.get("type") in ("host", "torch_native") for j in extra):
         check_beyond(c, poolscope, trace, summary, extra, by)
@@ -253,6 +255,42 @@ def check(poolscope, trace, truth_path, c, workload=None):
     samples = db.execute("SELECT count(*) FROM samples").fetchone()[0]
     print(f"  {c.name}: {len(events)} events {kinds}, {samples} samples, {releases} implicit releases")
     return events
+
+
+ATTRIBUTES = {1: "follow_event_dependencies", 2: "allow_opportunistic",
+              3: "allow_internal_dependencies", 4: "release_threshold"}
+REPORT_ATTRIBUTES = {1: "reuse_follow_event_dependencies", 2: "reuse_allow_opportunistic",
+                     3: "reuse_allow_internal_dependencies", 4: "release_threshold"}
+
+
+def check_attributes(c, poolscope, trace, db, extra, by):
+    """Issue #17: each pool's reuse policies and release threshold as the collector read them
+    when it first saw the pool (pool_initial_attributes) equal what the program read with
+    cudaMemPoolGetAttribute before changing any; the report shows them where the program never
+    changed them."""
+    rows = {}
+    try:
+        for pool, attr, value in db.execute("SELECT pool, attr, value FROM pool_initial_attributes"):
+            rows[(pool & 0xFFFFFFFFFFFFFFFF, attr)] = value & 0xFFFFFFFFFFFFFFFF
+    except sqlite3.Error as e:
+        c.failures.append(f"pool_initial_attributes unreadable: {e}")
+        return
+    changed = {(e["pool"], e["attr"]) for e in by.get("pool_set_attribute", []) if e["result"] == 0}
+    pools, _ = report_pools(poolscope, trace)
+    for j in (j for j in extra if j.get("type") == "attributes"):
+        pool = int(j["pool"], 16)
+        for attr, key in ATTRIBUTES.items():
+            c.eq(f"pool {j['pool']} {key} read at first sight", rows.get((pool, attr)), j[key])
+            if (pool, attr) in changed:
+                continue
+            p = pools.get(pool)
+            if p is None:
+                continue  # a pool with no lane in the report (never allocated from)
+            got = p.get(REPORT_ATTRIBUTES[attr])
+            want = j[key] if attr == 4 else bool(j[key])
+            c.eq(f"report: pool {j['pool']} {REPORT_ATTRIBUTES[attr]} (never set)", got, want)
+        print(f"  info: pool {j['pool']} starts with " +
+              ", ".join(f"{k}={j[k]}" for k in ATTRIBUTES.values()))
 
 
 def check_beyond(c, poolscope, trace, summary, extra, by):

@@ -14,6 +14,9 @@
 #include "poolscope/TraceReader.h"
 
 #include <QAbstractItemModelTester>
+#include <QHeaderView>
+#include <QDockWidget>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTreeView>
@@ -243,3 +246,27 @@ TEST(DetailsPane, ShowsWhereTheBlockWasFreedWhenRecorded) {
         << "the free's own innermost frame follows the heading: " << text.toStdString();
 }
 
+// Beside the Pools & streams dock at 1600x1000 the Call sites dock is ~500 px wide: the tree and
+// the icicle side by side left the frames cut. Narrow, the icicle goes under the tree, and the
+// tree shows its frames and numbers at the dock's width.
+TEST(CallSitesView, PutsTheIcicleUnderTheTreeWhenNarrow) {
+    QSettings().remove("window/state");
+    auto w = openWindow(samplePath("callsites.poolscope"));
+    w->showCallSites();
+    CallSitesView* v = w->callSites();
+    ASSERT_TRUE(v->hasStacks());
+    QTest::qWait(100);
+    ASSERT_LT(v->width(), CallSitesView::kSideBySideWidth) << "the dock is wide: nothing to test";
+    EXPECT_EQ(v->splitOrientation(), Qt::Vertical);
+    QTreeView* t = v->treeView();
+    EXPECT_LE(t->header()->length(), t->viewport()->width()) << "frames or numbers cut";
+    // Wide (the user made room): side by side again.
+    CallSitesView wide;
+    wide.resize(CallSitesView::kSideBySideWidth + 100, 400);
+    wide.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&wide));
+    EXPECT_EQ(wide.splitOrientation(), Qt::Horizontal);
+    wide.resize(CallSitesView::kSideBySideWidth - 100, 400);
+    QTest::qWait(20);
+    EXPECT_EQ(wide.splitOrientation(), Qt::Vertical);
+}

@@ -99,11 +99,13 @@ TEST(EntityTreeModel, PassesModelTesterWithStatsAndCursor) {
     const QString peak = model.data(pool.siblingAtColumn(EntityTreeModel::PeakReserved)).toString();
     EXPECT_TRUE(peak.endsWith("iB")) << peak.toStdString();
     EXPECT_EQ(model.selectionFor(pool).kind, Selection::Pool);
-    EXPECT_TRUE(model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().isEmpty());
+    EXPECT_TRUE(model.data(pool.siblingAtColumn(EntityTreeModel::ReservedAtCursor)).toString().isEmpty());
     const int64_t mid = (s.timeline->t0 + s.timeline->t1) / 2;
     model.setCursorTime(mid);
     EXPECT_TRUE(
-        model.data(pool.siblingAtColumn(EntityTreeModel::AtCursor)).toString().startsWith("reserved "));
+        model.data(pool.siblingAtColumn(EntityTreeModel::ReservedAtCursor)).toString().endsWith("B"));
+    EXPECT_TRUE(
+        model.data(pool.siblingAtColumn(EntityTreeModel::UsedAtCursor)).toString().endsWith("B"));
     model.resetData({});
     EXPECT_EQ(model.rowCount(), 0);
 }

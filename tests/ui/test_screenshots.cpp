@@ -97,10 +97,10 @@ QString samplePath(const QString& file) {
     return p.replace(QStringLiteral("churn.poolscope"), file);
 }
 
-// The window in the light theme at `size`, shown, with `paths` opened (several: one lane group
+// The window in the light theme at `size` (1600x1000: what the README screenshots show), shown, with `paths` opened (several: one lane group
 // per process) and their first snapshot on screen.
 testing::AssertionResult showAndOpen(MainWindow& w, const QStringList& paths,
-                                     QSize size = {1680, 1050}) {
+                                     QSize size = {1600, 1000}) {
     w.setTheme(Theme::Light);
     w.resize(size);
     w.show();
@@ -283,7 +283,6 @@ TEST(Screenshots, CallSitesViewAndTheDetailsPanesStack) {
     ASSERT_NE(dock, nullptr);
     ASSERT_NE(treeDock, nullptr);
     w.resizeDocks({dock}, {430}, Qt::Vertical);
-    w.resizeDocks({dock, treeDock}, {1000, 270}, Qt::Horizontal);
     v->setIcicleInstant(1);
     const analysis::SiteTree* tree = v->model()->tree();
     uint32_t weights = 0;
@@ -449,7 +448,7 @@ void whatIfShot(const char* sample, const std::function<void(MainWindow&, WhatIf
     const QString path = samplePath(QString::fromUtf8(sample) + ".poolscope");
     if (!QFile::exists(path)) GTEST_SKIP() << "no " << sample << " sample";
     MainWindow w;
-    ASSERT_TRUE(showAndOpen(w, {path}, {1600, 1000}));
+    ASSERT_TRUE(showAndOpen(w, {path}));
     WhatIfPanel* p = w.whatIf();
     QSignalSpy answered(p, &WhatIfPanel::predictionShown);
     w.showWhatIf();
@@ -498,7 +497,7 @@ TEST(Screenshots, SeveralProcessesAndTheCompareMode) {
                   child = samplePath("ipc-child.poolscope");
     if (!QFile::exists(parent) || !QFile::exists(child)) GTEST_SKIP() << "no IPC samples";
     MainWindow w;
-    ASSERT_TRUE(showAndOpen(w, {parent, child}, {1600, 1000}));
+    ASSERT_TRUE(showAndOpen(w, {parent, child}));
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
     MultiProcessView* v = w.modes()->processes();
     ASSERT_EQ(v->processCount(), 2);

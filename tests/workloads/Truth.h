@@ -42,6 +42,22 @@ struct Truth {
                     what, (unsigned long long)index, (unsigned long long)(uintptr_t)pool,
                     (unsigned long long)r, (unsigned long long)u);
     }
+    // The pool's settable attributes as the program reads them (issue #17): the trace's
+    // pool_initial_attributes must hold these for a pool read before the program changes any.
+    //   {"type":"attributes","pool":"0x..","follow_event_dependencies":F,
+    //    "allow_opportunistic":O,"allow_internal_dependencies":I,"release_threshold":T}
+    static void attributes(cudaMemPool_t pool) {
+        int f = -1, o = -1, i = -1;
+        uint64_t t = 0;
+        CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolReuseFollowEventDependencies, &f));
+        CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &o));
+        CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &i));
+        CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &t));
+        std::printf("{\"type\":\"attributes\",\"pool\":\"0x%llx\",\"follow_event_dependencies\":%d,"
+                    "\"allow_opportunistic\":%d,\"allow_internal_dependencies\":%d,"
+                    "\"release_threshold\":%llu}\n",
+                    (unsigned long long)(uintptr_t)pool, f, o, i, (unsigned long long)t);
+    }
     void summary(const char* workload) {
         std::printf("{\"type\":\"summary\",\"workload\":\"%s\"", workload);
         for (auto& [k, v] : counts) std::printf(",\"%s\":%llu", k.c_str(), (unsigned long long)v);

@@ -16,6 +16,11 @@ int main() {
     CHECK(cudaMemPoolCreate(&pa, &props));
     CHECK(cudaMemPoolCreate(&pb, &props));
     t.count("pool_creates", 2);
+    // What each pool starts with, before the program changes anything (issue #17: the
+    // collector reads the same when it first sees the pool).
+    Truth::attributes(def);
+    Truth::attributes(pa);
+    Truth::attributes(pb);
     uint64_t zero = 0, big = 64ull << 20;
     CHECK(cudaMemPoolSetAttribute(pa, cudaMemPoolAttrReleaseThreshold, &zero));
     CHECK(cudaMemPoolSetAttribute(pb, cudaMemPoolAttrReleaseThreshold, &big));

@@ -8,6 +8,20 @@ namespace poolscope::ui {
 
 using namespace poolscope::control;
 
+namespace {
+// What the target's driver reports for each pool's settable attributes: known from the start
+// of the session (events change them from there), not "unknown" until the program sets them.
+std::vector<PoolAttributeValue> attributesOf(const std::vector<PoolState>& pools) {
+    std::vector<PoolAttributeValue> out;
+    for (const PoolState& p : pools)
+        for (PoolAttr a : {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
+                           PoolAttr::ReuseAllowOpportunistic,
+                           PoolAttr::ReuseAllowInternalDependencies})
+            out.push_back({p.info.handle, a, p.attribute(a)});
+    return out;
+}
+} // namespace
+
 LiveSession::LiveSession(QObject* parent) : QObject(parent) {
     tick_.setInterval(baseIntervalMs_);
     connect(&tick_, &QTimer::timeout, this, &LiveSession::onTick);
@@ -39,6 +53,7 @@ QString LiveSession::attach(const QString& socketPath, int timeoutMs) {
     builder_->setEntities(hello_.devices, infos, hello_.streams);
     recorder_ = std::make_unique<whatif::TapeRecorder>();
     builder_->subscribe(recorder_.get(), whatif::TapeRecorder::kindMask());
+    builder_->declarePoolAttributes(attributesOf(pools_));
     eventsReceived_ = dropped_ = 0;
     log_.clear();
     dirty_ = true;
@@ -146,6 +161,7 @@ void LiveSession::onReadable() {
                 pools_ = in.ack->pools;
                 for (const PoolState& p : pools_)
                     if (builder_) builder_->declarePool(p.info);
+                if (builder_) builder_->declarePoolAttributes(attributesOf(pools_));
                 for (const DeviceInfo& d : in.ack->devices) {
                     if (knowsDevice(d.ordinal)) continue;
                     hello_.devices.push_back(d);

@@ -39,6 +39,14 @@ struct PoolInfo {
     int64_t createdTsNs = 0;   // 0 when it existed before the collector saw it
 };
 
+// A settable pool attribute as the driver reported it when the collector first saw the pool
+// (the trace's pool_initial_attributes table). attr is ReleaseThreshold or a reuse policy.
+struct PoolAttributeValue {
+    uint64_t pool = 0;
+    PoolAttr attr = PoolAttr::ReleaseThreshold;
+    uint64_t value = 0;
+};
+
 struct StreamInfo {
     uint64_t handle = 0;
     int device = -1;

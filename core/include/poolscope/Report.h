@@ -38,6 +38,11 @@ struct PoolReport {
     bool thresholdKnown = false;
     uint64_t releaseThreshold = 0;   // the last value seen
     uint64_t thresholdChanges = 0;
+    // The reuse policies at the end (1 on, 0 off, -1 unknown: never set and not read from the
+    // driver, as in traces from before pool_initial_attributes).
+    int8_t reuseFollowEventDependencies = -1;
+    int8_t reuseAllowOpportunistic = -1;
+    int8_t reuseAllowInternalDependencies = -1;
     // Idle bytes (reserved - used) averaged over the time the pool's watermarks were known.
     uint64_t meanIdle = 0;
     // Fragmentation (analysis/Fragmentation.h): allocations that grew the pool or failed, and of

@@ -37,6 +37,11 @@ public:
     // A device learnt after the events began (a live target learns a device at its first use
     // there): adds it, or fills a name and memory size that were not known.
     void declareDevice(const DeviceInfo& info);
+    // Settable attributes as the driver reported them when the pool was first seen
+    // (TraceReader::poolAttributes, a live target's pool listing): the views then know them
+    // from the start of the trace (or the pool's creation) instead of at their first change.
+    // Pools not declared or seen yet are skipped; values an event already set stay.
+    void declarePoolAttributes(const std::vector<PoolAttributeValue>& values);
     // Where the collector lost events (TraceReader::dropGaps), carried into the timeline.
     void setDropGaps(std::vector<DropGap> gaps);
     // Capacity hint (e.g. from TraceSummary::countsByKind) so 10M-event traces do not pay for

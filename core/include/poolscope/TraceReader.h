@@ -61,6 +61,10 @@ public:
     Result<std::map<std::string, std::string>> meta() const;
     // Where the collector lost events, time order; empty for traces without the table.
     Result<std::vector<DropGap>> dropGaps() const;
+    // The pools' settable attributes as first read by the collector (pool_initial_attributes); empty
+    // for traces without the table. Rows that cannot be such a value (an attribute outside 1-4,
+    // a reuse policy other than 0/1) are left out and reported by tableDamage().
+    Result<std::vector<PoolAttributeValue>> poolAttributes() const;
     Result<TraceSummary> summary() const;
     // Call sites (Stacks.h): every row of the format-4 tables; empty for older formats and for
     // traces recorded without stacks. A row that breaks the tables' rules (a frame beyond a

@@ -56,6 +56,8 @@ public:
     Status addStream(const StreamInfo& s);   // insert or update by handle
     Status addThread(const ThreadInfo& t);   // insert or update by tid
     Status addDropGap(const DropGap& g);
+    // The first value written for a (pool, attribute) stays: it is what the pool started with.
+    Status addPoolAttribute(const PoolAttributeValue& a);
 
     // Appends events (Sample kind goes to the samples table, the rest to event chunks). Give
     // events in seq order. Opens a transaction if none is open; nothing is durable until commit().

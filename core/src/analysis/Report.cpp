@@ -346,6 +346,10 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         pr.thresholdKnown = !p.releaseThreshold.empty();
         pr.releaseThreshold = pr.thresholdKnown ? p.releaseThreshold.v.back() : 0;
         pr.thresholdChanges = p.releaseThreshold.size();
+        auto last = [](const Series& s) -> int8_t { return s.empty() ? -1 : s.v.back() != 0; };
+        pr.reuseFollowEventDependencies = last(p.reuseFollowEventDependencies);
+        pr.reuseAllowOpportunistic = last(p.reuseAllowOpportunistic);
+        pr.reuseAllowInternalDependencies = last(p.reuseAllowInternalDependencies);
         pr.meanIdle = meanIdle(p);
         if (const Fragmentation::Pool* f = tl.fragmentation.pool(p.info.handle)) {
             pr.growths = f->growths;

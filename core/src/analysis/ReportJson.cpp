@@ -23,6 +23,10 @@ json allocationJson(const Allocation& a, int64_t t0) {
                 {"api", allocApiName(static_cast<AllocApi>(a.api))}};
 }
 
+json policy(int8_t v) {
+    return v < 0 ? json() : json(v != 0);
+}
+
 } // namespace
 
 std::string reportToJson(const Report& r, int indent) {
@@ -82,6 +86,9 @@ std::string reportToJson(const Report& r, int indent) {
                   {"final_used", p.finalUsed},
                   {"release_threshold", p.thresholdKnown ? json(p.releaseThreshold) : json()},
                   {"threshold_changes", p.thresholdChanges},
+                  {"reuse_follow_event_dependencies", policy(p.reuseFollowEventDependencies)},
+                  {"reuse_allow_opportunistic", policy(p.reuseAllowOpportunistic)},
+                  {"reuse_allow_internal_dependencies", policy(p.reuseAllowInternalDependencies)},
                   {"mean_idle", p.meanIdle},
                   {"growths", p.growths},
                   {"growths_while_idle", p.growthsWhileIdle},

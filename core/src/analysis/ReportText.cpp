@@ -19,6 +19,17 @@ std::string threshold(const PoolReport& p) {
     return p.releaseThreshold == UINT64_MAX ? "max" : formatBytes(p.releaseThreshold);
 }
 
+// The three reuse policies in one short cell (the legend is under the table): E follow event
+// dependencies, O allow opportunistic, I allow internal dependencies; "-" off, "?" unknown.
+std::string reuse(const PoolReport& p) {
+    std::string s;
+    for (auto [v, letter] : {std::pair{p.reuseFollowEventDependencies, 'E'},
+                             {p.reuseAllowOpportunistic, 'O'},
+                             {p.reuseAllowInternalDependencies, 'I'}})
+        s += v < 0 ? '?' : v ? letter : '-';
+    return s;
+}
+
 } // namespace
 
 std::string reportToText(const Report& r) {
@@ -45,7 +56,7 @@ std::string reportToText(const Report& r) {
     // Column titles stay short so the table fits 120 columns with GiB-sized values.
     detail::TextTable pools({"pool", "dev", "kind", "peak rsvd", "used then", "idle then",
                              "peak used", "allocs", "allocated", "live@end", "final rsvd",
-                             "threshold"});
+                             "threshold", "reuse"});
     for (const PoolReport& pr : r.pools) {
         const bool w = pr.hasWatermarks;
         pools.row({r.names.poolWithHandle(pr.info.handle), pr.info.device < 0 ? "-" : std::to_string(pr.info.device),
@@ -54,9 +65,12 @@ std::string reportToText(const Report& r) {
                    w ? formatBytes(pr.peakUsed) : formatBytes(pr.peakLive) + "*",
                    formatCount(pr.allocCount), formatBytes(pr.bytesAllocated),
                    formatBytes(pr.liveAtEndBytes), bytesOrDash(w, pr.finalReserved),
-                   threshold(pr)});
+                   threshold(pr), reuse(pr)});
     }
     out += pools.empty() ? "  (none)\n" : pools.render();
+    if (!pools.empty())
+        out += "  reuse: E follow event dependencies, O allow opportunistic, I allow internal "
+               "dependencies (- off, ? never set nor read)\n";
     for (const PoolReport& pr : r.pools)
         if (!pr.hasWatermarks) {
             out += "  * no watermarks recorded for this pool: peak of the live allocations seen\n";

@@ -119,6 +119,15 @@ uint32_t Replay::declarePool(const PoolInfo& info) {
     return i;
 }
 
+bool Replay::declareKnob(uint64_t pool, PoolAttr attr, uint64_t value) {
+    const uint32_t i = poolIndex(pool);
+    const int k = PoolState::knobIndex(attr);
+    if (i == kNone || k < 0) return false;
+    Knob& knob = pools_[i].knobs[k];
+    if (!knob.known) knob = Knob{attr == PoolAttr::ReleaseThreshold ? value : uint64_t(value != 0), true};
+    return true;
+}
+
 uint32_t Replay::declareStream(const StreamInfo& info) {
     bool isNew = false;
     const uint32_t i = streamAt(info.handle, static_cast<int16_t>(info.device), isNew);

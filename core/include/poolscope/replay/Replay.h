@@ -216,6 +216,10 @@ public:
     uint32_t declarePool(const PoolInfo& info);
     uint32_t declareStream(const StreamInfo& info);
     void setDevices(std::vector<DeviceInfo> devices) { devices_ = std::move(devices); }
+    // A settable attribute's value as the driver reported it before the events that follow (a
+    // trace's pool_initial_attributes, a live target's pool listing): known from here on unless an
+    // event already set it. False for a pool not declared or seen, or a non-settable attr.
+    bool declareKnob(uint64_t pool, PoolAttr attr, uint64_t value);
 
     // Applies one event (Sample included), in seq order. The fact refers to `e` and stays
     // valid until the next call. tag is stored with a block the event hands out.
