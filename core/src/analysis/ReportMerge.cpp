@@ -304,9 +304,25 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         pr.finalReserved = p.reserved.empty() ? 0 : p.reserved.back();
         pr.finalUsed = p.used.empty() ? 0 : p.used.back();
         const StepTail& th = p.knobs[kThreshold];
+        const replay::PoolState& ps = replay_.pools()[i];
         pr.thresholdKnown = !th.empty();
         pr.releaseThreshold = pr.thresholdKnown ? th.back() : 0;
         pr.thresholdChanges = th.size();
+        // Known without any change in the trace (read by the collector at the pool's start):
+        // one value from the start, as the Timeline's series holds it.
+        if (th.empty() && ps.knob(PoolAttr::ReleaseThreshold).known) {
+            pr.thresholdKnown = true;
+            pr.releaseThreshold = ps.knob(PoolAttr::ReleaseThreshold).value;
+            pr.thresholdChanges = 1;
+        }
+        auto policy = [&](PoolAttr a) -> int8_t {
+            const StepTail& t = p.knobs[replay::PoolState::knobIndex(a)];
+            if (!t.empty()) return t.back() != 0;
+            return ps.knob(a).known ? ps.knob(a).value != 0 : -1;
+        };
+        pr.reuseFollowEventDependencies = policy(PoolAttr::ReuseFollowEventDependencies);
+        pr.reuseAllowOpportunistic = policy(PoolAttr::ReuseAllowOpportunistic);
+        pr.reuseAllowInternalDependencies = policy(PoolAttr::ReuseAllowInternalDependencies);
         if (!p.reserved.empty())
             pr.meanIdle = p.prev <= p.first
                               ? p.gap

@@ -482,6 +482,10 @@ bool ReportReducer::anyPolicyOff() const {
                            PoolAttr::ReuseAllowInternalDependencies}) {
             const int k = replay::PoolState::knobIndex(a);
             if (p.knobZero[k]) return true;
+            if (p.knobs[k].empty()) {
+                const replay::Knob& start = replay_.pools()[size_t(&p - pools_.data())].knob(a);
+                if (start.known && start.value == 0) return true;
+            }
             bool zero = false;
             p.knobs[k].forEachBuffered([&](int64_t, uint64_t v) { zero = zero || v == 0; });
             if (zero) return true;
