@@ -9,6 +9,7 @@
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/analysis/TraceReport.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -127,6 +128,21 @@ TEST(PoolAttributes, HandBuiltTraceKnowsThemFromEachPoolsStart) {
     const std::string text = reportToText(r);
     EXPECT_NE(text.find("EOI"), std::string::npos) << text;
     EXPECT_NE(text.find("E-I"), std::string::npos) << text;
+
+    // `poolscope report` reads the trace in one streaming pass, not through a Timeline: it must
+    // know them from the start too (it once said "never set" for everything the program read).
+    auto streamed = reportTrace(**reader, TraceReportOptions{});
+    ASSERT_TRUE(streamed) << streamed.error().message;
+    const PoolReport* ds = poolOf(streamed->report, kDefault);
+    const PoolReport* es = poolOf(streamed->report, kExplicit);
+    ASSERT_TRUE(ds && es);
+    EXPECT_EQ(ds->reuseFollowEventDependencies, 1);
+    EXPECT_EQ(ds->reuseAllowOpportunistic, 1);
+    EXPECT_EQ(ds->reuseAllowInternalDependencies, 1);
+    EXPECT_TRUE(ds->thresholdKnown);
+    EXPECT_EQ(ds->releaseThreshold, 0u);
+    EXPECT_EQ(es->reuseAllowOpportunistic, 0);
+    EXPECT_EQ(reportToText(streamed->report), reportToText(r));
 }
 
 // A trace from before the table (or one whose writer had no values): unknown, as before, and no
