@@ -10,6 +10,10 @@
 //   POOLSCOPE_BENCH_SELFTIME=1 the callback is wrapped in two timestamp reads; the mean time of
 //                              enter and exit callbacks goes to stderr at exit. Not thread-safe:
 //                              for the single-threaded benchmark.
+// And one exported function, poolscope_diag_record(on), that the program under test calls (found
+// with dlopen/dlsym of this module's path) to turn the driver callbacks off and on between its
+// own steps: recorded and unrecorded steps then alternate inside one process, which the GPU
+// machine's run-to-run spread (+-15-25 %) cannot blur (tests/gpu/gpt2_ab.sh).
 
 #include "Diagnostics.h"
 
@@ -18,6 +22,7 @@
 #include <cstdlib>
 
 #include "Clock.h"
+#include "Decode.h"
 #include "Runtime.h"
 #include "TraceSink.h"
 
@@ -90,3 +95,17 @@ bool writerPass(Runtime& rt) {
 bool drainerEnabled() { return g_discard != 2; }
 
 } // namespace poolscope::collector::diag
+
+// Off: the driver no longer calls the collector at all (as if it were not there, save its idle
+// threads); on: the same callbacks as at start. The program calls it between steps, with the
+// device synchronized, so that no call is caught between its enter and its exit. 0 when done.
+extern "C" __attribute__((visibility("default"))) int poolscope_diag_record(int on) {
+    using namespace poolscope::collector;
+    Runtime& rt = runtime();
+    if (!rt.subscriber) return -1;
+    for (CUpti_CallbackId id : tracedCallbackIds())
+        if (cuptiEnableCallback(on ? 1 : 0, rt.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id) !=
+            CUPTI_SUCCESS)
+            return -1;
+    return 0;
+}

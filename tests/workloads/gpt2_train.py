@@ -6,6 +6,10 @@
 # transformers). --nvtx (issue #13): each step's forward, backward and optimizer step run inside
 # torch.cuda.nvtx ranges "step/forward", "step/backward", "step/optimizer"; the ground truth
 # then also lists the ranges pushed ({"type":"nvtx","ranges":N,"names":[...]}).
+# --ab (the overhead in one process, tests/gpu/gpt2_ab.sh): recorded under the diagnostic collector,
+# whole cycles alternate between the collector's callbacks on and off (poolscope_diag_record), in
+# pairs whose order flips every pair; prints {"type":"ab",...} with each side's cycle times and the
+# median of the pairs' ratios. The trace of such a run is incomplete by design.
 import json
 import os
 import statistics
@@ -23,6 +27,7 @@ except ImportError as ex:
 assert "cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "set backend:cudaMallocAsync"
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 nvtx = "--nvtx" in sys.argv[1:]
+ab = "--ab" in sys.argv[1:]
 steps = int(args[0]) if args else 40
 
 
@@ -50,8 +55,27 @@ cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=5
 model = GPT2LMHeadModel(cfg).to(dev)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 lengths = [64, 256, 128, 512, 96, 384, 192, 448]
+record = None
+if ab:
+    import ctypes
+    try:
+        # The driver loaded the injection module at its first use (above); opening the same path
+        # again gives the loaded module.
+        record = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).poolscope_diag_record
+    except (KeyError, OSError, AttributeError) as ex:
+        print(json.dumps({"type": "skip", "why": f"--ab needs the diagnostic collector: {ex}"}))
+        sys.exit(0)
 times = []
+states = []  # per cycle, --ab: True when recorded
 for i in range(steps):
+    if record is not None and i % len(lengths) == 0:
+        c = i // len(lengths)  # cycle 0 warms up, recorded
+        pair, second = divmod(c - 1, 2)
+        on = c == 0 or ((second == 0) == (pair % 2 == 0))
+        if record(1 if on else 0) != 0:
+            print(json.dumps({"type": "skip", "why": "poolscope_diag_record failed"}))
+            sys.exit(0)
+        states.append(on)
     t0 = time.perf_counter()
     with Range("step"):
         x = torch.randint(0, cfg.vocab_size, (8, lengths[i % len(lengths)]), device=dev)
@@ -76,6 +100,25 @@ print(json.dumps({"type": "gpt2", "reserved_high": torch.cuda.max_memory_reserve
                   "cycle_ms_median": round(statistics.median(cycles) * 1e3, 3) if cycles else None,
                   "cycles": len(cycles),
                   "torch": torch.__version__}))
+if record is not None:
+    record(1)
+    full = [(states[c // len(lengths)], sum(times[c:c + len(lengths)]) * 1e3)
+            for c in range(len(lengths), len(times) - len(lengths) + 1, len(lengths))]
+    on_ms = [t for s_, t in full if s_]
+    off_ms = [t for s_, t in full if not s_]
+    ratios = [(full[k][1] / full[k + 1][1]) if full[k][0] else (full[k + 1][1] / full[k][1])
+              for k in range(0, len(full) - 1, 2) if full[k][0] != full[k + 1][0]]
+    med = statistics.median(ratios) if ratios else None
+    print(json.dumps({"type": "ab", "pairs": len(ratios),
+                      "on_cycle_ms": [round(t, 2) for t in on_ms],
+                      "off_cycle_ms": [round(t, 2) for t in off_ms],
+                      "median_on_ms": round(statistics.median(on_ms), 3) if on_ms else None,
+                      "median_off_ms": round(statistics.median(off_ms), 3) if off_ms else None,
+                      "pair_ratios": [round(r, 4) for r in ratios],
+                      "overhead_pct": round((med - 1) * 100, 2) if med else None,
+                      "overhead_pct_q1_q3": [round((statistics.quantiles(ratios, n=4)[0] - 1) * 100, 2),
+                                             round((statistics.quantiles(ratios, n=4)[2] - 1) * 100, 2)]
+                      if len(ratios) >= 4 else None}))
 if nvtx:
     print(json.dumps({"type": "nvtx", "ranges": len(Range.pushed),
                       "names": sorted(set(Range.pushed))}))
