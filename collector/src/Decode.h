@@ -40,6 +40,13 @@ Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, Event& e
 
 // The pointer a Free will release, read at CUPTI_API_ENTER (0 when cbid is not a free).
 uint64_t freePointer(CUpti_CallbackId cbid, const CUpti_CallbackData& cb);
+// The contexts a peer copy (cuMemcpyPeer*) names, whose devices the caller looks up (false when
+// cbid is not a peer copy).
+bool peerContexts(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, void*& src, void*& dst);
+// Access descriptor i of a cuMemPoolSetAccess into e (kind, flags, device or -1 for a location
+// that is not a device, the call's descriptor count), when i is below that count. Returns the
+// count (0 when cbid is not a set-access or it passed no descriptors).
+size_t accessDescriptor(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, size_t i, Event& e);
 // The pool and attribute of a cuMemPoolSetAttribute, read at enter to fetch the old value.
 bool setAttributeTarget(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, uint64_t& pool,
                         int& attr);

@@ -32,6 +32,12 @@ const PoolTimeline* Timeline::pool(uint64_t handle) const {
     return nullptr;
 }
 
+const DeviceTotals* Timeline::totalsOf(int device) const {
+    for (const DeviceTotals& d : deviceTotals)
+        if (d.device == device) return &d;
+    return nullptr;
+}
+
 const OutsideTimeline* Timeline::outsideOf(int device) const {
     for (const OutsideTimeline& o : outside)
         if (o.device == device) return &o;
@@ -162,6 +168,11 @@ struct TimelineBuilder::Impl {
         case EventKind::KnobChange: return KnobFields::of(e).value;
         case EventKind::PoolTrimTo: return TrimFields::of(e).minBytesToKeep;
         case EventKind::ImplicitRelease: return ReleaseFields::of(e).reservedAfter;
+        case EventKind::PeerCopy: return PeerCopyFields::of(e).bytes;
+        case EventKind::PoolSetAccess:
+            return SetAccessFields::of(e).locationType <= 1 && e.device >= 0
+                       ? static_cast<uint64_t>(e.device) + 1
+                       : 0;
         default: return 0;
         }
     }
@@ -172,6 +183,10 @@ struct TimelineBuilder::Impl {
             attr = static_cast<uint16_t>(AttributeFields::of(e).attr);
         else if (e.kind == EventKind::KnobChange)
             attr = KnobFields::of(e).target;
+        else if (e.kind == EventKind::PoolSetAccess)
+            attr = static_cast<uint16_t>(SetAccessFields::of(e).accessFlags);
+        else if (e.kind == EventKind::PeerCopy)
+            attr = e.attr;
         tl.markers.push_back(Marker{e.tsNs, e.seq, e.kind, attr, stream, pool, markerValue(e)});
     }
 
@@ -373,6 +388,11 @@ struct TimelineBuilder::Impl {
                                             f.edgeRecordTsNs, e.tsNs});
             break;
         case EventKind::StreamSynchronize: marker(e, e.stream, 0); break;
+        case EventKind::PoolSetAccess:
+            if (!e.failed() && f.pool != replay::kNone) access(tl.pools[f.pool], e);
+            marker(e, 0, e.pool);
+            break;
+        case EventKind::PeerCopy: peerCopy(e); break;
         case EventKind::EventSynchronize:
         case EventKind::ContextSynchronize: marker(e, 0, 0); break;
         case EventKind::DeviceAlloc:
@@ -385,6 +405,36 @@ struct TimelineBuilder::Impl {
         }
         if (f.memReleased && e.kind == EventKind::Free) [[unlikely]]
             memReleased(e, f.mem); // cudaFreeAsync of a cudaMalloc pointer
+    }
+
+    static void access(PoolTimeline& p, const Event& e) {
+        const SetAccessFields a = SetAccessFields::of(e);
+        const int device = a.locationType <= 1 ? e.device : -1;
+        for (PoolAccess& x : p.access)
+            if (x.device == device && x.locationType == a.locationType) {
+                x.flags = a.accessFlags;
+                x.tsNs = e.tsNs;
+                return;
+            }
+        p.access.push_back(PoolAccess{device, a.locationType, a.accessFlags, e.tsNs});
+    }
+
+    void peerCopy(const Event& e) {
+        const PeerCopyFields c = PeerCopyFields::of(e);
+        PeerCopyTotal* t = nullptr;
+        for (PeerCopyTotal& x : tl.peerCopies)
+            if (x.srcDevice == c.srcDevice && x.dstDevice == c.dstDevice) t = &x;
+        if (!t) {
+            tl.peerCopies.push_back(PeerCopyTotal{c.srcDevice, c.dstDevice, 0, 0, 0});
+            t = &tl.peerCopies.back();
+        }
+        if (e.failed()) {
+            t->failedCount++;
+        } else {
+            t->count++;
+            t->bytes += c.bytes;
+        }
+        marker(e, e.stream, 0);
     }
 
     OutsideTimeline& outsideAt(uint32_t idx) {
@@ -518,6 +568,68 @@ Series sumOf(const std::vector<const Series*>& parts) {
     return out;
 }
 
+// The highest value of the parts' sum and when it was first reached, and the sum at the end,
+// walked like sumOf without keeping the sum's points.
+struct SumPeak {
+    uint64_t peak = 0;
+    int64_t peakTsNs = 0;
+    uint64_t last = 0;
+};
+SumPeak peakOfSum(const std::vector<const Series*>& parts) {
+    SumPeak out;
+    std::vector<size_t> idx(parts.size(), 0);
+    std::vector<uint64_t> cur(parts.size(), 0);
+    uint64_t sum = 0;
+    for (;;) {
+        int64_t t = INT64_MAX;
+        for (size_t k = 0; k < parts.size(); ++k)
+            if (idx[k] < parts[k]->size()) t = std::min(t, parts[k]->t[idx[k]]);
+        if (t == INT64_MAX) break;
+        for (size_t k = 0; k < parts.size(); ++k)
+            while (idx[k] < parts[k]->size() && parts[k]->t[idx[k]] == t) {
+                sum = sum - cur[k] + parts[k]->v[idx[k]];
+                cur[k] = parts[k]->v[idx[k]];
+                ++idx[k];
+            }
+        if (sum > out.peak) {
+            out.peak = sum;
+            out.peakTsNs = t;
+        }
+    }
+    out.last = sum;
+    return out;
+}
+
+// Each device's pools together (Timeline::deviceTotals); pools sorted by device already.
+void deviceTotals(Timeline& tl) {
+    tl.deviceTotals.clear();
+    for (size_t i = 0; i < tl.pools.size();) {
+        DeviceTotals d;
+        d.device = tl.pools[i].info.device;
+        std::vector<const Series*> reserved, used;
+        for (; i < tl.pools.size() && tl.pools[i].info.device == d.device; ++i) {
+            const PoolTimeline& p = tl.pools[i];
+            d.poolCount++;
+            reserved.push_back(&p.reserved);
+            used.push_back(&p.used);
+            d.bytesAllocated += p.bytesAllocated;
+            d.allocCount += p.allocCount;
+            d.freeCount += p.freeCount;
+            d.failedCount += p.failedCount;
+            d.liveAtEndBytes += p.liveAtEndBytes;
+            d.liveAtEndCount += p.liveAtEndCount;
+        }
+        const SumPeak r = peakOfSum(reserved), u = peakOfSum(used);
+        d.peakReserved = r.peak;
+        d.peakReservedTsNs = r.peakTsNs;
+        d.finalReserved = r.last;
+        d.peakUsed = u.peak;
+        d.peakUsedTsNs = u.peakTsNs;
+        d.finalUsed = u.last;
+        tl.deviceTotals.push_back(d);
+    }
+}
+
 // Totals that only make sense at the end, and the documented orderings. shrink: give growth
 // slack back (not for vectors reserved for an upper bound: their unused part was never
 // touched, costs no memory, and shrinking would copy everything once more).
@@ -575,6 +687,11 @@ void finalize(Timeline& tl, bool shrink = true) {
         std::stable_sort(tl.edges.begin(), tl.edges.end(), byWait);
     std::sort(tl.outside.begin(), tl.outside.end(),
               [](const OutsideTimeline& a, const OutsideTimeline& b) { return a.device < b.device; });
+    std::sort(tl.peerCopies.begin(), tl.peerCopies.end(),
+              [](const PeerCopyTotal& a, const PeerCopyTotal& b) {
+                  return std::pair(a.srcDevice, a.dstDevice) < std::pair(b.srcDevice, b.dstDevice);
+              });
+    deviceTotals(tl);
     for (OutsideTimeline& o : tl.outside) {
         std::vector<const Series*> parts;
         for (const PoolTimeline& p : tl.pools)
