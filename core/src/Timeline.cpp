@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <thread>
 #include <unordered_map>
 
@@ -89,6 +90,8 @@ struct TimelineBuilder::Impl {
         int64_t peakUsedTsNs = 0;
     };
     std::vector<HighWindow> highs;
+    // tl.peerCopies' index by (source, destination): a damaged trace may name many pairs.
+    std::map<std::pair<int, int>, size_t> peerIndex;
 
     Impl() {
         replay.subscribe(&pending, PendingFreesAnalysis::kindMask());
@@ -389,7 +392,7 @@ struct TimelineBuilder::Impl {
             break;
         case EventKind::StreamSynchronize: marker(e, e.stream, 0); break;
         case EventKind::PoolSetAccess:
-            if (!e.failed() && f.pool != replay::kNone) access(tl.pools[f.pool], e);
+            if (!e.failed() && f.pool != replay::kNone) applyPoolAccess(tl.pools[f.pool].access, e);
             marker(e, 0, e.pool);
             break;
         case EventKind::PeerCopy: peerCopy(e); break;
@@ -407,33 +410,11 @@ struct TimelineBuilder::Impl {
             memReleased(e, f.mem); // cudaFreeAsync of a cudaMalloc pointer
     }
 
-    static void access(PoolTimeline& p, const Event& e) {
-        const SetAccessFields a = SetAccessFields::of(e);
-        const int device = a.locationType <= 1 ? e.device : -1;
-        for (PoolAccess& x : p.access)
-            if (x.device == device && x.locationType == a.locationType) {
-                x.flags = a.accessFlags;
-                x.tsNs = e.tsNs;
-                return;
-            }
-        p.access.push_back(PoolAccess{device, a.locationType, a.accessFlags, e.tsNs});
-    }
-
     void peerCopy(const Event& e) {
         const PeerCopyFields c = PeerCopyFields::of(e);
-        PeerCopyTotal* t = nullptr;
-        for (PeerCopyTotal& x : tl.peerCopies)
-            if (x.srcDevice == c.srcDevice && x.dstDevice == c.dstDevice) t = &x;
-        if (!t) {
-            tl.peerCopies.push_back(PeerCopyTotal{c.srcDevice, c.dstDevice, 0, 0, 0});
-            t = &tl.peerCopies.back();
-        }
-        if (e.failed()) {
-            t->failedCount++;
-        } else {
-            t->count++;
-            t->bytes += c.bytes;
-        }
+        auto [it, added] = peerIndex.try_emplace({c.srcDevice, c.dstDevice}, tl.peerCopies.size());
+        if (added) tl.peerCopies.push_back(PeerCopyTotal{c.srcDevice, c.dstDevice, 0, 0, 0});
+        tl.peerCopies[it->second].add(e);
         marker(e, e.stream, 0);
     }
 
@@ -600,10 +581,15 @@ SumPeak peakOfSum(const std::vector<const Series*>& parts) {
     return out;
 }
 
-// Each device's pools together (Timeline::deviceTotals); pools sorted by device already.
+// Each device's pools together (Timeline::deviceTotals); pools sorted by device already. Pools
+// of no known device (the unknown-pool bucket) are no device's.
 void deviceTotals(Timeline& tl) {
     tl.deviceTotals.clear();
     for (size_t i = 0; i < tl.pools.size();) {
+        if (tl.pools[i].info.device < 0) {
+            ++i;
+            continue;
+        }
         DeviceTotals d;
         d.device = tl.pools[i].info.device;
         std::vector<const Series*> reserved, used;
@@ -715,6 +701,27 @@ void addSample(TimelineBuilder& b, Event s) {
 }
 
 } // namespace
+
+void applyPoolAccess(std::vector<PoolAccess>& access, const Event& e) {
+    const SetAccessFields a = SetAccessFields::of(e);
+    const int device = a.locationType <= 1 ? e.device : -1;
+    for (PoolAccess& x : access)
+        if (x.device == device && x.locationType == a.locationType) {
+            x.flags = a.accessFlags;
+            x.tsNs = e.tsNs;
+            return;
+        }
+    access.push_back(PoolAccess{device, a.locationType, a.accessFlags, e.tsNs});
+}
+
+void PeerCopyTotal::add(const Event& e) {
+    if (e.failed()) {
+        failedCount++;
+    } else {
+        count++;
+        bytes += PeerCopyFields::of(e).bytes;
+    }
+}
 
 bool PinnedCounts::countPin(const Event& e) {
     if (e.failed()) {

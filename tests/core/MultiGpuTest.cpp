@@ -20,6 +20,7 @@
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/interop/Export.h"
 #include "poolscope/replay/Replay.h"
 #include "poolscope/view/LaneLayout.h"
@@ -42,6 +43,24 @@ std::shared_ptr<const Timeline> timelineOf(const std::vector<Event>& events) {
 Event& onDevice(Event& e, int16_t d) {
     e.device = d;
     return e;
+}
+
+// The report of a trace file both ways: streamed (what `poolscope report` prints) and from a
+// whole Timeline; the text and JSON must be the same. Returns the streamed one.
+Report streamedIsTimelines(const std::string& path) {
+    auto reader = TraceReader::open(path);
+    EXPECT_TRUE(reader) << path;
+    if (!reader) return {};
+    TraceReportOptions o;
+    o.topSites = 2;
+    auto old = reportTraceViaTimeline(**reader, o, "t.poolscope");
+    auto now = reportTrace(**reader, o, "t.poolscope");
+    EXPECT_TRUE(old && now);
+    if (!old || !now) return {};
+    EXPECT_EQ(reportToText(old->report), reportToText(now->report)) << path;
+    EXPECT_EQ(reportToJson(old->report), reportToJson(now->report)) << path;
+    EXPECT_EQ(now->report.outOfOrderEvents, 0u);
+    return now->report;
 }
 
 } // namespace
@@ -210,6 +229,29 @@ TEST(MultiGpu, HandBuiltReportHasDeviceTotalsPeerCopiesAndSharedPools) {
             shared = true;
         }
     EXPECT_TRUE(shared);
+}
+
+// `poolscope report` streams (ReportReducer): device totals, peer copies and shared pools must
+// come out as the Timeline's report has them (they were missing there once: the CI failure that
+// reverted the first merge of this work).
+TEST(MultiGpu, HandBuiltTwoDeviceTraceStreamedReportIsTheTimelines) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("two_device_built.poolscope");
+    TwoDeviceBuilt b;
+    ASSERT_TRUE(test::writeTwoDeviceBuiltTrace(path, &b).ok());
+    const Report r = streamedIsTimelines(path);
+    ASSERT_EQ(r.deviceTotals.size(), 2u);
+    EXPECT_EQ(r.deviceTotals[0].poolCount, 2u);
+    EXPECT_GT(r.deviceTotals[0].peakReserved, 0u);
+    EXPECT_GT(r.deviceTotals[1].peakUsedTsNs, 0);
+    ASSERT_FALSE(r.peerCopies.empty());
+    EXPECT_EQ(r.peerCopies[0].srcDevice, 0);
+    EXPECT_EQ(r.peerCopies[0].dstDevice, 1);
+    EXPECT_EQ(r.peerCopies[0].count, b.peerCopies01);
+    EXPECT_EQ(r.peerAccessGrants, 2u);
+    size_t shared = 0;
+    for (const PoolReport& p : r.pools) shared += p.access.size();
+    EXPECT_EQ(shared, 2u);
 }
 
 TEST(MultiGpu, HandBuiltPerfettoExportShowsPeerCopiesOnTheirStreamAndAccessOnThePool) {
@@ -538,6 +580,8 @@ TEST(MultiGpu, HandBuiltSimulatedWorkloadPassesTheGpuCheckAndWrongFieldsFail) {
         const std::string trace = dir.file(name + ".poolscope");
         const std::string truth = simulateMultiGpuWorkload(trace, devs);
         ASSERT_FALSE(truth.empty());
+        const Report streamed = streamedIsTimelines(trace);
+        EXPECT_EQ(streamed.deviceTotals.size(), size_t(devs));
         const std::string good = runGpuCheck(trace, writeText(dir, name + ".truth", truth));
         EXPECT_NE(good.find("PASS " + name + ".poolscope"), std::string::npos) << good;
         EXPECT_NE(good.find("multi_gpu mode " + std::string(devs == 2 ? "two_gpus" : "one_gpu")),

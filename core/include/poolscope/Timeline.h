@@ -72,6 +72,9 @@ struct PoolAccess {
     uint32_t flags = 0;       // CUmemAccess_flags: 0 none, 1 read, 3 read-write
     int64_t tsNs = 0;
 };
+// A successful PoolSetAccess event (one descriptor) applied to its pool's list: the latest grant
+// per location, in order of first grant. The same way by the timeline and the streaming report.
+void applyPoolAccess(std::vector<PoolAccess>& access, const Event& e);
 
 // Peer copies (cudaMemcpyPeer(Async)) from one device to another, totalled per direction.
 struct PeerCopyTotal {
@@ -80,6 +83,7 @@ struct PeerCopyTotal {
     uint64_t count = 0;
     uint64_t bytes = 0;
     uint64_t failedCount = 0;
+    void add(const Event& e); // a PeerCopy event of this direction
 };
 
 // One device's pools together (issue #19): each peak is the highest sum over the device's pools

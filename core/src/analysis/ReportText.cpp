@@ -95,7 +95,7 @@ std::string reportToText(const Report& r) {
         detail::TextTable t({"dev", "pools", "peak rsvd", "peak at", "peak used", "allocs",
                              "allocated", "live@end", "final rsvd"});
         for (const DeviceTotals& d : r.deviceTotals)
-            t.row({d.device < 0 ? "-" : std::to_string(d.device), std::to_string(d.poolCount),
+            t.row({std::to_string(d.device), std::to_string(d.poolCount),
                    formatBytes(d.peakReserved), d.peakReserved ? rel(d.peakReservedTsNs) : "-",
                    formatBytes(d.peakUsed), formatCount(d.allocCount),
                    formatBytes(d.bytesAllocated), formatBytes(d.liveAtEndBytes),

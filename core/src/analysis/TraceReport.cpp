@@ -41,6 +41,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     auto streams = reader.streams();
     if (!streams) return streams.error();
     reducer.setEntities(std::move(*devices), *pools, *streams);
+    // The attributes read when each pool was first seen, as buildTimeline declares them.
+    if (auto attrs = reader.poolAttributes(); attrs)
+        for (const PoolAttributeValue& a : *attrs) reducer.replay().declareKnob(a.pool, a.attr, a.value);
     TraceReport out;
     Report& rep = out.report;
     rep.tracePath = std::move(tracePath);

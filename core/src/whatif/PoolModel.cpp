@@ -267,8 +267,16 @@ void PoolModel::cleared(const replay::Fact& f, const replay::Replay& r) {
 
 void PoolModel::recorded(const replay::Fact& f, const replay::Replay& r) {
     Pool& p = pool(f.pool, r);
-    const replay::PoolState& ps = r.pools()[f.pool];
     const int64_t ts = f.event->tsNs;
+    if (!keepRecorded_) {
+        // Only where the recorded watermarks end: the predicted mean idle is averaged over the
+        // same window as with the recorded figures (finalPrediction), or it would differ.
+        if (!p.recTimed) p.recFirstTs = p.recLastTs = ts;
+        p.recTimed = true;
+        p.recLastTs = std::max(p.recLastTs, ts);
+        return;
+    }
+    const replay::PoolState& ps = r.pools()[f.pool];
     if (p.recTimed && ts > p.recLastTs) {
         p.recIdleArea += static_cast<unsigned __int128>(span(p.recLastTs, ts)) * p.recIdle();
         p.recLastTs = ts;
@@ -299,7 +307,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
     const Event& e = *f.event;
     if (e.kind == EventKind::Sample) {
         // Samples only carry the recorded watermarks (read between events).
-        if (f.pool != replay::kNone && keepRecorded_) recorded(f, r);
+        if (f.pool != replay::kNone) recorded(f, r);
         return;
     }
     Op op;
@@ -401,7 +409,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         break;
     default: break;
     }
-    if ((f.watermarks || f.reservedOnly) && f.pool != replay::kNone && keepRecorded_) recorded(f, r);
+    if ((f.watermarks || f.reservedOnly) && f.pool != replay::kNone) recorded(f, r);
     if (e.tsNs > lastTs_) lastTs_ = e.tsNs;
 }
 
