@@ -66,6 +66,11 @@ constexpr CUpti_CallbackId kIds[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz,
 };
 
+constexpr CUpti_CallbackId kRuntimeIds[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+};
+
 template <class P> const P& params(const CUpti_CallbackData& cb) {
     return *static_cast<const P*>(cb.functionParams);
 }
@@ -141,6 +146,28 @@ template <class P> void hostRegister(const CUpti_CallbackData& cb, Event& e) {
 } // namespace
 
 std::span<const CUpti_CallbackId> tracedCallbackIds() { return kIds; }
+std::span<const CUpti_CallbackId> tracedRuntimeCallbackIds() { return kRuntimeIds; }
+
+bool decodeRuntimePeerCopy(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, Event& e) {
+    auto fields = [&](const auto& p, PeerCopyApi api) {
+        PeerCopyFields{h(p.dst), h(p.src), static_cast<uint64_t>(p.count), p.srcDevice,
+                       p.dstDevice, api}
+            .into(e);
+    };
+    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000) {
+        fields(params<cudaMemcpyPeer_v4000_params>(cb), PeerCopyApi::RuntimeSync);
+        e.stream = 0;
+    } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000) {
+        const auto& p = params<cudaMemcpyPeerAsync_v4000_params>(cb);
+        fields(p, PeerCopyApi::RuntimeAsync);
+        e.stream = h(p.stream);
+    } else {
+        return false;
+    }
+    e.result = resultOf(cb);
+    e.correlation = cb.correlationId;
+    return true;
+}
 
 uint64_t freePointer(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync)

@@ -362,6 +362,39 @@ __attribute__((cold, noinline)) void peerCopyDevices(ThreadState* t, CUpti_Callb
     c.srcDevice = deviceOfAnyContext(t, src);
     c.dstDevice = deviceOfAnyContext(t, dst);
     c.into(ev);
+    if (t->inRuntimePeer) t->driverPeerInside = true;
+    if (runtime().config.debug)
+        logLine("peer copy: driver callback %u, GPU %d -> GPU %d, %llu B", cbid, c.srcDevice,
+                c.dstDevice, static_cast<unsigned long long>(c.bytes));
+}
+
+// A runtime cudaMemcpyPeer(Async). Its driver call is a cuMemcpyPeer* between two devices,
+// recorded at the driver with both contexts; where the runtime made none (a copy within one
+// device may go through a plain device-to-device copy), the runtime call is the peer copy.
+__attribute__((cold, noinline)) void onRuntime(ThreadState* t, CUpti_CallbackId cbid,
+                                               const CUpti_CallbackData& cb) {
+    if (cb.callbackSite == CUPTI_API_ENTER) {
+        t->inRuntimePeer = true;
+        t->driverPeerInside = false;
+        return;
+    }
+    if (!t->inRuntimePeer) return; // its enter came before the collector started
+    t->inRuntimePeer = false;
+    const bool seen = t->driverPeerInside;
+    t->driverPeerInside = false;
+    Event ev;
+    if (!decodeRuntimePeerCopy(cbid, cb, ev)) return;
+    if (runtime().config.debug)
+        logLine("peer copy: runtime callback %u, GPU %d -> GPU %d, %s", cbid,
+                PeerCopyFields::of(ev).srcDevice, PeerCopyFields::of(ev).dstDevice,
+                seen ? "recorded at the driver" : "no driver peer copy inside: recorded here");
+    if (seen) return;
+    ev.tid = t->tid;
+    if (isExplicitStream(ev.stream)) ev.device = static_cast<int16_t>(streamDevice(t, ev.stream));
+    if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
+    ev.tsNs = static_cast<int64_t>(Clock::ticks());
+    ev.seq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
+    pushEvent(t, ev);
 }
 
 // cuMemPoolSetAccess with several descriptors: the first is the call's event, each further one
@@ -595,6 +628,10 @@ __attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain domain
         return;
     }
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) [[unlikely]] {
+        onRuntime(t, cbid, *cb);
+        return;
+    }
     if (cb->callbackSite == CUPTI_API_ENTER)
         onEnter(t, cbid, *cb);
     else

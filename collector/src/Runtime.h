@@ -55,6 +55,11 @@ struct alignas(64) ThreadState {
     bool enterHit = false;    // ...found in this thread's cache (allocated here)
     bool oldValid = false;
     uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
+    // Inside a runtime cudaMemcpyPeer(Async) (its enter seen, not its exit; runtime calls do not
+    // nest), and whether a driver peer copy was recorded inside it: the runtime call is recorded
+    // only without one.
+    bool inRuntimePeer = false;
+    bool driverPeerInside = false;
     ThreadSites* sites = nullptr; // call sites and NVTX ranges (Stacks.h), at first use
     // A stream's device, as the driver answered; valid while epoch equals Runtime::streamEpoch
     // (a destroyed stream's handle may come back as another device's stream).

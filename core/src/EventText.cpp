@@ -189,8 +189,13 @@ std::string describeEvent(const Event& e) {
         const PeerCopyFields c = PeerCopyFields::of(e);
         std::string s = formatBytes(c.bytes) + " " + deviceLabel(c.srcDevice) + " → " +
                         deviceLabel(c.dstDevice);
-        if (c.api == PeerCopyApi::Sync) s += " (synchronous)";
-        if (e.failed()) return "FAILED: " + formatCuResult(int(e.result)) + " (" + s + ")";
+        const bool runtime = c.api == PeerCopyApi::RuntimeSync || c.api == PeerCopyApi::RuntimeAsync;
+        if (c.api == PeerCopyApi::Sync || c.api == PeerCopyApi::RuntimeSync) s += " (synchronous)";
+        if (runtime) s += " (seen at the runtime call)";
+        if (e.failed())
+            return "FAILED: " +
+                   (runtime ? "cudaError " + std::to_string(e.result) : formatCuResult(int(e.result))) +
+                   " (" + s + ")";
         return s;
     }
     default:

@@ -46,6 +46,17 @@ template <class P> void call(CUpti_CallbackId id, const P& p) {
     onCallback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, id, &exit.cb);
 }
 
+// One runtime call (cudaMemcpyPeer(Async)) whose body runs between its enter and its exit.
+template <class P, class Body> void runtimeCall(CUpti_CallbackId id, const P& p, Body body,
+                                                CUresult result = CUDA_SUCCESS) {
+    Call enter(&p, CUPTI_API_ENTER);
+    onCallback(nullptr, CUPTI_CB_DOMAIN_RUNTIME_API, id, &enter.cb);
+    body();
+    Call exit(&p, CUPTI_API_EXIT);
+    exit.result = result;
+    onCallback(nullptr, CUPTI_CB_DOMAIN_RUNTIME_API, id, &exit.cb);
+}
+
 CUstream stream(uint64_t v) { return reinterpret_cast<CUstream>(v); }
 CUmemoryPool poolH(uint64_t v) { return reinterpret_cast<CUmemoryPool>(v); }
 
@@ -278,6 +289,67 @@ TEST_F(FakeDriverRuntime, PeerCopyNamesBothDevicesAndTheStreamsDevice) {
     EXPECT_EQ(PeerCopyFields::of(es).dstDevice, 0);
     EXPECT_EQ(PeerCopyFields::of(es).api, PeerCopyApi::Sync);
     EXPECT_EQ(fakecuda::current(), kCtx0);
+}
+
+// cudaMemcpyPeerAsync between two devices: the runtime calls cuMemcpyPeerAsync, recorded at the
+// driver with both contexts; the runtime's own callback adds nothing.
+TEST_F(FakeDriverRuntime, RuntimePeerCopyWithADriverPeerCopyInsideIsRecordedOnce) {
+    addStream(0x5900, kCtx1);
+    void* dst = reinterpret_cast<void*>(0x8100'0000);
+    const void* src = reinterpret_cast<const void*>(0x8000'0000);
+    cudaMemcpyPeerAsync_v4000_params rp{dst, 1, src, 0, 3 << 20, reinterpret_cast<cudaStream_t>(0x5900)};
+    runtimeCall(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000, rp, [&] {
+        cuMemcpyPeerAsync_params p{0x8100'0000, reinterpret_cast<CUcontext>(kCtx1), 0x8000'0000,
+                                   reinterpret_cast<CUcontext>(kCtx0), 3 << 20, stream(0x5900)};
+        call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, p);
+    });
+    const Event e = only();
+    EXPECT_EQ(e.kind, EventKind::PeerCopy);
+    EXPECT_EQ(PeerCopyFields::of(e).api, PeerCopyApi::Async) << "the driver's record";
+    EXPECT_EQ(PeerCopyFields::of(e).srcDevice, 0);
+    EXPECT_EQ(PeerCopyFields::of(e).dstDevice, 1);
+    // The next runtime copy starts afresh: one the driver does not see is recorded.
+    runtimeCall(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000, rp, [] {});
+    EXPECT_EQ(PeerCopyFields::of(only()).api, PeerCopyApi::RuntimeAsync);
+}
+
+// cudaMemcpyPeerAsync within one device: the runtime may copy with a plain device-to-device copy
+// (no cuMemcpyPeer*, which the collector does not subscribe to), so the runtime call is recorded,
+// with the runtime's devices, stream and result.
+TEST_F(FakeDriverRuntime, RuntimePeerCopyWithoutADriverPeerCopyInsideIsRecordedAtTheRuntime) {
+    addStream(0x5910, kCtx1);
+    void* dst = reinterpret_cast<void*>(0x8100'2000);
+    const void* src = reinterpret_cast<const void*>(0x8100'0000);
+    cudaMemcpyPeerAsync_v4000_params rp{dst, 1, src, 1, 7 << 20, reinterpret_cast<cudaStream_t>(0x5910)};
+    runtimeCall(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000, rp, [] {});
+    const Event e = only();
+    ASSERT_EQ(e.kind, EventKind::PeerCopy);
+    const PeerCopyFields f = PeerCopyFields::of(e);
+    EXPECT_EQ(f.api, PeerCopyApi::RuntimeAsync);
+    EXPECT_EQ(f.srcDevice, 1);
+    EXPECT_EQ(f.dstDevice, 1);
+    EXPECT_EQ(f.bytes, uint64_t(7) << 20);
+    EXPECT_EQ(e.ptr, 0x8100'2000u);
+    EXPECT_EQ(e.aux, 0x8100'0000u);
+    EXPECT_EQ(e.stream, 0x5910u);
+    EXPECT_EQ(e.device, 1) << "ordered on device 1's stream, called from device 0's context";
+    EXPECT_EQ(e.result, 0);
+    EXPECT_GT(e.seq, 0u);
+    // The synchronous form, failed: the legacy stream of the calling context's device.
+    cudaMemcpyPeer_v4000_params sp{dst, 0, src, 0, 4096};
+    runtimeCall(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, sp, [] {},
+                static_cast<CUresult>(cudaErrorInvalidValue));
+    const Event s = only();
+    EXPECT_EQ(PeerCopyFields::of(s).api, PeerCopyApi::RuntimeSync);
+    EXPECT_EQ(s.stream, 0u);
+    EXPECT_EQ(s.device, 0);
+    EXPECT_EQ(s.result, int32_t(cudaErrorInvalidValue));
+    EXPECT_TRUE(s.failed());
+    // An exit whose enter came before the collector was on records nothing.
+    Call exit(&sp, CUPTI_API_EXIT);
+    onCallback(nullptr, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+               &exit.cb);
+    EXPECT_TRUE(drain().empty());
 }
 
 } // namespace

@@ -475,9 +475,10 @@ std::string simulateMultiGpuWorkload(const std::string& path, int devs) {
         add(EventKind::StreamSynchronize, d).stream = stream;
         c["stream_syncs"]++;
     };
-    auto peer = [&](int streamDev, uint64_t stream, int src, int dst, uint64_t n) {
+    auto peer = [&](int streamDev, uint64_t stream, int src, int dst, uint64_t n,
+                    PeerCopyApi api = PeerCopyApi::Async) {
         Event& p = add(EventKind::PeerCopy, streamDev);
-        PeerCopyFields{0x1, 0x2, n, src, dst, PeerCopyApi::Async}.into(p);
+        PeerCopyFields{0x1, 0x2, n, src, dst, api}.into(p);
         p.stream = stream;
         line("{\"type\":\"mg_peer\",\"nth\":" + std::to_string(nthPeer++) + ",\"src_device\":" +
              std::to_string(src) + ",\"dst_device\":" + std::to_string(dst) + ",\"bytes\":" +
@@ -514,6 +515,7 @@ std::string simulateMultiGpuWorkload(const std::string& path, int devs) {
         peer(0, s[0], 1, 0, 2u << 20);
     } else {
         grant(own[0], 0);
+        peer(0, s[0], 0, 0, 1u << 20, PeerCopyApi::RuntimeAsync); // cudaMemcpyPeerAsync, 0 -> 0
         const uint64_t sb = 0x7770009900;
         add(EventKind::StreamCreate, 0).stream = sb;
         c["stream_creates"]++;

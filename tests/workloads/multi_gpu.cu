@@ -7,10 +7,11 @@
 //   - device 1's current pool switched to its explicit pool and back (cudaDeviceSetMemPool);
 //   - with two GPUs: GPU 0's explicit pool opened to GPU 1 (cudaMemPoolSetAccess) and peer
 //     copies both ways (cudaMemcpyPeerAsync) on each device's stream.
-// With one GPU (degraded mode) the same steps on GPU 0, plus a second context on GPU 0 (driver
-// API): a stream created in it, a cuMemAllocAsync / cuMemFreeAsync on that stream while the
-// primary context is current, and a cuMemcpyPeerAsync between the two contexts: the collector
-// must resolve a stream and a context that are not the thread's current ones. Every device
+// With one GPU (degraded mode) the same steps on GPU 0, a cudaMemcpyPeerAsync from GPU 0 to
+// GPU 0, plus a second context on GPU 0 (driver API): a stream created in it, a cuMemAllocAsync /
+// cuMemFreeAsync on that stream while the primary context is current, and a cuMemcpyPeerAsync
+// between the two contexts: the collector must resolve a stream and a context that are not the
+// thread's current ones. Every device
 // field is in the ground truth: ordinal, name, total memory, UUID, pool handles.
 // Ground truth (Truth.h, checked by tests/gpu/check_trace.py):
 //   {"type":"mg_mode","mode":"two_gpus"|"one_gpu","devices_found":N}
@@ -254,6 +255,13 @@ int main(int argc, char** argv) {
     } else {
         // The owner's own access (read-write) granted again: legal on some drivers only.
         grant(own[0], 0, cudaMemAccessFlagsProtReadWrite);
+        // A runtime peer copy within GPU 0 (its driver call need not be a cuMemcpyPeer*), from
+        // the explicit pool's block to the first block of the default pool (4 MiB).
+        const cudaError_t e = cudaMemcpyPeerAsync(blocks[0].p, 0, src0, 0, size_t(1) << 20, s[0]);
+        if (e == cudaSuccess)
+            peerLine(0, 0, size_t(1) << 20, s[0]);
+        else
+            note("cudaMemcpyPeerAsync within GPU 0", cudaGetErrorName(e));
         cudaMemPool_t cur0;
         CHECK(cudaDeviceGetMemPool(&cur0, 0));
         secondContext(src0, cur0);

@@ -84,10 +84,15 @@ enum class DeviceAllocApi : uint8_t {
     Managed = 2, // cuMemAllocManaged (cudaMallocManaged; aux = CU_MEM_ATTACH_* flags)
 };
 
-// PeerCopy::variant: which driver call copied.
+// PeerCopy::variant: which call copied.
 enum class PeerCopyApi : uint8_t {
     Sync = 0,  // cuMemcpyPeer (cudaMemcpyPeer), stream 0 (legacy) or 2 (_ptds)
     Async = 1, // cuMemcpyPeerAsync(_ptsz) (cudaMemcpyPeerAsync)
+    // Recorded at the runtime's cudaMemcpyPeer / cudaMemcpyPeerAsync because the driver call it
+    // made was no cuMemcpyPeer* (the collector saw none inside it): the devices are the
+    // runtime's arguments, result is a cudaError_t.
+    RuntimeSync = 2,
+    RuntimeAsync = 3,
 };
 
 // HostAlloc::variant.
