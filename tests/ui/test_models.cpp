@@ -159,12 +159,11 @@ TEST(EntityTreeModel, HandBuiltTwoDevicesHaveDeviceRowsWithTheirPoolsTotals) {
     // At the cursor the totals row sums the device's pools.
     const int64_t t = tl->totalsOf(1)->peakReservedTsNs;
     model.setCursorTime(t);
-    EXPECT_EQ(model.data(model.index(0, EntityTreeModel::AtCursor, model.index(1, 0))).toString(),
-              QStringLiteral("reserved %1 · used %2")
-                  .arg(QString::fromStdString(formatBytes(tl->totalsOf(1)->peakReserved)))
-                  .arg(QString::fromStdString(formatBytes(
-                      tl->pool(test::TwoDeviceBuilt::kDefault1)->used.valueAt(t) +
-                      tl->pool(test::TwoDeviceBuilt::kExplicit1)->used.valueAt(t)))));
+    EXPECT_EQ(model.data(model.index(0, EntityTreeModel::ReservedAtCursor, model.index(1, 0))).toString(),
+              QString::fromStdString(formatBytes(tl->totalsOf(1)->peakReserved)));
+    EXPECT_EQ(model.data(model.index(0, EntityTreeModel::UsedAtCursor, model.index(1, 0))).toString(),
+              QString::fromStdString(formatBytes(tl->pool(test::TwoDeviceBuilt::kDefault1)->used.valueAt(t) +
+                                                 tl->pool(test::TwoDeviceBuilt::kExplicit1)->used.valueAt(t))));
 }
 
 TEST(EventFilter, MatchesKindStreamPoolSizeAndTime) {

@@ -540,13 +540,7 @@ TEST(Screenshots, HandBuiltTwoDevices) {
     const QString path = dir.filePath("multi_gpu_built.poolscope");
     ASSERT_TRUE(test::writeTwoDeviceBuiltTrace(path.toStdString()).ok());
     MainWindow w;
-    w.setTheme(Theme::Light);
-    w.resize(1680, 1050);
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy shown(&w, &MainWindow::snapshotShown);
-    w.openFile(path);
-    ASSERT_TRUE(shown.wait(60000));
+    ASSERT_TRUE(showAndOpen(w, {path}));
     const Timeline& tl = *w.snapshot().timeline;
     ASSERT_EQ(tl.deviceTotals.size(), 2u);
     ASSERT_EQ(tl.peerCopies.size(), 2u);
