@@ -95,11 +95,12 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
                 // Pool access across devices (cudaMemPoolSetAccess): one row per location.
                 for (const PoolAccess& a : p.access) {
                     Node x;
+                    // Short ("GPU 1: read-write", as the details pane says it): a third level
+                    // of indentation already widens the name column the dock has to fit.
                     x.cells[Name] = QString::fromStdString(
-                        "shared: " +
                         (a.locationType <= 1 ? deviceLabel(a.device)
                                              : "location type " + std::to_string(a.locationType)) +
-                        " " + (a.flags == 0 ? "none" : a.flags == 1 ? "read" : "read-write"));
+                        ": " + (a.flags == 0 ? "none" : a.flags == 1 ? "read" : "read-write"));
                     x.tooltip = QString::fromStdString(
                         "cudaMemPoolSetAccess: " +
                         (a.locationType <= 1 ? deviceLabel(a.device) : std::string("that location")) +

@@ -92,7 +92,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         for (int r = 0; r < treeModel_->rowCount(); ++r)
             tree_->setFirstColumnSpanned(r, {}, true);
         // The name column fits the pool and stream names (device rows span it), and the deeper
-        // rows under a shared pool ("shared: GPU 1 read"), no wider.
+        // rows under a shared pool ("GPU 1: read"), no wider.
         int nameW = tree_->header()->sectionSizeHint(0);
         for (int r = 0; r < treeModel_->rowCount(); ++r) {
             const QModelIndex dev = treeModel_->index(r, 0);
@@ -104,7 +104,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 for (int g = 0; g < treeModel_->rowCount(child); ++g)
                     nameW = std::max(nameW, tree_->fontMetrics().horizontalAdvance(
                                                 treeModel_->index(g, 0, child).data().toString()) +
-                                                3 * tree_->indentation() + 24);
+                                                3 * tree_->indentation() + 10);
             }
         }
         tree_->setColumnWidth(0, nameW);

@@ -151,11 +151,11 @@ TEST(EntityTreeModel, HandBuiltTwoDevicesHaveDeviceRowsWithTheirPoolsTotals) {
         model.indexFor(Selection::Pool, test::TwoDeviceBuilt::kExplicit0);
     ASSERT_TRUE(shared.isValid());
     ASSERT_EQ(model.rowCount(shared), 1);
-    EXPECT_EQ(model.data(model.index(0, 0, shared)).toString(), "shared: GPU 1 read-write");
+    EXPECT_EQ(model.data(model.index(0, 0, shared)).toString(), "GPU 1: read-write");
     const QModelIndex shared1 =
         model.indexFor(Selection::Pool, test::TwoDeviceBuilt::kExplicit1);
     ASSERT_EQ(model.rowCount(shared1), 1);
-    EXPECT_EQ(model.data(model.index(0, 0, shared1)).toString(), "shared: GPU 0 read");
+    EXPECT_EQ(model.data(model.index(0, 0, shared1)).toString(), "GPU 0: read");
     // At the cursor the totals row sums the device's pools.
     const int64_t t = tl->totalsOf(1)->peakReservedTsNs;
     model.setCursorTime(t);
