@@ -197,6 +197,14 @@ TEST(MultiGpu, HandBuiltPeerCopiesAreTotalledPerDirectionAndMarkedOnTheirStream)
     Event e;
     PeerCopyFields{0x1, 0x2, 16 * MiB, 0, 1, PeerCopyApi::Async}.into(e);
     EXPECT_EQ(describeEvent(e), "16.0 MiB GPU 0 → GPU 1");
+    // Recorded at the runtime call (no driver peer copy inside it): said so, with its error code
+    // as the runtime's (a cudaError_t, not a CUresult).
+    Event r;
+    PeerCopyFields{0x1, 0x2, 1 * MiB, 0, 0, PeerCopyApi::RuntimeSync}.into(r);
+    EXPECT_EQ(describeEvent(r), "1.00 MiB GPU 0 → GPU 0 (synchronous) (seen at the runtime call)");
+    r.result = 1;
+    EXPECT_EQ(describeEvent(r),
+              "FAILED: cudaError 1 (1.00 MiB GPU 0 → GPU 0 (synchronous) (seen at the runtime call))");
 }
 
 TEST(MultiGpu, HandBuiltReportHasDeviceTotalsPeerCopiesAndSharedPools) {
