@@ -2,6 +2,7 @@
 
 #include "EventTableModel.h"
 #include "TimeTicker.h"
+#include "poolscope/EventText.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/CallSites.h"
 #include "poolscope/analysis/SiteTree.h"
@@ -275,6 +276,17 @@ QString DetailsPane::traceSummary() const {
         s += row(tr("stream-order hazards"),
                  tr("%L1 unordered frees, %L2 unordered reuses").arg(hz.unorderedFrees)
                      .arg(hz.unorderedReuses));
+    if (tl.deviceTotals.size() > 1)
+        for (const DeviceTotals& d : tl.deviceTotals)
+            s += row(tr("%1 pools together").arg(qn(deviceLabel(d.device))),
+                     tr("peak reserved %1 · peak used %2 · %L3 pools")
+                         .arg(qb(d.peakReserved), qb(d.peakUsed))
+                         .arg(d.poolCount));
+    for (const PeerCopyTotal& c : tl.peerCopies)
+        s += row(tr("peer copies"), tr("%1 → %2: %L3 (%4)")
+                                        .arg(qn(deviceLabel(c.srcDevice)), qn(deviceLabel(c.dstDevice)))
+                                        .arg(c.count)
+                                        .arg(qb(c.bytes)));
     for (const OutsideTimeline& o : tl.outside)
         s += row(o.device >= 0 ? tr("GPU %1 outside the pools").arg(o.device)
                                : tr("outside the pools"),
@@ -377,7 +389,12 @@ void DetailsPane::render() {
         h = QStringLiteral("<h3>%1</h3><table>").arg(qn(eventKindName(m.kind)));
         h += row(tr("at"), at(m.tsNs));
         if (m.pool) h += row(tr("pool"), L.poolName(m.pool) + " · " + hexHandle(m.pool));
-        if (m.kind == EventKind::StreamSynchronize) h += row(tr("stream"), L.streamName(m.stream));
+        if (m.kind == EventKind::StreamSynchronize || m.kind == EventKind::PeerCopy)
+            h += row(tr("stream"), L.streamName(m.stream));
+        if (m.kind == EventKind::PeerCopy)
+            h += row(tr("copied"), qn(describeMarkerValues(m.kind, m.attr, m.value)));
+        else if (m.kind == EventKind::PoolSetAccess)
+            h += row(tr("access"), qn(describeMarkerValues(m.kind, m.attr, m.value)));
         if (m.kind == EventKind::ImplicitRelease)
             h += row(tr("pool size after release"), bytesExact(m.value));
         else if (m.kind == EventKind::PoolTrimTo)
@@ -443,6 +460,12 @@ void DetailsPane::render() {
         h += row(tr("handle"), hexHandle(sel_.handle));
         h += row(tr("device"), QString::number(p->info.device));
         h += row(tr("kind"), qn(poolKindName(p->info.kind)));
+        for (const PoolAccess& a : p->access)
+            h += row(tr("shared with"),
+                     qn((a.locationType <= 1 ? deviceLabel(a.device)
+                                             : "location type " + std::to_string(a.locationType)) +
+                        ": " + describeAccessFlags(a.flags)) +
+                         " · " + tr("since %1").arg(qd(a.tsNs - tl.t0)));
         h += row(tr("max size"), p->info.maxSize ? qb(p->info.maxSize) : tr("unlimited"));
         h += row(tr("peak reserved"),
                  bytesExact(p->peakReserved) + " at " + qd(p->peakReservedTsNs - tl.t0));

@@ -1,5 +1,6 @@
 #include "EntityTreeModel.h"
 
+#include "poolscope/EventText.h"
 #include "poolscope/Units.h"
 
 #include <set>
@@ -40,10 +41,39 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
             const Lane& l = layout.lanes[li];
             if (l.kind != LaneKind::Device) continue;
             Node d;
-            d.cells[Name] = QString::fromStdString(l.subtitle.empty() ? l.title
-                                                                    : l.title + " · " + l.subtitle);
+            // "GPU 0 · NVIDIA H100 80GB HBM3 · 79.2 GiB": the window spans it over the row.
+            std::string name = l.title;
+            for (const DeviceInfo& di : tl.devices)
+                if (di.ordinal == l.device) {
+                    if (!di.name.empty()) name += " · " + di.name;
+                    if (di.totalMemory) name += " · " + formatBytes(di.totalMemory);
+                }
+            d.cells[Name] = QString::fromStdString(name);
             d.lane = int(li);
+            d.device = l.device;
             const int dev = add(-1, d);
+            // The device's pools together (peaks of their sum at one instant), where that says
+            // more than the one pool's own row: several pools, or several devices to compare.
+            const DeviceTotals* t = tl.totalsOf(l.device);
+            if (t && (t->poolCount > 1 || tl.deviceTotals.size() > 1)) {
+                Node n;
+                n.device = l.device;
+                n.totals = true;
+                n.cells[Name] = tr("all pools together");
+                n.cells[PeakReserved] = qb(t->peakReserved);
+                n.cells[PeakUsed] = qb(t->peakUsed);
+                n.cells[Allocated] = qb(t->bytesAllocated);
+                n.cells[Allocations] = QString::number(t->allocCount);
+                n.cells[LiveAtEnd] =
+                    t->liveAtEndCount
+                        ? QStringLiteral("%1 in %2").arg(qb(t->liveAtEndBytes)).arg(t->liveAtEndCount)
+                        : QStringLiteral("none");
+                n.tooltip = tr("The %1 pool(s) of %2 together: peak reserved and peak used are the "
+                               "highest sums at one instant, not the sums of the pools' peaks")
+                                .arg(t->poolCount)
+                                .arg(QString::fromStdString(l.title));
+                add(dev, n);
+            }
             for (size_t pi = 0; pi < tl.pools.size(); ++pi) {
                 const PoolTimeline& p = tl.pools[pi];
                 if (p.info.device != l.device || layout.laneOfPool(p.info.handle) < 0) continue;
@@ -61,7 +91,23 @@ void EntityTreeModel::resetData(const TraceSnapshot& s) {
                         ? QStringLiteral("%1 in %2").arg(qb(p.liveAtEndBytes)).arg(p.liveAtEndCount)
                         : QStringLiteral("none");
                 n.tooltip = QStringLiteral("pool %1").arg(hexHandle(p.info.handle));
-                add(dev, n);
+                const int poolNode = add(dev, n);
+                // Pool access across devices (cudaMemPoolSetAccess): one row per location.
+                for (const PoolAccess& a : p.access) {
+                    Node x;
+                    // Short ("GPU 1: read-write", as the details pane says it): a third level
+                    // of indentation already widens the name column the dock has to fit.
+                    x.cells[Name] = QString::fromStdString(
+                        (a.locationType <= 1 ? deviceLabel(a.device)
+                                             : "location type " + std::to_string(a.locationType)) +
+                        ": " + (a.flags == 0 ? "none" : a.flags == 1 ? "read" : "read-write"));
+                    x.tooltip = QString::fromStdString(
+                        "cudaMemPoolSetAccess: " +
+                        (a.locationType <= 1 ? deviceLabel(a.device) : std::string("that location")) +
+                        " " + describeAccessFlags(a.flags) + ", since " +
+                        formatDuration(a.tsNs - tl.t0) + " (the latest call for it)");
+                    add(poolNode, x);
+                }
             }
             for (const StreamTimeline& st : tl.streams) {
                 if (st.info.device != l.device &&
@@ -102,7 +148,16 @@ void EntityTreeModel::setCursorTime(int64_t t) {
     for (Node& n : nodes_) {
         QString reserved, used;
         if (t != INT64_MIN) {
-            if (n.kind == Selection::Pool) {
+            if (n.totals) {
+                uint64_t r = 0, u = 0;
+                for (const PoolTimeline& p : tl.pools)
+                    if (p.info.device == n.device) {
+                        r += p.reserved.valueAt(t);
+                        u += p.used.valueAt(t);
+                    }
+                reserved = qb(r);
+                used = qb(u);
+            } else if (n.kind == Selection::Pool) {
                 if (const PoolTimeline* p = tl.pool(n.handle)) {
                     reserved = qb(p->reserved.valueAt(t));
                     used = qb(p->used.valueAt(t));
@@ -196,8 +251,10 @@ QVariant EntityTreeModel::headerData(int section, Qt::Orientation o, int role) c
                                    "Reserved\nat cursor", "Used / live\nat cursor"};
     static const char* kTips[] = {
         "Device, its pools and its streams",
-        "Highest reserved memory of the pool (memory taken from the device)",
-        "Pool: highest used memory. Stream: highest bytes allocated on it and not yet freed",
+        "Highest reserved memory of the pool (memory taken from the device). Device: the "
+        "highest sum of its pools' reserved memory at one instant",
+        "Pool: highest used memory. Stream: highest bytes allocated on it and not yet freed. "
+        "Device: the highest sum of its pools' used memory at one instant",
         "Total bytes allocated",
         "Number of successful allocations",
         "Bytes and blocks never freed by the end of the trace",

@@ -1,6 +1,6 @@
 #pragma once
 // Pools & streams tree: device > pools, device > streams, with each entity's statistics from the
-// Timeline. Thin: the rows are built in resetData; data() reads one precomputed value.
+// Timeline; a device's row holds its pools' totals (Timeline::deviceTotals). Thin: the rows are built in resetData; data() reads one precomputed value.
 
 #include "Selection.h"
 #include "TraceSnapshot.h"
@@ -54,6 +54,8 @@ private:
         Selection::Kind kind = Selection::None; // None = device / group
         uint64_t handle = 0;
         int lane = -1;
+        int device = -1; // device and totals rows: the device
+        bool totals = false; // the device's pools together
         QString cells[ColumnCount];
         QString tooltip;
     };

@@ -23,10 +23,11 @@ bool streamShown(const Event& e) {
     return e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
            e.kind == EventKind::EventRecord || e.kind == EventKind::StreamWaitEvent ||
            e.kind == EventKind::StreamSynchronize || e.kind == EventKind::StreamCreate ||
-           e.kind == EventKind::StreamDestroy;
+           e.kind == EventKind::StreamDestroy || e.kind == EventKind::PeerCopy;
 }
 bool sizeShown(const Event& e) {
-    return e.kind == EventKind::Alloc || (e.kind == EventKind::Free && e.has(kSizeKnown));
+    return e.kind == EventKind::Alloc || (e.kind == EventKind::Free && e.has(kSizeKnown)) ||
+           e.kind == EventKind::PeerCopy; // the bytes copied
 }
 } // namespace
 

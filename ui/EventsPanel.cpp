@@ -40,6 +40,7 @@ const std::vector<KindGroup>& kindGroups() {
         {"IPC export / import",
          {EventKind::PoolExport, EventKind::PoolImport, EventKind::PointerExport,
           EventKind::PointerImport}},
+        {"Peer copies between devices", {EventKind::PeerCopy}},
     };
     return g;
 }

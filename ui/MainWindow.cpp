@@ -91,14 +91,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         // cut in the name column; that column fits pool and stream names.
         for (int r = 0; r < treeModel_->rowCount(); ++r)
             tree_->setFirstColumnSpanned(r, {}, true);
-        // The name column fits the pool and stream names (device rows span it), no wider.
+        // The name column fits the pool and stream names (device rows span it), and the deeper
+        // rows under a shared pool ("GPU 1: read"), no wider.
         int nameW = tree_->header()->sectionSizeHint(0);
         for (int r = 0; r < treeModel_->rowCount(); ++r) {
             const QModelIndex dev = treeModel_->index(r, 0);
-            for (int c = 0; c < treeModel_->rowCount(dev); ++c)
+            for (int c = 0; c < treeModel_->rowCount(dev); ++c) {
+                const QModelIndex child = treeModel_->index(c, 0, dev);
                 nameW = std::max(nameW, tree_->fontMetrics().horizontalAdvance(
-                                            treeModel_->index(c, 0, dev).data().toString()) +
+                                            child.data().toString()) +
                                             2 * tree_->indentation() + 10);
+                for (int g = 0; g < treeModel_->rowCount(child); ++g)
+                    nameW = std::max(nameW, tree_->fontMetrics().horizontalAdvance(
+                                                treeModel_->index(g, 0, child).data().toString()) +
+                                                3 * tree_->indentation() + 10);
+            }
         }
         tree_->setColumnWidth(0, nameW);
         for (int c = 1; c < EntityTreeModel::ColumnCount - 1; ++c)

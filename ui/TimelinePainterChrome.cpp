@@ -4,6 +4,7 @@
 #include "DetailsPane.h"
 #include "TimeTicker.h"
 #include "TimelinePainter.h"
+#include "poolscope/EventText.h"
 #include "poolscope/Units.h"
 
 #include <algorithm>
@@ -527,8 +528,10 @@ QString TimelinePainter::tooltip(const TimelineHit& h) const {
                      ? QStringLiteral("<br>new value: %1").arg(qs(formatBytes(m.value)))
                      : QStringLiteral("<br>%1").arg(change.toHtmlEscaped());
         }
+        if (const std::string v = describeMarkerValues(m.kind, m.attr, m.value); !v.empty())
+            s += QStringLiteral("<br>%1").arg(qs(v).toHtmlEscaped());
         if (m.pool) s += QStringLiteral("<br>%1").arg(layout.poolName(m.pool));
-        if (m.kind == EventKind::StreamSynchronize)
+        if (m.kind == EventKind::StreamSynchronize || m.kind == EventKind::PeerCopy)
             s += QStringLiteral("<br>%1").arg(layout.streamName(m.stream));
         return s;
     }

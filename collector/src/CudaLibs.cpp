@@ -36,6 +36,8 @@ namespace {
 #define POOLSCOPE_DRIVER_FUNCTIONS(X)                                                              \
     X(cuCtxGetCurrent, (CUcontext * a), (a))                                                       \
     X(cuCtxGetDevice, (CUdevice * a), (a))                                                         \
+    X(cuCtxPopCurrent, (CUcontext * a), (a))                                                       \
+    X(cuCtxPushCurrent, (CUcontext a), (a))                                                        \
     X(cuCtxSetCurrent, (CUcontext a), (a))                                                         \
     X(cuDeviceGet, (CUdevice * a, int b), (a, b))                                                  \
     X(cuDeviceGetDefaultMemPool, (CUmemoryPool * a, CUdevice b), (a, b))                           \
@@ -48,7 +50,14 @@ namespace {
     X(cuMemPoolGetAttribute, (CUmemoryPool a, CUmemPool_attribute b, void* c), (a, b, c))          \
     X(cuMemPoolSetAttribute, (CUmemoryPool a, CUmemPool_attribute b, void* c), (a, b, c))          \
     X(cuMemPoolTrimTo, (CUmemoryPool a, size_t b), (a, b))                                         \
-    X(cuPointerGetAttribute, (void* a, CUpointer_attribute b, CUdeviceptr c), (a, b, c))
+    X(cuPointerGetAttribute, (void* a, CUpointer_attribute b, CUdeviceptr c), (a, b, c))          \
+    X(cuStreamGetCtx, (CUstream a, CUcontext * b), (a, b))
+
+// Functions of newer drivers only: a driver without them still records, and the caller falls
+// back (cuStreamGetDevice, driver 12.8+: else the stream's context and that context's device).
+// Their forwarders return CUDA_ERROR_NOT_SUPPORTED where the driver lacks them.
+#define POOLSCOPE_DRIVER_OPTIONAL(X)                                                               \
+    X(cuStreamGetDevice, (CUstream a, CUdevice * b), (a, b))
 
 #define POOLSCOPE_CUPTI_FUNCTIONS(X)                                                               \
     X(cuptiActivityEnable, (CUpti_ActivityKind a), (a))                                            \
@@ -68,6 +77,7 @@ namespace {
 // Acquire loads: a callback thread may call before the loading thread's call_once returns.
 #define POOLSCOPE_POINTER(name, params, args) std::atomic<decltype(&::name)> p_##name{nullptr};
 POOLSCOPE_DRIVER_FUNCTIONS(POOLSCOPE_POINTER)
+POOLSCOPE_DRIVER_OPTIONAL(POOLSCOPE_POINTER)
 POOLSCOPE_CUPTI_FUNCTIONS(POOLSCOPE_POINTER)
 
 std::once_flag g_once;
@@ -163,6 +173,11 @@ void load() {
                   ")";
         return;
     }
+    std::string absent; // optional: not an error
+#define POOLSCOPE_RESOLVE_OPTIONAL(name, params, args)                                             \
+    resolve(lib, POOLSCOPE_STR(name), p_##name, absent);
+    POOLSCOPE_DRIVER_OPTIONAL(POOLSCOPE_RESOLVE_OPTIONAL)
+#undef POOLSCOPE_RESOLVE_OPTIONAL
 
     std::string tried;
     void* cupti = openCupti(tried);
@@ -217,5 +232,9 @@ using namespace poolscope::collector;
     POOLSCOPE_DEFINE(CUresult, name, p_##name, params, args, CUDA_ERROR_NOT_INITIALIZED)
 #define POOLSCOPE_DEFINE_CUPTI(name, params, args)                                                 \
     POOLSCOPE_DEFINE(CUptiResult, name, p_##name, params, args, CUPTI_ERROR_NOT_INITIALIZED)
+#define POOLSCOPE_DEFINE_OPTIONAL(name, params, args)                                              \
+    POOLSCOPE_DEFINE(CUresult, name, p_##name, params, args,                                       \
+                     g_loaded ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_INITIALIZED)
 POOLSCOPE_DRIVER_FUNCTIONS(POOLSCOPE_DEFINE_DRIVER)
+POOLSCOPE_DRIVER_OPTIONAL(POOLSCOPE_DEFINE_OPTIONAL)
 POOLSCOPE_CUPTI_FUNCTIONS(POOLSCOPE_DEFINE_CUPTI)

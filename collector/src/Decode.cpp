@@ -58,6 +58,17 @@ constexpr CUpti_CallbackId kIds[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister,
     CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
     CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister,
+    // Several GPUs (issue #19): copies between two devices' memory. The runtime's
+    // cudaMemcpyPeer(Async) calls these.
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz,
+};
+
+constexpr CUpti_CallbackId kRuntimeIds[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
 };
 
 template <class P> const P& params(const CUpti_CallbackData& cb) {
@@ -111,6 +122,22 @@ template <class P> void allocHost(const CUpti_CallbackData& cb, Event& e) {
         .into(e, EventKind::HostAlloc);
 }
 
+// The devices are the contexts' (the caller resolves them: peerContexts); 0 until then.
+template <class P>
+void peerCopy(const CUpti_CallbackData& cb, Event& e, PeerCopyApi api, uint64_t stream) {
+    const P& p = params<P>(cb);
+    PeerCopyFields{static_cast<uint64_t>(p.dstDevice), static_cast<uint64_t>(p.srcDevice),
+                   static_cast<uint64_t>(p.ByteCount), -1, -1, api}
+        .into(e);
+    e.stream = stream;
+}
+
+template <class P> void peerContextsOf(const CUpti_CallbackData& cb, void*& src, void*& dst) {
+    const P& p = params<P>(cb);
+    src = p.srcContext;
+    dst = p.dstContext;
+}
+
 template <class P> void hostRegister(const CUpti_CallbackData& cb, Event& e) {
     const P& p = params<P>(cb);
     PinnedFields{h(p.p), static_cast<uint64_t>(p.bytesize), p.Flags}.into(e, EventKind::HostRegister);
@@ -119,6 +146,28 @@ template <class P> void hostRegister(const CUpti_CallbackData& cb, Event& e) {
 } // namespace
 
 std::span<const CUpti_CallbackId> tracedCallbackIds() { return kIds; }
+std::span<const CUpti_CallbackId> tracedRuntimeCallbackIds() { return kRuntimeIds; }
+
+bool decodeRuntimePeerCopy(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, Event& e) {
+    auto fields = [&](const auto& p, PeerCopyApi api) {
+        PeerCopyFields{h(p.dst), h(p.src), static_cast<uint64_t>(p.count), p.srcDevice,
+                       p.dstDevice, api}
+            .into(e);
+    };
+    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000) {
+        fields(params<cudaMemcpyPeer_v4000_params>(cb), PeerCopyApi::RuntimeSync);
+        e.stream = 0;
+    } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000) {
+        const auto& p = params<cudaMemcpyPeerAsync_v4000_params>(cb);
+        fields(p, PeerCopyApi::RuntimeAsync);
+        e.stream = h(p.stream);
+    } else {
+        return false;
+    }
+    e.result = resultOf(cb);
+    e.correlation = cb.correlationId;
+    return true;
+}
 
 uint64_t freePointer(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync)
@@ -128,6 +177,36 @@ uint64_t freePointer(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2) return params<cuMemFree_v2_params>(cb).dptr;
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree) return params<cuMemFree_params>(cb).dptr;
     return 0;
+}
+
+bool peerContexts(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, void*& src, void*& dst) {
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer: peerContextsOf<cuMemcpyPeer_params>(cb, src, dst); break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer_ptds:
+        peerContextsOf<cuMemcpyPeer_ptds_params>(cb, src, dst);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync:
+        peerContextsOf<cuMemcpyPeerAsync_params>(cb, src, dst);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz:
+        peerContextsOf<cuMemcpyPeerAsync_ptsz_params>(cb, src, dst);
+        break;
+    default: return false;
+    }
+    return true;
+}
+
+size_t accessDescriptor(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, size_t i, Event& e) {
+    if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess) return 0;
+    const auto& p = params<cuMemPoolSetAccess_params>(cb);
+    if (!p.map || i >= p.count) return p.map ? p.count : 0;
+    const CUmemAccessDesc& d = p.map[i];
+    SetAccessFields f{static_cast<uint32_t>(d.flags), p.count,
+                      static_cast<uint8_t>(d.location.type)};
+    e.device = d.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? static_cast<int16_t>(d.location.id)
+                                                              : int16_t{-1};
+    f.into(e);
+    return p.count;
 }
 
 bool setAttributeTarget(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, uint64_t& pool,
@@ -217,15 +296,11 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess: {
+        // The first descriptor; the caller records the others as events of their own
+        // (accessDescriptor).
         const auto& p = params<cuMemPoolSetAccess_params>(cb);
         e.pool = h(p.pool);
-        SetAccessFields f{0, p.count}; // descriptors in the call; the first one is stored
-        if (p.map && p.count > 0) {
-            if (p.map[0].location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-                e.device = static_cast<int16_t>(p.map[0].location.id);
-            f.accessFlags = static_cast<uint32_t>(p.map[0].flags);
-        }
-        f.into(e);
+        if (accessDescriptor(cbid, cb, 0, e) == 0) SetAccessFields{0, 0, 0}.into(e);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuDeviceSetMemPool: {
@@ -406,6 +481,20 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
         ReleaseMemFields{h(params<cuMemHostUnregister_params>(cb).p)}
             .into(e, EventKind::HostUnregister);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer:
+        peerCopy<cuMemcpyPeer_params>(cb, e, PeerCopyApi::Sync, 0);
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer_ptds:
+        peerCopy<cuMemcpyPeer_ptds_params>(cb, e, PeerCopyApi::Sync, h(CU_STREAM_PER_THREAD));
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync:
+        peerCopy<cuMemcpyPeerAsync_params>(cb, e, PeerCopyApi::Async,
+                                           h(params<cuMemcpyPeerAsync_params>(cb).hStream));
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz:
+        peerCopy<cuMemcpyPeerAsync_ptsz_params>(
+            cb, e, PeerCopyApi::Async, ptszStream(params<cuMemcpyPeerAsync_ptsz_params>(cb).hStream));
         break;
     default:
         d.record = false;

@@ -452,6 +452,14 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
             return giveUp(std::string("cuptiEnableCallback: ") + cuptiError(r));
         }
     }
+    // cudaMemcpyPeer(Async) at the runtime too: optional, the driver's peer copies stand alone.
+    for (CUpti_CallbackId id : tracedRuntimeCallbackIds()) {
+        r = cuptiEnableCallback(1, rt.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+        if (r != CUPTI_SUCCESS) {
+            logOnce(LogKey::Info, "runtime peer copies not traced (%s)", cuptiError(r));
+            break;
+        }
+    }
     if (rt.config.activity) {
         r = cuptiActivityRegisterTimestampCallback(monotonicTimestamp);
         if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);

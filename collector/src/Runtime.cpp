@@ -352,6 +352,68 @@ __attribute__((cold, noinline)) void onNvtx(ThreadState* t, CUpti_CallbackId cbi
     }
 }
 
+// A peer copy names the contexts of its two sides: their devices (the stream's is the event's).
+__attribute__((cold, noinline)) void peerCopyDevices(ThreadState* t, CUpti_CallbackId cbid,
+                                                     const CUpti_CallbackData& cb, Event& ev) {
+    void* src = nullptr;
+    void* dst = nullptr;
+    if (!peerContexts(cbid, cb, src, dst)) return;
+    PeerCopyFields c = PeerCopyFields::of(ev);
+    c.srcDevice = deviceOfAnyContext(t, src);
+    c.dstDevice = deviceOfAnyContext(t, dst);
+    c.into(ev);
+    if (t->inRuntimePeer) t->driverPeerInside = true;
+    if (runtime().config.debug)
+        logLine("peer copy: driver callback %u, GPU %d -> GPU %d, %llu B", cbid, c.srcDevice,
+                c.dstDevice, static_cast<unsigned long long>(c.bytes));
+}
+
+// A runtime cudaMemcpyPeer(Async). Its driver call is a cuMemcpyPeer* between two devices,
+// recorded at the driver with both contexts; where the runtime made none (a copy within one
+// device may go through a plain device-to-device copy), the runtime call is the peer copy.
+__attribute__((cold, noinline)) void onRuntime(ThreadState* t, CUpti_CallbackId cbid,
+                                               const CUpti_CallbackData& cb) {
+    if (cb.callbackSite == CUPTI_API_ENTER) {
+        t->inRuntimePeer = true;
+        t->driverPeerInside = false;
+        return;
+    }
+    if (!t->inRuntimePeer) return; // its enter came before the collector started
+    t->inRuntimePeer = false;
+    const bool seen = t->driverPeerInside;
+    t->driverPeerInside = false;
+    Event ev;
+    if (!decodeRuntimePeerCopy(cbid, cb, ev)) return;
+    if (runtime().config.debug)
+        logLine("peer copy: runtime callback %u, GPU %d -> GPU %d, %s", cbid,
+                PeerCopyFields::of(ev).srcDevice, PeerCopyFields::of(ev).dstDevice,
+                seen ? "recorded at the driver" : "no driver peer copy inside: recorded here");
+    if (seen) return;
+    ev.tid = t->tid;
+    if (isExplicitStream(ev.stream)) ev.device = static_cast<int16_t>(streamDevice(t, ev.stream));
+    if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
+    ev.tsNs = static_cast<int64_t>(Clock::ticks());
+    ev.seq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
+    pushEvent(t, ev);
+}
+
+// cuMemPoolSetAccess with several descriptors: the first is the call's event, each further one
+// an event of its own (same call, time and correlation) right after it.
+__attribute__((cold, noinline)) void moreAccessDescriptors(ThreadState* t, CUpti_CallbackId cbid,
+                                                           const CUpti_CallbackData& cb,
+                                                           const Event& first) {
+    Event e = first;
+    const size_t n = accessDescriptor(cbid, cb, 0, e);
+    // A device can be named once per location; more than that many is not a real call.
+    const size_t limit = n < size_t(Runtime::kMaxDevices) * 2 ? n : size_t(Runtime::kMaxDevices) * 2;
+    for (size_t i = 1; i < limit; ++i) {
+        e = first;
+        accessDescriptor(cbid, cb, i, e);
+        e.seq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
+        pushEvent(t, e);
+    }
+}
+
 // Always inlined into onCallback, with the decode it inlines: GCC's size estimate counts the
 // decode's stores of fields the fresh event already holds (they fold away once inlined here),
 // and would otherwise leave one call more on every exit callback.
@@ -365,7 +427,22 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     const Decoded d = decodeExit(cbid, cb, ev);
     if (!d.record) return;
     ev.tid = t->tid;
-    if (ev.device < 0 && cb.context) ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
+    // An explicit stream's own device first: the calling thread's context may be another
+    // device's (a cudaMallocAsync on device 1's stream while device 0 is current allocates from
+    // device 1's current pool). A destroyed stream is only looked up in the cache.
+    if (ev.device < 0 && isExplicitStream(ev.stream) && ev.kind != EventKind::StreamCreate) {
+        if (ev.kind != EventKind::StreamDestroy) {
+            ev.device = static_cast<int16_t>(streamDevice(t, ev.stream));
+        } else {
+            const ThreadState::StreamEntry& se = t->streams[streamCacheIndex(ev.stream)];
+            if (se.stream == ev.stream &&
+                se.epoch == rt.streamEpoch.load(std::memory_order_relaxed))
+                ev.device = static_cast<int16_t>(se.device);
+        }
+    }
+    // A set-access descriptor's device is the location given access (-1: not a device).
+    if (ev.device < 0 && cb.context && ev.kind != EventKind::PoolSetAccess)
+        ev.device = static_cast<int16_t>(deviceOfContext(t, cb.context));
     if (ev.device < 0 && (d.needs & (kNeedDevicePool | kNeedPtrPool | kNeedUsed))) [[unlikely]]
         ev.device = static_cast<int16_t>(deviceWithoutContext(t, ev, d.needs));
 
@@ -445,6 +522,16 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
             if (t->lastPool == ev.pool) t->lastSlot = nullptr, t->lastPool = 0;
         }
         break;
+    case EventKind::PeerCopy: peerCopyDevices(t, cbid, cb, ev); break;
+    case EventKind::StreamCreate:
+        // Created in the calling context: its device is known without asking the driver.
+        if (ok && isExplicitStream(ev.stream) && ev.device >= 0)
+            t->streams[streamCacheIndex(ev.stream)] = {
+                ev.stream, rt.streamEpoch.load(std::memory_order_relaxed), ev.device};
+        break;
+    case EventKind::StreamDestroy:
+        if (ok) rt.streamEpoch.fetch_add(1, std::memory_order_release);
+        break;
     case EventKind::DeviceSetMempool:
         if (ok && ev.device >= 0 && ev.device < Runtime::kMaxDevices) {
             ensureDevice(ev.device);
@@ -461,9 +548,12 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
         ev.site = captureSite(t);
 
     const bool sync = (d.needs & kSync) && wm != WatermarkMode::Off;
+    ev.tsNs = static_cast<int64_t>(ticks);
     Event* e = t->ring ? t->ring->claim() : nullptr;
     if (!e) {
         if (t->ring) t->ring->noteDrop(ticks);
+        if (ev.kind == EventKind::PoolSetAccess) [[unlikely]]
+            moreAccessDescriptors(t, cbid, cb, ev);
         t->enterSeq = 0;
         if (sync) {
             Guard g(t);
@@ -471,7 +561,6 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
         }
         return;
     }
-    ev.tsNs = static_cast<int64_t>(ticks);
     if (t->enterSeq && (ev.kind == EventKind::Free || ev.kind == EventKind::DeviceFree ||
                         ev.kind == EventKind::HostFree || ev.kind == EventKind::HostUnregister))
         ev.seq = t->enterSeq;
@@ -485,6 +574,8 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     // writes to lines this core already owns (measured: -20 ns/iteration, docs/PERFORMANCE.md).
     t->ring->prefetchForWrite(kRingPrefetchAhead);
     t->ring->publish();
+    if (ev.kind == EventKind::PoolSetAccess) [[unlikely]]
+        moreAccessDescriptors(t, cbid, cb, ev);
     if (!sync) return;
     const Event& s = ev;
     int slot = 0;
@@ -537,6 +628,10 @@ __attribute__((hot)) void CUPTIAPI onCallback(void*, CUpti_CallbackDomain domain
         return;
     }
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) [[unlikely]] {
+        onRuntime(t, cbid, *cb);
+        return;
+    }
     if (cb->callbackSite == CUPTI_API_ENTER)
         onEnter(t, cbid, *cb);
     else
@@ -618,15 +713,32 @@ __attribute__((cold)) PoolSlot* registerPool(uint64_t handle, int device, bool i
     return slot;
 }
 
-__attribute__((cold)) int deviceOfContextSlow(ThreadState* t, void* ctx) {
+namespace {
+int knownContextDevice(void* ctx) {
     Runtime& rt = runtime();
-    int dev = -1;
     const int n = rt.contextCount.load(std::memory_order_acquire);
     for (int i = 0; i < n; ++i)
-        if (rt.contexts[i].ctx.load(std::memory_order_relaxed) == ctx) {
-            dev = rt.contexts[i].device.load(std::memory_order_relaxed);
-            break;
-        }
+        if (rt.contexts[i].ctx.load(std::memory_order_relaxed) == ctx)
+            return rt.contexts[i].device.load(std::memory_order_relaxed);
+    return -1;
+}
+
+void rememberContext(void* ctx, int dev) {
+    Runtime& rt = runtime();
+    std::lock_guard lock(rt.coldMutex);
+    const int m = rt.contextCount.load(std::memory_order_relaxed);
+    for (int i = 0; i < m; ++i)
+        if (rt.contexts[i].ctx.load(std::memory_order_relaxed) == ctx) return;
+    if (m < Runtime::kMaxContexts) {
+        rt.contexts[m].ctx.store(ctx, std::memory_order_relaxed);
+        rt.contexts[m].device.store(dev, std::memory_order_relaxed);
+        rt.contextCount.store(m + 1, std::memory_order_release);
+    }
+}
+} // namespace
+
+__attribute__((cold)) int deviceOfContextSlow(ThreadState* t, void* ctx) {
+    int dev = knownContextDevice(ctx);
     if (dev < 0) {
         // Cold: first call seen in this context. The context is current for the call.
         CUdevice d = -1;
@@ -634,19 +746,63 @@ __attribute__((cold)) int deviceOfContextSlow(ThreadState* t, void* ctx) {
             Guard g(t);
             if (cuCtxGetDevice(&d) != CUDA_SUCCESS) d = -1;
         }
-        if (d < 0) return -1;
+        if (d < 0 || d >= Runtime::kMaxDevices) return -1;
         dev = d;
-        std::lock_guard lock(rt.coldMutex);
-        const int m = rt.contextCount.load(std::memory_order_relaxed);
-        if (m < Runtime::kMaxContexts) {
-            rt.contexts[m].ctx.store(ctx, std::memory_order_relaxed);
-            rt.contexts[m].device.store(dev, std::memory_order_relaxed);
-            rt.contextCount.store(m + 1, std::memory_order_release);
-        }
+        rememberContext(ctx, dev);
     }
     ensureDevice(dev);
     t->lastCtx = ctx;
     t->lastDevice = dev;
+    return dev;
+}
+
+__attribute__((cold)) int deviceOfAnyContext(ThreadState* t, void* ctx) {
+    if (!ctx) return -1;
+    if (ctx == t->lastCtx) return t->lastDevice;
+    int dev = knownContextDevice(ctx);
+    if (dev >= 0) return dev;
+    CUdevice d = -1;
+    {
+        Guard g(t);
+        CUcontext cur = nullptr;
+        if (cuCtxGetCurrent(&cur) != CUDA_SUCCESS) cur = nullptr;
+        if (cur == ctx) {
+            if (cuCtxGetDevice(&d) != CUDA_SUCCESS) d = -1;
+        } else if (cuCtxPushCurrent(static_cast<CUcontext>(ctx)) == CUDA_SUCCESS) {
+            // Made current for the one question, and popped at once: the application's
+            // current context is what it was.
+            if (cuCtxGetDevice(&d) != CUDA_SUCCESS) d = -1;
+            CUcontext popped = nullptr;
+            cuCtxPopCurrent(&popped);
+        }
+    }
+    if (d < 0 || d >= Runtime::kMaxDevices) return -1;
+    rememberContext(ctx, d);
+    ensureDevice(d);
+    return d;
+}
+
+__attribute__((cold)) int streamDeviceSlow(ThreadState* t, uint64_t stream, uint32_t epoch) {
+    CUdevice d = -1;
+    CUcontext ctx = nullptr;
+    CUresult r;
+    {
+        Guard g(t);
+        r = cuStreamGetDevice(reinterpret_cast<CUstream>(stream), &d);
+        if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_NOT_FOUND) {
+            // A driver before 12.8: the stream's context, then that context's device.
+            d = -1;
+            if (cuStreamGetCtx(reinterpret_cast<CUstream>(stream), &ctx) != CUDA_SUCCESS)
+                ctx = nullptr;
+        } else if (r != CUDA_SUCCESS) {
+            d = -1;
+        }
+    }
+    int dev = d;
+    if (dev < 0 && ctx) dev = deviceOfAnyContext(t, ctx);
+    if (dev < 0 || dev >= Runtime::kMaxDevices) return -1; // not cached: asked again next time
+    ensureDevice(dev);
+    t->streams[streamCacheIndex(stream)] = {stream, epoch, dev};
     return dev;
 }
 

@@ -40,6 +40,7 @@ struct PoolSlot {
 // own code has been through the first-level caches, so each extra line it touches costs.
 struct alignas(64) ThreadState {
     static constexpr size_t kPtrCache = 4096; // direct-mapped pointer -> pool, for Free
+    static constexpr size_t kStreamCache = 16; // direct-mapped stream -> device (streamDevice)
 
     EventRing* ring = nullptr;
     void* lastCtx = nullptr;
@@ -54,7 +55,19 @@ struct alignas(64) ThreadState {
     bool enterHit = false;    // ...found in this thread's cache (allocated here)
     bool oldValid = false;
     uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
+    // Inside a runtime cudaMemcpyPeer(Async) (its enter seen, not its exit; runtime calls do not
+    // nest), and whether a driver peer copy was recorded inside it: the runtime call is recorded
+    // only without one.
+    bool inRuntimePeer = false;
+    bool driverPeerInside = false;
     ThreadSites* sites = nullptr; // call sites and NVTX ranges (Stacks.h), at first use
+    // A stream's device, as the driver answered; valid while epoch equals Runtime::streamEpoch
+    // (a destroyed stream's handle may come back as another device's stream).
+    struct StreamEntry {
+        uint64_t stream;
+        uint32_t epoch;
+        int32_t device;
+    } streams[kStreamCache];
     struct Entry {
         uint64_t ptr;
         uint64_t pool;
@@ -72,6 +85,8 @@ struct Runtime {
     std::atomic<bool> forkPending{false};
     WatermarkMode watermarks = WatermarkMode::Exit; // config.watermarks, copied at start
     bool stacksOn = false;                          // stacks.enabled(), copied at start
+    // Bumped by every stream destroyed: the threads' stream -> device caches start over.
+    std::atomic<uint32_t> streamEpoch{1};
     std::atomic<uint64_t> seq{1};
     std::atomic<uint64_t> currentPool[kMaxDevices] = {};
 
@@ -141,6 +156,24 @@ void ensureDevice(int device);       // cold: default pool, current pool, device
 int deviceOfContextSlow(ThreadState* t, void* ctx); // first call in a context: looks it up
 inline int deviceOfContext(ThreadState* t, void* ctx) {
     return ctx == t->lastCtx ? t->lastDevice : deviceOfContextSlow(t, ctx);
+}
+// The device of any context (current or not): the table of contexts seen, else the driver.
+int deviceOfAnyContext(ThreadState* t, void* ctx);
+// Streams the application created: 0 (legacy default), CU_STREAM_LEGACY and
+// CU_STREAM_PER_THREAD name "the current context's" stream and belong to its device.
+inline bool isExplicitStream(uint64_t stream) { return stream > 2; }
+// The device an explicit stream belongs to, which need not be the calling thread's current
+// context's (a cudaMallocAsync on another device's stream allocates from that device's pool).
+// -1 when the driver does not know the stream (destroyed, or not a stream).
+int streamDeviceSlow(ThreadState* t, uint64_t stream, uint32_t epoch);
+inline size_t streamCacheIndex(uint64_t stream) {
+    return static_cast<size_t>((stream >> 4) ^ (stream >> 12)) & (ThreadState::kStreamCache - 1);
+}
+inline int streamDevice(ThreadState* t, uint64_t stream) {
+    const uint32_t epoch = runtime().streamEpoch.load(std::memory_order_acquire);
+    const ThreadState::StreamEntry& s = t->streams[streamCacheIndex(stream)];
+    if (s.stream == stream && s.epoch == epoch) return s.device;
+    return streamDeviceSlow(t, stream, epoch);
 }
 void disableCollector(const char* why); // logs, switches the callback off, notes it in the trace
 void startForkedChild();                // Lifecycle.cpp

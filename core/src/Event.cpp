@@ -15,7 +15,7 @@ constexpr std::array<std::string_view, kEventKindCount> kKindNames = {
     "pool_set_access",   "knob_change",        "stream_create",
     "stream_destroy",    "sample",             "device_alloc",
     "device_free",       "host_alloc",         "host_free",
-    "host_register",     "host_unregister",
+    "host_register",     "host_unregister",    "peer_copy",
 };
 } // namespace
 

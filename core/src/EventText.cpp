@@ -72,6 +72,34 @@ std::string describePinnedFlags(EventKind kind, uint32_t flags) {
     return kind == EventKind::HostRegister ? hostRegisterFlags(flags) : hostAllocFlags(flags);
 }
 
+std::string describeAccessFlags(uint32_t flags) {
+    switch (flags) {
+    case 0: return "no access";
+    case 1: return "read-only";
+    case 3: return "read-write";
+    default: return "access flags " + std::to_string(flags);
+    }
+}
+
+std::string deviceLabel(int device) {
+    return device >= 0 ? "GPU " + std::to_string(device) : std::string("unknown device");
+}
+
+std::string describeMarkerValues(EventKind kind, uint16_t attr, uint64_t value) {
+    Event e;
+    e.kind = kind;
+    if (kind == EventKind::PeerCopy) {
+        e.attr = attr;
+        e.size = value;
+        e.variant = static_cast<uint8_t>(PeerCopyApi::Async);
+        return describeEvent(e);
+    }
+    if (kind == EventKind::PoolSetAccess)
+        return (value ? deviceLabel(static_cast<int>(value) - 1) : std::string("not a device")) +
+               ": " + describeAccessFlags(attr);
+    return {};
+}
+
 std::string describeEvent(const Event& e) {
     switch (e.kind) {
     case EventKind::Alloc:
@@ -146,6 +174,30 @@ std::string describeEvent(const Event& e) {
     case EventKind::HostUnregister:
         if (e.failed()) return "FAILED: " + formatCuResult(int(e.result));
         return releasedBytes(ReleaseMemFields::of(e));
+    case EventKind::PoolSetAccess: {
+        const SetAccessFields a = SetAccessFields::of(e);
+        // Location type 1 is a device (CU_MEM_LOCATION_TYPE_DEVICE); 0: not recorded (older
+        // traces, whose device field was always a device's).
+        std::string who = a.locationType <= 1 ? deviceLabel(e.device)
+                                              : "location type " + std::to_string(a.locationType);
+        std::string s = who + ": " + describeAccessFlags(a.accessFlags);
+        if (a.descriptors > 1) s += " (one of " + std::to_string(a.descriptors) + " in the call)";
+        if (e.failed()) return "FAILED: " + formatCuResult(int(e.result)) + " (" + s + ")";
+        return s;
+    }
+    case EventKind::PeerCopy: {
+        const PeerCopyFields c = PeerCopyFields::of(e);
+        std::string s = formatBytes(c.bytes) + " " + deviceLabel(c.srcDevice) + " → " +
+                        deviceLabel(c.dstDevice);
+        const bool runtime = c.api == PeerCopyApi::RuntimeSync || c.api == PeerCopyApi::RuntimeAsync;
+        if (c.api == PeerCopyApi::Sync || c.api == PeerCopyApi::RuntimeSync) s += " (synchronous)";
+        if (runtime) s += " (seen at the runtime call)";
+        if (e.failed())
+            return "FAILED: " +
+                   (runtime ? "cudaError " + std::to_string(e.result) : formatCuResult(int(e.result))) +
+                   " (" + s + ")";
+        return s;
+    }
     default:
         return {};
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <thread>
 #include <unordered_map>
 
@@ -29,6 +30,12 @@ const Series* PoolTimeline::attributeSeries(PoolAttr a) const {
 const PoolTimeline* Timeline::pool(uint64_t handle) const {
     for (const PoolTimeline& p : pools)
         if (p.info.handle == handle) return &p;
+    return nullptr;
+}
+
+const DeviceTotals* Timeline::totalsOf(int device) const {
+    for (const DeviceTotals& d : deviceTotals)
+        if (d.device == device) return &d;
     return nullptr;
 }
 
@@ -83,6 +90,8 @@ struct TimelineBuilder::Impl {
         int64_t peakUsedTsNs = 0;
     };
     std::vector<HighWindow> highs;
+    // tl.peerCopies' index by (source, destination): a damaged trace may name many pairs.
+    std::map<std::pair<int, int>, size_t> peerIndex;
 
     Impl() {
         replay.subscribe(&pending, PendingFreesAnalysis::kindMask());
@@ -162,6 +171,11 @@ struct TimelineBuilder::Impl {
         case EventKind::KnobChange: return KnobFields::of(e).value;
         case EventKind::PoolTrimTo: return TrimFields::of(e).minBytesToKeep;
         case EventKind::ImplicitRelease: return ReleaseFields::of(e).reservedAfter;
+        case EventKind::PeerCopy: return PeerCopyFields::of(e).bytes;
+        case EventKind::PoolSetAccess:
+            return SetAccessFields::of(e).locationType <= 1 && e.device >= 0
+                       ? static_cast<uint64_t>(e.device) + 1
+                       : 0;
         default: return 0;
         }
     }
@@ -172,6 +186,10 @@ struct TimelineBuilder::Impl {
             attr = static_cast<uint16_t>(AttributeFields::of(e).attr);
         else if (e.kind == EventKind::KnobChange)
             attr = KnobFields::of(e).target;
+        else if (e.kind == EventKind::PoolSetAccess)
+            attr = static_cast<uint16_t>(SetAccessFields::of(e).accessFlags);
+        else if (e.kind == EventKind::PeerCopy)
+            attr = e.attr;
         tl.markers.push_back(Marker{e.tsNs, e.seq, e.kind, attr, stream, pool, markerValue(e)});
     }
 
@@ -373,6 +391,11 @@ struct TimelineBuilder::Impl {
                                             f.edgeRecordTsNs, e.tsNs});
             break;
         case EventKind::StreamSynchronize: marker(e, e.stream, 0); break;
+        case EventKind::PoolSetAccess:
+            if (!e.failed() && f.pool != replay::kNone) applyPoolAccess(tl.pools[f.pool].access, e);
+            marker(e, 0, e.pool);
+            break;
+        case EventKind::PeerCopy: peerCopy(e); break;
         case EventKind::EventSynchronize:
         case EventKind::ContextSynchronize: marker(e, 0, 0); break;
         case EventKind::DeviceAlloc:
@@ -385,6 +408,14 @@ struct TimelineBuilder::Impl {
         }
         if (f.memReleased && e.kind == EventKind::Free) [[unlikely]]
             memReleased(e, f.mem); // cudaFreeAsync of a cudaMalloc pointer
+    }
+
+    void peerCopy(const Event& e) {
+        const PeerCopyFields c = PeerCopyFields::of(e);
+        auto [it, added] = peerIndex.try_emplace({c.srcDevice, c.dstDevice}, tl.peerCopies.size());
+        if (added) tl.peerCopies.push_back(PeerCopyTotal{c.srcDevice, c.dstDevice, 0, 0, 0});
+        tl.peerCopies[it->second].add(e);
+        marker(e, e.stream, 0);
     }
 
     OutsideTimeline& outsideAt(uint32_t idx) {
@@ -518,6 +549,73 @@ Series sumOf(const std::vector<const Series*>& parts) {
     return out;
 }
 
+// The highest value of the parts' sum and when it was first reached, and the sum at the end,
+// walked like sumOf without keeping the sum's points.
+struct SumPeak {
+    uint64_t peak = 0;
+    int64_t peakTsNs = 0;
+    uint64_t last = 0;
+};
+SumPeak peakOfSum(const std::vector<const Series*>& parts) {
+    SumPeak out;
+    std::vector<size_t> idx(parts.size(), 0);
+    std::vector<uint64_t> cur(parts.size(), 0);
+    uint64_t sum = 0;
+    for (;;) {
+        int64_t t = INT64_MAX;
+        for (size_t k = 0; k < parts.size(); ++k)
+            if (idx[k] < parts[k]->size()) t = std::min(t, parts[k]->t[idx[k]]);
+        if (t == INT64_MAX) break;
+        for (size_t k = 0; k < parts.size(); ++k)
+            while (idx[k] < parts[k]->size() && parts[k]->t[idx[k]] == t) {
+                sum = sum - cur[k] + parts[k]->v[idx[k]];
+                cur[k] = parts[k]->v[idx[k]];
+                ++idx[k];
+            }
+        if (sum > out.peak) {
+            out.peak = sum;
+            out.peakTsNs = t;
+        }
+    }
+    out.last = sum;
+    return out;
+}
+
+// Each device's pools together (Timeline::deviceTotals); pools sorted by device already. Pools
+// of no known device (the unknown-pool bucket) are no device's.
+void deviceTotals(Timeline& tl) {
+    tl.deviceTotals.clear();
+    for (size_t i = 0; i < tl.pools.size();) {
+        if (tl.pools[i].info.device < 0) {
+            ++i;
+            continue;
+        }
+        DeviceTotals d;
+        d.device = tl.pools[i].info.device;
+        std::vector<const Series*> reserved, used;
+        for (; i < tl.pools.size() && tl.pools[i].info.device == d.device; ++i) {
+            const PoolTimeline& p = tl.pools[i];
+            d.poolCount++;
+            reserved.push_back(&p.reserved);
+            used.push_back(&p.used);
+            d.bytesAllocated += p.bytesAllocated;
+            d.allocCount += p.allocCount;
+            d.freeCount += p.freeCount;
+            d.failedCount += p.failedCount;
+            d.liveAtEndBytes += p.liveAtEndBytes;
+            d.liveAtEndCount += p.liveAtEndCount;
+        }
+        const SumPeak r = peakOfSum(reserved), u = peakOfSum(used);
+        d.peakReserved = r.peak;
+        d.peakReservedTsNs = r.peakTsNs;
+        d.finalReserved = r.last;
+        d.peakUsed = u.peak;
+        d.peakUsedTsNs = u.peakTsNs;
+        d.finalUsed = u.last;
+        tl.deviceTotals.push_back(d);
+    }
+}
+
 // Totals that only make sense at the end, and the documented orderings. shrink: give growth
 // slack back (not for vectors reserved for an upper bound: their unused part was never
 // touched, costs no memory, and shrinking would copy everything once more).
@@ -575,6 +673,11 @@ void finalize(Timeline& tl, bool shrink = true) {
         std::stable_sort(tl.edges.begin(), tl.edges.end(), byWait);
     std::sort(tl.outside.begin(), tl.outside.end(),
               [](const OutsideTimeline& a, const OutsideTimeline& b) { return a.device < b.device; });
+    std::sort(tl.peerCopies.begin(), tl.peerCopies.end(),
+              [](const PeerCopyTotal& a, const PeerCopyTotal& b) {
+                  return std::pair(a.srcDevice, a.dstDevice) < std::pair(b.srcDevice, b.dstDevice);
+              });
+    deviceTotals(tl);
     for (OutsideTimeline& o : tl.outside) {
         std::vector<const Series*> parts;
         for (const PoolTimeline& p : tl.pools)
@@ -598,6 +701,27 @@ void addSample(TimelineBuilder& b, Event s) {
 }
 
 } // namespace
+
+void applyPoolAccess(std::vector<PoolAccess>& access, const Event& e) {
+    const SetAccessFields a = SetAccessFields::of(e);
+    const int device = a.locationType <= 1 ? e.device : -1;
+    for (PoolAccess& x : access)
+        if (x.device == device && x.locationType == a.locationType) {
+            x.flags = a.accessFlags;
+            x.tsNs = e.tsNs;
+            return;
+        }
+    access.push_back(PoolAccess{device, a.locationType, a.accessFlags, e.tsNs});
+}
+
+void PeerCopyTotal::add(const Event& e) {
+    if (e.failed()) {
+        failedCount++;
+    } else {
+        count++;
+        bytes += PeerCopyFields::of(e).bytes;
+    }
+}
 
 bool PinnedCounts::countPin(const Event& e) {
     if (e.failed()) {

@@ -863,13 +863,14 @@ Status TraceReader::readChunk(const ChunkRef& c, std::string_view data, std::vec
             return fail("its events are out of seq order (seq " + seqs + ")");
         }
         const int kind = static_cast<int>(e.kind);
-        // Samples live in their own table, never in chunks; beyond-pool kinds only in traces of
-        // the format that introduced them.
+        // Samples live in their own table, never in chunks; beyond-pool kinds and peer copies only
+        // in traces of the format that introduced them.
         if (kind < 1 || kind == static_cast<int>(EventKind::Sample) || kind >= kEventKindCount) {
             out.resize(before);
             return fail("it holds an event of unknown kind " + std::to_string(kind));
         }
-        if (isBeyondPoolKind(e.kind) && schemaVersion_ < schema::kBeyondPoolVersion) {
+        if ((isBeyondPoolKind(e.kind) && schemaVersion_ < schema::kBeyondPoolVersion) ||
+            (isPeerCopyKind(e.kind) && schemaVersion_ < schema::kPeerCopyVersion)) {
             out.resize(before);
             return fail("it holds a " + std::string(eventKindName(e.kind)) +
                         " event, which trace format " + std::to_string(schemaVersion_) +

@@ -1,8 +1,8 @@
--- PoolScope trace schema, version 5.
+-- PoolScope trace schema, version 6.
 --
 -- A trace is one SQLite file (extension .poolscope) identified by
 --   PRAGMA application_id = 1347634000  (0x50534350, 'PSCP')
---   PRAGMA user_version   = 5           (this schema's version)
+--   PRAGMA user_version   = 6           (this schema's version)
 -- The schema grows only by adding tables and columns under a higher user_version; a reader opens
 -- every version up to its own and refuses newer ones with a plain message.
 -- History: 1 = event chunks in codec 1 or 2. 2 = the same tables; chunks may be codec 3, so a
@@ -20,6 +20,9 @@
 -- device_alloc and later, legacy device memory and pinned host memory) in any codec; a trace of
 -- version 4 or lower holding one is damaged. A reader of version 4 refuses it as a newer PoolScope's
 -- rather than calling small compressed chunks "too short".
+-- 6 = the same tables; events may be peer copies (issue #19: peer_copy, cuMemcpyPeer(Async)
+-- between two devices); a trace of version 5 or lower holding one is damaged, and a reader of
+-- version 5 refuses a version-6 trace as a newer PoolScope's instead of dropping its chunks.
 --
 -- Conventions
 -- * Handles (CUstream, CUmemoryPool, CUevent, device pointers) are 64-bit unsigned values stored
@@ -224,7 +227,7 @@ INSERT INTO event_kinds VALUES
   (13,'context_synchronize'),(14,'pool_export'),(15,'pool_import'),(16,'pointer_export'),
   (17,'pointer_import'),(18,'pool_set_access'),(19,'knob_change'),(20,'stream_create'),
   (21,'stream_destroy'),(22,'sample'),(23,'device_alloc'),(24,'device_free'),(25,'host_alloc'),
-  (26,'host_free'),(27,'host_register'),(28,'host_unregister');
+  (26,'host_free'),(27,'host_register'),(28,'host_unregister'),(29,'peer_copy');
 
 CREATE TABLE pool_attributes (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT INTO pool_attributes VALUES

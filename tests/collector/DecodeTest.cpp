@@ -382,3 +382,80 @@ TEST(Decode, BeyondPoolIdsAreSubscribedOnceInTheDriverDomain) {
           CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister})
         EXPECT_EQ(std::count(ids.begin(), ids.end(), id), 1) << "cbid " << id;
 }
+
+// Issue #19: several GPUs. Peer copies name two contexts (the caller turns them into devices),
+// and each access descriptor of a cudaMemPoolSetAccess is readable on its own (hand-built
+// records).
+TEST(Decode, PeerCopiesOfEachFormKeepBothSidesBytesAndStream) {
+    auto ctx = [](uint64_t v) { return reinterpret_cast<CUcontext>(v); };
+    cuMemcpyPeerAsync_params a{0xD100, ctx(0xC1), 0xD000, ctx(0xC0), 3u << 20, stream(0x51)};
+    Decoded d;
+    Event e = decode(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, a, &d);
+    EXPECT_TRUE(d.record);
+    EXPECT_EQ(e.kind, EventKind::PeerCopy);
+    const PeerCopyFields f = PeerCopyFields::of(e);
+    EXPECT_EQ(f.dst, 0xD100u);
+    EXPECT_EQ(f.src, 0xD000u);
+    EXPECT_EQ(f.bytes, 3u << 20);
+    EXPECT_EQ(f.api, PeerCopyApi::Async);
+    EXPECT_EQ(f.srcDevice, -1); // the contexts' devices are the callback's to find
+    EXPECT_EQ(e.stream, 0x51u);
+    Call c(&a);
+    void* src = nullptr;
+    void* dst = nullptr;
+    ASSERT_TRUE(peerContexts(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, c.cb, src, dst));
+    EXPECT_EQ(src, reinterpret_cast<void*>(0xC0));
+    EXPECT_EQ(dst, reinterpret_cast<void*>(0xC1));
+
+    cuMemcpyPeerAsync_ptsz_params pz{0xD100, ctx(0xC1), 0xD000, ctx(0xC0), 64, nullptr};
+    EXPECT_EQ(decode(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz, pz).stream,
+              reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD));
+    cuMemcpyPeer_params s{0xD100, ctx(0xC1), 0xD000, ctx(0xC0), 128};
+    Event es = decode(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, s);
+    EXPECT_EQ(es.kind, EventKind::PeerCopy);
+    EXPECT_EQ(PeerCopyFields::of(es).api, PeerCopyApi::Sync);
+    EXPECT_EQ(es.stream, 0u);
+    cuMemcpyPeer_ptds_params sp{0xD100, ctx(0xC1), 0xD000, ctx(0xC0), 128};
+    EXPECT_EQ(decode(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer_ptds, sp).stream,
+              reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD));
+    Call other(&a);
+    EXPECT_FALSE(peerContexts(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, other.cb, src, dst));
+    auto ids = tracedCallbackIds();
+    for (CUpti_CallbackId id :
+         {CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer_ptds,
+          CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz})
+        EXPECT_EQ(std::count(ids.begin(), ids.end(), id), 1) << "cbid " << id;
+}
+
+TEST(Decode, SetAccessDescriptorsEachNameTheirLocationAndFlags) {
+    CUmemAccessDesc map[3] = {};
+    map[0].location = {CU_MEM_LOCATION_TYPE_DEVICE, 1};
+    map[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    map[1].location = {CU_MEM_LOCATION_TYPE_DEVICE, 2};
+    map[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+    map[2].location = {CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+    map[2].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    cuMemPoolSetAccess_params p{pool(0x9000), map, 3};
+    Event e = decode(CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess, p);
+    EXPECT_EQ(e.kind, EventKind::PoolSetAccess);
+    EXPECT_EQ(e.pool, 0x9000u);
+    EXPECT_EQ(e.device, 1);
+    SetAccessFields f = SetAccessFields::of(e);
+    EXPECT_EQ(f.accessFlags, uint32_t(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+    EXPECT_EQ(f.descriptors, 3u);
+    EXPECT_EQ(f.locationType, uint8_t(CU_MEM_LOCATION_TYPE_DEVICE));
+    Call c(&p);
+    Event e1 = e, e2 = e;
+    EXPECT_EQ(accessDescriptor(CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess, c.cb, 1, e1), 3u);
+    EXPECT_EQ(e1.device, 2);
+    EXPECT_EQ(SetAccessFields::of(e1).accessFlags, uint32_t(CU_MEM_ACCESS_FLAGS_PROT_READ));
+    EXPECT_EQ(accessDescriptor(CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess, c.cb, 2, e2), 3u);
+    EXPECT_EQ(e2.device, -1) << "a host location is no device";
+    EXPECT_EQ(SetAccessFields::of(e2).locationType, uint8_t(CU_MEM_LOCATION_TYPE_HOST_NUMA));
+    // No descriptors: nothing to read, a count of 0.
+    cuMemPoolSetAccess_params none{pool(0x9000), nullptr, 0};
+    Event en = decode(CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAccess, none);
+    EXPECT_EQ(en.kind, EventKind::PoolSetAccess);
+    EXPECT_EQ(en.device, -1);
+    EXPECT_EQ(SetAccessFields::of(en).descriptors, 0u);
+}

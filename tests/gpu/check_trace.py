@@ -19,6 +19,7 @@ KIND_COUNTS = {
     "pool_exports": "pool_export", "pool_imports": "pool_import",
     "ptr_exports": "pointer_export", "ptr_imports": "pointer_import",
     "stream_creates": "stream_create", "pool_set_access": "pool_set_access",
+    "peer_copies": "peer_copy",
 }
 # Memory outside the pools (issue #18, tests/workloads/beyond_pool.cu): summary keys checked by
 # check_beyond against the events and the report's outside_pools / pinned_host.
@@ -117,8 +118,8 @@ def check(poolscope, trace, truth_path, c, workload=None):
     if workload and workload.endswith("_child"):
         wms = []  # the child prints no watermark lines of its own
     c.true("ground truth present",
-           bool(summary) or any(j.get("type") in ("torch", "gpt2", "cupy", "jax", "torch_native")
-                                for j in extra),
+           bool(summary) or any(j.get("type") in ("torch", "gpt2", "cupy", "jax", "torch_native",
+                                                  "gpt2_ddp") for j in extra),
            f"(no summary line in {truth_path})")
     events = load_events(poolscope, trace)
     db = sqlite3.connect(f"file:{trace}?mode=ro", uri=True)
@@ -221,7 +222,7 @@ def check(poolscope, trace, truth_path, c, workload=None):
     peaks = {int(j["pool"], 16): (j["reserved_high"], j["used_high"]) for j in extra
              if j.get("type") == "peak"}
     for j in extra:
-        if j.get("type") in ("gpt2", "cupy"):
+        if j.get("type") in ("gpt2", "cupy", "gpt2_ddp"):
             # The client's own reading of the pool's high watermarks (torch.cuda.max_memory_*,
             # memPoolGetAttribute 6/8): the trace's peaks must be exactly these.
             peaks[int(j["pool"], 16) if j.get("pool") else None] = (j["reserved_high"], j["used_high"])
@@ -237,6 +238,17 @@ def check(poolscope, trace, truth_path, c, workload=None):
         check_peaks(c, poolscope, trace, trace.rsplit("/", 1)[-1], peaks)
     if any(j.get("type") == "attributes" for j in extra):
         check_attributes(c, poolscope, trace, db, extra, by)
+    for j in extra:
+        if j.get("type") == "gpt2_ddp":
+            # One rank, one GPU: every allocation and free on the rank's device.
+            wrong = [e for e in ok_allocs + frees if e["device"] != j["device"]]
+            c.eq(f"gpt2_ddp rank {j['rank']}: allocs/frees on another device than {j['device']}",
+                 len(wrong), 0)
+            devices = {r[0] for r in db.execute("SELECT ordinal FROM devices")}
+            c.true(f"gpt2_ddp rank {j['rank']}: device {j['device']} in the devices table",
+                   j["device"] in devices, f"(table has {sorted(devices)})")
+    if any(j.get("type", "").startswith("mg_") for j in extra):
+        check_multi_gpu(c, poolscope, trace, db, extra, by, ok_allocs, frees)
     if any(k.startswith(BEYOND_PREFIX) for k in summary) or any(
             j.get("type") in ("host", "torch_native") for j in extra):
         check_beyond(c, poolscope, trace, summary, extra, by)
@@ -291,6 +303,82 @@ def check_attributes(c, poolscope, trace, db, extra, by):
             c.eq(f"report: pool {j['pool']} {REPORT_ATTRIBUTES[attr]} (never set)", got, want)
         print(f"  info: pool {j['pool']} starts with " +
               ", ".join(f"{k}={j[k]}" for k in ATTRIBUTES.values()))
+
+
+def check_multi_gpu(c, poolscope, trace, db, extra, by, ok_allocs, frees):
+    """Several GPUs (tests/workloads/multi_gpu.cu): every device field (ordinal, name, memory,
+    UUID), each pool's device and kind, the device and pool of each allocation and free in program
+    order, pool access grants, peer copies with both devices, and each device's pools' peak."""
+    mode = next((j for j in extra if j["type"] == "mg_mode"), {})
+    print(f"  info: multi_gpu mode {mode.get('mode')}, {mode.get('devices_found')} GPU(s) found")
+    for j in extra:
+        if j["type"] == "mg_note":
+            print(f"  info: the machine refused {j['what']}: {j['error']} (not counted)")
+    devices = {r[0]: r for r in db.execute("SELECT ordinal, name, total_memory, uuid FROM devices")}
+    for j in (j for j in extra if j["type"] == "mg_device"):
+        row = devices.get(j["ordinal"])
+        if row is None:
+            c.failures.append(f"device {j['ordinal']} not in the devices table ({sorted(devices)})")
+            continue
+        c.eq(f"device {j['ordinal']} name", row[1], j["name"])
+        c.eq(f"device {j['ordinal']} total memory", row[2], j["total_memory"])
+        c.eq(f"device {j['ordinal']} uuid", row[3], j["uuid"])
+    want_devices = {j["ordinal"] for j in extra if j["type"] == "mg_device"}
+    c.eq("devices in the trace", set(devices), want_devices)
+    pools = {r[0] & 0xFFFFFFFFFFFFFFFF: r for r in db.execute("SELECT handle, device, kind FROM pools")}
+    for j in (j for j in extra if j["type"] == "mg_pool"):
+        h = int(j["pool" if "pool" in j else "handle"], 16)
+        row = pools.get(h)
+        if row is None:
+            c.failures.append(f"{j['kind']} pool 0x{h:x} of device {j['device']} not in the pools table")
+            continue
+        c.eq(f"{j['kind']} pool 0x{h:x} device", row[1], j["device"])
+        c.eq(f"{j['kind']} pool 0x{h:x} kind", row[2], {"default": 1, "explicit": 2}[j["kind"]])
+    for kind, lst in (("mg_alloc", ok_allocs), ("mg_free", frees)):
+        for j in (j for j in extra if j["type"] == kind):
+            n = j["nth"]
+            label = f"{kind[3:]} #{n}"
+            if n >= len(lst):
+                c.failures.append(f"{label}: only {len(lst)} in the trace")
+                continue
+            e = lst[n]
+            c.eq(f"{label} (seq {e['seq']}) device", e["device"], j["device"])
+            c.eq(f"{label} (seq {e['seq']}) pool", f"0x{e['pool']:x}", j["pool"])
+            c.eq(f"{label} (seq {e['seq']}) stream", f"0x{e['stream']:x}", j["stream"])
+            c.eq(f"{label} (seq {e['seq']}) size", e["size"], j["size"])
+    grants = [e for e in by.get("pool_set_access", []) if e["result"] == 0]
+    _, rep = report_pools(poolscope, trace)
+    rep_pools = {int(p["handle"], 16): p for p in rep["pools"]}
+    for j in (j for j in extra if j["type"] == "mg_access"):
+        h = int(j["pool"], 16)
+        hit = [e for e in grants if e["pool"] == h and e["device"] == j["device"] and e["aux"] == j["flags"]]
+        c.true(f"access to pool 0x{h:x} for device {j['device']} recorded", len(hit) == 1,
+               f"({len(hit)} matching events of {len(grants)})")
+        acc = rep_pools.get(h, {}).get("access", [])
+        c.true(f"report: pool 0x{h:x} shared with device {j['device']}",
+               any(a["device"] == j["device"] and a["flags"] == j["flags"] for a in acc), f"({acc})")
+    peers = [e for e in by.get("peer_copy", []) if e["result"] == 0]
+    for j in (j for j in extra if j["type"] == "mg_peer"):
+        n = j["nth"]
+        if n >= len(peers):
+            c.failures.append(f"peer copy #{n}: only {len(peers)} in the trace")
+            continue
+        e = peers[n]
+        c.eq(f"peer copy #{n} source device", (e["attr"] & 0xFF) - 1, j["src_device"])
+        c.eq(f"peer copy #{n} destination device", (e["attr"] >> 8) - 1, j["dst_device"])
+        c.eq(f"peer copy #{n} bytes", e["size"], j["bytes"])
+        c.eq(f"peer copy #{n} stream", f"0x{e['stream']:x}", j["stream"])
+    totals = {d["device"]: d for d in rep.get("device_totals", [])}
+    for j in (j for j in extra if j["type"] == "mg_total"):
+        d = totals.get(j["device"])
+        if d is None:
+            c.failures.append(f"report: no device_totals for device {j['device']}")
+            continue
+        c.eq(f"report: device {j['device']} pools", d["pools"], j["pools"])
+        c.eq(f"report: device {j['device']} peak reserved (its pools together)", d["peak_reserved"],
+             j["peak_reserved"])
+        print(f"  info: device {j['device']}: pools together peaked at {d['peak_reserved']} B "
+              f"(the program's sum of ReservedMemHigh: {j['peak_reserved']})")
 
 
 def check_beyond(c, poolscope, trace, summary, extra, by):

@@ -14,7 +14,7 @@
 #   cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DPOOLSCOPE_BUILD_GUI=OFF -DPOOLSCOPE_BUILD_BENCH=OFF
 #   cmake --build build/gpu -j2 --target poolscope poolscope_collector poolscope_floor_injection \
 #     workload_churn workload_pools workload_trims_oom workload_threads workload_ipc workload_fork_after_init \
-#     workload_crash workload_thread_first workload_threads_race workload_beyond_pool
+#     workload_crash workload_thread_first workload_threads_race workload_beyond_pool workload_multi_gpu
 # and, for the diagnostic configurations, --target poolscope_collector_diag
 # (libpoolscope_collector_diag.so: the POOLSCOPE_BENCH_* variables, collector/src/Diagnostics.cpp).
 set -uo pipefail
@@ -105,6 +105,69 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
 else
     note "SKIP torch_native: no PyTorch with CUDA"
 fi
+# Several GPUs (issue #19). The one-GPU mode of multi_gpu (every device field, a second context
+# on GPU 0) runs on any machine; the two-GPU runs need two GPUs and say so otherwise.
+# NVLink multicast stays off on the test machines (NCCL_NVLS_ENABLE=0, also for what record starts).
+export NCCL_NVLS_ENABLE=0
+NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
+record_and_check multi_gpu_one -- "$WL/multi_gpu" --one-gpu
+if [[ $NGPU -ge 2 ]]; then
+    record_and_check multi_gpu -- "$WL/multi_gpu"
+else
+    echo "skipped: needs 2 GPUs (found $NGPU)"
+    note "SKIP multi_gpu (two GPUs): skipped: needs 2 GPUs (found $NGPU)"
+fi
+# A two-rank GPT-2 DDP job started by torchrun under record: one trace per rank (the ranks are
+# record's children), each checked against its rank's truth, then shown together by `merge`.
+check_ddp() {
+    local py tr
+    py=$(command -v python3)
+    if [[ $NGPU -lt 2 ]]; then
+        echo "skipped: needs 2 GPUs (found $NGPU)"
+        note "SKIP gpt2_ddp: skipped: needs 2 GPUs (found $NGPU)"; return
+    fi
+    if ! python3 -c "import torch, transformers, torch.distributed as d; assert torch.cuda.is_available() and d.is_nccl_available()" 2>/dev/null; then
+        note "SKIP gpt2_ddp: no transformers / PyTorch with CUDA and NCCL"; return
+    fi
+    rm -f "$WORK"/ddp*.poolscope
+    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRANSFORMERS_VERBOSITY=error PYTHONUNBUFFERED=1 \
+        "$PS" record -o "$WORK/ddp.poolscope" -- "$py" -m torch.distributed.run --standalone \
+        --nproc-per-node 2 "$HERE/../workloads/gpt2_ddp.py" "${DDP_STEPS:-20}" >"$WORK/ddp.truth" 2>"$WORK/ddp.err"
+    local rc=$?
+    echo "-- gpt2_ddp: exit $rc"; tail -n 25 "$WORK/ddp.err" | sed 's/^/   | /'
+    if [[ $rc != 0 ]]; then note "FAIL gpt2_ddp: exit status $rc"; return; fi
+    local ranks
+    ranks=$(python3 - "$WORK" <<'PY'
+import json, sys
+work = sys.argv[1]
+for line in open(f"{work}/ddp.truth", errors="replace"):
+    try:
+        j = json.loads(line)
+    except ValueError:
+        continue
+    if j.get("type") == "gpt2_ddp":
+        open(f"{work}/ddp.rank{j['rank']}.truth", "w").write(line)
+        print(j["rank"], j["pid"])
+PY
+)
+    if [[ $(echo "$ranks" | grep -c .) != 2 ]]; then note "FAIL gpt2_ddp: $(echo "$ranks" | grep -c .) rank truth lines, expected 2"; return; fi
+    local traces=() r pid out
+    while read -r r pid; do
+        local tr=$WORK/ddp.$pid.poolscope
+        if [[ ! -e $tr ]]; then note "FAIL gpt2_ddp rank $r: no trace $tr"; continue; fi
+        traces+=("$tr")
+        out=$(python3 "$HERE/check_trace.py" "$PS" "$tr" "$WORK/ddp.rank$r.truth" 2>&1)
+        echo "$out"; note "$(echo "$out" | tail -n 1)"
+    done <<<"$ranks"
+    [[ ${#traces[@]} == 2 ]] || return
+    out=$("$PS" merge --json "${traces[@]}" 2>&1)
+    if echo "$out" | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if len(d['processes']) == 2 else 1)"; then
+        note "PASS gpt2_ddp merge: both ranks' traces in one view"
+    else
+        note "FAIL gpt2_ddp merge: $(echo "$out" | head -c 300)"
+    fi
+}
+check_ddp
 # Real clients, each against its own truth (issue #11): GPT-2 training (transformers, AdamW,
 # varying lengths), CuPy's MemoryAsyncPool on two streams, JAX with the cuda_async allocator.
 PYWL=$(cd "$HERE/../workloads" && pwd)

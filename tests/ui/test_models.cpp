@@ -3,6 +3,8 @@
 #include "EventFilter.h"
 #include "EventTableModel.h"
 #include "LaneLayout.h"
+#include "MultiGpuBuilt.h"
+#include "poolscope/Units.h"
 #include "TestTrace.h"
 #include "TimelinePainter.h"
 #include "poolscope/TraceReader.h"
@@ -92,7 +94,8 @@ TEST(EntityTreeModel, PassesModelTesterWithStatsAndCursor) {
     model.resetData(s);
     ASSERT_EQ(model.rowCount(), 1); // one device
     const QModelIndex dev = model.index(0, 0);
-    EXPECT_EQ(model.rowCount(dev), 2 + 3); // two pools, three streams
+    EXPECT_EQ(model.rowCount(dev), 1 + 2 + 3); // its pools together, two pools, three streams
+    EXPECT_EQ(model.data(model.index(0, 0, dev)).toString(), "all pools together");
     const QModelIndex pool = model.indexFor(Selection::Pool, synth::kSynthDefaultPool);
     ASSERT_TRUE(pool.isValid());
     EXPECT_EQ(model.parent(pool), dev);
@@ -108,6 +111,59 @@ TEST(EntityTreeModel, PassesModelTesterWithStatsAndCursor) {
         model.data(pool.siblingAtColumn(EntityTreeModel::UsedAtCursor)).toString().endsWith("B"));
     model.resetData({});
     EXPECT_EQ(model.rowCount(), 0);
+}
+
+// Several GPUs (issue #19), on the hand-built two-device trace (tests/core/MultiGpuBuilt.h, not a
+// recording): one row per device holding its pools' totals, a shared pool saying with whom.
+TEST(EntityTreeModel, HandBuiltTwoDevicesHaveDeviceRowsWithTheirPoolsTotals) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("two_device_built.poolscope");
+    ASSERT_TRUE(test::writeTwoDeviceBuiltTrace(path.toStdString()).ok());
+    auto tl = loadTimeline(path);
+    ASSERT_TRUE(tl);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl, "two_device_built");
+    EntityTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    model.resetData(s);
+    ASSERT_EQ(model.rowCount(), 2);
+    for (int d = 0; d < 2; ++d) {
+        const QModelIndex dev = model.index(d, 0);
+        const DeviceTotals* t = tl->totalsOf(d);
+        ASSERT_TRUE(t);
+        EXPECT_EQ(model.data(dev).toString(),
+                  QStringLiteral("GPU %1 · Hand-built GPU %1 (not a recording) · 80.0 GiB").arg(d));
+        const QModelIndex all = model.index(0, 0, dev);
+        EXPECT_EQ(model.data(all).toString(), "all pools together");
+        EXPECT_EQ(model.data(all.siblingAtColumn(EntityTreeModel::PeakReserved)).toString(),
+                  QString::fromStdString(formatBytes(t->peakReserved)));
+        EXPECT_EQ(model.data(all.siblingAtColumn(EntityTreeModel::PeakUsed)).toString(),
+                  QString::fromStdString(formatBytes(t->peakUsed)));
+        EXPECT_EQ(model.data(all.siblingAtColumn(EntityTreeModel::Allocations)).toString(),
+                  QString::number(t->allocCount));
+        // Its pools and streams are its children, and only its.
+        for (int r = 0; r < model.rowCount(dev); ++r) {
+            const Selection sel = model.selectionFor(model.index(r, 0, dev));
+            if (sel.kind == Selection::Pool) EXPECT_EQ(tl->pool(sel.handle)->info.device, d);
+            if (sel.kind == Selection::Stream) EXPECT_EQ(tl->stream(sel.handle)->info.device, d);
+        }
+    }
+    const QModelIndex shared =
+        model.indexFor(Selection::Pool, test::TwoDeviceBuilt::kExplicit0);
+    ASSERT_TRUE(shared.isValid());
+    ASSERT_EQ(model.rowCount(shared), 1);
+    EXPECT_EQ(model.data(model.index(0, 0, shared)).toString(), "GPU 1: read-write");
+    const QModelIndex shared1 =
+        model.indexFor(Selection::Pool, test::TwoDeviceBuilt::kExplicit1);
+    ASSERT_EQ(model.rowCount(shared1), 1);
+    EXPECT_EQ(model.data(model.index(0, 0, shared1)).toString(), "GPU 0: read");
+    // At the cursor the totals row sums the device's pools.
+    const int64_t t = tl->totalsOf(1)->peakReservedTsNs;
+    model.setCursorTime(t);
+    EXPECT_EQ(model.data(model.index(0, EntityTreeModel::ReservedAtCursor, model.index(1, 0))).toString(),
+              QString::fromStdString(formatBytes(tl->totalsOf(1)->peakReserved)));
+    EXPECT_EQ(model.data(model.index(0, EntityTreeModel::UsedAtCursor, model.index(1, 0))).toString(),
+              QString::fromStdString(formatBytes(tl->pool(test::TwoDeviceBuilt::kDefault1)->used.valueAt(t) +
+                                                 tl->pool(test::TwoDeviceBuilt::kExplicit1)->used.valueAt(t))));
 }
 
 TEST(EventFilter, MatchesKindStreamPoolSizeAndTime) {

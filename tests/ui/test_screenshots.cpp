@@ -5,8 +5,10 @@
 #include "CallSitesView.h"
 #include "CompareView.h"
 #include "DiffTableModel.h"
+#include "EntityTreeModel.h"
 #include "IcicleWidget.h"
 #include "MultiProcessView.h"
+#include "MultiGpuBuilt.h"
 #include "DetailsPane.h"
 #include "EventsPanel.h"
 #include "MainWindow.h"
@@ -528,4 +530,40 @@ TEST(Screenshots, SeveralProcessesAndTheCompareMode) {
     const QImage diff = w.grab().toImage();
     EXPECT_GT(distinctColours(diff), 50);
     save(diff, "diff.png");
+}
+
+// Several GPUs (issue #19) on the hand-built two-device trace (tests/core/MultiGpuBuilt.h): NOT a
+// recording. Each device's lanes with its pools' peak, the tree's device rows with their pools'
+// totals, GPU 0's explicit pool shared with GPU 1 selected, peer copies on the streams.
+TEST(Screenshots, HandBuiltTwoDevices) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("multi_gpu_built.poolscope");
+    ASSERT_TRUE(test::writeTwoDeviceBuiltTrace(path.toStdString()).ok());
+    MainWindow w;
+    ASSERT_TRUE(showAndOpen(w, {path}));
+    const Timeline& tl = *w.snapshot().timeline;
+    ASSERT_EQ(tl.deviceTotals.size(), 2u);
+    ASSERT_EQ(tl.peerCopies.size(), 2u);
+    ASSERT_EQ(w.entityModel()->rowCount(), 2);
+    w.select({Selection::Pool, 0, test::TwoDeviceBuilt::kExplicit0, {}});
+    w.replay()->setCursor(tl.totalsOf(1)->peakReservedTsNs);
+    settle(w);
+    const QString details = w.details()->toPlainText();
+    EXPECT_TRUE(details.contains("shared with")) << details.toStdString();
+    EXPECT_TRUE(details.contains("GPU 1: read-write")) << details.toStdString();
+    const QImage full = w.grab().toImage();
+    EXPECT_GT(distinctColours(full), 100);
+    save(full, "multi-gpu-built.png");
+    // Without the cursor the lanes say what each pool did, and who else may use it.
+    w.replay()->clearCursor();
+    w.select({Selection::Marker, 0, 0, {}});
+    for (uint32_t i = 0; i < tl.markers.size(); ++i)
+        if (tl.markers[i].kind == EventKind::PeerCopy) {
+            w.select({Selection::Marker, i, 0, {}});
+            break;
+        }
+    settle(w);
+    const QString copy = w.details()->toPlainText();
+    EXPECT_TRUE(copy.contains("GPU 0 → GPU 1")) << copy.toStdString();
+    save(w.grab().toImage(), "multi-gpu-built-peer-copy.png");
 }

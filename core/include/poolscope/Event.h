@@ -53,12 +53,21 @@ enum class EventKind : uint8_t {
     HostRegister = 27,  // cuMemHostRegister / cudaHostRegister: ptr, size, aux=
                         // CU_MEMHOSTREGISTER_* flags
     HostUnregister = 28, // cuMemHostUnregister / cudaHostUnregister: ptr, size if known
+    // Several GPUs (issue #19). Only in traces of format schema::kPeerCopyVersion or later.
+    PeerCopy = 29,      // cuMemcpyPeer(Async) (cudaMemcpyPeer(Async)): ptr=destination,
+                        // aux=source, size=bytes, stream, attr=the two devices, variant=
+                        // PeerCopyApi (PeerCopyFields in EventFields.h); device=the stream's
 };
-inline constexpr int kEventKindCount = 29; // one past the largest value
+inline constexpr int kEventKindCount = 30; // one past the largest value
 // The first kind stored only in traces of format schema::kBeyondPoolVersion or later.
 inline constexpr EventKind kFirstBeyondPoolKind = EventKind::DeviceAlloc;
 inline constexpr bool isBeyondPoolKind(EventKind k) {
     return static_cast<uint8_t>(k) >= static_cast<uint8_t>(kFirstBeyondPoolKind);
+}
+// The first kind stored only in traces of format schema::kPeerCopyVersion or later.
+inline constexpr EventKind kFirstPeerCopyKind = EventKind::PeerCopy;
+inline constexpr bool isPeerCopyKind(EventKind k) {
+    return static_cast<uint8_t>(k) >= static_cast<uint8_t>(kFirstPeerCopyKind);
 }
 
 enum class AllocApi : uint8_t {
@@ -73,6 +82,17 @@ enum class DeviceAllocApi : uint8_t {
     Malloc = 0,  // cuMemAlloc(_v2) (cudaMalloc)
     Pitch = 1,   // cuMemAllocPitch(_v2) (cudaMallocPitch; size = pitch * height)
     Managed = 2, // cuMemAllocManaged (cudaMallocManaged; aux = CU_MEM_ATTACH_* flags)
+};
+
+// PeerCopy::variant: which call copied.
+enum class PeerCopyApi : uint8_t {
+    Sync = 0,  // cuMemcpyPeer (cudaMemcpyPeer), stream 0 (legacy) or 2 (_ptds)
+    Async = 1, // cuMemcpyPeerAsync(_ptsz) (cudaMemcpyPeerAsync)
+    // Recorded at the runtime's cudaMemcpyPeer / cudaMemcpyPeerAsync because the driver call it
+    // made was no cuMemcpyPeer* (the collector saw none inside it): the devices are the
+    // runtime's arguments, result is a cudaError_t.
+    RuntimeSync = 2,
+    RuntimeAsync = 3,
 };
 
 // HostAlloc::variant.

@@ -253,20 +253,23 @@ struct SharedPointerFields {
     void into(Event& e) const { e.ptr = ptr; }
 };
 
-// PoolSetAccess: the first access descriptor of the call (Event::device is the device given
-// access).
+// PoolSetAccess: one access descriptor of the call (Event::device is the device given access;
+// -1 for a location that is not a device). The collector records one event per descriptor
+// (traces before issue #19: the first descriptor only).
 struct SetAccessFields {
-    uint32_t accessFlags = 0; // CUmemAccess_flags
+    uint32_t accessFlags = 0; // CUmemAccess_flags: 0 none, 1 read, 3 read-write
     uint64_t descriptors = 0; // how many descriptors the call passed
+    uint8_t locationType = 0; // CUmemLocationType of the descriptor; 0 = not recorded
 
     static SetAccessFields of(const Event& e) {
         assert(e.kind == EventKind::PoolSetAccess);
-        return {static_cast<uint32_t>(e.aux), e.size};
+        return {static_cast<uint32_t>(e.aux), e.size, e.variant};
     }
     void into(Event& e) const {
         e.kind = EventKind::PoolSetAccess;
         e.aux = accessFlags;
         e.size = descriptors;
+        e.variant = locationType;
     }
 };
 
@@ -374,6 +377,39 @@ struct ReleaseMemFields {
             e.flags |= kSizeKnown;
         else
             e.flags &= static_cast<uint8_t>(~kSizeKnown);
+    }
+};
+
+// PeerCopy (cuMemcpyPeer / cuMemcpyPeerAsync): bytes copied from srcDevice's memory to
+// dstDevice's, ordered on Event::stream (whose device is Event::device). The devices are those of
+// the contexts the call named, -1 where not known; stored one byte each in Event::attr (+1).
+struct PeerCopyFields {
+    uint64_t dst = 0;
+    uint64_t src = 0;
+    uint64_t bytes = 0;
+    int srcDevice = -1;
+    int dstDevice = -1;
+    PeerCopyApi api = PeerCopyApi::Async;
+
+    static PeerCopyFields of(const Event& e) {
+        assert(e.kind == EventKind::PeerCopy);
+        return {e.ptr,
+                e.aux,
+                e.size,
+                static_cast<int>(e.attr & 0xFF) - 1,
+                static_cast<int>(e.attr >> 8) - 1,
+                static_cast<PeerCopyApi>(e.variant)};
+    }
+    static uint16_t deviceByte(int device) {
+        return device >= 0 && device < 255 ? static_cast<uint16_t>(device + 1) : 0;
+    }
+    void into(Event& e) const {
+        e.kind = EventKind::PeerCopy;
+        e.ptr = dst;
+        e.aux = src;
+        e.size = bytes;
+        e.variant = static_cast<uint8_t>(api);
+        e.attr = static_cast<uint16_t>(deviceByte(srcDevice) | (deviceByte(dstDevice) << 8));
     }
 };
 

@@ -50,6 +50,7 @@ struct PoolReport {
     // other streams' pending frees (the fragmentation signature).
     uint64_t growths = 0, growthsWhileIdle = 0, fragmentedGrowths = 0;
     uint64_t failuresWhileIdle = 0, fragmentedFailures = 0;
+    std::vector<PoolAccess> access; // cudaMemPoolSetAccess: other locations' access (Timeline)
 };
 
 struct StreamReport {
@@ -112,6 +113,10 @@ struct Report {
     uint64_t trims = 0;
     std::vector<DeviceInfo> devices;
     std::vector<PoolReport> pools;     // Timeline order: device, then handle
+    // Several GPUs (issue #19): each device's pools together, and peer copies per direction.
+    std::vector<DeviceTotals> deviceTotals;
+    std::vector<PeerCopyTotal> peerCopies;
+    uint64_t peerAccessGrants = 0;     // cudaMemPoolSetAccess descriptors recorded
     std::vector<StreamReport> streams;
     uint64_t leakCount = 0;            // allocations live at the end
     uint64_t leakBytes = 0;

@@ -7,12 +7,14 @@
 
 namespace poolscope::schema {
 
-inline constexpr int kVersion = 5; // written; 1 to 5 are read (see schema.sql)
+inline constexpr int kVersion = 6; // written; 1 to 6 are read (see schema.sql)
 // The first version whose event chunks may be zstd-compressed (codec kZstdCodecVersion): the
 // one constant of that format change (another change takes the next number).
 inline constexpr int kZstdChunksVersion = 5;
 // The first version whose chunks may hold the beyond-pool kinds (Event.h, issue #18).
 inline constexpr int kBeyondPoolVersion = 5;
+// The first version whose chunks may hold peer copies (EventKind::PeerCopy, issue #19).
+inline constexpr int kPeerCopyVersion = 6;
 // The first version with call-site tables (sites, native_frames, ...; Stacks.h).
 inline constexpr int kStacksVersion = 4;
 // The first version whose event chunks carry prev_last_seq and a crc (schema.sql).

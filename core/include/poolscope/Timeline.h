@@ -47,18 +47,62 @@ struct FailedAllocation {
 };
 
 // A point event drawn as a marker: synchronizes, trims, implicit releases, attribute and knob
-// changes, failed allocations, pool create/destroy.
+// changes, failed allocations, pool create/destroy, pool access changes and peer copies.
 struct Marker {
     int64_t tsNs = 0;
     uint64_t seq = 0;
     EventKind kind = EventKind::StreamSynchronize;
-    uint16_t attr = 0;   // attribute and knob markers: the PoolAttr, or the KnobAction
+    // Attribute and knob markers: the PoolAttr, or the KnobAction. PoolSetAccess: the access
+    // flags. PeerCopy: the two devices as PeerCopyFields stores them (EventFields.h).
+    uint16_t attr = 0;
     uint64_t stream = 0; // 0 when not stream-bound
     uint64_t pool = 0;   // 0 when not pool-bound
     // The kind's number: a failed alloc's bytes, a create's max size, an attribute's new value,
     // a knob's read-back (a trim's: reserved after), a trim's bytes to keep, a release's pool
-    // size after.
+    // size after, a peer copy's bytes; PoolSetAccess: the device given access (+1; 0 = not a
+    // device).
     uint64_t value = 0;
+};
+
+// What one location may do with a pool's memory, as the last cudaMemPoolSetAccess for it said
+// (the pool's own device always has read-write access and appears only if the call named it).
+struct PoolAccess {
+    int device = -1;          // -1: a location that is not a device (locationType says which)
+    uint8_t locationType = 0; // CUmemLocationType; 0 = not recorded (older traces)
+    uint32_t flags = 0;       // CUmemAccess_flags: 0 none, 1 read, 3 read-write
+    int64_t tsNs = 0;
+};
+// A successful PoolSetAccess event (one descriptor) applied to its pool's list: the latest grant
+// per location, in order of first grant. The same way by the timeline and the streaming report.
+void applyPoolAccess(std::vector<PoolAccess>& access, const Event& e);
+
+// Peer copies (cudaMemcpyPeer(Async)) from one device to another, totalled per direction.
+struct PeerCopyTotal {
+    int srcDevice = -1;
+    int dstDevice = -1;
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+    uint64_t failedCount = 0;
+    void add(const Event& e); // a PeerCopy event of this direction
+};
+
+// One device's pools together (issue #19): each peak is the highest sum over the device's pools
+// at one instant (not the sum of the pools' own peaks, which may come at different times).
+struct DeviceTotals {
+    int device = -1;
+    uint32_t poolCount = 0;
+    uint64_t peakReserved = 0;
+    int64_t peakReservedTsNs = 0;
+    uint64_t peakUsed = 0;
+    int64_t peakUsedTsNs = 0;
+    uint64_t finalReserved = 0;
+    uint64_t finalUsed = 0;
+    uint64_t bytesAllocated = 0;
+    uint64_t allocCount = 0;
+    uint64_t freeCount = 0;
+    uint64_t failedCount = 0;
+    uint64_t liveAtEndBytes = 0;
+    uint64_t liveAtEndCount = 0;
 };
 
 // cudaEventRecord on one stream, later waited on by another: drawn as an arrow between lanes.
@@ -167,6 +211,8 @@ struct PoolTimeline {
     uint64_t failedCount = 0;
     uint64_t liveAtEndBytes = 0;
     uint64_t liveAtEndCount = 0;
+    // Access granted to other locations, the latest per location, in order of first grant.
+    std::vector<PoolAccess> access;
 };
 
 struct StreamTimeline {
@@ -196,6 +242,11 @@ struct Timeline {
     uint64_t reusedWithoutFree = 0;
     std::vector<DeviceInfo> devices;
     std::vector<PoolTimeline> pools;     // sorted by device, then handle
+    // Each device's pools together, by device (devices with at least one pool).
+    std::vector<DeviceTotals> deviceTotals;
+    const DeviceTotals* totalsOf(int device) const;
+    // Peer copies per (source, destination) device pair, sorted by the pair.
+    std::vector<PeerCopyTotal> peerCopies;
     std::vector<StreamTimeline> streams; // sorted by device, then handle
     std::vector<Allocation> allocations; // by alloc seq
     std::vector<FailedAllocation> failed;

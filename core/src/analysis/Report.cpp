@@ -318,6 +318,7 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         case EventKind::ContextSynchronize: r.syncCount++; break;
         case EventKind::ImplicitRelease: r.implicitReleases++; break;
         case EventKind::PoolTrimTo: r.trims++; break;
+        case EventKind::PoolSetAccess: r.peerAccessGrants++; break;
         default: break;
         }
     }
@@ -343,6 +344,7 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         pr.liveAtEndCount = p.liveAtEndCount;
         pr.finalReserved = p.reserved.empty() ? 0 : p.reserved.v.back();
         pr.finalUsed = p.used.empty() ? 0 : p.used.v.back();
+        pr.access = p.access;
         pr.thresholdKnown = !p.releaseThreshold.empty();
         pr.releaseThreshold = pr.thresholdKnown ? p.releaseThreshold.v.back() : 0;
         pr.thresholdChanges = p.releaseThreshold.size();
@@ -410,6 +412,8 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
         if (g.fragmented()) r.fragmented.push_back(g);
     }
 
+    r.deviceTotals = tl.deviceTotals;
+    r.peerCopies = tl.peerCopies;
     for (const OutsideTimeline& o : tl.outside) {
         OutsideReport orr;
         orr.device = o.device;

@@ -2,6 +2,7 @@
 // rename.
 #include <nlohmann/json.hpp>
 
+#include "poolscope/EventText.h"
 #include "poolscope/JsonText.h"
 #include "poolscope/Report.h"
 
@@ -95,9 +96,45 @@ std::string reportToJson(const Report& r, int indent) {
                   {"fragmented_growths", p.fragmentedGrowths},
                   {"failures_while_idle", p.failuresWhileIdle},
                   {"fragmented_failures", p.fragmentedFailures}};
+        json access = json::array();
+        for (const PoolAccess& a : p.access)
+            access.push_back({{"device", a.device},
+                              {"location_type", a.locationType},
+                              {"flags", a.flags},
+                              {"access", describeAccessFlags(a.flags)},
+                              {"at_ns", jsonNsBetween<json>(r.t0, a.tsNs)}});
+        o["access"] = std::move(access);
         pools.push_back(std::move(o));
     }
     j["pools"] = pools;
+
+    // Each device's pools together: peaks of the sum at one instant.
+    json totals = json::array();
+    for (const DeviceTotals& d : r.deviceTotals)
+        totals.push_back({{"device", d.device},
+                          {"pools", d.poolCount},
+                          {"peak_reserved", d.peakReserved},
+                          {"peak_reserved_ns", jsonNsBetween<json>(r.t0, d.peakReservedTsNs)},
+                          {"peak_used", d.peakUsed},
+                          {"peak_used_ns", jsonNsBetween<json>(r.t0, d.peakUsedTsNs)},
+                          {"final_reserved", d.finalReserved},
+                          {"final_used", d.finalUsed},
+                          {"bytes_allocated", d.bytesAllocated},
+                          {"alloc_count", d.allocCount},
+                          {"free_count", d.freeCount},
+                          {"failed_count", d.failedCount},
+                          {"live_at_end_bytes", d.liveAtEndBytes},
+                          {"live_at_end_count", d.liveAtEndCount}});
+    j["device_totals"] = totals;
+    json peer = json::array();
+    for (const PeerCopyTotal& c : r.peerCopies)
+        peer.push_back({{"src_device", c.srcDevice},
+                        {"dst_device", c.dstDevice},
+                        {"count", c.count},
+                        {"bytes", c.bytes},
+                        {"failed_count", c.failedCount}});
+    j["peer_copies"] = peer;
+    j["pool_access_grants"] = r.peerAccessGrants;
 
     json streams = json::array();
     for (const StreamReport& s : r.streams)

@@ -17,6 +17,22 @@ uint32_t ReportReducer::deviceIndex(int device) {
     return static_cast<uint32_t>(devices_.size() - 1);
 }
 
+// The device its points are summed under: the pool's device when the first of them was applied.
+// Until a point above 0 went in, the pool may still move to the device it learns later (nothing
+// of it is in the sums); after that a move is counted as out of order in finish().
+ReportReducer::Device& ReportReducer::poolDevice(uint32_t pool) {
+    Pool& p = pools_[pool];
+    const int now = replay_.pools()[pool].info.device;
+    if (p.device == replay::kNone || (!p.seen && p.deviceOrdinal != now)) {
+        p.deviceOrdinal = now;
+        p.device = deviceIndex(now);
+    }
+    Device& d = devices_[p.device];
+    if (!d.touched) touchedDevices_.push_back(p.device);
+    d.touched = true;
+    return d;
+}
+
 void ReportReducer::advance() {
     if (!anyTime_) return;
     int64_t frontier;
@@ -119,23 +135,20 @@ void ReportReducer::apply(const Entry& e) {
     switch (e.kind) {
     case Kind::Reserved: {
         Pool& p = pools_[e.idx];
-        if (p.device == replay::kNone) {
-            p.deviceOrdinal = replay_.pools()[e.idx].info.device;
-            p.device = deviceIndex(p.deviceOrdinal);
-        }
-        Device& d = devices_[p.device];
+        Device& d = poolDevice(e.idx);
         d.pools = d.pools - p.curReserved + e.v; // wraps as sumOf does
         p.curReserved = e.v;
-        p.reservedSeen = p.reservedSeen || e.v != 0;
-        if (!d.touched) touchedDevices_.push_back(p.device);
-        d.touched = true;
+        p.seen = p.seen || e.v != 0;
         touchPool(p);
         p.idleTouched = true;
         break;
     }
     case Kind::Used: {
         Pool& p = pools_[e.idx];
+        Device& d = poolDevice(e.idx);
+        d.used = d.used - p.curUsed + e.v;
         p.curUsed = e.v;
+        p.seen = p.seen || e.v != 0;
         if (e.t <= 0) p.usedAtZero = e.v;
         touchPool(p);
         p.idleTouched = true;
@@ -196,7 +209,14 @@ void ReportReducer::settleTouched(int64_t t) {
     touchedPools_.clear();
     for (uint32_t i : touchedDevices_) {
         Device& d = devices_[i];
-        d.poolsPeak = std::max(d.poolsPeak, d.pools);
+        if (d.pools > d.poolsPeak) {
+            d.poolsPeak = d.pools;
+            d.poolsPeakTsNs = t;
+        }
+        if (d.used > d.usedPeak) {
+            d.usedPeak = d.used;
+            d.usedPeakTsNs = t;
+        }
         const uint64_t with = d.pools + d.outside;
         if (with > d.withPoolsPeak) {
             d.withPoolsPeak = with;
@@ -221,6 +241,16 @@ void ReportReducer::answer(int64_t upTo, bool all) {
         p.usedAtPeak = p.curUsed;
         if (sites_) p.ledger.snapshot(0);
     }
+}
+
+// A settable attribute's series at the end, as the Timeline has it: its points, else the value
+// the replay knows without any change in the trace (read by the collector when it first saw the
+// pool, or a created pool's default), which the Timeline puts at the pool's start.
+ReportReducer::KnobEnd ReportReducer::knobAtEnd(uint32_t pool, PoolAttr a) const {
+    const StepTail& s = pools_[pool].knobs[replay::PoolState::knobIndex(a)];
+    if (!s.empty()) return KnobEnd{s.size(), s.back()};
+    const replay::Knob& k = replay_.pools()[pool].knob(a);
+    return k.known ? KnobEnd{1, k.value} : KnobEnd{0, 0};
 }
 
 void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n) {
@@ -271,19 +301,13 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     std::sort(streamOrder.begin(), streamOrder.end(), [&](uint32_t a, uint32_t b) {
         return byDevHandle(replay_.streams()[a].info, replay_.streams()[b].info);
     });
-    const int kThreshold = replay::PoolState::knobIndex(PoolAttr::ReleaseThreshold);
     for (uint32_t i : poolOrder) {
         const Pool& p = pools_[i];
         PoolReport pr;
         pr.info = replay_.pools()[i].info;
-        // Its reserved bytes were summed under the device known then; the Timeline sums them
-        // under the last one. That matters only where a device has memory outside the pools.
-        if (p.reservedSeen && p.deviceOrdinal != pr.info.device)
-            for (const Outside& o : outside_)
-                if (o.device == p.deviceOrdinal || o.device == pr.info.device) {
-                    lateEvents_++;
-                    break;
-                }
+        // Its bytes were summed under the device known then; the Timeline sums them under the
+        // last one (device totals, and the device's memory outside the pools with them).
+        if (p.seen && p.deviceOrdinal != pr.info.device) lateEvents_++;
         pr.hasWatermarks = !p.reserved.empty() || !p.used.empty();
         pr.peakReserved = p.peakReserved;
         pr.peakReservedTsNs = p.peakReservedTsNs;
@@ -303,22 +327,13 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         pr.liveAtEndCount = poolHeld[i].count;
         pr.finalReserved = p.reserved.empty() ? 0 : p.reserved.back();
         pr.finalUsed = p.used.empty() ? 0 : p.used.back();
-        const StepTail& th = p.knobs[kThreshold];
-        const replay::PoolState& ps = replay_.pools()[i];
-        pr.thresholdKnown = !th.empty();
-        pr.releaseThreshold = pr.thresholdKnown ? th.back() : 0;
-        pr.thresholdChanges = th.size();
-        // Known without any change in the trace (read by the collector at the pool's start):
-        // one value from the start, as the Timeline's series holds it.
-        if (th.empty() && ps.knob(PoolAttr::ReleaseThreshold).known) {
-            pr.thresholdKnown = true;
-            pr.releaseThreshold = ps.knob(PoolAttr::ReleaseThreshold).value;
-            pr.thresholdChanges = 1;
-        }
+        const KnobEnd th = knobAtEnd(i, PoolAttr::ReleaseThreshold);
+        pr.thresholdKnown = th.points != 0;
+        pr.releaseThreshold = th.value;
+        pr.thresholdChanges = th.points;
         auto policy = [&](PoolAttr a) -> int8_t {
-            const StepTail& t = p.knobs[replay::PoolState::knobIndex(a)];
-            if (!t.empty()) return t.back() != 0;
-            return ps.knob(a).known ? ps.knob(a).value != 0 : -1;
+            const KnobEnd k = knobAtEnd(i, a);
+            return k.points == 0 ? -1 : k.value != 0;
         };
         pr.reuseFollowEventDependencies = policy(PoolAttr::ReuseFollowEventDependencies);
         pr.reuseAllowOpportunistic = policy(PoolAttr::ReuseAllowOpportunistic);
@@ -334,8 +349,37 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
             pr.failuresWhileIdle = f->failuresWhileIdle;
             pr.fragmentedFailures = f->fragmentedFailures;
         }
+        pr.access = p.access;
         r.pools.push_back(std::move(pr));
     }
+    // Each device's pools together (Timeline's deviceTotals): the pools are in device order.
+    for (const PoolReport& pr : r.pools) {
+        if (pr.info.device < 0) continue;
+        if (r.deviceTotals.empty() || r.deviceTotals.back().device != pr.info.device) {
+            DeviceTotals t;
+            t.device = pr.info.device;
+            for (const Device& d : devices_)
+                if (d.device == t.device) {
+                    t.peakReserved = d.poolsPeak;
+                    t.peakReservedTsNs = d.poolsPeakTsNs;
+                    t.peakUsed = d.usedPeak;
+                    t.peakUsedTsNs = d.usedPeakTsNs;
+                }
+            r.deviceTotals.push_back(t);
+        }
+        DeviceTotals& t = r.deviceTotals.back();
+        t.poolCount++;
+        t.finalReserved += pr.finalReserved;
+        t.finalUsed += pr.finalUsed;
+        t.bytesAllocated += pr.bytesAllocated;
+        t.allocCount += pr.allocCount;
+        t.freeCount += pr.freeCount;
+        t.failedCount += pr.failedCount;
+        t.liveAtEndBytes += pr.liveAtEndBytes;
+        t.liveAtEndCount += pr.liveAtEndCount;
+    }
+    for (const auto& [dirs, c] : peerCopies_) r.peerCopies.push_back(c);
+    r.peerAccessGrants = accessGrants_;
     const PendingFrees& pending = pending_.result();
     for (uint32_t i : streamOrder) {
         const Stream& s = streams_[i];

@@ -360,6 +360,17 @@ void ReportReducer::add(const Event& e) {
         break;
     case EventKind::PoolTrimTo: trims_++; break;
     case EventKind::ImplicitRelease: implicitReleases_++; break;
+    case EventKind::PoolSetAccess:
+        accessGrants_++;
+        if (!e.failed() && f.pool != replay::kNone) applyPoolAccess(pools_[f.pool].access, e);
+        break;
+    case EventKind::PeerCopy: {
+        const PeerCopyFields c = PeerCopyFields::of(e);
+        auto [it, added] = peerCopies_.try_emplace({c.srcDevice, c.dstDevice});
+        if (added) it->second.srcDevice = c.srcDevice, it->second.dstDevice = c.dstDevice;
+        it->second.add(e);
+        break;
+    }
     case EventKind::StreamWaitEvent:
         if (f.edge) {
             waitEdges_++;
@@ -477,15 +488,15 @@ void ReportReducer::beyondPool(const Event& e, const replay::Fact& f) {
 }
 
 bool ReportReducer::anyPolicyOff() const {
-    for (const Pool& p : pools_)
+    for (uint32_t i = 0; i < pools_.size(); ++i)
         for (PoolAttr a : {PoolAttr::ReuseFollowEventDependencies, PoolAttr::ReuseAllowOpportunistic,
                            PoolAttr::ReuseAllowInternalDependencies}) {
+            const Pool& p = pools_[i];
             const int k = replay::PoolState::knobIndex(a);
             if (p.knobZero[k]) return true;
-            if (p.knobs[k].empty()) {
-                const replay::Knob& start = replay_.pools()[size_t(&p - pools_.data())].knob(a);
-                if (start.known && start.value == 0) return true;
-            }
+            // Off from the start without any change: the value the Timeline puts there.
+            if (p.knobs[k].empty() && knobAtEnd(i, a).points && knobAtEnd(i, a).value == 0)
+                return true;
             bool zero = false;
             p.knobs[k].forEachBuffered([&](int64_t, uint64_t v) { zero = zero || v == 0; });
             if (zero) return true;

@@ -93,9 +93,9 @@ private:
         bool active = false;      // some series holds points
         // In the time merge: reserved and used at the merge's instant, the idle figures.
         uint64_t curReserved = 0, curUsed = 0, gap = 0;
-        uint32_t device = replay::kNone; // devices_ index its reserved bytes are summed under
+        uint32_t device = replay::kNone; // devices_ index its reserved and used bytes are summed under
         int deviceOrdinal = -1;
-        bool reservedSeen = false; // a reserved point above 0 went into a device sum
+        bool seen = false; // a reserved or used point above 0 went into its device's sums
         bool idleTouched = false, stepTouched = false, started = false;
         uint64_t maxIdle = 0;
         int64_t maxIdleTsNs = 0, first = 0, prev = 0;
@@ -106,6 +106,7 @@ private:
         // Live bytes of its allocations by time (the call sites' instant without watermarks).
         int64_t stepLive = 0, stepBest = -1, stepAt = 0;
         SiteLedger ledger; // slot 0: at the peak reserved; slot 1: at the most live bytes
+        std::vector<PoolAccess> access; // applyPoolAccess, as the Timeline keeps it
     };
     struct Stream {
         StepTail live;
@@ -123,11 +124,14 @@ private:
         int64_t peakTsNs = 0;
         uint64_t allocCount = 0, freeCount = 0, failedCount = 0, syncFrees = 0, syncCallNs = 0;
     };
+    // A device's sums at the merge's instant and their peaks (Timeline's DeviceTotals and
+    // OutsideTimeline::withPools: peaks of the sum at one instant, first reached).
     struct Device {
         int device = -1;
         uint64_t pools = 0, outside = 0; // reserved of its pools, live outside them, now
-        uint64_t poolsPeak = 0, withPoolsPeak = 0;
-        int64_t withPoolsPeakTsNs = 0;
+        uint64_t used = 0;               // used of its pools, now
+        uint64_t poolsPeak = 0, usedPeak = 0, withPoolsPeak = 0;
+        int64_t poolsPeakTsNs = 0, usedPeakTsNs = 0, withPoolsPeakTsNs = 0;
         bool touched = false;
     };
     // A point or step waiting for the time merge.
@@ -179,6 +183,11 @@ private:
     Outside& outsideAt(uint32_t idx);
     void memSeries(const Event& e, const replay::MemBlock& m);
     void memReleased(const Event& e, const replay::MemBlock& m);
+    struct KnobEnd {
+        size_t points; // 0: unknown
+        uint64_t value;
+    };
+    KnobEnd knobAtEnd(uint32_t pool, PoolAttr a) const;
     Allocation allocationOf(const replay::Block& b) const;
     void topLeaks(std::vector<Allocation>& leaks) const; // the largest topN, in the report's order
 
@@ -189,6 +198,7 @@ private:
     void settleTouched(int64_t t);
     void answer(int64_t upTo, bool all);
     uint32_t deviceIndex(int device);
+    Device& poolDevice(uint32_t pool); // the device the pool's points are summed under
 
     size_t topN_;
     bool sites_;
@@ -209,6 +219,8 @@ private:
     uint64_t eventCount_ = 0, sampleCount_ = 0, unmatchedFrees_ = 0, waitEdges_ = 0;
     uint64_t syncCount_ = 0, implicitReleases_ = 0, trims_ = 0, unmatchedMemReleases_ = 0;
     uint64_t deviceSyncsDuringPoolWork_ = 0;
+    uint64_t accessGrants_ = 0; // PoolSetAccess events (descriptors)
+    std::map<std::pair<int, int>, PeerCopyTotal> peerCopies_; // by (source, destination)
     struct PinnedAgg : PinnedCounts {
         uint64_t allocatedPeak = 0, registeredPeak = 0, totalPeak = 0;
         int64_t totalPeakTsNs = 0;

@@ -76,6 +76,38 @@ std::string reportToText(const Report& r) {
             out += "  * no watermarks recorded for this pool: peak of the live allocations seen\n";
             break;
         }
+    for (const PoolReport& pr : r.pools) {
+        if (pr.access.empty()) continue;
+        std::string s;
+        for (const PoolAccess& a : pr.access) {
+            if (!s.empty()) s += ", ";
+            s += (a.locationType <= 1 ? deviceLabel(a.device)
+                                      : "location type " + std::to_string(a.locationType)) +
+                 " " + describeAccessFlags(a.flags);
+        }
+        out += "  " + r.names.pool(pr.info.handle) + " (" + deviceLabel(pr.info.device) +
+               ") shared: " + s + "\n";
+    }
+
+    // Several devices: each one's pools together, peaks of the sum at one instant.
+    if (r.deviceTotals.size() > 1 || !r.peerCopies.empty()) {
+        out += "\nDevices (their pools together)\n";
+        detail::TextTable t({"dev", "pools", "peak rsvd", "peak at", "peak used", "allocs",
+                             "allocated", "live@end", "final rsvd"});
+        for (const DeviceTotals& d : r.deviceTotals)
+            t.row({std::to_string(d.device), std::to_string(d.poolCount),
+                   formatBytes(d.peakReserved), d.peakReserved ? rel(d.peakReservedTsNs) : "-",
+                   formatBytes(d.peakUsed), formatCount(d.allocCount),
+                   formatBytes(d.bytesAllocated), formatBytes(d.liveAtEndBytes),
+                   formatBytes(d.finalReserved)});
+        out += t.render();
+        for (const PeerCopyTotal& c : r.peerCopies) {
+            out += "  peer copies " + deviceLabel(c.srcDevice) + " → " + deviceLabel(c.dstDevice) +
+                   ": " + formatCount(c.count) + " (" + formatBytes(c.bytes) + ")";
+            if (c.failedCount) out += ", " + formatCount(c.failedCount) + " failed";
+            out += "\n";
+        }
+    }
 
     out += "\nStreams\n";
     detail::TextTable streams({"stream", "dev", "allocs", "allocated", "peak live",

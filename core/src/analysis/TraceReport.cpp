@@ -41,8 +41,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     auto streams = reader.streams();
     if (!streams) return streams.error();
     reducer.setEntities(std::move(*devices), *pools, *streams);
-    // What the collector read when it first saw each pool (buildTimeline does the same); a
-    // damaged table loses only these starting values.
+    // The attributes read when each pool was first seen, as buildTimeline declares them.
     if (auto attrs = reader.poolAttributes(); attrs)
         for (const PoolAttributeValue& a : *attrs) reducer.replay().declareKnob(a.pool, a.attr, a.value);
     TraceReport out;

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "poolscope/EventFields.h"
+#include "poolscope/EventText.h"
 #include "poolscope/JsonText.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/CallSites.h"
@@ -272,7 +273,7 @@ private:
     // A stream's calls track: records, waits, synchronizes and failed allocations, written in
     // time order. Kept as small records (what to write is built when it is written): a trace
     // has as many of them as event waits.
-    enum class CallType : uint8_t { Record, Wait, Failed, Sync };
+    enum class CallType : uint8_t { Record, Wait, Failed, Sync, PeerCopy };
     struct Call {
         int64_t ns = 0;
         uint64_t seq = 0;  // tie-break; records before waits at one instant
@@ -305,6 +306,8 @@ private:
             const Marker& m = tl_.markers[i];
             if (m.kind == EventKind::StreamSynchronize)
                 perStream[m.stream].push_back({m.tsNs, m.seq, 0, uint32_t(i), CallType::Sync});
+            else if (m.kind == EventKind::PeerCopy)
+                perStream[m.stream].push_back({m.tsNs, m.seq, 0, uint32_t(i), CallType::PeerCopy});
             else if (m.kind == EventKind::EventSynchronize || m.kind == EventKind::ContextSynchronize)
                 processInstant(m);
         }
@@ -349,6 +352,15 @@ private:
                              ",\"s\":\"t\",\"args\":{\"seq\":" + std::to_string(c.seq) + "}");
                     ++st_.instants;
                     break;
+                case CallType::PeerCopy: {
+                    const Marker& m = tl_.markers[c.index];
+                    w_.event(head("i", "peer copy " + describeMarkerValues(m.kind, m.attr, m.value),
+                                  "call", t.tid) +
+                             at + ",\"s\":\"t\",\"args\":{\"bytes\":" + std::to_string(m.value) +
+                             ",\"seq\":" + std::to_string(c.seq) + "}");
+                    ++st_.instants;
+                    break;
+                }
                 }
             }
         }
@@ -381,6 +393,8 @@ private:
             return m.value ? "pool create (max " + formatBytes(m.value) + ")" : "pool create";
         case EventKind::PoolDestroy: return "pool destroy";
         case EventKind::DeviceSetMempool: return "made the device's current pool";
+        case EventKind::PoolSetAccess:
+            return "access: " + describeMarkerValues(m.kind, m.attr, m.value);
         default: return std::string(eventKindName(m.kind));
         }
     }
@@ -395,6 +409,7 @@ private:
             case EventKind::PoolSetAttribute:
             case EventKind::PoolCreate:
             case EventKind::PoolDestroy:
+            case EventKind::PoolSetAccess:
             case EventKind::DeviceSetMempool: perPool[m.pool].push_back(&m); break;
             default: break;
             }

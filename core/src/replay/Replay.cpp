@@ -642,6 +642,7 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
     case EventKind::PoolSetAccess:
         if (e.pool != 0) pool();
         break;
+    case EventKind::PeerCopy: stream(); break;
     case EventKind::Sample: break; // handled above
     case EventKind::DeviceAlloc:
     case EventKind::HostAlloc:

@@ -167,6 +167,12 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
                 d.subtitle = di.name;
                 if (di.totalMemory) d.subtitle += " · " + formatBytes(di.totalMemory);
             }
+        // Several devices: each one's pools together first, so the devices compare at a glance
+        // (a one-line header drops the name before it cuts this).
+        if (tl.deviceTotals.size() > 1)
+            if (const DeviceTotals* t = tl.totalsOf(dev))
+                d.subtitle = "pools peak " + formatBytes(t->peakReserved) +
+                             (d.subtitle.empty() ? std::string() : " · " + d.subtitle);
         lanes.push_back(std::move(d));
         addOutsideLane(tl, dev);
 
@@ -188,6 +194,12 @@ bool LaneLayout::compute(const Timeline& tl, const std::atomic<bool>* cancel) {
                                   : std::string(pt.info.kind == PoolKind::Imported
                                                     ? "imported · nothing allocated here"
                                                     : "nothing allocated");
+                // Opened to other devices (cudaMemPoolSetAccess): the details pane says how.
+                for (const PoolAccess& a : pt.access)
+                    if (a.flags != 0 && a.device >= 0 && a.device != pt.info.device) {
+                        pl.subtitle += " · GPU " + std::to_string(a.device) + " may use";
+                        break;
+                    }
             }
             poolLane_[pool] = static_cast<int>(lanes.size());
             lanes.push_back(std::move(pl));

@@ -269,7 +269,10 @@ void PoolModel::recorded(const replay::Fact& f, const replay::Replay& r) {
     Pool& p = pool(f.pool, r);
     const int64_t ts = f.event->tsNs;
     if (!keepRecorded_) {
-        // The predicted mean idle still averages to the recorded side's end (finalPrediction).
+        // Only where the recorded watermarks end: the predicted mean idle is averaged over the
+        // same window as with the recorded figures (finalPrediction), or it would differ.
+        if (!p.recTimed) p.recFirstTs = p.recLastTs = ts;
+        p.recTimed = true;
         p.recLastTs = std::max(p.recLastTs, ts);
         return;
     }

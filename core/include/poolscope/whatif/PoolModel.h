@@ -205,7 +205,8 @@ public:
     void recordInto(Tape* tape) { tape_ = tape; }
     void finishTape(Tape& tape, const replay::Replay& r) const;
     // Without the recorded figures (PoolPrediction::recorded*, the same for every model of a
-    // trace, a quarter of a model's time): the predictions are unchanged, and a pool the model
+    // trace, a quarter of a model's time): the predictions are unchanged (where the recorded
+    // watermarks end is still kept: the mean idle's window ends there), and a pool the model
     // never touched is left out of result() even where the trace carried its watermarks.
     void keepRecorded(bool keep) { keepRecorded_ = keep; }
     // The event kinds the model needs (for Replay::subscribe).
