@@ -177,7 +177,11 @@ void ReportReducer::settleTouched(int64_t t) {
                 p.maxIdle = g;
                 p.maxIdleTsNs = t;
             }
-            if (p.started) p.area += static_cast<long double>(p.gap) * (t - p.prev);
+            // In long double, as Report.cpp's meanIdle: times near INT64_MIN (a damaged trace)
+            // must not overflow int64_t.
+            if (p.started)
+                p.area += static_cast<long double>(p.gap) *
+                          (static_cast<long double>(t) - static_cast<long double>(p.prev));
             else p.first = t;
             p.started = true;
             p.prev = t;
@@ -224,6 +228,18 @@ void ReportReducer::answer(int64_t upTo, bool all) {
 }
 
 void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n) {
+    // A settable attribute known without any change in the trace (read by the collector when it
+    // first saw the pool, declared on the replay from TraceReader::poolAttributes) holds from the
+    // pool's start, as in the Timeline (TimelineBuilder's syncFromReplay).
+    for (uint32_t i = 0; i < pools_.size() && i < replay_.pools().size(); ++i)
+        for (PoolAttr a : {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
+                           PoolAttr::ReuseAllowOpportunistic,
+                           PoolAttr::ReuseAllowInternalDependencies}) {
+            StepTail& s = pools_[i].knobs[replay::PoolState::knobIndex(a)];
+            const replay::Knob& k = replay_.pools()[i].knob(a);
+            if (s.empty() && k.known)
+                push(s, std::max(t0_, replay_.pools()[i].info.createdTsNs), k.value, false);
+        }
     flush(INT64_MAX, true);
     r.t0 = t0_;
     r.t1 = t1_;
@@ -307,10 +323,18 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         pr.thresholdKnown = !th.empty();
         pr.releaseThreshold = pr.thresholdKnown ? th.back() : 0;
         pr.thresholdChanges = th.size();
+        auto policy = [&](PoolAttr a) -> int8_t {
+            const StepTail& s = p.knobs[replay::PoolState::knobIndex(a)];
+            return s.empty() ? -1 : s.back() != 0;
+        };
+        pr.reuseFollowEventDependencies = policy(PoolAttr::ReuseFollowEventDependencies);
+        pr.reuseAllowOpportunistic = policy(PoolAttr::ReuseAllowOpportunistic);
+        pr.reuseAllowInternalDependencies = policy(PoolAttr::ReuseAllowInternalDependencies);
         if (!p.reserved.empty())
             pr.meanIdle = p.prev <= p.first
                               ? p.gap
-                              : static_cast<uint64_t>(p.area / static_cast<long double>(p.prev - p.first));
+                              : static_cast<uint64_t>(p.area / (static_cast<long double>(p.prev) -
+                                                                static_cast<long double>(p.first)));
         if (const Fragmentation::Pool* f = frag.pool(pr.info.handle)) {
             pr.growths = f->growths;
             pr.growthsWhileIdle = f->growthsWhileIdle;

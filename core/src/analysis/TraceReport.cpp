@@ -41,6 +41,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     auto streams = reader.streams();
     if (!streams) return streams.error();
     reducer.setEntities(std::move(*devices), *pools, *streams);
+    // The pools' starting attributes, as buildTimeline declares them; a table that cannot be
+    // read (damaged, named by tableDamage) leaves them unknown.
+    if (auto attrs = reader.poolAttributes(); attrs)
+        for (const PoolAttributeValue& a : *attrs) reducer.replay().declareKnob(a.pool, a.attr, a.value);
     TraceReport out;
     Report& rep = out.report;
     rep.tracePath = std::move(tracePath);
