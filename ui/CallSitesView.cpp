@@ -263,11 +263,11 @@ void CallSitesView::refreshIcicle() {
     if (instant_ == 0 || size_t(instant_ - 1) >= instantPools_.size()) {
         if (cursor_ != INT64_MIN) {
             at = cursor_;
-            when = tr("at the replay cursor, %1").arg(qd(at - tl.t0));
+            when = tr("at the replay cursor, %1").arg(qd(nsBetween(tl.t0, at)));
         } else {
             // No cursor yet: the instant the recorded allocations held the most.
             at = topDown_->nodes[0].peakLiveTsNs;
-            when = tr("at the peak of live bytes, %1 (no replay cursor placed)").arg(qd(at - tl.t0));
+            when = tr("at the peak of live bytes, %1 (no replay cursor placed)").arg(qd(nsBetween(tl.t0, at)));
         }
     } else {
         pool = instantPools_[size_t(instant_ - 1)];
@@ -276,7 +276,7 @@ void CallSitesView::refreshIcicle() {
         at = !p ? tl.t0 : reserved ? p->peakReservedTsNs : p->peakLiveTsNs;
         when = tr("in %1 at its peak %2, %3")
                    .arg(snap_.layout->poolName(pool), reserved ? tr("reserved") : tr("live"),
-                        qd(at - tl.t0));
+                        qd(nsBetween(tl.t0, at)));
     }
     std::vector<uint64_t> v = analysis::liveBytesAt(*topDown_, tl, at, pool);
     const uint64_t total = v.empty() ? 0 : v[0];

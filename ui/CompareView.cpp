@@ -28,7 +28,7 @@ QString describe(const TraceSnapshot& s) {
     const Timeline& tl = *s.timeline;
     return QStringLiteral("%1 · %2 · %3 events over %4")
         .arg(s.title, qs(interop::processTitle(s.process)), qs(formatCount(tl.eventCount)),
-             qs(formatDuration(tl.t1 - tl.t0)));
+             qs(formatDuration(nsBetween(tl.t0, tl.t1))));
 }
 } // namespace
 

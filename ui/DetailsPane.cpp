@@ -264,7 +264,7 @@ QString DetailsPane::traceSummary() const {
         s += row(tr("GPU %1").arg(d.ordinal),
                  QString::fromStdString(d.name).toHtmlEscaped() +
                      (d.totalMemory ? " · " + qb(d.totalMemory) : QString()));
-    s += row(tr("duration"), qd(tl.t1 - tl.t0));
+    s += row(tr("duration"), qd(nsBetween(tl.t0, tl.t1)));
     s += row(tr("events"), QStringLiteral("%L1").arg(tl.eventCount));
     s += row(tr("allocations"), QStringLiteral("%L1").arg(tl.allocations.size()));
     s += row(tr("failed allocations"), QString::number(tl.failed.size()));
@@ -334,7 +334,7 @@ void DetailsPane::render() {
         return QStringLiteral("%1 <span style='color:gray'>(%2 of the trace)</span>")
             .arg(timeTickLabel(t - tl.t0, 1, t - tl.t0))
             .arg(QString::number(100.0 * double(t - tl.t0) /
-                                     double(std::max<int64_t>(1, tl.t1 - tl.t0)),
+                                     double(std::max<int64_t>(1, nsBetween(tl.t0, tl.t1))),
                                  'f', 1) +
                  "%");
     };

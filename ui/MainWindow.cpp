@@ -223,7 +223,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         onSelection({Selection::Event, 0, 0, e}, events_);
         if (!snap_.valid()) return;
         const int64_t span = timeline_->viewEnd() - timeline_->viewStart();
-        const int64_t trace = std::max<int64_t>(1, snap_.timeline->t1 - snap_.timeline->t0);
+        const int64_t trace = std::max<int64_t>(1, nsBetween(snap_.timeline->t0, snap_.timeline->t1));
         if (timeline_->selection().kind == Selection::Allocation)
             timeline_->zoomToSelection();
         else if (span > trace / 20) {
@@ -584,7 +584,7 @@ void MainWindow::updateSummary() {
     summaryLabel_->setText(tr("%1 · %L2 allocations · %3 · %4 pools · %5")
                                .arg(events)
                                .arg(tl.allocations.size())
-                               .arg(QString::fromStdString(formatDuration(tl.t1 - tl.t0)))
+                               .arg(QString::fromStdString(formatDuration(nsBetween(tl.t0, tl.t1))))
                                .arg(tl.pools.size())
                                .arg(streams));
 }

@@ -325,7 +325,7 @@ void MultiProcessView::buildSections() {
         if (e.parent >= 0) detail << tr("child of pid %1").arg(e.snap.process.parentPid);
         detail << e.snap.title
                << tr("%1 events over %2")
-                      .arg(qs(formatCount(tl.eventCount)), qs(formatDuration(tl.t1 - tl.t0)))
+                      .arg(qs(formatCount(tl.eventCount)), qs(formatDuration(nsBetween(tl.t0, tl.t1))))
                << tr("starts at +%1").arg(qs(formatDuration(set_.toShared(int(i), tl.t0) - begin)));
         s.title->setText(
             QStringLiteral("<b>%1</b> &nbsp;·&nbsp; %2")

@@ -59,7 +59,7 @@ void ProcessTreeModel::resetData(const ProcessSet* set) {
                 e.parent >= 0 ? tr("child of pid %1").arg(e.snap.process.parentPid) : QString();
             p.tooltip = tr("%1\n%2\n%3 events over %4")
                             .arg(qs(e.snap.process.commandLine), e.snap.path,
-                                 qs(formatCount(tl.eventCount)), qs(formatDuration(tl.t1 - tl.t0)));
+                                 qs(formatCount(tl.eventCount)), qs(formatDuration(nsBetween(tl.t0, tl.t1))));
             nodeOf[i] = add(e.parent >= 0 ? nodeOf[size_t(e.parent)] : -1, p);
             // Its pools and streams, before the child processes (added to it later: the
             // entries are in tree order, parents first).

@@ -59,7 +59,7 @@ ReplayBar::ReplayBar(QWidget* parent) : QWidget(parent) {
     connect(playButton_, &QToolButton::clicked, this, [this] { playing() ? pause() : play(); });
     connect(clearButton_, &QToolButton::clicked, this, &ReplayBar::clearCursor);
     connect(slider_, &QSlider::valueChanged, this, [this](int v) {
-        const int64_t t = t0_ + int64_t(double(t1_ - t0_) * v / kSliderSteps);
+        const int64_t t = t0_ + int64_t((double(t1_) - double(t0_)) * v / kSliderSteps);
         cursor_ = t;
         updateWidgets();
         emit cursorChanged(t);
@@ -91,7 +91,7 @@ void ReplayBar::clearCursor() {
 double ReplayBar::rate() const {
     const double v = speed_->currentData().toDouble();
     if (v > 0) return v;
-    return double(t1_ - t0_) / (-v * 1e9);
+    return (double(t1_) - double(t0_)) / (-v * 1e9);
 }
 
 void ReplayBar::play() {
@@ -121,12 +121,13 @@ void ReplayBar::updateWidgets() {
     if (cursor_ == INT64_MIN) {
         slider_->setValue(0);
         label_->setText(
-            tr("no cursor · %1").arg(QString::fromStdString(formatDuration(t1_ - t0_))));
+            tr("no cursor · %1").arg(QString::fromStdString(formatDuration(nsBetween(t0_, t1_)))));
     } else {
-        slider_->setValue(int(double(cursor_ - t0_) * kSliderSteps / double(t1_ - t0_)));
+        slider_->setValue(int((double(cursor_) - double(t0_)) * kSliderSteps /
+                              std::max(1.0, double(t1_) - double(t0_))));
         label_->setText(tr("cursor %1 / %2")
-                            .arg(QString::fromStdString(formatDuration(cursor_ - t0_)),
-                                 QString::fromStdString(formatDuration(t1_ - t0_))));
+                            .arg(QString::fromStdString(formatDuration(nsBetween(t0_, cursor_))),
+                                 QString::fromStdString(formatDuration(nsBetween(t0_, t1_)))));
     }
 }
 

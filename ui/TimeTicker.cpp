@@ -21,7 +21,8 @@ QString timeTickLabel(int64_t relNs, int64_t stepNs, int64_t scaleNs) {
         const char* name;
     };
     static const Unit kUnits[] = {{1, "ns"}, {1e3, "\xC2\xB5s"}, {1e6, "ms"}, {1e9, "s"}};
-    const double scale = double(std::max<int64_t>(std::llabs(scaleNs), stepNs));
+    // |scaleNs| in double: llabs(INT64_MIN) is undefined (a damaged trace's extent).
+    const double scale = std::max(std::fabs(double(scaleNs)), double(stepNs));
     int u = 0;
     while (u < 3 && scale >= kUnits[u + 1].ns)
         ++u;

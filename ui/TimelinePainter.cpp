@@ -173,7 +173,10 @@ void TimelinePainter::paintContent(QPainter& p) {
     {
         const int64_t step = niceTimeStep(g_.v1 - g_.v0, std::max(2, g_.plotW() / 110));
         const int64_t from = g_.tOf(x0 - 1);
-        int64_t first = ((from - tl.t0) / step) * step + tl.t0;
+        // Anchored at the trace's start, kept within +-2^61 ns as the view is (a damaged trace
+        // can start at INT64_MIN; from - t0 must not overflow).
+        const int64_t t0 = std::clamp(tl.t0, -(int64_t{1} << 61), int64_t{1} << 61);
+        int64_t first = ((from - t0) / step) * step + t0;
         p.setPen(c_.grid());
         for (int64_t t = first; t <= g_.tOf(x1 + 1); t += step) {
             const double x = g_.xOf(t);
@@ -274,7 +277,8 @@ void TimelinePainter::paintRows(QPainter& p, size_t laneIdx, int mergedY, int me
     // Merged runs of sub-pixel blocks break every kRunSegment columns, counted from the trace
     // start, so a run (and its colour, its first block's) is the same in a panned strip as in
     // a full repaint: the strip starts scanning at a segment boundary left of it.
-    const int64_t phase = std::llround(double(g_.v0 - tl.t0) * g_.plotW() / double(g_.v1 - g_.v0));
+    const int64_t t0 = std::clamp(tl.t0, -(int64_t{1} << 61), int64_t{1} << 61); // as the view
+    const int64_t phase = std::llround(double(g_.v0 - t0) * g_.plotW() / double(g_.v1 - g_.v0));
     auto segment = [&](double px) { return floorDiv(int64_t(px) + phase, kRunSegment); };
     const int64_t scanFrom = segment(g_.clipX0 - 4) * kRunSegment - phase;
     // Not clamped to the view: the columns under the scroll bar and the strips of a pan must

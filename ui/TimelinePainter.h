@@ -56,7 +56,11 @@ struct TimelineGeometry {
     int lanesTop() const { return rulerH + nvtxH; }
     int lanesBottom() const { return height - legendH; }
     double xOf(int64_t t) const {
-        return labelW + double(t - v0) * plotW() / double(std::max<int64_t>(1, v1 - v0));
+        // t - v0 exactly where it fits; in double where a damaged trace's time (INT64_MIN) would
+        // overflow it.
+        int64_t d;
+        const double dt = __builtin_sub_overflow(t, v0, &d) ? double(t) - double(v0) : double(d);
+        return labelW + dt * plotW() / double(std::max<int64_t>(1, v1 - v0));
     }
     int64_t tOf(double x) const {
         return v0 + static_cast<int64_t>((x - labelW) * double(v1 - v0) / plotW());

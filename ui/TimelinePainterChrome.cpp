@@ -145,7 +145,9 @@ void TimelinePainter::paintRuler(QPainter& p, int64_t cursor) {
     p.drawText(QRect(6, 0, g_.labelW - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,
                g_.originLabel.isEmpty() ? QStringLiteral("time since first event")
                                         : g_.originLabel);
-    const int64_t origin = g_.originOr(tl.t0);
+    // Within +-2^61 ns, as the view is (TimelineWidget.cpp): a damaged trace can start at
+    // INT64_MIN, and v0 - origin must not overflow.
+    const int64_t origin = std::clamp(g_.originOr(tl.t0), -(int64_t{1} << 61), int64_t{1} << 61);
     if (tl.eventCount == 0 && tl.sampleCount == 0) {
         // An empty trace has no time axis: a "0 ns ... 50 ns" ruler would invent one.
         p.drawText(QRect(g_.labelW + 8, 0, g_.plotW() - 8, g_.rulerH), Qt::AlignLeft | Qt::AlignVCenter,

@@ -16,6 +16,11 @@ namespace poolscope::ui {
 
 namespace {
 constexpr int64_t kMinSpanNs = 50;
+// The view's times are kept within +-2^61 ns (73 years), so that its spans, margins and centres
+// cannot overflow int64_t: a damaged trace can date an event at INT64_MIN (UBSan under the
+// debug preset, hostile.window).
+constexpr int64_t kTimeLimit = int64_t{1} << 61;
+int64_t clampTime(int64_t t) { return std::clamp(t, -kTimeLimit, kTimeLimit); }
 const char* kCollapsedKey = "timeline/collapsedLanes";
 } // namespace
 
@@ -190,8 +195,8 @@ void TimelineWidget::updateScrollBar() {
 }
 
 std::pair<int64_t, int64_t> TimelineWidget::extent() const {
-    const int64_t t0 = framed_ ? frameBegin_ : snap_.timeline->t0;
-    const int64_t t1 = framed_ ? frameEnd_ : snap_.timeline->t1;
+    const int64_t t0 = clampTime(framed_ ? frameBegin_ : snap_.timeline->t0);
+    const int64_t t1 = clampTime(framed_ ? frameEnd_ : snap_.timeline->t1);
     return {t0, std::max(t1, t0 + kMinSpanNs)};
 }
 
@@ -228,6 +233,8 @@ void TimelineWidget::clampView(int64_t& a, int64_t& b) const {
 
 void TimelineWidget::setViewRange(int64_t t0, int64_t t1) {
     if (t1 < t0) std::swap(t0, t1);
+    t0 = clampTime(t0);
+    t1 = clampTime(t1);
     clampView(t0, t1);
     const int64_t span = t1 - t0;
     if (span == geo_.v1 - geo_.v0 && contentValid_ && geo_.plotW() > 1) {
@@ -255,13 +262,14 @@ void TimelineWidget::fitActivity() {
     if (!snap_.valid()) return;
     const Timeline& tl = *snap_.timeline;
     const view::TimeSpan act = view::allocatorActivity(tl);
-    const int64_t whole = std::max<int64_t>(1, tl.t1 - tl.t0);
-    if (act.empty() || act.end - act.begin > whole * 8 / 10) {
+    const int64_t whole = std::max<int64_t>(1, clampTime(tl.t1) - clampTime(tl.t0));
+    const int64_t begin = clampTime(act.begin), end = clampTime(act.end);
+    if (act.empty() || end - begin > whole / 10 * 8 + whole % 10 * 8 / 10) { // whole * 8 / 10
         fitAll();
         return;
     }
-    const int64_t m = std::max<int64_t>((act.end - act.begin) / 30, kMinSpanNs / 2);
-    setViewRange(act.begin - m, act.end + m); // clampView keeps it inside the trace
+    const int64_t m = std::max<int64_t>((end - begin) / 30, kMinSpanNs / 2);
+    setViewRange(begin - m, end + m); // clampView keeps it inside the trace
 }
 
 void TimelineWidget::zoomBy(double factor, int64_t anchor) {

@@ -308,6 +308,11 @@ int64_t WatermarkPlot::origin() const {
 }
 
 void WatermarkPlot::setViewRange(int64_t t0, int64_t t1) {
+    // Within +-2^61 ns, as the timeline's view (TimelineWidget.cpp): a damaged trace can date
+    // something at INT64_MIN, and v1_ - v0_ must not overflow.
+    constexpr int64_t kLimit = int64_t{1} << 61;
+    t0 = std::clamp(t0, -kLimit, kLimit);
+    t1 = std::clamp(t1, -kLimit, kLimit);
     v0_ = t0;
     v1_ = std::max(t1, t0 + 1);
     refreshData();

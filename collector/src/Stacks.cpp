@@ -173,6 +173,10 @@ std::string StackRecorder::describe() const {
     return s;
 }
 
+StackRecorder::~StackRecorder() {
+    for (ThreadSites* ts : threads_) delete ts;
+}
+
 ThreadSites* StackRecorder::newThread(uint32_t tid) {
     auto* ts = new (std::nothrow) ThreadSites();
     if (!ts) return nullptr;

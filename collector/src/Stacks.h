@@ -83,6 +83,9 @@ public:
     // Tests: the Python frame reader in use.
     PyFrameReader& pythonReader() { return py_; }
 
+    // The recorder owns the entries newThread() hands out. The collector's recorder is never
+    // destroyed (Runtime lives for the process), so this runs only where a test owns one.
+    ~StackRecorder();
     ThreadSites* newThread(uint32_t tid); // cold
 
     // Hot path: the calling thread's site (0 = nothing captured). skipInternal: cut the frames

@@ -378,9 +378,12 @@ private:
             Event& rec = add(EventKind::EventRecord);
             rec.stream = kStreams[pick(4)];
             rec.ptr = 0xe0 + pick(4);
+            // Kept by value: the next add() may move the vector `rec` points into (ASan reported
+            // a heap-use-after-free here under the debug preset).
+            const uint64_t handle = rec.ptr;
             Event& w = add(EventKind::StreamWaitEvent);
             w.stream = kStreams[pick(4)];
-            w.ptr = rec.ptr;
+            w.ptr = handle;
         } else if (r < 740) add(EventKind::StreamSynchronize).stream = kStreams[pick(4)];
         else if (r < 750) add(EventKind::ContextSynchronize);
         else if (r < 760) add(EventKind::EventSynchronize).ptr = 0xe0 + pick(4);

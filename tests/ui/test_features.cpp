@@ -323,6 +323,29 @@ TEST(TimelineWidget, PannedCachedFramesEqualFreshOnes) {
     QSettings().remove("timeline/collapsedLanes");
 }
 
+// A damaged trace can date something at INT64_MIN: the widget's fits subtracted the trace's
+// start from its end in int64_t (UBSan "signed integer overflow" in fitActivity under the debug
+// preset; 3 files of hostile.window). Hand-built: the synthetic timeline with its start moved.
+TEST(TimelineWidget, FitsATraceThatStartsAtInt64Min) {
+    auto real = loadTimeline(synth::syntheticTracePath());
+    auto tl = std::make_shared<Timeline>(*real);
+    tl->t0 = INT64_MIN;
+    TimelineWidget w;
+    w.resize(900, 500);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.setSnapshot(TraceSnapshot::fromTimeline(tl, "starts at INT64_MIN (hand-built)"));
+    for (int fit = 0; fit < 2; ++fit) {
+        fit == 0 ? w.fitActivity() : w.fitAll();
+        EXPECT_LT(w.viewStart(), w.viewEnd()) << fit;
+        EXPECT_GE(w.viewEnd(), real->t1) << fit; // the real events stay in view
+        w.grab();
+    }
+    w.setViewRange(INT64_MIN, INT64_MAX);
+    EXPECT_LT(w.viewStart(), w.viewEnd());
+    w.grab();
+}
+
 TEST(TimelineWidget, PoolChartsFromBlockTimesEqualTheColumnByColumnScan) {
     // Pool charts and collapsed stream profiles search their columns through the layout's block
     // times (when zoomed out); without them (the plain column-by-column scan) every frame must

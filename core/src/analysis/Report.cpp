@@ -58,7 +58,11 @@ uint64_t meanIdle(const PoolTimeline& p) {
             t = r.t[i];
         else
             t = u.t[j];
-        if (started) area += static_cast<long double>(rv > uv ? rv - uv : 0) * (t - prev);
+        // Differences in long double: a sample dated near INT64_MIN (a damaged trace) must not
+        // overflow int64_t (UBSan under the debug preset).
+        if (started)
+            area += static_cast<long double>(rv > uv ? rv - uv : 0) *
+                    (static_cast<long double>(t) - static_cast<long double>(prev));
         else first = t;
         started = true;
         prev = t;
@@ -66,7 +70,7 @@ uint64_t meanIdle(const PoolTimeline& p) {
         while (j < u.size() && u.t[j] == t) uv = u.v[j++];
     }
     if (prev <= first) return rv > uv ? rv - uv : 0;
-    return static_cast<uint64_t>(area / static_cast<long double>(prev - first));
+    return static_cast<uint64_t>(area / (static_cast<long double>(prev) - static_cast<long double>(first)));
 }
 
 std::string poolName(const Report& r, const PoolReport& p) {

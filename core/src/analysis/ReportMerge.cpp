@@ -190,7 +190,11 @@ void ReportReducer::settleTouched(int64_t t) {
                 p.maxIdle = g;
                 p.maxIdleTsNs = t;
             }
-            if (p.started) p.area += static_cast<long double>(p.gap) * (t - p.prev);
+            // In long double, as Report.cpp's meanIdle: times near INT64_MIN (a damaged trace)
+            // must not overflow int64_t.
+            if (p.started)
+                p.area += static_cast<long double>(p.gap) *
+                          (static_cast<long double>(t) - static_cast<long double>(p.prev));
             else p.first = t;
             p.started = true;
             p.prev = t;
@@ -341,7 +345,8 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         if (!p.reserved.empty())
             pr.meanIdle = p.prev <= p.first
                               ? p.gap
-                              : static_cast<uint64_t>(p.area / static_cast<long double>(p.prev - p.first));
+                              : static_cast<uint64_t>(p.area / (static_cast<long double>(p.prev) -
+                                                                static_cast<long double>(p.first)));
         if (const Fragmentation::Pool* f = frag.pool(pr.info.handle)) {
             pr.growths = f->growths;
             pr.growthsWhileIdle = f->growthsWhileIdle;
