@@ -85,4 +85,16 @@ private:
     std::thread thread_; // last: starts after the members above exist
 };
 
+// Every chunk of `reader` to `consume` (which returns false to stop), read ahead on a second
+// thread when `ahead`: the one loop buildTimeline and the streaming report share.
+template <class Consume>
+Status forEachChunk(const TraceReader& reader, bool ahead, Consume&& consume) {
+    if (!ahead) return reader.forEachChunk(consume);
+    ChunkPipe pipe(reader);
+    std::vector<Event> chunk;
+    while (pipe.next(chunk))
+        if (!consume(chunk)) return {};
+    return pipe.status();
+}
+
 } // namespace poolscope::detail

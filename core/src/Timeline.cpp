@@ -526,10 +526,10 @@ struct TimelineBuilder::Impl {
 
 namespace {
 
-// The sum of step series, as a step series: a k-way walk over their points (k is a device's
-// pools plus one).
-Series sumOf(const std::vector<const Series*>& parts) {
-    Series out;
+// The sum of step series, point by point: a k-way walk over their points (k is a device's pools
+// plus one) calling at(t, sum) at each distinct time.
+template <class At>
+void walkSum(const std::vector<const Series*>& parts, At&& at) {
     std::vector<size_t> idx(parts.size(), 0);
     std::vector<uint64_t> cur(parts.size(), 0);
     uint64_t sum = 0;
@@ -544,13 +544,19 @@ Series sumOf(const std::vector<const Series*>& parts) {
                 cur[k] = parts[k]->v[idx[k]];
                 ++idx[k];
             }
-        out.push(t, sum);
+        at(t, sum);
     }
+}
+
+// The sum of step series, as a step series.
+Series sumOf(const std::vector<const Series*>& parts) {
+    Series out;
+    walkSum(parts, [&](int64_t t, uint64_t sum) { out.push(t, sum); });
     return out;
 }
 
 // The highest value of the parts' sum and when it was first reached, and the sum at the end,
-// walked like sumOf without keeping the sum's points.
+// without keeping the sum's points.
 struct SumPeak {
     uint64_t peak = 0;
     int64_t peakTsNs = 0;
@@ -558,26 +564,13 @@ struct SumPeak {
 };
 SumPeak peakOfSum(const std::vector<const Series*>& parts) {
     SumPeak out;
-    std::vector<size_t> idx(parts.size(), 0);
-    std::vector<uint64_t> cur(parts.size(), 0);
-    uint64_t sum = 0;
-    for (;;) {
-        int64_t t = INT64_MAX;
-        for (size_t k = 0; k < parts.size(); ++k)
-            if (idx[k] < parts[k]->size()) t = std::min(t, parts[k]->t[idx[k]]);
-        if (t == INT64_MAX) break;
-        for (size_t k = 0; k < parts.size(); ++k)
-            while (idx[k] < parts[k]->size() && parts[k]->t[idx[k]] == t) {
-                sum = sum - cur[k] + parts[k]->v[idx[k]];
-                cur[k] = parts[k]->v[idx[k]];
-                ++idx[k];
-            }
+    walkSum(parts, [&](int64_t t, uint64_t sum) {
         if (sum > out.peak) {
             out.peak = sum;
             out.peakTsNs = t;
         }
-    }
-    out.last = sum;
+        out.last = sum;
+    });
     return out;
 }
 
@@ -595,15 +588,9 @@ void deviceTotals(Timeline& tl) {
         std::vector<const Series*> reserved, used;
         for (; i < tl.pools.size() && tl.pools[i].info.device == d.device; ++i) {
             const PoolTimeline& p = tl.pools[i];
-            d.poolCount++;
+            d.addPoolCounts(p);
             reserved.push_back(&p.reserved);
             used.push_back(&p.used);
-            d.bytesAllocated += p.bytesAllocated;
-            d.allocCount += p.allocCount;
-            d.freeCount += p.freeCount;
-            d.failedCount += p.failedCount;
-            d.liveAtEndBytes += p.liveAtEndBytes;
-            d.liveAtEndCount += p.liveAtEndCount;
         }
         const SumPeak r = peakOfSum(reserved), u = peakOfSum(used);
         d.peakReserved = r.peak;
@@ -948,20 +935,7 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
         return !cancelled();
     };
 
-    Status st;
-    if (options.readAhead) {
-        detail::ChunkPipe pipe(reader);
-        std::vector<Event> chunk;
-        bool stopped = false;
-        while (pipe.next(chunk))
-            if (!consume(chunk)) {
-                stopped = true;
-                break;
-            }
-        if (!stopped) st = pipe.status();
-    } else {
-        st = reader.forEachChunk(consume);
-    }
+    const Status st = detail::forEachChunk(reader, options.readAhead, consume);
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     while (si < ss.size()) addSample(b, ss[si++]);

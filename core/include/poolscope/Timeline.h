@@ -103,6 +103,18 @@ struct DeviceTotals {
     uint64_t failedCount = 0;
     uint64_t liveAtEndBytes = 0;
     uint64_t liveAtEndCount = 0;
+
+    // One more pool's counts (a PoolTimeline, or a PoolReport in the streaming report).
+    template <class Pool>
+    void addPoolCounts(const Pool& p) {
+        poolCount++;
+        bytesAllocated += p.bytesAllocated;
+        allocCount += p.allocCount;
+        freeCount += p.freeCount;
+        failedCount += p.failedCount;
+        liveAtEndBytes += p.liveAtEndBytes;
+        liveAtEndCount += p.liveAtEndCount;
+    }
 };
 
 // cudaEventRecord on one stream, later waited on by another: drawn as an arrow between lanes.

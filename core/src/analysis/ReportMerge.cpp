@@ -373,15 +373,9 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
             r.deviceTotals.push_back(t);
         }
         DeviceTotals& t = r.deviceTotals.back();
-        t.poolCount++;
+        t.addPoolCounts(pr);
         t.finalReserved += pr.finalReserved;
         t.finalUsed += pr.finalUsed;
-        t.bytesAllocated += pr.bytesAllocated;
-        t.allocCount += pr.allocCount;
-        t.freeCount += pr.freeCount;
-        t.failedCount += pr.failedCount;
-        t.liveAtEndBytes += pr.liveAtEndBytes;
-        t.liveAtEndCount += pr.liveAtEndCount;
     }
     for (const auto& [dirs, c] : peerCopies_) r.peerCopies.push_back(c);
     r.peerAccessGrants = accessGrants_;

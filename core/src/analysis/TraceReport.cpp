@@ -86,20 +86,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         if (options.progress) options.progress(done, total);
         return !cancelled();
     };
-    Status st;
-    if (options.parallel) {
-        detail::ChunkPipe pipe(reader);
-        std::vector<Event> chunk;
-        bool stopped = false;
-        while (pipe.next(chunk))
-            if (!consume(chunk)) {
-                stopped = true;
-                break;
-            }
-        if (!stopped) st = pipe.status();
-    } else {
-        st = reader.forEachChunk(consume);
-    }
+    const Status st = detail::forEachChunk(reader, options.parallel, consume);
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     while (si < ss.size()) addSample(ss[si++]);
