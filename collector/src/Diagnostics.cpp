@@ -7,6 +7,8 @@
 //                              the writer's core.
 //   POOLSCOPE_BENCH_MEMORY2=1  also enables CUPTI MEMORY2 activity (its records are dropped): the
 //                              cost of the other way to get watermarks.
+//   POOLSCOPE_BENCH_EMPTY=1    CUPTI calls an empty callback on the same ids: the floor, what
+//                              any callback-based recorder costs before doing anything.
 //   POOLSCOPE_BENCH_SELFTIME=1 the callback is wrapped in two timestamp reads; the mean time of
 //                              enter and exit callbacks goes to stderr at exit. Not thread-safe:
 //                              for the single-threaded benchmark.
@@ -63,6 +65,8 @@ void CUPTIAPI timedCallback(void* user, CUpti_CallbackDomain domain, CUpti_Callb
     ++g_self.calls[site];
 }
 
+void CUPTIAPI emptyCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
 bool envIs(const char* name, char value) {
     const char* v = std::getenv(name);
     return v && v[0] == value;
@@ -73,6 +77,7 @@ bool envIs(const char* name, char value) {
 CUpti_CallbackFunc start(CUpti_CallbackFunc shipped) {
     if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = std::atoi(d);
     g_shipped = shipped;
+    if (envIs("POOLSCOPE_BENCH_EMPTY", '1')) return emptyCallback;
     if (!envIs("POOLSCOPE_BENCH_SELFTIME", '1')) return shipped;
     g_self.on = true;
     g_self.ticks0 = Clock::ticks();

@@ -29,6 +29,47 @@ inline size_t cacheIndex(uint64_t ptr) {
     return static_cast<size_t>((ptr >> 9) ^ (ptr >> 21)) & (ThreadState::kPtrCache - 1);
 }
 
+// Runtime::sharedPtrPools: one word per entry, the pointer's low 48 bits and its pool's slot
+// index + 1 above them, so that a reader never sees one alloc's pointer with another's pool.
+// Direct-mapped: a newer alloc hashing to the same entry replaces the older, whose free then
+// asks the driver as before. An alloc is recorded in its exit callback before the program can
+// hand the pointer to another thread, so a free finds its entry whenever it was kept.
+constexpr int kPtrBits = 48;
+constexpr uint64_t kPtrMask = (uint64_t{1} << kPtrBits) - 1;
+
+inline std::atomic<uint64_t>& sharedEntry(Runtime& rt, uint64_t ptr) {
+    const uint64_t h = (ptr >> 8) * 0x9E3779B97F4A7C15ull;
+    return rt.sharedPtrPools[h >> (64 - 15)];
+}
+static_assert(Runtime::kSharedPtrCache == (1u << 15));
+static_assert(Runtime::kMaxPools < (1 << (64 - kPtrBits)) - 1);
+
+inline void sharedRemember(Runtime& rt, uint64_t ptr, const PoolSlot* slot) {
+    if (!slot || (ptr & ~kPtrMask)) return;
+    const auto index = static_cast<uint64_t>(slot - rt.pools);
+    sharedEntry(rt, ptr).store(ptr | ((index + 1) << kPtrBits), std::memory_order_relaxed);
+}
+
+// The pool of a recorded alloc's pointer, or 0. The entry is cleared: the address may come
+// back from an alloc this table never sees (cudaMalloc, an imported pool).
+inline uint64_t sharedTake(Runtime& rt, uint64_t ptr) {
+    if (!ptr || (ptr & ~kPtrMask)) return 0;
+    std::atomic<uint64_t>& en = sharedEntry(rt, ptr);
+    const uint64_t v = en.load(std::memory_order_relaxed);
+    if ((v & kPtrMask) != ptr || !(v >> kPtrBits)) return 0;
+    en.store(0, std::memory_order_relaxed);
+    const uint64_t index = (v >> kPtrBits) - 1;
+    if (index >= static_cast<uint64_t>(rt.poolCount.load(std::memory_order_acquire))) return 0;
+    return rt.pools[index].handle.load(std::memory_order_relaxed);
+}
+
+inline void sharedForget(Runtime& rt, uint64_t ptr) {
+    if (!ptr || (ptr & ~kPtrMask)) return;
+    std::atomic<uint64_t>& en = sharedEntry(rt, ptr);
+    if ((en.load(std::memory_order_relaxed) & kPtrMask) == ptr)
+        en.store(0, std::memory_order_relaxed);
+}
+
 __attribute__((cold, noinline)) ThreadState* makeThreadState(bool guarded) {
     Runtime& rt = runtime();
     auto* t = new (std::nothrow) ThreadState();
@@ -183,13 +224,24 @@ __attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const C
         // A free takes its sequence number before the driver releases the block: another
         // thread may get the same address from its next alloc before this call returns, and
         // that alloc must come after this free in the trace.
-        if (isFree) t->enterSeq = runtime().seq.fetch_add(1, std::memory_order_relaxed);
+        Runtime& rt = runtime();
+        if (isFree) t->enterSeq = rt.seq.fetch_add(1, std::memory_order_relaxed);
         ThreadState::Entry& en = t->cache[cacheIndex(ptr)];
         if (en.ptr == ptr && ptr) {
             t->enterPool = en.pool;
             t->enterHit = true;
-            if (isFree) en.ptr = 0; // the address may come back from another thread's alloc
+            if (isFree) {
+                en.ptr = 0; // the address may come back from another thread's alloc
+                sharedForget(rt, ptr);
+            }
             return;
+        }
+        if (isFree) {
+            if (const uint64_t pool = sharedTake(rt, ptr)) {
+                t->enterPool = pool;
+                t->enterHit = true; // a recorded alloc: the trace knows its size
+                return;
+            }
         }
         t->enterHit = false;
         // Freed on another thread than it was allocated on, or evicted: ask the driver (the
@@ -487,7 +539,10 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     const bool ok = ev.result == 0;
     switch (ev.kind) {
     case EventKind::Alloc:
-        if (ok && ev.ptr) t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
+        if (ok && ev.ptr) {
+            t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
+            if (ev.pool) sharedRemember(rt, ev.ptr, slotFor(t, ev.pool));
+        }
         break;
     case EventKind::PointerImport:
         if (ok && ev.ptr) t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
@@ -498,6 +553,7 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
         if (ok && ev.ptr) {
             ThreadState::Entry& en = t->cache[cacheIndex(ev.ptr)];
             if (en.ptr == ev.ptr) en.ptr = 0;
+            sharedForget(rt, ev.ptr);
         }
         break;
     case EventKind::DeviceFree:

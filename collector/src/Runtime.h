@@ -90,6 +90,13 @@ struct Runtime {
     std::atomic<uint64_t> seq{1};
     std::atomic<uint64_t> currentPool[kMaxDevices] = {};
 
+    // Pointer -> pool of every recorded pool alloc, shared by all threads (SharedPtrPools in
+    // Runtime.cpp): a free on another thread than the alloc's (a third of PyTorch's, its
+    // autograd thread freeing the forward's tensors) misses its own cache and would otherwise
+    // ask the driver at the call and read `used` at its exit.
+    static constexpr size_t kSharedPtrCache = 1u << 15;
+    alignas(64) std::atomic<uint64_t> sharedPtrPools[kSharedPtrCache] = {};
+
     alignas(64) Config config;
     RingRegistry rings;
     StackRecorder stacks;

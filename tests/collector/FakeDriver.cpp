@@ -23,7 +23,7 @@ void reset() {
     s.pointerPool.clear();
     s.pointerDevice.clear();
     s.haveStreamGetDevice = true;
-    s.streamGetDeviceCalls = s.streamGetCtxCalls = s.pushCalls = 0;
+    s.streamGetDeviceCalls = s.streamGetCtxCalls = s.pushCalls = s.pointerPoolCalls = 0;
 }
 
 } // namespace fakecuda
@@ -142,6 +142,7 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute a, void* v) {
 CUresult cuPointerGetAttribute(void* out, CUpointer_attribute a, CUdeviceptr ptr) {
     std::lock_guard l(state().m);
     if (a == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE) {
+        ++state().pointerPoolCalls;
         auto it = state().pointerPool.find(ptr);
         if (it == state().pointerPool.end()) return CUDA_ERROR_INVALID_VALUE;
         *static_cast<CUmemoryPool*>(out) = reinterpret_cast<CUmemoryPool>(it->second);

@@ -33,6 +33,7 @@ struct State {
     int streamGetDeviceCalls = 0;
     int streamGetCtxCalls = 0;
     int pushCalls = 0;
+    int pointerPoolCalls = 0; // cuPointerGetAttribute(MEMPOOL_HANDLE)
 };
 
 State& state();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "FakeDriver.h"
@@ -237,6 +238,36 @@ TEST_F(FakeDriverRuntime, FreeOnAnotherDevicesStreamNamesThatDeviceAndTheBlocksP
 } // namespace
 
 namespace {
+
+// A free on another thread than its alloc (PyTorch's autograd thread freeing the forward's
+// tensors) finds the alloc's pool in the table all threads share: no driver call at the free,
+// and its `used` derived like a same-thread free's. Its entry is gone after the free: a second
+// free of the address (now someone else's, or nobody's) asks the driver again.
+TEST_F(FakeDriverRuntime, FreeOnAnotherThreadFindsTheAllocsPoolWithoutAskingTheDriver) {
+    constexpr uint64_t kPtr = 0x7106'0000;
+    Event a;
+    std::thread other([&] {
+        fakecuda::setCurrent(kCtx0);
+        a = allocAsync(kPtr, 8192, 0);
+    });
+    other.join();
+    ASSERT_EQ(a.kind, EventKind::Alloc);
+    ASSERT_EQ(a.pool, kDefault0);
+
+    cuMemFreeAsync_params f{kPtr, nullptr};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, f);
+    const Event e = only();
+    EXPECT_EQ(e.kind, EventKind::Free);
+    EXPECT_EQ(e.pool, kDefault0);
+    EXPECT_TRUE(e.flags & kUsedDerived);
+    EXPECT_EQ(fakecuda::state().pointerPoolCalls, 0);
+
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, f);
+    const Event again = only();
+    EXPECT_EQ(fakecuda::state().pointerPoolCalls, 1);
+    EXPECT_EQ(again.pool, 0u); // the fake driver knows no pool for it
+    EXPECT_FALSE(again.flags & kUsedDerived);
+}
 
 TEST_F(FakeDriverRuntime, SetAccessRecordsEveryDescriptorWithItsDevice) {
     // Device 0's explicit pool opened to device 1 (read-write) and to a host location, in one

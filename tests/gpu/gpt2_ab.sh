@@ -9,7 +9,9 @@
 # GPT2_AB_MODES (default "auto python native off"): the --stacks modes, one process each;
 # GPT2_AB_REPEAT (default 1): processes per mode. "Off" keeps the module loaded, its NVTX
 # callbacks and idle threads: what is measured is the cost of the driver callbacks, which is what
-# recording adds per allocation. Results: $OUT/gpt2_ab.txt and .jsonl.
+# recording adds per allocation. Mode "floor": CUPTI calls an empty callback on the same ids
+# (POOLSCOPE_BENCH_EMPTY=1), the part of that cost no callback-based recorder can avoid.
+# Results: $OUT/gpt2_ab.txt and .jsonl.
 set -u
 BUILD=$(cd "${1:?BUILD_DIR}" && pwd)
 STEPS=${2:-328}
@@ -26,8 +28,10 @@ printf '%-8s %3s %6s %14s %15s %10s %16s\n' mode run pairs "on ms/cycle" "off ms
     tee "$OUTDIR/gpt2_ab.txt"
 for rep in $(seq "${GPT2_AB_REPEAT:-1}"); do
     for mode in ${GPT2_AB_MODES:-auto python native off}; do
-        PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "$PS" record -q --collector "$DIAG" \
-            --stacks "$mode" -o "/tmp/gpt2_ab_$mode.poolscope" -- \
+        stacks=$mode empty=0
+        [[ $mode == floor ]] && stacks=off empty=1
+        POOLSCOPE_BENCH_EMPTY=$empty PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
+            "$PS" record -q --collector "$DIAG" --stacks "$stacks" -o "/tmp/gpt2_ab_$mode.poolscope" -- \
             python3 "$HERE/../workloads/gpt2_train.py" "$STEPS" --ab > "/tmp/gpt2_ab_$mode.jsonl"
         MODE=$mode REP=$rep python3 - "/tmp/gpt2_ab_$mode.jsonl" "$OUTDIR/gpt2_ab.jsonl" <<'PY' | tee -a "$OUTDIR/gpt2_ab.txt"
 import json, os, sys
