@@ -113,25 +113,25 @@ TEST(RangeSplit, HandBuiltBandsAddUpToUsed) {
     const UsedSplit s = splitUsedByRange(*tl, t, kPool);
     ASSERT_EQ(s.pool, kPool);
     const Series& used = tl->pool(kPool)->used;
-    // Ranges by peak (train 200, forward 100, load 40), then other, (no range), (not in the
-    // trace).
+    // Ranges by peak (train 200, forward 100, load 40), then other, (no range), (no recorded
+    // allocation).
     std::vector<std::string> names;
     for (const RangeBand& b : s.bands) names.push_back(b.name);
     EXPECT_EQ(names, (std::vector<std::string>{"train", "forward", "load", "other (0 ranges)",
-                                               "(no range)", "(not in the trace)"}));
+                                               "(no range)", "(no recorded allocation)"}));
     EXPECT_EQ(s.bands[3].kind, Kind::Other);
     EXPECT_EQ(s.bands[3].peak, 0u);
     EXPECT_TRUE(s.anyRange());
     using M = std::map<std::string, uint64_t>;
-    EXPECT_EQ(valuesAt(s, used, 5), (M{{"(not in the trace)", 1000}}));
-    EXPECT_EQ(valuesAt(s, used, 25), (M{{"forward", 100}, {"train", 200}, {"(not in the trace)", 1000}}));
+    EXPECT_EQ(valuesAt(s, used, 5), (M{{"(no recorded allocation)", 1000}}));
+    EXPECT_EQ(valuesAt(s, used, 25), (M{{"forward", 100}, {"train", 200}, {"(no recorded allocation)", 1000}}));
     EXPECT_EQ(valuesAt(s, used, 36), (M{{"forward", 100}, {"train", 200}, {"load", 40},
-                                       {"(no range)", 50}, {"(not in the trace)", 1000}}));
+                                       {"(no range)", 50}, {"(no recorded allocation)", 1000}}));
     EXPECT_EQ(valuesAt(s, used, 45), (M{{"train", 200}, {"load", 40}, {"(no range)", 50},
-                                       {"(not in the trace)", 1000}}));
-    EXPECT_EQ(valuesAt(s, used, 65), (M{{"load", 40}, {"(no range)", 50}, {"(not in the trace)", 1000}}));
+                                       {"(no recorded allocation)", 1000}}));
+    EXPECT_EQ(valuesAt(s, used, 65), (M{{"load", 40}, {"(no range)", 50}, {"(no recorded allocation)", 1000}}));
     EXPECT_EQ(band(s, "train")->peak, 200u);
-    EXPECT_EQ(band(s, "(not in the trace)")->peak, 1000u);
+    EXPECT_EQ(band(s, "(no recorded allocation)")->peak, 1000u);
     EXPECT_EQ(s.overshootCount, 0u);
     expectSumsToUsed(s, used);
 }
@@ -175,7 +175,7 @@ TEST(RangeSplit, HandBuiltFoldsSmallRangesIntoOther) {
         four.sites[i] = t.sites[i];
     }
     const UsedSplit s4 = splitUsedByRange(*tl, four, kPool, 3);
-    EXPECT_EQ(s4.bands.size(), 7u); // layer12..9, other (0), (no range), (not in the trace)
+    EXPECT_EQ(s4.bands.size(), 7u); // layer12..9, other (0), (no range), (no recorded allocation)
     EXPECT_EQ(s4.bands[3].name, "layer9");
     expectSumsToUsed(s4, tl->pool(kPool)->used);
 }
@@ -200,6 +200,7 @@ TEST(RangeSplit, HandBuiltAllocationsAboveUsedAreCut) {
     EXPECT_EQ(valuesAt(s, used, 25), (M{{"a", 300}, {"b", 50}}));
     EXPECT_EQ(s.overshootCount, 1u);
     EXPECT_EQ(s.maxOvershoot, 50u);
+    EXPECT_EQ(s.recordedAt(25), 400u);
     EXPECT_EQ(band(s, "b")->peak, 50u); // as drawn
     expectSumsToUsed(s, used);
 }
@@ -231,7 +232,7 @@ TEST(RangeSplit, SampleCallsitesMatchesTheWorkloadsTruth) {
     const UsedSplit s = splitUsedByRange(T, *stacks, p.info.handle);
     expectSumsToUsed(s, p.used);
     EXPECT_EQ(s.overshootCount, 0u);
-    EXPECT_EQ(band(s, "(not in the trace)")->peak, 0u);
+    EXPECT_EQ(band(s, "(no recorded allocation)")->peak, 0u);
     EXPECT_EQ(band(s, "(no range)")->peak, uint64_t(128) << 20);
 
     std::ifstream truth(dir + "/callsites.truth.jsonl");
@@ -255,4 +256,32 @@ TEST(RangeSplit, SampleCallsitesMatchesTheWorkloadsTruth) {
     // The stack's order: the largest range at the bottom.
     EXPECT_EQ(s.bands[0].name, "setup");
     EXPECT_EQ(s.bands[0].peak, expected["setup"]);
+}
+
+// Real samples recorded without NVTX ranges: every recorded byte is "(no range)". Where the
+// allocations and the driver's readings agree (no overshoot), "(no range)" peaks at the pool's
+// peak of live bytes and nothing is left unmatched. In gpt2.poolscope some implicit releases
+// carry a used value of ~348 MB while the live allocations hold ~2 GB (the next events derive
+// used from that value), so the bands are cut there; the stack still ends on used.
+TEST(RangeSplit, SamplesWithoutRangesAddUpToUsed) {
+    for (const char* name : {"churn", "pools", "trims_oom", "cupy", "torch_async", "thread_first",
+                             "gpt2", "threads_race", "jax"}) {
+        SCOPED_TRACE(name);
+        auto r = TraceReader::open(std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope");
+        ASSERT_TRUE(r) << r.error().message;
+        auto tl = buildTimeline(**r);
+        ASSERT_TRUE(tl) << tl.error().message;
+        auto stacks = (*r)->stacks();
+        ASSERT_TRUE(stacks) << stacks.error().message;
+        for (const PoolTimeline& p : (*tl)->pools) {
+            const UsedSplit s = splitUsedByRange(**tl, *stacks, p.info.handle);
+            EXPECT_FALSE(s.anyRange());
+            expectSumsToUsed(s, p.used);
+            if (s.overshootCount == 0 && std::string(name) != "jax" &&
+                std::string(name) != "threads_race") {
+                EXPECT_EQ(band(s, "(no range)")->peak, p.peakLive);
+                EXPECT_EQ(band(s, "(no recorded allocation)")->peak, 0u);
+            }
+        }
+    }
 }

@@ -79,7 +79,7 @@ void UsedSplit::at(int64_t ts, uint64_t used, std::vector<uint64_t>& out) const 
     uint64_t cum = 0;
     size_t rest = bands.size();
     for (size_t b = 0; b < bands.size(); ++b) {
-        if (bands[b].kind == RangeBand::Kind::NotInTrace) {
+        if (bands[b].kind == RangeBand::Kind::Unrecorded) {
             rest = b;
             continue;
         }
@@ -88,6 +88,12 @@ void UsedSplit::at(int64_t ts, uint64_t used, std::vector<uint64_t>& out) const 
         cum += v;
     }
     if (rest < bands.size()) out[rest] = used - cum;
+}
+
+uint64_t UsedSplit::recordedAt(int64_t ts) const {
+    uint64_t sum = 0;
+    for (const RangeBand& b : bands) sum += b.bytes.valueAt(ts);
+    return sum;
 }
 
 std::string innermostRangeName(const StackTables& t, const Allocation& a) {
@@ -178,8 +184,8 @@ UsedSplit splitUsedByRange(const Timeline& tl, const StackTables& t, uint64_t po
     out.bands.push_back(std::move(none));
     const size_t restBand = out.bands.size();
     RangeBand rest;
-    rest.kind = RangeBand::Kind::NotInTrace;
-    rest.name = "(not in the trace)";
+    rest.kind = RangeBand::Kind::Unrecorded;
+    rest.name = "(no recorded allocation)";
     rest.ranges = 0;
     out.bands.push_back(std::move(rest));
 

@@ -2,9 +2,10 @@
 // A pool's used bytes split by NVTX range (issue #13), for the plot's stacked area: each
 // allocation counts under the innermost range open on its thread when it was made, the largest
 // ranges get a band each, the rest share "other", allocations made outside any range are
-// "(no range)", and what the driver's used bytes hold beyond the recorded allocations (memory
-// allocated before recording started, allocations whose events were dropped) is "(not in the
-// trace)". The bands are defined so that they add up to the pool's `used` series exactly, at
+// "(no range)", and what the driver's used bytes hold beyond the live allocations the trace
+// recorded (memory allocated before recording started, allocations whose events were dropped, a
+// pool block released with cudaFree that the driver still counts) is "(no recorded
+// allocation)". The bands are defined so that they add up to the pool's `used` series exactly, at
 // every instant: the plot's stack ends on its used line. Qt-free; ui/WatermarkPlot draws it.
 
 #include <cstddef>
@@ -23,12 +24,12 @@ struct RangeBand {
         Range,     // one range name
         Other,     // the range names after the largest, together
         NoRange,   // allocations made while no range was open on their thread
-        NotInTrace // used bytes no recorded allocation accounts for
+        Unrecorded // used bytes that no live recorded allocation accounts for
     };
     Kind kind = Kind::Range;
     std::string name;    // the range's name, or the band's label ("other (5 ranges)")
     uint32_t ranges = 1; // range names in the band (Other: how many were folded into it)
-    // Live bytes of the band's allocations over time (NotInTrace: empty, it is what remains of
+    // Live bytes of the band's allocations over time (Unrecorded: empty, it is what remains of
     // `used`: see UsedSplit::at).
     Series bytes;
     // The band's highest value as drawn (at() at every point where a band or `used` changes):
@@ -39,7 +40,7 @@ struct RangeBand {
 struct UsedSplit {
     uint64_t pool = 0;
     // Bottom of the stack first: the ranges by peak (largest first), "other", "(no range)",
-    // "(not in the trace)". The last three are always there (peak 0 when empty).
+    // "(no recorded allocation)". The last three are always there (peak 0 when empty).
     std::vector<RangeBand> bands;
     // Instants where the recorded allocations added up to more than `used` (two threads racing
     // on the pool, a driver read between an allocation and its event): there the bands are cut
@@ -51,8 +52,11 @@ struct UsedSplit {
     // Each band's bytes at ts, given the pool's used bytes at ts (`used.valueAt(ts)`, or a
     // downsampled point's value), into out (one per band): each band's live bytes, cut from the
     // top of the stack where they add up to more than `used`, and the rest of `used` in the
-    // NotInTrace band. The values add up to `used` exactly.
+    // Unrecorded band. The values add up to `used` exactly.
     void at(int64_t ts, uint64_t used, std::vector<uint64_t>& out) const;
+    // The live bytes of the recorded allocations at ts, before any cut (above `used` where
+    // overshootCount counted).
+    uint64_t recordedAt(int64_t ts) const;
 };
 
 // The innermost NVTX range name open on the allocating thread when `a` was made, "" when none:
