@@ -18,6 +18,11 @@ ColorScheme::ColorScheme(const QPalette& p) {
     grid_ = dark_ ? QColor(255, 255, 255, 28) : QColor(0, 0, 0, 24);
 }
 
+QColor ColorScheme::nvtxColor(const QString& name) const {
+    const uint32_t hash = uint32_t(qHash(name));
+    return QColor::fromHsv(int(hash % 360), dark_ ? 90 : 60, dark_ ? 150 : 235);
+}
+
 QColor ColorScheme::sizeColor(uint64_t bytes) const {
     // 2^8 (256 B) .. 2^34 (16 GiB) mapped to hue 220 (blue) .. 20 (orange-red).
     const int lg = bytes ? 63 - std::countl_zero(bytes) : 0;

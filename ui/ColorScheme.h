@@ -48,6 +48,9 @@ public:
         return dark_ ? QColor(230, 230, 230, 150) : QColor(60, 60, 60, 150);
     }
     QColor liveMark() const { return QColor(230, 30, 30); }
+    // An NVTX range by its name: the timeline's band and the plot's split by range give one
+    // name one colour.
+    QColor nvtxColor(const QString& name) const;
 
     static QPalette palette(Theme t); // Fusion-friendly light or dark palette (System: the default)
 

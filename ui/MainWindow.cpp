@@ -373,6 +373,8 @@ void MainWindow::buildMenus() {
         updateSummary();
     });
     showIdleStreams_->setChecked(QSettings().value("view/showIdleStreams", false).toBool());
+    // Enabled by the plot for traces with NVTX ranges.
+    view->addAction(plot_->splitByRangeAction());
     QMenu* theme = view->addMenu(tr("&Theme"));
     auto* themes = new QActionGroup(this);
     const char* names[] = {"System", "Light", "Dark"};
