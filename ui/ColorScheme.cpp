@@ -18,9 +18,9 @@ ColorScheme::ColorScheme(const QPalette& p) {
     grid_ = dark_ ? QColor(255, 255, 255, 28) : QColor(0, 0, 0, 24);
 }
 
-QColor ColorScheme::nvtxColor(const QString& name) const {
-    const uint32_t hash = uint32_t(qHash(name));
-    return QColor::fromHsv(int(hash % 360), dark_ ? 90 : 60, dark_ ? 150 : 235);
+QColor ColorScheme::nvtxColor(uint32_t slot) const {
+    const int hue = int(std::fmod(20.0 + 137.508 * double(slot % 1024), 360.0));
+    return QColor::fromHsv(hue, dark_ ? 90 : 70, dark_ ? 150 : 232);
 }
 
 QColor ColorScheme::sizeColor(uint64_t bytes) const {

@@ -4,6 +4,7 @@
 #include "StepGraph.h"
 #include "TimeTicker.h"
 #include "poolscope/Units.h"
+#include "poolscope/view/NvtxRows.h"
 
 #include <QAction>
 #include <QLabel>
@@ -591,10 +592,14 @@ std::vector<QCPGraph*> WatermarkPlot::splitGraphs() const {
 namespace {
 // Bands that are no range: greys (and a hatch for the bytes no allocation explains), so that
 // the ranges' own colours, the band's above the lanes, stand out.
-QBrush bandBrush(const ColorScheme& c, const analysis::RangeBand& b) {
+QBrush bandBrush(const ColorScheme& c, const analysis::RangeBand& b,
+                 const std::unordered_map<std::string, uint32_t>& colorSlots) {
     using Kind = analysis::RangeBand::Kind;
     switch (b.kind) {
-    case Kind::Range: return c.nvtxColor(QString::fromStdString(b.name));
+    case Kind::Range: {
+        auto it = colorSlots.find(b.name);
+        return c.nvtxColor(it == colorSlots.end() ? 0 : it->second);
+    }
     case Kind::Other: return QColor::fromHsv(0, 0, c.dark() ? 115 : 195);
     case Kind::NoRange: return QColor::fromHsv(215, 30, c.dark() ? 95 : 226);
     case Kind::Unrecorded: return QBrush(c.dark() ? QColor(170, 170, 170) : QColor(120, 120, 120),
@@ -616,6 +621,7 @@ void WatermarkPlot::rebuildSplitGraphs() {
     if (!splitOn_ || !ranges) return;
     const uint64_t pool = splitPoolNow();
     if (!pool) return;
+    if (splits_.empty()) nvtxSlots_ = view::NvtxRows::nameOrder(*snap_.stacks);
     std::shared_ptr<const analysis::UsedSplit>& cached = splits_[pool];
     if (!cached)
         cached = std::make_shared<const analysis::UsedSplit>(
@@ -631,7 +637,7 @@ void WatermarkPlot::rebuildSplitGraphs() {
         auto* g = new QCPGraph(plot_->xAxis, plot_->yAxis);
         g->setLayer(splitLayer_);
         g->setLineStyle(QCPGraph::lsStepLeft);
-        const QBrush brush = bandBrush(c, bands[k]);
+        const QBrush brush = bandBrush(c, bands[k], nvtxSlots_);
         g->setBrush(brush);
         g->setPen(QPen(brush.style() == Qt::SolidPattern
                            ? (c.dark() ? brush.color().lighter(135) : brush.color().darker(135))
@@ -720,8 +726,8 @@ QString WatermarkPlot::splitToolTip(const QPoint& pos) const {
         lines << tr("<i>The recorded allocations hold %1 more than used here: the top of the "
                     "stack is cut to used.</i>")
                      .arg(bytes(recorded - used));
-    return QStringLiteral("<html>") + lines.join(QStringLiteral("<br>")) +
-           QStringLiteral("</html>");
+    return QStringLiteral("<html><div style='white-space:nowrap'>") +
+           lines.join(QStringLiteral("<br>")) + QStringLiteral("</div></html>");
 }
 
 void WatermarkPlot::applyTheme() {

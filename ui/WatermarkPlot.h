@@ -10,6 +10,7 @@
 #include <QWidget>
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <memory>
 
 class QCustomPlot;
@@ -150,6 +151,7 @@ private:
     std::shared_ptr<const analysis::UsedSplit> shownSplit_;
     std::vector<QCPGraph*> bandGraphs_;
     QString splitLegend_;
+    std::unordered_map<std::string, uint32_t> nvtxSlots_; // view::NvtxRows::nameOrder
     void updateLegend();
     bool applyingRange_ = false;
     int left_ = 200, right_ = 14;

@@ -322,8 +322,13 @@ TEST(WatermarkPlot, SplitsUsedBytesByNvtxRangeOnTheCallsitesSample) {
     EXPECT_EQ(maxOf(byName["setup"]), 192 * MiB);
     EXPECT_EQ(maxOf(byName["forward"]), pool.peakUsed);
     EXPECT_EQ(maxOf(byName["(no range)"]), pool.peakUsed);
-    EXPECT_EQ(byName["setup"]->brush().color(),
-              ColorScheme(plot->palette()).nvtxColor(QStringLiteral("setup")));
+    // Coloured as the NVTX band above the lanes colours the range, each range its own colour.
+    const view::NvtxRows* rows = w->timeline()->nvtxRows();
+    ASSERT_NE(rows, nullptr);
+    const ColorScheme colors(plot->palette());
+    for (const char* n : {"setup", "forward", "backward"})
+        EXPECT_EQ(byName[n]->brush().color(), colors.nvtxColor(rows->colorSlot(n))) << n;
+    EXPECT_NE(byName["forward"]->brush().color(), byName["backward"]->brush().color());
 
     // Hovering the middle of the setup band while the peak holds.
     QCustomPlot* cp = plot->plot();
