@@ -226,13 +226,40 @@ UsedSplit splitUsedByRange(const Timeline& tl, const StackTables& t, uint64_t po
 
 std::vector<std::vector<uint64_t>> stackedTops(const UsedSplit& split,
                                                const std::vector<Point>& points) {
-    std::vector<std::vector<uint64_t>> tops(split.bands.size(),
-                                            std::vector<uint64_t>(points.size(), 0));
-    std::vector<uint64_t> v;
+    const auto& bands = split.bands;
+    std::vector<std::vector<uint64_t>> tops(bands.size(), std::vector<uint64_t>(points.size(), 0));
+    // The points come in time order: each band's position in its series moves forward by
+    // galloping from the last one instead of a binary search over the whole series per point
+    // (a zoomed-out view of millions of steps is fed a few thousand points per frame).
+    std::vector<size_t> pos(bands.size(), 0); // the first point of the band's series after t
+    auto valueAt = [&](size_t b, int64_t t) -> uint64_t {
+        const std::vector<int64_t>& ts = bands[b].bytes.t;
+        size_t lo = pos[b], step = 1, hi = lo;
+        while (hi < ts.size() && ts[hi] <= t) {
+            lo = hi + 1;
+            hi += step;
+            step *= 2;
+        }
+        hi = std::min(hi, ts.size());
+        pos[b] = size_t(std::upper_bound(ts.begin() + ptrdiff_t(lo), ts.begin() + ptrdiff_t(hi), t) -
+                        ts.begin());
+        return pos[b] == 0 ? 0 : bands[b].bytes.v[pos[b] - 1];
+    };
     for (size_t i = 0; i < points.size(); ++i) {
-        split.at(points[i].t, points[i].v, v);
+        if (i > 0 && points[i].t < points[i - 1].t) std::fill(pos.begin(), pos.end(), 0);
+        const uint64_t used = points[i].v;
         uint64_t cum = 0;
-        for (size_t b = 0; b < v.size(); ++b) tops[b][i] = cum += v[b];
+        size_t rest = bands.size();
+        for (size_t b = 0; b < bands.size(); ++b) {
+            if (bands[b].kind == RangeBand::Kind::Unrecorded) {
+                rest = b;
+                continue;
+            }
+            cum += std::min(valueAt(b, points[i].t), used - cum);
+            tops[b][i] = cum;
+        }
+        if (rest < bands.size()) tops[rest][i] = used; // the unmatched rest: the top band
+
     }
     return tops;
 }
