@@ -18,6 +18,11 @@ ColorScheme::ColorScheme(const QPalette& p) {
     grid_ = dark_ ? QColor(255, 255, 255, 28) : QColor(0, 0, 0, 24);
 }
 
+QColor ColorScheme::nvtxColor(uint32_t slot) const {
+    const int hue = int(std::fmod(20.0 + 137.508 * double(slot % 1024), 360.0));
+    return QColor::fromHsv(hue, dark_ ? 90 : 70, dark_ ? 150 : 232);
+}
+
 QColor ColorScheme::sizeColor(uint64_t bytes) const {
     // 2^8 (256 B) .. 2^34 (16 GiB) mapped to hue 220 (blue) .. 20 (orange-red).
     const int lg = bytes ? 63 - std::countl_zero(bytes) : 0;

@@ -48,6 +48,10 @@ public:
         return dark_ ? QColor(230, 230, 230, 150) : QColor(60, 60, 60, 150);
     }
     QColor liveMark() const { return QColor(230, 30, 30); }
+    // An NVTX range name by its colour slot (view::NvtxRows::colorSlot): the timeline's band
+    // and the plot's split by range give one name one colour. Slots a golden angle apart in
+    // hue, so that the first names of a trace differ clearly.
+    QColor nvtxColor(uint32_t slot) const;
 
     static QPalette palette(Theme t); // Fusion-friendly light or dark palette (System: the default)
 

@@ -373,6 +373,8 @@ void MainWindow::buildMenus() {
         updateSummary();
     });
     showIdleStreams_->setChecked(QSettings().value("view/showIdleStreams", false).toBool());
+    // Enabled by the plot for traces with NVTX ranges.
+    view->addAction(plot_->splitByRangeAction());
     QMenu* theme = view->addMenu(tr("&Theme"));
     auto* themes = new QActionGroup(this);
     const char* names[] = {"System", "Light", "Dark"};
@@ -406,7 +408,8 @@ void MainWindow::buildMenus() {
                "Click the time ruler: place the replay cursor<br>"
                "Keys: + / − zoom, ← / → pan, Home or F fit all, Z zoom to selection, Esc "
                "clear<br><br><b>Watermarks</b><br>Drag: pan · Wheel: zoom · Click: place the "
-               "cursor<br><br><b>Events</b><br>Double-click a row: jump there on the timeline"));
+               "cursor<br>Right-click: split used bytes by NVTX range (hover a band for its "
+               "bytes)<br><br><b>Events</b><br>Double-click a row: jump there on the timeline"));
     });
     help->addAction(tr("&About PoolScope"), this, [this] {
         QMessageBox::about(this, tr("About PoolScope"),

@@ -786,8 +786,7 @@ void TimelinePainter::paintNvtx(QPainter& p) {
             const double x0 = clampX(g_.xOf(rg.startNs), g_), x1 = clampX(g_.xOf(end), g_);
             if (x1 - x0 < 1 && int(x0) == lastPx) continue;
             lastPx = int(x0);
-            const uint32_t hash = uint32_t(qHash(QString::fromStdString(rg.name)));
-            const QColor fill = QColor::fromHsv(int(hash % 360), c_.dark() ? 90 : 60, c_.dark() ? 150 : 235);
+            const QColor fill = c_.nvtxColor(nvtx->colorSlot(rg.name));
             const QRectF box(x0, y, std::max(1.0, x1 - x0 - 1), h);
             p.fillRect(box, fill);
             p.setPen(fill.darker(140));

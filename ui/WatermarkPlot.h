@@ -4,10 +4,13 @@
 // feeds only core's downsampled points for the visible range.
 
 #include "TraceSnapshot.h"
+#include "poolscope/analysis/RangeSplit.h"
 
 #include <QSharedPointer>
 #include <QWidget>
 #include <cstdint>
+#include <map>
+#include <unordered_map>
 #include <memory>
 
 class QCustomPlot;
@@ -17,6 +20,8 @@ template <class T> class QCPDataContainer;
 using QCPGraphDataContainer = QCPDataContainer<QCPGraphData>;
 class QCPItemStraightLine;
 class QCPItemText;
+class QCPLayer;
+class QAction;
 class QLabel;
 
 namespace poolscope::ui {
@@ -49,6 +54,21 @@ public:
     void setPredictedSeries(uint64_t pool, std::shared_ptr<const Series> s, const QString& label);
     QCPGraph* predictedGraph() const { return predictedGraph_; }
     QString legendText() const; // the legend's entries, as plain text (tests)
+    // Used bytes split by NVTX range (issue #13): a stacked area under one pool's used line,
+    // a band per innermost range open on the allocating thread (analysis/RangeSplit.h). The
+    // pool is the highlighted one, else the one with the highest used peak. The action is
+    // checkable, in the plot's context menu (the window adds it to View too), and enabled for
+    // traces with NVTX ranges; the split is computed when it is on, once per pool and trace.
+    QAction* splitByRangeAction() const { return splitAction_; }
+    void setSplitByRange(bool on);
+    bool splitByRange() const { return splitOn_; }
+    // The split drawn now (null when off, or for a trace without ranges), and its graphs, bottom
+    // band first (bands that never hold a byte have none).
+    const analysis::UsedSplit* split() const { return shownSplit_.get(); }
+    std::vector<QCPGraph*> splitGraphs() const;
+    // The hover text at a point of the plot: each band's bytes at that time, the band under the
+    // point first; empty where there is none.
+    QString splitToolTip(const QPoint& pos) const;
     // Aligns the plot area with the timeline's lanes (label column left, scroll bar right).
     void setHorizontalMargins(int left, int right);
     QCustomPlot* plot() const { return plot_; }
@@ -67,6 +87,9 @@ private:
     void setEmptyNote(const QString& text);
     void refreshData();
     void applyTheme();
+    uint64_t splitPoolNow() const;
+    void rebuildSplitGraphs();
+    void feedSplit(int64_t a, int64_t b, size_t maxPts);
 
     QCustomPlot* plot_;
     QLabel* legend_ = nullptr;
@@ -119,6 +142,16 @@ private:
     QCPGraph* predictedGraph_ = nullptr;
     void ensurePredictedGraph();
     QString legendBase_;
+    QAction* splitAction_ = nullptr;
+    bool splitOn_ = false;
+    QCPLayer* splitLayer_ = nullptr;
+    // Splits computed for this snapshot, by pool; the one shown and its graphs (by band, null
+    // for a band never shown; drawn topmost band first, each filled down to 0 over the last).
+    std::map<uint64_t, std::shared_ptr<const analysis::UsedSplit>> splits_;
+    std::shared_ptr<const analysis::UsedSplit> shownSplit_;
+    std::vector<QCPGraph*> bandGraphs_;
+    QString splitLegend_;
+    std::unordered_map<std::string, uint32_t> nvtxSlots_; // view::NvtxRows::nameOrder
     void updateLegend();
     bool applyingRange_ = false;
     int left_ = 200, right_ = 14;

@@ -323,6 +323,19 @@ TEST(SiteTree, SampleCallsitesAgreesWithTopSites) {
         EXPECT_NE(firstLevel.find(fn), std::string::npos) << fn << " in\n" << firstLevel;
 }
 
+// Colour slots: names by their first range's start, then names only a site's path carries.
+TEST(NvtxRows, HandBuiltColorSlotsByFirstStart) {
+    StackTables t = handBuiltStacks();
+    t.nvtxPaths[1] = {"step", "optimizer"};
+    const auto rows = view::NvtxRows::build(t, 100);
+    EXPECT_EQ(rows.colorSlot("io"), 0u);
+    EXPECT_EQ(rows.colorSlot("epoch"), 1u);
+    EXPECT_EQ(rows.colorSlot("step"), 2u);
+    EXPECT_EQ(rows.colorSlot("forward"), 3u);
+    EXPECT_EQ(rows.colorSlot("optimizer"), 4u);
+    EXPECT_EQ(view::NvtxRows::nameOrder(t), rows.colorSlots);
+}
+
 // The timeline's NVTX band (view/NvtxRows.h) on the hand-built ranges.
 TEST(NvtxRows, HandBuiltRowsPerThreadAndDepth) {
     const StackTables t = handBuiltStacks();

@@ -4,6 +4,7 @@
 // core (tests/core/SiteTreeTest.cpp).
 #include "CallSiteTreeModel.h"
 #include "CallSitesView.h"
+#include "ColorScheme.h"
 #include "DetailsPane.h"
 #include "IcicleWidget.h"
 #include "MainWindow.h"
@@ -15,6 +16,8 @@
 
 #include <QAbstractItemModelTester>
 #include <QHeaderView>
+#include <QMenu>
+#include <QMenuBar>
 #include <QDockWidget>
 #include <QSettings>
 #include <QSignalSpy>
@@ -271,4 +274,87 @@ TEST(CallSitesView, PutsTheIcicleUnderTheTreeWhenNarrow) {
     wide.resize(CallSitesView::kSideBySideWidth - 100, 400);
     QTest::qWait(20);
     EXPECT_EQ(wide.splitOrientation(), Qt::Vertical);
+}
+
+// The plot's used bytes split by NVTX range (issue #13) on the real callsites sample: the
+// action a user checks (View menu or the plot's context menu) adds one filled graph per range
+// that holds bytes, named by the range, stacked up to the pool's used line; hovering a band names
+// it with its bytes. The split itself is tested in core (tests/core/RangeSplitTest.cpp).
+TEST(WatermarkPlot, SplitsUsedBytesByNvtxRangeOnTheCallsitesSample) {
+    auto w = openWindow(samplePath("callsites.poolscope"));
+    WatermarkPlot* plot = w->watermarks();
+    QAction* split = plot->splitByRangeAction();
+    ASSERT_NE(split, nullptr);
+    EXPECT_TRUE(split->isEnabled());
+    EXPECT_FALSE(split->isChecked());
+    EXPECT_EQ(plot->split(), nullptr);
+    EXPECT_TRUE(plot->splitGraphs().empty());
+    // The window offers it in its View menu.
+    bool inMenu = false;
+    for (QAction* m : w->menuBar()->actions())
+        if (m->menu() && m->menu()->actions().contains(split)) inMenu = true;
+    EXPECT_TRUE(inMenu);
+
+    split->trigger();
+    ASSERT_TRUE(plot->splitByRange());
+    ASSERT_NE(plot->split(), nullptr);
+    const Timeline& tl = *w->snapshot().timeline;
+    const PoolTimeline& pool = tl.pools.at(0);
+    EXPECT_EQ(plot->split()->pool, pool.info.handle);
+    std::map<QString, QCPGraph*> byName;
+    for (QCPGraph* g : plot->splitGraphs()) byName[g->name()] = g;
+    QStringList names;
+    for (const auto& [n, g] : byName) names << n;
+    EXPECT_EQ(names, (QStringList{"(no range)", "backward", "forward", "setup"}));
+    const QString legend = plot->legendText();
+    for (const char* n : {"used by NVTX range", "setup", "forward", "backward", "(no range)"})
+        EXPECT_TRUE(legend.contains(QString::fromUtf8(n))) << n << " in " << legend.toStdString();
+    // Each graph is the top of its band in the stack (setup at the bottom): at fit-all the
+    // peak lies in view, where setup holds 192 MiB and the whole stack the pool's used peak.
+    auto maxOf = [](QCPGraph* g) {
+        double m = 0;
+        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+            m = std::max(m, it->value);
+        return uint64_t(m);
+    };
+    constexpr uint64_t MiB = 1 << 20;
+    ASSERT_TRUE(byName.count("setup") && byName.count("(no range)"));
+    EXPECT_EQ(maxOf(byName["setup"]), 192 * MiB);
+    EXPECT_EQ(maxOf(byName["forward"]), pool.peakUsed);
+    EXPECT_EQ(maxOf(byName["(no range)"]), pool.peakUsed);
+    // Coloured as the NVTX band above the lanes colours the range, each range its own colour.
+    const view::NvtxRows* rows = w->timeline()->nvtxRows();
+    ASSERT_NE(rows, nullptr);
+    const ColorScheme colors(plot->palette());
+    for (const char* n : {"setup", "forward", "backward"})
+        EXPECT_EQ(byName[n]->brush().color(), colors.nvtxColor(rows->colorSlot(n))) << n;
+    EXPECT_NE(byName["forward"]->brush().color(), byName["backward"]->brush().color());
+
+    // Hovering the middle of the setup band while the peak holds.
+    QCustomPlot* cp = plot->plot();
+    cp->replot();
+    const auto next = std::upper_bound(pool.used.t.begin(), pool.used.t.end(), pool.peakUsedTsNs);
+    ASSERT_NE(next, pool.used.t.end());
+    const int64_t mid = pool.peakUsedTsNs + (*next - pool.peakUsedTsNs) / 2;
+    const QPoint at(int(cp->xAxis->coordToPixel(double(mid - plot->origin()))),
+                    int(cp->yAxis->coordToPixel(double(96 * MiB))));
+    const QString tip = plot->splitToolTip(at);
+    EXPECT_TRUE(tip.contains("<b>setup: 192 MiB</b>")) << tip.toStdString();
+    EXPECT_TRUE(tip.contains("backward: 96.0 MiB")) << tip.toStdString();
+    EXPECT_TRUE(tip.contains("used 352 MiB")) << tip.toStdString();
+    EXPECT_TRUE(plot->splitToolTip(QPoint(-5, -5)).isEmpty());
+
+    // Off again: the graphs and the legend's line go.
+    split->trigger();
+    EXPECT_EQ(plot->split(), nullptr);
+    EXPECT_TRUE(plot->splitGraphs().empty());
+    EXPECT_FALSE(plot->legendText().contains("NVTX"));
+}
+
+TEST(WatermarkPlot, SplitByRangeIsDisabledForTracesWithoutRanges) {
+    auto w = openWindow(samplePath("churn.poolscope"));
+    EXPECT_FALSE(w->watermarks()->splitByRangeAction()->isEnabled());
+    w->watermarks()->setSplitByRange(true);
+    EXPECT_EQ(w->watermarks()->split(), nullptr);
+    EXPECT_TRUE(w->watermarks()->splitGraphs().empty());
 }

@@ -17,6 +17,7 @@
 #include "TimelineWidget.h"
 #include "WatermarkPlot.h"
 #include "WhatIfPanel.h"
+#include <qcustomplot.h>
 #include "WindowModes.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceWriter.h"
@@ -40,6 +41,7 @@
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTest>
+#include <QToolTip>
 #include <gtest/gtest.h>
 
 using namespace poolscope;
@@ -566,4 +568,59 @@ TEST(Screenshots, HandBuiltTwoDevices) {
     const QString copy = w.details()->toPlainText();
     EXPECT_TRUE(copy.contains("GPU 0 → GPU 1")) << copy.toStdString();
     save(w.grab().toImage(), "multi-gpu-built-peer-copy.png");
+}
+
+TEST(Screenshots, PlotSplitByNvtxRange) {
+    // callsites.poolscope (H100): the plot's used bytes split by NVTX range (View > Split Used
+    // Bytes by NVTX Range), zoomed onto the allocations: scratch's 128 MiB outside any range,
+    // then setup, forward and backward stacked up to the pool's used line, in the colours of
+    // the NVTX band above the lanes; the hover tooltip over the setup band at the peak.
+    const QString path = samplePath(QStringLiteral("callsites.poolscope"));
+    if (!QFile::exists(path)) GTEST_SKIP() << "no callsites sample";
+    MainWindow w;
+    ASSERT_TRUE(showAndOpen(w, {path}));
+    WatermarkPlot* plot = w.watermarks();
+    ASSERT_TRUE(plot->splitByRangeAction()->isEnabled());
+    plot->splitByRangeAction()->trigger();
+    ASSERT_NE(plot->split(), nullptr);
+    const Timeline& tl = *w.snapshot().timeline;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (const Allocation& a : tl.allocations) {
+        first = std::min(first, a.allocTsNs);
+        last = std::max(last, a.live() ? a.allocTsNs : a.freeTsNs);
+    }
+    const int64_t pad = (last - first) / 20;
+    w.timeline()->setViewRange(first - pad, last + pad);
+    settle(w);
+    EXPECT_EQ(plot->splitGraphs().size(), 4u);
+    const QImage img = w.grab().toImage();
+    EXPECT_GT(distinctColours(img), 100);
+    save(img, "plot-split-by-range-window.png");
+    save(plot->grab().toImage(), "plot-split-by-range.png");
+    // The tooltip is a window of its own: grabbed from the screen, with the plot around it.
+    const PoolTimeline& pool = tl.pools.at(0);
+    const auto next = std::upper_bound(pool.used.t.begin(), pool.used.t.end(), pool.peakUsedTsNs);
+    ASSERT_NE(next, pool.used.t.end());
+    QCustomPlot* cp = plot->plot();
+    const int64_t mid = pool.peakUsedTsNs + (*next - pool.peakUsedTsNs) / 2;
+    const QPoint at(int(cp->xAxis->coordToPixel(double(mid - plot->origin()))),
+                    int(cp->yAxis->coordToPixel(double(uint64_t(96) << 20))));
+    QTest::mouseMove(cp, at);
+    QApplication::processEvents();
+    const QString tip = plot->splitToolTip(at);
+    EXPECT_TRUE(tip.contains("<b>setup: 192 MiB</b>")) << tip.toStdString();
+    QToolTip::showText(cp->mapToGlobal(at), tip, cp);
+    settle(w);
+    // The plot's right part and the tooltip (it may reach below the plot or past its edge).
+    QRect area(plot->mapToGlobal(QPoint(plot->width() / 2, 0)), QSize(plot->width() / 2, plot->height()));
+    QWidget* tipLabel = nullptr;
+    for (QWidget* top : QApplication::topLevelWidgets())
+        if (top->inherits("QTipLabel") && top->isVisible()) tipLabel = top;
+    ASSERT_NE(tipLabel, nullptr);
+    area = area.united(tipLabel->geometry().adjusted(-8, -8, 8, 8));
+    const QImage screen = QGuiApplication::primaryScreen()
+                              ->grabWindow(0, area.x(), area.y(), area.width(), area.height())
+                              .toImage();
+    save(screen, "plot-split-by-range-tooltip.png");
+    QToolTip::hideText();
 }

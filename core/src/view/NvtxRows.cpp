@@ -5,9 +5,24 @@
 
 namespace poolscope::view {
 
+std::unordered_map<std::string, uint32_t> NvtxRows::nameOrder(const StackTables& t) {
+    std::vector<const NvtxRange*> byStart;
+    byStart.reserve(t.ranges.size());
+    for (const NvtxRange& r : t.ranges) byStart.push_back(&r);
+    std::stable_sort(byStart.begin(), byStart.end(), [](const NvtxRange* a, const NvtxRange* b) {
+        return a->startNs != b->startNs ? a->startNs < b->startNs : a->name < b->name;
+    });
+    std::unordered_map<std::string, uint32_t> out;
+    for (const NvtxRange* r : byStart) out.try_emplace(r->name, uint32_t(out.size()));
+    for (const auto& [id, path] : t.nvtxPaths) // std::map: in path id order
+        for (const std::string& name : path) out.try_emplace(name, uint32_t(out.size()));
+    return out;
+}
+
 NvtxRows NvtxRows::build(const StackTables& t, int64_t traceEnd) {
     NvtxRows out;
     out.openEnd = traceEnd;
+    out.colorSlots = nameOrder(t);
     // Threads in order of their first range; rows of a thread by depth.
     std::map<uint32_t, int64_t> firstOfThread;
     for (const NvtxRange& r : t.ranges) {
