@@ -147,8 +147,9 @@ TEST(CallSitesView, SelectingASiteMarksItsAllocationsOnTheTimelineAndThePlot) {
     EXPECT_GT(top, 0.0);
     EXPECT_LE(uint64_t(top), tree->nodes[weights].peakLive);
     const int64_t peakAt = tree->nodes[weights].peakLiveTsNs;
-    if (peakAt >= w->timeline()->viewStart() && peakAt < w->timeline()->viewEnd())
+    if (peakAt >= w->timeline()->viewStart() && peakAt < w->timeline()->viewEnd()) {
         EXPECT_EQ(uint64_t(top), tree->nodes[weights].peakLive);
+    }
     // Choosing nothing removes the marks.
     v->selectNode(0);
     EXPECT_EQ(w->timeline()->highlightedAllocations(), nullptr);

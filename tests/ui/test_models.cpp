@@ -143,8 +143,12 @@ TEST(EntityTreeModel, HandBuiltTwoDevicesHaveDeviceRowsWithTheirPoolsTotals) {
         // Its pools and streams are its children, and only its.
         for (int r = 0; r < model.rowCount(dev); ++r) {
             const Selection sel = model.selectionFor(model.index(r, 0, dev));
-            if (sel.kind == Selection::Pool) EXPECT_EQ(tl->pool(sel.handle)->info.device, d);
-            if (sel.kind == Selection::Stream) EXPECT_EQ(tl->stream(sel.handle)->info.device, d);
+            if (sel.kind == Selection::Pool) {
+                EXPECT_EQ(tl->pool(sel.handle)->info.device, d);
+            }
+            if (sel.kind == Selection::Stream) {
+                EXPECT_EQ(tl->stream(sel.handle)->info.device, d);
+            }
         }
     }
     const QModelIndex shared =
@@ -342,6 +346,7 @@ TEST(ColorScheme, PoolNumberOnePicksTheFirstColours) {
     }
     EXPECT_GE(pools, 1);
     for (const view::Lane& l : s.layout->lanes)
-        if (l.kind == LaneKind::Stream && l.poolIndex >= 0)
+        if (l.kind == LaneKind::Stream && l.poolIndex >= 0) {
             EXPECT_EQ(l.poolSlot, s.layout->lanes[size_t(s.layout->laneOfPool(l.pool))].poolSlot);
+        }
 }

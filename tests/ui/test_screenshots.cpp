@@ -394,7 +394,7 @@ std::string handBuiltBeyondPoolTrace() {
         }
         if (i == 45) {
             Event& u = add(EventKind::HostUnregister, t + 7 * ms);
-            ReleaseMemFields{0x6000'0000}.into(u, EventKind::HostUnregister);
+            ReleaseMemFields{0x6000'0000, std::nullopt, 0}.into(u, EventKind::HostUnregister);
         }
         if (i >= 2) {
             Event& f = add(EventKind::Free, t + 8 * ms);
