@@ -5,7 +5,7 @@
 # Records the churn and threads workloads under 6 settings each (release threshold 0, 64 MiB,
 # max x opportunistic reuse on, off: the workloads read POOLSCOPE_WL_RELEASE_THRESHOLD and
 # POOLSCOPE_WL_REUSE_OPPORTUNISTIC, tests/workloads/Truth.h), and pools once under its own
-# settings; then, from each trace, predicts every other trace of the same workload with
+# settings, and the GPT-2 training loop under the same six where PyTorch is installed; then, from each trace, predicts every other trace of the same workload with
 # `poolscope whatif` and prints measured vs predicted peak reserved (target: within 5%) and
 # implicit releases (target: within 10%; an absolute difference of 1 passes when the measured
 # count is under 10). With opportunistic reuse on, the prediction is a range (none of another
@@ -59,6 +59,21 @@ if [[ $PHASE != predict ]]; then
         done
     done
     "$PS" record -q -o "$TRACES/pools-own.poolscope" -- "$WL/pools" >"$TRACES/pools-own.truth" 2>&1
+    # The GPT-2 training loop (PyTorch's cudaMallocAsync backend) under the same six settings,
+    # where PyTorch and transformers are installed; GPT2_STEPS steps each (default 40).
+    if python3 -c "import torch, transformers" >/dev/null 2>&1; then
+        for s in $SETTINGS; do
+            t=${s%-*}; o=${s#*-}
+            PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
+            POOLSCOPE_WL_RELEASE_THRESHOLD=$(threshold_bytes "$t") \
+            POOLSCOPE_WL_REUSE_OPPORTUNISTIC=$([[ $o == on ]] && echo 1 || echo 0) \
+                "$PS" record -q -o "$TRACES/gpt2-$s.poolscope" -- \
+                python3 "$HERE/../workloads/gpt2_train.py" "${GPT2_STEPS:-40}" \
+                >"$TRACES/gpt2-$s.truth" 2>"$TRACES/gpt2-$s.err" || { echo "record gpt2 $s failed"; tail "$TRACES/gpt2-$s.err"; }
+        done
+    else
+        echo "gpt2: skipped (no torch/transformers)"
+    fi
     [[ $PHASE == record ]] && { echo "recorded into $TRACES"; exit 0; }
 fi
 
@@ -95,7 +110,7 @@ def check(w, src, dst, pool, meas, pred, low):
     rows.append(f"{w:8} {src:9} {dst:13} {pool:8} {mp/MiB:8.0f} {pp/MiB:9.0f} {perr:6.1f}% "
                 f"{'ok' if perr <= 5 else 'MISS':4} {lo/MiB:6.0f}-{hi/MiB:<6.0f} {'ok' if rng else 'MISS':4} "
                 f"{mr:5} {pr:5} {'ok' if rok else 'MISS'}")
-for w in ("churn", "threads"):
+for w in ("churn", "threads", "gpt2"):
     targets = sorted(glob.glob(f"{traces}/{w}-*.poolscope"))
     for path in targets:
         dst = os.path.basename(path)[len(w) + 1:-len(".poolscope")]

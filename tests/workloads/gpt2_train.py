@@ -54,6 +54,35 @@ dev = torch.device("cuda", 0)
 cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=512)
 model = GPT2LMHeadModel(cfg).to(dev)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
+def pool_settings_from_env():
+    # The what-if validation (tests/gpu/whatif_validate.sh) records this loop under given pool
+    # settings, read as the C++ workloads read them (tests/workloads/Truth.h). PyTorch sets the
+    # default pool's attributes itself when its allocator starts (the model's upload above), so
+    # they are set after it, through the driver (libcuda: no other library needed), where the
+    # collector sees and records them like any program's.
+    thr = os.environ.get("POOLSCOPE_WL_RELEASE_THRESHOLD")
+    opp = os.environ.get("POOLSCOPE_WL_REUSE_OPPORTUNISTIC")
+    if thr is None and opp is None:
+        return
+    import ctypes
+    cuda = ctypes.CDLL("libcuda.so.1")
+    pool = ctypes.c_void_p()
+    if cuda.cuDeviceGetDefaultMemPool(ctypes.byref(pool), 0) != 0:
+        raise SystemExit("cuDeviceGetDefaultMemPool failed")
+    RELEASE_THRESHOLD, REUSE_ALLOW_OPPORTUNISTIC = 4, 2  # CUmemPool_attribute
+    if thr is not None:
+        v = ctypes.c_uint64((1 << 64) - 1 if thr == "max" else int(thr))
+        if cuda.cuMemPoolSetAttribute(pool, RELEASE_THRESHOLD, ctypes.byref(v)) != 0:
+            raise SystemExit("cuMemPoolSetAttribute(release threshold) failed")
+    if opp is not None:
+        v = ctypes.c_int(1 if opp == "1" else 0)
+        if cuda.cuMemPoolSetAttribute(pool, REUSE_ALLOW_OPPORTUNISTIC, ctypes.byref(v)) != 0:
+            raise SystemExit("cuMemPoolSetAttribute(opportunistic reuse) failed")
+
+
+pool_settings_from_env()
 lengths = [64, 256, 128, 512, 96, 384, 192, 448]
 record = None
 if ab:
