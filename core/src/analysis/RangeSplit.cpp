@@ -66,6 +66,27 @@ private:
     std::unordered_map<uint32_t, std::pair<size_t, size_t>> threadRows_; // [first, end) rows
 };
 
+
+// Each band's share of `used`: the recorded bands in order, each cut to what is left of used (the
+// live allocations can add up to more than the driver's used), and the unrecorded band, if any,
+// what none of them explains; the shares add up to used.
+template <class ValueOf>
+void sharesOf(const std::vector<RangeBand>& bands, uint64_t used, ValueOf valueOf,
+              std::vector<uint64_t>& out) {
+    out.assign(bands.size(), 0);
+    uint64_t cum = 0;
+    size_t rest = bands.size();
+    for (size_t b = 0; b < bands.size(); ++b) {
+        if (bands[b].kind == RangeBand::Kind::Unrecorded) {
+            rest = b;
+            continue;
+        }
+        out[b] = std::min(valueOf(b), used - cum);
+        cum += out[b];
+    }
+    if (rest < bands.size()) out[rest] = used - cum;
+}
+
 } // namespace
 
 bool UsedSplit::anyRange() const {
@@ -75,19 +96,7 @@ bool UsedSplit::anyRange() const {
 }
 
 void UsedSplit::at(int64_t ts, uint64_t used, std::vector<uint64_t>& out) const {
-    out.assign(bands.size(), 0);
-    uint64_t cum = 0;
-    size_t rest = bands.size();
-    for (size_t b = 0; b < bands.size(); ++b) {
-        if (bands[b].kind == RangeBand::Kind::Unrecorded) {
-            rest = b;
-            continue;
-        }
-        const uint64_t v = std::min(bands[b].bytes.valueAt(ts), used - cum);
-        out[b] = v;
-        cum += v;
-    }
-    if (rest < bands.size()) out[rest] = used - cum;
+    sharesOf(bands, used, [&](size_t b) { return bands[b].bytes.valueAt(ts); }, out);
 }
 
 uint64_t UsedSplit::recordedAt(int64_t ts) const {
@@ -245,21 +254,18 @@ std::vector<std::vector<uint64_t>> stackedTops(const UsedSplit& split,
                         ts.begin());
         return pos[b] == 0 ? 0 : bands[b].bytes.v[pos[b] - 1];
     };
+    std::vector<uint64_t> share;
     for (size_t i = 0; i < points.size(); ++i) {
         if (i > 0 && points[i].t < points[i - 1].t) std::fill(pos.begin(), pos.end(), 0);
         const uint64_t used = points[i].v;
+        sharesOf(bands, used, [&](size_t b) { return valueAt(b, points[i].t); }, share);
         uint64_t cum = 0;
-        size_t rest = bands.size();
         for (size_t b = 0; b < bands.size(); ++b) {
-            if (bands[b].kind == RangeBand::Kind::Unrecorded) {
-                rest = b;
-                continue;
-            }
-            cum += std::min(valueAt(b, points[i].t), used - cum);
-            tops[b][i] = cum;
+            // The unmatched rest is the top band: its top is used itself.
+            const bool rest = bands[b].kind == RangeBand::Kind::Unrecorded;
+            cum += rest ? 0 : share[b];
+            tops[b][i] = rest ? used : cum;
         }
-        if (rest < bands.size()) tops[rest][i] = used; // the unmatched rest: the top band
-
     }
     return tops;
 }
