@@ -25,9 +25,6 @@ constexpr size_t kRingPrefetchAhead = 8;
 // callback. One pointer fits the static TLS surplus glibc keeps for exactly this.
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
-inline size_t cacheIndex(uint64_t ptr) {
-    return static_cast<size_t>((ptr >> 9) ^ (ptr >> 21)) & (ThreadState::kPtrCache - 1);
-}
 
 // Runtime::sharedPtrPools: one word per entry, the pointer's low 48 bits and its pool's slot
 // index + 1 above them, so that a reader never sees one alloc's pointer with another's pool.
@@ -50,14 +47,14 @@ inline void sharedRemember(Runtime& rt, uint64_t ptr, const PoolSlot* slot) {
     sharedEntry(rt, ptr).store(ptr | ((index + 1) << kPtrBits), std::memory_order_relaxed);
 }
 
-// The pool of a recorded alloc's pointer, or 0. The entry is cleared: the address may come
-// back from an alloc this table never sees (cudaMalloc, an imported pool).
-inline uint64_t sharedTake(Runtime& rt, uint64_t ptr) {
+// The pool of a recorded alloc's pointer, or 0. A free clears the entry (`take`): the address
+// may come back from an alloc this table never sees (cudaMalloc, an imported pool).
+inline uint64_t sharedFind(Runtime& rt, uint64_t ptr, bool take) {
     if (!ptr || (ptr & ~kPtrMask)) return 0;
     std::atomic<uint64_t>& en = sharedEntry(rt, ptr);
     const uint64_t v = en.load(std::memory_order_relaxed);
     if ((v & kPtrMask) != ptr || !(v >> kPtrBits)) return 0;
-    en.store(0, std::memory_order_relaxed);
+    if (take) en.store(0, std::memory_order_relaxed);
     const uint64_t index = (v >> kPtrBits) - 1;
     if (index >= static_cast<uint64_t>(rt.poolCount.load(std::memory_order_acquire))) return 0;
     return rt.pools[index].handle.load(std::memory_order_relaxed);
@@ -74,7 +71,6 @@ __attribute__((cold, noinline)) ThreadState* makeThreadState(bool guarded) {
     Runtime& rt = runtime();
     auto* t = new (std::nothrow) ThreadState();
     if (!t) return nullptr;
-    std::memset(t->cache, 0, sizeof t->cache);
     t->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     t->guard = guarded ? 1 : 0;
     t->ring = new (std::nothrow) EventRing(rt.config.ringEvents);
@@ -226,26 +222,14 @@ __attribute__((hot)) void onEnter(ThreadState* t, CUpti_CallbackId cbid, const C
         // that alloc must come after this free in the trace.
         Runtime& rt = runtime();
         if (isFree) t->enterSeq = rt.seq.fetch_add(1, std::memory_order_relaxed);
-        ThreadState::Entry& en = t->cache[cacheIndex(ptr)];
-        if (en.ptr == ptr && ptr) {
-            t->enterPool = en.pool;
-            t->enterHit = true;
-            if (isFree) {
-                en.ptr = 0; // the address may come back from another thread's alloc
-                sharedForget(rt, ptr);
-            }
+        if (const uint64_t pool = sharedFind(rt, ptr, isFree)) {
+            t->enterPool = pool;
+            t->enterHit = true; // a recorded alloc: the trace knows its size
             return;
         }
-        if (isFree) {
-            if (const uint64_t pool = sharedTake(rt, ptr)) {
-                t->enterPool = pool;
-                t->enterHit = true; // a recorded alloc: the trace knows its size
-                return;
-            }
-        }
         t->enterHit = false;
-        // Freed on another thread than it was allocated on, or evicted: ask the driver (the
-        // pointer is still valid here, before the free).
+        // Not allocated through a recorded call, or its entry was taken by a newer alloc: ask
+        // the driver (the pointer is still valid here, before the free).
         CUmemoryPool pool = nullptr;
         Guard g(t);
         if (ptr && cuPointerGetAttribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ptr) !=
@@ -539,22 +523,13 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
     const bool ok = ev.result == 0;
     switch (ev.kind) {
     case EventKind::Alloc:
-        if (ok && ev.ptr) {
-            t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
-            if (ev.pool) sharedRemember(rt, ev.ptr, slotFor(t, ev.pool));
-        }
-        break;
     case EventKind::PointerImport:
-        if (ok && ev.ptr) t->cache[cacheIndex(ev.ptr)] = {ev.ptr, ev.pool};
+        if (ok && ev.ptr && ev.pool) sharedRemember(rt, ev.ptr, slotFor(t, ev.pool));
         break;
     case EventKind::DeviceAlloc:
         // The address may have been a pool block of this thread freed on another one: its stale
         // entry must not make a later cudaFree of it look like a pool free.
-        if (ok && ev.ptr) {
-            ThreadState::Entry& en = t->cache[cacheIndex(ev.ptr)];
-            if (en.ptr == ev.ptr) en.ptr = 0;
-            sharedForget(rt, ev.ptr);
-        }
+        if (ok && ev.ptr) sharedForget(rt, ev.ptr);
         break;
     case EventKind::DeviceFree:
         // Raw ticks, converted to ns by the writer with the event's time (TraceSink).

@@ -39,7 +39,6 @@ struct PoolSlot {
 // What every callback reads sits in its first cache line: a callback runs after the driver's
 // own code has been through the first-level caches, so each extra line it touches costs.
 struct alignas(64) ThreadState {
-    static constexpr size_t kPtrCache = 4096; // direct-mapped pointer -> pool, for Free
     static constexpr size_t kStreamCache = 16; // direct-mapped stream -> device (streamDevice)
 
     EventRing* ring = nullptr;
@@ -52,7 +51,7 @@ struct alignas(64) ThreadState {
     uint32_t tid = 0;
     uint32_t guard = 0;
     int lastDevice = -1;
-    bool enterHit = false;    // ...found in this thread's cache (allocated here)
+    bool enterHit = false;    // ...found in Runtime::sharedPtrPools (a recorded alloc's)
     bool oldValid = false;
     uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
     // Inside a runtime cudaMemcpyPeer(Async) (its enter seen, not its exit; runtime calls do not
@@ -68,10 +67,6 @@ struct alignas(64) ThreadState {
         uint32_t epoch;
         int32_t device;
     } streams[kStreamCache];
-    struct Entry {
-        uint64_t ptr;
-        uint64_t pool;
-    } cache[kPtrCache];
 };
 
 struct Runtime {
@@ -90,10 +85,10 @@ struct Runtime {
     std::atomic<uint64_t> seq{1};
     std::atomic<uint64_t> currentPool[kMaxDevices] = {};
 
-    // Pointer -> pool of every recorded pool alloc, shared by all threads (SharedPtrPools in
-    // Runtime.cpp): a free on another thread than the alloc's (a third of PyTorch's, its
-    // autograd thread freeing the forward's tensors) misses its own cache and would otherwise
-    // ask the driver at the call and read `used` at its exit.
+    // Pointer -> pool of every recorded pool alloc, for its free (sharedEntry in Runtime.cpp).
+    // One table for all threads: a third of PyTorch's frees run on another thread than their
+    // alloc (its autograd thread frees the forward's tensors), and a per-thread table would send
+    // each of them to the driver at the call and for `used` at its exit.
     static constexpr size_t kSharedPtrCache = 1u << 15;
     alignas(64) std::atomic<uint64_t> sharedPtrPools[kSharedPtrCache] = {};
 
