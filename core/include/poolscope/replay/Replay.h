@@ -97,6 +97,10 @@ struct PoolState {
     uint64_t reserved = 0;
     uint64_t used = 0;
     bool watermarksKnown = false;
+    // Time of the newest driver reading behind reserved/used (kHasWatermarks events and samples;
+    // each is read at or after its event's time). An implicit release reported with an earlier
+    // time was read before it, so it says nothing newer about this pool (see apply()).
+    int64_t readTsNs = INT64_MIN;
     // Blocks of this pool allocated in this trace and not yet freed.
     uint64_t liveBytes = 0;
     uint64_t liveCount = 0;
