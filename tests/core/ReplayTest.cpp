@@ -298,6 +298,35 @@ TEST(Replay, HandBuiltLateReleaseOlderThanTheLastReadingIsNotApplied) {
     EXPECT_EQ(r.pools()[freshWm.pool].used, 3 * MiB);
 }
 
+// Hand-built as the collector wrote traces before it dropped a late release's watermarks (the
+// bundled gpt2.poolscope, format 2): the allocs and frees after the release carry a used derived
+// from the release's stale value. Read back, they count from the last right value until the next
+// value read from the driver, which is taken as it is.
+TEST(Replay, HandBuiltOldTraceDerivesUsedAgainAfterAStaleRelease) {
+    constexpr uint64_t MiB = 1 << 20;
+    Events ev;
+    Events::wm(ev.alloc(100, kS1, kPool, 0xA000, 4 * MiB), 32 * MiB, 4 * MiB); // read
+    Event& rel = ev.add(EventKind::ImplicitRelease, 50);
+    rel.pool = kPool;
+    ReleaseFields{32 * MiB, std::nullopt}.into(rel);
+    Events::wm(rel, 32 * MiB, MiB); // read at 50 ns, placed after the read at 100 ns
+    Event& a = ev.alloc(200, kS1, kPool, 0xB000, MiB);
+    Events::wm(a, 32 * MiB, 2 * MiB); // derived by the writer from the stale 1 MiB
+    a.flags |= kUsedDerived;
+    Event& f = ev.free(300, kS1, kPool, 0xA000);
+    FreeFields{0xA000, 4 * MiB}.into(f);
+    Events::wm(f, 32 * MiB, 0); // 2 MiB - 4 MiB: the writer's rule left it at 0
+    f.flags |= kUsedDerived;
+    Events::wm(ev.alloc(400, kS1, kPool, 0xC000, MiB), 32 * MiB, 7 * MiB); // read: taken as is
+    Event& after = ev.alloc(500, kS1, kPool, 0xD000, MiB);
+    Events::wm(after, 32 * MiB, 8 * MiB);
+    after.flags |= kUsedDerived;
+    Replay r;
+    std::vector<uint64_t> used;
+    for (const Event& e : ev.all()) used.push_back(r.pools()[r.apply(e).pool].used);
+    EXPECT_EQ(used, (std::vector<uint64_t>{4 * MiB, 4 * MiB, 5 * MiB, MiB, 7 * MiB, 8 * MiB}));
+}
+
 TEST(Replay, ImportedPointersGiveTheirPoolButNoSize) {
     Events ev;
     Event& imp = ev.add(EventKind::PointerImport, 1);

@@ -489,6 +489,7 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
     if (e.kind == EventKind::ImplicitRelease && e.pool != 0) {
         const uint32_t pi = poolIndex(e.pool);
         staleRelease = pi != kNone && e.tsNs < pools_[pi].readTsNs;
+        if (staleRelease && e.has(kHasWatermarks)) pools_[pi].rederive = true;
     }
     if (e.has(kHasWatermarks) && e.pool != 0 && !staleRelease) {
         const uint32_t pi = poolAt(e.pool, poolDevice, isNew);
@@ -496,8 +497,18 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         fact_.watermarksBefore = p.watermarksKnown;
         fact_.reservedBefore = p.reserved;
         fact_.usedBefore = p.used;
+        uint64_t used = e.used;
+        if (!e.has(kUsedDerived)) {
+            p.rederive = false;
+        } else if (p.rederive && p.watermarksKnown) {
+            // The collector's own rule (complete()), applied to this replay's base.
+            if (e.kind == EventKind::Alloc)
+                used = p.used + AllocFields::of(e).bytes;
+            else if (e.has(kSizeKnown) && p.used >= e.size)
+                used = p.used - e.size;
+        }
         p.reserved = e.reserved;
-        p.used = e.used;
+        p.used = used;
         p.watermarksKnown = true;
         p.readTsNs = std::max(p.readTsNs, e.tsNs);
         fact_.pool = pi;
