@@ -208,6 +208,7 @@ void TraceSink::resolveActivity(bool final) {
         e.tsNs = a.tsNs;
         auto addr = poolByAddress_.find(a.address);
         if (addr != poolByAddress_.end()) e.pool = addr->second;
+        bool inSlot = false;
         if (mark) {
             if (!e.pool) e.pool = mark->pool;
             e.tid = mark->tid;
@@ -215,11 +216,16 @@ void TraceSink::resolveActivity(bool final) {
             if (e.tsNs > mark->tsNs || e.tsNs == 0) e.tsNs = mark->tsNs;
             if (mark->slotsUsed < int(kReleaseSlots) && mark->seq >= kReleaseSlots) {
                 e.seq = mark->seq - kReleaseSlots + uint64_t(mark->slotsUsed++);
-            } else {
-                e.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+                inSlot = true;
             }
-        } else {
+        }
+        if (!inSlot) {
             e.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+            // A fresh number puts the release after events that came later (up to the activity
+            // wait, ~100 ms): its reading, taken at the release, is older than theirs and would
+            // set the pool back. The event still records the release and the reserved it left
+            // (stage() does the same for a slot that was already written past).
+            e.flags &= static_cast<uint8_t>(~kHasWatermarks);
         }
         batch_.push_back(e);
     }
@@ -289,7 +295,12 @@ void TraceSink::stage() {
     // fresh number: the trace stays in seq order, the event lands just after its real place.
     size_t late = 0;
     while (late < batch_.size() && batch_[late].seq <= lastWrittenSeq_ && lastWrittenSeq_) ++late;
-    for (size_t i = 0; i < late; ++i) batch_[i].seq = seq_.fetch_add(1, std::memory_order_relaxed);
+    for (size_t i = 0; i < late; ++i) {
+        batch_[i].seq = seq_.fetch_add(1, std::memory_order_relaxed);
+        // A release's reading is of its own time, older than what was written since.
+        if (batch_[i].kind == EventKind::ImplicitRelease)
+            batch_[i].flags &= static_cast<uint8_t>(~kHasWatermarks);
+    }
     if (late) std::rotate(batch_.begin(), batch_.begin() + long(late), batch_.end());
     auto bySeq = [](const Staged& a, const Staged& b) { return a.e.seq < b.e.seq; };
     // staged_[stagedHead_..] is the queue. Written events are dropped from the front only once

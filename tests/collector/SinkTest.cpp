@@ -12,7 +12,9 @@
 #include "RingRegistry.h"
 #include "Spool.h"
 #include "TraceSink.h"
+#include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/replay/Replay.h"
 
 using namespace poolscope;
 using namespace poolscope::collector;
@@ -182,6 +184,94 @@ TEST(TraceSink, ImplicitReleaseLandsBeforeItsSynchronize) {
     EXPECT_EQ(events[3].kind, EventKind::ImplicitRelease); // the orphan, appended after
     EXPECT_EQ(events[3].correlation, 99u);
     for (size_t i = 1; i < events.size(); ++i) EXPECT_LT(events[i - 1].seq, events[i].seq);
+    std::filesystem::remove(path);
+}
+
+// CUPTI reports a release up to the activity wait late. One that finds no slot before its
+// synchronize (or a slot already written) lands after events whose readings are newer: its
+// used/reserved, read at the release, must not set the pool back (GPT-2: used 1.69 GB low).
+TEST(TraceSink, LateImplicitReleaseCarriesNoStaleWatermarks) {
+    const std::string path = tempTrace("late_release");
+    RingRegistry rings;
+    std::atomic<uint64_t> seq{1};
+    auto sink = makeSink(path, rings, seq);
+    sink->setHoldBackMs(0); // every pass writes what it has: the releases come after
+    EventRing ring(64);
+    rings.add(&ring);
+    constexpr uint64_t MiB = 1 << 20;
+    auto alloc = [&](uint64_t ptr, int64_t ts, bool derived) {
+        Event a;
+        a.correlation = uint32_t(ptr >> 16); // the first names the pool's CREATED record
+        a.kind = EventKind::Alloc;
+        a.ptr = ptr;
+        a.size = MiB;
+        a.pool = 0xabc;
+        a.device = 0;
+        a.seq = seq.fetch_add(1);
+        a.tsNs = ts;
+        a.reserved = 32 * MiB;
+        a.used = derived ? 0 : MiB;
+        a.flags = kHasWatermarks | (derived ? kUsedDerived : 0);
+        ring.push(a);
+    };
+    alloc(0x10000, 100, false); // read: used 1 MiB
+    Event s;
+    s.kind = EventKind::StreamSynchronize;
+    s.pool = 0xabc;
+    s.device = 0;
+    s.correlation = 42;
+    s.seq = seq.fetch_add(1 + kReleaseSlots) + kReleaseSlots;
+    s.tsNs = 500;
+    s.reserved = 32 * MiB;
+    s.used = MiB;
+    s.flags = kHasWatermarks;
+    ring.push(s);
+    alloc(0x20000, 1000, true); // used 2 MiB, derived
+    PoolActivity created;
+    created.op = PoolActivity::Op::Created;
+    created.correlation = 1;
+    created.address = 0x5000;
+    sink->addActivity(created);
+    ASSERT_TRUE(sink->pump().ok());
+
+    // Both read at the release, when 1 MiB was in use and 2 MiB reserved. The first has no
+    // synchronize at all (nothing returned after its time); the second names one already written.
+    PoolActivity orphan;
+    orphan.op = PoolActivity::Op::Trimmed;
+    orphan.correlation = 99;
+    orphan.address = 0x5000;
+    orphan.size = 2 * MiB;
+    orphan.utilized = MiB;
+    orphan.tsNs = 900;
+    sink->addActivity(orphan);
+    PoolActivity slotted = orphan;
+    slotted.correlation = 42;
+    slotted.tsNs = 450;
+    sink->addActivity(slotted);
+    for (int i = 0; i < 200; ++i) ASSERT_TRUE(sink->pump().ok()); // past the activity wait
+    alloc(0x30000, 1100, true); // used 3 MiB, derived after the releases
+    ASSERT_TRUE(sink->close().ok());
+
+    auto events = readAll(path);
+    ASSERT_EQ(events.size(), 6u);
+    int releases = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+        if (i) EXPECT_LT(events[i - 1].seq, events[i].seq);
+        if (events[i].kind != EventKind::ImplicitRelease) continue;
+        ++releases;
+        EXPECT_GT(i, 2u) << "placed after the alloc at 1000 ns";
+        EXPECT_FALSE(events[i].has(kHasWatermarks)) << "correlation " << events[i].correlation;
+        EXPECT_EQ(ReleaseFields::of(events[i]).reservedAfter, 2 * MiB);
+    }
+    EXPECT_EQ(releases, 2);
+    ASSERT_EQ(events.back().kind, EventKind::Alloc);
+    EXPECT_EQ(events.back().used, 3 * MiB);
+
+    replay::Replay r;
+    for (const Event& e : events) r.apply(e);
+    ASSERT_EQ(r.pools().size(), 1u);
+    EXPECT_EQ(r.pools()[0].used, 3 * MiB);
+    EXPECT_EQ(r.pools()[0].reserved, 32 * MiB);
     std::filesystem::remove(path);
 }
 

@@ -254,6 +254,79 @@ TEST(Replay, HandBuiltFreeWithoutPoolGetsDerivedWatermarks) {
     EXPECT_FALSE(es[3].has(kHasWatermarks));
 }
 
+// Hand-built: CUPTI's implicit releases are placed late (after events that happened later).
+// A release timed before the pool's newest reading is older news: neither its watermarks nor its
+// reserved take effect, and used derived after it still counts from the newer reading. One timed
+// after every reading does.
+TEST(Replay, HandBuiltLateReleaseOlderThanTheLastReadingIsNotApplied) {
+    constexpr uint64_t MiB = 1 << 20;
+    auto release = [](Events& ev, int64_t ts, uint64_t reservedAfter) -> Event& {
+        Event& e = ev.add(EventKind::ImplicitRelease, ts);
+        e.pool = kPool;
+        ReleaseFields{reservedAfter, std::nullopt}.into(e);
+        return e;
+    };
+    Events ev;
+    Events::wm(ev.alloc(100, kS1, kPool, 0xA000, MiB), 32 * MiB, MiB);
+    Events::wm(ev.alloc(200, kS1, kPool, 0xB000, MiB), 32 * MiB, 2 * MiB);
+    Events::wm(release(ev, 150, 4 * MiB), 4 * MiB, MiB); // read at 150: one block in use
+    release(ev, 180, 4 * MiB);                           // the same without watermarks
+    Event& derived = ev.alloc(300, kS1, kPool, 0xC000, MiB);
+    Events::wm(derived, 32 * MiB, 0);
+    derived.flags |= kUsedDerived;
+    release(ev, 400, 8 * MiB);                           // newer than every reading
+    Events::wm(release(ev, 500, 3 * MiB), 3 * MiB, 3 * MiB);
+    std::vector<Event> es = ev.all();
+    Replay r;
+    for (int i = 0; i < 2; ++i) r.complete(es[size_t(i)]);
+    const Fact& stale = r.complete(es[2]);
+    EXPECT_FALSE(stale.watermarks);
+    EXPECT_FALSE(stale.reservedOnly);
+    EXPECT_EQ(r.pools()[stale.pool].used, 2 * MiB);
+    EXPECT_EQ(r.pools()[stale.pool].reserved, 32 * MiB);
+    const Fact& staleNoWm = r.complete(es[3]);
+    EXPECT_FALSE(staleNoWm.reservedOnly);
+    EXPECT_EQ(r.pools()[staleNoWm.pool].reserved, 32 * MiB);
+    r.complete(es[4]);
+    EXPECT_EQ(es[4].used, 3 * MiB);
+    const Fact& fresh = r.complete(es[5]);
+    EXPECT_TRUE(fresh.reservedOnly);
+    EXPECT_EQ(r.pools()[fresh.pool].reserved, 8 * MiB);
+    const Fact& freshWm = r.complete(es[6]);
+    EXPECT_TRUE(freshWm.watermarks);
+    EXPECT_EQ(r.pools()[freshWm.pool].reserved, 3 * MiB);
+    EXPECT_EQ(r.pools()[freshWm.pool].used, 3 * MiB);
+}
+
+// Hand-built as the collector wrote traces before it dropped a late release's watermarks (the
+// bundled gpt2.poolscope, format 2): the allocs and frees after the release carry a used derived
+// from the release's stale value. Read back, they count from the last right value until the next
+// value read from the driver, which is taken as it is.
+TEST(Replay, HandBuiltOldTraceDerivesUsedAgainAfterAStaleRelease) {
+    constexpr uint64_t MiB = 1 << 20;
+    Events ev;
+    Events::wm(ev.alloc(100, kS1, kPool, 0xA000, 4 * MiB), 32 * MiB, 4 * MiB); // read
+    Event& rel = ev.add(EventKind::ImplicitRelease, 50);
+    rel.pool = kPool;
+    ReleaseFields{32 * MiB, std::nullopt}.into(rel);
+    Events::wm(rel, 32 * MiB, MiB); // read at 50 ns, placed after the read at 100 ns
+    Event& a = ev.alloc(200, kS1, kPool, 0xB000, MiB);
+    Events::wm(a, 32 * MiB, 2 * MiB); // derived by the writer from the stale 1 MiB
+    a.flags |= kUsedDerived;
+    Event& f = ev.free(300, kS1, kPool, 0xA000);
+    FreeFields{0xA000, 4 * MiB}.into(f);
+    Events::wm(f, 32 * MiB, 0); // 2 MiB - 4 MiB: the writer's rule left it at 0
+    f.flags |= kUsedDerived;
+    Events::wm(ev.alloc(400, kS1, kPool, 0xC000, MiB), 32 * MiB, 7 * MiB); // read: taken as is
+    Event& after = ev.alloc(500, kS1, kPool, 0xD000, MiB);
+    Events::wm(after, 32 * MiB, 8 * MiB);
+    after.flags |= kUsedDerived;
+    Replay r;
+    std::vector<uint64_t> used;
+    for (const Event& e : ev.all()) used.push_back(r.pools()[r.apply(e).pool].used);
+    EXPECT_EQ(used, (std::vector<uint64_t>{4 * MiB, 4 * MiB, 5 * MiB, MiB, 7 * MiB, 8 * MiB}));
+}
+
 TEST(Replay, ImportedPointersGiveTheirPoolButNoSize) {
     Events ev;
     Event& imp = ev.add(EventKind::PointerImport, 1);

@@ -469,6 +469,7 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         p.reserved = e.reserved;
         p.used = e.used;
         p.watermarksKnown = true;
+        p.readTsNs = std::max(p.readTsNs, e.tsNs);
         fact_.pool = pi;
         fact_.newPool = isNew;
         fact_.watermarks = true;
@@ -478,15 +479,38 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
     eventCount_++;
     // PoolSetAccess's device is the device given access, not the pool's.
     const int16_t poolDevice = e.kind == EventKind::PoolSetAccess ? int16_t{-1} : e.device;
-    if (e.has(kHasWatermarks) && e.pool != 0) {
+    // An implicit release comes from CUPTI's activity records, late: when the collector could
+    // not put it at its own place in seq order, events after its time, whose readings are newer
+    // and already include the release, come before it. Its reserved/used (read at the release)
+    // would then set the pool back to a past state, and every used derived from it after would
+    // be off until the next reading (GPT-2: used 1.69 GB low). Traces already recorded carry such
+    // releases with their watermarks, so the rule is here rather than only in the collector.
+    bool staleRelease = false;
+    if (e.kind == EventKind::ImplicitRelease && e.pool != 0) {
+        const uint32_t pi = poolIndex(e.pool);
+        staleRelease = pi != kNone && e.tsNs < pools_[pi].readTsNs;
+        if (staleRelease && e.has(kHasWatermarks)) pools_[pi].rederive = true;
+    }
+    if (e.has(kHasWatermarks) && e.pool != 0 && !staleRelease) {
         const uint32_t pi = poolAt(e.pool, poolDevice, isNew);
         PoolState& p = pools_[pi];
         fact_.watermarksBefore = p.watermarksKnown;
         fact_.reservedBefore = p.reserved;
         fact_.usedBefore = p.used;
+        uint64_t used = e.used;
+        if (!e.has(kUsedDerived)) {
+            p.rederive = false;
+        } else if (p.rederive && p.watermarksKnown) {
+            // The collector's own rule (complete()), applied to this replay's base.
+            if (e.kind == EventKind::Alloc)
+                used = p.used + AllocFields::of(e).bytes;
+            else if (e.has(kSizeKnown) && p.used >= e.size)
+                used = p.used - e.size;
+        }
         p.reserved = e.reserved;
-        p.used = e.used;
+        p.used = used;
         p.watermarksKnown = true;
+        p.readTsNs = std::max(p.readTsNs, e.tsNs);
         fact_.pool = pi;
         fact_.newPool = isNew;
         fact_.watermarks = true;
@@ -573,7 +597,7 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
     case EventKind::PoolTrimTo: pool(); break;
     case EventKind::ImplicitRelease: {
         PoolState& p = pool();
-        if (!fact_.watermarks) {
+        if (!fact_.watermarks && !staleRelease) {
             p.reserved = ReleaseFields::of(e).reservedAfter;
             fact_.reservedOnly = true;
         }

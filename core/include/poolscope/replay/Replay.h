@@ -97,6 +97,14 @@ struct PoolState {
     uint64_t reserved = 0;
     uint64_t used = 0;
     bool watermarksKnown = false;
+    // Time of the newest driver reading behind reserved/used (kHasWatermarks events and samples;
+    // each is read at or after its event's time). An implicit release reported with an earlier
+    // time was read before it, so it says nothing newer about this pool (see apply()).
+    int64_t readTsNs = INT64_MIN;
+    // Traces recorded before the collector dropped such a release's watermarks: its writer
+    // derived the used of the allocs and frees after it from the release's stale value. Until
+    // the next value read from the driver, those are derived again here from the right base.
+    bool rederive = false;
     // Blocks of this pool allocated in this trace and not yet freed.
     uint64_t liveBytes = 0;
     uint64_t liveCount = 0;
