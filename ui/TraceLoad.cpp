@@ -7,6 +7,7 @@
 
 #include <QCoreApplication>
 #include <QFileInfo>
+#include <algorithm>
 #include <exception>
 
 namespace poolscope::ui {
@@ -14,6 +15,24 @@ namespace poolscope::ui {
 namespace {
 QString tr(const char* s) {
     return QCoreApplication::translate("TraceLoader", s);
+}
+
+// BuildOptions::boundTimes's rule, for what the window reads beside the timeline.
+int64_t boundTime(int64_t t) {
+    return std::clamp<int64_t>(t, 0, BuildOptions::kLatestPlausibleNs - 1);
+}
+
+size_t boundRangeTimes(StackTables& st) {
+    size_t n = 0;
+    for (NvtxRange& r : st.ranges) {
+        const int64_t start = boundTime(r.startNs);
+        // endNs 0 is "still open": kept.
+        const int64_t end = r.endNs == 0 ? 0 : std::max(start, boundTime(r.endNs));
+        n += start != r.startNs || end != r.endNs;
+        r.startNs = start;
+        r.endNs = end;
+    }
+    return n;
 }
 
 void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadOptions& o,
@@ -48,10 +67,15 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
             o.onPartial(part);
         };
     }
-    // A damaged trace shows what is intact, and says what was left out.
+    // A damaged trace shows what is intact, and says what was left out. Its impossible times
+    // are bounded here, once, so that no t - t0 of the window's can overflow on them.
     (*reader)->setSkipDamaged(true);
+    std::vector<TraceDamage> timeDamage;
+    options.boundTimes = &timeDamage;
     auto tl = buildTimeline(**reader, options);
-    for (const TraceDamage& d : (*reader)->damage())
+    auto damage = (*reader)->damage();
+    damage.insert(damage.end(), timeDamage.begin(), timeDamage.end());
+    for (const TraceDamage& d : damage)
         snap.damage << (d.events
                             ? tr("%1 (%2 events)").arg(QString::fromStdString(d.what)).arg(d.events)
                             : QString::fromStdString(d.what));
@@ -72,17 +96,24 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
     setPhase(3);
     if (auto st = (*reader)->stacks()) {
         if (!st->sites.empty()) symbolize(*st);
+        if (const size_t n = boundRangeTimes(*st))
+            snap.damage << tr("%1 NVTX range(s) dated at a time no recording has: shown at the "
+                              "nearer end of the possible range")
+                               .arg(n);
         snap.stacks = std::make_shared<const StackTables>(std::move(*st));
     } else {
         snap.damage
             << tr("call stacks left out: %1").arg(QString::fromStdString(st.error().message));
     }
     if (o.ipc) {
-        if (auto ipc = interop::readIpcEvents(**reader))
+        if (auto ipc = interop::readIpcEvents(**reader)) {
             out.ipc = std::move(*ipc);
-        else
+            // The same events as the timeline's: already counted above if any was moved.
+            for (Event& e : out.ipc) e.tsNs = boundTime(e.tsNs);
+        } else {
             snap.damage << tr("IPC calls left out (links to other processes are not shown): %1")
                                .arg(QString::fromStdString(ipc.error().message));
+        }
     }
     if (o.report)
         out.report = std::make_shared<const Report>(

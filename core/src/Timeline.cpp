@@ -892,11 +892,33 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     }
     if (total == 0) total = reader.chunkedEventCount();
 
+    const bool bound = options.boundTimes != nullptr;
+    auto plausible = [](int64_t t) { return t >= 0 && t < BuildOptions::kLatestPlausibleNs; };
+    // The chunk headers' range only widens a partial timeline: a damaged one is not used.
+    if (bound && !(plausible(summary.firstTsNs) && plausible(summary.lastTsNs)))
+        summary.firstTsNs = summary.lastTsNs = 0;
+
     // Samples live in their own table; they are few (periodic), so read them whole and merge
     // them into the event stream by time: each goes in before the first event not earlier.
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
                                   std::numeric_limits<int64_t>::max());
     if (!samples) return samples.error();
+    if (bound) {
+        std::vector<Event>& all = samples.value();
+        const auto bad = std::find_if(all.begin(), all.end(),
+                                      [&](const Event& e) { return !plausible(e.tsNs); });
+        if (bad != all.end()) {
+            const int64_t example = bad->tsNs;
+            const auto kept = std::remove_if(bad, all.end(),
+                                             [&](const Event& e) { return !plausible(e.tsNs); });
+            const size_t n = size_t(all.end() - kept);
+            all.erase(kept, all.end());
+            options.boundTimes->push_back(
+                {std::to_string(n) + " watermark sample(s) dated at a time no recording has (e.g. " +
+                     std::to_string(example) + " ns; the clock is never negative nor 2^62 ns or "
+                     "later): left out", 0});
+        }
+    }
     const std::vector<Event>& ss = samples.value();
     // Capacity hints from event_counts, each bounded by the events the chunk rows can hold
     // (a damaged or hostile table may claim 2^63 of a kind: issue #12).
@@ -915,9 +937,20 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     std::chrono::steady_clock::time_point started{};
     auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
     // One chunk into the builder, then progress, the partial timeline when due, and cancel.
+    uint64_t movedEvents = 0;
+    int64_t movedExample = 0;
+    Event moved;
     auto consume = [&](const std::vector<Event>& chunk) {
         if (done == 0) started = std::chrono::steady_clock::now();
-        for (const Event& e : chunk) {
+        for (const Event& read : chunk) {
+            const Event* ep = &read;
+            if (bound && !plausible(read.tsNs)) [[unlikely]] {
+                if (movedEvents++ == 0) movedExample = read.tsNs;
+                moved = read;
+                moved.tsNs = read.tsNs < 0 ? 0 : BuildOptions::kLatestPlausibleNs - 1;
+                ep = &moved;
+            }
+            const Event& e = *ep;
             if (e.tsNs >= nextSample) [[unlikely]] {
                 while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(b, ss[si++]);
                 nextSample = si < ss.size() ? ss[si].tsNs : std::numeric_limits<int64_t>::max();
@@ -939,6 +972,12 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     while (si < ss.size()) addSample(b, ss[si++]);
+    if (movedEvents)
+        options.boundTimes->push_back(
+            {"events dated at a time no recording has (e.g. " + std::to_string(movedExample) +
+                 " ns; the clock is never negative nor 2^62 ns or later): shown at the nearer "
+                 "end of the possible range",
+             movedEvents});
     return b.finish();
 }
 

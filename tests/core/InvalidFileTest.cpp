@@ -13,6 +13,7 @@
 #include "TestTraces.h"
 #include "poolscope/Entities.h"
 #include "poolscope/Schema.h"
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 
@@ -220,6 +221,105 @@ TEST(Cli, JsonOutputSurvivesTextThatIsNotUtf8) {
 
 // Durations from timestamps at the ends of int64 overflowed (undefined behaviour, and a negative
 // duration in practice). The span fits uint64: JSON gives it exactly, text never goes negative.
+// The window reads with BuildOptions::boundTimes (issue #12, hostile.window under the debug
+// preset): a trace with times no clock gives (hand-built here, not recorded) is bounded once,
+// where it is read, and each change is said.
+TEST(BoundTimes, ImpossibleTimesAreMovedOrLeftOutAndSaid) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("handbuilt-impossible-times.poolscope");
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w) << w.error().message;
+        test::Events ev;
+        ev.alloc(INT64_MIN + 1, 0x10, 0x20, 0x1000, 256);
+        ev.alloc(5'000, 0x10, 0x20, 0x3000, 128); // a possible time between them
+        ev.free(INT64_MAX - 1, 0x10, 0x20, 0x1000);
+        ev.alloc(INT64_MAX, 0x10, 0x20, 0x2000, 512);
+        ASSERT_TRUE((*w)->append(ev.all()));
+        for (int64_t ts : {INT64_MIN, int64_t{6'000}, int64_t{-1}}) {
+            Event smp;
+            smp.kind = EventKind::Sample;
+            smp.tsNs = ts;
+            smp.pool = 0x20;
+            smp.reserved = smp.size = 2 << 20;
+            smp.flags = kHasWatermarks;
+            ASSERT_TRUE((*w)->append(smp));
+        }
+        ASSERT_TRUE((*w)->close());
+    }
+    auto r = TraceReader::open(path);
+    ASSERT_TRUE(r) << r.error().message;
+    // As read by the CLI (no bound): the times as they are.
+    auto plain = buildTimeline(**r);
+    ASSERT_TRUE(plain) << plain.error().message;
+    EXPECT_EQ((*plain)->t0, INT64_MIN);
+    EXPECT_EQ((*plain)->t1, INT64_MAX);
+
+    std::vector<TraceDamage> damage;
+    BuildOptions o;
+    o.boundTimes = &damage;
+    auto tl = buildTimeline(**r, o);
+    ASSERT_TRUE(tl) << tl.error().message;
+    const Timeline& t = **tl;
+    EXPECT_EQ(t.t0, 0);
+    EXPECT_EQ(t.t1, BuildOptions::kLatestPlausibleNs - 1);
+    // Every event is kept (the replay needs the free of 0x1000), at the nearer end.
+    EXPECT_EQ(t.eventCount, 4u);
+    ASSERT_EQ(t.allocations.size(), 3u);
+    EXPECT_EQ(t.allocations[0].allocTsNs, 0);
+    EXPECT_EQ(t.allocations[0].freeTsNs, BuildOptions::kLatestPlausibleNs - 1);
+    EXPECT_EQ(t.allocations[1].allocTsNs, 5'000);
+    EXPECT_EQ(t.allocations[2].allocTsNs, BuildOptions::kLatestPlausibleNs - 1);
+    EXPECT_TRUE(t.allocations[2].live());
+    // Only the sample at a possible time is kept.
+    EXPECT_EQ(t.sampleCount, 1u);
+    ASSERT_EQ(damage.size(), 2u);
+    EXPECT_NE(damage[0].what.find("2 watermark sample(s)"), std::string::npos) << damage[0].what;
+    EXPECT_NE(damage[0].what.find(std::to_string(INT64_MIN)), std::string::npos) << damage[0].what;
+    EXPECT_NE(damage[0].what.find("left out"), std::string::npos) << damage[0].what;
+    EXPECT_EQ(damage[0].events, 0u);
+    EXPECT_NE(damage[1].what.find("events dated at a time no recording has"), std::string::npos)
+        << damage[1].what;
+    EXPECT_EQ(damage[1].events, 3u);
+}
+
+// The bound changes nothing in a real trace: every bundled sample reads the same with it, and
+// nothing is said.
+TEST(BoundTimes, EveryBundledSampleReadsTheSame) {
+    int files = 0;
+    for (const auto& f : std::filesystem::directory_iterator(POOLSCOPE_SAMPLES_DIR)) {
+        if (f.path().extension() != ".poolscope") continue;
+        ++files;
+        SCOPED_TRACE(f.path().filename().string());
+        auto r = TraceReader::open(f.path().string());
+        ASSERT_TRUE(r) << r.error().message;
+        auto plain = buildTimeline(**r);
+        ASSERT_TRUE(plain) << plain.error().message;
+        std::vector<TraceDamage> damage;
+        BuildOptions o;
+        o.boundTimes = &damage;
+        auto bounded = buildTimeline(**r, o);
+        ASSERT_TRUE(bounded) << bounded.error().message;
+        const Timeline &a = **plain, &b = **bounded;
+        EXPECT_TRUE(damage.empty()) << damage.front().what;
+        EXPECT_EQ(a.t0, b.t0);
+        EXPECT_EQ(a.t1, b.t1);
+        EXPECT_EQ(a.eventCount, b.eventCount);
+        EXPECT_EQ(a.sampleCount, b.sampleCount);
+        ASSERT_EQ(a.allocations.size(), b.allocations.size());
+        for (size_t i = 0; i < a.allocations.size(); ++i) {
+            EXPECT_EQ(a.allocations[i].allocTsNs, b.allocations[i].allocTsNs);
+            EXPECT_EQ(a.allocations[i].freeTsNs, b.allocations[i].freeTsNs);
+        }
+        ASSERT_EQ(a.pools.size(), b.pools.size());
+        for (size_t i = 0; i < a.pools.size(); ++i) {
+            EXPECT_EQ(a.pools[i].peakReserved, b.pools[i].peakReserved);
+            EXPECT_EQ(a.pools[i].peakUsed, b.pools[i].peakUsed);
+        }
+    }
+    EXPECT_GE(files, 8);
+}
+
 TEST(Cli, DurationsAtTheEndsOfInt64) {
     test::ScratchDir dir;
     const std::string path = dir.file("extremes.poolscope");

@@ -2,8 +2,10 @@
 // (deterministically, from a fixed seed) and run through every CLI verb that reads a trace.
 //
 //   poolscope_hostile_corpus generate SAMPLES_DIR OUT_DIR
-//   poolscope_hostile_corpus run      SAMPLES_DIR OUT_DIR POOLSCOPE_CLI [JOBS]
+//   poolscope_hostile_corpus run      SAMPLES_DIR OUT_DIR POOLSCOPE_CLI [JOBS [STRIDE [TIME_SCALE]]]
 //
+// STRIDE runs every STRIDE-th file only; TIME_SCALE multiplies each verb's 30 s limit (CMake
+// passes both for the sanitizer builds).
 // `run` generates, then runs `info`, `info --json`, `report --json`, `dump`, `whatif --json` and
 // `export` (Perfetto JSON, to /dev/null) on every file.
 // A file passes when no verb ends by a signal or runs past the time limit, a verb that fails says
@@ -287,6 +289,11 @@ struct Run {
     std::string out, err;
 };
 
+// Each verb's limit: kVerbSeconds times the build's scale (a sanitized CLI is 3-10x slower). A
+// run past it is a hang, and fails.
+constexpr int kVerbSeconds = 30;
+int verbLimitSeconds = kVerbSeconds;
+
 Run runCli(const std::string& cli, const std::vector<std::string>& args, const std::string& tmp) {
     Run r;
     const std::string outPath = tmp + ".out", errPath = tmp + ".err";
@@ -303,7 +310,7 @@ Run runCli(const std::string& cli, const std::vector<std::string>& args, const s
         ::execv(cli.c_str(), argv.data());
         ::_exit(127);
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(verbLimitSeconds);
     int status = 0;
     for (;;) {
         const pid_t w = ::waitpid(pid, &status, WNOHANG);
@@ -377,7 +384,9 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
                 if (r.signaled)
                     why.push_back(v + ": killed by signal " + std::to_string(r.signal) + " " +
                                   r.err.substr(0, 300));
-                if (r.timedOut) why.push_back(v + ": did not finish in 30 s");
+                if (r.timedOut)
+                    why.push_back(v + ": did not finish in " + std::to_string(verbLimitSeconds) +
+                                  " s");
                 // A sanitized CLI (debug preset) reports and exits 1 with a message: that is a
                 // bug found, not a clear error.
                 for (const char* report : {"AddressSanitizer", "LeakSanitizer", "runtime error:"})
@@ -424,11 +433,13 @@ int main(int argc, char** argv) {
                         c.mustFlag ? "\t(must be refused or warned about)" : "");
         return 0;
     }
-    if (argc >= 5 && std::strcmp(argv[1], "run") == 0)
+    if (argc >= 5 && std::strcmp(argv[1], "run") == 0) {
+        if (argc >= 8) verbLimitSeconds = kVerbSeconds * std::clamp(std::atoi(argv[7]), 1, 100);
         return runCorpus(argv[2], argv[3], argv[4], argc >= 6 ? std::atoi(argv[5]) : 2,
                          argc >= 7 ? std::max(1, std::atoi(argv[6])) : 1);
+    }
     std::fprintf(stderr, "usage: %s generate SAMPLES_DIR OUT_DIR\n"
-                         "       %s run SAMPLES_DIR OUT_DIR POOLSCOPE_CLI [JOBS [STRIDE]]\n",
+                         "       %s run SAMPLES_DIR OUT_DIR POOLSCOPE_CLI [JOBS [STRIDE [TIME_SCALE]]]\n",
                  argv[0], argv[0]);
     return 2;
 }

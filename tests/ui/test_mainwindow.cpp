@@ -241,6 +241,45 @@ TEST(MainWindow, InflatedCountsShowTheIntactEventsAndTheDamage) {
     } // ~MainWindow, ~TraceLoader: must not rethrow
 }
 
+// A copy of a real trace with its first watermark sample moved to INT64_MIN (a hand-damaged
+// copy: the damage hostile.corpus's "values" files make). The window once overflowed on every
+// t - t0 after such a sample (UBSan, hostile.window under the debug preset); now the sample is
+// left out where the trace is read, and the window says so.
+TEST(MainWindow, ASampleAtInt64MinIsLeftOutAndSaid) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("hand-damaged-beyond_pool-sample-at-int64-min.poolscope");
+    ASSERT_TRUE(QFile::copy(QStringLiteral(POOLSCOPE_SAMPLES_DIR "/beyond_pool.poolscope"), path));
+    QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+        EXPECT_EQ(sqlite3_exec(db, "UPDATE samples SET ts_ns = -9223372036854775808 WHERE id = "
+                                   "(SELECT min(id) FROM samples)",
+                               nullptr, nullptr, nullptr),
+                  SQLITE_OK);
+        EXPECT_EQ(sqlite3_changes(db), 1);
+        sqlite3_close(db);
+    }
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    ASSERT_TRUE(openAndWait(w, QStringLiteral(POOLSCOPE_SAMPLES_DIR "/beyond_pool.poolscope")));
+    const int64_t intactT0 = w.snapshot().timeline->t0;
+    const uint64_t intactSamples = w.snapshot().timeline->sampleCount;
+    EXPECT_TRUE(w.snapshot().damage.isEmpty());
+    ASSERT_TRUE(openAndWait(w, path));
+    ASSERT_TRUE(w.snapshot().valid());
+    EXPECT_GE(w.snapshot().timeline->t0, intactT0);
+    EXPECT_EQ(w.snapshot().timeline->sampleCount + 1, intactSamples);
+    auto* box = w.findChild<QMessageBox*>("damageBox");
+    ASSERT_NE(box, nullptr);
+    EXPECT_TRUE(box->text().contains(QStringLiteral("1 watermark sample(s) dated at a time no "
+                                                    "recording has")))
+        << box->text().toStdString();
+    box->close();
+    w.grab();
+}
+
 // 1,000 pools: one graph set each (used, reserved, high watermark, threshold, markers) and none
 // of them in QCustomPlot's hidden legend, whose per-item removal (a linear search and a relayout
 // each) made closing such a trace take a minute. The timing is poolscope_bench_many_pools's.

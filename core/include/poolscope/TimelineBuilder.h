@@ -18,6 +18,7 @@
 namespace poolscope {
 
 class TraceReader;
+struct TraceDamage;
 namespace replay {
 class Observer;
 class Replay;
@@ -88,6 +89,15 @@ struct BuildOptions {
     // while other work keeps both vCPUs busy (docs/PERFORMANCE.md).
     bool readAhead = defaultReadAhead();
     static bool defaultReadAhead();
+    // Times are CLOCK_MONOTONIC nanoseconds: none is negative, nor 2^62 or later (146 years
+    // after boot). A damaged trace's can be anything (a sample at INT64_MIN), and every later
+    // t - t0, duration and pixel position of the window overflowed on it (issue #12). When set,
+    // buildTimeline keeps every time in [0, kLatestPlausibleNs): a sample outside is left out,
+    // an event outside is moved to the nearer end (the replay still needs it), and each kind of
+    // change is added here once, with its count, for the user to see. An undamaged trace is read
+    // exactly as without it.
+    std::vector<TraceDamage>* boundTimes = nullptr;
+    static constexpr int64_t kLatestPlausibleNs = int64_t{1} << 62;
 };
 
 // Reads the whole trace through a builder: one pass in seq order, samples merged in by time.
