@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "TestTraces.h"
 
 namespace poolscope {
@@ -78,6 +80,46 @@ TEST(ReportGolden, EverySampleMatchesItsCommittedReport) {
         }
     }
     EXPECT_GE(compared, 4 * 15); // every sample, every variant
+}
+
+// Every time in the JSON report is measured from the trace's start, so none can be negative; a
+// pool that never held a byte has no peak time at all (null), where the report once printed its
+// unset time minus the start (ipc-child, gpt2, torch: -25.9 s and such).
+void expectNoTimeBeforeTheStart(const nlohmann::json& j, const std::string& path, int& seen) {
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            const std::string& key = it.key();
+            if (key.size() > 3 && key.compare(key.size() - 3, 3, "_ns") == 0 &&
+                it.value().is_number()) {
+                ++seen;
+                EXPECT_GE(it.value().get<double>(), 0) << path << "." << key;
+            }
+            expectNoTimeBeforeTheStart(it.value(), path + "." + key, seen);
+        }
+    } else if (j.is_array()) {
+        for (size_t i = 0; i < j.size(); ++i)
+            expectNoTimeBeforeTheStart(j[i], path + "[" + std::to_string(i) + "]", seen);
+    }
+}
+
+TEST(ReportGolden, NoSamplesJsonReportHasATimeBeforeTheTraceStarts) {
+    int seen = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(kSamples)) {
+        if (entry.path().extension() != ".poolscope") continue;
+        const std::string cmd = "'" + std::string(POOLSCOPE_CLI) + "' report --json '" +
+                                entry.path().string() + "' 2>/dev/null";
+        FILE* f = ::popen(cmd.c_str(), "r");
+        ASSERT_NE(f, nullptr);
+        std::string out;
+        char buf[4096];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+        ::pclose(f);
+        const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+        ASSERT_FALSE(j.is_discarded()) << entry.path();
+        expectNoTimeBeforeTheStart(j, entry.path().stem().string(), seen);
+    }
+    EXPECT_GT(seen, 100);
 }
 
 } // namespace

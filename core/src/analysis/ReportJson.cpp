@@ -60,6 +60,12 @@ std::string reportToJson(const Report& r, int indent) {
                            {"uuid", d.uuid}});
     j["devices"] = devices;
 
+    // A pool or stream that never held a byte (an imported pool's unread side, events that
+    // named no pool, PyTorch's 128 idle streams) has no time for its peak: null, not a time
+    // before the trace began.
+    auto peakAt = [&r](uint64_t value, int64_t ts) {
+        return value ? jsonNsBetween<json>(r.t0, ts) : json();
+    };
     json pools = json::array();
     for (const PoolReport& p : r.pools) {
         json o = {{"handle", formatHandle(p.info.handle)},
@@ -69,13 +75,13 @@ std::string reportToJson(const Report& r, int indent) {
                   {"max_size", p.info.maxSize},
                   {"has_watermarks", p.hasWatermarks},
                   {"peak_reserved", p.peakReserved},
-                  {"peak_reserved_ns", jsonNsBetween<json>(r.t0, p.peakReservedTsNs)},
+                  {"peak_reserved_ns", peakAt(p.peakReserved, p.peakReservedTsNs)},
                   {"used_at_peak_reserved", p.usedAtPeakReserved},
                   {"idle_at_peak", p.idleAtPeak},
                   {"max_idle", p.maxIdle},
-                  {"max_idle_ns", jsonNsBetween<json>(r.t0, p.maxIdleTsNs)},
+                  {"max_idle_ns", peakAt(p.maxIdle, p.maxIdleTsNs)},
                   {"peak_used", p.peakUsed},
-                  {"peak_used_ns", jsonNsBetween<json>(r.t0, p.peakUsedTsNs)},
+                  {"peak_used_ns", peakAt(p.peakUsed, p.peakUsedTsNs)},
                   {"peak_live", p.peakLive},
                   {"bytes_allocated", p.bytesAllocated},
                   {"alloc_count", p.allocCount},
@@ -114,9 +120,9 @@ std::string reportToJson(const Report& r, int indent) {
         totals.push_back({{"device", d.device},
                           {"pools", d.poolCount},
                           {"peak_reserved", d.peakReserved},
-                          {"peak_reserved_ns", jsonNsBetween<json>(r.t0, d.peakReservedTsNs)},
+                          {"peak_reserved_ns", peakAt(d.peakReserved, d.peakReservedTsNs)},
                           {"peak_used", d.peakUsed},
-                          {"peak_used_ns", jsonNsBetween<json>(r.t0, d.peakUsedTsNs)},
+                          {"peak_used_ns", peakAt(d.peakUsed, d.peakUsedTsNs)},
                           {"final_reserved", d.finalReserved},
                           {"final_used", d.finalUsed},
                           {"bytes_allocated", d.bytesAllocated},
@@ -147,13 +153,11 @@ std::string reportToJson(const Report& r, int indent) {
                            {"cross_stream_frees", s.crossStreamFrees},
                            {"failed_count", s.failedCount},
                            {"peak_live", s.peakLive},
-                           {"peak_live_ns", jsonNsBetween<json>(r.t0, s.peakLiveTsNs)},
+                           {"peak_live_ns", peakAt(s.peakLive, s.peakLiveTsNs)},
                            {"live_at_end_bytes", s.liveAtEndBytes},
                            {"live_at_end_count", s.liveAtEndCount},
                            {"peak_pending_free", s.peakPendingFree},
-                           {"peak_pending_free_ns",
-                            s.peakPendingFree ? jsonNsBetween<json>(r.t0, s.peakPendingFreeTsNs)
-                                              : json(0)}});
+                           {"peak_pending_free_ns", peakAt(s.peakPendingFree, s.peakPendingFreeTsNs)}});
     j["streams"] = streams;
 
     json leaks = json::array();
