@@ -31,6 +31,20 @@ std::string readFile(const std::string& path) {
     return s.str();
 }
 
+// A shell command's standard output, and whether it exited 0.
+std::string output(const std::string& cmd, bool& ok) {
+    std::string out;
+    FILE* f = ::popen(cmd.c_str(), "r");
+    ok = f != nullptr;
+    if (!f) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    const int status = ::pclose(f);
+    ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return out;
+}
+
 // The first line where two outputs part, for a readable failure.
 std::string firstDifference(const std::string& want, const std::string& got) {
     std::istringstream a(want), b(got);
@@ -65,14 +79,9 @@ TEST(ReportGolden, EverySampleMatchesItsCommittedReport) {
             // Run in the samples folder: the report names the trace as given on the command line.
             const std::string cmd = "cd '" + kSamples + "' && '" + POOLSCOPE_CLI + "' report '" +
                                     name + ".poolscope'" + v.args + " 2>/dev/null";
-            FILE* f = ::popen(cmd.c_str(), "r");
-            ASSERT_NE(f, nullptr);
-            std::string out;
-            char buf[4096];
-            size_t n;
-            while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-            const int status = ::pclose(f);
-            EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+            bool ok = false;
+            const std::string out = output(cmd, ok);
+            EXPECT_TRUE(ok);
             const std::string want = readFile(golden);
             EXPECT_EQ(want.size(), out.size());
             EXPECT_TRUE(want == out) << firstDifference(want, out);
@@ -108,13 +117,9 @@ TEST(ReportGolden, NoSamplesJsonReportHasATimeBeforeTheTraceStarts) {
         if (entry.path().extension() != ".poolscope") continue;
         const std::string cmd = "'" + std::string(POOLSCOPE_CLI) + "' report --json '" +
                                 entry.path().string() + "' 2>/dev/null";
-        FILE* f = ::popen(cmd.c_str(), "r");
-        ASSERT_NE(f, nullptr);
-        std::string out;
-        char buf[4096];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-        ::pclose(f);
+        bool ok = false;
+        const std::string out = output(cmd, ok);
+        EXPECT_TRUE(ok) << entry.path();
         const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
         ASSERT_FALSE(j.is_discarded()) << entry.path();
         expectNoTimeBeforeTheStart(j, entry.path().stem().string(), seen);
