@@ -1,5 +1,6 @@
 #include "Runtime.h"
 
+#include <bit>
 #include <cstring>
 #include <new>
 #include <sys/syscall.h>
@@ -25,7 +26,6 @@ constexpr size_t kRingPrefetchAhead = 8;
 // callback. One pointer fits the static TLS surplus glibc keeps for exactly this.
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
-
 // Runtime::sharedPtrPools: one word per entry, the pointer's low 48 bits and its pool's slot
 // index + 1 above them, so that a reader never sees one alloc's pointer with another's pool.
 // Direct-mapped: a newer alloc hashing to the same entry replaces the older, whose free then
@@ -34,11 +34,13 @@ thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = n
 constexpr int kPtrBits = 48;
 constexpr uint64_t kPtrMask = (uint64_t{1} << kPtrBits) - 1;
 
+constexpr int kSharedBits = std::countr_zero(Runtime::kSharedPtrCache);
+static_assert(Runtime::kSharedPtrCache == size_t{1} << kSharedBits);
+
 inline std::atomic<uint64_t>& sharedEntry(Runtime& rt, uint64_t ptr) {
     const uint64_t h = (ptr >> 8) * 0x9E3779B97F4A7C15ull;
-    return rt.sharedPtrPools[h >> (64 - 15)];
+    return rt.sharedPtrPools[h >> (64 - kSharedBits)];
 }
-static_assert(Runtime::kSharedPtrCache == (1u << 15));
 static_assert(Runtime::kMaxPools < (1 << (64 - kPtrBits)) - 1);
 
 inline void sharedRemember(Runtime& rt, uint64_t ptr, const PoolSlot* slot) {
@@ -58,13 +60,6 @@ inline uint64_t sharedFind(Runtime& rt, uint64_t ptr, bool take) {
     const uint64_t index = (v >> kPtrBits) - 1;
     if (index >= static_cast<uint64_t>(rt.poolCount.load(std::memory_order_acquire))) return 0;
     return rt.pools[index].handle.load(std::memory_order_relaxed);
-}
-
-inline void sharedForget(Runtime& rt, uint64_t ptr) {
-    if (!ptr || (ptr & ~kPtrMask)) return;
-    std::atomic<uint64_t>& en = sharedEntry(rt, ptr);
-    if ((en.load(std::memory_order_relaxed) & kPtrMask) == ptr)
-        en.store(0, std::memory_order_relaxed);
 }
 
 __attribute__((cold, noinline)) ThreadState* makeThreadState(bool guarded) {
@@ -527,9 +522,9 @@ __attribute__((hot, always_inline)) inline void onExit(ThreadState* t, CUpti_Cal
         if (ok && ev.ptr && ev.pool) sharedRemember(rt, ev.ptr, slotFor(t, ev.pool));
         break;
     case EventKind::DeviceAlloc:
-        // The address may have been a pool block of this thread freed on another one: its stale
-        // entry must not make a later cudaFree of it look like a pool free.
-        if (ok && ev.ptr) sharedForget(rt, ev.ptr);
+        // The address may have been a pool block whose free went unseen: its stale entry must
+        // not make a later cudaFree of it look like a pool free.
+        if (ok && ev.ptr) (void)sharedFind(rt, ev.ptr, true);
         break;
     case EventKind::DeviceFree:
         // Raw ticks, converted to ns by the writer with the event's time (TraceSink).
