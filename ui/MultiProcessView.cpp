@@ -294,7 +294,15 @@ void MultiProcessView::setTraces(const std::vector<TraceLoadResult>& results,
         const int64_t m = std::max<int64_t>((b - a) / 30, 25);
         setViewRange(a - m, b + m);
     }
-    setActiveProcess(0);
+    // The docks follow the active process: the first that allocated anything, not a launcher
+    // with nothing to show.
+    int first = 0;
+    for (size_t i = 0; i < set_.entries.size(); ++i)
+        if (set_.entries[i].snap.timeline->eventCount != 0) {
+            first = int(i);
+            break;
+        }
+    setActiveProcess(first);
 }
 
 void MultiProcessView::buildSections() {
@@ -357,6 +365,13 @@ void MultiProcessView::buildSections() {
                 qOverload<>(&QWidget::update));
         connect(s.timeline, &TimelineWidget::lanesCollapsedChanged, this,
                 &MultiProcessView::relayoutSections);
+        // A process that never used the allocator (torchrun's launcher, a DataLoader worker)
+        // would take a group's height to say so: it starts collapsed, its header says why.
+        if (tl.eventCount == 0) {
+            s.collapsed = true;
+            s.toggle->setArrowType(Qt::RightArrow);
+            s.title->setText(s.title->text() + tr(" · <i>nothing allocated: collapsed</i>"));
+        }
         sections_.push_back(s);
     }
     overlay_->raise();

@@ -380,6 +380,10 @@ void WhatIfPanel::showEvent(QShowEvent* e) {
 
 void WhatIfPanel::startTape() {
     if (!snap_.valid() || snap_.timeline->partial || !active()) return;
+    if (!liveSnapshot_ && snap_.timeline->pools.empty()) {
+        setStatus(tr("This trace has no pool: nothing to model."));
+        return;
+    }
     std::shared_ptr<const whatif::Tape> liveTape;
     if (liveSnapshot_) {
         if (!tapeSource_) {
@@ -772,7 +776,9 @@ void WhatIfPanel::updateNumbers() {
 void WhatIfPanel::updateAdvice() {
     const QString name = snap_.valid() ? snap_.layout->poolName(currentPool()) : QString();
     const whatif::PoolAdvice* a = advice();
-    if (!tape_) {
+    if (snap_.valid() && snap_.timeline->pools.empty()) {
+        adviceText_->setText(tr("No pool, no advice."));
+    } else if (!tape_) {
         adviceText_->setText(snap_.valid() ? tr("The advisor answers once the model has read "
                                                 "the trace.")
                                            : QString());

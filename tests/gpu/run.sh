@@ -119,17 +119,20 @@ else
 fi
 # A two-rank GPT-2 DDP job started by torchrun under record: one trace per rank (the ranks are
 # record's children), each checked against its rank's truth, then shown together by `merge`.
+# With one GPU the two ranks share it and talk through gloo (GPT2_DDP_SHARE_GPU=1): the same
+# torchrun job shape, one process and one trace per rank.
 check_ddp() {
-    local py tr
+    local py tr share=0 backend=nccl
     py=$(command -v python3)
     if [[ $NGPU -lt 2 ]]; then
-        echo "skipped: needs 2 GPUs (found $NGPU)"
-        note "SKIP gpt2_ddp: skipped: needs 2 GPUs (found $NGPU)"; return
+        echo "gpt2_ddp: one GPU (found $NGPU): both ranks on GPU 0 through gloo"
+        share=1 backend=gloo
     fi
-    if ! python3 -c "import torch, transformers, torch.distributed as d; assert torch.cuda.is_available() and d.is_nccl_available()" 2>/dev/null; then
-        note "SKIP gpt2_ddp: no transformers / PyTorch with CUDA and NCCL"; return
+    if ! python3 -c "import torch, transformers, torch.distributed as d; assert torch.cuda.is_available() and d.is_${backend}_available()" 2>/dev/null; then
+        note "SKIP gpt2_ddp: no transformers / PyTorch with CUDA and ${backend}"; return
     fi
     rm -f "$WORK"/ddp*.poolscope
+    GPT2_DDP_SHARE_GPU=$share \
     PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRANSFORMERS_VERBOSITY=error PYTHONUNBUFFERED=1 \
         "$PS" record -o "$WORK/ddp.poolscope" -- "$py" -m torch.distributed.run --standalone \
         --nproc-per-node 2 "$HERE/../workloads/gpt2_ddp.py" "${DDP_STEPS:-20}" >"$WORK/ddp.truth" 2>"$WORK/ddp.err"

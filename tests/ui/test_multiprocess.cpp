@@ -257,6 +257,47 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
     EXPECT_FALSE(dock->isVisible());
 }
 
+// A torchrun job recorded on one H100 (two ranks sharing GPU 0 through gloo: run.sh's gpt2_ddp
+// on a one-GPU machine): the launcher, which never allocated, and its two ranks.
+TEST(MultiProcessView, TorchrunRanksEachAGroupTheIdleLauncherCollapsed) {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    const QStringList files = {sample("torchrun-rank1.poolscope"),
+                               sample("torchrun-launcher.poolscope"),
+                               sample("torchrun-rank0.poolscope")};
+    ASSERT_TRUE(openAndWait(w, files));
+    ASSERT_EQ(w.modes()->mode(), WindowModes::Mode::Processes);
+    MultiProcessView* v = w.modes()->processes();
+    const MergeTruth truth = mergeTruth(files);
+    ASSERT_EQ(truth.tree.size(), 3u);
+    ASSERT_EQ(v->processCount(), 3);
+    int firstBusy = -1;
+    for (int g = 0; g < 3; ++g) {
+        const size_t in = truth.tree[size_t(g)].input;
+        const bool idle = truth.timelines[in]->eventCount == 0;
+        EXPECT_EQ(v->groupCollapsed(g), idle) << g;
+        EXPECT_EQ(v->groupTitle(g).contains(QStringLiteral("nothing allocated")), idle);
+        if (!idle && firstBusy < 0) firstBusy = g;
+        if (truth.tree[size_t(g)].depth > 0) {
+            EXPECT_TRUE(v->groupTitle(g).contains(
+                QStringLiteral("child of pid %1").arg(truth.inputs[in].process.parentPid)));
+        }
+    }
+    // The launcher comes first (the ranks' parent) and is the idle one.
+    EXPECT_TRUE(v->groupCollapsed(0));
+    ASSERT_EQ(firstBusy, 1);
+    // The docks follow the first process that allocated, not the launcher.
+    EXPECT_EQ(v->activeProcess(), firstBusy);
+    const size_t busyIn = truth.tree[size_t(firstBusy)].input;
+    EXPECT_EQ(w.snapshot().timeline->eventCount, truth.timelines[busyIn]->eventCount);
+    // The expanded ranks share the page; the collapsed launcher takes only its header.
+    EXPECT_FALSE(v->timeline(0)->isVisible());
+    EXPECT_TRUE(v->timeline(1)->isVisible());
+    EXPECT_TRUE(v->timeline(2)->isVisible());
+}
+
 TEST(MultiProcessView, ADamagedFileIsNamedAndTheOthersStillOpen) {
     QTemporaryDir dir;
     const QString broken = dir.filePath("broken-rank.poolscope");

@@ -4,6 +4,9 @@
 # downloaded), AdamW, varying sequence lengths, different data per rank.
 #   NCCL_NVLS_ENABLE=0 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
 #     torchrun --standalone --nproc-per-node 2 gpt2_ddp.py [STEPS]
+# With GPT2_DDP_SHARE_GPU=1 every rank runs on GPU 0 and the ranks talk through gloo (NCCL
+# refuses two ranks on one GPU): the same job shape (torchrun, one process and one trace per rank)
+# on a machine with one GPU.
 # Ground truth, one line per rank: {"type":"gpt2_ddp","rank":r,"world":2,"device":d,"pid":p,
 # "pool":"0x..","reserved_high":R,"used_high":U,"min_allocs":N}: the rank's device, its process
 # id (each rank's trace is its own file, named with it), the device's current pool (the driver's
@@ -32,15 +35,20 @@ rank = int(os.environ["RANK"])
 local = int(os.environ["LOCAL_RANK"])
 world = int(os.environ["WORLD_SIZE"])
 
-torch.cuda.set_device(local)
-dev = torch.device("cuda", local)
-try:
-    dist.init_process_group("nccl", device_id=dev)  # binds the communicator to the rank's GPU
-except TypeError:  # a torch before 2.3
-    dist.init_process_group("nccl")
+share = os.environ.get("GPT2_DDP_SHARE_GPU") == "1"
+gpu = 0 if share else local
+torch.cuda.set_device(gpu)
+dev = torch.device("cuda", gpu)
+if share:
+    dist.init_process_group("gloo")
+else:
+    try:
+        dist.init_process_group("nccl", device_id=dev)  # binds the communicator to the rank's GPU
+    except TypeError:  # a torch before 2.3
+        dist.init_process_group("nccl")
 torch.manual_seed(0)  # the same initial weights on every rank
 cfg = GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=8192, n_positions=512)
-model = DistributedDataParallel(GPT2LMHeadModel(cfg).to(dev), device_ids=[local])
+model = DistributedDataParallel(GPT2LMHeadModel(cfg).to(dev), device_ids=[gpu])
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 gen = torch.Generator(device=dev).manual_seed(1000 + rank)  # different data per rank
 lengths = [64, 256, 128, 384, 96, 192]
@@ -55,8 +63,8 @@ dist.barrier()
 
 pool = ctypes.c_void_p()
 libcuda = ctypes.CDLL("libcuda.so.1")
-rc = libcuda.cuDeviceGetMemPool(ctypes.byref(pool), ctypes.c_int(local))
-line = {"type": "gpt2_ddp", "rank": rank, "world": world, "device": local, "pid": os.getpid(),
+rc = libcuda.cuDeviceGetMemPool(ctypes.byref(pool), ctypes.c_int(gpu))
+line = {"type": "gpt2_ddp", "rank": rank, "world": world, "device": gpu, "pid": os.getpid(),
         "reserved_high": torch.cuda.max_memory_reserved(dev),
         "used_high": torch.cuda.max_memory_allocated(dev), "min_allocs": steps * 50,
         "torch": torch.__version__}
