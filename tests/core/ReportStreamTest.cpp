@@ -448,6 +448,40 @@ TEST(ReportStream, CudaFreeOfAnImportedPointerIsNoAllocation) {
     EXPECT_EQ(r.report.leakCount, 1u);
 }
 
+// Hand-built: PyTorch's first cuMemAllocAsync on its autograd thread returns 201 with no pool
+// (no context yet) and the runtime's retry succeeds on the default pool. Both reports list the
+// default pool only: no "0x0" row of nothing. A pool-less failure the runtime did not retry
+// (out of memory) keeps its row: it is a failure of that (unknown) pool.
+TEST(ReportStream, HandBuiltRetriedCallWithoutAPoolMakesNoPoolRow) {
+    constexpr uint64_t kPool = 0xD00;
+    test::ScratchDir dir;
+    test::Events ev;
+    Event& first = ev.alloc(1'000'000, 0x10, 0, 0, 16 * MiB);
+    first.result = 201;
+    first.device = -1;
+    test::Events::wm(ev.alloc(1'230'000, 0x10, kPool, 0x1000, 16 * MiB), 32 * MiB, 16 * MiB);
+    test::Events::wm(ev.free(1'300'000, 0x10, kPool, 0x1000), 32 * MiB, 0);
+    const TraceReport r =
+        expectSame(write(dir.file("handbuilt_retry_no_pool.poolscope"), ev.all(), {}), 10, 0);
+    ASSERT_EQ(r.report.pools.size(), 1u);
+    EXPECT_EQ(r.report.pools[0].info.handle, kPool);
+    EXPECT_EQ(reportToText(r.report).find("0x0 "), std::string::npos) << reportToText(r.report);
+
+    Event& oom = ev.alloc(2'000'000, 0x10, 0, 0, 1ull << 50);
+    oom.result = 2;
+    oom.device = -1;
+    const TraceReport r2 =
+        expectSame(write(dir.file("handbuilt_oom_no_pool.poolscope"), ev.all(), {}), 10, 0);
+    ASSERT_EQ(r2.report.pools.size(), 2u);
+    size_t unknown = 0;
+    for (const PoolReport& p : r2.report.pools)
+        if (p.info.handle == 0) {
+            ++unknown;
+            EXPECT_EQ(p.failedCount, 1u);
+        }
+    EXPECT_EQ(unknown, 1u);
+}
+
 // An allocation right after the free of an imported mapping: the replay handed it out still
 // marked imported (a flag left over in its Fact), so its free counted as a free of memory not
 // allocated here and it stayed a leak in the Timeline's report (and vanished from the streamed

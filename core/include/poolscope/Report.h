@@ -159,6 +159,11 @@ Report buildReport(const Timeline& timeline, const ReportOptions& options = {},
 namespace detail {
 // The findings a Report's figures call for (buildReport adds them; so does reportTrace).
 void addFindings(Report& report);
+// Drops the pool "0x0" that only a failed driver call without a pool made known (PyTorch's
+// cuMemAllocAsync that the runtime retried after binding a context): a row of nothing under a
+// raw handle. A pool 0 that holds, allocated, failed or read anything stays. Both reports call
+// it before addFindings.
+void dropEmptyUnknownPool(Report& report);
 } // namespace detail
 
 // Human text for a terminal: aligned tables, human units, about one screen.

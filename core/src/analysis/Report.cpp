@@ -297,6 +297,13 @@ void addFindings(Report& r) {
 
 namespace detail {
 void addFindings(Report& r) { poolscope::addFindings(r); }
+void dropEmptyUnknownPool(Report& r) {
+    std::erase_if(r.pools, [](const PoolReport& p) {
+        return p.info.handle == 0 && !p.hasWatermarks && p.allocCount == 0 && p.freeCount == 0 &&
+               p.failedCount == 0 && p.bytesAllocated == 0 && p.peakLive == 0 &&
+               p.thresholdChanges == 0;
+    });
+}
 } // namespace detail
 
 Report buildReport(const Timeline& tl, const ReportOptions& options, std::string tracePath,
@@ -463,6 +470,7 @@ Report buildReport(const Timeline& tl, const ReportOptions& options, std::string
     }
     r.unmatchedMemReleases = tl.unmatchedMemReleases;
 
+    detail::dropEmptyUnknownPool(r);
     addFindings(r);
     return r;
 }

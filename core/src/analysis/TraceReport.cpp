@@ -91,6 +91,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (!st) return st.error();
     while (si < ss.size()) addSample(ss[si++]);
     reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);
+    detail::dropEmptyUnknownPool(rep);
     detail::addFindings(rep);
     if (options.advice && adviceWorthIt(rep, reducer.anyPolicyOff()))
         addAdvice(rep, whatif::adviseAfter(reader, asRecorded.result(reducer.replay()),
