@@ -155,7 +155,7 @@ void CallSitesView::setSnapshot(const TraceSnapshot& s) {
         QString text;
         if (!s.valid())
             text = tr("No trace open.");
-        else if (s.timeline->partial)
+        else if (s.timeline->partial && !s.timeline->limited)
             text = tr("Call sites appear when the whole trace is loaded.");
         else if (!s.stacks)
             text = tr("This source carries no call stacks.");

@@ -509,6 +509,13 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
         showStatus(tr("Showing the bundled sample trace %1, recorded on %2. Open your own trace "
                       "with File > Open or drop one here.")
                        .arg(s.title, gpu));
+    else if (tl.limited)
+        showStatus(tr("Opened %1: its first %2 of %3 events (%4 of %5), as many as the window "
+                      "holds on this machine. `poolscope report` reads all of it.")
+                       .arg(s.path, QString::fromStdString(formatCount(tl.eventCount)),
+                            QString::fromStdString(formatCount(tl.totalEvents)),
+                            QString::fromStdString(formatDuration(nsBetween(tl.t0, tl.loadedUntilNs))),
+                            QString::fromStdString(formatDuration(nsBetween(tl.t0, tl.t1)))));
     else if (!tl.dropGaps.empty())
         showStatus(tr("Opened %1. The collector lost %2 events in %3 gap(s), marked in red on the "
                       "timeline: counts near them are incomplete.")
@@ -636,7 +643,8 @@ void MainWindow::updateLoadingOverlays() {
             const int pct = std::max(loadPercent_, int(snap_.timeline->loadedFraction() * 90));
             text = tr("loading %1 %").arg(pct / 5 * 5);
         } else {
-            text = tr("not loaded");
+            text = snap_.timeline->limited ? tr("not loaded: beyond what the window holds")
+                                           : tr("not loaded");
         }
     }
     timelineOverlay_->setText(text);

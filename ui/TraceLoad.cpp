@@ -8,7 +8,9 @@
 #include <QCoreApplication>
 #include <QFileInfo>
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
+#include <unistd.h>
 
 namespace poolscope::ui {
 
@@ -54,6 +56,7 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
     BuildOptions options;
     options.progress = o.progress;
     options.cancel = &cancel;
+    options.maxEvents = o.maxEvents ? o.maxEvents : windowEventLimit();
     if (o.partialAfter.count() >= 0 && o.onPartial) {
         options.partialAfter = o.partialAfter;
         options.partialAfterEvents = o.partialAfterEvents;
@@ -120,6 +123,19 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
             interop::reportForDiff(**reader, *snap.timeline, snap.path.toStdString()));
 }
 } // namespace
+
+uint64_t windowEventLimit() {
+    constexpr uint64_t kFloor = 100'000, kBytesPerEvent = 64;
+    if (const char* env = std::getenv("POOLSCOPE_WINDOW_MAX_EVENTS"); env && *env) {
+        char* end = nullptr;
+        const unsigned long long n = std::strtoull(env, &end, 10);
+        if (end && *end == 0) return std::max<uint64_t>(n, kFloor);
+    }
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return UINT64_MAX / 2; // unknown: no limit
+    const uint64_t bytes = uint64_t(pages) * uint64_t(page);
+    return std::max<uint64_t>(bytes / 2 / kBytesPerEvent, kFloor);
+}
 
 TraceLoadResult loadTraceFile(const QString& path, const std::atomic<bool>& cancel,
                               const TraceLoadOptions& options) {

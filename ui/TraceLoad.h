@@ -27,7 +27,16 @@ struct TraceLoadOptions {
     uint64_t partialAfterEvents = 0;
     std::function<void(const TraceSnapshot& partial)> onPartial;
     std::atomic<int>* phase = nullptr; // 0 opening, 1 reading, 2 lanes, 3 call sites
+    // The most events one trace's timeline may hold (BuildOptions::maxEvents): a larger trace
+    // opens with its beginning (Timeline::limited). 0 = windowEventLimit().
+    uint64_t maxEvents = 0;
 };
+
+// How many events the window builds a timeline of on this machine: the timeline, lane layout
+// and views take about 64 bytes an event, and at most half of the physical memory goes to them
+// (a 23 GiB machine: ~190 M events). POOLSCOPE_WINDOW_MAX_EVENTS sets it (tests, or a user who
+// knows better); never below 100,000.
+uint64_t windowEventLimit();
 
 struct TraceLoadResult {
     TraceSnapshot snap;

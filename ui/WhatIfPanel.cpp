@@ -356,6 +356,11 @@ void WhatIfPanel::setSnapshot(const TraceSnapshot& s) {
     if (!s.valid()) {
         setStatus(tr("Open a trace to ask what its pools would have done under another release "
                      "threshold or other reuse policies."));
+    } else if (s.timeline->limited) {
+        setStatus(tr("This trace is larger than the window holds (%L1 events): ask the command "
+                     "line: poolscope whatif %2 --release-threshold 64MiB")
+                      .arg(s.timeline->totalEvents)
+                      .arg(s.path));
     } else if (!same || !tape_) {
         setStatus(s.timeline->partial ? tr("The model reads the trace once it is loaded.")
                                       : tr("The model reads the trace when this panel is shown."));
@@ -778,6 +783,9 @@ void WhatIfPanel::updateAdvice() {
     const whatif::PoolAdvice* a = advice();
     if (snap_.valid() && snap_.timeline->pools.empty()) {
         adviceText_->setText(tr("No pool, no advice."));
+    } else if (snap_.valid() && snap_.timeline->limited) {
+        adviceText_->setText(tr("The advisor needs the whole trace: poolscope advise %1")
+                                 .arg(snap_.path));
     } else if (!tape_) {
         adviceText_->setText(snap_.valid() ? tr("The advisor answers once the model has read "
                                                 "the trace.")

@@ -817,6 +817,23 @@ void TimelineBuilder::reserve(const std::map<EventKind, uint64_t>& countsByKind)
 
 void TimelineBuilder::add(const Event& e) { d_->add(e); }
 
+namespace {
+// What was built so far, as a part of a trace spanning [t0, t1) with totalEvents events.
+void markPartial(Timeline& tl, bool anyTime, int64_t t0, int64_t t1, uint64_t totalEvents) {
+    tl.partial = true;
+    tl.loadedUntilNs = tl.t1;
+    tl.totalEvents = std::max(totalEvents, tl.eventCount);
+    if (t1 <= t0) return; // the whole range is not known: keep what was seen
+    if (anyTime) {
+        tl.t0 = std::min(tl.t0, t0);
+        tl.t1 = std::max(tl.t1, t1);
+    } else {
+        tl.t0 = t0;
+        tl.t1 = t1;
+    }
+}
+} // namespace
+
 std::shared_ptr<const Timeline> TimelineBuilder::partialSnapshot(int64_t t0, int64_t t1,
                                                                  uint64_t totalEvents) const {
     auto copy = std::make_shared<Timeline>(d_->tl);
@@ -825,18 +842,16 @@ std::shared_ptr<const Timeline> TimelineBuilder::partialSnapshot(int64_t t0, int
     copy->hazards = d_->hazards.result();
     copy->fragmentation = d_->fragmentation.result();
     finalize(*copy);
-    copy->partial = true;
-    copy->loadedUntilNs = copy->t1;
-    copy->totalEvents = std::max(totalEvents, copy->eventCount);
-    if (t1 <= t0) return copy; // the whole range is not known: keep what was seen
-    if (d_->anyTime) {
-        copy->t0 = std::min(copy->t0, t0);
-        copy->t1 = std::max(copy->t1, t1);
-    } else {
-        copy->t0 = t0;
-        copy->t1 = t1;
-    }
+    markPartial(*copy, d_->anyTime, t0, t1, totalEvents);
     return copy;
+}
+
+std::shared_ptr<const Timeline> TimelineBuilder::finishPartial(int64_t t0, int64_t t1,
+                                                               uint64_t totalEvents) {
+    const bool anyTime = d_->anyTime;
+    auto out = std::const_pointer_cast<Timeline>(finish());
+    markPartial(*out, anyTime, t0, t1, totalEvents);
+    return out;
 }
 
 std::shared_ptr<const Timeline> TimelineBuilder::snapshot() const {
@@ -940,6 +955,8 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     uint64_t movedEvents = 0;
     int64_t movedExample = 0;
     Event moved;
+    bool limited = false; // stopped at options.maxEvents
+    int64_t lastTs = std::numeric_limits<int64_t>::min();
     auto consume = [&](const std::vector<Event>& chunk) {
         if (done == 0) started = std::chrono::steady_clock::now();
         for (const Event& read : chunk) {
@@ -965,19 +982,31 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
             partialDue = false;
             options.onPartial(b.partialSnapshot(summary.firstTsNs, summary.lastTsNs, total));
         }
+        if (options.maxEvents && done >= options.maxEvents && done < total) {
+            limited = true;
+            lastTs = chunk.empty() ? lastTs : chunk.back().tsNs;
+            return false;
+        }
         return !cancelled();
     };
 
     const Status st = detail::forEachChunk(reader, options.readAhead, consume);
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
-    if (!st) return st.error();
-    while (si < ss.size()) addSample(b, ss[si++]);
+    if (!st && !limited) return st.error(); // the plain reader reports a stop as cancelled
     if (movedEvents)
         options.boundTimes->push_back(
             {"events dated at a time no recording has (e.g. " + std::to_string(movedExample) +
                  " ns; the clock is never negative nor 2^62 ns or later): shown at the nearer "
                  "end of the possible range",
              movedEvents});
+    if (limited) {
+        while (si < ss.size() && ss[si].tsNs <= lastTs) addSample(b, ss[si++]);
+        auto out = std::const_pointer_cast<Timeline>(
+            b.finishPartial(summary.firstTsNs, summary.lastTsNs, total));
+        out->limited = true;
+        return std::shared_ptr<const Timeline>(std::move(out));
+    }
+    while (si < ss.size()) addSample(b, ss[si++]);
     return b.finish();
 }
 

@@ -573,6 +573,41 @@ TEST(BuildTimeline, PartialTimelineIsTheBuildOfAPrefix) {
     }
 }
 
+// A trace larger than the caller can hold (the window's memory limit): the build stops between
+// chunks past maxEvents and returns exactly the build of that prefix, partial and limited, over
+// the whole trace's range; a limit at or above the trace's size changes nothing.
+TEST(BuildTimeline, MaxEventsStopsAtAChunkWithThePrefixsTimeline) {
+    BulkTrace t;
+    ASSERT_TRUE(t.reader);
+    auto summary = t.reader->summary();
+    ASSERT_TRUE(summary);
+    for (bool readAhead : {true, false}) {
+        SCOPED_TRACE(readAhead ? "read-ahead" : "plain");
+        BuildOptions o;
+        o.readAhead = readAhead;
+        o.maxEvents = 10000;
+        auto tl = buildTimeline(*t.reader, o);
+        ASSERT_TRUE(tl) << tl.error().message;
+        const Timeline& p = **tl;
+        EXPECT_EQ(p.eventCount, 3u * 4096); // the first chunk boundary past 10,000
+        EXPECT_TRUE(p.partial);
+        EXPECT_TRUE(p.limited);
+        EXPECT_EQ(p.totalEvents, t.events.size());
+        const auto prefix = t.reference(p.eventCount);
+        expectSameContent(p, *prefix);
+        EXPECT_EQ(p.loadedUntilNs, prefix->t1);
+        EXPECT_EQ(p.t1, summary->lastTsNs);
+        EXPECT_GT(p.t1, p.loadedUntilNs);
+
+        o.maxEvents = t.events.size();
+        auto whole = buildTimeline(*t.reader, o);
+        ASSERT_TRUE(whole);
+        EXPECT_FALSE((*whole)->partial);
+        EXPECT_FALSE((*whole)->limited);
+        expectSameContent(**whole, *t.reference(t.events.size()));
+    }
+}
+
 TEST(BuildTimeline, NoPartialWhenTheTraceIsReadFirst) {
     BulkTrace t(3000); // one chunk
     ASSERT_TRUE(t.reader);

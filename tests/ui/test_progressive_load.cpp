@@ -4,6 +4,7 @@
 #include "MainWindow.h"
 #include "TestTrace.h"
 #include "TimelineWidget.h"
+#include "TraceLoad.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 
@@ -125,5 +126,53 @@ TEST(ProgressiveLoad, CancelAfterThePartialKeepsItMarkedNotLoaded) {
     w.openFile(synth::syntheticTracePath());
     ASSERT_TRUE(shown2.wait(60000));
     EXPECT_FALSE(w.snapshot().timeline->partial);
+    EXPECT_EQ(visibleOverlays(w), 0);
+}
+
+// A trace larger than the window holds (POOLSCOPE_WINDOW_MAX_EVENTS, here its floor of 100,000,
+// for a 300,000-event trace): it opens with its beginning, over the whole trace's time axis,
+// the rest marked as beyond the window's limit, and the status bar says so and what reads it
+// all. Without the limit the same trace loads whole.
+TEST(ProgressiveLoad, ATraceLargerThanTheWindowHoldsOpensWithItsBeginning) {
+    const QString path = synth::syntheticTracePath(300000);
+    const auto whole = synth::loadTimeline(path);
+    ASSERT_TRUE(whole);
+    ASSERT_GT(whole->eventCount, 200000u);
+    qputenv("POOLSCOPE_WINDOW_MAX_EVENTS", "100000");
+    EXPECT_EQ(windowEventLimit(), 100000u);
+    {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        w.loader()->setPartialAfter(std::chrono::milliseconds(-1));
+        QSignalSpy shown(&w, &MainWindow::snapshotShown);
+        w.openFile(path);
+        ASSERT_TRUE(shown.wait(60000));
+        const Timeline& tl = *w.snapshot().timeline;
+        EXPECT_TRUE(tl.partial);
+        EXPECT_TRUE(tl.limited);
+        EXPECT_GE(tl.eventCount, 100000u);
+        EXPECT_LT(tl.eventCount, 100000u + 4096u); // stopped at the next chunk boundary
+        EXPECT_EQ(tl.totalEvents, whole->eventCount);
+        EXPECT_EQ(tl.t0, whole->t0);
+        EXPECT_EQ(tl.t1, whole->t1);
+        EXPECT_LT(tl.loadedUntilNs, whole->t1);
+        EXPECT_LT(tl.allocations.size(), whole->allocations.size());
+        EXPECT_EQ(visibleOverlays(w), 2);
+        EXPECT_TRUE(w.statusText().contains(QStringLiteral("as many as the window holds")))
+            << w.statusText().toStdString();
+        EXPECT_TRUE(w.statusText().contains(QStringLiteral("poolscope report")));
+    }
+    qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
+    EXPECT_GT(windowEventLimit(), 100000u);
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    w.loader()->setPartialAfter(std::chrono::milliseconds(-1));
+    QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    w.openFile(path);
+    ASSERT_TRUE(shown.wait(60000));
+    EXPECT_FALSE(w.snapshot().timeline->partial);
+    EXPECT_EQ(w.snapshot().timeline->eventCount, whole->eventCount);
     EXPECT_EQ(visibleOverlays(w), 0);
 }

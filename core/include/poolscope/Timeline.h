@@ -304,6 +304,9 @@ struct Timeline {
     bool partial = false;
     int64_t loadedUntilNs = 0;
     uint64_t totalEvents = 0; // events in the whole trace, as far as known
+    // The build stopped at BuildOptions::maxEvents: a partial timeline that stays partial (the
+    // rest of the trace is not being read), not one handed out while loading.
+    bool limited = false;
     double loadedFraction() const {
         return partial && totalEvents ? double(eventCount) / double(totalEvents) : 1.0;
     }

@@ -64,6 +64,9 @@ public:
     // whole trace's, of which totalEvents events are coming.
     std::shared_ptr<const Timeline> partialSnapshot(int64_t t0, int64_t t1,
                                                     uint64_t totalEvents) const;
+    // finish(), marked partial the same way: for a build that stops before the end of the
+    // trace (BuildOptions::maxEvents). The builder is then empty.
+    std::shared_ptr<const Timeline> finishPartial(int64_t t0, int64_t t1, uint64_t totalEvents);
 
 private:
     struct Impl;
@@ -97,6 +100,12 @@ struct BuildOptions {
     // change is added here once, with its count, for the user to see. An undamaged trace is read
     // exactly as without it.
     std::vector<TraceDamage>* boundTimes = nullptr;
+    // When not 0: stop reading once this many events are in (checked between chunks, so a few
+    // thousand more may be) and return what was built as a partial timeline with
+    // Timeline::limited set, instead of holding every event of a trace larger than the caller
+    // can afford (the window: its memory, ~60 bytes an event). Samples are merged up to the
+    // last event read.
+    uint64_t maxEvents = 0;
     static constexpr int64_t kLatestPlausibleNs = int64_t{1} << 62;
 };
 
