@@ -938,7 +938,10 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     // Capacity hints from event_counts, each bounded by the events the chunk rows can hold
     // (a damaged or hostile table may claim 2^63 of a kind: issue #12).
     auto counts = summary.countsByKind;
-    const uint64_t chunkBound = reader.chunkedEventCount();
+    // A build stopped at maxEvents reads at most one chunk more.
+    const uint64_t chunkBound =
+        options.maxEvents ? std::min(reader.chunkedEventCount(), options.maxEvents + 65536)
+                          : reader.chunkedEventCount();
     for (auto& [kind, n] : counts) n = std::min(n, chunkBound);
     counts[EventKind::Sample] = ss.size();
     b.reserve(counts);
