@@ -187,7 +187,7 @@ std::string allDamage(const TraceReader& r) {
 
 // ---- the predicate ----------------------------------------------------------------------------
 
-TEST(ChunkIndexPredicate, NeverExcludesAChunkWithAMatchingEvent) {
+TEST(ChunkIndexPredicate, HandBuiltChunksWithAMatchingEventAreNeverExcluded) {
     std::mt19937_64 rng(7);
     const std::vector<Event> ev = handBuiltEvents(60000, 3);
     uint64_t excluded = 0, trials = 0;
@@ -221,7 +221,7 @@ TEST(ChunkIndexPredicate, NeverExcludesAChunkWithAMatchingEvent) {
     EXPECT_GT(excluded, trials / 5) << excluded << " of " << trials;
 }
 
-TEST(ChunkIndexPredicate, EachFieldExcludesOnItsOwn) {
+TEST(ChunkIndexPredicate, HandBuiltEventsEachFieldExcludesOnItsOwn) {
     ChunkIndexRow row;
     Event a;
     a.kind = EventKind::Alloc;
