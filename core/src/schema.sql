@@ -126,7 +126,8 @@ CREATE INDEX event_chunks_by_time ON event_chunks(t_min, t_max);
 -- predates it ignores it, and a trace without it (or a chunk without a row) is decoded.
 -- No chunk crc covers these rows, so each has its own: a row that fails it, is listed twice, or
 -- is missing gives its chunk no index (decoded), and the reader reports it (tableDamage()).
--- Rows of chunks the reader refuses are ignored.
+-- Rows of chunks the reader refuses are ignored, and so is the table in a trace of version 1 or 2
+-- (no chunk crc to bind a row to its chunk's data).
 CREATE TABLE chunk_index (
   chunk    INTEGER PRIMARY KEY,               -- event_chunks.id
   -- 64-bit blooms: for each event (any kind) two bits of its stream handle / pool handle, bits

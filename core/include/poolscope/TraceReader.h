@@ -118,7 +118,9 @@ public:
     // What does not hold up in the tables no checksum covers: process (one row, a real pid),
     // devices (ordinals, memory sizes), pools and streams (devices they name, pool kinds, size
     // limits), ids listed twice, thread ids, watermark samples (negative or non-numeric values,
-    // which samples() skips; pools that are not in the pools table) and meta's dropped_events.
+    // which samples() skips; pools that are not in the pools table), meta's dropped_events and,
+    // once a filtered read or verifyChunks() has read them, chunk_index rows that are missing,
+    // listed twice, fail their checksum or disagree with their decoded chunk.
     // Lossless warnings (events 0): what they concern is shown as read, or skipped where said.
     std::vector<TraceDamage> tableDamage() const;
     // Reads every chunk's data without building anything: checks the checksum (format 3) or,
