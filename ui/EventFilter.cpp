@@ -3,11 +3,12 @@
 #include "poolscope/TraceReader.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace poolscope::ui {
 
 EventProvider fileEventProvider(const QString& path, int64_t traceT0, int64_t traceT1,
-                                uint64_t eventCount) {
+                                [[maybe_unused]] uint64_t eventCount) {
     const std::string file = path.toStdString();
     return [=](const EventFilter& f, size_t cap, const std::atomic<bool>& cancel) {
         EventQueryResult out;
@@ -22,29 +23,23 @@ EventProvider fileEventProvider(const QString& path, int64_t traceT0, int64_t tr
         const int64_t a = std::max(f.t0, traceT0);
         const int64_t b = f.t1 == INT64_MAX ? end : std::min(f.t1, end);
         if (b <= a) return out;
-        // About 200k events per chunk at the trace's average density: bounded memory even when
-        // the range covers all of a 10M-event trace.
-        const double density = double(std::max<uint64_t>(eventCount, 1)) /
-                               std::max(double(traceT1) - double(traceT0), 1.0);
-        const int64_t chunk = int64_t(std::clamp(200000.0 / density, 1.0, 4.0e18));
-        for (int64_t t = a; t < b && !cancel.load();) {
-            int64_t next = 0;
-            if (__builtin_add_overflow(t, chunk, &next) || next > b) next = b;
-            auto ev = (*reader)->events(t, next);
-            if (!ev) {
-                out.error = QString::fromStdString(ev.error().message);
-                return out;
-            }
-            for (const Event& e : ev.value()) {
-                if (!f.matches(e)) continue;
+        // One chunk (4,096 events) at a time, passing over chunks that cannot match on their
+        // kinds and chunk_index rows (issue #15): memory is the rows kept, whatever the range.
+        EventFilter ranged = f;
+        ranged.t0 = a;
+        ranged.t1 = b;
+        Status st = (*reader)->forEachMatchingChunk(ranged, [&](std::vector<Event>& matches) {
+            for (const Event& e : matches) {
                 if (out.events.size() >= cap) {
                     out.truncated = true;
-                    return out;
+                    return false;
                 }
                 out.events.push_back(e);
             }
-            t = next;
-        }
+            return !cancel.load();
+        });
+        if (!st && st.error().code != ErrorCode::Cancelled)
+            out.error = QString::fromStdString(st.error().message);
         return out;
     };
 }

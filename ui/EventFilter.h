@@ -31,8 +31,9 @@ struct EventQueryResult {
 using EventProvider = std::function<EventQueryResult(const EventFilter& filter, size_t cap,
                                                      const std::atomic<bool>& cancel)>;
 
-// Queries a trace file in time chunks (each job opens its own reader, so jobs never share an
-// SQLite connection across threads). eventCount and the span size the chunks.
+// Queries a trace file through TraceReader::forEachMatchingChunk (each job opens its own reader,
+// so jobs never share an SQLite connection across threads): chunks that cannot match are not
+// decoded. The trace's span bounds the filter's times; eventCount is not needed any more.
 EventProvider fileEventProvider(const QString& path, int64_t traceT0, int64_t traceT1,
                                 uint64_t eventCount);
 

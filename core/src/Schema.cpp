@@ -2,10 +2,40 @@
 
 #include "SchemaSql.h"
 #include "poolscope/Crc32c.h"
+#include "poolscope/view/EventFilter.h"
 
 namespace poolscope::schema {
 
 std::string_view createSql() { return detail::kCreateSql; }
+
+namespace {
+template <size_t N>
+uint32_t crcOfWords(uint32_t crc, const uint64_t (&words)[N]) {
+    unsigned char bytes[N * 8];
+    for (size_t i = 0; i < N; ++i)
+        for (int b = 0; b < 8; ++b)
+            bytes[i * 8 + b] = static_cast<unsigned char>(words[i] >> (8 * b));
+    return crc32c(crc, bytes, sizeof bytes);
+}
+} // namespace
+
+uint32_t chunkIndexChecksum(const ChunkHeader& h, uint32_t chunkCrc, const view::ChunkIndexRow& r) {
+    const uint64_t words[] = {h.firstSeq,
+                              h.lastSeq,
+                              h.prevLastSeq,
+                              static_cast<uint64_t>(h.tMin),
+                              static_cast<uint64_t>(h.tMax),
+                              h.count,
+                              h.kinds,
+                              static_cast<uint64_t>(h.codec),
+                              chunkCrc,
+                              r.streams,
+                              r.pools,
+                              r.failed,
+                              r.sizeMin,
+                              r.sizeMax};
+    return crcOfWords(0, words);
+}
 
 uint32_t chunkChecksum(const ChunkHeader& h, std::string_view data) {
     const uint64_t words[] = {h.firstSeq,

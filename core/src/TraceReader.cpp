@@ -8,10 +8,12 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_map>
 
 #include "poolscope/EventCodec.h"
 #include "poolscope/Schema.h"
 #include "poolscope/Zstd.h"
+#include "poolscope/view/EventFilter.h"
 
 namespace poolscope {
 
@@ -811,7 +813,9 @@ std::vector<TraceDamage> TraceReader::tableDamage() const {
             }
         }
     });
-    return tableDamage_;
+    std::vector<TraceDamage> out = tableDamage_;
+    appendIndexDamage(out);
+    return out;
 }
 
 Error TraceReader::firstDamageError(const std::string& what) const {
@@ -1057,8 +1061,13 @@ Status TraceReader::verifyChunks() const {
         index_ = *idx;
     }
     // Damage is only recorded here (damage()), never a failure.
-    return decodeChunks((*idx)->chunks, (*idx)->byRowid, false, false,
-                        [](std::vector<Event>&) { return true; });
+    Status st = decodeChunks((*idx)->chunks, (*idx)->byRowid, false, false,
+                             [](std::vector<Event>&) { return true; });
+    if (!st) return st;
+    // The chunk_index rows too (their damage is lossless: filters decode those chunks).
+    std::vector<view::ChunkIndexRow> rows;
+    std::vector<char> valid;
+    return chunkIndexRows(**idx, rows, valid);
 }
 
 Status TraceReader::forEachEvent(const std::function<bool(const Event&)>& fn,
@@ -1099,6 +1108,211 @@ Result<std::vector<Event>> TraceReader::samples(uint64_t pool, int64_t t0, int64
     auto byTime = [](const Event& a, const Event& b) { return a.tsNs < b.tsNs; };
     if (!std::is_sorted(out.begin(), out.end(), byTime))
         std::stable_sort(out.begin(), out.end(), byTime);
+    return out;
+}
+
+// ---- filtered reads over chunk_index (issue #15) ------------------------------------------------
+
+namespace {
+// What a chunk_index row can be found to be (TraceReader::indexFindings_).
+enum IndexFinding { kIndexMissing, kIndexBad, kIndexTwice, kIndexUnreadable, kIndexTooMany };
+} // namespace
+
+Status TraceReader::chunkIndexRows(const ChunkIndex& idx, std::vector<view::ChunkIndexRow>& rows,
+                                   std::vector<char>& valid) const {
+    const size_t n = idx.chunks.size();
+    rows.assign(n, {});
+    valid.assign(n, 0);
+    // Before format 3 no checksum binds a chunk's header to its data, so a row could only vouch
+    // for a header nothing checks: such traces (no writer of theirs had the table) decode.
+    if (schemaVersion_ < schema::kChunkChecksumVersion) return {};
+    {
+        Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='chunk_index'");
+        if (!t.ok()) return sqlError("look for chunk_index");
+        if (t.step() != SQLITE_ROW) return {}; // written before the table existed
+    }
+    std::vector<std::pair<int, int64_t>> findings;
+    std::unordered_map<int64_t, size_t> at;
+    at.reserve(n);
+    for (size_t i = 0; i < n; ++i) at.emplace(idx.chunks[i].id, i);
+    // Bounded: a writer writes one row per chunk; rows past twice that are not read.
+    const uint64_t limit = 2 * uint64_t(n) + 64;
+    const std::string sql =
+        "SELECT chunk,streams,pools,failed,size_min,size_max,crc,"
+        "typeof(chunk)='integer' AND typeof(streams)='integer' AND typeof(pools)='integer' AND "
+        "typeof(failed)='integer' AND typeof(size_min)='integer' AND typeof(size_max)='integer' "
+        "AND typeof(crc)='integer' FROM chunk_index LIMIT " + std::to_string(limit);
+    Stmt s(db_, sql.c_str());
+    std::vector<uint8_t> seen(n, 0);
+    uint64_t read = 0;
+    int rc = SQLITE_DONE;
+    if (s.ok()) {
+        while ((rc = s.step()) == SQLITE_ROW) {
+            ++read;
+            const auto it = at.find(s.i64(0));
+            if (it == at.end()) continue; // a chunk refused, or not in this snapshot
+            const size_t p = it->second;
+            if (seen[p]) {
+                if (seen[p] == 1) findings.emplace_back(kIndexTwice, idx.chunks[p].id);
+                seen[p] = 2;
+                valid[p] = 0;
+                continue;
+            }
+            seen[p] = 1;
+            view::ChunkIndexRow r;
+            r.streams = s.u64(1);
+            r.pools = s.u64(2);
+            r.failed = s.u64(3);
+            r.sizeMin = s.u64(4);
+            r.sizeMax = s.u64(5);
+            const int64_t crc = s.i64(6);
+            const ChunkRef& c = idx.chunks[p];
+            if (s.i32(7) && crc >= 0 && crc <= int64_t{0xFFFFFFFF} &&
+                schema::chunkIndexChecksum(c.h, c.crc, r) == uint32_t(crc)) {
+                rows[p] = r;
+                valid[p] = 1;
+            } else {
+                findings.emplace_back(kIndexBad, c.id);
+            }
+        }
+    }
+    if (!s.ok() || rc != SQLITE_DONE) {
+        // An altered table (a column dropped) or an unreadable page: no row is used.
+        valid.assign(n, 0);
+        findings.assign(1, {kIndexUnreadable, 0});
+    } else {
+        if (read >= limit) findings.emplace_back(kIndexTooMany, int64_t(read));
+        for (size_t p = 0; p < n; ++p)
+            if (!seen[p]) findings.emplace_back(kIndexMissing, idx.chunks[p].id);
+    }
+    std::lock_guard lock(mutex_);
+    indexFindings_ = std::move(findings);
+    return {};
+}
+
+void TraceReader::appendIndexDamage(std::vector<TraceDamage>& out) const {
+    std::lock_guard lock(mutex_);
+    // A row of a chunk found damaged is not reported again: the chunk's damage says it.
+    struct Tally {
+        uint64_t count = 0;
+        int64_t first = 0;
+    } tally[5], lies;
+    for (const auto& [what, id] : indexFindings_) {
+        if ((what == kIndexMissing || what == kIndexBad || what == kIndexTwice) &&
+            chunkDamage_.count(id))
+            continue;
+        Tally& t = tally[what];
+        if (!t.count++) t.first = id;
+    }
+    for (int64_t id : indexLies_)
+        if (!chunkDamage_.count(id) && !lies.count++) lies.first = id;
+    auto some = [](const Tally& t, const char* rows) {
+        return std::to_string(t.count) + " " + rows + " (e.g. event chunk " +
+               std::to_string(t.first) + ")";
+    };
+    const std::string decoded = ": filters decode those chunks";
+    if (tally[kIndexUnreadable].count)
+        out.push_back({"the chunk_index table cannot be read: filters decode every chunk", 0});
+    if (tally[kIndexBad].count)
+        out.push_back({"chunk_index: " + some(tally[kIndexBad], "row(s)") +
+                           " do not match their event chunk (their checksum fails)" + decoded, 0});
+    if (tally[kIndexTwice].count)
+        out.push_back({"chunk_index lists " + some(tally[kIndexTwice], "event chunk(s)") +
+                           " more than once" + decoded, 0});
+    if (tally[kIndexMissing].count)
+        out.push_back({"chunk_index has no row for " + some(tally[kIndexMissing], "event chunk(s)") +
+                           decoded, 0});
+    if (tally[kIndexTooMany].count)
+        out.push_back({"chunk_index has more rows than the trace has event chunks (" +
+                           std::to_string(tally[kIndexTooMany].first) + " read, the rest not)", 0});
+    if (lies.count)
+        out.push_back({"chunk_index: " + some(lies, "row(s)") + " pass their checksum but do not "
+                           "describe their chunk's events (rewritten): a filter may pass over "
+                           "events such a row hides", 0});
+}
+
+Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
+                                         const std::function<bool(std::vector<Event>&)>& fn,
+                                         FilteredReadStats* stats) const {
+    auto idx = indexForReading();
+    if (!idx) return idx.error();
+    const ChunkIndex& index = **idx;
+    std::vector<view::ChunkIndexRow> rows;
+    std::vector<char> valid;
+    if (useChunkIndex_) {
+        if (Status st = chunkIndexRows(index, rows, valid); !st) return st;
+    } else {
+        valid.assign(index.chunks.size(), 0);
+    }
+    FilteredReadStats local;
+    FilteredReadStats& counts = stats ? *stats : local;
+    const bool checksummed = schemaVersion_ >= schema::kChunkChecksumVersion;
+    const bool strict = !skipDamaged_;
+    Stmt s(db_, "SELECT data FROM event_chunks WHERE id = ?1");
+    if (!s.ok()) return sqlError("read events");
+    std::vector<Event> chunk, matches;
+    for (size_t p = 0; p < index.chunks.size(); ++p) {
+        const ChunkRef& c = index.chunks[p];
+        // The time test as events(t0, t1) makes it.
+        if (!(c.h.tMin < filter.t1 && c.h.tMax >= filter.t0)) continue;
+        ++counts.chunks;
+        view::ChunkFacts facts{c.h.tMin, c.h.tMax, c.h.kinds, valid[p] ? &rows[p] : nullptr};
+        const bool may = filter.mayMatch(facts);
+        matches.clear();
+        if (!may && facts.index) {
+            ++counts.skippedByIndex;
+        } else {
+            // No row vouches for the header's kinds: they hold once the checksum over them does.
+            const bool decode = may || !checksummed;
+            sqlite3_reset(s.get());
+            s.bind(1, c.id);
+            if (s.step() != SQLITE_ROW) return sqlError("read events");
+            auto* d = static_cast<const char*>(sqlite3_column_blob(s.get(), 0));
+            const auto bytes = static_cast<size_t>(sqlite3_column_bytes(s.get(), 0));
+            chunk.clear();
+            std::string damaged;
+            if (Status r = readChunk(c, std::string_view(d ? d : "", bytes), chunk, damaged,
+                                     decode);
+                !r)
+                return r;
+            ++(decode ? counts.decoded : counts.skippedByKinds);
+            if (!damaged.empty()) {
+                if (strict) return firstDamageError(damaged);
+            } else if (decode) {
+                view::ChunkIndexRow seen;
+                for (const Event& e : chunk) {
+                    if (facts.index) seen.add(e);
+                    if (filter.matches(e)) matches.push_back(e);
+                }
+                // A row that passed its checksum yet disagrees with the events was rewritten
+                // (a checksum finds damage, not a forger): say so.
+                if (facts.index && !(seen == *facts.index)) {
+                    std::lock_guard lock(mutex_);
+                    if (std::find(indexLies_.begin(), indexLies_.end(), c.id) == indexLies_.end())
+                        indexLies_.push_back(c.id);
+                }
+            }
+        }
+        if (!fn(matches)) return Error{ErrorCode::Cancelled, "cancelled"};
+    }
+    return {};
+}
+
+Result<std::vector<Event>> TraceReader::events(const view::EventFilter& filter, size_t cap,
+                                               bool* truncated, FilteredReadStats* stats) const {
+    std::vector<Event> out;
+    bool more = false;
+    Status st = forEachMatchingChunk(
+        filter,
+        [&](std::vector<Event>& m) {
+            const size_t take = std::min(m.size(), cap - out.size());
+            out.insert(out.end(), m.begin(), m.begin() + long(take));
+            if (take < m.size()) more = true;
+            return !more;
+        },
+        stats);
+    if (truncated) *truncated = more;
+    if (!st && !(more && st.error().code == ErrorCode::Cancelled)) return st.error();
     return out;
 }
 

@@ -35,6 +35,13 @@ std::string multiRowInsert(const char* head, int columns, int rows) {
 
 inline int64_t s64(uint64_t v) { return static_cast<int64_t>(v); }
 
+// Steps a statement once and resets it; false on error (the caller reports sqlError).
+bool stepReset(sqlite3_stmt* st) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
+}
+
 void bindSample(sqlite3_stmt* st, int base, const Event& e) {
     sqlite3_bind_int64(st, base + 1, e.tsNs);
     sqlite3_bind_int64(st, base + 2, s64(e.pool));
@@ -60,9 +67,10 @@ struct TraceWriter::Statements {
     sqlite3_stmt* dropGap = nullptr;
     sqlite3_stmt* poolAttr = nullptr;
     sqlite3_stmt* meta = nullptr;
+    sqlite3_stmt* chunkIndex = nullptr;
     ~Statements() {
         for (sqlite3_stmt* s : {chunk, count, sample, sampleBatch, process, device, pool, stream,
-                                thread, dropGap, poolAttr, meta})
+                                thread, dropGap, poolAttr, meta, chunkIndex})
             sqlite3_finalize(s);
     }
 };
@@ -184,6 +192,8 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
         {&st.dropGap, "INSERT INTO drop_gaps(ts_ns,duration_ns,tid,count) VALUES(?,?,?,?)"},
         {&st.poolAttr, "INSERT OR IGNORE INTO pool_initial_attributes(pool,attr,value) VALUES(?,?,?)"},
         {&st.meta, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)"},
+        {&st.chunkIndex, "INSERT INTO chunk_index(chunk,streams,pools,failed,size_min,size_max,"
+                         "crc) VALUES(?,?,?,?,?,?,?)"},
     };
     for (auto& p : preps) {
         if (sqlite3_prepare_v3(w->db_, p.sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, p.out,
@@ -264,24 +274,32 @@ Status TraceWriter::flushChunk() {
     h.kinds = chunk_.kinds;
     h.codec = codec;
     sqlite3_bind_int64(c, 9, s64(prevLastSeq_));
-    sqlite3_bind_int64(c, 10, schema::chunkChecksum(h, blob));
+    const uint32_t crc = schema::chunkChecksum(h, blob);
+    sqlite3_bind_int64(c, 10, crc);
     int rc = sqlite3_step(c);
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
+    if (Status s = writeChunkIndex(h, crc); !s) return s;
     prevLastSeq_ = chunk_.lastSeq;
     chunk_ = {};
+    chunkIndex_ = {};
     encoder_.reset();
     return {};
 }
 
-namespace {
-// Steps a statement once and resets it; false on error (the caller reports sqlError).
-bool stepReset(sqlite3_stmt* st) {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE;
+Status TraceWriter::writeChunkIndex(const schema::ChunkHeader& h, uint32_t chunkCrc) {
+    const view::ChunkIndexRow& x = chunkIndex_;
+    sqlite3_stmt* s = st_->chunkIndex;
+    sqlite3_bind_int64(s, 1, sqlite3_last_insert_rowid(db_));
+    sqlite3_bind_int64(s, 2, s64(x.streams));
+    sqlite3_bind_int64(s, 3, s64(x.pools));
+    sqlite3_bind_int64(s, 4, s64(x.failed));
+    sqlite3_bind_int64(s, 5, s64(x.sizeMin));
+    sqlite3_bind_int64(s, 6, s64(x.sizeMax));
+    sqlite3_bind_int64(s, 7, schema::chunkIndexChecksum(h, chunkCrc, x));
+    if (!stepReset(s)) return sqlError("write");
+    return {};
 }
-} // namespace
 
 Status TraceWriter::append(std::span<const Event> events) {
     if (!db_) return Error{ErrorCode::WriteFailed, "trace '" + path_ + "' is closed"};
@@ -305,6 +323,7 @@ Status TraceWriter::append(std::span<const Event> events) {
             }
             int64_t tMin = chunk_.tMin, tMax = chunk_.tMax; // locals: counts_ could alias them
             uint64_t kinds = chunk_.kinds;
+            view::ChunkIndexRow index = chunkIndex_;
             for (; j < events.size() && j - i < room && events[j].kind != EventKind::Sample; ++j) {
                 const Event& e = events[j];
                 const auto k = static_cast<unsigned>(e.kind);
@@ -315,7 +334,9 @@ Status TraceWriter::append(std::span<const Event> events) {
                 tMin = std::min(tMin, e.tsNs);
                 tMax = std::max(tMax, e.tsNs);
                 kinds |= uint64_t{1} << (k & 63);
+                index.add(e);
             }
+            chunkIndex_ = index;
             chunk_.tMin = tMin;
             chunk_.tMax = tMax;
             chunk_.kinds = kinds;

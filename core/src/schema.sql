@@ -119,6 +119,31 @@ CREATE TABLE event_chunks (
 -- reported as damaged (with its event count) and skipped, the rest of the trace still reads.
 CREATE INDEX event_chunks_by_time ON event_chunks(t_min, t_max);
 
+-- Per event chunk, what the events table's filters (poolscope/view/EventFilter.h) test besides
+-- time and kind, so that a filter passes over chunks that cannot match without decoding them
+-- (issue #15). One row per chunk, written with it in the same transaction. Written since
+-- 2026-11-26 without a version change, like drop_gaps: it only adds information, a reader that
+-- predates it ignores it, and a trace without it (or a chunk without a row) is decoded.
+-- No chunk crc covers these rows, so each has its own: a row that fails it, is listed twice, or
+-- is missing gives its chunk no index (decoded), and the reader reports it (tableDamage()).
+-- Rows of chunks the reader refuses are ignored, and so is the table in a trace of version 1 or 2
+-- (no chunk crc to bind a row to its chunk's data).
+CREATE TABLE chunk_index (
+  chunk    INTEGER PRIMARY KEY,               -- event_chunks.id
+  -- 64-bit blooms: for each event (any kind) two bits of its stream handle / pool handle, bits
+  -- h & 63 and (h >> 6) & 63 of h = murmur3's 64-bit finalizer of the handle
+  -- (ChunkIndexRow::bloomBits).
+  streams  INTEGER NOT NULL,
+  pools    INTEGER NOT NULL,
+  failed   INTEGER NOT NULL,                  -- events with result != 0
+  size_min INTEGER NOT NULL,                  -- smallest size of an alloc or free event
+  size_max INTEGER NOT NULL,                  -- largest; size_min > size_max (as unsigned): none
+  -- CRC32C of the chunk's eight header words (as in event_chunks.crc), its crc, then streams,
+  -- pools, failed, size_min, size_max, each a 64-bit little-endian word
+  -- (poolscope::schema::chunkIndexChecksum), as 0..2^32-1.
+  crc      INTEGER NOT NULL
+);
+
 -- Events per kind, kept current by the writer at each commit (cheap counts without decoding), in
 -- the same transaction as the chunks: their sum equals the sum of event_chunks.count.
 CREATE TABLE event_counts (

@@ -2,7 +2,9 @@
 // at least N allocations, for the size and read benchmarks that need a file of a given size
 // (tests/bench/vs_heaptrack.sh). Prints the events, allocations, bytes and write rate.
 //
-//   poolscope_bench_gentrace OUT.poolscope N_ALLOCATIONS [--plain]   (--plain: codec 4)
+//   poolscope_bench_gentrace OUT.poolscope N_ALLOCATIONS [--plain] [--variety]
+//     --plain: codec 4. --variety: side streams in bursts, a third pool and out-of-memory spikes
+//     (SyntheticTrace's variety), for the events-table filter benchmark (FilterBench.cpp).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,14 +19,23 @@ using namespace poolscope;
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: %s OUT.poolscope N_ALLOCATIONS [--plain]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s OUT.poolscope N_ALLOCATIONS [--plain] [--variety]\n",
+                     argv[0]);
         return 2;
     }
     const std::string out = argv[1];
     const uint64_t allocs = std::strtoull(argv[2], nullptr, 10);
     WriterOptions options;
     options.synchronousOff = true;
-    options.compressEvents = !(argc > 3 && std::strcmp(argv[3], "--plain") == 0);
+    bool variety = false;
+    for (int i = 3; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--plain") == 0) options.compressEvents = false;
+        else if (std::strcmp(argv[i], "--variety") == 0) variety = true;
+        else {
+            std::fprintf(stderr, "unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
     auto w = TraceWriter::create(out, options);
     if (!w) {
         std::fprintf(stderr, "%s\n", w.error().message.c_str());
@@ -46,7 +57,20 @@ int main(int argc, char** argv) {
         si.device = 0;
         (*w)->addStream(si);
     }
-    bench::SyntheticTrace gen(42);
+    if (variety) {
+        PoolInfo p;
+        p.handle = bench::SyntheticTrace::kSidePool;
+        p.device = 0;
+        p.kind = PoolKind::Explicit;
+        (*w)->addPool(p);
+        for (uint64_t stream : bench::SyntheticTrace::kSideStreams) {
+            StreamInfo si;
+            si.handle = stream;
+            si.device = 0;
+            (*w)->addStream(si);
+        }
+    }
+    bench::SyntheticTrace gen(42, variety);
     std::vector<Event> batch;
     uint64_t nAllocs = 0, nEvents = 0;
     double seconds = 0;

@@ -16,11 +16,25 @@ class SyntheticTrace {
 public:
     static constexpr uint64_t kStreams[4] = {0x7f0000001000, 0x7f0000002000, 0x7f0000003000, 0};
     static constexpr uint64_t kPools[2] = {0x55000000aa00, 0x55000000bb00};
+    // With `variety` (the events-table filter benchmark): twelve side streams, each created, used
+    // for a burst of ~2,000 steps with allocations from a third pool, and destroyed, one burst
+    // every 50,000 steps; and every 200,000 steps a run of ten failed 1 GiB allocations (an
+    // out-of-memory spike) on the main pool. Without it the events are as they always were.
+    static constexpr uint64_t kSideStreams[12] = {
+        0x7f0000011000, 0x7f0000012000, 0x7f0000013000, 0x7f0000014000,
+        0x7f0000015000, 0x7f0000016000, 0x7f0000017000, 0x7f0000018000,
+        0x7f0000019000, 0x7f000001a000, 0x7f000001b000, 0x7f000001c000};
+    static constexpr uint64_t kSidePool = 0x55000000cc00;
 
-    explicit SyntheticTrace(uint64_t seed = 1) : rng_(seed) {}
+    explicit SyntheticTrace(uint64_t seed = 1, bool variety = false)
+        : rng_(seed), variety_(variety) {}
 
     // Appends the next events (one step of the workload, 1 to 3 events, plus due samples).
     void step(std::vector<Event>& out) {
+        if (variety_ && varietyStep(out)) {
+            samples(out);
+            return;
+        }
         const uint64_t r = rng_() % 1000;
         const int s = static_cast<int>(rng_() % 4);
         const int p = s % 2;
@@ -62,6 +76,21 @@ public:
             attr.size = threshold_[p];
             attr.flags = kHasOldValue;
         }
+        samples(out);
+    }
+
+    // At least n events (samples excluded), ready to append in order.
+    std::vector<Event> generate(size_t n) {
+        std::vector<Event> out;
+        out.reserve(n + n / 50);
+        while (events_ < n) step(out);
+        return out;
+    }
+
+    uint64_t events() const { return events_; }
+
+private:
+    void samples(std::vector<Event>& out) {
         while (ts_ >= nextSample_) {
             for (int q = 0; q < 2; ++q) {
                 Event e;
@@ -79,17 +108,68 @@ public:
         }
     }
 
-    // At least n events (samples excluded), ready to append in order.
-    std::vector<Event> generate(size_t n) {
-        std::vector<Event> out;
-        out.reserve(n + n / 50);
-        while (events_ < n) step(out);
-        return out;
+    // The variety's events for this step, if any (true: the step is taken).
+    bool varietyStep(std::vector<Event>& out) {
+        ++steps_;
+        if (steps_ % 200'000 == 100'000) oomLeft_ = 10;
+        if (oomLeft_ > 0 && rng_() % 2 == 0) {
+            --oomLeft_;
+            Event& e = make(out, EventKind::Alloc);
+            e.stream = kStreams[0];
+            e.pool = kPools[0];
+            e.size = uint64_t{1} << 30;
+            e.result = 2; // CUDA_ERROR_OUT_OF_MEMORY: no pointer, nothing allocated
+            return true;
+        }
+        if (side_ < 0) {
+            if (steps_ % 50'000 != 0) return false;
+            side_ = static_cast<int>(rng_() % 12);
+            sideLeft_ = 2000;
+            Event& c = make(out, EventKind::StreamCreate);
+            c.stream = kSideStreams[side_];
+            return true;
+        }
+        const uint64_t stream = kSideStreams[side_];
+        if (--sideLeft_ == 0) {
+            while (!sideLive_.empty()) sideFree(out, stream);
+            Event& d = make(out, EventKind::StreamDestroy);
+            d.stream = stream;
+            side_ = -1;
+            return true;
+        }
+        if (rng_() % 4 != 0) return false;
+        if (sideLive_.empty() || rng_() % 2 == 0) {
+            const uint64_t size = uint64_t{4096} << (rng_() % 10);
+            sideUsed_ += size;
+            Event& e = make(out, EventKind::Alloc);
+            e.stream = stream;
+            e.pool = kSidePool;
+            e.ptr = 0x7e0000000000 + (nextSidePtr_ += uint64_t{8} << 20);
+            e.size = size;
+            e.flags = kHasWatermarks;
+            e.reserved = roundUp(sideUsed_);
+            e.used = sideUsed_;
+            sideLive_.push_back({e.ptr, size, 0});
+        } else {
+            sideFree(out, stream);
+        }
+        return true;
     }
 
-    uint64_t events() const { return events_; }
+    void sideFree(std::vector<Event>& out, uint64_t stream) {
+        const Block b = sideLive_.back();
+        sideLive_.pop_back();
+        sideUsed_ -= b.size;
+        Event& e = make(out, EventKind::Free);
+        e.stream = stream;
+        e.pool = kSidePool;
+        e.ptr = b.ptr;
+        e.size = b.size;
+        e.flags = kHasWatermarks | kSizeKnown;
+        e.reserved = roundUp(sideUsed_);
+        e.used = sideUsed_;
+    }
 
-private:
     static uint64_t roundUp(uint64_t v) {
         const uint64_t g = uint64_t{2} << 20; // pools grow in 2 MiB granules
         return (v + g - 1) / g * g;
@@ -169,6 +249,13 @@ private:
     uint64_t threshold_[2] = {0, 0};
     std::vector<Block> live_[4];
     std::vector<uint64_t> freePtrs_;
+    bool variety_ = false;
+    uint64_t steps_ = 0;
+    int oomLeft_ = 0;
+    int side_ = -1; // the side stream in use, -1 = none
+    int sideLeft_ = 0;
+    uint64_t sideUsed_ = 0, nextSidePtr_ = 0;
+    std::vector<Block> sideLive_;
 };
 
 } // namespace poolscope::bench

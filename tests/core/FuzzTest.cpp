@@ -32,6 +32,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/Zstd.h"
+#include "poolscope/view/EventFilter.h"
 
 namespace poolscope {
 namespace {
@@ -595,6 +596,29 @@ void writeChunkRow(sqlite3* db, const ChunkRow& c) {
     sqlite3_bind_int64(st, 11, c.id);
     sqlite3_step(st);
     sqlite3_finalize(st);
+    // Its chunk_index row too, as a writer would leave it (none for a row that does not decode).
+    std::vector<Event> ev;
+    if (!decodeEvents(c.data, h.count, ev, int(h.codec)) || ev.empty()) {
+        const std::string del = "DELETE FROM chunk_index WHERE chunk = " + std::to_string(c.id);
+        sqlite3_exec(db, del.c_str(), nullptr, nullptr, nullptr);
+        return;
+    }
+    view::ChunkIndexRow x;
+    for (const Event& e : ev) x.add(e);
+    if (sqlite3_prepare_v2(db,
+                           "INSERT OR REPLACE INTO chunk_index(chunk,streams,pools,failed,size_min,"
+                           "size_max,crc) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+                           -1, &st, nullptr) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, c.id);
+    sqlite3_bind_int64(st, 2, int64_t(x.streams));
+    sqlite3_bind_int64(st, 3, int64_t(x.pools));
+    sqlite3_bind_int64(st, 4, int64_t(x.failed));
+    sqlite3_bind_int64(st, 5, int64_t(x.sizeMin));
+    sqlite3_bind_int64(st, 6, int64_t(x.sizeMax));
+    sqlite3_bind_int64(st, 7, int64_t(schema::chunkIndexChecksum(h, schema::chunkChecksum(h, c.data), x)));
+    sqlite3_step(st);
+    sqlite3_finalize(st);
 }
 
 uint64_t extremeValue(std::mt19937_64& rng) {
@@ -835,6 +859,35 @@ bool followsTheRules(sqlite3* db) {
     return ok && counted == total;
 }
 
+// ---- filtered reads (chunk_index, issue #15) ------------------------------------------------------
+
+// A filter drawn from the events: one field or two of an event picked at random (or a handle no
+// event has), the way the events table's filter bar is used.
+view::EventFilter filterFrom(const std::vector<Event>& ev, std::mt19937_64& rng) {
+    view::EventFilter f;
+    const Event& e = ev[rng() % ev.size()];
+    for (int i = 0, n = 1 + int(rng() % 2); i < n; ++i) {
+        switch (rng() % 6) {
+        case 0: f.failedOnly = true; break;
+        case 1: f.stream = rng() % 8 ? e.stream : rng(); break;
+        case 2: f.pool = rng() % 8 ? e.pool : rng(); break;
+        case 3: f.minSize = e.size; break;
+        case 4: f.kindMask = view::EventFilter::bit(e.kind); break;
+        default:
+            f.t0 = e.tsNs;
+            f.t1 = e.tsNs > INT64_MAX - 2'000'000 ? INT64_MAX : e.tsNs + 1 + int64_t(rng() % 1000000);
+        }
+    }
+    return f;
+}
+
+std::vector<Event> matching(const std::vector<Event>& ev, const view::EventFilter& f) {
+    std::vector<Event> out;
+    for (const Event& e : ev)
+        if (f.matches(e)) out.push_back(e);
+    return out;
+}
+
 TEST(TraceFileFuzz, ReaderSurvivesDamagedFiles) {
     const FileSeeds& seeds = fileSeeds();
     ASSERT_GE(seeds.all.size(), 10u);
@@ -878,6 +931,17 @@ TEST(TraceFileFuzz, ReaderSurvivesDamagedFiles) {
         (void)reader.summary();
         (void)reader.meta();
         (void)reader.damage();
+        // Filtered reads (chunk_index) give what decoding every chunk gives, where both read.
+        if (auto all = reader.events(std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max());
+            all && !all->empty()) {
+            for (int k = 0; k < 3; ++k) {
+                const view::EventFilter f = filterFrom(*all, rng);
+                auto got = reader.events(f);
+                if (!got) continue;
+                ASSERT_EQ(got->size(), matching(*all, f).size()) << "input " << inputs;
+            }
+        }
         auto tl = buildTimeline(reader);
         built += tl.ok();
     }
@@ -950,6 +1014,87 @@ TEST(TraceFileFuzz, Format3ChunksRewrittenPastTheirChecksums) {
                 static_cast<long long>(ms), ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
     EXPECT_GT(valid, 0u);
     EXPECT_GT(invalid, 0u);
+}
+
+// chunk_index damaged as SQL (values, types, rows deleted or doubled, the table emptied, dropped
+// or altered), sometimes with chunks rewritten past their checksums and their rows left stale, or
+// the chunks' data damaged: a filtered read gives exactly what decoding every chunk and testing
+// every event gives. (A checksum finds damage, not a forger: no row here is re-signed.)
+TEST(TraceFileFuzz, FilteredReadsMatchDecodingWhateverTheIndexSays) {
+    const FileSeeds& seeds = fileSeeds();
+    ASSERT_GE(seeds.v3.size(), 5u);
+    std::mt19937_64 rng(runSeed(20261127));
+    const Budget budget(1'000'000, 2000, 150);
+    const auto t0 = Clock::now();
+    uint64_t inputs = 0, filters = 0, nonEmpty = 0, flagged = 0;
+    static const char* kCols[] = {"streams", "pools", "failed", "size_min", "size_max", "crc", "chunk"};
+    static const char* kValues[] = {"0", "-1", "1", "'x'", "NULL", "X'00'", "1e300", "crc + 1",
+                                    "9223372036854775807", "-9223372036854775808"};
+    for (; budget.more(inputs, t0); ++inputs) {
+        MemDb m(seeds.v3[rng() % seeds.v3.size()]);
+        ASSERT_TRUE(m.ok());
+        for (int i = 0, n = 1 + int(rng() % 3); i < n; ++i) {
+            const std::string row = "(SELECT chunk FROM chunk_index ORDER BY chunk LIMIT 1 OFFSET " +
+                                    std::to_string(rng() % 3) + ")";
+            switch (rng() % 8) {
+            case 0: case 1: case 2:
+                m.exec(std::string("UPDATE chunk_index SET ") + kCols[rng() % std::size(kCols)] +
+                       " = " + kValues[rng() % std::size(kValues)] +
+                       (rng() % 2 ? " WHERE chunk = " + row : std::string()));
+                break;
+            case 3:
+                m.exec("DELETE FROM chunk_index" + (rng() % 3 ? " WHERE chunk = " + row : std::string()));
+                break;
+            case 4: // rebuilt without its key, a row listed twice
+                m.exec("CREATE TABLE c2 AS SELECT * FROM chunk_index; DROP TABLE chunk_index; "
+                       "CREATE TABLE chunk_index AS SELECT * FROM c2; DROP TABLE c2; "
+                       "INSERT INTO chunk_index SELECT * FROM chunk_index WHERE chunk = " + row);
+                break;
+            case 5:
+                m.exec(rng() % 2 ? "DROP TABLE chunk_index"
+                                 : "ALTER TABLE chunk_index DROP COLUMN failed");
+                break;
+            case 6: { // a chunk rewritten past its crc, its row left as it was
+                const std::string saved = "CREATE TEMP TABLE keep AS SELECT * FROM chunk_index";
+                m.exec(saved);
+                (void)mutateStructure(m, rng);
+                m.exec("DELETE FROM chunk_index; INSERT INTO chunk_index SELECT * FROM keep; "
+                       "DROP TABLE keep");
+                break;
+            }
+            default:
+                mutateChunkData(m, rng, seeds.all);
+            }
+        }
+        const std::string image = m.image();
+        auto r = TraceReader::openImage(image, "fuzz input");
+        if (!r) continue;
+        TraceReader& reader = **r;
+        reader.setSkipDamaged(true);
+        auto all = reader.events(std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<int64_t>::max());
+        if (!all || all->empty()) continue;
+        for (int k = 0; k < 8; ++k, ++filters) {
+            const view::EventFilter f = filterFrom(*all, rng);
+            auto got = reader.events(f);
+            ASSERT_TRUE(got) << "input " << inputs << ": " << got.error().message;
+            const std::vector<Event> expected = matching(*all, f);
+            ASSERT_EQ(got->size(), expected.size()) << "input " << inputs << " filter " << k;
+            for (size_t i = 0; i < expected.size(); ++i)
+                ASSERT_EQ(std::memcmp(&(*got)[i], &expected[i], sizeof(Event)), 0)
+                    << "input " << inputs << " filter " << k << " event " << i;
+            nonEmpty += !expected.empty();
+        }
+        for (const TraceDamage& d : reader.damage()) flagged += d.what.find("chunk_index") != std::string::npos;
+    }
+    const int64_t ms = msSince(t0);
+    std::printf("chunk_index fuzz: %llu inputs, %llu filters (%llu matching something), %llu "
+                "index findings, %lld ms\n",
+                static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(filters),
+                static_cast<unsigned long long>(nonEmpty), static_cast<unsigned long long>(flagged),
+                static_cast<long long>(ms));
+    EXPECT_GT(nonEmpty, filters / 10);
+    EXPECT_GT(flagged, inputs / 4);
 }
 
 } // namespace

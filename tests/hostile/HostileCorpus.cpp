@@ -242,6 +242,14 @@ std::vector<Case> generate(const std::string& samplesDir, const std::string& out
                     "the first chunk row moved to the end", true);
         sqlCase("rows", "UPDATE event_chunks SET codec = 1" + row + " AND codec != 1",
                 "a chunk relabelled codec 1", true);
+        // chunk_index (no chunk crc covers it; its own checksum must): a row that fails it and
+        // a row deleted are reported (`info`), and every verb still reads every event.
+        if (v3) {
+            sqlCase("index", "UPDATE chunk_index SET crc = crc + 1 WHERE chunk = (SELECT min(chunk) "
+                             "FROM chunk_index)", "a chunk_index row's checksum wrong", true);
+            sqlCase("index", "DELETE FROM chunk_index WHERE chunk = (SELECT max(chunk) FROM "
+                             "chunk_index)", "a chunk_index row deleted", true);
+        }
         // event_counts: impossible values, emptied, unknown kinds.
         sqlCase("counts", "UPDATE event_counts SET count = 9223372036854775807 WHERE kind = "
                           "(SELECT min(kind) FROM event_counts)", "a count of 2^63-1", true);

@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <string_view>
 
+namespace poolscope::view {
+struct ChunkIndexRow;
+}
+
 namespace poolscope::schema {
 
 inline constexpr int kVersion = 6; // written; 1 to 6 are read (see schema.sql)
@@ -41,5 +45,9 @@ struct ChunkHeader {
 // The crc column of a format-3 chunk: CRC32C of the header's eight values as 64-bit
 // little-endian words, in the order declared above, then of the data.
 uint32_t chunkChecksum(const ChunkHeader& h, std::string_view data);
+// The crc column of a chunk_index row (schema.sql): CRC32C of its chunk's header (as above), the
+// chunk's crc column and the row's five values, each a 64-bit little-endian word. A row whose
+// chunk's header or crc changed no longer matches it.
+uint32_t chunkIndexChecksum(const ChunkHeader& h, uint32_t chunkCrc, const view::ChunkIndexRow& row);
 
 } // namespace poolscope::schema

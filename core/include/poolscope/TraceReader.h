@@ -2,6 +2,7 @@
 // Opens and validates a .poolscope trace and answers entity and time-range queries. Read-only.
 // Each kind of bad file has its own ErrorCode and a message written for a person.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -19,6 +20,22 @@
 struct sqlite3;
 
 namespace poolscope {
+
+namespace view {
+struct EventFilter;
+struct ChunkIndexRow;
+} // namespace view
+
+// What a filtered read (TraceReader::forEachMatchingChunk) did with the event chunks of its time
+// range: each is counted once.
+struct FilteredReadStats {
+    uint64_t chunks = 0;         // chunks whose time range meets the filter's
+    uint64_t decoded = 0;        // decoded and tested event by event (damaged ones included)
+    uint64_t skippedByIndex = 0; // passed over on their header and chunk_index row: not read
+    // No usable index row: passed over on their header's kinds once their data's checksum
+    // held (read, not decoded).
+    uint64_t skippedByKinds = 0;
+};
 
 // A part of a trace found damaged (issue #12): what, in words a person can act on, and how many
 // events it loses or puts in doubt (0 when none or unknown).
@@ -101,13 +118,34 @@ public:
     // What does not hold up in the tables no checksum covers: process (one row, a real pid),
     // devices (ordinals, memory sizes), pools and streams (devices they name, pool kinds, size
     // limits), ids listed twice, thread ids, watermark samples (negative or non-numeric values,
-    // which samples() skips; pools that are not in the pools table) and meta's dropped_events.
+    // which samples() skips; pools that are not in the pools table), meta's dropped_events and,
+    // once a filtered read or verifyChunks() has read them, chunk_index rows that are missing,
+    // listed twice, fail their checksum or disagree with their decoded chunk.
     // Lossless warnings (events 0): what they concern is shown as read, or skipped where said.
     std::vector<TraceDamage> tableDamage() const;
     // Reads every chunk's data without building anything: checks the checksum (format 3) or,
     // for older files, decodes and compares with the header. Afterwards summary() and damage()
     // are exact. Fails only on I/O errors and newer codecs; damage goes to damage().
     Status verifyChunks() const;
+    // Filtered reads (issue #15): the events that match `filter` (view::EventFilter::matches),
+    // seq order: the same as events(filter.t0, filter.t1) tested one by one, damage handled the
+    // same way (skipDamaged), but a chunk no event of which can match is not decoded
+    // (EventFilter::mayMatch): on its chunk_index row (schema.sql), whose own checksum binds it
+    // to the chunk's header and crc, or, where it has no usable row, on its header's kinds once
+    // its data's checksum holds (older formats: decoded). A missing, duplicated or failing row is
+    // no index for that chunk, and tableDamage() says so. fn gets the matching events of each
+    // chunk in the time range, in seq order (empty for one passed over: a place to cancel), and
+    // returns false to stop (ErrorCode::Cancelled). stats, when given, is added to.
+    Status forEachMatchingChunk(const view::EventFilter& filter,
+                                const std::function<bool(std::vector<Event>& matches)>& fn,
+                                FilteredReadStats* stats = nullptr) const;
+    // The first `cap` matching events; truncated, when given, says whether there were more.
+    Result<std::vector<Event>> events(const view::EventFilter& filter, size_t cap = SIZE_MAX,
+                                      bool* truncated = nullptr,
+                                      FilteredReadStats* stats = nullptr) const;
+    // false: filtered reads leave chunk_index unread (the reference path of tests and benchmarks).
+    void setUseChunkIndex(bool use) { useChunkIndex_ = use; }
+
     // Periodic samples (Event with kind Sample) in t0 <= tsNs < t1, time order; pool 0 = all.
     Result<std::vector<Event>> samples(uint64_t pool, int64_t t0, int64_t t1) const;
 
@@ -131,6 +169,11 @@ private:
     Status decodeChunks(const std::vector<ChunkRef>& list, bool byRowid, bool decode, bool strict,
                         const std::function<bool(std::vector<Event>&)>& fn) const;
     void addDamage(int64_t chunkId, TraceDamage d) const;
+    // chunk_index rows of idx's chunks, by position; valid[i] when chunk i's row holds. What does
+    // not hold is kept for tableDamage().
+    Status chunkIndexRows(const ChunkIndex& idx, std::vector<view::ChunkIndexRow>& rows,
+                          std::vector<char>& valid) const;
+    void appendIndexDamage(std::vector<TraceDamage>& out) const;
     Error firstDamageError(const std::string& what) const;
 
     sqlite3* db_ = nullptr;
@@ -142,6 +185,11 @@ private:
     mutable std::mutex mutex_; // guards the two below (chunks may be read on another thread)
     mutable std::shared_ptr<const ChunkIndex> index_;   // the last header scan
     mutable std::map<int64_t, TraceDamage> chunkDamage_; // found reading data, by chunk id
+    bool useChunkIndex_ = true;
+    // chunk_index findings (guarded by mutex_): (what, chunk id) from the last load of the
+    // rows, and the rows found to disagree with their decoded chunk, by chunk id.
+    mutable std::vector<std::pair<int, int64_t>> indexFindings_;
+    mutable std::vector<int64_t> indexLies_;
     mutable std::once_flag tablesOnce_;
     mutable std::vector<TraceDamage> tableDamage_;
 };

@@ -13,7 +13,9 @@
 #include "poolscope/Event.h"
 #include "poolscope/EventCodec.h"
 #include "poolscope/Result.h"
+#include "poolscope/Schema.h"
 #include "poolscope/Stacks.h"
+#include "poolscope/view/EventFilter.h"
 
 struct sqlite3;
 
@@ -83,6 +85,8 @@ private:
     struct Statements;
     Status begin();
     Status flushChunk();
+    // The open chunk's chunk_index row, after its event_chunks row (the last insert).
+    Status writeChunkIndex(const schema::ChunkHeader& h, uint32_t chunkCrc);
     Status exec(const char* sql);
     Error sqlError(const char* what) const;
 
@@ -98,6 +102,7 @@ private:
     // Holds the open chunk's encoded events: compressed (codec 5) where libzstd is found and
     // options allow, else codec 4 (a trace is always written; it is only larger).
     EventEncoder encoder_;
+    view::ChunkIndexRow chunkIndex_; // the open chunk's chunk_index row
     uint64_t prevLastSeq_ = 0;   // last_seq of the chunk written before (prev_last_seq)
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};
