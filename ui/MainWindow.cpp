@@ -195,6 +195,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         if (x0 >= area.right()) return std::nullopt;
         return QRectF(x0, area.top(), area.right() - x0, area.height());
     });
+    plotOverlay_->setContent([this](QPainter& p, const QRectF& r) { plot_->paintOverview(p, r); });
 
     // Linking: every view reports to this window, which fans out.
     connect(timeline_, &TimelineWidget::viewRangeChanged, this, [this](qint64 a, qint64 b) {
@@ -640,7 +641,10 @@ void MainWindow::updateLoadingOverlays() {
         }
     }
     timelineOverlay_->setText(text);
-    plotOverlay_->setText(text);
+    // The plot draws the rest from the trace's summaries: say that it is an overview.
+    plotOverlay_->setText(partial && plot_->hasOverview() && !text.isEmpty()
+                              ? tr("%1 · min/max overview").arg(text)
+                              : text);
     for (LoadingOverlay* o : {timelineOverlay_, plotOverlay_}) {
         if (o->isVisible() == partial) continue;
         o->setVisible(partial);

@@ -60,9 +60,10 @@ struct TraceWriter::Statements {
     sqlite3_stmt* dropGap = nullptr;
     sqlite3_stmt* poolAttr = nullptr;
     sqlite3_stmt* meta = nullptr;
+    sqlite3_stmt* poolSummary = nullptr;
     ~Statements() {
         for (sqlite3_stmt* s : {chunk, count, sample, sampleBatch, process, device, pool, stream,
-                                thread, dropGap, poolAttr, meta})
+                                thread, dropGap, poolAttr, meta, poolSummary})
             sqlite3_finalize(s);
     }
 };
@@ -190,6 +191,18 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                                nullptr) != SQLITE_OK)
             return w->sqlError("prepare statements for");
     }
+    w->writeSummaries_ = options.poolSummaries;
+    const char* summarySql =
+        options.poolSummaries
+            ? "INSERT INTO pool_chunk_summary(chunk,pool,chunk_rows,t_min,t_max,reserved_min,"
+              "reserved_max,used_min,used_max,reserved_last,used_last,crc) "
+              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"
+            : nullptr;
+    if (!options.poolSummaries)
+        if (Status s = w->exec("DROP TABLE pool_chunk_summary"); !s) return s.error();
+    if (summarySql && sqlite3_prepare_v3(w->db_, summarySql, -1, SQLITE_PREPARE_PERSISTENT,
+                                         &st.poolSummary, nullptr) != SQLITE_OK)
+        return w->sqlError("prepare statements for");
     return w;
 }
 
@@ -264,10 +277,12 @@ Status TraceWriter::flushChunk() {
     h.kinds = chunk_.kinds;
     h.codec = codec;
     sqlite3_bind_int64(c, 9, s64(prevLastSeq_));
-    sqlite3_bind_int64(c, 10, schema::chunkChecksum(h, blob));
+    const uint32_t crc = schema::chunkChecksum(h, blob);
+    sqlite3_bind_int64(c, 10, crc);
     int rc = sqlite3_step(c);
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
+    if (Status s = writePoolSummaries(crc); !s) return s;
     prevLastSeq_ = chunk_.lastSeq;
     chunk_ = {};
     encoder_.reset();
@@ -282,6 +297,21 @@ bool stepReset(sqlite3_stmt* st) {
     return rc == SQLITE_DONE;
 }
 } // namespace
+
+Status TraceWriter::writePoolSummaries(uint32_t chunkCrc) {
+    if (!writeSummaries_) return {};
+    const int64_t chunk = sqlite3_last_insert_rowid(db_);
+    sqlite3_stmt* st = st_->poolSummary;
+    for (PoolChunkSummary& r : poolSummaries_.take(chunk, chunk_.tMin, chunk_.tMax)) {
+        const int64_t values[] = {r.chunk, s64(r.pool), s64(r.chunkRows), r.tMin, r.tMax,
+                                  s64(r.reservedMin), s64(r.reservedMax), s64(r.usedMin),
+                                  s64(r.usedMax), s64(r.reservedLast), s64(r.usedLast),
+                                  int64_t{schema::poolSummaryChecksum(r, chunkCrc)}};
+        for (int i = 0; i < 12; ++i) sqlite3_bind_int64(st, i + 1, values[i]);
+        if (!stepReset(st)) return sqlError("write");
+    }
+    return {};
+}
 
 Status TraceWriter::append(std::span<const Event> events) {
     if (!db_) return Error{ErrorCode::WriteFailed, "trace '" + path_ + "' is closed"};
@@ -315,6 +345,7 @@ Status TraceWriter::append(std::span<const Event> events) {
                 tMin = std::min(tMin, e.tsNs);
                 tMax = std::max(tMax, e.tsNs);
                 kinds |= uint64_t{1} << (k & 63);
+                if (writeSummaries_) poolSummaries_.add(e);
             }
             chunk_.tMin = tMin;
             chunk_.tMax = tMax;

@@ -13,6 +13,7 @@
 
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
+#include "poolscope/PoolSummary.h"
 #include "poolscope/Result.h"
 #include "poolscope/Stacks.h"
 
@@ -108,6 +109,14 @@ public:
     // for older files, decodes and compares with the header. Afterwards summary() and damage()
     // are exact. Fails only on I/O errors and newer codecs; damage goes to damage().
     Status verifyChunks() const;
+    // Each chunk's watermarks per pool (pool_chunk_summary, PoolSummary.h), read without
+    // decoding a chunk, for the chunks whose headers hold up and whose data was not found
+    // damaged; present false for traces without the table. A chunk whose rows do not all hold
+    // up (checksum, ranges, their count) has none (chunksWithout) and tableDamage() says so.
+    // Memory: at most one row per (intact chunk, pool), pools being those of the pools table
+    // plus at most kMaxUnlistedSummaryPools others, whatever the table holds.
+    Result<PoolSummaries> poolSummaries() const;
+    static constexpr size_t kMaxUnlistedSummaryPools = 1024;
     // Periodic samples (Event with kind Sample) in t0 <= tsNs < t1, time order; pool 0 = all.
     Result<std::vector<Event>> samples(uint64_t pool, int64_t t0, int64_t t1) const;
 
@@ -131,6 +140,8 @@ private:
     Status decodeChunks(const std::vector<ChunkRef>& list, bool byRowid, bool decode, bool strict,
                         const std::function<bool(std::vector<Event>&)>& fn) const;
     void addDamage(int64_t chunkId, TraceDamage d) const;
+    // poolSummaries' work; damage (when set) gets what does not hold up in the table.
+    Result<PoolSummaries> scanPoolSummaries(std::vector<TraceDamage>* damage) const;
     Error firstDamageError(const std::string& what) const;
 
     sqlite3* db_ = nullptr;

@@ -12,6 +12,7 @@
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/EventCodec.h"
+#include "poolscope/PoolSummary.h"
 #include "poolscope/Result.h"
 #include "poolscope/Stacks.h"
 
@@ -30,6 +31,9 @@ struct WriterOptions {
     // Event chunks in the zstd codec (kZstdCodecVersion) where libzstd is found; false: always
     // codec 4 (tests that need the uncompressed layout, comparisons).
     bool compressEvents = true;
+    // Per-chunk pool summaries (pool_chunk_summary, PoolSummary.h); false: a trace without the
+    // table, as written before it existed (benchmarks of its cost, tests of old traces).
+    bool poolSummaries = true;
 };
 
 // The file a replaceAtClose writer works in until close(): path + ".partial".
@@ -83,6 +87,7 @@ private:
     struct Statements;
     Status begin();
     Status flushChunk();
+    Status writePoolSummaries(uint32_t chunkCrc); // the chunk just inserted: its pool_chunk_summary rows
     Status exec(const char* sql);
     Error sqlError(const char* what) const;
 
@@ -98,6 +103,8 @@ private:
     // Holds the open chunk's encoded events: compressed (codec 5) where libzstd is found and
     // options allow, else codec 4 (a trace is always written; it is only larger).
     EventEncoder encoder_;
+    PoolSummaryAccumulator poolSummaries_; // the open chunk's watermarks per pool
+    bool writeSummaries_ = true;
     uint64_t prevLastSeq_ = 0;   // last_seq of the chunk written before (prev_last_seq)
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};
