@@ -1147,27 +1147,21 @@ Result<PoolSummaries> TraceReader::scanPoolSummaries(std::vector<TraceDamage>* d
         std::sort(listed.begin(), listed.end());
     }
     std::vector<uint64_t> unlisted; // pools the summaries name beyond the pools table, sorted
-    const uint64_t poolBound = listed.size() + kMaxUnlistedSummaryPools + 1;
-    const uint64_t maxRows =
-        chunks.empty() ? 0
-                       : (poolBound > UINT64_MAX / chunks.size() ? UINT64_MAX
-                                                                 : poolBound * chunks.size());
 
     std::vector<PoolChunkSummary> rows;                 // kept, in chunk id order
     std::vector<std::pair<size_t, size_t>> groups;      // (seq position, first row in rows)
     std::vector<bool> covered(chunks.size(), false);
-    uint64_t badChunks = 0, orphanRows = 0;
-    int64_t firstBad = 0, firstOrphan = 0;
+    uint64_t badChunks = 0;
+    int64_t firstBad = 0;
     std::vector<PoolChunkSummary> group;
     bool groupBad = false;
     int64_t groupChunk = 0;
     auto closeGroup = [&] {
         if (group.empty() && !groupBad) return;
         auto it = std::lower_bound(byId.begin(), byId.end(), std::pair{groupChunk, size_t{0}});
-        if (it == byId.end() || it->first != groupChunk) {
-            if (!orphanRows) firstOrphan = groupChunk;
-            orphanRows += std::max<size_t>(group.size(), 1);
-        } else if (!dataDamaged.count(groupChunk)) {
+        // Rows of a chunk that is not there, or whose header does not hold up, are passed
+        // over: that chunk's damage is named where it is found, and nothing is kept for them.
+        if (it != byId.end() && it->first == groupChunk && !dataDamaged.count(groupChunk)) {
             const ChunkRef& c = chunks[it->second];
             const uint64_t n = group.size();
             bool ok = !groupBad && n <= c.h.count;
@@ -1206,14 +1200,12 @@ Result<PoolSummaries> TraceReader::scanPoolSummaries(std::vector<TraceDamage>* d
     Stmt s(db_, "SELECT chunk,pool,chunk_rows,t_min,t_max,reserved_min,reserved_max,used_min,"
                 "used_max,reserved_last,used_last,crc FROM pool_chunk_summary ORDER BY chunk, pool");
     if (!s.ok()) return sqlError("read pool_chunk_summary in");
+    // Every row is read (time, like any scan of the file), but only rows of intact chunks
+    // are kept.
     uint64_t scanned = 0;
-    bool tooMany = false;
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
-        if (++scanned > maxRows) {
-            tooMany = true;
-            break;
-        }
+        ++scanned;
         const int64_t chunk = s.i64(0);
         if (chunk != groupChunk || scanned == 1) {
             closeGroup();
@@ -1243,7 +1235,7 @@ Result<PoolSummaries> TraceReader::scanPoolSummaries(std::vector<TraceDamage>* d
         else
             group.push_back(r);
     }
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return sqlError("read pool_chunk_summary in");
+    if (rc != SQLITE_DONE) return sqlError("read pool_chunk_summary in");
     closeGroup();
 
     // Seq order (rows of a writer's file are already in it: chunk ids follow seq).
@@ -1277,14 +1269,6 @@ Result<PoolSummaries> TraceReader::scanPoolSummaries(std::vector<TraceDamage>* d
             damage->push_back({std::to_string(missing - badChunks) +
                                    " event chunk(s) have no pool_chunk_summary rows (e.g. chunk " +
                                    std::to_string(firstMissing) + ")" + leftOut, 0});
-        if (orphanRows)
-            damage->push_back({"the pool_chunk_summary table has rows of " +
-                                   std::to_string(orphanRows) + " chunk(s) that are not intact "
-                                   "event chunks of the trace (e.g. chunk " +
-                                   std::to_string(firstOrphan) + "; ignored)", 0});
-        if (tooMany)
-            damage->push_back({"the pool_chunk_summary table holds more rows than its chunks "
-                               "and pools allow (read up to " + std::to_string(maxRows) + ")", 0});
     }
     return out;
 }

@@ -175,7 +175,8 @@ CREATE TABLE pool_initial_attributes (
 -- 64-bit little-endian words, then the chunk's crc as a 32-bit little-endian word
 -- (poolscope::schema::poolSummaryChecksum), as 0..2^32-1: a row changed or moved to another
 -- chunk fails it. A chunk whose rows do not all hold up (chunk_rows of them, each checked) has
--- no summary, and TraceReader::tableDamage() says so.
+-- no summary, and TraceReader::tableDamage() says so; rows of a chunk that is not there or
+-- is itself damaged are passed over (that damage is named with the chunk's).
 CREATE TABLE pool_chunk_summary (
   chunk         INTEGER NOT NULL,             -- event_chunks.id
   pool          INTEGER NOT NULL,             -- pools.handle; 0: the chunk has no watermarks

@@ -113,8 +113,9 @@ public:
     // decoding a chunk, for the chunks whose headers hold up and whose data was not found
     // damaged; present false for traces without the table. A chunk whose rows do not all hold
     // up (checksum, ranges, their count) has none (chunksWithout) and tableDamage() says so.
-    // Memory: at most one row per (intact chunk, pool), pools being those of the pools table
-    // plus at most kMaxUnlistedSummaryPools others, whatever the table holds.
+    // Rows of chunks that are not there or not intact are passed over. Memory: at most one
+    // row per (intact chunk, pool), pools being those of the pools table plus at most
+    // kMaxUnlistedSummaryPools others, whatever the table holds.
     Result<PoolSummaries> poolSummaries() const;
     static constexpr size_t kMaxUnlistedSummaryPools = 1024;
     // Periodic samples (Event with kind Sample) in t0 <= tsNs < t1, time order; pool 0 = all.
