@@ -1127,9 +1127,21 @@ Result<PoolSummaries> TraceReader::scanPoolSummaries(std::vector<TraceDamage>* d
         if (t.step() != SQLITE_ROW) return out;
     }
     out.present = true;
-    auto idx = scanChunks();
-    if (!idx) return idx.error();
-    const std::vector<ChunkRef>& chunks = (*idx)->chunks;
+    // The last header scan when there is one (info, the window: every read scans first): a
+    // scan reads a page per chunk row, the largest part of this on a big trace.
+    std::shared_ptr<const ChunkIndex> index;
+    {
+        std::lock_guard lock(mutex_);
+        index = index_;
+    }
+    if (!index) {
+        auto idx = scanChunks();
+        if (!idx) return idx.error();
+        index = *idx;
+        std::lock_guard lock(mutex_);
+        index_ = index;
+    }
+    const std::vector<ChunkRef>& chunks = index->chunks;
     std::set<int64_t> dataDamaged;
     {
         std::lock_guard lock(mutex_);

@@ -141,8 +141,14 @@ int main(int argc, char** argv) {
         partialCpuMs = cpuMs() - c;
         partialEvents = w.snapshot().timeline->eventCount;
         partialAllocs = w.snapshot().timeline->allocations.size();
-        // After the figures: grabbing paints the whole window again.
-        if (!partialShot.empty()) w.grab().save(QString::fromStdString(partialShot));
+        // After the figures: the whole trace in view (most of it not loaded yet: the plot
+        // draws it from the summaries), grabbed as the user sees it.
+        if (!partialShot.empty()) {
+            const Timeline& tl = *w.snapshot().timeline;
+            w.timeline()->setViewRange(tl.t0, tl.t1);
+            QApplication::processEvents();
+            w.grab().save(QString::fromStdString(partialShot));
+        }
     });
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
     const double cpu0 = processCpuMs();
