@@ -1109,11 +1109,6 @@ Result<std::vector<Event>> TraceReader::samples(uint64_t pool, int64_t t0, int64
 
 namespace poolscope {
 
-namespace {
-// Byte counts a summary row may hold: the samples' bound (kBadSampleRow), 1 PiB.
-constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 50;
-} // namespace
-
 Result<PoolSummaries> TraceReader::poolSummaries() const { return scanPoolSummaries(nullptr); }
 
 // Rows come in (chunk, pool) order, the table's key: one chunk's rows are read as a group and
@@ -1182,8 +1177,7 @@ Result<PoolSummaries> TraceReader::scanPoolSummaries(std::vector<TraceDamage>* d
                 ok = r.chunkRows == n && r.tMin <= r.tMax && r.tMin >= c.h.tMin &&
                      r.tMax <= c.h.tMax && r.reservedMin <= r.reservedLast &&
                      r.reservedLast <= r.reservedMax && r.usedMin <= r.usedLast &&
-                     r.usedLast <= r.usedMax && r.reservedMax <= kMaxSummaryBytes &&
-                     r.usedMax <= kMaxSummaryBytes &&
+                     r.usedLast <= r.usedMax &&
                      (r.pool != 0 || (n == 1 && r.reservedMax == 0 && r.usedMax == 0));
             }
             // Pools beyond the pools table (the collector lists a pool when it sees it

@@ -606,7 +606,7 @@ TEST(PoolSummary, DamagedOrLyingRowsCostTheirChunkItsSummaryAndAreNamed) {
         case 0: std::swap(x.tMin, x.tMax), ++x.tMax; break; // t_min > t_max
         case 1: x.reservedLast = x.reservedMax + 1; break;
         case 2: x.chunkRows = 1000; break;                  // a count that lies
-        case 3: x.usedMax = uint64_t{1} << 60; break;       // impossible bytes
+        case 3: x.chunkRows = 0; break;
         case 4: x.tMax = INT64_MAX; break;                  // beyond its chunk
         case 5: x.pool = 0; break;                          // "no watermarks" beside rows
         case 6: x.usedMin = x.usedLast + 1; break;
