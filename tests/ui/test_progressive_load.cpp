@@ -73,6 +73,7 @@ TEST(ProgressiveLoad, PartialPlotDrawsTheRestFromTheSummaries) {
         QSignalSpy shown(&w, &MainWindow::snapshotShown);
         QObject::connect(&w, &MainWindow::partialShown, [&] {
             EXPECT_EQ(w.watermarks()->hasOverview(), i == 0);
+            EXPECT_EQ(w.timeline()->hasOverview(), i == 0); // its pool charts too
             // The user looks at the whole trace, most of which is not loaded yet.
             w.timeline()->setViewRange(w.snapshot().timeline->t0, w.snapshot().timeline->t1);
             QApplication::processEvents();
