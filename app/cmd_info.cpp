@@ -12,6 +12,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/view/EntityNames.h"
+#include "poolscope/view/Overview.h"
 
 namespace poolscope::cli {
 
@@ -32,6 +33,10 @@ struct InfoData {
     TraceSummary summary;
     std::vector<DropGap> dropGaps;
     std::string dropGapsError; // a damaged drop_gaps table loses the marks, not the trace
+    // The peaks recorded in the per-chunk summaries (no chunk decoded); absent for traces
+    // written before them, and for a pool without watermarks.
+    bool summaries = false;
+    std::map<uint64_t, view::OverviewBlock> recorded;
 };
 
 // Reads everything info shows; the first error wins.
@@ -58,6 +63,13 @@ Result<InfoData> load(const TraceReader& r) {
     auto summary = r.summary();
     if (!summary) return summary.error();
     d.summary = std::move(*summary);
+    // An unreadable summary table loses the peaks, not the trace (tableDamage() names it).
+    if (auto summaries = r.poolSummaries(); summaries) {
+        d.summaries = summaries->present;
+        const view::Overview overview(*summaries);
+        for (uint64_t pool : overview.pools())
+            if (auto w = overview.whole(pool)) d.recorded[pool] = *w;
+    }
     if (auto gaps = r.dropGaps(); gaps)
         d.dropGaps = std::move(*gaps);
     else
@@ -108,15 +120,23 @@ std::string toJson(const TraceReader& r, const InfoData& d) {
                                 {"total_memory", dv.totalMemory},
                                 {"uuid", dv.uuid}});
     j["pools"] = json::array();
-    for (const PoolInfo& pi : d.pools)
-        j["pools"].push_back({{"handle", formatHandle(pi.handle)},
-                              {"device", pi.device},
-                              {"kind", poolKindName(pi.kind)},
-                              {"handle_types", pi.handleTypes},
-                              {"location_type", pi.locationType},
-                              {"location_id", pi.locationId},
-                              {"max_size", pi.maxSize},
-                              {"created_ns", pi.createdTsNs}});
+    for (const PoolInfo& pi : d.pools) {
+        json pool = {{"handle", formatHandle(pi.handle)},
+                     {"device", pi.device},
+                     {"kind", poolKindName(pi.kind)},
+                     {"handle_types", pi.handleTypes},
+                     {"location_type", pi.locationType},
+                     {"location_id", pi.locationId},
+                     {"max_size", pi.maxSize},
+                     {"created_ns", pi.createdTsNs}};
+        // Only where the trace has summaries: null = no watermark recorded for the pool.
+        if (d.summaries) {
+            auto it = d.recorded.find(pi.handle);
+            pool["recorded_peak_reserved"] = it != d.recorded.end() ? json(it->second.reservedMax) : json();
+            pool["recorded_peak_used"] = it != d.recorded.end() ? json(it->second.usedMax) : json();
+        }
+        j["pools"].push_back(std::move(pool));
+    }
     j["streams"] = json::array();
     for (const StreamInfo& s : d.streams)
         j["streams"].push_back({{"handle", formatHandle(s.handle)},
@@ -184,6 +204,9 @@ std::string toText(const TraceReader& r, const InfoData& d) {
         out += "  " + formatHandle(pi.handle) + "  device " + std::to_string(pi.device) + "  " +
                std::string(poolKindName(pi.kind));
         out += pi.maxSize ? "  max " + formatBytes(pi.maxSize) : "";
+        if (auto it = d.recorded.find(pi.handle); it != d.recorded.end())
+            out += "  peak recorded: reserved " + formatBytes(it->second.reservedMax) +
+                   ", used " + formatBytes(it->second.usedMax);
         out += "\n";
     }
     out += "streams  " + std::to_string(d.streams.size()) + "\n";

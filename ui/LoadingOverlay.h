@@ -1,7 +1,8 @@
 #pragma once
 // Shades the part of a view's time axis that a progressive load has not reached yet, with a
 // "loading 23 %" note, so a partial timeline (Timeline::partial) is never mistaken for the whole
-// trace: the views draw the last known values on to the end of the trace, and this covers them.
+// trace: the views draw the last known values on to the end of the trace, and this covers them
+// (the plot shows, over it, the min/max overview of the trace's summaries where it has them).
 // A child widget laid over the view (the timeline or the plot), transparent to the mouse; the
 // owner tells it where the loaded part ends (a callback from time to x, since each view maps
 // time its own way) and calls update() when the view or the progress changes. Header-only on
@@ -32,6 +33,11 @@ public:
         setGeometry(view->rect());
         hide();
     }
+
+    // Drawn over the shading, under the note: what is known of the part not loaded yet (the
+    // plot's min/max overview from the trace's summaries), in the view's coordinates.
+    using Content = std::function<void(QPainter&, const QRectF&)>;
+    void setContent(Content c) { content_ = std::move(c); }
 
     // Repaints only where the note is (a repaint of the overlay makes the view under it paint
     // that area again, and the timeline's painting is not free).
@@ -69,6 +75,12 @@ protected:
         p.fillRect(r, QBrush(hatch, Qt::BDiagPattern));
         p.setPen(QPen(palette().color(QPalette::Highlight), 2, Qt::DashLine));
         p.drawLine(QPointF(x0, r.top()), QPointF(x0, r.bottom()));
+        if (content_) {
+            p.save();
+            p.setClipRect(r);
+            content_(p, r);
+            p.restore();
+        }
         if (text_.isEmpty()) return;
         QFont f = font();
         f.setBold(true);
@@ -87,6 +99,7 @@ protected:
 
 private:
     Band band_;
+    Content content_;
     QString text_;
     QRectF textBox_; // where the note was last drawn
 };

@@ -195,6 +195,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         if (x0 >= area.right()) return std::nullopt;
         return QRectF(x0, area.top(), area.right() - x0, area.height());
     });
+    plotOverlay_->setContent([this](QPainter& p, const QRectF& r) { plot_->paintOverview(p, r); });
+    timelineOverlay_->setContent(
+        [this](QPainter& p, const QRectF& r) { timeline_->paintOverview(p, r); });
 
     // Linking: every view reports to this window, which fans out.
     connect(timeline_, &TimelineWidget::viewRangeChanged, this, [this](qint64 a, qint64 b) {
@@ -647,8 +650,12 @@ void MainWindow::updateLoadingOverlays() {
                                            : tr("not loaded");
         }
     }
-    timelineOverlay_->setText(text);
-    plotOverlay_->setText(text);
+    // The views draw the rest from the trace's summaries: say that it is an overview.
+    const QString overview =
+        partial && plot_->hasOverview() && !text.isEmpty() ? tr("%1 · min/max overview").arg(text)
+                                                           : text;
+    timelineOverlay_->setText(overview);
+    plotOverlay_->setText(overview);
     for (LoadingOverlay* o : {timelineOverlay_, plotOverlay_}) {
         if (o->isVisible() == partial) continue;
         o->setVisible(partial);

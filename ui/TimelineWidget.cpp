@@ -1,5 +1,7 @@
 #include "TimelineWidget.h"
 
+#include "ColorScheme.h"
+
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMouseEvent>
@@ -684,6 +686,58 @@ void TimelineWidget::changeEvent(QEvent* e) {
         update();
     }
     QWidget::changeEvent(e);
+}
+
+bool TimelineWidget::hasOverview() const {
+    return snap_.valid() && snap_.timeline->partial && snap_.overview &&
+           snap_.overview->available();
+}
+
+void TimelineWidget::paintOverview(QPainter& p, const QRectF& band) const {
+    if (!hasOverview()) return;
+    const int x0 = std::max(int(std::ceil(band.left())), geo_.labelW);
+    const int x1 = std::min(int(std::floor(band.right())), geo_.labelW + int(geo_.plotW()));
+    if (x1 <= x0) return;
+    const int64_t t0 = std::max(snap_.timeline->loadedUntilNs, geo_.tOf(x0));
+    const int64_t t1 = geo_.tOf(x1);
+    if (t1 <= t0) return;
+    const size_t columns = size_t(x1 - x0);
+    const ColorScheme c(palette());
+    std::vector<view::OverviewColumn> cols;
+    QVector<QLineF> reserved, used;
+    p.setRenderHint(QPainter::Antialiasing, false);
+    for (size_t i = 0; i < snap_.layout->lanes.size(); ++i) {
+        const Lane& l = snap_.layout->lanes[i];
+        if (l.kind != LaneKind::Pool || l.poolIndex < 0 || geo_.laneH[i] == 0) continue;
+        const PoolTimeline& pt = snap_.timeline->pools[size_t(l.poolIndex)];
+        const int top = std::max(geo_.laneY(i) + 4, geo_.lanesTop());
+        const int bottom = std::min(geo_.laneY(i) + geo_.laneH[i] - 3, geo_.lanesBottom());
+        if (bottom <= top) continue;
+        if (!snap_.overview->query(pt.info.handle, t0, t1, columns, true, cols)) continue;
+        // The chart's own scale (the loaded part's peak, as its label says); higher values
+        // reach the lane's top.
+        const double scale = double(std::max<uint64_t>(1, pt.peakReserved));
+        const int laneTop = geo_.laneY(i) + 4, laneBottom = geo_.laneY(i) + geo_.laneH[i] - 3;
+        auto y = [&](uint64_t v) {
+            const double f = std::min(1.0, double(v) / scale);
+            return std::clamp(laneBottom - (laneBottom - laneTop) * f, double(top), double(bottom));
+        };
+        reserved.clear();
+        used.clear();
+        for (size_t k = 0; k < columns; ++k) {
+            if (!cols[k].any) continue;
+            const double x = x0 + double(k) + 0.5;
+            reserved.push_back(QLineF(x, y(cols[k].reservedMin) + 0.5, x, y(cols[k].reservedMax) - 0.5));
+            used.push_back(QLineF(x, y(cols[k].usedMin) + 0.5, x, y(cols[k].usedMax) - 0.5));
+        }
+        QColor rc = c.reservedColor(l.poolSlot), uc = c.usedColor(l.poolSlot);
+        rc.setAlpha(110);
+        uc.setAlpha(190);
+        p.setPen(QPen(rc, 1));
+        p.drawLines(reserved);
+        p.setPen(QPen(uc, 1));
+        p.drawLines(used);
+    }
 }
 
 } // namespace poolscope::ui

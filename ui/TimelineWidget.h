@@ -76,6 +76,12 @@ public:
 
     // Where an allocation bar is drawn now (tests, and anchoring popups); empty if off screen.
     QRect allocationRect(uint32_t index) const;
+    // While a partial timeline is shown, the pool charts' part not loaded yet drawn from the
+    // trace's per-chunk summaries (TraceSnapshot::overview, issue #15): per pixel column the
+    // least and greatest reserved and used bytes, on the chart's scale. The window's loading
+    // overlay calls it over its shading (band: the shaded area, widget coordinates).
+    bool hasOverview() const;
+    void paintOverview(QPainter& p, const QRectF& band) const;
     int labelWidth() const { return geo_.labelW; }
     int lanesTop() const { return geo_.lanesTop(); } // below the ruler and the NVTX band
     int legendHeight() const { return geo_.legendH; }

@@ -52,6 +52,10 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
     snap.path = QFileInfo(path).absoluteFilePath();
     snap.title = QFileInfo(path).fileName();
     if (auto p = (*reader)->process()) snap.process = p.value();
+    // Before the events: the partial timeline draws the rest of the trace from it. Chunk
+    // headers and a row per chunk and pool only; a trace without them simply has none.
+    if (auto summaries = (*reader)->poolSummaries(); summaries && summaries->present)
+        snap.overview = std::make_shared<const view::Overview>(*summaries);
     setPhase(1);
     BuildOptions options;
     options.progress = o.progress;

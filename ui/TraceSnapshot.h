@@ -6,6 +6,7 @@
 #include "poolscope/Entities.h"
 #include "poolscope/Stacks.h"
 #include "poolscope/Timeline.h"
+#include "poolscope/view/Overview.h"
 
 #include <QString>
 #include <QStringList>
@@ -25,6 +26,9 @@ struct TraceSnapshot {
     std::shared_ptr<const StackTables> stacks;
     // Parts of the file found damaged and left out (what is shown is the intact rest).
     QStringList damage;
+    // The pools' per-chunk summaries (issue #15), read at open: what a partial timeline draws
+    // past the part loaded. Null for a live source and for traces written before them.
+    std::shared_ptr<const view::Overview> overview;
 
     bool valid() const { return timeline && layout; }
     bool hasStacks() const { return stacks && !stacks->sites.empty(); }

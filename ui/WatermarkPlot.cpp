@@ -8,6 +8,7 @@
 
 #include <QAction>
 #include <QLabel>
+#include <QPainter>
 #include <QMenu>
 #include <QToolTip>
 #include <QTextDocument>
@@ -434,12 +435,69 @@ void WatermarkPlot::refreshData() {
         }
         predictedGraph_->setData(c);
     }
+    if (hasOverview()) {
+        // The part not loaded yet is drawn from the summaries: the axis makes room for it.
+        const int64_t from = std::max(key.a, tl.loadedUntilNs);
+        std::vector<view::OverviewColumn> whole;
+        for (const PoolGraphs& g : graphs_)
+            if (key.b > from && snap_.overview->query(g.pool, from, key.b, 1, true, whole) &&
+                whole.front().any)
+                ymax = std::max(ymax, whole.front().reservedMax);
+    }
     applyingRange_ = true;
     plot_->xAxis->setRange(double(v0_) - base, double(v1_) - base);
     applyingRange_ = false;
     dataYMax_ = ymax;
     plot_->yAxis->setRange(0, double(std::max(ymax, yFloor_)) * 1.08);
     plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool WatermarkPlot::hasOverview() const {
+    return snap_.valid() && snap_.timeline->partial && snap_.overview &&
+           snap_.overview->available();
+}
+
+void WatermarkPlot::paintOverview(QPainter& p, const QRectF& band) const {
+    if (!hasOverview()) return;
+    const QRect area = plot_->axisRect()->rect();
+    const int x0 = std::max(int(std::ceil(band.left())), area.left());
+    const int x1 = std::min(int(std::floor(band.right())), area.right());
+    if (x1 <= x0) return;
+    const double base = double(origin());
+    const int64_t loaded = snap_.timeline->loadedUntilNs;
+    const int64_t t0 = std::max(loaded, int64_t(plot_->xAxis->pixelToCoord(x0) + base));
+    const int64_t t1 = int64_t(plot_->xAxis->pixelToCoord(x1) + base);
+    if (t1 <= t0) return;
+    const size_t columns = size_t(x1 - x0);
+    const double top = area.top(), bottom = area.bottom();
+    auto y = [&](uint64_t v) {
+        return std::clamp(plot_->yAxis->coordToPixel(double(v)), top, bottom);
+    };
+    std::vector<view::OverviewColumn> cols;
+    QVector<QLineF> reserved, used;
+    p.setRenderHint(QPainter::Antialiasing, false);
+    // Reserved as a light band from its least to its greatest value, used over it as a darker
+    // one: an envelope, not a line, so it does not pass for the loaded part's exact steps.
+    for (const PoolGraphs& g : graphs_) {
+        if (!snap_.overview->query(g.pool, t0, t1, columns, true, cols)) continue;
+        reserved.clear();
+        used.clear();
+        for (size_t i = 0; i < columns; ++i) {
+            const view::OverviewColumn& c = cols[i];
+            if (!c.any) continue;
+            const double x = x0 + double(i) + 0.5;
+            reserved.push_back(QLineF(x, y(c.reservedMin) + 0.5, x, y(c.reservedMax) - 0.5));
+            used.push_back(QLineF(x, y(c.usedMin) + 0.5, x, y(c.usedMax) - 0.5));
+        }
+        const bool dim = highlighted_ && highlighted_ != g.pool;
+        QColor rc = g.reserved->pen().color(), uc = g.used->pen().color();
+        rc.setAlpha(dim ? 40 : 120);
+        uc.setAlpha(dim ? 60 : 200);
+        p.setPen(QPen(rc, 1));
+        p.drawLines(reserved);
+        p.setPen(QPen(uc, 1));
+        p.drawLines(used);
+    }
 }
 
 void WatermarkPlot::setYFloor(uint64_t bytes) {

@@ -23,6 +23,8 @@ class QCPItemText;
 class QCPLayer;
 class QAction;
 class QLabel;
+class QPainter;
+class QRectF;
 
 namespace poolscope::ui {
 
@@ -69,6 +71,13 @@ public:
     // The hover text at a point of the plot: each band's bytes at that time, the band under the
     // point first; empty where there is none.
     QString splitToolTip(const QPoint& pos) const;
+    // While a partial timeline is shown (progressive loading), the part not loaded yet is
+    // drawn from the trace's per-chunk summaries (TraceSnapshot::overview, issue #15): per
+    // pixel column the least and greatest reserved and used bytes, in the pools' colours. The
+    // window's loading overlay calls paintOverview over its shading; false when there is
+    // nothing to draw (a whole timeline, a trace without summaries).
+    bool hasOverview() const;
+    void paintOverview(QPainter& p, const QRectF& band) const;
     // Aligns the plot area with the timeline's lanes (label column left, scroll bar right).
     void setHorizontalMargins(int left, int right);
     QCustomPlot* plot() const { return plot_; }

@@ -68,9 +68,10 @@ struct TraceWriter::Statements {
     sqlite3_stmt* poolAttr = nullptr;
     sqlite3_stmt* meta = nullptr;
     sqlite3_stmt* chunkIndex = nullptr;
+    sqlite3_stmt* poolSummary = nullptr;
     ~Statements() {
         for (sqlite3_stmt* s : {chunk, count, sample, sampleBatch, process, device, pool, stream,
-                                thread, dropGap, poolAttr, meta, chunkIndex})
+                                thread, dropGap, poolAttr, meta, chunkIndex, poolSummary})
             sqlite3_finalize(s);
     }
 };
@@ -200,6 +201,18 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                                nullptr) != SQLITE_OK)
             return w->sqlError("prepare statements for");
     }
+    w->writeSummaries_ = options.poolSummaries;
+    const char* summarySql =
+        options.poolSummaries
+            ? "INSERT INTO pool_chunk_summary(chunk,pool,chunk_rows,t_min,t_max,reserved_min,"
+              "reserved_max,used_min,used_max,reserved_last,used_last,crc) "
+              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"
+            : nullptr;
+    if (!options.poolSummaries)
+        if (Status s = w->exec("DROP TABLE pool_chunk_summary"); !s) return s.error();
+    if (summarySql && sqlite3_prepare_v3(w->db_, summarySql, -1, SQLITE_PREPARE_PERSISTENT,
+                                         &st.poolSummary, nullptr) != SQLITE_OK)
+        return w->sqlError("prepare statements for");
     return w;
 }
 
@@ -280,6 +293,7 @@ Status TraceWriter::flushChunk() {
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
     if (Status s = writeChunkIndex(h, crc); !s) return s;
+    if (Status s = writePoolSummaries(crc); !s) return s;
     prevLastSeq_ = chunk_.lastSeq;
     chunk_ = {};
     chunkIndex_ = {};
@@ -298,6 +312,21 @@ Status TraceWriter::writeChunkIndex(const schema::ChunkHeader& h, uint32_t chunk
     sqlite3_bind_int64(s, 6, s64(x.sizeMax));
     sqlite3_bind_int64(s, 7, schema::chunkIndexChecksum(h, chunkCrc, x));
     if (!stepReset(s)) return sqlError("write");
+    return {};
+}
+
+Status TraceWriter::writePoolSummaries(uint32_t chunkCrc) {
+    if (!writeSummaries_) return {};
+    const int64_t chunk = sqlite3_last_insert_rowid(db_);
+    sqlite3_stmt* st = st_->poolSummary;
+    for (PoolChunkSummary& r : poolSummaries_.take(chunk, chunk_.tMin, chunk_.tMax)) {
+        const int64_t values[] = {r.chunk, s64(r.pool), s64(r.chunkRows), r.tMin, r.tMax,
+                                  s64(r.reservedMin), s64(r.reservedMax), s64(r.usedMin),
+                                  s64(r.usedMax), s64(r.reservedLast), s64(r.usedLast),
+                                  int64_t{schema::poolSummaryChecksum(r, chunkCrc)}};
+        for (int i = 0; i < 12; ++i) sqlite3_bind_int64(st, i + 1, values[i]);
+        if (!stepReset(st)) return sqlError("write");
+    }
     return {};
 }
 
@@ -335,6 +364,7 @@ Status TraceWriter::append(std::span<const Event> events) {
                 tMax = std::max(tMax, e.tsNs);
                 kinds |= uint64_t{1} << (k & 63);
                 index.add(e);
+                if (writeSummaries_) poolSummaries_.add(e);
             }
             chunkIndex_ = index;
             chunk_.tMin = tMin;

@@ -188,6 +188,36 @@ CREATE TABLE pool_initial_attributes (
   PRIMARY KEY (pool, attr)
 ) WITHOUT ROWID;
 
+-- Each event chunk's watermarks per pool (issue #15: the window's overview and `info`'s peaks
+-- without decoding a chunk): one row per pool that the chunk's events with watermarks
+-- (kHasWatermarks) name, over those events only: their time range, the least and greatest
+-- reserved and used bytes, and the values of the last of them in seq order (in force at the
+-- chunk's end). A chunk without such an event has one row of pool 0 (zeros), so that every
+-- chunk has rows and a missing one is seen. Written since 2026-11-24 without a version change,
+-- like drop_gaps: a reader that predates it ignores it, and a trace without it has no
+-- overview (readers decode events instead). crc: CRC32C of chunk, pool, chunk_rows, t_min,
+-- t_max, reserved_min, reserved_max, used_min, used_max, reserved_last, used_last as eleven
+-- 64-bit little-endian words, then the chunk's crc as a 32-bit little-endian word
+-- (poolscope::schema::poolSummaryChecksum), as 0..2^32-1: a row changed or moved to another
+-- chunk fails it. A chunk whose rows do not all hold up (chunk_rows of them, each checked) has
+-- no summary, and TraceReader::tableDamage() says so; rows of a chunk that is not there or
+-- is itself damaged are passed over (that damage is named with the chunk's).
+CREATE TABLE pool_chunk_summary (
+  chunk         INTEGER NOT NULL,             -- event_chunks.id
+  pool          INTEGER NOT NULL,             -- pools.handle; 0: the chunk has no watermarks
+  chunk_rows    INTEGER NOT NULL,             -- how many rows this chunk has (1..4096)
+  t_min         INTEGER NOT NULL,
+  t_max         INTEGER NOT NULL,
+  reserved_min  INTEGER NOT NULL,
+  reserved_max  INTEGER NOT NULL,
+  used_min      INTEGER NOT NULL,
+  used_max      INTEGER NOT NULL,
+  reserved_last INTEGER NOT NULL,
+  used_last     INTEGER NOT NULL,
+  crc           INTEGER NOT NULL,
+  PRIMARY KEY (chunk, pool)
+) WITHOUT ROWID;
+
 -- Call sites, since version 4 (core/include/poolscope/Stacks.h). An event's site (codec 4) is
 -- sites.id; each distinct native stack, Python stack and NVTX range path is stored once.
 -- Native frames are module + offset, so that a trace is symbolized wherever the binaries are

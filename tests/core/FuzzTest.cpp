@@ -27,6 +27,7 @@
 #include "TestTraces.h"
 #include "poolscope/EventCodec.h"
 #include "poolscope/EventFields.h"
+#include "poolscope/PoolSummary.h"
 #include "poolscope/Schema.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -621,6 +622,37 @@ void writeChunkRow(sqlite3* db, const ChunkRow& c) {
     sqlite3_finalize(st);
 }
 
+// What TraceWriter writes beside a chunk in pool_chunk_summary (when the trace has the table),
+// for a chunk rewritten here: a rewrite that keeps the format's rules must stay valid, and
+// these rows are bound to the chunk's crc.
+void writeSummaryRows(sqlite3* db, const ChunkRow& c, const std::vector<Event>& ev) {
+    sqlite3_stmt* del = nullptr;
+    if (sqlite3_prepare_v2(db, "DELETE FROM pool_chunk_summary WHERE chunk=?", -1, &del,
+                           nullptr) != SQLITE_OK)
+        return; // a trace without the table
+    sqlite3_bind_int64(del, 1, c.id);
+    sqlite3_step(del);
+    sqlite3_finalize(del);
+    if (ev.empty()) return;
+    sqlite3_stmt* ins = nullptr;
+    if (sqlite3_prepare_v2(db, "INSERT INTO pool_chunk_summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &ins, nullptr) != SQLITE_OK)
+        return;
+    PoolSummaryAccumulator acc;
+    for (const Event& e : ev) acc.add(e);
+    const uint32_t chunkCrc = schema::chunkChecksum(c.h, c.data);
+    for (const PoolChunkSummary& r : acc.take(c.id, c.h.tMin, c.h.tMax)) {
+        const int64_t v[] = {r.chunk, int64_t(r.pool), int64_t(r.chunkRows), r.tMin, r.tMax,
+                             int64_t(r.reservedMin), int64_t(r.reservedMax), int64_t(r.usedMin),
+                             int64_t(r.usedMax), int64_t(r.reservedLast), int64_t(r.usedLast),
+                             int64_t(schema::poolSummaryChecksum(r, chunkCrc))};
+        for (int i = 0; i < 12; ++i) sqlite3_bind_int64(ins, i + 1, v[i]);
+        sqlite3_step(ins);
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+}
+
 uint64_t extremeValue(std::mt19937_64& rng) {
     static const uint64_t kV[] = {0, 1, 2, 0x7F, 0xFF, 0xFFFF, uint64_t(1) << 32, ~uint64_t{0},
                                   ~uint64_t{0} - 1, uint64_t(INT64_MAX), uint64_t(INT64_MIN),
@@ -763,6 +795,7 @@ bool mutateStructure(MemDb& m, std::mt19937_64& rng, std::string* what = nullptr
     uint64_t newLast = lo; // what the next chunk's link must say
     if (ev.empty()) {
         m.exec("DELETE FROM event_chunks WHERE id = " + std::to_string(c.id));
+        writeSummaryRows(db, c, ev);
     } else {
         schema::ChunkHeader& h = c.h;
         h.firstSeq = ev.front().seq;
@@ -790,12 +823,16 @@ bool mutateStructure(MemDb& m, std::mt19937_64& rng, std::string* what = nullptr
             }
         }
         writeChunkRow(db, c);
+        writeSummaryRows(db, c, ev);
         newLast = h.lastSeq;
     }
     if (k + 1 < rows.size()) {
         if (rng() % 10 == 0) linkLie = rows[k + 1].h.prevLastSeq != newLast;
         else rows[k + 1].h.prevLastSeq = newLast;
         writeChunkRow(db, rows[k + 1]);
+        std::vector<Event> next;
+        if (decodeEvents(rows[k + 1].data, rows[k + 1].h.count, next, int(rows[k + 1].h.codec)))
+            writeSummaryRows(db, rows[k + 1], next); // its crc changed with its link
     }
     if (rng() % 10 == 0) {
         int64_t net = 0; // the rules (and the reader) check event_counts' total

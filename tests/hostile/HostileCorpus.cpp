@@ -260,6 +260,20 @@ std::vector<Case> generate(const std::string& samplesDir, const std::string& out
         sqlCase("counts", "UPDATE event_counts SET count = 'x'", "counts not numbers", true);
         sqlCase("counts", "DELETE FROM event_counts", "event_counts emptied", true);
         sqlCase("counts", "INSERT INTO event_counts VALUES(99, 1)", "an unknown kind", true);
+        // Per-chunk pool summaries (written by TraceWriter, so on the format-3 bases): a row
+        // changed, a chunk's rows deleted, impossible values. Each costs chunks their summary
+        // and is named; the events are untouched.
+        if (v3 && queryInt(base, "SELECT count(*) FROM pool_chunk_summary") > 0) {
+            sqlCase("summary", "UPDATE pool_chunk_summary SET reserved_max = reserved_max + 1 "
+                               "WHERE chunk = (SELECT id FROM event_chunks" + row + ")",
+                    "a pool summary row of chunk " + std::to_string(pick) + " changed", true);
+            sqlCase("summary", "DELETE FROM pool_chunk_summary WHERE chunk = (SELECT id FROM "
+                               "event_chunks" + row + ")",
+                    "chunk " + std::to_string(pick) + "'s pool summary rows deleted", true);
+            sqlCase("summary", "UPDATE pool_chunk_summary SET t_min = 9223372036854775807, "
+                               "chunk_rows = -1, used_max = 'x'",
+                    "impossible pool summary values", true);
+        }
         // Impossible values elsewhere: must not crash (no checksum covers these tables).
         sqlCase("values", "UPDATE samples SET ts_ns = -9223372036854775808 WHERE id = (SELECT "
                           "min(id) FROM samples)", "a sample at INT64_MIN", false, false);

@@ -2,7 +2,7 @@
 //   open -> first frame with data (the partial timeline of a progressive load), open -> the
 //   whole timeline on screen, pan/zoom redraw times at several zoom levels, memory vs event data.
 // Usage: poolscope_bench_gui [--events N] [--trace PATH] [--no-partial] [--load-only]
-//                            [--levels 1,0.1,...] [--frames N]
+//                            [--levels 1,0.1,...] [--frames N] [--partial-screenshot PNG]
 //   (the trace is generated if missing; --no-partial loads without a partial timeline, as
 //   before progressive loading; --load-only stops after the load figures)
 #include "MainWindow.h"
@@ -75,7 +75,7 @@ Stats stats(std::vector<double> v) {
 
 int main(int argc, char** argv) {
     uint64_t events = 10'000'000;
-    std::string trace;
+    std::string trace, partialShot; // --partial-screenshot: the window at the partial timeline
     bool partial = true, loadOnly = false;
     std::vector<double> levels{1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6};
     int frames = 30;
@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
             events = std::stoull(argv[++i]);
         else if (!std::strcmp(argv[i], "--trace") && i + 1 < argc)
             trace = argv[++i];
+        else if (!std::strcmp(argv[i], "--partial-screenshot") && i + 1 < argc)
+            partialShot = argv[++i];
         else if (!std::strcmp(argv[i], "--no-partial"))
             partial = false;
         else if (!std::strcmp(argv[i], "--load-only"))
@@ -139,6 +141,14 @@ int main(int argc, char** argv) {
         partialCpuMs = cpuMs() - c;
         partialEvents = w.snapshot().timeline->eventCount;
         partialAllocs = w.snapshot().timeline->allocations.size();
+        // After the figures: the whole trace in view (most of it not loaded yet: the plot
+        // draws it from the summaries), grabbed as the user sees it.
+        if (!partialShot.empty()) {
+            const Timeline& tl = *w.snapshot().timeline;
+            w.timeline()->setViewRange(tl.t0, tl.t1);
+            QApplication::processEvents();
+            w.grab().save(QString::fromStdString(partialShot));
+        }
     });
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
     const double cpu0 = processCpuMs();

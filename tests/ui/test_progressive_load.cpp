@@ -8,10 +8,16 @@
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 
+#include <QApplication>
+#include <QFile>
+#include <QImage>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 #include <chrono>
 #include <gtest/gtest.h>
+#include <qcustomplot.h>
+#include <sqlite3.h>
 
 using namespace poolscope;
 using namespace poolscope::ui;
@@ -25,7 +31,68 @@ int visibleOverlays(MainWindow& w) {
     return n;
 }
 
+// Pixels of a pool's colour (saturated, as the grey wash and hatch are not) in the plot's part
+// not loaded yet, as the user sees it: the plot grabbed with the loading overlay over it.
+int colouredPixelsPastTheLoadedPart(MainWindow& w) {
+    QCustomPlot* cp = w.watermarks()->plot();
+    cp->replot(QCustomPlot::rpImmediateRefresh);
+    const QImage img = cp->grab().toImage();
+    const Timeline& tl = *w.snapshot().timeline;
+    const QRect area = cp->axisRect()->rect();
+    const int x0 = int(cp->xAxis->coordToPixel(double(tl.loadedUntilNs - w.watermarks()->origin()))) + 4;
+    const double dpr = img.devicePixelRatio();
+    int n = 0;
+    for (int x = std::max(x0, area.left()); x < area.right() - 2; ++x)
+        for (int y = area.top() + 2; y < area.bottom() - 2; ++y)
+            n += img.pixelColor(int(x * dpr), int(y * dpr)).hsvSaturation() > 90;
+    return n;
+}
+
 } // namespace
+
+// Issue #15: while the rest loads, the plot draws it from the trace's per-chunk summaries (a
+// min/max band per column under the "loading" shading), and a trace without them as before.
+TEST(ProgressiveLoad, PartialPlotDrawsTheRestFromTheSummaries) {
+    const QString path = synth::syntheticTracePath(60000);
+    QTemporaryDir dir;
+    const QString old = dir.filePath(QStringLiteral("without-summaries.poolscope"));
+    ASSERT_TRUE(QFile::copy(path, old));
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(old.toUtf8().constData(), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(db, "DROP TABLE pool_chunk_summary", nullptr, nullptr, nullptr),
+                  SQLITE_OK);
+        sqlite3_close(db);
+    }
+    int coloured[2] = {-1, -1};
+    QString note[2];
+    for (int i = 0; i < 2; ++i) {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        w.loader()->setPartialAfter(std::chrono::hours(1), 1);
+        QSignalSpy shown(&w, &MainWindow::snapshotShown);
+        QObject::connect(&w, &MainWindow::partialShown, [&] {
+            EXPECT_EQ(w.watermarks()->hasOverview(), i == 0);
+            EXPECT_EQ(w.timeline()->hasOverview(), i == 0); // its pool charts too
+            // The user looks at the whole trace, most of which is not loaded yet.
+            w.timeline()->setViewRange(w.snapshot().timeline->t0, w.snapshot().timeline->t1);
+            QApplication::processEvents();
+            coloured[i] = colouredPixelsPastTheLoadedPart(w);
+            if (const char* d = std::getenv("POOLSCOPE_SCREENSHOT_DIR"))
+                w.grab().save(QString::fromUtf8(d) +
+                              (i ? QStringLiteral("/partial-without-summaries.png")
+                                 : QStringLiteral("/partial-with-summaries.png")));
+        });
+        w.openFile(i == 0 ? path : old);
+        ASSERT_TRUE(shown.wait(60000));
+        EXPECT_FALSE(w.watermarks()->hasOverview()); // the whole timeline replaced it
+    }
+    // With summaries the unloaded part is drawn in the pools' colours; without, it is the grey
+    // shading over the last known values, as before.
+    EXPECT_GT(coloured[0], 2000) << "without summaries: " << coloured[1];
+    EXPECT_GT(coloured[0], 10 * std::max(coloured[1], 1));
+}
 
 TEST(ProgressiveLoad, PartialFirstThenWholeTraceKeepingZoomAndSelection) {
     MainWindow w;

@@ -14,6 +14,7 @@
 
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
+#include "poolscope/PoolSummary.h"
 #include "poolscope/Result.h"
 #include "poolscope/Stacks.h"
 
@@ -146,6 +147,15 @@ public:
     // false: filtered reads leave chunk_index unread (the reference path of tests and benchmarks).
     void setUseChunkIndex(bool use) { useChunkIndex_ = use; }
 
+    // Each chunk's watermarks per pool (pool_chunk_summary, PoolSummary.h), read without
+    // decoding a chunk, for the chunks whose headers hold up and whose data was not found
+    // damaged; present false for traces without the table. A chunk whose rows do not all hold
+    // up (checksum, ranges, their count) has none (chunksWithout) and tableDamage() says so.
+    // Rows of chunks that are not there or not intact are passed over. Memory: at most one
+    // row per (intact chunk, pool), pools being those of the pools table plus at most
+    // kMaxUnlistedSummaryPools others, whatever the table holds.
+    Result<PoolSummaries> poolSummaries() const;
+    static constexpr size_t kMaxUnlistedSummaryPools = 1024;
     // Periodic samples (Event with kind Sample) in t0 <= tsNs < t1, time order; pool 0 = all.
     Result<std::vector<Event>> samples(uint64_t pool, int64_t t0, int64_t t1) const;
 
@@ -174,6 +184,8 @@ private:
     Status chunkIndexRows(const ChunkIndex& idx, std::vector<view::ChunkIndexRow>& rows,
                           std::vector<char>& valid) const;
     void appendIndexDamage(std::vector<TraceDamage>& out) const;
+    // poolSummaries' work; damage (when set) gets what does not hold up in the table.
+    Result<PoolSummaries> scanPoolSummaries(std::vector<TraceDamage>* damage) const;
     Error firstDamageError(const std::string& what) const;
 
     sqlite3* db_ = nullptr;

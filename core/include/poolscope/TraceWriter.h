@@ -12,6 +12,7 @@
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/EventCodec.h"
+#include "poolscope/PoolSummary.h"
 #include "poolscope/Result.h"
 #include "poolscope/Schema.h"
 #include "poolscope/Stacks.h"
@@ -32,6 +33,9 @@ struct WriterOptions {
     // Event chunks in the zstd codec (kZstdCodecVersion) where libzstd is found; false: always
     // codec 4 (tests that need the uncompressed layout, comparisons).
     bool compressEvents = true;
+    // Per-chunk pool summaries (pool_chunk_summary, PoolSummary.h); false: a trace without the
+    // table, as written before it existed (benchmarks of its cost, tests of old traces).
+    bool poolSummaries = true;
 };
 
 // The file a replaceAtClose writer works in until close(): path + ".partial".
@@ -87,6 +91,7 @@ private:
     Status flushChunk();
     // The open chunk's chunk_index row, after its event_chunks row (the last insert).
     Status writeChunkIndex(const schema::ChunkHeader& h, uint32_t chunkCrc);
+    Status writePoolSummaries(uint32_t chunkCrc); // the chunk just inserted: its pool_chunk_summary rows
     Status exec(const char* sql);
     Error sqlError(const char* what) const;
 
@@ -103,6 +108,8 @@ private:
     // options allow, else codec 4 (a trace is always written; it is only larger).
     EventEncoder encoder_;
     view::ChunkIndexRow chunkIndex_; // the open chunk's chunk_index row
+    PoolSummaryAccumulator poolSummaries_; // the open chunk's watermarks per pool
+    bool writeSummaries_ = true;
     uint64_t prevLastSeq_ = 0;   // last_seq of the chunk written before (prev_last_seq)
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};

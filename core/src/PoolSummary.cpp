@@ -1,0 +1,58 @@
+#include "poolscope/PoolSummary.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "poolscope/Crc32c.h"
+
+namespace poolscope {
+
+namespace schema {
+uint32_t poolSummaryChecksum(const PoolChunkSummary& r, uint32_t chunkCrc) {
+    const uint64_t words[] = {static_cast<uint64_t>(r.chunk), r.pool, r.chunkRows,
+                              static_cast<uint64_t>(r.tMin), static_cast<uint64_t>(r.tMax),
+                              r.reservedMin, r.reservedMax, r.usedMin, r.usedMax,
+                              r.reservedLast, r.usedLast};
+    unsigned char bytes[sizeof words + 4];
+    for (size_t i = 0; i < std::size(words); ++i)
+        for (int b = 0; b < 8; ++b)
+            bytes[i * 8 + b] = static_cast<unsigned char>(words[i] >> (8 * b));
+    for (int b = 0; b < 4; ++b)
+        bytes[sizeof words + b] = static_cast<unsigned char>(chunkCrc >> (8 * b));
+    return crc32c(0, bytes, sizeof bytes);
+}
+} // namespace schema
+
+size_t PoolSummaryAccumulator::find(uint64_t pool) {
+    for (size_t i = 0; i < acc_.size(); ++i)
+        if (acc_[i].pool == pool) return i;
+    PoolChunkSummary a;
+    a.pool = pool;
+    a.tMin = std::numeric_limits<int64_t>::max();
+    a.tMax = std::numeric_limits<int64_t>::min();
+    a.reservedMin = a.usedMin = std::numeric_limits<uint64_t>::max();
+    acc_.push_back(a);
+    return acc_.size() - 1;
+}
+
+std::vector<PoolChunkSummary> PoolSummaryAccumulator::take(int64_t chunk, int64_t tMin,
+                                                          int64_t tMax) {
+    std::vector<PoolChunkSummary> rows;
+    rows.swap(acc_);
+    last_ = 0;
+    if (rows.empty()) {
+        PoolChunkSummary none;
+        none.tMin = tMin;
+        none.tMax = tMax;
+        rows.push_back(none);
+    }
+    std::sort(rows.begin(), rows.end(),
+              [](const PoolChunkSummary& a, const PoolChunkSummary& b) { return a.pool < b.pool; });
+    for (PoolChunkSummary& r : rows) {
+        r.chunk = chunk;
+        r.chunkRows = rows.size();
+    }
+    return rows;
+}
+
+} // namespace poolscope
