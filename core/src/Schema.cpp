@@ -19,38 +19,22 @@ uint32_t crcOfWords(uint32_t crc, const uint64_t (&words)[N]) {
 }
 } // namespace
 
-uint32_t chunkIndexChecksum(const ChunkHeader& h, uint32_t chunkCrc, const view::ChunkIndexRow& r) {
-    const uint64_t words[] = {h.firstSeq,
-                              h.lastSeq,
-                              h.prevLastSeq,
-                              static_cast<uint64_t>(h.tMin),
-                              static_cast<uint64_t>(h.tMax),
-                              h.count,
-                              h.kinds,
-                              static_cast<uint64_t>(h.codec),
-                              chunkCrc,
-                              r.streams,
-                              r.pools,
-                              r.failed,
-                              r.sizeMin,
-                              r.sizeMax};
+// The header's eight words, in the order schema.sql gives for the chunk's crc. A checksum over
+// them and more words continues from theirs (CRC32C is incremental).
+static uint32_t headerCrc(const ChunkHeader& h) {
+    const uint64_t words[] = {h.firstSeq, h.lastSeq, h.prevLastSeq, static_cast<uint64_t>(h.tMin),
+                              static_cast<uint64_t>(h.tMax), h.count, h.kinds,
+                              static_cast<uint64_t>(h.codec)};
     return crcOfWords(0, words);
 }
 
+uint32_t chunkIndexChecksum(const ChunkHeader& h, uint32_t chunkCrc, const view::ChunkIndexRow& r) {
+    const uint64_t words[] = {chunkCrc, r.streams, r.pools, r.failed, r.sizeMin, r.sizeMax};
+    return crcOfWords(headerCrc(h), words);
+}
+
 uint32_t chunkChecksum(const ChunkHeader& h, std::string_view data) {
-    const uint64_t words[] = {h.firstSeq,
-                              h.lastSeq,
-                              h.prevLastSeq,
-                              static_cast<uint64_t>(h.tMin),
-                              static_cast<uint64_t>(h.tMax),
-                              h.count,
-                              h.kinds,
-                              static_cast<uint64_t>(h.codec)};
-    unsigned char bytes[sizeof words];
-    for (size_t i = 0; i < std::size(words); ++i)
-        for (int b = 0; b < 8; ++b)
-            bytes[i * 8 + b] = static_cast<unsigned char>(words[i] >> (8 * b));
-    return crc32c(crc32c(0, bytes, sizeof bytes), data.data(), data.size());
+    return crc32c(headerCrc(h), data.data(), data.size());
 }
 
 } // namespace poolscope::schema
