@@ -33,8 +33,9 @@ struct InfoData {
     TraceSummary summary;
     std::vector<DropGap> dropGaps;
     std::string dropGapsError; // a damaged drop_gaps table loses the marks, not the trace
-    // The peaks recorded in the per-chunk summaries (no chunk decoded); absent for traces
-    // written before them, and for a pool without watermarks.
+    // Each pool's peaks without decoding a chunk: the greater of the per-chunk summaries' and
+    // the driver's high watermarks in the samples. Absent for traces written before the
+    // summaries, and for a pool without watermarks.
     bool summaries = false;
     std::map<uint64_t, view::OverviewBlock> recorded;
 };
@@ -69,6 +70,20 @@ Result<InfoData> load(const TraceReader& r) {
         const view::Overview overview(*summaries);
         for (uint64_t pool : overview.pools())
             if (auto w = overview.whole(pool)) d.recorded[pool] = *w;
+    }
+    // The driver's high watermarks read while recording bound the peaks from above where racing
+    // threads made the per-event used values miss them: the report's and the window's peaks.
+    // Without summaries the samples alone may understate a peak (a program that reset the high
+    // watermarks), so they only add to the summaries' maxima.
+    if (d.summaries) {
+        if (auto highs = r.sampleHighs(); highs) {
+            for (const auto& [pool, h] : *highs) {
+                auto it = d.recorded.find(pool);
+                if (it == d.recorded.end()) continue;
+                it->second.reservedMax = std::max(it->second.reservedMax, h.reservedHigh);
+                it->second.usedMax = std::max(it->second.usedMax, h.usedHigh);
+            }
+        }
     }
     if (auto gaps = r.dropGaps(); gaps)
         d.dropGaps = std::move(*gaps);
@@ -205,7 +220,7 @@ std::string toText(const TraceReader& r, const InfoData& d) {
                std::string(poolKindName(pi.kind));
         out += pi.maxSize ? "  max " + formatBytes(pi.maxSize) : "";
         if (auto it = d.recorded.find(pi.handle); it != d.recorded.end())
-            out += "  peak recorded: reserved " + formatBytes(it->second.reservedMax) +
+            out += "  peak: reserved " + formatBytes(it->second.reservedMax) +
                    ", used " + formatBytes(it->second.usedMax);
         out += "\n";
     }

@@ -1114,6 +1114,22 @@ Result<std::vector<Event>> TraceReader::samples(uint64_t pool, int64_t t0, int64
     return out;
 }
 
+Result<std::map<uint64_t, TraceReader::SampleHighs>> TraceReader::sampleHighs() const {
+    const std::string sql =
+        std::string("SELECT pool, max(reserved_high), max(used_high) FROM samples WHERE NOT (") +
+        kBadSampleRow + ") GROUP BY pool";
+    Stmt s(db_, sql.c_str());
+    if (!s.ok()) return sqlError("query sample high watermarks");
+    std::map<uint64_t, SampleHighs> out;
+    int rc;
+    // One row per distinct pool value: a hostile table naming millions of pools is cut at
+    // kMaxSampleHighPools (peaks of pools past it are then not given, never made up).
+    while ((rc = s.step()) == SQLITE_ROW && out.size() < kMaxSampleHighPools)
+        out[s.u64(0)] = SampleHighs{s.u64(1), s.u64(2)};
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return sqlError("query sample high watermarks");
+    return out;
+}
+
 // ---- filtered reads over chunk_index (issue #15) ------------------------------------------------
 
 namespace {

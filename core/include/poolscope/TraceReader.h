@@ -158,6 +158,14 @@ public:
     static constexpr size_t kMaxUnlistedSummaryPools = 1024;
     // Periodic samples (Event with kind Sample) in t0 <= tsNs < t1, time order; pool 0 = all.
     Result<std::vector<Event>> samples(uint64_t pool, int64_t t0, int64_t t1) const;
+    // The driver's high watermarks over every valid sample, per pool: what the report and the
+    // window give as a pool's peaks when read (racing threads make the per-event used values
+    // miss the driver's UsedMemHigh). One aggregate query; memory bounded by the pools.
+    struct SampleHighs {
+        uint64_t reservedHigh = 0, usedHigh = 0;
+    };
+    Result<std::map<uint64_t, SampleHighs>> sampleHighs() const;
+    static constexpr size_t kMaxSampleHighPools = 65536;
 
     struct ChunkRef;
     struct ChunkIndex;
