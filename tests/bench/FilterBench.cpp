@@ -6,7 +6,13 @@
 //   no index   TraceReader::forEachMatchingChunk with chunk_index unread (setUseChunkIndex):
 //              chunks passed over on their kinds only (after their checksum)
 //   index      forEachMatchingChunk as the window runs it: kinds and chunk_index rows
+//   no headers forEachMatchingChunk with chunk_headers unread (setUseChunkHeaders(false)): the
+//              header scan reads prev_last_seq and crc from event_chunks, as before the table
+//   page       what a table that shows one page at a time asks: countMatching (the row count)
+//              and the first 500 rows (events with a cap of 500)
 // Prints a table: seconds (best of REPS), chunks decoded, and the ratios. Not a test.
+// First, the header scan alone (open + summary(): what every read starts with), with and
+// without chunk_headers, alternated REPS times: median and range.
 //
 //   poolscope_bench_gentrace big.poolscope 4500000 --variety     (~10 M events)
 //   poolscope_bench_filters big.poolscope [REPS] [--no-before]
@@ -70,11 +76,13 @@ Outcome before(const std::string& path, const EventFilter& f) {
     return o;
 }
 
-Outcome filtered(const std::string& path, const EventFilter& f, bool index) {
+Outcome filtered(const std::string& path, const EventFilter& f, bool index,
+                 bool headers = true) {
     Outcome o;
     auto r = TraceReader::open(path);
     if (!r) std::exit(1);
     (*r)->setUseChunkIndex(index);
+    (*r)->setUseChunkHeaders(headers);
     FilteredReadStats stats;
     bool truncated = false;
     auto ev = (*r)->events(f, kRowCap, &truncated, &stats);
@@ -83,6 +91,42 @@ Outcome filtered(const std::string& path, const EventFilter& f, bool index) {
     o.truncated = truncated;
     o.decoded = stats.decoded;
     return o;
+}
+
+constexpr size_t kPage = 500;
+
+// The row count and the first page, on one reader, as a paged table would ask.
+Outcome paged(const std::string& path, const EventFilter& f) {
+    Outcome o;
+    auto r = TraceReader::open(path);
+    if (!r) std::exit(1);
+    FilteredReadStats stats;
+    // The count only where the kind counts answer it (kinds and time): other filters would
+    // decode what may match, and a paged table shows "500+" for them instead.
+    const bool countable = !f.failedOnly && !f.stream && !f.pool && !f.sizeActive();
+    uint64_t count = 0;
+    if (countable) {
+        auto n = (*r)->countMatching(f, &stats);
+        if (!n) std::exit((std::fprintf(stderr, "%s\n", n.error().message.c_str()), 1));
+        count = *n;
+    }
+    bool truncated = false;
+    auto ev = (*r)->events(f, kPage, &truncated, &stats);
+    if (!ev) std::exit(1);
+    o.rows = countable ? size_t(count) : ev->size();
+    o.truncated = truncated;
+    o.decoded = stats.decoded;
+    return o;
+}
+
+double scanSeconds(const std::string& path, bool headers) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = TraceReader::open(path);
+    if (!r) std::exit(1);
+    (*r)->setUseChunkHeaders(headers);
+    auto sum = (*r)->summary();
+    if (!sum) std::exit(1);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 Outcome best(int reps, const std::function<Outcome()>& run) {
@@ -115,6 +159,24 @@ int main(int argc, char** argv) {
                 path.c_str(), static_cast<unsigned long long>(sum->eventCount),
                 static_cast<unsigned long long>(chunks), reps, kRowCap);
 
+    {
+        std::vector<double> with, without;
+        for (int i = 0; i < std::max(reps, 5); ++i) {
+            without.push_back(scanSeconds(path, false));
+            with.push_back(scanSeconds(path, true));
+        }
+        auto show = [](const char* name, std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            std::printf("  %-32s median %.3f s (%.3f-%.3f, %zu runs)\n", name, v[v.size() / 2],
+                        v.front(), v.back(), v.size());
+            return v[v.size() / 2];
+        };
+        std::printf("header scan (open + summary), alternated:\n");
+        const double a = show("event_chunks (no chunk_headers)", without);
+        const double b = show("chunk_headers", with);
+        std::printf("  ratio without/with: %.1fx\n\n", a / b);
+    }
+
     using bench::SyntheticTrace;
     struct Case {
         const char* name;
@@ -144,11 +206,23 @@ int main(int argc, char** argv) {
         f.kindMask = EventFilter::bit(EventKind::Alloc);
         cases.push_back({"kind alloc (capped)", f});
     }
-    std::printf("%-20s %9s | %9s | %9s %8s | %9s %8s | %8s %8s\n", "filter", "rows", "before s",
-                "no idx s", "decoded", "index s", "decoded", "bef/idx", "noi/idx");
+    std::printf("%-20s %9s | %9s | %9s %8s | %9s | %9s %8s | %9s %8s | %8s %8s %8s\n",
+                "filter", "rows", "before s", "no idx s", "decoded", "no hdr s", "index s",
+                "decoded", "page s", "decoded", "bef/idx", "noi/idx", "noh/idx");
     for (const Case& c : cases) {
         const Outcome n = best(reps, [&] { return filtered(path, c.f, false); });
+        const Outcome h = best(reps, [&] { return filtered(path, c.f, true, false); });
         const Outcome x = best(reps, [&] { return filtered(path, c.f, true); });
+        const Outcome pg = best(reps, [&] { return paged(path, c.f); });
+        const bool countable = !c.f.failedOnly && !c.f.stream && !c.f.pool && !c.f.sizeActive();
+        if (h.rows != x.rows || h.truncated != x.truncated ||
+            (countable && !x.truncated && pg.rows != x.rows) ||
+            (countable && x.truncated && pg.rows < x.rows) ||
+            (!countable && pg.rows != std::min(x.rows, kPage))) {
+            std::fprintf(stderr, "%s: the answers differ (%zu, %zu, count %zu rows)\n", c.name,
+                         h.rows, x.rows, pg.rows);
+            return 1;
+        }
         Outcome b = x;
         b.seconds = 0;
         if (withBefore) b = best(reps, [&] { return before(path, c.f); });
@@ -158,11 +232,14 @@ int main(int argc, char** argv) {
                          n.rows, x.rows);
             return 1;
         }
-        std::printf("%-20s %8zu%s | %9.3f | %9.3f %8llu | %9.3f %8llu | %7.1fx %7.1fx\n", c.name,
-                    x.rows, x.truncated ? "+" : " ", b.seconds, n.seconds,
-                    static_cast<unsigned long long>(n.decoded), x.seconds,
-                    static_cast<unsigned long long>(x.decoded), b.seconds / x.seconds,
-                    n.seconds / x.seconds);
+        std::printf("%-20s %8zu%s | %9.3f | %9.3f %8llu | %9.3f | %9.3f %8llu | %9.3f %8llu | "
+                    "%7.1fx %7.1fx %7.1fx\n",
+                    c.name, x.rows, x.truncated ? "+" : " ", b.seconds, n.seconds,
+                    static_cast<unsigned long long>(n.decoded), h.seconds, x.seconds,
+                    static_cast<unsigned long long>(x.decoded), pg.seconds,
+                    static_cast<unsigned long long>(pg.decoded), b.seconds / x.seconds,
+                    n.seconds / x.seconds, h.seconds / x.seconds);
+        if (x.truncated && countable) std::printf("%-20s count: %zu rows\n", "", pg.rows);
     }
     return 0;
 }
