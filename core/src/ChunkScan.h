@@ -113,7 +113,8 @@ bool readOwnTail(sqlite3* db, int64_t id, OwnTail& t);
 
 // The kind counts of idx's chunks against event_counts (idx->counts): the writer keeps both
 // from the same events, so per kind the chunks' counts sum to at most the table's (exactly its,
-// when every chunk has counts). Otherwise no count is used (kindCountsDisagree).
+// when every chunk has counts and the scan found no damage). Otherwise no count is used
+// (kindCountsDisagree).
 void crossCheckKindCounts(TraceReader::ChunkIndex& idx);
 
 // A chunk's events of the kinds in mask (bit 1 << kind), from its kind counts at `at`.

@@ -1309,24 +1309,22 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
         view::ChunkFacts facts{c.h.tMin, c.h.tMax, c.h.kinds, valid[p] ? &rows[p] : nullptr};
         const bool may = filter.mayMatch(facts);
         matches.clear();
-        // Kinds and time only, the chunk wholly inside the range: its matches are its counts.
-        if (may && (options.countOnly || skip > 0) && kindOnly &&
+        // Kinds and time only, the chunk wholly inside the range: its matches are its counts,
+        // once its data's checksum holds (read, not decoded: a damaged chunk has no matches in
+        // a full decode either).
+        uint64_t counted = 0;
+        bool byCounts = false;
+        if (may && (options.countOnly || skip > 0) && kindOnly && checksummed &&
             c.kindCountsAt != UINT32_MAX && c.h.tMin >= filter.t0 && c.h.tMax < filter.t1) {
-            const uint64_t n =
+            counted =
                 detail::countKinds(index.kindCounts, c.kindCountsAt, c.h.kinds, filter.kindMask);
-            if (options.countOnly || skip >= n) {
-                ++counts.answeredByCounts;
-                counts.matched += n;
-                if (!options.countOnly) skip -= n;
-                if (!fn(matches)) return Error{ErrorCode::Cancelled, "cancelled"};
-                continue;
-            }
+            byCounts = options.countOnly || skip >= counted;
         }
         if (!may && facts.index) {
             ++counts.skippedByIndex;
         } else {
             // No row vouches for the header's kinds: they hold once the checksum over them does.
-            const bool decode = may || !checksummed;
+            const bool decode = !byCounts && (may || !checksummed);
             sqlite3_reset(s.get());
             s.bind(1, c.id);
             if (s.step() != SQLITE_ROW) return sqlError("read events");
@@ -1346,9 +1344,12 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
                                            : Status{};
                 !r)
                 return r;
-            ++(decode ? counts.decoded : counts.skippedByKinds);
+            ++(decode ? counts.decoded : byCounts ? counts.answeredByCounts : counts.skippedByKinds);
             if (!damaged.empty()) {
                 if (strict) return firstDamageError(damaged);
+            } else if (byCounts) {
+                counts.matched += counted;
+                if (!options.countOnly) skip -= counted;
             } else if (decode) {
                 view::ChunkIndexRow seen;
                 for (const Event& e : chunk) {

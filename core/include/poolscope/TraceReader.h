@@ -41,7 +41,8 @@ struct FilteredReadStats {
     // held (read, not decoded).
     uint64_t skippedByKinds = 0;
     // Answered by their chunk_headers kind counts (a kind-only filter, the chunk wholly inside
-    // its time range): counted or skipped past (FilteredReadOptions), not read.
+    // its time range): counted or skipped past (FilteredReadOptions) once their data's checksum
+    // held (read, not decoded).
     uint64_t answeredByCounts = 0;
     uint64_t matched = 0; // matching events, those skipped or only counted included
 };
@@ -154,8 +155,9 @@ public:
     // chunk in the time range, in seq order (empty for one passed over: a place to cancel), and
     // returns false to stop (ErrorCode::Cancelled). stats, when given, is added to.
     // With options, matches before options.skip are not handed out (fn gets the rest), and a
-    // chunk wholly inside the time range whose chunk_headers row counts its kinds is not read
-    // when the filter tests only kinds and time (its matches are its counts).
+    // chunk wholly inside the time range whose chunk_headers row counts its kinds is not
+    // decoded when the filter tests only kinds and time (its matches are its counts, once its
+    // data's checksum holds: the same as a full decode, damaged chunks included).
     Status forEachMatchingChunk(const view::EventFilter& filter,
                                 const std::function<bool(std::vector<Event>& matches)>& fn,
                                 FilteredReadStats* stats = nullptr,
@@ -166,10 +168,11 @@ public:
                                       bool* truncated = nullptr,
                                       FilteredReadStats* stats = nullptr,
                                       uint64_t skip = 0) const;
-    // How many events match: from the chunk_headers kind counts alone for a filter of kinds and
-    // time (the chunks wholly inside its range; the one or two at its ends are decoded), else
-    // by a filtered read. Exact either way (a count that its decoded chunk contradicts is
-    // reported by tableDamage()).
+    // How many events match, exactly as a full decode would count them: for a filter of kinds
+    // and time, each chunk wholly inside its range is counted from its chunk_headers kind
+    // counts once its data's checksum holds (read, not decoded; those at the ends are decoded),
+    // else by a filtered read. The counts' per-kind sums are checked against event_counts, and
+    // a count that its decoded chunk contradicts is reported by tableDamage().
     Result<uint64_t> countMatching(const view::EventFilter& filter,
                                    FilteredReadStats* stats = nullptr) const;
     // false: filtered reads leave chunk_index unread (the reference path of tests and benchmarks).
