@@ -33,6 +33,12 @@ uint32_t chunkIndexChecksum(const ChunkHeader& h, uint32_t chunkCrc, const view:
     return crcOfWords(headerCrc(h), words);
 }
 
+uint32_t chunkHeaderRowChecksum(const ChunkHeader& h, uint32_t chunkCrc, uint64_t dataBytes,
+                                std::string_view kindCounts) {
+    const uint64_t words[] = {chunkCrc, dataBytes};
+    return crc32c(crcOfWords(headerCrc(h), words), kindCounts.data(), kindCounts.size());
+}
+
 uint32_t chunkChecksum(const ChunkHeader& h, std::string_view data) {
     return crc32c(headerCrc(h), data.data(), data.size());
 }

@@ -1,5 +1,7 @@
 #include "poolscope/TraceReader.h"
 
+#include "ChunkScan.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -477,20 +479,6 @@ Result<StackTables> TraceReader::stacks() const {
     return t;
 }
 
-struct TraceReader::ChunkRef {
-    int64_t id = 0;
-    schema::ChunkHeader h;
-    uint32_t crc = 0;
-};
-
-struct TraceReader::ChunkIndex {
-    std::vector<ChunkRef> chunks; // rows whose headers hold up, in seq order
-    bool byRowid = true;          // id order is seq order (rows as the writer left them)
-    std::vector<TraceDamage> damage; // found in the headers and event_counts
-    std::vector<bool> lossless;      // per damage: every event still reads (nothing lost)
-    std::map<EventKind, uint64_t> counts; // event_counts, as stored (valid rows, count > 0)
-};
-
 // Reads every chunk row's small columns (SQLite does not read the blobs for these, nor for
 // length()) and event_counts, and checks them against the format's rules (schema.sql).
 Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks() const {
@@ -510,36 +498,30 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
     } endTxn{db_, txn};
 
     const bool v3 = schemaVersion_ >= schema::kChunkChecksumVersion;
-    std::string sql = "SELECT id,first_seq,last_seq,t_min,t_max,count,kinds,codec,typeof(data),"
-                      "length(data)";
-    sql += v3 ? ",prev_last_seq,crc" : "";
-    sql += " FROM event_chunks ORDER BY id";
-    Stmt s(db_, sql.c_str());
-    if (!s.ok()) return sqlError("read the event chunks");
-    const int intColumns = v3 ? 12 : 8;
+    // prev_last_seq and crc from chunk_headers where it holds (ChunkScan.h): reading them from
+    // event_chunks reads every page of the file.
+    detail::ChunkRowSource src(db_, schemaVersion_, useChunkHeaders_ && !distrustCopy_.load());
+    if (!src.ok()) return sqlError("read the event chunks");
+    idx->copyUnusable = src.copyUnusable();
     uint64_t rowsTotal = 0; // counts of every row whose count is plausible
     // Seq ranges of rows refused for their header: the hole they leave is already reported.
     std::vector<std::pair<uint64_t, uint64_t>> refused;
+    // Per kept row: its chunk_headers finding and kind counts (moved along with the rows).
+    std::vector<uint8_t> copyState;
+    std::vector<std::vector<uint16_t>> kindCounts;
     int rc;
-    while ((rc = s.step()) == SQLITE_ROW) {
+    detail::RawChunkRow row;
+    while ((rc = src.next(row)) == SQLITE_ROW) {
         ChunkRef c;
-        c.id = s.i64(0);
-        bool ints = true;
-        for (int col = 0; col < intColumns; ++col)
-            if (col < 8 || col >= 10) ints &= sqlite3_column_type(s.get(), col) == SQLITE_INTEGER;
+        c.id = row.id;
+        const bool ints = row.ints;
+        c.h = row.h;
         schema::ChunkHeader& h = c.h;
-        h.firstSeq = s.u64(1);
-        h.lastSeq = s.u64(2);
-        h.tMin = s.i64(3);
-        h.tMax = s.i64(4);
-        const int64_t count = s.i64(5);
-        h.count = static_cast<uint64_t>(count);
-        h.kinds = s.u64(6);
-        h.codec = s.i64(7);
-        const bool isBlob = s.text(8) == "blob";
-        const auto bytes = static_cast<uint64_t>(s.i64(9));
-        const int64_t crc = v3 ? s.i64(11) : 0;
-        if (v3) h.prevLastSeq = s.u64(10);
+        const int64_t count = row.count;
+        const bool isBlob = row.isBlob;
+        const uint64_t bytes = row.bytes;
+        const int64_t crc = row.crc;
+        c.fromCopy = row.fromCopy;
         const bool countOk = ints && count >= 1 && count <= int64_t(schema::kChunkEvents);
         if (countOk) rowsTotal += h.count;
         const std::string name = "event chunk " + std::to_string(c.id);
@@ -572,7 +554,10 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
             damaged(describeChunk(c.id, h) + ": its checksum value is out of range", lost);
         else {
             c.crc = static_cast<uint32_t>(crc);
+            c.kindCountsAt = uint32_t(kindCounts.size()); // a position until the rows are sorted
             idx->chunks.push_back(c);
+            copyState.push_back(row.copy);
+            kindCounts.push_back(std::move(row.kindCounts));
             continue;
         }
         refused.emplace_back(h.firstSeq, h.lastSeq);
@@ -588,12 +573,43 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
         std::sort(idx->chunks.begin(), idx->chunks.end(), bySeq);
     std::vector<ChunkRef> kept;
     kept.reserve(idx->chunks.size());
-    for (const ChunkRef& c : idx->chunks) {
+    for (ChunkRef c : idx->chunks) {
         const ChunkRef* prev = kept.empty() ? nullptr : &kept.back();
         if (prev && c.h.firstSeq <= prev->h.lastSeq) {
             damaged(describeChunk(c.id, c.h) + " overlaps event chunk " + std::to_string(prev->id) +
                         ": a duplicated or damaged row (skipped)", c.h.count);
             continue;
+        }
+        // The chunk's kind counts, kept with the row (kindCountsAt: its read position).
+        const size_t at = c.kindCountsAt;
+        c.kindCountsAt = UINT32_MAX;
+        if (copyState[at] == detail::RawChunkRow::kMissing ||
+            copyState[at] == detail::RawChunkRow::kBad)
+            idx->copyFindings.emplace_back(copyState[at], c.id);
+        if (!kindCounts[at].empty()) {
+            c.kindCountsAt = uint32_t(idx->kindCounts.size());
+            idx->kindCounts.insert(idx->kindCounts.end(), kindCounts[at].begin(),
+                                   kindCounts[at].end());
+        }
+        if (v3 && c.fromCopy && c.h.prevLastSeq != (prev ? prev->h.lastSeq : 0)) {
+            // A hole or a misfit by the copy: the chunk's own column decides (a copy that
+            // differs is a lie, noted, and its chunk is read as a reader without it would).
+            detail::OwnTail t;
+            if (!detail::readOwnTail(db_, c.id, t)) return sqlError("read the event chunks");
+            if (!t.ints || t.crc < 0 || t.crc > int64_t{0xFFFFFFFF}) {
+                noteCopyLie(c.id);
+                damaged(t.ints ? describeChunk(c.id, c.h) + ": its checksum value is out of range"
+                               : "event chunk " + std::to_string(c.id) +
+                                     ": a header column is not an integer",
+                        c.h.count);
+                continue;
+            }
+            if (t.prev != int64_t(c.h.prevLastSeq) || t.crc != int64_t{c.crc}) {
+                noteCopyLie(c.id);
+                c.h.prevLastSeq = uint64_t(t.prev);
+                c.crc = uint32_t(t.crc);
+                c.fromCopy = false;
+            }
         }
         if (v3) {
             const uint64_t expected = prev ? prev->h.lastSeq : 0;
@@ -663,6 +679,7 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
                     " events missing (chunk rows deleted or emptied)", tableTotal - rowsTotal);
     else if (tableTotal < rowsTotal)
         damaged(says + " (event_counts is damaged, or chunk rows were added)", 0, true);
+    detail::crossCheckKindCounts(*idx);
     return std::shared_ptr<const ChunkIndex>(std::move(idx));
 }
 
@@ -676,7 +693,12 @@ std::vector<TraceDamage> TraceReader::damage() const {
     std::lock_guard lock(mutex_);
     std::vector<TraceDamage> out;
     if (index_) out = index_->damage;
-    for (const auto& [id, d] : chunkDamage_) out.push_back(d);
+    // A chunk whose own columns were first read with its data (chunk_headers) and refused there
+    // is refused by a later scan too, in the same words: once.
+    for (const auto& [id, d] : chunkDamage_)
+        if (!index_ || std::none_of(index_->damage.begin(), index_->damage.end(),
+                                    [&](const TraceDamage& s) { return s.what == d.what; }))
+            out.push_back(d);
     out.insert(out.end(), tables.begin(), tables.end());
     return out;
 }
@@ -818,6 +840,7 @@ std::vector<TraceDamage> TraceReader::tableDamage() const {
     });
     std::vector<TraceDamage> out = tableDamage_;
     appendIndexDamage(out);
+    appendCopyDamage(out);
     return out;
 }
 
@@ -898,11 +921,24 @@ Status TraceReader::readChunk(const ChunkRef& c, std::string_view data, std::vec
 namespace {
 // Visits the data of `list` (chunks of one index): one scan in rowid order when that is seq
 // order, else one lookup per chunk. Rows not in the list (damaged headers) are passed over.
+// fn gets the chunk's own prev_last_seq and crc (read after its data, nearly free) for a chunk
+// whose scan took them from chunk_headers.
 template <class F>
 Status visitChunkData(sqlite3* db, const std::vector<TraceReader::ChunkRef>& list, bool byRowid,
-                      F fn, const std::function<Error(const char*)>& err) {
+                      bool v3, F fn, const std::function<Error(const char*)>& err) {
+    auto tail = [&](const TraceReader::ChunkRef& c, const Stmt& s, int col) {
+        detail::OwnTail t;
+        if (!c.fromCopy || !v3) return t;
+        t.read = true;
+        t.ints = sqlite3_column_type(s.get(), col) == SQLITE_INTEGER &&
+                 sqlite3_column_type(s.get(), col + 1) == SQLITE_INTEGER;
+        t.prev = s.i64(col);
+        t.crc = s.i64(col + 1);
+        return t;
+    };
     if (byRowid) {
-        Stmt s(db, "SELECT id,data FROM event_chunks ORDER BY id");
+        Stmt s(db, v3 ? "SELECT id,data,prev_last_seq,crc FROM event_chunks ORDER BY id"
+                      : "SELECT id,data FROM event_chunks ORDER BY id");
         if (!s.ok()) return err("read events");
         size_t k = 0;
         while (k < list.size() && s.step() == SQLITE_ROW) {
@@ -910,12 +946,14 @@ Status visitChunkData(sqlite3* db, const std::vector<TraceReader::ChunkRef>& lis
             auto* d = static_cast<const char*>(sqlite3_column_blob(s.get(), 1));
             const auto n = static_cast<size_t>(sqlite3_column_bytes(s.get(), 1));
             Status st;
-            if (!fn(list[k++], std::string_view(d ? d : "", n), st)) return st;
+            const detail::OwnTail t = tail(list[k], s, 2);
+            if (!fn(list[k++], std::string_view(d ? d : "", n), t, st)) return st;
         }
         if (k < list.size()) return err("read events");
         return {};
     }
-    Stmt s(db, "SELECT data FROM event_chunks WHERE id = ?1");
+    Stmt s(db, v3 ? "SELECT data,prev_last_seq,crc FROM event_chunks WHERE id = ?1"
+                  : "SELECT data FROM event_chunks WHERE id = ?1");
     if (!s.ok()) return err("read events");
     for (const auto& c : list) {
         sqlite3_reset(s.get());
@@ -924,7 +962,7 @@ Status visitChunkData(sqlite3* db, const std::vector<TraceReader::ChunkRef>& lis
         auto* d = static_cast<const char*>(sqlite3_column_blob(s.get(), 0));
         const auto n = static_cast<size_t>(sqlite3_column_bytes(s.get(), 0));
         Status st;
-        if (!fn(c, std::string_view(d ? d : "", n), st)) return st;
+        if (!fn(c, std::string_view(d ? d : "", n), tail(c, s, 1), st)) return st;
     }
     return {};
 }
@@ -999,11 +1037,15 @@ Status TraceReader::decodeChunks(const std::vector<ChunkRef>& list, bool byRowid
                                  const std::function<bool(std::vector<Event>&)>& fn) const {
     std::vector<Event> chunk;
     return visitChunkData(
-        db_, list, byRowid,
-        [&](const ChunkRef& c, std::string_view data, Status& result) {
+        db_, list, byRowid, schemaVersion_ >= schema::kChunkChecksumVersion,
+        [&](const ChunkRef& copied, std::string_view data, const detail::OwnTail& tail,
+            Status& result) {
             chunk.clear();
             std::string damaged;
-            if (Status r = readChunk(c, data, chunk, damaged, decode); !r) {
+            ChunkRef c = copied;
+            if (tail.read) ownTail(copied, tail, c, damaged);
+            if (Status r = damaged.empty() ? readChunk(c, data, chunk, damaged, decode) : Status{};
+                !r) {
                 result = r;
                 return false;
             }
@@ -1252,7 +1294,8 @@ void TraceReader::appendIndexDamage(std::vector<TraceDamage>& out) const {
 
 Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
                                          const std::function<bool(std::vector<Event>&)>& fn,
-                                         FilteredReadStats* stats) const {
+                                         FilteredReadStats* stats,
+                                         const FilteredReadOptions& options) const {
     auto idx = indexForReading();
     if (!idx) return idx.error();
     const ChunkIndex& index = **idx;
@@ -1267,22 +1310,37 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
     FilteredReadStats& counts = stats ? *stats : local;
     const bool checksummed = schemaVersion_ >= schema::kChunkChecksumVersion;
     const bool strict = !skipDamaged_;
-    Stmt s(db_, "SELECT data FROM event_chunks WHERE id = ?1");
+    Stmt s(db_, checksummed ? "SELECT data,prev_last_seq,crc FROM event_chunks WHERE id = ?1"
+                            : "SELECT data FROM event_chunks WHERE id = ?1");
     if (!s.ok()) return sqlError("read events");
     std::vector<Event> chunk, matches;
+    uint64_t skip = options.skip;
+    const bool kindOnly =
+        !filter.failedOnly && !filter.stream && !filter.pool && !filter.sizeActive();
     for (size_t p = 0; p < index.chunks.size(); ++p) {
-        const ChunkRef& c = index.chunks[p];
+        ChunkRef c = index.chunks[p];
         // The time test as events(t0, t1) makes it.
         if (!(c.h.tMin < filter.t1 && c.h.tMax >= filter.t0)) continue;
         ++counts.chunks;
         view::ChunkFacts facts{c.h.tMin, c.h.tMax, c.h.kinds, valid[p] ? &rows[p] : nullptr};
         const bool may = filter.mayMatch(facts);
         matches.clear();
+        // Kinds and time only, the chunk wholly inside the range: its matches are its counts,
+        // once its data's checksum holds (read, not decoded: a damaged chunk has no matches in
+        // a full decode either).
+        uint64_t counted = 0;
+        bool byCounts = false;
+        if (may && (options.countOnly || skip > 0) && kindOnly && checksummed &&
+            c.kindCountsAt != UINT32_MAX && c.h.tMin >= filter.t0 && c.h.tMax < filter.t1) {
+            counted =
+                detail::countKinds(index.kindCounts, c.kindCountsAt, c.h.kinds, filter.kindMask);
+            byCounts = options.countOnly || skip >= counted;
+        }
         if (!may && facts.index) {
             ++counts.skippedByIndex;
         } else {
             // No row vouches for the header's kinds: they hold once the checksum over them does.
-            const bool decode = may || !checksummed;
+            const bool decode = !byCounts && (may || !checksummed);
             sqlite3_reset(s.get());
             s.bind(1, c.id);
             if (s.step() != SQLITE_ROW) return sqlError("read events");
@@ -1290,19 +1348,31 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
             const auto bytes = static_cast<size_t>(sqlite3_column_bytes(s.get(), 0));
             chunk.clear();
             std::string damaged;
-            if (Status r = readChunk(c, std::string_view(d ? d : "", bytes), chunk, damaged,
-                                     decode);
+            if (c.fromCopy) {
+                detail::OwnTail tail{true, sqlite3_column_type(s.get(), 1) == SQLITE_INTEGER &&
+                                               sqlite3_column_type(s.get(), 2) == SQLITE_INTEGER,
+                                     s.i64(1), s.i64(2)};
+                const ChunkRef copied = c;
+                ownTail(copied, tail, c, damaged);
+            }
+            if (Status r = damaged.empty() ? readChunk(c, std::string_view(d ? d : "", bytes),
+                                                       chunk, damaged, decode)
+                                           : Status{};
                 !r)
                 return r;
-            ++(decode ? counts.decoded : counts.skippedByKinds);
+            ++(decode ? counts.decoded : byCounts ? counts.answeredByCounts : counts.skippedByKinds);
             if (!damaged.empty()) {
                 if (strict) return firstDamageError(damaged);
+            } else if (byCounts) {
+                counts.matched += counted;
+                if (!options.countOnly) skip -= counted;
             } else if (decode) {
                 view::ChunkIndexRow seen;
                 for (const Event& e : chunk) {
                     if (facts.index) seen.add(e);
                     if (filter.matches(e)) matches.push_back(e);
                 }
+                checkKindCounts(index, c, chunk);
                 // A row that passed its checksum yet disagrees with the events was rewritten
                 // (a checksum finds damage, not a forger): say so.
                 if (facts.index && !(seen == *facts.index)) {
@@ -1312,13 +1382,22 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
                 }
             }
         }
+        counts.matched += matches.size();
+        if (options.countOnly) {
+            matches.clear();
+        } else if (skip) {
+            const size_t drop = size_t(std::min<uint64_t>(skip, matches.size()));
+            matches.erase(matches.begin(), matches.begin() + long(drop));
+            skip -= drop;
+        }
         if (!fn(matches)) return Error{ErrorCode::Cancelled, "cancelled"};
     }
     return {};
 }
 
 Result<std::vector<Event>> TraceReader::events(const view::EventFilter& filter, size_t cap,
-                                               bool* truncated, FilteredReadStats* stats) const {
+                                               bool* truncated, FilteredReadStats* stats,
+                                               uint64_t skip) const {
     std::vector<Event> out;
     bool more = false;
     Status st = forEachMatchingChunk(
@@ -1329,7 +1408,7 @@ Result<std::vector<Event>> TraceReader::events(const view::EventFilter& filter, 
             if (take < m.size()) more = true;
             return !more;
         },
-        stats);
+        stats, FilteredReadOptions{skip, false});
     if (truncated) *truncated = more;
     if (!st && !(more && st.error().code == ErrorCode::Cancelled)) return st.error();
     return out;

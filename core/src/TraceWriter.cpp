@@ -69,9 +69,10 @@ struct TraceWriter::Statements {
     sqlite3_stmt* meta = nullptr;
     sqlite3_stmt* chunkIndex = nullptr;
     sqlite3_stmt* poolSummary = nullptr;
+    sqlite3_stmt* chunkHeaders = nullptr;
     ~Statements() {
         for (sqlite3_stmt* s : {chunk, count, sample, sampleBatch, process, device, pool, stream,
-                                thread, dropGap, poolAttr, meta, chunkIndex, poolSummary})
+                                thread, dropGap, poolAttr, meta, chunkIndex, poolSummary, chunkHeaders})
             sqlite3_finalize(s);
     }
 };
@@ -201,6 +202,16 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                                nullptr) != SQLITE_OK)
             return w->sqlError("prepare statements for");
     }
+    w->writeHeaders_ = options.chunkHeaders;
+    if (!options.chunkHeaders) {
+        if (Status s = w->exec("DROP TABLE chunk_headers"); !s) return s.error();
+    } else if (sqlite3_prepare_v3(w->db_,
+                                  "INSERT INTO chunk_headers(chunk,prev_last_seq,crc,kind_counts,"
+                                  "row_crc) VALUES(?,?,?,?,?)",
+                                  -1, SQLITE_PREPARE_PERSISTENT, &st.chunkHeaders,
+                                  nullptr) != SQLITE_OK) {
+        return w->sqlError("prepare statements for");
+    }
     w->writeSummaries_ = options.poolSummaries;
     const char* summarySql =
         options.poolSummaries
@@ -292,12 +303,41 @@ Status TraceWriter::flushChunk() {
     int rc = sqlite3_step(c);
     sqlite3_reset(c);
     if (rc != SQLITE_DONE) return sqlError("write");
+    if (Status s = writeChunkHeaders(h, crc, blob.size()); !s) return s;
     if (Status s = writeChunkIndex(h, crc); !s) return s;
     if (Status s = writePoolSummaries(crc); !s) return s;
     prevLastSeq_ = chunk_.lastSeq;
     chunk_ = {};
     chunkIndex_ = {};
     encoder_.reset();
+    return {};
+}
+
+Status TraceWriter::writeChunkHeaders(const schema::ChunkHeader& h, uint32_t chunkCrc,
+                                      uint64_t dataBytes) {
+    // The chunk's events per kind: what counts_ gained since the chunk before.
+    unsigned char counts[2 * 64];
+    size_t n = 0;
+    bool ok = true;
+    for (unsigned k = 0; k < 64; ++k) {
+        if (!(h.kinds >> k & 1)) continue;
+        const uint64_t c = k < unsigned(kEventKindCount) ? counts_[k] - countsAtChunk_[k] : 0;
+        ok &= c >= 1 && c <= schema::kChunkEvents;
+        counts[n++] = static_cast<unsigned char>(c);
+        counts[n++] = static_cast<unsigned char>(c >> 8);
+    }
+    std::copy(std::begin(counts_), std::end(counts_), std::begin(countsAtChunk_));
+    // Events of a kind this build does not count cannot be described: no row (the reader then
+    // reads the chunk's own columns, as for a trace without the table).
+    if (!writeHeaders_ || !ok) return {};
+    const std::string_view blob(reinterpret_cast<const char*>(counts), n);
+    sqlite3_stmt* s = st_->chunkHeaders;
+    sqlite3_bind_int64(s, 1, sqlite3_last_insert_rowid(db_));
+    sqlite3_bind_int64(s, 2, s64(h.prevLastSeq));
+    sqlite3_bind_int64(s, 3, chunkCrc);
+    sqlite3_bind_blob(s, 4, blob.data(), int(blob.size()), SQLITE_STATIC);
+    sqlite3_bind_int64(s, 5, schema::chunkHeaderRowChecksum(h, chunkCrc, dataBytes, blob));
+    if (!stepReset(s)) return sqlError("write");
     return {};
 }
 

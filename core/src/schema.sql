@@ -144,6 +144,30 @@ CREATE TABLE chunk_index (
   crc      INTEGER NOT NULL
 );
 
+-- Per event chunk, a copy of the two header columns stored after its data (prev_last_seq and crc:
+-- reading them from event_chunks walks each chunk's overflow pages, i.e. the whole file) and its
+-- events per kind, so that opening a trace reads headers only and a kind filter knows its row
+-- count without decoding (issue #15). One row per chunk, written with it in the same
+-- transaction. Written since 2026-11-27 without a version change, like chunk_index: a reader that
+-- predates it ignores it, and a trace without it (or a chunk without a usable row) is read from
+-- event_chunks as before. row_crc binds the row to its chunk's other columns: a row that fails it
+-- (or a chunk whose header changed) is not used, and that chunk's two columns are read from
+-- event_chunks. Whenever a chunk's data is read, its own prev_last_seq and crc are read too and
+-- win over the copy; a copy that disagrees is reported (tableDamage()) and the reader stops
+-- using the table. Ignored in a trace of version 1 or 2 (no such columns).
+CREATE TABLE chunk_headers (
+  chunk         INTEGER PRIMARY KEY,          -- event_chunks.id
+  prev_last_seq INTEGER NOT NULL,             -- event_chunks.prev_last_seq
+  crc           INTEGER NOT NULL,             -- event_chunks.crc
+  -- For each bit set in event_chunks.kinds, lowest first, the chunk's number of events of that
+  -- kind as a 16-bit little-endian integer (each 1..4096, their sum the chunk's count).
+  kind_counts   BLOB    NOT NULL,
+  -- CRC32C of the chunk's eight header words (with this prev_last_seq, as in event_chunks.crc),
+  -- this crc and length(event_chunks.data) as 64-bit little-endian words, then of kind_counts
+  -- (poolscope::schema::chunkHeaderRowChecksum), as 0..2^32-1.
+  row_crc       INTEGER NOT NULL
+);
+
 -- Events per kind, kept current by the writer at each commit (cheap counts without decoding), in
 -- the same transaction as the chunks: their sum equals the sum of event_chunks.count.
 CREATE TABLE event_counts (

@@ -7,7 +7,8 @@
 // reference: it is the design the chunked format replaced. BM_EncodeEvents/N and
 // BM_DecodeEvents/N time the chunk codec alone in version N (5: written, zstd; 4: written
 // without libzstd; 2 and 3: older). BM_WriterSummariesCost: the writer with and without the
-// per-chunk pool summaries, and the file sizes.
+// per-chunk pool summaries, and the file sizes; BM_WriterChunkHeadersCost the same for the
+// chunk_headers table.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -113,10 +114,11 @@ const std::vector<Chunk>& encodedChunks() {
 }
 
 // Seconds for TraceWriter to append the workload and commit it; bytes: the closed file's size.
-Times writerOnce(bool poolSummaries = true, uint64_t* bytes = nullptr) {
+Times writerOnce(bool poolSummaries = true, uint64_t* bytes = nullptr, bool chunkHeaders = true) {
     const std::string path = scratchPath("writer.poolscope");
     WriterOptions options;
     options.poolSummaries = poolSummaries;
+    options.chunkHeaders = chunkHeaders;
     auto w = TraceWriter::create(path, options);
     if (!w) std::abort();
     const auto& ev = workload();
@@ -266,6 +268,30 @@ void BM_WriterSummariesCost(benchmark::State& state) {
     state.counters["file_bytes_per_event_without"] = static_cast<double>(bytesWithout) / n;
 }
 
+// The chunk_headers table's cost (issue #15): the writer with and without it, alternated in one
+// loop, best of each, and the closed files' sizes per event.
+void BM_WriterChunkHeadersCost(benchmark::State& state) {
+    workload();
+    Times bestWith{1e9, 1e9}, bestWithout{1e9, 1e9};
+    uint64_t bytesWith = 0, bytesWithout = 0;
+    for (auto _ : state) {
+        const Times a = writerOnce(true, &bytesWith, true);
+        const Times b = writerOnce(true, &bytesWithout, false);
+        bestWith = {std::min(bestWith.wall, a.wall), std::min(bestWith.cpu, a.cpu)};
+        bestWithout = {std::min(bestWithout.wall, b.wall), std::min(bestWithout.cpu, b.cpu)};
+        state.SetIterationTime(a.wall);
+    }
+    const double n = static_cast<double>(kEvents);
+    state.counters["with_ev_per_s"] = n / bestWith.wall;
+    state.counters["without_ev_per_s"] = n / bestWithout.wall;
+    state.counters["ratio_wall"] = bestWithout.wall / bestWith.wall;
+    state.counters["with_ev_per_cpu_s"] = n / bestWith.cpu;
+    state.counters["without_ev_per_cpu_s"] = n / bestWithout.cpu;
+    state.counters["ratio_cpu"] = bestWithout.cpu / bestWith.cpu;
+    state.counters["file_bytes_per_event_with"] = static_cast<double>(bytesWith) / n;
+    state.counters["file_bytes_per_event_without"] = static_cast<double>(bytesWithout) / n;
+}
+
 // TraceWriter's own work on top of the floor, isolated: the chunk codec, per version (range(0)).
 // Version 3 goes through EventEncoder, one append per event, as TraceWriter does; version 2
 // (the previous codec, still read) through encodeEvents into a std::string, as the writer did.
@@ -334,6 +360,7 @@ BENCHMARK(BM_RawSqliteFloor)->UseManualTime()->Unit(benchmark::kMillisecond)->It
 BENCHMARK(BM_RowPerEventReference)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_WriterVsFloor)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(7);
 BENCHMARK(BM_WriterSummariesCost)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(7);
+BENCHMARK(BM_WriterChunkHeadersCost)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(7);
 BENCHMARK(BM_EncodeEvents)->Arg(2)->Arg(3)->Arg(4)->Arg(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeEvents)->Arg(2)->Arg(3)->Arg(4)->Arg(5)->Unit(benchmark::kMillisecond);
 

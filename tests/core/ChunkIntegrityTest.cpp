@@ -198,13 +198,16 @@ TEST(ChunkIntegrity, ReorderedRowsReadInOrderWithAWarning) {
     ASSERT_TRUE(r.ok) << r.error << " (nothing is lost: strict reading still works)";
     ASSERT_EQ(r.seqs.size(), kEvents);
     for (size_t i = 0; i < r.seqs.size(); ++i) ASSERT_EQ(r.seqs[i], i + 1);
-    // The per-chunk pool summaries name their chunk by id (and its crc): the moved rows' no
-    // longer match them, which is said too (nothing is lost either).
-    ASSERT_EQ(r.damage.size(), 2u) << r.damageText();
+    // The per-chunk pool summaries and header copies name their chunk by id (and its crc): the
+    // moved rows' no longer match them, which is said too (nothing is lost either).
+    ASSERT_EQ(r.damage.size(), 3u) << r.damageText();
     EXPECT_NE(r.damage[0].what.find("out of seq order"), std::string::npos) << r.damageText();
     EXPECT_NE(r.damage[1].what.find("pool_chunk_summary rows of 2 event chunk(s) do not hold up"),
               std::string::npos) << r.damageText();
     EXPECT_EQ(r.damage[1].events, 0u);
+    EXPECT_NE(r.damage[2].what.find("chunk_headers: 2 row(s) do not match their event chunk"),
+              std::string::npos) << r.damageText();
+    EXPECT_EQ(r.damage[2].events, 0u);
 }
 
 TEST(ChunkIntegrity, EmptiedChunkTableIsNotAnEmptyTrace) {

@@ -597,12 +597,38 @@ void writeChunkRow(sqlite3* db, const ChunkRow& c) {
     sqlite3_bind_int64(st, 11, c.id);
     sqlite3_step(st);
     sqlite3_finalize(st);
-    // Its chunk_index row too, as a writer would leave it (none for a row that does not decode).
+    // Its chunk_index and chunk_headers rows too, as a writer would leave them (none for a row
+    // that does not decode).
     std::vector<Event> ev;
     if (!decodeEvents(c.data, h.count, ev, int(h.codec)) || ev.empty()) {
-        const std::string del = "DELETE FROM chunk_index WHERE chunk = " + std::to_string(c.id);
+        const std::string del = "DELETE FROM chunk_index WHERE chunk = " + std::to_string(c.id) +
+                                "; DELETE FROM chunk_headers WHERE chunk = " + std::to_string(c.id);
         sqlite3_exec(db, del.c_str(), nullptr, nullptr, nullptr);
         return;
+    }
+    {
+        std::string counts;
+        for (unsigned k = 0; k < 64; ++k) {
+            if (!(h.kinds >> k & 1)) continue;
+            const auto n = std::count_if(ev.begin(), ev.end(),
+                                         [&](const Event& e) { return unsigned(e.kind) == k; });
+            counts += char(n & 0xff);
+            counts += char(n >> 8);
+        }
+        const uint32_t crc = schema::chunkChecksum(h, c.data);
+        if (sqlite3_prepare_v2(db,
+                               "INSERT OR REPLACE INTO chunk_headers(chunk,prev_last_seq,crc,"
+                               "kind_counts,row_crc) VALUES(?1,?2,?3,?4,?5)",
+                               -1, &st, nullptr) == SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, c.id);
+            sqlite3_bind_int64(st, 2, int64_t(h.prevLastSeq));
+            sqlite3_bind_int64(st, 3, crc);
+            sqlite3_bind_blob(st, 4, counts.data(), int(counts.size()), SQLITE_TRANSIENT);
+            sqlite3_bind_int64(st, 5, schema::chunkHeaderRowChecksum(h, crc, c.data.size(), counts));
+            sqlite3_step(st);
+        }
+        sqlite3_finalize(st);
+        st = nullptr;
     }
     view::ChunkIndexRow x;
     for (const Event& e : ev) x.add(e);
@@ -990,6 +1016,32 @@ TEST(TraceFileFuzz, ReaderSurvivesDamagedFiles) {
     EXPECT_GT(built, 0u) << "some damaged files must still build: most damage is partial";
 }
 
+// event_counts per kind as a writer keeps it, after chunks were rewritten with other kinds:
+// only where every chunk decodes and the table's total already equals the chunks' (a total
+// that differs is damage the reader must find, and is left).
+void recountKinds(MemDb& m) {
+    uint64_t perKind[64] = {}, total = 0;
+    for (const ChunkRow& c : chunkRows(m.get())) {
+        std::vector<Event> ev;
+        if (!decodeEvents(c.data, c.h.count, ev, int(c.h.codec))) return;
+        for (const Event& e : ev) ++perKind[unsigned(e.kind) & 63];
+        total += ev.size();
+    }
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(m.get(), "SELECT coalesce(sum(count),0) FROM event_counts", -1, &st,
+                           nullptr) != SQLITE_OK)
+        return;
+    const bool same = sqlite3_step(st) == SQLITE_ROW && uint64_t(sqlite3_column_int64(st, 0)) == total;
+    sqlite3_finalize(st);
+    if (!same) return;
+    std::string sql = "DELETE FROM event_counts;";
+    for (unsigned k = 0; k < 64; ++k)
+        if (perKind[k])
+            sql += "INSERT INTO event_counts(kind,count) VALUES(" + std::to_string(k) + "," +
+                   std::to_string(perKind[k]) + ");";
+    m.exec(sql);
+}
+
 // Format 3 only, every input rewritten past its checksums. Besides "no crash": a rewrite that
 // keeps the format's rules must read with no damage reported and every event counted, and one
 // that breaks them must be named in damage() (a lie the format can see is never silent).
@@ -1010,6 +1062,7 @@ TEST(TraceFileFuzz, Format3ChunksRewrittenPastTheirChecksums) {
             predicted = mutateStructure(m, rng, &h2); // may mend what the one before broke
             how += "+" + h2;
         }
+        recountKinds(m);
         // The rules decide. What mutateStructure meant is only counted against them (a rough
         // check of the mutator: a random seq can land where it is valid).
         const bool ok = followsTheRules(m.get());
@@ -1131,6 +1184,172 @@ TEST(TraceFileFuzz, FilteredReadsMatchDecodingWhateverTheIndexSays) {
                 static_cast<unsigned long long>(nonEmpty), static_cast<unsigned long long>(flagged),
                 static_cast<long long>(ms));
     EXPECT_GT(nonEmpty, filters / 10);
+    EXPECT_GT(flagged, inputs / 4);
+}
+
+// Re-signs every chunk_headers row over its chunk's columns as they are now (a forger: only a
+// comparison with the chunk's own columns or events can tell a changed value).
+void resignChunkHeaders(MemDb& m) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(m.get(),
+                           "SELECT c.id,first_seq,last_seq,h.prev_last_seq,t_min,t_max,count,kinds,"
+                           "codec,h.crc,length(data),kind_counts FROM event_chunks c JOIN "
+                           "chunk_headers h ON h.chunk = c.id",
+                           -1, &st, nullptr) != SQLITE_OK)
+        return;
+    std::vector<std::pair<int64_t, uint32_t>> rows;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        auto u = [&](int c) { return uint64_t(sqlite3_column_int64(st, c)); };
+        const schema::ChunkHeader h{u(1), u(2), u(3), int64_t(u(4)), int64_t(u(5)), u(6), u(7),
+                                    int64_t(u(8))};
+        const auto* p = static_cast<const char*>(sqlite3_column_blob(st, 11));
+        const std::string counts(p ? p : "", size_t(sqlite3_column_bytes(st, 11)));
+        rows.emplace_back(int64_t(u(0)),
+                          schema::chunkHeaderRowChecksum(h, uint32_t(u(9)), u(10), counts));
+    }
+    sqlite3_finalize(st);
+    for (const auto& [id, crc] : rows)
+        m.exec("UPDATE chunk_headers SET row_crc = " + std::to_string(crc) + " WHERE chunk = " +
+               std::to_string(id));
+}
+
+// chunk_headers damaged as SQL (values, types, rows deleted or doubled, the table emptied,
+// dropped or altered), sometimes re-signed after the change (a lie its row_crc cannot show), or
+// with the chunks' own columns or data damaged and the copy left as written: every read gives
+// what a reader that ignores the table gives (events, filtered reads, counts, pages; after every
+// chunk is read, the same events lost), and a strict read fails exactly when that reader's does.
+TEST(TraceFileFuzz, ReadsMatchIgnoringChunkHeadersWhateverTheyHold) {
+    const FileSeeds& seeds = fileSeeds();
+    ASSERT_GE(seeds.v3.size(), 5u);
+    std::mt19937_64 rng(runSeed(20261128));
+    const Budget budget(1'000'000, 2000, 150);
+    const auto t0 = Clock::now();
+    uint64_t inputs = 0, filters = 0, counted = 0, flagged = 0;
+    static const char* kCols[] = {"prev_last_seq", "crc", "kind_counts", "row_crc", "chunk"};
+    static const char* kValues[] = {"0", "-1", "1", "'x'", "NULL", "X'0100'", "1e300", "crc + 1",
+                                    "prev_last_seq - 1", "4294967296", "9223372036854775807"};
+    for (; budget.more(inputs, t0); ++inputs) {
+        MemDb m(seeds.v3[rng() % seeds.v3.size()]);
+        ASSERT_TRUE(m.ok());
+        bool resign = false;
+        for (int i = 0, n = 1 + int(rng() % 3); i < n; ++i) {
+            const std::string row = "(SELECT chunk FROM chunk_headers ORDER BY chunk LIMIT 1 "
+                                    "OFFSET " + std::to_string(rng() % 3) + ")";
+            switch (rng() % 9) {
+            case 0: case 1: case 2:
+                m.exec(std::string("UPDATE chunk_headers SET ") + kCols[rng() % std::size(kCols)] +
+                       " = " + kValues[rng() % std::size(kValues)] +
+                       (rng() % 2 ? " WHERE chunk = " + row : std::string()));
+                resign |= rng() % 2 == 0;
+                break;
+            case 3:
+                m.exec("DELETE FROM chunk_headers" + (rng() % 3 ? " WHERE chunk = " + row : std::string()));
+                break;
+            case 4: // rebuilt without its key, a row listed twice
+                m.exec("CREATE TABLE c2 AS SELECT * FROM chunk_headers; DROP TABLE chunk_headers; "
+                       "CREATE TABLE chunk_headers AS SELECT * FROM c2; DROP TABLE c2; "
+                       "INSERT INTO chunk_headers SELECT * FROM chunk_headers WHERE chunk = " + row);
+                break;
+            case 5:
+                m.exec(rng() % 2 ? "DROP TABLE chunk_headers"
+                                 : "ALTER TABLE chunk_headers DROP COLUMN kind_counts");
+                break;
+            case 6: { // the chunks' own columns changed, the copy left as written
+                const char* col = rng() % 2 ? "crc" : "prev_last_seq";
+                m.exec(std::string("UPDATE event_chunks SET ") + col + " = " +
+                       kValues[rng() % std::size(kValues)] + " WHERE id = (SELECT id FROM "
+                       "event_chunks ORDER BY id LIMIT 1 OFFSET " + std::to_string(rng() % 4) + ")");
+                break;
+            }
+            case 7: // a chunk row deleted (its copy stays)
+                m.exec("DELETE FROM event_chunks WHERE id = (SELECT id FROM event_chunks ORDER BY "
+                       "id LIMIT 1 OFFSET " + std::to_string(rng() % 4) + ")");
+                break;
+            default:
+                mutateChunkData(m, rng, seeds.all);
+            }
+        }
+        if (resign) resignChunkHeaders(m);
+        const std::string image = m.image();
+        auto withTable = TraceReader::openImage(image, "fuzz input");
+        auto without = TraceReader::openImage(image, "fuzz input");
+        ASSERT_EQ(bool(withTable), bool(without));
+        if (!withTable) continue;
+        TraceReader& reader = **withTable;
+        TraceReader& ref = **without;
+        ref.setUseChunkHeaders(false);
+        {
+            // Strict: fails (or not) as the reference does.
+            auto strict = TraceReader::openImage(image, "fuzz input");
+            auto strictRef = TraceReader::openImage(image, "fuzz input");
+            ASSERT_TRUE(strict && strictRef);
+            (*strictRef)->setUseChunkHeaders(false);
+            auto a = (*strict)->events(INT64_MIN, INT64_MAX);
+            auto b = (*strictRef)->events(INT64_MIN, INT64_MAX);
+            ASSERT_EQ(bool(a), bool(b)) << "input " << inputs << ": "
+                                        << (a ? b.error().message : a.error().message);
+            if (a) {
+                ASSERT_EQ(a->size(), b->size()) << "input " << inputs;
+            }
+        }
+        reader.setSkipDamaged(true);
+        ref.setSkipDamaged(true);
+        auto all = ref.events(INT64_MIN, INT64_MAX);
+        auto got = reader.events(INT64_MIN, INT64_MAX);
+        ASSERT_EQ(bool(all), bool(got)) << "input " << inputs;
+        if (!all) continue;
+        ASSERT_EQ(got->size(), all->size()) << "input " << inputs;
+        for (size_t i = 0; i < all->size(); ++i)
+            ASSERT_EQ(std::memcmp(&(*got)[i], &(*all)[i], sizeof(Event)), 0)
+                << "input " << inputs << " event " << i;
+        ASSERT_TRUE(reader.verifyChunks());
+        ASSERT_TRUE(ref.verifyChunks());
+        auto lost = [](const TraceReader& r) {
+            uint64_t n = 0;
+            for (const TraceDamage& d : r.damage()) n += d.events;
+            return n;
+        };
+        auto sa = reader.summary(), sb = ref.summary();
+        ASSERT_TRUE(sa && sb);
+        ASSERT_EQ(sa->eventCount, sb->eventCount) << "input " << inputs;
+        ASSERT_EQ(lost(reader), lost(ref)) << "input " << inputs;
+        if (all->empty()) continue;
+        for (int k = 0; k < 6; ++k, ++filters) {
+            view::EventFilter f = filterFrom(*all, rng);
+            if (k % 2 == 0) { // kinds and time only: what the counts answer
+                f.failedOnly = false;
+                f.stream.reset();
+                f.pool.reset();
+                f.minSize = 0;
+                f.maxSize = UINT64_MAX;
+            }
+            const std::vector<Event> expected = matching(*all, f);
+            FilteredReadStats stats;
+            auto n = reader.countMatching(f, &stats);
+            ASSERT_TRUE(n) << "input " << inputs << ": " << n.error().message;
+            ASSERT_EQ(*n, expected.size()) << "input " << inputs << " filter " << k;
+            counted += stats.answeredByCounts;
+            const uint64_t skip = expected.empty() ? 0 : rng() % (expected.size() + 1);
+            bool more = false;
+            auto page = reader.events(f, 40, &more, nullptr, skip);
+            ASSERT_TRUE(page) << "input " << inputs << ": " << page.error().message;
+            const size_t to = std::min(expected.size(), size_t(skip) + 40);
+            ASSERT_EQ(page->size(), to - size_t(skip)) << "input " << inputs << " filter " << k;
+            for (size_t i = 0; i < page->size(); ++i)
+                ASSERT_EQ(std::memcmp(&(*page)[i], &expected[size_t(skip) + i], sizeof(Event)), 0)
+                    << "input " << inputs << " filter " << k << " event " << i;
+            ASSERT_EQ(more, to < expected.size());
+        }
+        for (const TraceDamage& d : reader.damage())
+            flagged += d.what.find("chunk_headers") != std::string::npos;
+    }
+    const int64_t ms = msSince(t0);
+    std::printf("chunk_headers fuzz: %llu inputs, %llu filters, %llu chunks answered by counts, "
+                "%llu findings, %lld ms\n",
+                static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(filters),
+                static_cast<unsigned long long>(counted), static_cast<unsigned long long>(flagged),
+                static_cast<long long>(ms));
+    EXPECT_GT(counted, 0u);
     EXPECT_GT(flagged, inputs / 4);
 }
 

@@ -250,6 +250,21 @@ std::vector<Case> generate(const std::string& samplesDir, const std::string& out
             sqlCase("index", "DELETE FROM chunk_index WHERE chunk = (SELECT max(chunk) FROM "
                              "chunk_index)", "a chunk_index row deleted", true);
         }
+        // chunk_headers (the copy of each chunk's prev_last_seq and crc, and its events per
+        // kind; its own row_crc binds it to the chunk): a row that fails it, a row deleted, a
+        // copy that says another crc, counts that are not a blob, and the chunk's own crc
+        // changed under an intact copy. Each is named; only the last loses events (its chunk).
+        if (v3 && queryInt(base, "SELECT count(*) FROM sqlite_master WHERE name='chunk_headers'")) {
+            sqlCase("headers", "UPDATE chunk_headers SET row_crc = row_crc + 1 WHERE chunk = "
+                               "(SELECT min(chunk) FROM chunk_headers)",
+                    "a chunk_headers row's checksum wrong", true);
+            sqlCase("headers", "DELETE FROM chunk_headers WHERE chunk = (SELECT max(chunk) FROM "
+                               "chunk_headers)", "a chunk_headers row deleted", true);
+            sqlCase("headers", "UPDATE chunk_headers SET crc = crc + 1, kind_counts = 'x'",
+                    "every chunk_headers row rewritten", true);
+            sqlCase("headers", "UPDATE event_chunks SET crc = crc + 1" + row,
+                    "chunk " + std::to_string(pick) + "'s crc changed, its copy intact", true);
+        }
         // event_counts: impossible values, emptied, unknown kinds.
         sqlCase("counts", "UPDATE event_counts SET count = 9223372036854775807 WHERE kind = "
                           "(SELECT min(kind) FROM event_counts)", "a count of 2^63-1", true);

@@ -49,5 +49,10 @@ uint32_t chunkChecksum(const ChunkHeader& h, std::string_view data);
 // chunk's crc column and the row's five values, each a 64-bit little-endian word. A row whose
 // chunk's header or crc changed no longer matches it.
 uint32_t chunkIndexChecksum(const ChunkHeader& h, uint32_t chunkCrc, const view::ChunkIndexRow& row);
+// The row_crc column of a chunk_headers row (schema.sql): CRC32C of the chunk's header (as above,
+// h.prevLastSeq being the row's), the row's crc and the chunk's data length as 64-bit
+// little-endian words, then of kindCounts (the row's kind_counts bytes).
+uint32_t chunkHeaderRowChecksum(const ChunkHeader& h, uint32_t chunkCrc, uint64_t dataBytes,
+                                std::string_view kindCounts);
 
 } // namespace poolscope::schema

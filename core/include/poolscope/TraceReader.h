@@ -2,6 +2,7 @@
 // Opens and validates a .poolscope trace and answers entity and time-range queries. Read-only.
 // Each kind of bad file has its own ErrorCode and a message written for a person.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,9 @@ namespace view {
 struct EventFilter;
 struct ChunkIndexRow;
 } // namespace view
+namespace detail {
+struct OwnTail;
+} // namespace detail
 
 // What a filtered read (TraceReader::forEachMatchingChunk) did with the event chunks of its time
 // range: each is counted once.
@@ -36,6 +40,19 @@ struct FilteredReadStats {
     // No usable index row: passed over on their header's kinds once their data's checksum
     // held (read, not decoded).
     uint64_t skippedByKinds = 0;
+    // Answered by their chunk_headers kind counts (a kind-only filter, the chunk wholly inside
+    // its time range): counted or skipped past (FilteredReadOptions) once their data's checksum
+    // held (read, not decoded).
+    uint64_t answeredByCounts = 0;
+    uint64_t matched = 0; // matching events, those skipped or only counted included
+};
+
+// A filtered read's page (issue #15): the first `skip` matches are passed over, without reading
+// the chunks whose kind counts say how many they hold; countOnly: no events are handed out,
+// only counted (TraceReader::countMatching).
+struct FilteredReadOptions {
+    uint64_t skip = 0;
+    bool countOnly = false;
 };
 
 // A part of a trace found damaged (issue #12): what, in words a person can act on, and how many
@@ -137,15 +154,32 @@ public:
     // no index for that chunk, and tableDamage() says so. fn gets the matching events of each
     // chunk in the time range, in seq order (empty for one passed over: a place to cancel), and
     // returns false to stop (ErrorCode::Cancelled). stats, when given, is added to.
+    // With options, matches before options.skip are not handed out (fn gets the rest), and a
+    // chunk wholly inside the time range whose chunk_headers row counts its kinds is not
+    // decoded when the filter tests only kinds and time (its matches are its counts, once its
+    // data's checksum holds: the same as a full decode, damaged chunks included).
     Status forEachMatchingChunk(const view::EventFilter& filter,
                                 const std::function<bool(std::vector<Event>& matches)>& fn,
-                                FilteredReadStats* stats = nullptr) const;
-    // The first `cap` matching events; truncated, when given, says whether there were more.
+                                FilteredReadStats* stats = nullptr,
+                                const FilteredReadOptions& options = {}) const;
+    // The first `cap` matching events after the first `skip`; truncated, when given, says
+    // whether there were more.
     Result<std::vector<Event>> events(const view::EventFilter& filter, size_t cap = SIZE_MAX,
                                       bool* truncated = nullptr,
-                                      FilteredReadStats* stats = nullptr) const;
+                                      FilteredReadStats* stats = nullptr,
+                                      uint64_t skip = 0) const;
+    // How many events match, exactly as a full decode would count them: for a filter of kinds
+    // and time, each chunk wholly inside its range is counted from its chunk_headers kind
+    // counts once its data's checksum holds (read, not decoded; those at the ends are decoded),
+    // else by a filtered read. The counts' per-kind sums are checked against event_counts, and
+    // a count that its decoded chunk contradicts is reported by tableDamage().
+    Result<uint64_t> countMatching(const view::EventFilter& filter,
+                                   FilteredReadStats* stats = nullptr) const;
     // false: filtered reads leave chunk_index unread (the reference path of tests and benchmarks).
     void setUseChunkIndex(bool use) { useChunkIndex_ = use; }
+    // false: the header scan reads every chunk's prev_last_seq and crc from event_chunks and no
+    // kind counts, as for a trace without chunk_headers (benchmarks, tests).
+    void setUseChunkHeaders(bool use) { useChunkHeaders_ = use; }
 
     // Each chunk's watermarks per pool (pool_chunk_summary, PoolSummary.h), read without
     // decoding a chunk, for the chunks whose headers hold up and whose data was not found
@@ -192,6 +226,16 @@ private:
     Status chunkIndexRows(const ChunkIndex& idx, std::vector<view::ChunkIndexRow>& rows,
                           std::vector<char>& valid) const;
     void appendIndexDamage(std::vector<TraceDamage>& out) const;
+    // chunk_headers (ChunkHeaders.cpp): `own` is `copied` with the chunk's own prev_last_seq
+    // and crc, read with its data; a copy that differs is a lie (noted, and the table is not
+    // used again by this reader); own columns that cannot be a chunk's set `damaged`.
+    void ownTail(const ChunkRef& copied, const detail::OwnTail& tail, ChunkRef& own,
+                 std::string& damaged) const;
+    // A decoded chunk's events per kind against its chunk_headers counts.
+    void checkKindCounts(const ChunkIndex& idx, const ChunkRef& c,
+                         const std::vector<Event>& events) const;
+    void noteCopyLie(int64_t chunkId) const;
+    void appendCopyDamage(std::vector<TraceDamage>& out) const;
     // poolSummaries' work; damage (when set) gets what does not hold up in the table.
     Result<PoolSummaries> scanPoolSummaries(std::vector<TraceDamage>* damage) const;
     Error firstDamageError(const std::string& what) const;
@@ -210,6 +254,11 @@ private:
     // rows, and the rows found to disagree with their decoded chunk, by chunk id.
     mutable std::vector<std::pair<int, int64_t>> indexFindings_;
     mutable std::vector<int64_t> indexLies_;
+    bool useChunkHeaders_ = true;
+    // chunk_headers rows found to disagree with their chunk (guarded by mutex_); once one has,
+    // this reader reads every chunk's own columns.
+    mutable std::vector<int64_t> copyLies_;
+    mutable std::atomic<bool> distrustCopy_{false};
     mutable std::once_flag tablesOnce_;
     mutable std::vector<TraceDamage> tableDamage_;
 };

@@ -36,6 +36,9 @@ struct WriterOptions {
     // Per-chunk pool summaries (pool_chunk_summary, PoolSummary.h); false: a trace without the
     // table, as written before it existed (benchmarks of its cost, tests of old traces).
     bool poolSummaries = true;
+    // Each chunk's prev_last_seq, crc and events per kind in the narrow chunk_headers table
+    // (schema.sql); false: a trace without it, as written before it existed.
+    bool chunkHeaders = true;
 };
 
 // The file a replaceAtClose writer works in until close(): path + ".partial".
@@ -91,6 +94,8 @@ private:
     Status flushChunk();
     // The open chunk's chunk_index row, after its event_chunks row (the last insert).
     Status writeChunkIndex(const schema::ChunkHeader& h, uint32_t chunkCrc);
+    // The chunk just inserted: its chunk_headers row (schema.sql).
+    Status writeChunkHeaders(const schema::ChunkHeader& h, uint32_t chunkCrc, uint64_t dataBytes);
     Status writePoolSummaries(uint32_t chunkCrc); // the chunk just inserted: its pool_chunk_summary rows
     Status exec(const char* sql);
     Error sqlError(const char* what) const;
@@ -110,9 +115,11 @@ private:
     view::ChunkIndexRow chunkIndex_; // the open chunk's chunk_index row
     PoolSummaryAccumulator poolSummaries_; // the open chunk's watermarks per pool
     bool writeSummaries_ = true;
+    bool writeHeaders_ = true;
     uint64_t prevLastSeq_ = 0;   // last_seq of the chunk written before (prev_last_seq)
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};
+    uint64_t countsAtChunk_[kEventKindCount] = {}; // counts_ when the open chunk began
     std::string path_;
     std::string finalPath_; // where close() moves path_ (== path_ without replaceAtClose)
 };
