@@ -294,11 +294,15 @@ Result<std::shared_ptr<const Timeline>> buildTimelineRange(const TraceReader& re
     std::map<uint64_t, uint64_t> beforeBytes; // per pool
     uint64_t done = 0;
     const uint64_t total = 2 * p.events;
+    // The range's events per kind, for the builder's capacity (as buildTimeline reserves from
+    // event_counts): vectors reserved once instead of doubling while they grow.
+    std::map<EventKind, uint64_t> kindCounts;
     {
+        std::vector<uint64_t> perKind(kEventKindCount, 0);
         std::unordered_set<uint64_t> live;
-        live.reserve(std::min<uint64_t>(p.events / 2 + 16, uint64_t{1} << 24));
         st = reader.forEachChunkById(rangeIds, [&](std::vector<Event>& chunk) {
             for (const Event& e : chunk) {
+                if (static_cast<unsigned>(e.kind) < perKind.size()) perKind[static_cast<unsigned>(e.kind)]++;
                 if (e.failed() || e.ptr == 0) continue;
                 if (e.kind == EventKind::Alloc) {
                     live.insert(e.ptr);
@@ -322,6 +326,8 @@ Result<std::shared_ptr<const Timeline>> buildTimelineRange(const TraceReader& re
             if (options.progress) options.progress(done, total);
             return !cancelled();
         });
+        for (size_t k = 0; k < perKind.size(); ++k)
+            if (perKind[k]) kindCounts[static_cast<EventKind>(k)] = perKind[k];
     }
     if (cancelled()) return cancelError;
     if (!st) return st.error();
@@ -349,14 +355,17 @@ Result<std::shared_ptr<const Timeline>> buildTimelineRange(const TraceReader& re
         b.declarePoolAttributes(knobs);
         if (auto attrs = reader.poolAttributes(); attrs) b.declarePoolAttributes(*attrs);
     }
-    for (const auto& [pool, w] : warm.pools)
-        if (w.known) b.warmStart(pool, -1, leftEdge, w.reserved, w.used, w.capLater);
-    for (const Event& a : before) b.addAllocatedBefore(a);
-
     auto samples = reader.samples(0, prevMax == kMinTs ? kMinTs : prevMax + 1,
                                   h[last].tMax == kMaxTs ? kMaxTs : h[last].tMax + 1);
     if (!samples) return samples.error();
     const std::vector<Event>& ss = *samples;
+    kindCounts[EventKind::Sample] = ss.size() + warm.pools.size();
+    kindCounts[EventKind::Alloc] += before.size();
+    b.reserve(kindCounts);
+    for (const auto& [pool, w] : warm.pools)
+        if (w.known) b.warmStart(pool, -1, leftEdge, w.reserved, w.used, w.capLater);
+    for (const Event& a : before) b.addAllocatedBefore(a);
+
     size_t si = 0;
     auto addSample = [&](Event s) {
         s.kind = EventKind::Sample;
