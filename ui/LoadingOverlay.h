@@ -34,6 +34,10 @@ public:
         hide();
     }
 
+    // A range timeline (Timeline::isRange) is loaded in the middle of the trace: the area before
+    // its loaded part, shaded the same way, its dashed edge on the right.
+    void setLeadingBand(Band band) { leading_ = std::move(band); }
+
     // Drawn over the shading, under the note: what is known of the part not loaded yet (the
     // plot's min/max overview from the trace's summaries), in the view's coordinates.
     using Content = std::function<void(QPainter&, const QRectF&)>;
@@ -60,12 +64,26 @@ protected:
     }
 
     void paintEvent(QPaintEvent*) override {
-        const auto b = band_ ? band_() : std::nullopt;
-        if (!b) return;
-        const QRectF r = b->intersected(QRectF(rect()));
-        if (r.width() < 1 || r.height() < 1) return;
-        const double x0 = r.left();
         QPainter p(this);
+        const auto lead = leading_ ? leading_() : std::nullopt;
+        QRectF leadRect;
+        if (lead) {
+            leadRect = lead->intersected(QRectF(rect()));
+            if (leadRect.width() >= 1 && leadRect.height() >= 1) shade(p, leadRect, leadRect.right());
+            else leadRect = {};
+        }
+        const auto b = band_ ? band_() : std::nullopt;
+        QRectF r = b ? b->intersected(QRectF(rect())) : QRectF();
+        if (r.width() >= 1 && r.height() >= 1) shade(p, r, r.left());
+        else r = {};
+        // The note goes in the wider of the two.
+        if (leadRect.width() > r.width()) r = leadRect;
+        if (r.isEmpty()) return;
+        note(p, r);
+    }
+
+private:
+    void shade(QPainter& p, const QRectF& r, double edge) {
         // Mostly opaque: what the views draw past the loaded part is a placeholder.
         QColor wash = palette().color(QPalette::Window);
         wash.setAlpha(215);
@@ -74,13 +92,16 @@ protected:
         hatch.setAlpha(110);
         p.fillRect(r, QBrush(hatch, Qt::BDiagPattern));
         p.setPen(QPen(palette().color(QPalette::Highlight), 2, Qt::DashLine));
-        p.drawLine(QPointF(x0, r.top()), QPointF(x0, r.bottom()));
+        p.drawLine(QPointF(edge, r.top()), QPointF(edge, r.bottom()));
         if (content_) {
             p.save();
             p.setClipRect(r);
             content_(p, r);
             p.restore();
         }
+    }
+
+    void note(QPainter& p, const QRectF& r) {
         if (text_.isEmpty()) return;
         QFont f = font();
         f.setBold(true);
@@ -97,8 +118,8 @@ protected:
         p.drawText(r, Qt::AlignCenter, text_);
     }
 
-private:
     Band band_;
+    Band leading_;
     Content content_;
     QString text_;
     QRectF textBox_; // where the note was last drawn

@@ -7,6 +7,7 @@
 #include "EventsPanel.h"
 #include "LoadingOverlay.h"
 #include "MultiProcessView.h"
+#include "RangeLoader.h"
 #include "ReplayBar.h"
 #include "TimelineWidget.h"
 #include "TraceLoader.h"
@@ -198,6 +199,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     plotOverlay_->setContent([this](QPainter& p, const QRectF& r) { plot_->paintOverview(p, r); });
     timelineOverlay_->setContent(
         [this](QPainter& p, const QRectF& r) { timeline_->paintOverview(p, r); });
+    setupRangeLoading();
 
     // Linking: every view reports to this window, which fans out.
     connect(timeline_, &TimelineWidget::viewRangeChanged, this, [this](qint64 a, qint64 b) {
@@ -481,6 +483,7 @@ void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
 }
 
 void MainWindow::onLoaded(const TraceSnapshot& loaded) {
+    rangeLoader_->cancel();
     modes_->setMode(WindowModes::Mode::Single);
     progress_->hide();
     cancelButton_->hide();
@@ -537,6 +540,7 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
         box->setAttribute(Qt::WA_DeleteOnClose);
         box->open();
     }
+    applyRequestedView();
     emit snapshotShown();
 }
 

@@ -34,6 +34,7 @@ class DetailsPane;
 class EntityTreeModel;
 class EventsPanel;
 class LoadingOverlay;
+class RangeLoader;
 class ReplayBar;
 class TimelineWidget;
 class TraceLoader;
@@ -74,6 +75,7 @@ public:
     EntityTreeModel* entityModel() const { return treeModel_; }
     ReplayBar* replay() const { return replay_; }
     TraceLoader* loader() const { return loader_; }
+    RangeLoader* rangeLoader() const { return rangeLoader_; }
     QString statusText() const;
     // The shades over the timeline and the plot marking what a progressive load has not read
     // yet (visible only while a partial timeline is shown).
@@ -84,6 +86,7 @@ signals:
     // After the beginning of a trace that is still loading is on screen (a partial timeline;
     // snapshotShown() follows when the whole trace is).
     void partialShown();
+    void rangeShown(); // the detail of a range of a trace larger than the window holds
     void loadFailed(const QString& message);
 
 protected:
@@ -110,6 +113,10 @@ private:
     void updateSummary(); // the status bar's counts, from snap_
     bool showingPartialOf(const QString& path) const; // a partial of the load in progress
     void updateLoadingOverlays();
+    // Detail per visible range for traces larger than the window holds (MainWindowRange.cpp).
+    void setupRangeLoading();
+    void onRangeLoaded(const TraceSnapshot& s);
+    void applyRequestedView(); // POOLSCOPE_VIEW_RANGE, once per opened trace
 
     TimelineWidget* timeline_;
     WatermarkPlot* plot_;
@@ -128,6 +135,7 @@ private:
     ReplayBar* replay_;
     QSplitter* splitter_;
     TraceLoader* loader_;
+    RangeLoader* rangeLoader_ = nullptr;
     QLabel* statusLabel_;
     QLabel* summaryLabel_;
     QProgressBar* progress_;

@@ -698,8 +698,12 @@ void TimelineWidget::paintOverview(QPainter& p, const QRectF& band) const {
     const int x0 = std::max(int(std::ceil(band.left())), geo_.labelW);
     const int x1 = std::min(int(std::floor(band.right())), geo_.labelW + int(geo_.plotW()));
     if (x1 <= x0) return;
-    const int64_t t0 = std::max(snap_.timeline->loadedUntilNs, geo_.tOf(x0));
-    const int64_t t1 = geo_.tOf(x1);
+    int64_t t0 = geo_.tOf(x0), t1 = geo_.tOf(x1);
+    // The band after the loaded part, or (a range timeline) the one before it.
+    if (t0 + (t1 - t0) / 2 < snap_.timeline->loadedFromNs)
+        t1 = std::min(t1, snap_.timeline->loadedFromNs);
+    else
+        t0 = std::max(t0, snap_.timeline->loadedUntilNs);
     if (t1 <= t0) return;
     const size_t columns = size_t(x1 - x0);
     const ColorScheme c(palette());

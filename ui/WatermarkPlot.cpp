@@ -438,11 +438,16 @@ void WatermarkPlot::refreshData() {
     if (hasOverview()) {
         // The part not loaded yet is drawn from the summaries: the axis makes room for it.
         const int64_t from = std::max(key.a, tl.loadedUntilNs);
+        const int64_t until = std::min(key.b, tl.loadedFromNs);
         std::vector<view::OverviewColumn> whole;
-        for (const PoolGraphs& g : graphs_)
+        for (const PoolGraphs& g : graphs_) {
             if (key.b > from && snap_.overview->query(g.pool, from, key.b, 1, true, whole) &&
                 whole.front().any)
                 ymax = std::max(ymax, whole.front().reservedMax);
+            if (until > key.a && snap_.overview->query(g.pool, key.a, until, 1, true, whole) &&
+                whole.front().any)
+                ymax = std::max(ymax, whole.front().reservedMax);
+        }
     }
     applyingRange_ = true;
     plot_->xAxis->setRange(double(v0_) - base, double(v1_) - base);
@@ -464,9 +469,13 @@ void WatermarkPlot::paintOverview(QPainter& p, const QRectF& band) const {
     const int x1 = std::min(int(std::floor(band.right())), area.right());
     if (x1 <= x0) return;
     const double base = double(origin());
-    const int64_t loaded = snap_.timeline->loadedUntilNs;
-    const int64_t t0 = std::max(loaded, int64_t(plot_->xAxis->pixelToCoord(x0) + base));
-    const int64_t t1 = int64_t(plot_->xAxis->pixelToCoord(x1) + base);
+    int64_t t0 = int64_t(plot_->xAxis->pixelToCoord(x0) + base);
+    int64_t t1 = int64_t(plot_->xAxis->pixelToCoord(x1) + base);
+    // The band after the loaded part, or (a range timeline) the one before it.
+    if (t0 + (t1 - t0) / 2 < snap_.timeline->loadedFromNs)
+        t1 = std::min(t1, snap_.timeline->loadedFromNs);
+    else
+        t0 = std::max(t0, snap_.timeline->loadedUntilNs);
     if (t1 <= t0) return;
     const size_t columns = size_t(x1 - x0);
     const double top = area.top(), bottom = area.bottom();

@@ -162,6 +162,15 @@ struct TimelineBuilder::Impl {
         out.pinned.registeredAtEnd = replay.pinned().registeredBytes;
     }
 
+    PoolTimeline* poolOf(uint64_t handle) {
+        const uint32_t i = replay.poolIndex(handle);
+        return i < tl.pools.size() ? &tl.pools[i] : nullptr;
+    }
+    StreamTimeline* streamOf(uint64_t handle) {
+        const uint32_t i = replay.streamIndex(handle);
+        return i < tl.streams.size() ? &tl.streams[i] : nullptr;
+    }
+
     // The number a marker shows next to its kind.
     static uint64_t markerValue(const Event& e) {
         switch (e.kind) {
@@ -678,6 +687,7 @@ void finalize(Timeline& tl, bool shrink = true) {
                 o.withPoolsPeak = o.withPools.v[i], o.withPoolsPeakTsNs = o.withPools.t[i];
     }
     tl.partial = false;
+    tl.loadedFromNs = tl.t0;
     tl.loadedUntilNs = tl.t1;
     tl.totalEvents = tl.eventCount;
 }
@@ -817,12 +827,61 @@ void TimelineBuilder::reserve(const std::map<EventKind, uint64_t>& countsByKind)
 
 void TimelineBuilder::add(const Event& e) { d_->add(e); }
 
+void TimelineBuilder::warmStart(uint64_t pool, int16_t device, int64_t ts, uint64_t reserved,
+                                uint64_t used, bool capLater) {
+    Impl& d = *d_;
+    Event s;
+    s.kind = EventKind::Sample;
+    s.tsNs = ts;
+    s.pool = pool;
+    s.device = device;
+    s.reserved = reserved;
+    s.used = used; // no high watermarks: the replay takes the values, nothing is capped
+    const replay::Fact& f = d.replay.apply(s);
+    if (f.newPool || f.newStream) d.mirrorEntities();
+    if (f.pool >= d.tl.pools.size()) return;
+    d.watermarks(d.tl.pools[f.pool], ts, reserved, used);
+    if (!capLater) {
+        if (d.highs.size() <= f.pool) d.highs.resize(f.pool + 1);
+        d.highs[f.pool].from = d.tl.pools[f.pool].used.size();
+    }
+}
+
+void TimelineBuilder::capBySampleAfter(const Event& sample) {
+    Impl& d = *d_;
+    const uint32_t pi = d.replay.poolIndex(sample.pool);
+    const SampleFields h = SampleFields::of(sample);
+    if (pi >= d.tl.pools.size() || (h.reservedHigh == 0 && h.usedHigh == 0)) return;
+    if (d.highs.size() <= pi) d.highs.resize(pi + 1);
+    d.tl.pools[pi].used.capFrom(d.highs[pi].from, h.usedHigh);
+}
+
+void TimelineBuilder::addAllocatedBefore(const Event& alloc) {
+    Impl& d = *d_;
+    const size_t before = d.tl.allocations.size();
+    d.add(alloc);
+    d.tl.eventCount--;
+    if (d.tl.allocations.size() != before + 1) return;
+    Allocation& a = d.tl.allocations.back();
+    a.beforeLoaded = true;
+    a.allocSeq = 0;
+    if (PoolTimeline* p = d.poolOf(a.pool)) {
+        p->allocCount--;
+        p->bytesAllocated -= a.size;
+    }
+    if (StreamTimeline* st = d.streamOf(a.allocStream)) {
+        st->allocCount--;
+        st->bytesAllocated -= a.size;
+    }
+}
+
 namespace {
 // What was built so far, as a part of a trace spanning [t0, t1) with totalEvents events.
 void markPartial(Timeline& tl, bool anyTime, int64_t t0, int64_t t1, uint64_t totalEvents) {
     tl.partial = true;
     tl.loadedUntilNs = tl.t1;
     tl.totalEvents = std::max(totalEvents, tl.eventCount);
+    tl.loadedFromNs = tl.t0;
     if (t1 <= t0) return; // the whole range is not known: keep what was seen
     if (anyTime) {
         tl.t0 = std::min(tl.t0, t0);
@@ -831,6 +890,7 @@ void markPartial(Timeline& tl, bool anyTime, int64_t t0, int64_t t1, uint64_t to
         tl.t0 = t0;
         tl.t1 = t1;
     }
+    tl.loadedFromNs = tl.t0; // loaded from the trace's beginning
 }
 } // namespace
 

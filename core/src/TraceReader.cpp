@@ -1571,6 +1571,7 @@ Result<PoolSummaries> TraceReader::scanPoolSummaries(std::vector<TraceDamage>* d
     for (size_t i = 0; i < chunks.size(); ++i) {
         if (covered[i] || dataDamaged.count(chunks[i].id)) continue;
         ++out.chunksWithout;
+        out.withoutIds.push_back(chunks[i].id);
         if (!missing++) firstMissing = chunks[i].id;
     }
     if (damage) {
@@ -1586,6 +1587,45 @@ Result<PoolSummaries> TraceReader::scanPoolSummaries(std::vector<TraceDamage>* d
                                    std::to_string(firstMissing) + ")" + leftOut, 0});
     }
     return out;
+}
+
+// ---- reads by chunk, for a time range's detail (issue #15, TimelineRange.cpp) -----------------
+
+Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::lastIndex() const {
+    {
+        std::lock_guard lock(mutex_);
+        if (index_) return index_;
+    }
+    auto idx = scanChunks();
+    if (!idx) return idx.error();
+    std::lock_guard lock(mutex_);
+    index_ = *idx;
+    return *idx;
+}
+
+Result<std::vector<ChunkHeaderInfo>> TraceReader::chunkHeaders() const {
+    auto idx = lastIndex();
+    if (!idx) return idx.error();
+    std::vector<ChunkHeaderInfo> out;
+    out.reserve((*idx)->chunks.size());
+    for (const ChunkRef& c : (*idx)->chunks)
+        out.push_back({c.id, c.h.firstSeq, c.h.lastSeq, c.h.tMin, c.h.tMax, c.h.count, c.h.kinds});
+    return out;
+}
+
+Status TraceReader::forEachChunkById(const std::vector<int64_t>& ids,
+                                     const std::function<bool(std::vector<Event>&)>& fn) const {
+    auto idx = lastIndex();
+    if (!idx) return idx.error();
+    if (!skipDamaged_)
+        if (const TraceDamage* d = firstLoss((*idx)->damage, (*idx)->lossless))
+            return firstDamageError(d->what);
+    std::vector<int64_t> wanted = ids;
+    std::sort(wanted.begin(), wanted.end());
+    std::vector<ChunkRef> list;
+    for (const ChunkRef& c : (*idx)->chunks)
+        if (std::binary_search(wanted.begin(), wanted.end(), c.id)) list.push_back(c);
+    return decodeChunks(list, false, true, !skipDamaged_, fn);
 }
 
 } // namespace poolscope

@@ -30,6 +30,7 @@ struct PoolSummaries {
     std::vector<PoolChunkSummary> rows;
     uint64_t chunks = 0;         // chunks summarized (pool-0 ones included)
     uint64_t chunksWithout = 0;  // intact chunks with no valid summary (damage, or none written)
+    std::vector<int64_t> withoutIds; // their chunk ids, in seq order
 };
 
 namespace schema {

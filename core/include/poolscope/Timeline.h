@@ -34,6 +34,10 @@ struct Allocation {
     uint8_t api = 0;           // AllocApi
     uint32_t site = 0;         // call site (Stacks.h), 0 = none recorded
     uint32_t freeSite = 0;     // the free's call site (record --stacks-at-free), 0 = none
+    // A range build (TimelineRange.h): the block was allocated before the loaded range and freed
+    // inside it. Its alloc is not loaded: allocTsNs is the range's left edge, allocSeq 0, and
+    // allocStream the stream it was freed on.
+    bool beforeLoaded = false;
     bool live() const { return freeTsNs == kStillLive; }
 };
 
@@ -225,6 +229,10 @@ struct PoolTimeline {
     uint64_t liveAtEndCount = 0;
     // Access granted to other locations, the latest per location, in order of first grant.
     std::vector<PoolAccess> access;
+    // A range build (TimelineRange.h): bytes in use at the loaded range's start (its `used`
+    // there) that no loaded allocation accounts for: blocks allocated before the range and not
+    // freed inside it. 0 for a build from the trace's beginning.
+    uint64_t unaccountedAtLoadStart = 0;
 };
 
 struct StreamTimeline {
@@ -301,8 +309,15 @@ struct Timeline {
     // Nothing after loadedUntilNs is known yet: series hold their last value from there on,
     // allocations live at that time look live, and `leaks`/liveAtEnd* describe that instant.
     // A complete timeline has partial == false, loadedUntilNs == t1, totalEvents == eventCount.
+    // The loaded range is [loadedFromNs, loadedUntilNs]: loadedFromNs == t0 for every build from
+    // the trace's beginning; a range build (TimelineRange.h) loads a stretch in the middle,
+    // loadedFromNs > t0, and is partial and limited. Inside the loaded range its series and the
+    // allocations that begin there are the whole trace's; outside it nothing is known.
     bool partial = false;
+    int64_t loadedFromNs = 0;
     int64_t loadedUntilNs = 0;
+    bool isRange() const { return loadedFromNs > t0; }
+    bool loadedAt(int64_t t) const { return t >= loadedFromNs && t <= loadedUntilNs; }
     uint64_t totalEvents = 0; // events in the whole trace, as far as known
     // The build stopped at BuildOptions::maxEvents: a partial timeline that stays partial (the
     // rest of the trace is not being read), not one handed out while loading.

@@ -53,6 +53,18 @@ public:
     // none is copied while growing (and finish() then leaves their unused, untouched tail).
     void reserve(const std::map<EventKind, uint64_t>& countsByKind);
     void add(const Event& e); // any kind, Sample included
+    // Range builds (TimelineRange.h). warmStart: a pool's reserved/used as they were before the
+    // first event given, from ts on, without counting a sample; capLater: whether a later
+    // sample's driver high watermark may still lower that value (as it would in a whole build).
+    void warmStart(uint64_t pool, int16_t device, int64_t ts, uint64_t reserved, uint64_t used,
+                   bool capLater);
+    // An Alloc standing for a block allocated before the events given and freed among them:
+    // drawn from its time, flagged Allocation::beforeLoaded, not counted as an event nor in the
+    // allocated totals.
+    void addAllocatedBefore(const Event& alloc);
+    // The first sample after the events given, not added: only its driver high watermark lowers
+    // the used points since the pool's last such sample, as it would in a whole build.
+    void capBySampleAfter(const Event& sample);
     // Another analysis follows the builder's replay (a live session's what-if tape). Not owned;
     // must outlive the builder or be removed with unsubscribe.
     void subscribe(replay::Observer* o, uint32_t kindMask);

@@ -62,6 +62,16 @@ struct TraceDamage {
     uint64_t events = 0;
 };
 
+// One chunk row's header as the reader found it valid (issue #15: a time range's detail is read
+// from the chunks whose headers overlap it, TimelineRange.h).
+struct ChunkHeaderInfo {
+    int64_t id = 0;
+    uint64_t firstSeq = 0, lastSeq = 0;
+    int64_t tMin = 0, tMax = 0;
+    uint64_t count = 0;
+    uint64_t kinds = 0; // bit (1 << kind) per kind present
+};
+
 struct TraceSummary {
     int schemaVersion = 0;
     uint64_t eventCount = 0;   // events in the chunk rows not known to be damaged
@@ -190,6 +200,13 @@ public:
     // kMaxUnlistedSummaryPools others, whatever the table holds.
     Result<PoolSummaries> poolSummaries() const;
     static constexpr size_t kMaxUnlistedSummaryPools = 1024;
+    // The headers of the chunk rows that hold up, in seq order. Reuses the last header scan when
+    // there is one (a finished trace's rows do not change; a live one is read through events()).
+    Result<std::vector<ChunkHeaderInfo>> chunkHeaders() const;
+    // Decodes the chunks with these ids (in seq order, ids not among chunkHeaders() skipped),
+    // checked as forEachChunk checks them, and hands each to fn (false: ErrorCode::Cancelled).
+    Status forEachChunkById(const std::vector<int64_t>& ids,
+                            const std::function<bool(std::vector<Event>& chunk)>& fn) const;
     // Periodic samples (Event with kind Sample) in t0 <= tsNs < t1, time order; pool 0 = all.
     Result<std::vector<Event>> samples(uint64_t pool, int64_t t0, int64_t t1) const;
     // The driver's high watermarks over every valid sample, per pool: what the report and the
@@ -210,6 +227,7 @@ private:
     Status checkFormat(const std::function<bool()>& hasMagic);
     Result<std::shared_ptr<const ChunkIndex>> scanChunks() const;
     Result<std::shared_ptr<const ChunkIndex>> indexForReading() const;
+    Result<std::shared_ptr<const ChunkIndex>> lastIndex() const; // index_, else a scan
     // Checks and decodes one chunk's data into out; damage is recorded, not returned.
     // `damaged` gets the damage's description (empty when intact); decode false: a chunk with a
     // checksum is only checked, not decoded.

@@ -1,0 +1,350 @@
+// Range builds (issue #15, TimelineRange.h): the Timeline of a time range, decoded from the
+// chunks overlapping it and started from the pool summaries, against the whole trace's Timeline
+// restricted to that range. Every trace here is generated through TraceWriter (the benchmarks'
+// SyntheticTrace generator, or events written out by hand), none is a recording.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "../bench/SyntheticTrace.h"
+#include "TestTraces.h"
+#include "poolscope/TimelineBuilder.h"
+#include "poolscope/TimelineRange.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/TraceWriter.h"
+
+namespace poolscope {
+namespace {
+
+using test::execSql;
+
+// The generator's trace (with its variety: a third pool, side streams, failed allocations),
+// about `events` events in chunks of 4,096.
+std::string writeGenerated(const std::string& path, size_t events) {
+    auto w = TraceWriter::create(path);
+    EXPECT_TRUE(w) << w.error().message;
+    (*w)->addDevice(DeviceInfo{0, "generated GPU", 80ull << 30, ""});
+    for (uint64_t h : {bench::SyntheticTrace::kPools[0], bench::SyntheticTrace::kPools[1],
+                       bench::SyntheticTrace::kSidePool}) {
+        PoolInfo p;
+        p.handle = h;
+        p.device = 0;
+        EXPECT_TRUE((*w)->addPool(p));
+    }
+    bench::SyntheticTrace gen(5, true);
+    std::vector<Event> batch;
+    while (gen.events() < events) {
+        batch.clear();
+        while (batch.size() < 50'000 && gen.events() < events) gen.step(batch);
+        EXPECT_TRUE((*w)->append(batch));
+        EXPECT_TRUE((*w)->commit());
+    }
+    EXPECT_TRUE((*w)->close());
+    return path;
+}
+
+std::unique_ptr<TraceReader> openOk(const std::string& path) {
+    auto r = TraceReader::open(path);
+    EXPECT_TRUE(r) << (r ? "" : r.error().message);
+    return r ? std::move(*r) : nullptr;
+}
+
+std::shared_ptr<const Timeline> wholeBuild(const TraceReader& r) {
+    BuildOptions o;
+    o.readAhead = false;
+    auto tl = buildTimeline(r, o);
+    EXPECT_TRUE(tl) << tl.error().message;
+    return tl ? *tl : nullptr;
+}
+
+// Every time a series of either build changes inside [from, until], and the edges.
+std::vector<int64_t> timesIn(const Series& a, const Series& b, int64_t from, int64_t until) {
+    std::vector<int64_t> ts{from, until};
+    for (const Series* s : {&a, &b})
+        for (int64_t t : s->t)
+            if (t >= from && t <= until) ts.push_back(t);
+    return ts;
+}
+
+// What the range build must equal: the whole build's series at every instant of the loaded
+// range, its allocations that begin there, the blocks allocated before and freed there, and the
+// bytes in use at the start that none of those accounts for.
+void expectRangeMatchesWhole(const Timeline& whole, const Timeline& range, uint64_t firstSeq,
+                             uint64_t lastSeq) {
+    ASSERT_TRUE(range.isRange());
+    EXPECT_TRUE(range.partial);
+    EXPECT_TRUE(range.limited);
+    EXPECT_EQ(range.t0, whole.t0);
+    const int64_t from = range.loadedFromNs, until = range.loadedUntilNs;
+    ASSERT_LE(from, until);
+    EXPECT_EQ(range.unmatchedFrees, 0u);
+    size_t compared = 0;
+    for (const PoolTimeline& wp : whole.pools) {
+        const PoolTimeline* rp = range.pool(wp.info.handle);
+        ASSERT_NE(rp, nullptr);
+        for (int64_t t : timesIn(wp.reserved, rp->reserved, from, until))
+            ASSERT_EQ(rp->reserved.valueAt(t), wp.reserved.valueAt(t))
+                << "pool " << wp.info.handle << " reserved at " << t << " (range " << from << ".."
+                << until << ")";
+        for (int64_t t : timesIn(wp.used, rp->used, from, until)) {
+            ASSERT_EQ(rp->used.valueAt(t), wp.used.valueAt(t))
+                << "pool " << wp.info.handle << " used at " << t << " (range " << from << ".."
+                << until << ")";
+            ++compared;
+        }
+    }
+    EXPECT_GT(compared, 100u);
+
+    // Allocations whose alloc is loaded: identical, except that a free after the range is not
+    // known there.
+    std::vector<const Allocation*> inside, before;
+    for (const Allocation& a : range.allocations) (a.beforeLoaded ? before : inside).push_back(&a);
+    std::vector<const Allocation*> wantInside, wantBefore;
+    std::map<uint64_t, uint64_t> unaccounted;
+    for (const Allocation& a : whole.allocations) {
+        if (a.allocSeq >= firstSeq && a.allocSeq <= lastSeq) wantInside.push_back(&a);
+        const bool freedInside = a.freeSeq >= firstSeq && a.freeSeq <= lastSeq;
+        if (a.allocSeq < firstSeq && freedInside) wantBefore.push_back(&a);
+        if (a.allocSeq < firstSeq && !freedInside && (a.live() || a.freeSeq > lastSeq) && a.ptr)
+            unaccounted[a.pool] += a.size;
+    }
+    ASSERT_EQ(inside.size(), wantInside.size());
+    ASSERT_GT(inside.size(), 1000u);
+    for (size_t i = 0; i < inside.size(); ++i) {
+        const Allocation &r = *inside[i], &w = *wantInside[i];
+        ASSERT_EQ(r.allocSeq, w.allocSeq);
+        EXPECT_EQ(r.ptr, w.ptr);
+        EXPECT_EQ(r.size, w.size);
+        EXPECT_EQ(r.pool, w.pool);
+        EXPECT_EQ(r.allocStream, w.allocStream);
+        EXPECT_EQ(r.allocTsNs, w.allocTsNs);
+        if (w.freeSeq != 0 && w.freeSeq <= lastSeq) {
+            EXPECT_EQ(r.freeSeq, w.freeSeq);
+            EXPECT_EQ(r.freeTsNs, w.freeTsNs);
+            EXPECT_EQ(r.freeStream, w.freeStream);
+        } else {
+            EXPECT_TRUE(r.live()) << "seq " << r.allocSeq;
+        }
+    }
+    // Allocated before, freed inside: one bar each from the left edge, in free order.
+    ASSERT_EQ(before.size(), wantBefore.size());
+    ASSERT_GT(before.size(), 10u);
+    std::sort(wantBefore.begin(), wantBefore.end(),
+              [](const Allocation* a, const Allocation* b) { return a->freeSeq < b->freeSeq; });
+    for (size_t i = 0; i < before.size(); ++i) {
+        const Allocation &r = *before[i], &w = *wantBefore[i];
+        EXPECT_EQ(r.ptr, w.ptr);
+        EXPECT_EQ(r.size, w.size);
+        EXPECT_EQ(r.pool, w.pool);
+        EXPECT_EQ(r.freeSeq, w.freeSeq);
+        EXPECT_EQ(r.freeTsNs, w.freeTsNs);
+        EXPECT_EQ(r.allocSeq, 0u);
+        EXPECT_LE(r.allocTsNs, from);
+    }
+    // The generator's used bytes are its live blocks: the rest of `used` at the start is what
+    // lives across the whole range.
+    for (const PoolTimeline& p : range.pools)
+        EXPECT_EQ(p.unaccountedAtLoadStart, unaccounted[p.info.handle]) << "pool " << p.info.handle;
+}
+
+TEST(TimelineRange, GeneratedTraceRangesEqualTheWholeBuildInsideThem) {
+    test::ScratchDir dir;
+    auto r = openOk(writeGenerated(dir.file("generated-range.poolscope"), 1'300'000));
+    ASSERT_TRUE(r);
+    auto whole = wholeBuild(*r);
+    ASSERT_TRUE(whole);
+    auto headers = r->chunkHeaders();
+    ASSERT_TRUE(headers);
+    const auto& h = *headers;
+    ASSERT_GT(h.size(), 300u);
+    std::mt19937_64 rng(3);
+    for (int q = 0; q < 5; ++q) {
+        const size_t a = 1 + rng() % (h.size() - 40), n = 1 + rng() % 30;
+        const int64_t t0 = (h[a].tMin + h[a].tMax) / 2, t1 = h[a + n].tMin + 1;
+        auto p = planTimelineRange(*r, t0, t1);
+        ASSERT_TRUE(p) << p.error().message;
+        EXPECT_TRUE(p->summaries);
+        EXPECT_EQ(p->firstChunk, a);
+        EXPECT_EQ(p->lastChunk, a + n);
+        RangeBuildOptions o;
+        o.maxEvents = p->events;
+        auto range = buildTimelineRange(*r, t0, t1, o);
+        ASSERT_TRUE(range) << range.error().message;
+        EXPECT_EQ((*range)->eventCount, p->events);
+        EXPECT_EQ((*range)->loadedFromNs, p->loadedFromNs);
+        EXPECT_LE((*range)->loadedFromNs, t0);
+        EXPECT_GE((*range)->loadedUntilNs, t1 - 1);
+        SCOPED_TRACE("chunks " + std::to_string(a) + ".." + std::to_string(a + n));
+        expectRangeMatchesWhole(*whole, **range, h[a].firstSeq, h[a + n].lastSeq);
+        // One event fewer than the range holds is refused, in words.
+        o.maxEvents = p->events - 1;
+        auto refused = buildTimelineRange(*r, t0, t1, o);
+        ASSERT_FALSE(refused);
+        EXPECT_EQ(refused.error().code, ErrorCode::InvalidArgument);
+        EXPECT_NE(refused.error().message.find("more than"), std::string::npos);
+    }
+}
+
+TEST(TimelineRange, MissingOrDamagedSummaryRowsAreDecodedInstead) {
+    test::ScratchDir dir;
+    const std::string path = writeGenerated(dir.file("generated-damaged-rows.poolscope"), 700'000);
+    auto headers = openOk(path)->chunkHeaders();
+    ASSERT_TRUE(headers);
+    const auto h = *headers;
+    ASSERT_GT(h.size(), 160u);
+    const size_t a = 150;
+    // The rows of the three chunks before the range: one rewritten (its checksum fails), two
+    // deleted. The pre-roll decodes those chunks instead, and the result is still exact.
+    execSql(path, "UPDATE pool_chunk_summary SET used_last = used_last + 4096 WHERE chunk = " +
+                      std::to_string(h[a - 1].id));
+    execSql(path, "DELETE FROM pool_chunk_summary WHERE chunk IN (" + std::to_string(h[a - 2].id) +
+                      "," + std::to_string(h[a - 3].id) + ")");
+    auto r = openOk(path);
+    ASSERT_TRUE(r);
+    auto sums = r->poolSummaries();
+    ASSERT_TRUE(sums);
+    EXPECT_EQ(sums->chunksWithout, 3u);
+    auto whole = wholeBuild(*r);
+    ASSERT_TRUE(whole);
+    auto range = buildTimelineRange(*r, h[a].tMin, h[a + 5].tMax);
+    ASSERT_TRUE(range) << range.error().message;
+    expectRangeMatchesWhole(*whole, **range, h[a].firstSeq, h[a + 5].lastSeq);
+}
+
+TEST(TimelineRange, TraceWithoutSummariesIsReadFromItsBeginningOrRefused) {
+    test::ScratchDir dir;
+    const std::string path = writeGenerated(dir.file("generated-old-format.poolscope"), 200'000);
+    execSql(path, "DROP TABLE pool_chunk_summary");
+    auto r = openOk(path);
+    ASSERT_TRUE(r);
+    auto headers = r->chunkHeaders();
+    ASSERT_TRUE(headers);
+    const auto& h = *headers;
+    ASSERT_GT(h.size(), 40u);
+    auto p = planTimelineRange(*r, h[30].tMin, h[32].tMax);
+    ASSERT_TRUE(p);
+    EXPECT_FALSE(p->summaries);
+    EXPECT_EQ(p->firstChunk, 0u);
+    uint64_t prefix = 0;
+    for (size_t i = 0; i <= 32; ++i) prefix += h[i].count;
+    EXPECT_EQ(p->events, prefix);
+    auto tl = buildTimelineRange(*r, h[30].tMin, h[32].tMax);
+    ASSERT_TRUE(tl) << tl.error().message;
+    EXPECT_FALSE((*tl)->isRange());
+    EXPECT_TRUE((*tl)->limited);
+    EXPECT_EQ((*tl)->eventCount, prefix);
+    EXPECT_EQ((*tl)->loadedFromNs, (*tl)->t0);
+    EXPECT_GE((*tl)->loadedUntilNs, h[32].tMax);
+    RangeBuildOptions o;
+    o.maxEvents = prefix / 2;
+    auto refused = buildTimelineRange(*r, h[30].tMin, h[32].tMax, o);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("no pool summaries"), std::string::npos)
+        << refused.error().message;
+}
+
+TEST(TimelineRange, LyingChunkHeadersNeitherCrashNorGrow) {
+    test::ScratchDir dir;
+    const std::string path = writeGenerated(dir.file("generated-lying-headers.poolscope"), 200'000);
+    auto headers = openOk(path)->chunkHeaders();
+    ASSERT_TRUE(headers);
+    const auto h = *headers;
+    ASSERT_GT(h.size(), 40u);
+    // A chunk in the middle claims the whole time axis, another a count it cannot hold.
+    execSql(path, "UPDATE event_chunks SET t_min = 0, t_max = 9223372036854775807 WHERE id = " +
+                      std::to_string(h[20].id));
+    execSql(path, "UPDATE event_chunks SET count = 4000000000 WHERE id = " + std::to_string(h[25].id));
+    for (bool skip : {false, true}) {
+        auto r = openOk(path);
+        ASSERT_TRUE(r);
+        r->setSkipDamaged(skip);
+        auto tl = buildTimelineRange(*r, h[22].tMin, h[28].tMax);
+        if (!skip) {
+            ASSERT_FALSE(tl);
+            EXPECT_EQ(tl.error().code, ErrorCode::Corrupt) << tl.error().message;
+            continue;
+        }
+        ASSERT_TRUE(tl) << tl.error().message;
+        // The lying chunk's checksum fails: it is left out, the rest reads, nothing is invented.
+        EXPECT_LE((*tl)->eventCount, 12u * 4096u);
+        EXPECT_FALSE(r->damage().empty());
+    }
+}
+
+// Written out by hand: a block allocated in the first chunk and freed in the fourth, another
+// that lives across the whole trace; the range of the fourth chunk shows the first as a bar
+// from its left edge and the second only as bytes in use that no bar accounts for.
+TEST(TimelineRange, HandBuiltBlockFromBeforeTheRangeIsABarFromItsLeftEdge) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("handbuilt-range.poolscope");
+    constexpr uint64_t kPool = 0xa000, kStream = 0x10;
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w);
+        PoolInfo p;
+        p.handle = kPool;
+        ASSERT_TRUE((*w)->addPool(p));
+        uint64_t seq = 0, used = 0;
+        int64_t t = 1000;
+        auto ev = [&](EventKind k, uint64_t ptr, uint64_t size) {
+            Event e;
+            e.seq = ++seq;
+            e.tsNs = t += 100;
+            e.kind = k;
+            e.pool = kPool;
+            e.stream = kStream;
+            e.ptr = ptr;
+            e.size = size;
+            used = k == EventKind::Alloc ? used + size : used - size;
+            e.flags = kHasWatermarks | (k == EventKind::Free ? kSizeKnown : 0);
+            e.reserved = 1 << 30;
+            e.used = used;
+            return e;
+        };
+        std::vector<Event> chunk;
+        chunk.push_back(ev(EventKind::Alloc, 0x1000, 4096));     // freed in chunk 4
+        chunk.push_back(ev(EventKind::Alloc, 0x2000, 1 << 20));  // never freed
+        for (int c = 0; c < 4; ++c) {
+            for (int i = 0; i < 3; ++i) {
+                chunk.push_back(ev(EventKind::Alloc, 0x9000 + uint64_t(c * 16 + i) * 0x100, 256));
+                chunk.push_back(ev(EventKind::Free, 0x9000 + uint64_t(c * 16 + i) * 0x100, 256));
+            }
+            if (c == 3) chunk.push_back(ev(EventKind::Free, 0x1000, 4096));
+            ASSERT_TRUE((*w)->append(chunk));
+            ASSERT_TRUE((*w)->commit()); // one chunk each
+            chunk.clear();
+        }
+        ASSERT_TRUE((*w)->close());
+    }
+    auto r = openOk(path);
+    ASSERT_TRUE(r);
+    auto h = r->chunkHeaders();
+    ASSERT_TRUE(h);
+    ASSERT_EQ(h->size(), 4u);
+    auto tl = buildTimelineRange(*r, (*h)[3].tMin, (*h)[3].tMax);
+    ASSERT_TRUE(tl) << tl.error().message;
+    const Timeline& t = **tl;
+    EXPECT_TRUE(t.isRange());
+    EXPECT_EQ(t.loadedFromNs, (*h)[3].tMin);
+    EXPECT_EQ(t.eventCount, 7u);
+    EXPECT_EQ(t.unmatchedFrees, 0u);
+    ASSERT_EQ(t.allocations.size(), 4u);
+    const Allocation& b = t.allocations[0];
+    EXPECT_TRUE(b.beforeLoaded);
+    EXPECT_EQ(b.ptr, 0x1000u);
+    EXPECT_EQ(b.size, 4096u);
+    EXPECT_EQ(b.allocTsNs, (*h)[3].tMin);
+    EXPECT_EQ(b.freeTsNs, (*h)[3].tMax);
+    for (size_t i = 1; i < 4; ++i) EXPECT_FALSE(t.allocations[i].beforeLoaded);
+    const PoolTimeline* p = t.pool(kPool);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->unaccountedAtLoadStart, uint64_t{1} << 20);
+    // Started from the summary of the chunk before, then the range's first alloc at the edge.
+    EXPECT_EQ(p->used.valueAt(t.loadedFromNs), (uint64_t{1} << 20) + 4096 + 256);
+    EXPECT_EQ(p->allocCount, 3u); // the block from before is not counted as allocated here
+}
+
+} // namespace
+} // namespace poolscope

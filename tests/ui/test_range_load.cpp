@@ -1,0 +1,143 @@
+// Detail per visible range (issue #15): a trace larger than the window holds opens with its
+// beginning; zooming into a part not loaded loads that part's detail in the background and
+// swaps it in, the overview staying around it. The trace is generated (TestTrace.h).
+#include "MainWindow.h"
+#include "RangeLoader.h"
+#include "TestTrace.h"
+#include "TimelineWidget.h"
+#include "TraceLoad.h"
+#include "TraceLoader.h"
+#include "WatermarkPlot.h"
+
+#include <QApplication>
+#include <QSignalSpy>
+#include <QTest>
+#include <chrono>
+#include <gtest/gtest.h>
+
+using namespace poolscope;
+using namespace poolscope::ui;
+
+namespace {
+
+int visibleOverlays(MainWindow& w) {
+    int n = 0;
+    for (QWidget* o : w.loadingOverlays()) n += o->isVisible();
+    return n;
+}
+
+struct LimitedWindow {
+    explicit LimitedWindow(const QString& path) {
+        w.resize(1400, 900);
+        w.show();
+        w.loader()->setPartialAfter(std::chrono::milliseconds(-1));
+        w.rangeLoader()->setDelay(20);
+        QSignalSpy shown(&w, &MainWindow::snapshotShown);
+        w.openFile(path);
+        ok = shown.wait(60000);
+    }
+    MainWindow w;
+    bool ok = false;
+};
+
+} // namespace
+
+TEST(RangeLoad, ZoomingIntoAnUnloadedRangeLoadsItsDetail) {
+    const QString path = synth::syntheticTracePath(400000);
+    const auto whole = synth::loadTimeline(path);
+    ASSERT_TRUE(whole);
+    qputenv("POOLSCOPE_WINDOW_MAX_EVENTS", "100000");
+    {
+        LimitedWindow lw(path);
+        ASSERT_TRUE(lw.ok);
+        MainWindow& w = lw.w;
+        const Timeline& first = *w.snapshot().timeline;
+        ASSERT_TRUE(first.limited);
+        ASSERT_FALSE(first.isRange());
+        const int64_t span = whole->t1 - whole->t0;
+        // A view at 70 % of the trace, far past the loaded beginning.
+        const int64_t a = whole->t0 + span * 70 / 100, b = whole->t0 + span * 72 / 100;
+        ASSERT_GT(a, first.loadedUntilNs);
+        QSignalSpy range(&w, &MainWindow::rangeShown);
+        w.timeline()->setViewRange(a, b);
+        ASSERT_TRUE(range.wait(60000));
+        const Timeline& tl = *w.snapshot().timeline;
+        EXPECT_TRUE(tl.isRange());
+        EXPECT_TRUE(tl.limited);
+        EXPECT_LE(tl.loadedFromNs, a);
+        EXPECT_GE(tl.loadedUntilNs, b);
+        EXPECT_LE(tl.eventCount, windowEventLimit());
+        EXPECT_EQ(tl.t0, whole->t0);
+        EXPECT_EQ(tl.totalEvents, whole->eventCount);
+        // The view stayed where the user put it, and the detail is the whole trace's there.
+        EXPECT_EQ(w.timeline()->viewStart(), a);
+        EXPECT_EQ(w.timeline()->viewEnd(), b);
+        size_t inWhole = 0, inRange = 0;
+        for (const Allocation& x : whole->allocations)
+            inWhole += x.allocTsNs >= tl.loadedFromNs && x.allocTsNs <= tl.loadedUntilNs;
+        for (const Allocation& x : tl.allocations)
+            inRange += !x.beforeLoaded && x.allocTsNs >= tl.loadedFromNs &&
+                       x.allocTsNs <= tl.loadedUntilNs;
+        EXPECT_EQ(inRange, inWhole);
+        EXPECT_GT(inRange, 1000u);
+        EXPECT_TRUE(w.statusText().contains(QStringLiteral("Detail: ")))
+            << w.statusText().toStdString();
+        // In human units: "6.80 s – 7.21 s".
+        EXPECT_TRUE(w.statusText().contains(QStringLiteral(" s – "))) << w.statusText().toStdString();
+        EXPECT_TRUE(w.statusText().contains(QStringLiteral("from earlier blocks")))
+            << w.statusText().toStdString();
+        // Zoomed out a little, the loaded range no longer covers the view: before and after it
+        // are shaded, with the overview.
+        w.timeline()->setViewRange(a - (b - a) * 4, b + (b - a) * 4);
+        w.rangeLoader()->cancel();
+        QApplication::processEvents();
+        EXPECT_EQ(visibleOverlays(w), 2);
+        EXPECT_TRUE(w.watermarks()->hasOverview());
+        if (const char* d = std::getenv("POOLSCOPE_SCREENSHOT_DIR"))
+            w.grab().save(QString::fromUtf8(d) + QStringLiteral("/range-load.png"));
+
+        // A pan inside what is loaded loads nothing.
+        const int64_t mid = (tl.loadedFromNs + tl.loadedUntilNs) / 2, q = (b - a) / 4;
+        w.timeline()->setViewRange(mid - q, mid + q);
+        EXPECT_FALSE(w.rangeLoader()->busy());
+        // The whole trace keeps what is shown (the overview outside the loaded range).
+        w.timeline()->setViewRange(whole->t0, whole->t1);
+        EXPECT_FALSE(w.rangeLoader()->busy());
+        EXPECT_TRUE(w.snapshot().timeline->isRange());
+    }
+    qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
+}
+
+TEST(RangeLoad, AnOutdatedLoadIsCancelledAndATooLargeRangeKeepsTheOverview) {
+    const QString path = synth::syntheticTracePath(400000);
+    const auto whole = synth::loadTimeline(path);
+    ASSERT_TRUE(whole);
+    qputenv("POOLSCOPE_WINDOW_MAX_EVENTS", "100000");
+    {
+        LimitedWindow lw(path);
+        ASSERT_TRUE(lw.ok);
+        MainWindow& w = lw.w;
+        const int64_t span = whole->t1 - whole->t0;
+        QSignalSpy range(&w, &MainWindow::rangeShown);
+        // The user moves on before the first range has loaded: only the last view is loaded.
+        w.timeline()->setViewRange(whole->t0 + span * 50 / 100, whole->t0 + span * 51 / 100);
+        QTest::qWait(40); // past the delay: its load has started
+        const int64_t a = whole->t0 + span * 85 / 100, b = whole->t0 + span * 86 / 100;
+        w.timeline()->setViewRange(a, b);
+        ASSERT_TRUE(range.wait(60000));
+        QTest::qWait(200);
+        EXPECT_EQ(range.count(), 1);
+        const Timeline& tl = *w.snapshot().timeline;
+        EXPECT_LE(tl.loadedFromNs, a);
+        EXPECT_GE(tl.loadedUntilNs, b);
+        // 40 % of the trace (160,000 events) is more than the window holds: said, not loaded.
+        const auto before = w.snapshot().timeline;
+        w.timeline()->setViewRange(whole->t0 + span * 10 / 100, whole->t0 + span * 50 / 100);
+        for (int i = 0; i < 600 && w.rangeLoader()->busy(); ++i) QTest::qWait(50);
+        EXPECT_FALSE(w.rangeLoader()->busy());
+        EXPECT_EQ(w.snapshot().timeline, before);
+        EXPECT_TRUE(w.statusText().contains(QStringLiteral("more than the window holds")))
+            << w.statusText().toStdString();
+    }
+    qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
+}
