@@ -265,10 +265,18 @@ QString DetailsPane::traceSummary() const {
                  QString::fromStdString(d.name).toHtmlEscaped() +
                      (d.totalMemory ? " · " + qb(d.totalMemory) : QString()));
     s += row(tr("duration"), qd(nsBetween(tl.t0, tl.t1)));
-    s += row(tr("events"), QStringLiteral("%L1").arg(tl.eventCount));
-    s += row(tr("allocations"), QStringLiteral("%L1").arg(tl.allocations.size()));
-    s += row(tr("failed allocations"), QString::number(tl.failed.size()));
-    s += row(tr("never freed"), QString::number(tl.leaks.size()));
+    // A timeline holding part of the trace (a prefix still loading or capped, or a range)
+    // counts only that part: say so rather than pass it off as the trace's totals.
+    const bool part = tl.partial && tl.totalEvents > tl.eventCount;
+    const QString inPart = part ? tr(" in the loaded part") : QString();
+    s += row(tr("events"), part ? tr("%L1 of %L2 loaded").arg(tl.eventCount).arg(tl.totalEvents)
+                                : QStringLiteral("%L1").arg(tl.eventCount));
+    s += row(tr("allocations"), QStringLiteral("%L1").arg(tl.allocations.size()) + inPart);
+    s += row(tr("failed allocations"), QString::number(tl.failed.size()) + inPart);
+    if (part)
+        s += row(tr("live at the loaded end"), QString::number(tl.leaks.size()));
+    else
+        s += row(tr("never freed"), QString::number(tl.leaks.size()));
     s += row(tr("pools / streams"),
              QStringLiteral("%1 / %2").arg(tl.pools.size()).arg(tl.streams.size()));
     const StreamHazards& hz = tl.hazards;

@@ -1,6 +1,7 @@
 // Detail per visible range (issue #15): a trace larger than the window holds opens with its
 // beginning; zooming into a part not loaded loads that part's detail in the background and
 // swaps it in, the overview staying around it. The trace is generated (TestTrace.h).
+#include "DetailsPane.h"
 #include "MainWindow.h"
 #include "RangeLoader.h"
 #include "TestTrace.h"
@@ -86,6 +87,12 @@ TEST(RangeLoad, ZoomingIntoAnUnloadedRangeLoadsItsDetail) {
         EXPECT_TRUE(w.statusText().contains(QStringLiteral(" s – "))) << w.statusText().toStdString();
         EXPECT_TRUE(w.statusText().contains(QStringLiteral("from earlier blocks")))
             << w.statusText().toStdString();
+        // The details pane counts the loaded part as such, not as the trace's totals.
+        const QString summary = w.details()->toPlainText();
+        EXPECT_TRUE(summary.contains(
+            QStringLiteral("%L1 of %L2 loaded").arg(tl.eventCount).arg(tl.totalEvents)))
+            << summary.toStdString();
+        EXPECT_FALSE(summary.contains(QStringLiteral("never freed"))) << summary.toStdString();
         // Zoomed out a little, the loaded range no longer covers the view: before and after it
         // are shaded, with the overview.
         w.timeline()->setViewRange(a - (b - a) * 4, b + (b - a) * 4);
