@@ -129,7 +129,7 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
 } // namespace
 
 uint64_t windowEventLimit() {
-    constexpr uint64_t kFloor = 100'000, kBytesPerEvent = 64;
+    constexpr uint64_t kFloor = 100'000, kBytesPerEvent = 100, kBudget = 1792ull << 20;
     if (const char* env = std::getenv("POOLSCOPE_WINDOW_MAX_EVENTS"); env && *env) {
         char* end = nullptr;
         const unsigned long long n = std::strtoull(env, &end, 10);
@@ -138,7 +138,7 @@ uint64_t windowEventLimit() {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return UINT64_MAX / 2; // unknown: no limit
     const uint64_t bytes = uint64_t(pages) * uint64_t(page);
-    return std::max<uint64_t>(bytes / 2 / kBytesPerEvent, kFloor);
+    return std::max<uint64_t>(std::min(bytes / 2, kBudget) / kBytesPerEvent, kFloor);
 }
 
 TraceLoadResult loadTraceFile(const QString& path, const std::atomic<bool>& cancel,

@@ -32,10 +32,12 @@ struct TraceLoadOptions {
     uint64_t maxEvents = 0;
 };
 
-// How many events the window builds a timeline of on this machine: the timeline, lane layout
-// and views take about 64 bytes an event, and at most half of the physical memory goes to them
-// (a 23 GiB machine: ~190 M events). POOLSCOPE_WINDOW_MAX_EVENTS sets it (tests, or a user who
-// knows better); never below 100,000.
+// How many events the window builds a timeline of: the timeline, lane layout and views take
+// about 100 bytes an event (the process's peak, docs/PERFORMANCE.md), and they get at most
+// 1.75 GiB, or half of the physical memory where that is less, so the window stays under 2 GiB
+// on any trace (~18 M events; a larger trace is read by range, RangeLoader.h).
+// POOLSCOPE_WINDOW_MAX_EVENTS sets it (tests, or a user with memory to spare); never below
+// 100,000.
 uint64_t windowEventLimit();
 
 struct TraceLoadResult {

@@ -127,8 +127,11 @@ TEST(RangeLoad, AnOutdatedLoadIsCancelledAndATooLargeRangeKeepsTheOverview) {
         const int64_t span = whole->t1 - whole->t0;
         QSignalSpy range(&w, &MainWindow::rangeShown);
         // The user moves on before the first range has loaded: only the last view is loaded.
+        QSignalSpy started(w.rangeLoader(), &RangeLoader::loading);
         w.timeline()->setViewRange(whole->t0 + span * 50 / 100, whole->t0 + span * 51 / 100);
-        QTest::qWait(40); // past the delay: its load has started
+        // Its load has started (not a fixed wait: on a loaded machine the rest delay may not
+        // have passed yet, or much more than it).
+        ASSERT_TRUE(started.wait(10000));
         const int64_t a = whole->t0 + span * 85 / 100, b = whole->t0 + span * 86 / 100;
         w.timeline()->setViewRange(a, b);
         ASSERT_TRUE(range.wait(60000));
