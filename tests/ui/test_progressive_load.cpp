@@ -79,6 +79,11 @@ TEST(ProgressiveLoad, PartialPlotDrawsTheRestFromTheSummaries) {
             w.timeline()->setViewRange(w.snapshot().timeline->t0, w.snapshot().timeline->t1);
             QApplication::processEvents();
             coloured[i] = colouredPixelsPastTheLoadedPart(w);
+            // What the partial held, for a failure's message (it failed once in CI, not here).
+            const Timeline& p = *w.snapshot().timeline;
+            note[i] = QStringLiteral("partial %1 of %2 events, loaded until %3 of [%4, %5] ns")
+                          .arg(p.eventCount).arg(p.totalEvents).arg(p.loadedUntilNs)
+                          .arg(p.t0).arg(p.t1);
             if (const char* d = std::getenv("POOLSCOPE_SCREENSHOT_DIR"))
                 w.grab().save(QString::fromUtf8(d) +
                               (i ? QStringLiteral("/partial-without-summaries.png")
@@ -90,7 +95,8 @@ TEST(ProgressiveLoad, PartialPlotDrawsTheRestFromTheSummaries) {
     }
     // With summaries the unloaded part is drawn in the pools' colours; without, it is the grey
     // shading over the last known values, as before.
-    EXPECT_GT(coloured[0], 2000) << "without summaries: " << coloured[1];
+    EXPECT_GT(coloured[0], 2000) << "without summaries: " << coloured[1] << "; "
+                                 << note[0].toStdString() << "; " << note[1].toStdString();
     EXPECT_GT(coloured[0], 10 * std::max(coloured[1], 1));
 }
 
