@@ -143,13 +143,17 @@ check_ddp() {
     ranks=$(python3 - "$WORK" <<'PY'
 import json, sys
 work = sys.argv[1]
-for line in open(f"{work}/ddp.truth", errors="replace"):
+# Objects, not lines: older copies of the workload could run two ranks' lines together.
+text, dec, i = open(f"{work}/ddp.truth", errors="replace").read(), json.JSONDecoder(), 0
+while (i := text.find("{", i)) >= 0:
     try:
-        j = json.loads(line)
+        j, end = dec.raw_decode(text, i)
     except ValueError:
+        i += 1
         continue
-    if j.get("type") == "gpt2_ddp":
-        open(f"{work}/ddp.rank{j['rank']}.truth", "w").write(line)
+    i = end
+    if isinstance(j, dict) and j.get("type") == "gpt2_ddp":
+        open(f"{work}/ddp.rank{j['rank']}.truth", "w").write(json.dumps(j) + "\n")
         print(j["rank"], j["pid"])
 PY
 )

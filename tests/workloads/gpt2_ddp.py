@@ -70,5 +70,8 @@ line = {"type": "gpt2_ddp", "rank": rank, "world": world, "device": gpu, "pid": 
         "torch": torch.__version__}
 if rc == 0 and pool.value:
     line["pool"] = hex(pool.value)
-print(json.dumps(line), flush=True)
+# One write of line and newline together: the ranks share the launcher's stdout, and print()'s
+# separate write of the newline let two ranks' lines run together.
+sys.stdout.write(json.dumps(line) + "\n")
+sys.stdout.flush()
 dist.destroy_process_group()
