@@ -11,6 +11,7 @@
 
 #include "ChunkPipe.h"
 #include "HugeReserve.h"
+#include "TimelineSetup.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/replay/Replay.h"
@@ -940,9 +941,7 @@ bool BuildOptions::defaultReadAhead() {
     return std::thread::hardware_concurrency() >= 4;
 }
 
-Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
-                                                      const BuildOptions& options) {
-    TimelineBuilder b;
+Status detail::setEntitiesFromTrace(TimelineBuilder& b, const TraceReader& reader) {
     auto devices = reader.devices();
     if (!devices) return devices.error();
     auto pools = reader.pools();
@@ -951,9 +950,14 @@ Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
     if (!streams) return streams.error();
     b.setEntities(std::move(devices.value()), std::move(pools.value()),
                   std::move(streams.value()));
-    // A drop_gaps table that cannot be read (damaged) loses the marks, not the trace: the total
-    // stays in meta, and `info` names the damage.
     if (auto gaps = reader.dropGaps(); gaps) b.setDropGaps(std::move(*gaps));
+    return {};
+}
+
+Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
+                                                      const BuildOptions& options) {
+    TimelineBuilder b;
+    if (Status st = detail::setEntitiesFromTrace(b, reader); !st) return st.error();
     // The same for the attributes read when each pool was first seen: without them the
     // policies a program never set are unknown, as in traces from before the table.
     if (auto attrs = reader.poolAttributes(); attrs) b.declarePoolAttributes(*attrs);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "TimelineSetup.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -75,23 +76,24 @@ struct WarmUp {
     std::map<uint64_t, WarmPool> pools;
     std::map<std::pair<uint64_t, PoolAttr>, uint64_t> knobs;
 
-    void sample(const Event& s) {
-        WarmPool& w = pools[s.pool];
-        w.reserved = s.reserved;
-        w.used = s.used;
+    // A value read from the driver at ts: a sample, a chunk's last summary row, an event's
+    // watermarks.
+    void read(uint64_t pool, uint64_t reserved, uint64_t used, int64_t ts, bool capLater) {
+        WarmPool& w = pools[pool];
+        w.reserved = reserved;
+        w.used = used;
         w.known = true;
-        w.readTs = std::max(w.readTs, s.tsNs);
+        w.readTs = std::max(w.readTs, ts);
+        w.capLater = capLater;
+    }
+
+    void sample(const Event& s) {
         const SampleFields h = SampleFields::of(s);
-        w.capLater = h.reservedHigh == 0 && h.usedHigh == 0;
+        read(s.pool, s.reserved, s.used, s.tsNs, h.reservedHigh == 0 && h.usedHigh == 0);
     }
 
     void summaryRow(const PoolChunkSummary& r) {
-        WarmPool& w = pools[r.pool];
-        w.reserved = r.reservedLast;
-        w.used = r.usedLast;
-        w.known = true;
-        w.readTs = std::max(w.readTs, r.tMax);
-        w.capLater = true;
+        read(r.pool, r.reservedLast, r.usedLast, r.tMax, true);
     }
 
     void event(const Event& e) {
@@ -110,12 +112,7 @@ struct WarmUp {
         auto it = pools.find(e.pool);
         const bool stale = release && it != pools.end() && e.tsNs < it->second.readTs;
         if (e.has(kHasWatermarks) && !stale) {
-            WarmPool& w = pools[e.pool];
-            w.reserved = e.reserved;
-            w.used = e.used;
-            w.known = true;
-            w.readTs = std::max(w.readTs, e.tsNs);
-            w.capLater = true;
+            read(e.pool, e.reserved, e.used, e.tsNs, true);
             return;
         }
         if (e.has(kHasWatermarks)) return;
@@ -334,14 +331,7 @@ Result<std::shared_ptr<const Timeline>> buildTimelineRange(const TraceReader& re
 
     // ---- the range itself ---------------------------------------------------------------------
     TimelineBuilder b;
-    auto devices = reader.devices();
-    if (!devices) return devices.error();
-    auto pools = reader.pools();
-    if (!pools) return pools.error();
-    auto streams = reader.streams();
-    if (!streams) return streams.error();
-    b.setEntities(std::move(*devices), std::move(*pools), std::move(*streams));
-    if (auto gaps = reader.dropGaps(); gaps) b.setDropGaps(std::move(*gaps));
+    if (Status es = detail::setEntitiesFromTrace(b, reader); !es) return es.error();
     {
         // Values the pre-roll saw set come first: a declared value does not replace a known one.
         std::vector<PoolAttributeValue> knobs;
