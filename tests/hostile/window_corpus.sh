@@ -8,6 +8,10 @@ set -uo pipefail
 GUI=$1 TOOL=$2 SAMPLES=$3 OUT=$4 STEP=${5:-20}
 export QT_QPA_PLATFORM=offscreen
 rm -rf "$OUT"
+# The window saves its layout and recent files on quit: here into the corpus folder, never into
+# the user's own settings (a user's next window opened with a test's squeezed docks and a
+# recent-files menu of damaged traces).
+export XDG_CONFIG_HOME="$OUT/config"
 "$TOOL" generate "$SAMPLES" "$OUT" >/dev/null || { echo "window_corpus: could not generate the corpus"; exit 1; }
 n=0 opened=0 bad=0
 for f in "$OUT"/*.poolscope; do
