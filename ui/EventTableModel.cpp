@@ -34,6 +34,10 @@ bool sizeShown(const Event& e) {
 void EventTableModel::resetData(std::shared_ptr<const std::vector<Event>> events, int64_t traceT0,
                                 std::shared_ptr<const LaneLayout> layout) {
     beginResetModel();
+    paged_ = false;
+    pages_.clear();
+    requested_.clear();
+    total_ = base_ = 0;
     events_ = events ? std::move(events) : std::make_shared<std::vector<Event>>();
     t0_ = traceT0;
     layout_ = std::move(layout);
@@ -41,12 +45,98 @@ void EventTableModel::resetData(std::shared_ptr<const std::vector<Event>> events
     endResetModel();
 }
 
+void EventTableModel::resetPaged(uint64_t total, size_t pageRows, size_t maxPages, int windowRows,
+                                 int64_t traceT0, std::shared_ptr<const LaneLayout> layout) {
+    beginResetModel();
+    paged_ = true;
+    events_ = std::make_shared<std::vector<Event>>();
+    order_.clear();
+    sortColumn_ = -1; // a paged result is in seq order: EventsPanel turns sorting off
+    pages_.clear();
+    requested_.clear();
+    total_ = total;
+    base_ = 0;
+    pageRows_ = std::max<size_t>(pageRows, 1);
+    maxPages_ = std::max<size_t>(maxPages, 1);
+    windowRows_ = std::max(windowRows, 1);
+    t0_ = traceT0;
+    layout_ = std::move(layout);
+    endResetModel();
+}
+
+void EventTableModel::setBase(uint64_t base) {
+    if (!paged_ || base == base_) return;
+    base_ = base;
+    if (rowCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+}
+
+void EventTableModel::setWindowRows(int rows) {
+    rows = std::max(rows, 1);
+    if (!paged_ || rows == windowRows_) return;
+    const int before = rowCount();
+    windowRows_ = rows;
+    const int after = rowCount();
+    if (after > before) {
+        beginInsertRows({}, before, after - 1);
+        endInsertRows();
+    } else if (after < before) {
+        beginRemoveRows({}, after, before - 1);
+        endRemoveRows();
+    }
+}
+
+void EventTableModel::setPage(uint64_t page, std::shared_ptr<const std::vector<Event>> rows) {
+    if (!paged_ || !rows || page * pageRows_ >= total_) return;
+    requested_.erase(page);
+    pages_[page] = Page{std::move(rows), ++tick_};
+    while (pages_.size() > maxPages_) {
+        auto oldest = pages_.begin();
+        for (auto it = pages_.begin(); it != pages_.end(); ++it)
+            if (it->second.used < oldest->second.used) oldest = it;
+        pages_.erase(oldest);
+    }
+    // Only the rows of the window that lie in this page change.
+    const uint64_t first = page * pageRows_, last = first + pageRows_; // [first, last)
+    const uint64_t w0 = base_, w1 = base_ + uint64_t(rowCount());
+    if (last <= w0 || first >= w1) return;
+    const int r0 = int(std::max(first, w0) - base_), r1 = int(std::min(last, w1) - base_) - 1;
+    emit dataChanged(index(r0, 0), index(r1, ColumnCount - 1));
+}
+
+const Event* EventTableModel::eventAtAbsolute(uint64_t row) const {
+    if (!paged_) return row < events_->size() ? &at(size_t(row)) : nullptr;
+    if (row >= total_) return nullptr;
+    auto it = pages_.find(row / pageRows_);
+    if (it == pages_.end()) return nullptr;
+    const size_t i = size_t(row % pageRows_);
+    if (i >= it->second.rows->size()) return nullptr;
+    it->second.used = ++tick_;
+    return &(*it->second.rows)[i];
+}
+
+int64_t EventTableModel::absoluteRowOfSeq(uint64_t seq) const {
+    if (!paged_) return rowOfSeq(seq);
+    for (const auto& [p, page] : pages_) {
+        const auto& v = *page.rows;
+        auto it = std::lower_bound(v.begin(), v.end(), seq,
+                                   [](const Event& e, uint64_t s) { return e.seq < s; });
+        if (it != v.end() && it->seq == seq) return int64_t(p * pageRows_ + size_t(it - v.begin()));
+    }
+    return -1;
+}
+
 const Event* EventTableModel::eventAt(int row) const {
+    if (paged_) return row < 0 ? nullptr : eventAtAbsolute(base_ + uint64_t(row));
     if (row < 0 || size_t(row) >= events_->size()) return nullptr;
     return &at(size_t(row));
 }
 
 int EventTableModel::rowOfSeq(uint64_t seq) const {
+    if (paged_) {
+        const int64_t r = absoluteRowOfSeq(seq);
+        if (r < 0 || uint64_t(r) < base_ || uint64_t(r) - base_ >= uint64_t(rowCount())) return -1;
+        return int(uint64_t(r) - base_);
+    }
     const auto& v = *events_;
     auto it = std::lower_bound(v.begin(), v.end(), seq,
                                [](const Event& e, uint64_t s) { return e.seq < s; });
@@ -65,6 +155,8 @@ int EventTableModel::rowOfSeq(uint64_t seq) const {
 }
 
 void EventTableModel::sort(int column, Qt::SortOrder order) {
+    // Sorting the pages held would present a part as the whole: EventsPanel turns it off.
+    if (paged_) return;
     if (column == sortColumn_ && order == sortOrder_) return;
     emit layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
     // Persistent indexes (the view's current row, selection) follow their event.
@@ -193,7 +285,10 @@ void EventTableModel::buildOrder() {
 }
 
 int EventTableModel::rowCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : int(events_->size());
+    if (parent.isValid()) return 0;
+    // The same count wherever the window is (at the end its last rows show nothing).
+    if (paged_) return int(std::min<uint64_t>(total_, uint64_t(windowRows_)));
+    return int(events_->size());
 }
 
 int EventTableModel::columnCount(const QModelIndex& parent) const {
@@ -206,6 +301,17 @@ QString EventTableModel::describe(const Event& e) {
 
 QVariant EventTableModel::data(const QModelIndex& index, int role) const {
     const Event* e = index.isValid() ? eventAt(index.row()) : nullptr;
+    if (!e && paged_ && index.isValid() && base_ + uint64_t(index.row()) < total_) {
+        // Not fetched yet: a placeholder, and its page is asked for (once until it comes).
+        const uint64_t page = (base_ + uint64_t(index.row())) / pageRows_;
+        if (requested_.insert(page).second)
+            emit const_cast<EventTableModel*>(this)->pageWanted(page);
+        if (role == Qt::ForegroundRole) return QColor(150, 150, 150);
+        if (role != Qt::DisplayRole) return {};
+        if (index.column() == Seq) return QStringLiteral("…");
+        if (index.column() == Info) return tr("loading…");
+        return {};
+    }
     if (!e) return {};
     if (role == EventSeqRole) return QVariant::fromValue<qulonglong>(e->seq);
     if (role == EventTimeRole) return QVariant::fromValue<qlonglong>(e->tsNs);

@@ -134,7 +134,27 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     lay->setSpacing(2);
     lay->addLayout(bar);
     lay->addLayout(bar2);
-    lay->addWidget(view_);
+    scroll_ = new QScrollBar(Qt::Vertical, this);
+    scroll_->setObjectName("pageScrollBar");
+    scroll_->hide();
+    auto* table = new QHBoxLayout;
+    table->setContentsMargins(0, 0, 0, 0);
+    table->setSpacing(0);
+    table->addWidget(view_, 1);
+    table->addWidget(scroll_);
+    lay->addLayout(table, 1);
+    connect(scroll_, &QScrollBar::valueChanged, this, [this](int v) {
+        model_->setBase(uint64_t(std::max(v, 0)));
+        reselect();
+    });
+    connect(model_, &EventTableModel::pageWanted, this,
+            [this](quint64 p) {
+                wanted_.insert(p);
+                pumpPages();
+            },
+            Qt::QueuedConnection); // asked from data(), while the view paints
+    view_->installEventFilter(this);
+    view_->viewport()->installEventFilter(this);
 
     debounce_.setSingleShot(true);
     debounce_.setInterval(150);
@@ -146,6 +166,8 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     connect(follow_, &QCheckBox::toggled, this, &EventsPanel::scheduleQuery);
     connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& cur) {
+                if (model_->paged())
+                    currentAbs_ = cur.isValid() ? int64_t(model_->base()) + cur.row() : -1;
                 if (const Event* e = model_->eventAt(cur.row())) emit eventSelected(*e);
             });
     // After a sort, keep the selected event in view (the view itself does not scroll).
@@ -156,6 +178,12 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& idx) {
         if (const Event* e = model_->eventAt(idx.row())) emit eventActivated(*e);
     });
+}
+
+void EventsPanel::setPaging(size_t rowCap, size_t pageRows, size_t maxPages) {
+    rowCap_ = std::max<size_t>(rowCap, 1);
+    pageRows_ = std::max<size_t>(pageRows, 1);
+    maxPages_ = std::max<size_t>(maxPages, 1);
 }
 
 EventsPanel::~EventsPanel() {
@@ -173,6 +201,8 @@ void EventsPanel::setSource(const TraceSnapshot& s, EventProvider provider) {
     visible1_ = INT64_MAX;
     rebuildFilterChoices();
     model_->resetData({}, s.timeline ? s.timeline->t0 : 0, s.layout);
+    setPagedUi(false);
+    shownProvider_.reset();
     scheduleQuery();
 }
 
@@ -263,6 +293,18 @@ void EventsPanel::scheduleQuery() {
     debounce_.start();
 }
 
+
+// A query's answer: every match (held), or the count and the first rows (paged).
+struct EventsPanel::Answer {
+    bool paged = false;
+    bool final = true; // false: the whole result follows, in a second answer
+    uint64_t total = 0;
+    std::vector<Event> rows;
+    QString error, note, noteDetail;
+    EventFilter filter; // what was asked, of whom: page fetches ask the same
+    EventProvider provider;
+};
+
 void EventsPanel::runQuery() {
     if (running_) running_->cancel = true;
     std::erase_if(jobs_, [](const std::shared_ptr<Job>& j) { return j->future.isFinished(); });
@@ -277,75 +319,157 @@ void EventsPanel::runQuery() {
     jobs_.push_back(job);
     if (!live_) status_->setText(tr("querying…")); // a live refresh keeps the last count
     const EventFilter f = filter();
-    job->future = QtConcurrent::run([this, job, f, provider = provider_] {
-        auto result = std::make_shared<EventQueryResult>(provider(f, kRowCap, job->cancel));
-        if (job->cancel) return;
-        QMetaObject::invokeMethod(
-            this,
-            [this, g = job->generation, result] {
-                if (!running_ || running_->generation != g) return; // stale
-                running_.reset();
-                const uint64_t selSeq = [&]() -> uint64_t {
-                    const Event* e = model_->eventAt(view_->currentIndex().row());
-                    return e ? e->seq : ~0ull;
-                }();
-                auto events = std::make_shared<const std::vector<Event>>(std::move(result->events));
-                // A live table follows the newest events while it is scrolled to its end (or
-                // has not been scrolled), and otherwise keeps its top row where it was.
-                QScrollBar* bar = view_->verticalScrollBar();
-                const bool atEnd = bar->value() >= bar->maximum();
-                const Event* top = model_->eventAt(view_->rowAt(0));
-                const uint64_t topSeq = top ? top->seq : ~0ull;
-                model_->resetData(events, snap_.timeline->t0, snap_.layout);
-                if (selSeq != ~0ull) {
-                    const int r = model_->rowOfSeq(selSeq);
-                    if (r >= 0) {
-                        const QSignalBlocker b(view_->selectionModel());
-                        view_->selectRow(r);
-                    }
-                }
-                fitSeqColumn(*events);
-                if (live_ && atEnd)
-                    view_->scrollToBottom();
-                else if (live_ && topSeq != ~0ull)
-                    if (const int r = model_->rowOfSeq(topSeq); r >= 0)
-                        view_->scrollTo(model_->index(r, 0), QAbstractItemView::PositionAtTop);
-                QString text = result->error.isEmpty() ? tr("%L1 events").arg(events->size())
-                                                       : tr("error: %1").arg(result->error);
-                if (result->truncated && result->note.isEmpty())
-                    text = tr("first %L1 matching events; zoom in or filter to see the rest")
-                               .arg(events->size());
-                if (!result->note.isEmpty() && result->error.isEmpty())
-                    text += QLatin1Char(' ') + result->note;
-                status_->setText(text);
-                status_->setToolTip(result->noteDetail);
-                emit queryFinished(int(events->size()));
-            },
-            Qt::QueuedConnection);
+    const size_t rowCap = rowCap_, pageRows = pageRows_, seed = pageRows_ * maxPages_;
+    const bool live = live_;
+    job->future = QtConcurrent::run([this, job, f, provider = provider_, rowCap, pageRows, seed,
+                                     live] {
+        const std::atomic<bool>& cancel = job->cancel;
+        auto post = [&](std::shared_ptr<Answer> a) {
+            if (cancel) return;
+            a->filter = f;
+            a->provider = provider;
+            QMetaObject::invokeMethod(
+                this, [this, g = job->generation, a] { apply(g, a); }, Qt::QueuedConnection);
+        };
+        auto held = [](EventQueryResult&& r) {
+            auto a = std::make_shared<Answer>();
+            a->total = r.events.size();
+            a->rows = std::move(r.events);
+            a->error = r.error;
+            a->note = r.note;
+            a->noteDetail = r.noteDetail;
+            return a;
+        };
+        auto paged = [](uint64_t total, EventQueryResult&& first, bool final) {
+            auto a = std::make_shared<Answer>();
+            a->paged = true;
+            a->final = final;
+            a->total = total;
+            a->rows = std::move(first.events);
+            a->error = first.error;
+            return a;
+        };
+        // A live session's buffer is bounded (LiveEventLog): all of it, as it holds it.
+        if (live) return post(held(provider->page(f, 0, SIZE_MAX, cancel)));
+        if (provider->countsCheaply(f)) {
+            // Counted without reading the matches: only the rows on screen are read (a rare
+            // kind spread over a 100 M-event trace: its count and first page in well under the
+            // time its every row takes).
+            EventCountResult c = provider->count(f, cancel);
+            if (cancel) return;
+            if (!c.error.isEmpty()) {
+                auto a = std::make_shared<Answer>();
+                a->error = c.error;
+                return post(a);
+            }
+            if (c.total <= pageRows) return post(held(provider->page(f, 0, pageRows, cancel)));
+            EventQueryResult first = provider->page(f, 0, pageRows, cancel);
+            if (c.total > rowCap || !first.error.isEmpty())
+                return post(paged(c.total, std::move(first), true));
+            // Few enough to hold whole (and sort): the first page now, the rest after it.
+            std::vector<Event> head = first.events;
+            post(paged(c.total, std::move(first), false));
+            EventQueryResult rest = provider->page(f, head.size(), rowCap - head.size(), cancel);
+            rest.events.insert(rest.events.begin(), head.begin(), head.end());
+            return post(held(std::move(rest)));
+        }
+        // Counting reads the matches: the first rowCap rows first (today's whole answer when
+        // there are no more), then the count.
+        EventQueryResult r = provider->page(f, 0, rowCap, cancel);
+        if (!r.truncated || !r.error.isEmpty()) return post(held(std::move(r)));
+        EventCountResult c = provider->count(f, cancel);
+        if (cancel) return;
+        if (r.events.size() > seed) r.events.resize(seed);
+        auto a = paged(c.total, std::move(r), true);
+        a->error = c.error;
+        post(a);
     });
 }
 
-void EventsPanel::fitSeqColumn(const std::vector<Event>& events) {
+void EventsPanel::apply(quint64 g, const std::shared_ptr<Answer>& a) {
+    if (!running_ || running_->generation != g) return; // stale
+    if (a->final) running_.reset();
+    // Page fetches and searches of the rows shown until now are stale.
+    for (auto* j : {&pageJob_, &locateJob_})
+        if (*j) {
+            (*j)->cancel = true;
+            j->reset();
+        }
+    wanted_.clear();
+    shownGeneration_ = g;
+    shownFilter_ = a->filter;
+    shownProvider_ = a->provider;
+    const int64_t t0 = snap_.timeline->t0;
+    // The selected event and the top row stay when the same rows come back (a live refresh,
+    // a paged answer replaced by the whole one).
+    const bool wasPaged = model_->paged();
+    const Event* sel = model_->eventAt(view_->currentIndex().row());
+    const uint64_t selSeq = sel ? sel->seq : ~0ull;
+    QScrollBar* bar = view_->verticalScrollBar();
+    const bool atEnd = bar->value() >= bar->maximum();
+    const Event* top = model_->eventAt(view_->rowAt(0));
+    const uint64_t topSeq = top ? top->seq : ~0ull;
+    QString text;
+    if (!a->paged) {
+        auto events = std::make_shared<const std::vector<Event>>(std::move(a->rows));
+        setPagedUi(false);
+        model_->resetData(events, t0, snap_.layout);
+        if (selSeq != ~0ull)
+            if (const int r = model_->rowOfSeq(selSeq); r >= 0) {
+                const QSignalBlocker b(view_->selectionModel());
+                view_->selectRow(r);
+            }
+        uint64_t topOf = 0;
+        for (const Event& e : *events) topOf = std::max(topOf, e.seq);
+        fitSeqColumn(topOf);
+        if (live_ && atEnd)
+            view_->scrollToBottom();
+        else if ((live_ || wasPaged) && topSeq != ~0ull)
+            if (const int r = model_->rowOfSeq(topSeq); r >= 0)
+                view_->scrollTo(model_->index(r, 0), QAbstractItemView::PositionAtTop);
+        text = tr("%L1 events").arg(events->size());
+    } else {
+        currentAbs_ = -1;
+        model_->resetPaged(a->total, pageRows_, maxPages_, 1, t0, snap_.layout);
+        setPagedUi(true);
+        // The rows that came with the answer, as pages.
+        const size_t n = a->rows.size();
+        for (size_t p = 0; p * pageRows_ < n; ++p) {
+            const size_t b = p * pageRows_, e = std::min(n, b + pageRows_);
+            if (e - b < pageRows_ && e < a->total) break; // a partial page would look complete
+            model_->setPage(p, std::make_shared<const std::vector<Event>>(a->rows.begin() + long(b),
+                                                                          a->rows.begin() + long(e)));
+        }
+        updateWindow();
+        scroll_->setValue(0);
+        model_->setBase(0);
+        fitSeqColumn(std::max({snap_.timeline->totalEvents, snap_.timeline->eventCount,
+                               n ? a->rows.back().seq : 0}));
+        text = tr("%L1 events").arg(a->total);
+        if (a->total > rowCap_)
+            text += QLatin1Char(' ') + tr("(sorting needs at most %L1; filter or zoom in)").arg(rowCap_);
+        else
+            text += QLatin1Char(' ') + tr("(reading the rest…)");
+    }
+    if (!a->error.isEmpty()) text = tr("error: %1").arg(a->error);
+    if (!a->note.isEmpty() && a->error.isEmpty()) text += QLatin1Char(' ') + a->note;
+    status_->setText(text);
+    status_->setToolTip(a->noteDetail);
+    emit rowsShown(a->total, a->paged, a->final);
+    if (a->final) emit queryFinished(int(std::min<uint64_t>(a->total, INT_MAX)));
+}
+
+void EventsPanel::fitSeqColumn(uint64_t top) {
     // As wide as the largest sequence number listed (9 digits' width left 4 unused on most
     // traces, which the table beside the Pools & streams dock cannot spare); never over a
     // width the user dragged.
     if (view_->columnWidth(EventTableModel::Seq) != autoSeqWidth_) return;
-    uint64_t top = 0;
-    for (const Event& e : events) top = std::max(top, e.seq);
     const int digits = std::max(3, int(QString::number(top).size()));
     const int cw = view_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
     const int w = std::max(view_->horizontalHeader()->sectionSizeHint(EventTableModel::Seq),
                            digits * cw + 16);
     view_->setColumnWidth(EventTableModel::Seq, w);
     autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
-}
-
-void EventsPanel::selectSeq(uint64_t seq) {
-    const int r = model_->rowOfSeq(seq);
-    if (r < 0) return;
-    const QSignalBlocker b(view_->selectionModel());
-    view_->selectRow(r);
-    view_->scrollTo(model_->index(r, 0), QAbstractItemView::PositionAtCenter);
 }
 
 } // namespace poolscope::ui

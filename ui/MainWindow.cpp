@@ -731,9 +731,9 @@ void MainWindow::onSelection(const Selection& in, QObject* origin) {
     if (modes_->mode() == WindowModes::Mode::Processes && origin != modes_->processes())
         modes_->processes()->setSelection(s);
     if (origin != events_ && s.kind == Selection::Allocation)
-        events_->selectSeq(tl.allocations[s.index].allocSeq);
+        events_->selectSeq(tl.allocations[s.index].allocSeq, tl.allocations[s.index].allocTsNs);
     if (origin != events_ && s.kind == Selection::Marker)
-        events_->selectSeq(tl.markers[s.index].seq);
+        events_->selectSeq(tl.markers[s.index].seq, tl.markers[s.index].tsNs);
     int lane = -1;
     uint64_t pool = 0;
     if (s.kind == Selection::Pool) {

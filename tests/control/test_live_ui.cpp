@@ -350,31 +350,36 @@ TEST(LiveEventLogTest, KeepsTheNewestEventsWithinItsCapacity) {
     EXPECT_GE(log.size(), 10u);
     EXPECT_LT(log.size(), 14u); // at most one block over the capacity
     std::atomic<bool> cancel{false};
-    EventQueryResult all = log.provider()(EventFilter{}, 1000, cancel);
+    EventQueryResult all = log.provider()->page(EventFilter{}, 0, 1000, cancel);
     ASSERT_EQ(all.events.size(), log.size());
     EXPECT_EQ(all.events.back().seq, 25u);
     EXPECT_EQ(all.events.front().seq, 25u - log.size() + 1);
     for (size_t i = 1; i < all.events.size(); ++i)
         EXPECT_EQ(all.events[i].seq, all.events[i - 1].seq + 1);
     EXPECT_FALSE(all.note.isEmpty());
-    // A row cap keeps the newest matches, and filters apply.
+    // Filters apply; the count is the matches held, and pages number them in seq order.
     EventFilter frees;
     frees.kindMask = EventFilter::bit(EventKind::Free);
-    EventQueryResult capped = log.provider()(frees, 3, cancel);
+    const uint64_t nFrees = log.provider()->count(frees, cancel).total;
+    ASSERT_GT(nFrees, 3u);
+    EventQueryResult capped = log.provider()->page(frees, 0, 3, cancel);
     ASSERT_EQ(capped.events.size(), 3u);
     EXPECT_TRUE(capped.truncated);
-    EXPECT_EQ(capped.events.back().seq, 24u);
+    EventQueryResult last = log.provider()->page(frees, nFrees - 3, 3, cancel);
+    ASSERT_EQ(last.events.size(), 3u);
+    EXPECT_FALSE(last.truncated);
+    EXPECT_EQ(last.events.back().seq, 24u);
     for (const Event& e : capped.events)
         EXPECT_EQ(e.kind, EventKind::Free);
     // A provider sees the events held when it was made, not later ones.
     EventProvider before = log.provider();
     std::vector<Event> later = allocFreePairs(0x1000, 27);
     log.append(std::span(later).subspan(25));
-    EXPECT_EQ(before(EventFilter{}, 1000, cancel).events.back().seq, 25u);
-    EXPECT_EQ(log.provider()(EventFilter{}, 1000, cancel).events.back().seq, 27u);
+    EXPECT_EQ(before->page(EventFilter{}, 0, 1000, cancel).events.back().seq, 25u);
+    EXPECT_EQ(log.provider()->page(EventFilter{}, 0, 1000, cancel).events.back().seq, 27u);
     log.clear();
     EXPECT_EQ(log.size(), 0u);
-    EXPECT_TRUE(log.provider()(EventFilter{}, 1000, cancel).events.empty());
+    EXPECT_TRUE(log.provider()->page(EventFilter{}, 0, 1000, cancel).events.empty());
 }
 
 int main(int argc, char** argv) {

@@ -206,14 +206,24 @@ TEST(EventFilter, FileProviderCapsAndFilters) {
     std::atomic<bool> cancel{false};
     EventFilter f;
     f.kindMask = EventFilter::bit(EventKind::Alloc);
-    EventQueryResult all = provider(f, 1000000, cancel);
+    EventQueryResult all = provider->page(f, 0, 1000000, cancel);
     ASSERT_TRUE(all.error.isEmpty()) << all.error.toStdString();
     EXPECT_EQ(all.events.size(), s.timeline->allocations.size() + s.timeline->failed.size());
-    EventQueryResult capped = provider(f, 10, cancel);
+    EXPECT_FALSE(all.truncated);
+    EXPECT_EQ(provider->count(f, cancel).total, all.events.size());
+    EXPECT_TRUE(provider->countsCheaply(f));
+    EventQueryResult capped = provider->page(f, 0, 10, cancel);
     EXPECT_EQ(capped.events.size(), 10u);
     EXPECT_TRUE(capped.truncated);
+    // A page further on: the same rows as the whole answer there.
+    EventQueryResult later = provider->page(f, 7, 5, cancel);
+    ASSERT_EQ(later.events.size(), 5u);
+    for (size_t i = 0; i < 5; ++i)
+        EXPECT_EQ(later.events[i].seq, all.events[7 + i].seq);
     f.failedOnly = true;
-    EventQueryResult failed = provider(f, 100, cancel);
+    EXPECT_FALSE(provider->countsCheaply(f));
+    EXPECT_EQ(provider->count(f, cancel).total, 1u);
+    EventQueryResult failed = provider->page(f, 0, 100, cancel);
     ASSERT_EQ(failed.events.size(), 1u);
     EXPECT_EQ(failed.events[0].result, 2);
 }

@@ -39,36 +39,70 @@ void LiveEventLog::append(std::span<const Event> events) {
     }
 }
 
-EventProvider LiveEventLog::provider() const {
-    std::vector<std::shared_ptr<const std::vector<Event>>> blocks(blocks_.begin(), blocks_.end());
-    if (!open_.empty()) blocks.push_back(std::make_shared<const std::vector<Event>>(open_));
-    const uint64_t received = received_;
-    const size_t held = held_;
-    return [blocks = std::move(blocks), received, held](const EventFilter& f, size_t cap,
-                                                        const std::atomic<bool>& cancel) {
-        EventQueryResult out;
-        for (const auto& b : blocks) {
+namespace {
+
+// The blocks held when the provider was made: full blocks are shared, the open one copied.
+class LiveEventSource final : public EventSource {
+public:
+    LiveEventSource(std::vector<std::shared_ptr<const std::vector<Event>>> blocks,
+                    uint64_t received, size_t held)
+        : blocks_(std::move(blocks)), received_(received), held_(held) {}
+
+    EventCountResult count(const EventFilter& f, const std::atomic<bool>& cancel) const override {
+        EventCountResult out;
+        for (const auto& b : blocks_) {
             if (cancel.load()) return out;
-            for (const Event& e : *b)
-                if (f.matches(e)) out.events.push_back(e);
+            for (const Event& e : *b) out.total += f.matches(e);
         }
-        if (out.events.size() > cap) {
-            out.events.erase(out.events.begin(),
-                             out.events.begin() + std::ptrdiff_t(out.events.size() - cap));
-            out.truncated = true;
+        return out;
+    }
+
+    EventQueryResult page(const EventFilter& f, uint64_t skip, size_t cap,
+                          const std::atomic<bool>& cancel) const override {
+        EventQueryResult out;
+        for (const auto& b : blocks_) {
+            if (cancel.load()) return out;
+            for (const Event& e : *b) {
+                if (!f.matches(e)) continue;
+                if (skip) {
+                    --skip;
+                } else if (out.events.size() >= cap) {
+                    out.truncated = true;
+                    break;
+                } else {
+                    out.events.push_back(e);
+                }
+            }
+            if (out.truncated) break;
         }
-        if (received > held) {
+        if (received_ > held_) {
             out.note =
-                QCoreApplication::translate("LiveEventLog", "of the last %L1 received").arg(held);
+                QCoreApplication::translate("LiveEventLog", "of the last %L1 received").arg(held_);
             out.noteDetail =
                 QCoreApplication::translate(
                     "LiveEventLog", "A live session lists only its last %L1 of %L2 events received "
                                     "so far; the trace shows all of them when the run ends.")
-                    .arg(held)
-                    .arg(received);
+                    .arg(held_)
+                    .arg(received_);
         }
         return out;
-    };
+    }
+
+    // Its buffer is bounded (LiveEventLog's capacity): counting is one pass over it.
+    bool countsCheaply(const EventFilter&) const override { return true; }
+
+private:
+    std::vector<std::shared_ptr<const std::vector<Event>>> blocks_;
+    uint64_t received_;
+    size_t held_;
+};
+
+} // namespace
+
+EventProvider LiveEventLog::provider() const {
+    std::vector<std::shared_ptr<const std::vector<Event>>> blocks(blocks_.begin(), blocks_.end());
+    if (!open_.empty()) blocks.push_back(std::make_shared<const std::vector<Event>>(open_));
+    return std::make_shared<LiveEventSource>(std::move(blocks), received_, held_);
 }
 
 } // namespace poolscope::ui

@@ -29,8 +29,8 @@ public:
     uint64_t received() const { return received_; } // since the last clear()
     size_t capacity() const { return capacity_; }
 
-    // Answers queries over the events held at this call (later ones need a new provider).
-    // The rows come in arrival (seq) order; when more match than the cap, the newest are kept.
+    // Answers queries over the events held at this call (later ones need a new provider), in
+    // arrival (seq) order; the events table asks for all of them (at most the capacity).
     EventProvider provider() const;
 
 private:
