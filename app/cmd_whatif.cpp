@@ -65,6 +65,21 @@ bool poolMatches(const std::string& want, uint64_t handle, const view::EntityNam
 
 const char* onOffText(bool b) { return b ? "on" : "off"; }
 
+// The range of a pool threads race on (whatif/RaceRange.h), for whatif's text.
+std::string raceText(const whatif::RaceRange& r) {
+    const std::string n = std::to_string(r.threads);
+    if (r.low == r.high)
+        return "  " + n + " threads allocate from this pool at once, but no order of their calls "
+               "changes its peak (" + formatBytes(r.high) + ")\n";
+    std::string t = "  peak depends on how " + n + " threads interleave: " + formatBytes(r.low) +
+                    " – " + formatBytes(r.high) + " (the figure above is the recorded order)\n";
+    if (r.crossThreadFrees && r.highHandoversAsRecorded < r.high)
+        t += "  at most " + formatBytes(r.highHandoversAsRecorded) + " while each of the " +
+             formatCount(r.crossThreadFrees) +
+             " blocks freed by another thread is freed where it was in this trace\n";
+    return t;
+}
+
 } // namespace
 
 void registerWhatif(CLI::App& app, int& exitCode) {
@@ -135,16 +150,25 @@ void registerWhatif(CLI::App& app, int& exitCode) {
         // same question with every other stream's free reusable at once gives the lower bound.
         whatif::Question low = q;
         low.opportunisticLagNs = 0;
-        auto answers = whatif::predict(*reader, {q, low});
+        // Where several threads allocate from a pool at once, their order decides the peak too.
+        auto answers = whatif::predict(*reader, {q, low}, {}, /*races=*/true);
         if (!answers) {
             (void)warnDamage(*reader);
             reportError(answers.error(), exitCode);
             return;
         }
         std::vector<whatif::PoolPrediction> preds, lows;
+        std::vector<std::optional<whatif::RaceRange>> races;
         for (size_t i = 0; i < answers->perQuestion[0].size(); ++i) {
             auto& p = answers->perQuestion[0][i];
             if (!p.touched || !poolMatches(o->pool, p.handle, names)) continue;
+            std::optional<whatif::RaceRange> race;
+            for (const whatif::RaceRange& r : answers->races)
+                if (r.handle == p.handle && r.racing()) {
+                    race = r;
+                    race->clampTo(p.peakReserved);
+                }
+            races.push_back(race);
             preds.push_back(std::move(p));
             lows.push_back(std::move(answers->perQuestion[1][i]));
         }
@@ -200,6 +224,15 @@ void registerWhatif(CLI::App& app, int& exitCode) {
                                                             {"growths", lo.growths}};
                 else
                     x["predicted_opportunistic_at_once"] = nullptr;
+                // Only for a pool threads race on (other pools' JSON is unchanged).
+                if (const auto& r = races[pi])
+                    x["predicted_interleavings"] = {{"threads", r->threads},
+                                                    {"racing_allocations", r->racingAllocs},
+                                                    {"cross_thread_frees", r->crossThreadFrees},
+                                                    {"peak_reserved_low", r->low},
+                                                    {"peak_reserved_high", r->high},
+                                                    {"peak_reserved_high_handovers_as_recorded",
+                                                     r->highHandoversAsRecorded}};
                 arr.push_back(std::move(x));
             }
             const std::string t = j.dump(2) + "\n";
@@ -236,6 +269,7 @@ void registerWhatif(CLI::App& app, int& exitCode) {
                 t += "  if the GPU keeps up, opportunistic reuse may give as little as " +
                      formatBytes(lo.peakReserved) + " peak reserved, " + formatCount(lo.releases) +
                      " releases, " + formatCount(lo.growths) + " growths\n";
+            if (const auto& r = races[pi]) t += raceText(*r);
             if (!p.growthAllocs.empty()) {
                 t += "  allocations that would grow the pool (first " +
                      std::to_string(std::min<size_t>(p.growthAllocs.size(), 5)) + " of " +
@@ -296,6 +330,10 @@ void registerAdvise(CLI::App& app, int& exitCode) {
                 for (const auto& p : a.policies)
                     pol.push_back({{"policy", p.name}, {"set", "on"}, {"peak_reserved", p.peakReservedOn}});
                 x["policies"] = pol;
+                if (a.race)
+                    x["predicted_interleavings"] = {{"threads", a.race->threads},
+                                                    {"peak_reserved_low", a.race->low},
+                                                    {"peak_reserved_high", a.race->high}};
                 x["text"] = whatif::adviceText(a, names.pool(a.handle));
                 arr.push_back(std::move(x));
             }

@@ -61,8 +61,10 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
 } // namespace
 
 Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
-                        const Calibration& c) {
+                        const Calibration& c, bool races) {
     replay::Replay replay;
+    RaceBounds bounds(c.growthGranule, c.blockAlign);
+    if (races) replay.subscribe(&bounds, RaceBounds::kindMask());
     std::vector<std::unique_ptr<PoolModel>> models;
     for (const Question& q : questions) {
         Calibration qc = c;
@@ -78,6 +80,7 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
     Status st = replayTrace(reader, replay, out.events);
     if (!st) return st.error();
     for (auto& m : models) out.perQuestion.push_back(m->result(replay));
+    if (races) out.races = bounds.result(replay);
     return out;
 }
 
@@ -166,7 +169,8 @@ std::vector<Question> policiesOn() {
 std::vector<PoolAdvice> adviceFrom(const std::vector<PoolPrediction>& base,
                                    const std::vector<PoolPrediction>* const policyOn[3],
                                    const std::vector<uint64_t>& cands,
-                                   const std::vector<std::vector<PoolPrediction>>& byCandidate) {
+                                   const std::vector<std::vector<PoolPrediction>>& byCandidate,
+                                   const std::vector<RaceRange>& races = {}) {
     std::vector<PoolAdvice> out;
     for (const PoolPrediction& b : base) {
         if (!b.touched) continue;
@@ -177,6 +181,11 @@ std::vector<PoolAdvice> adviceFrom(const std::vector<PoolPrediction>& base,
         a.currentReleases = b.releases;
         a.currentPeakReserved = b.peakReserved;
         a.currentMeanIdle = b.meanIdle;
+        for (const RaceRange& r : races)
+            if (r.handle == b.handle && r.racing()) {
+                a.race = r;
+                a.race->clampTo(b.peakReserved);
+            }
         if (b.releases >= kMinReleases) {
             const uint64_t allowed = b.releases / 20; // removes at least 95%
             for (size_t i = 0; i < cands.size(); ++i) {
@@ -221,7 +230,7 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     std::vector<Question> q1(2);
     q1[1].all = neverReleasing();
     for (Question& q : policiesOn()) q1.push_back(std::move(q));
-    auto a1 = predict(reader, q1, c);
+    auto a1 = predict(reader, q1, c, /*races=*/true);
     if (!a1) return a1.error();
     // Pass 2: the candidate thresholds.
     const std::vector<uint64_t> cands = candidates(a1->perQuestion[1], c);
@@ -235,16 +244,16 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     }
     const std::vector<PoolPrediction>* on[3] = {&a1->perQuestion[2], &a1->perQuestion[3],
                                                 &a1->perQuestion[4]};
-    return adviceFrom(a1->perQuestion[0], on, cands, a2.perQuestion);
+    return adviceFrom(a1->perQuestion[0], on, cands, a2.perQuestion, a1->races);
 }
 
 // The questions split over up to `threads` threads, each with its own reader of the same file and
 // its own replay: the same answers (each model sees every event either way), in the same order.
 static Result<Answers> predictOnThreads(const TraceReader& reader, const std::vector<Question>& questions,
-                                 const Calibration& c, unsigned threads) {
+                                 const Calibration& c, unsigned threads, bool races) {
     constexpr size_t kPerThread = 4; // below that a thread's own decoding costs more than it saves
     threads = std::min<unsigned>(threads, static_cast<unsigned>(questions.size() / kPerThread));
-    if (threads < 2 || reader.path().empty()) return predict(reader, questions, c);
+    if (threads < 2 || reader.path().empty()) return predict(reader, questions, c, races);
     std::vector<std::vector<Question>> parts(threads);
     for (size_t i = 0; i < questions.size(); ++i) parts[i % threads].push_back(questions[i]);
     std::vector<std::optional<Result<Answers>>> got(threads);
@@ -259,7 +268,7 @@ static Result<Answers> predictOnThreads(const TraceReader& reader, const std::ve
             (*own)->setSkipDamaged(reader.skipDamaged());
             got[t] = predict(**own, parts[t], c);
         });
-    got[0] = predict(reader, parts[0], c);
+    got[0] = predict(reader, parts[0], c, races);
     for (std::thread& w : workers) w.join();
     Answers out;
     out.perQuestion.resize(questions.size());
@@ -269,6 +278,7 @@ static Result<Answers> predictOnThreads(const TraceReader& reader, const std::ve
         for (size_t k = 0; k < a.perQuestion.size(); ++k)
             out.perQuestion[k * threads + t] = std::move(a.perQuestion[k]);
         out.events = a.events;
+        if (t == 0) out.races = std::move(a.races);
     }
     return out;
 }
@@ -292,14 +302,15 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     }
     // Only the predictions are read, and only of pools the first read's models touched.
     for (Question& x : q) x.keepRecorded = false;
-    auto a = parallel ? predictOnThreads(reader, q, c, std::thread::hardware_concurrency())
-                      : predict(reader, q, c);
+    // The same read gives the racing pools' ranges (a suggestion's peak is one interleaving's).
+    auto a = parallel ? predictOnThreads(reader, q, c, std::thread::hardware_concurrency(), true)
+                      : predict(reader, q, c, true);
     if (!a) return a.error();
     const std::vector<PoolPrediction>* on[3] = {&a->perQuestion[0], &a->perQuestion[1],
                                                 &a->perQuestion[2]};
     const std::vector<std::vector<PoolPrediction>> byCandidate(a->perQuestion.begin() + 3,
                                                                a->perQuestion.end());
-    return adviceFrom(asRecorded, on, cands, byCandidate);
+    return adviceFrom(asRecorded, on, cands, byCandidate, a->races);
 }
 
 std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c,
@@ -354,6 +365,12 @@ std::string adviceText(const PoolAdvice& a, const std::string& poolName) {
         s += "turning " + p.name + " on would lower the predicted peak reserved from " +
              formatBytes(a.currentPeakReserved) + " to " + formatBytes(p.peakReservedOn);
     }
+    // A suggestion's peak is the recorded interleaving's; where threads race on the pool, the
+    // order of their calls moves the peak within the range whatever the settings.
+    if (!s.empty() && a.race && a.race->low < a.race->high)
+        s += "; " + std::to_string(a.race->threads) + " threads race on this pool: with any settings "
+             "its peak reserved may lie anywhere in " + formatBytes(a.race->low) + " – " +
+             formatBytes(a.race->high) + " depending on how they interleave";
     if (!s.empty()) s += " (what-if model, docs/WHATIF.md)";
     return s;
 }

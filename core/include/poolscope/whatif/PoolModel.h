@@ -43,6 +43,7 @@
 #include "poolscope/Result.h"
 #include "poolscope/Series.h"
 #include "poolscope/replay/Replay.h"
+#include "poolscope/whatif/RaceRange.h"
 
 namespace poolscope {
 class TraceReader;
@@ -270,9 +271,12 @@ struct Question {
 struct Answers {
     std::vector<std::vector<PoolPrediction>> perQuestion;
     uint64_t events = 0;
+    // With `races`: per pool that allocated, the range its peak lies in across the interleavings
+    // of the threads allocating from it (RaceRange.h; not clamped to any prediction).
+    std::vector<RaceRange> races;
 };
 Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
-                        const Calibration& c = {});
+                        const Calibration& c = {}, bool races = false);
 
 // One read of a trace into a Tape, for asking many questions later without reading it again.
 // `cancel` (checked between chunks) makes it return ErrorCode::Cancelled; `progress` gets
@@ -319,6 +323,9 @@ struct PoolAdvice {
         uint64_t peakReservedOn = 0;
     };
     std::vector<Policy> policies;
+    // Where threads race on the pool (a trace read, not a tape): its peak under any settings
+    // lies in this range (RaceRange.h), whatever the advice predicts for one interleaving.
+    std::optional<RaceRange> race;
     bool any() const { return thresholdAdvice || !policies.empty(); }
 };
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {});
