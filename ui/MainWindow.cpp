@@ -665,8 +665,10 @@ void MainWindow::updateLoadingOverlays() {
             const int pct = std::max(loadPercent_, int(snap_.timeline->loadedFraction() * 90));
             text = tr("loading %1 %").arg(pct / 5 * 5);
         } else {
-            text = snap_.timeline->limited ? tr("not loaded: beyond what the window holds")
-                                           : tr("not loaded");
+            text = !snap_.timeline->limited ? tr("not loaded")
+                   // Read by range (RangeLoader) when zoomed into: say how.
+                   : snap_.overview ? tr("not loaded: zoom in to read it")
+                                    : tr("not loaded: beyond what the window holds");
         }
     }
     // The views draw the rest from the trace's summaries: say that it is an overview.
