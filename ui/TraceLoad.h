@@ -49,7 +49,7 @@ uint64_t windowEventLimit();
 // below 100,000. Zoomed in, such a trace is read by range up to windowEventLimit() events.
 uint64_t windowFirstLoadEvents();
 
-// The most events of a range RangeLoader builds: half of windowEventLimit(), as the window
+// The most events of a range RangeLoader builds: 45 % of windowEventLimit(), as the window
 // builds a range beside the timeline it shows (a range, or the first load) and lets that go
 // only when the new one is ready, so the two stay within the budget. Never below 100,000.
 uint64_t windowRangeEventLimit();

@@ -3,7 +3,7 @@
 //   whole timeline on screen, pan/zoom redraw times at several zoom levels, memory vs event data.
 // Usage: poolscope_bench_gui [--events N] [--trace PATH] [--no-partial] [--load-only]
 //                            [--levels 1,0.1,...] [--frames N] [--partial-screenshot PNG]
-//                            [--zoom-at-first-frame FRACTION]
+//                            [--zoom-at-first-frame FRACTION [--zoom-again]]
 //   (the trace is generated if missing; --no-partial loads without a partial timeline, as
 //   before progressive loading; --load-only stops after the load figures; --zoom-at-first-frame
 //   zooms, at the first frame with data, to that fraction of the trace around its middle and
@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
     std::vector<double> levels{1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6};
     int frames = 30;
     double zoomAtFirst = 0; // --zoom-at-first-frame
+    bool zoomAgain = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--events") && i + 1 < argc)
             events = std::stoull(argv[++i]);
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
             loadOnly = true;
         else if (!std::strcmp(argv[i], "--zoom-at-first-frame") && i + 1 < argc)
             zoomAtFirst = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--zoom-again"))
+            zoomAgain = true;
         else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc)
             frames = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc) {
@@ -193,6 +196,11 @@ int main(int argc, char** argv) {
         return 1;
     }
     const qint64 loadedNs = t.nsecsElapsed();
+    w.timeline()->repaint();
+    w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const qint64 firstFrameNs = t.nsecsElapsed();
+    const double loadCpu = processCpuMs() - cpu0;
+    const qint64 firstPaintNs = w.timeline()->lastPaintNs();
     zoomNow(); // no partial was shown
     qint64 detailNs = -1;
     if (zoomed) {
@@ -207,11 +215,32 @@ int main(int argc, char** argv) {
         detailNs = t.nsecsElapsed();
     }
     beat.stop();
-    w.timeline()->repaint();
-    w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
-    const qint64 firstFrameNs = t.nsecsElapsed();
-    const double loadCpu = processCpuMs() - cpu0;
-    const qint64 firstPaintNs = w.timeline()->lastPaintNs();
+    // --zoom-again: then the same span at a quarter of the trace, a second range built while
+    // the first is held (the window's peak memory with two ranges).
+    qint64 againNs = -1;
+    // The first zoom's figures, before a second replaces its timeline.
+    uint64_t zoomEvents = 0;
+    double zoomFrom = 0, zoomUntil = 0;
+    bool zoomRange = false;
+    if (zoomed) {
+        const Timeline& z = *w.snapshot().timeline;
+        const double span = double(std::max<int64_t>(1, z.t1 - z.t0));
+        zoomEvents = z.eventCount;
+        zoomFrom = 100.0 * double(z.loadedFromNs - z.t0) / span;
+        zoomUntil = 100.0 * double(z.loadedUntilNs - z.t0) / span;
+        zoomRange = z.isRange();
+    }
+    if (zoomed && zoomAgain) {
+        const Timeline& z = *w.snapshot().timeline;
+        const int64_t half = (zoomB - zoomA) / 2, at = z.t0 + (z.t1 - z.t0) / 4;
+        QElapsedTimer a;
+        a.start();
+        const int before = rangeShown.count();
+        w.timeline()->setViewRange(at - half, at + half);
+        while (rangeShown.count() == before && rangeShown.wait(600000)) {
+        }
+        againNs = a.nsecsElapsed();
+    }
     const Timeline& tl = *w.snapshot().timeline;
     const long rssLoaded = statusKiB("VmRSS:"), hwmLoaded = statusKiB("VmHWM:");
 
@@ -243,14 +272,16 @@ int main(int argc, char** argv) {
     std::printf("open -> %s: %.0f ms\n", partialNs >= 0 ? "first frame with data" : "first frame",
                 ms(partialNs >= 0 ? partialFrameNs : firstFrameNs));
     std::printf("CPU time of the whole process during the load (all threads): %.0f ms\n", loadCpu);
-    if (zoomed) {
-        const Timeline& z = *w.snapshot().timeline;
+    if (zoomed)
         std::printf("zoomed at the first frame to %g of the trace: open -> its detail on screen: "
                     "%.0f ms (%s, %llu events loaded, %.1f %%-%.1f %% of the trace)\n",
-                    zoomAtFirst, ms(detailNs), z.isRange() ? "range" : "prefix",
-                    (unsigned long long)z.eventCount,
-                    100.0 * double(z.loadedFromNs - z.t0) / double(std::max<int64_t>(1, z.t1 - z.t0)),
-                    100.0 * double(z.loadedUntilNs - z.t0) / double(std::max<int64_t>(1, z.t1 - z.t0)));
+                    zoomAtFirst, ms(detailNs), zoomRange ? "range" : "prefix",
+                    (unsigned long long)zoomEvents, zoomFrom, zoomUntil);
+    if (againNs >= 0) {
+        const Timeline& z = *w.snapshot().timeline;
+        std::printf("zoomed again to the same span at a quarter of the trace: its detail in %.0f "
+                    "ms (%llu events loaded); peak RSS so far %.0f MiB\n",
+                    ms(againNs), (unsigned long long)z.eventCount, statusKiB("VmHWM:") / 1024.0);
     }
     std::printf("longest the event loop did not answer (5 ms timer) until then: %.0f ms\n",
                 ms(maxGapNs));
