@@ -166,8 +166,8 @@ uint64_t windowFirstLoadEvents() {
 }
 
 uint64_t windowRangeEventLimit() {
-    // A range and the one held beside it measured ~115 bytes an event together (two 8.5 M-
-    // event ranges of the bench generator's trace: 1.89 GiB peak), so a little under half.
+    // A range and the one held beside it measured 115-119 bytes an event together (two 8.3 or
+    // 8.5 M-event ranges of the bench generator's trace: 1.84-1.90 GiB peak), so under half.
     return std::max<uint64_t>(windowEventLimit() / 20 * 9, 100'000);
 }
 

@@ -45,8 +45,8 @@ struct TraceLoadOptions {
 uint64_t windowEventLimit();
 
 // How many events a trace larger than windowEventLimit() opens with (its beginning): 2 M, about
-// 1.5 s of reading here, or POOLSCOPE_WINDOW_FIRST_EVENTS; never above windowEventLimit(), nor
-// below 100,000. Zoomed in, such a trace is read by range up to windowEventLimit() events.
+// 1 s of reading here, or POOLSCOPE_WINDOW_FIRST_EVENTS; never above windowEventLimit(), nor
+// below 100,000. Zoomed in, such a trace is read by range, up to windowRangeEventLimit().
 uint64_t windowFirstLoadEvents();
 
 // The most events of a range RangeLoader builds: 45 % of windowEventLimit(), as the window
