@@ -10,6 +10,7 @@
 #include "RangeLoader.h"
 #include "ReplayBar.h"
 #include "TimelineWidget.h"
+#include "TraceLoad.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 #include "WhatIfPanel.h"
@@ -474,6 +475,12 @@ void MainWindow::onPartialLoaded(const TraceSnapshot& loaded) {
     partialGeneration_ = loader_->generation();
     splitterMoved_ = false;
     setSnapshot(s);
+    // The beginning's activity is not the trace's: a trace that opens with its beginning only
+    // shows it whole (the summaries draw what is not loaded), as its load will end.
+    if (s.timeline->totalEvents > windowEventLimit()) {
+        timeline_->fitAll();
+        plot_->setViewRange(timeline_->viewStart(), timeline_->viewEnd());
+    }
     partialView_ = {timeline_->viewStart(), timeline_->viewEnd()};
     const Timeline& tl = *s.timeline;
     // The events table reads the file itself: it can list every event already.
@@ -496,8 +503,11 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
     const bool refit = replacingPartial &&
                        partialView_ == std::pair(timeline_->viewStart(), timeline_->viewEnd());
     setSnapshot(s, replacingPartial); // keeps zoom, selection, cursor of the partial's display
-    if (refit) {
-        timeline_->fitActivity();
+    if (refit || (!replacingPartial && s.timeline->limited)) {
+        if (s.timeline->limited)
+            timeline_->fitAll(); // the loaded beginning's activity is not the trace's
+        else
+            timeline_->fitActivity();
         plot_->setViewRange(timeline_->viewStart(), timeline_->viewEnd());
     }
     if (replacingPartial && !splitterMoved_) fitSplitterToLanes();
@@ -516,8 +526,11 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
                       "with File > Open or drop one here.")
                        .arg(s.title, gpu));
     else if (tl.limited)
-        showStatus(tr("Opened %1: its first %2 of %3 events (%4 of %5), as many as the window "
-                      "holds on this machine. `poolscope report` reads all of it.")
+        showStatus((tl.eventCount < windowEventLimit() // the short first load (TraceLoad.h)
+                        ? tr("Opened %1: its first %2 of %3 events (%4 of %5); zoom in to read any "
+                             "part of it in detail. `poolscope report` reads all of it.")
+                        : tr("Opened %1: its first %2 of %3 events (%4 of %5), as many as the "
+                             "window holds on this machine. `poolscope report` reads all of it."))
                        .arg(s.path, QString::fromStdString(formatCount(tl.eventCount)),
                             QString::fromStdString(formatCount(tl.totalEvents)),
                             QString::fromStdString(formatDuration(nsBetween(tl.t0, tl.loadedUntilNs))),
@@ -541,6 +554,8 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
         box->open();
     }
     applyRequestedView();
+    // A view the user zoomed to while the beginning loaded is read now, without another move.
+    if (tl.limited) rangeLoader_->viewChanged(snap_, timeline_->viewStart(), timeline_->viewEnd());
     emit snapshotShown();
 }
 
@@ -650,8 +665,10 @@ void MainWindow::updateLoadingOverlays() {
             const int pct = std::max(loadPercent_, int(snap_.timeline->loadedFraction() * 90));
             text = tr("loading %1 %").arg(pct / 5 * 5);
         } else {
-            text = snap_.timeline->limited ? tr("not loaded: beyond what the window holds")
-                                           : tr("not loaded");
+            text = !snap_.timeline->limited ? tr("not loaded")
+                   // Read by range (RangeLoader) when zoomed into: say how.
+                   : snap_.overview ? tr("not loaded: zoom in to read it")
+                                    : tr("not loaded: beyond what the window holds");
         }
     }
     // The views draw the rest from the trace's summaries: say that it is an overview.

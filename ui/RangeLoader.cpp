@@ -72,7 +72,7 @@ void RangeLoader::start() {
         QString error;
         bool tooMany = false;
         uint64_t events = 0;
-        const uint64_t limit = windowEventLimit();
+        const uint64_t limit = windowRangeEventLimit();
         try {
             auto reader = TraceReader::open(base.path.toStdString());
             if (!reader) {

@@ -2,10 +2,10 @@
 // The detail of the visible time range of a trace larger than the window holds (issue #15).
 // The window opens such a trace with its beginning (Timeline::limited) and draws the rest from
 // the pool summaries; when the user zooms or pans to a range that is not loaded and whose
-// chunks hold no more events than windowEventLimit(), this reads that range in the background
-// (buildTimelineRange: only the chunks overlapping it) and hands its snapshot to the window,
-// which swaps it in. Views of the whole trace keep what is shown. A newer view cancels an older
-// load; a result that arrives for a view no longer wanted is dropped.
+// chunks hold no more events than windowRangeEventLimit(), this reads that range in the
+// background (buildTimelineRange: only the chunks overlapping it) and hands its snapshot to the
+// window, which swaps it in. Views of the whole trace keep what is shown. A newer view cancels
+// an older load; a result that arrives for a view no longer wanted is dropped.
 
 #include "TraceSnapshot.h"
 

@@ -30,6 +30,10 @@ struct TraceLoadOptions {
     // The most events one trace's timeline may hold (BuildOptions::maxEvents): a larger trace
     // opens with its beginning (Timeline::limited). 0 = windowEventLimit().
     uint64_t maxEvents = 0;
+    // With maxEvents 0: a trace over windowEventLimit() that has pool summaries opens with its
+    // first windowFirstLoadEvents() only (the single-trace window, which reads the rest by
+    // range as the user zooms; several traces at once keep the whole limit).
+    bool shortFirstLoad = false;
 };
 
 // How many events the window builds a timeline of: the timeline, lane layout and views take
@@ -39,6 +43,16 @@ struct TraceLoadOptions {
 // POOLSCOPE_WINDOW_MAX_EVENTS sets it (tests, or a user with memory to spare); never below
 // 100,000.
 uint64_t windowEventLimit();
+
+// How many events a trace larger than windowEventLimit() opens with (its beginning): 2 M, about
+// 1 s of reading here, or POOLSCOPE_WINDOW_FIRST_EVENTS; never above windowEventLimit(), nor
+// below 100,000. Zoomed in, such a trace is read by range, up to windowRangeEventLimit().
+uint64_t windowFirstLoadEvents();
+
+// The most events of a range RangeLoader builds: 45 % of windowEventLimit(), as the window
+// builds a range beside the timeline it shows (a range, or the first load) and lets that go
+// only when the new one is ready, so the two stay within the budget. Never below 100,000.
+uint64_t windowRangeEventLimit();
 
 struct TraceLoadResult {
     TraceSnapshot snap;

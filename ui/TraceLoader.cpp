@@ -60,6 +60,7 @@ void TraceLoader::load(const QString& path) {
             job->done = done;
             job->total = total;
         };
+        o.shortFirstLoad = true; // the window reads the rest by range (RangeLoader)
         o.partialAfter = partialAfter;
         o.partialAfterEvents = partialAfterEvents;
         o.onPartial = [this, g = job->generation](const TraceSnapshot& part) {

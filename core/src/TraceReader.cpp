@@ -482,6 +482,10 @@ Result<StackTables> TraceReader::stacks() const {
 // Reads every chunk row's small columns (SQLite does not read the blobs for these, nor for
 // length()) and event_counts, and checks them against the format's rules (schema.sql).
 Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks() const {
+    if (reuseScan_ && !distrustCopy_.load()) {
+        std::lock_guard lock(mutex_);
+        if (index_) return index_;
+    }
     auto idx = std::make_shared<ChunkIndex>();
     auto damaged = [&](std::string what, uint64_t events, bool lossless = false) {
         idx->damage.push_back({std::move(what), events});

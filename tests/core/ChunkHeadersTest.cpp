@@ -8,6 +8,7 @@
 // recordings.
 #include "TestTraces.h"
 #include "poolscope/Schema.h"
+#include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/view/EventFilter.h"
@@ -415,6 +416,50 @@ TEST(ChunkHeaders, HandBuiltDamagedChunkColumnsAreFoundWhenTheirDataIsRead) {
         auto events = (*strict)->events(INT64_MIN, INT64_MAX);
         ASSERT_FALSE(events);
         EXPECT_EQ(events.error().code, ErrorCode::Corrupt);
+    }
+}
+
+
+// setReuseHeaderScan (the window's load: one scan for the summaries, the build's counts and its
+// read) gives what a reader that scans before every read gives, damaged traces included: the
+// summary, the chunks' count, every event, the damage found and the timeline built.
+TEST(ChunkHeaders, HandBuiltReadsReusingOneScanEqualReadsScanningEachTime) {
+    test::ScratchDir dir;
+    const std::vector<Event> ev = handBuiltEvents(40000, 6);
+    const std::string base = writeTrace(dir.file("base.poolscope"), ev);
+    for (const char* sql : {"",
+                            // A lie in the copy, found when the chunk is read: a rescan after.
+                            "UPDATE chunk_headers SET crc = (crc | 1) - (crc & 1) WHERE chunk = 2",
+                            "UPDATE event_chunks SET crc = (crc | 1) - (crc & 1) WHERE id = 3",
+                            "DELETE FROM event_chunks WHERE id = 4"}) {
+        SCOPED_TRACE(sql);
+        const std::string path = dir.file("r.poolscope");
+        std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
+        if (*sql) test::execSql(path, sql);
+        auto reading = [&](bool reuse) {
+            auto r = openTrace(path);
+            r->setReuseHeaderScan(reuse);
+            std::string out;
+            auto sum = r->summary();
+            EXPECT_TRUE(sum);
+            if (sum)
+                out += std::to_string(sum->eventCount) + " " + std::to_string(sum->firstTsNs) +
+                       " " + std::to_string(sum->lastTsNs) + "\n";
+            out += std::to_string(r->chunkedEventCount()) + "\n";
+            auto all = r->events(INT64_MIN, INT64_MAX);
+            EXPECT_TRUE(all);
+            if (all) out += std::to_string(all->size()) + "\n";
+            auto tl = buildTimeline(*r, BuildOptions{});
+            EXPECT_TRUE(tl);
+            if (tl)
+                out += std::to_string((*tl)->eventCount) + " " +
+                       std::to_string((*tl)->allocations.size()) + " " +
+                       std::to_string((*tl)->failed.size()) + "\n";
+            if (auto again = r->summary()) out += std::to_string(again->eventCount) + "\n";
+            return out + allDamage(*r);
+        };
+        const std::string scanning = reading(false), reusing = reading(true);
+        EXPECT_EQ(reusing, scanning);
     }
 }
 

@@ -3,8 +3,11 @@
 //   whole timeline on screen, pan/zoom redraw times at several zoom levels, memory vs event data.
 // Usage: poolscope_bench_gui [--events N] [--trace PATH] [--no-partial] [--load-only]
 //                            [--levels 1,0.1,...] [--frames N] [--partial-screenshot PNG]
+//                            [--zoom-at-first-frame FRACTION [--zoom-again]]
 //   (the trace is generated if missing; --no-partial loads without a partial timeline, as
-//   before progressive loading; --load-only stops after the load figures)
+//   before progressive loading; --load-only stops after the load figures; --zoom-at-first-frame
+//   zooms, at the first frame with data, to that fraction of the trace around its middle and
+//   times open -> that view's detail on screen, for a trace larger than the window holds)
 #include "MainWindow.h"
 #include "SyntheticTrace.h"
 #include "TimelineWidget.h"
@@ -18,6 +21,7 @@
 #include <QFile>
 #include <QSignalSpy>
 #include <QTest>
+#include <QTimer>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -79,6 +83,8 @@ int main(int argc, char** argv) {
     bool partial = true, loadOnly = false;
     std::vector<double> levels{1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6};
     int frames = 30;
+    double zoomAtFirst = 0; // --zoom-at-first-frame
+    bool zoomAgain = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--events") && i + 1 < argc)
             events = std::stoull(argv[++i]);
@@ -90,6 +96,10 @@ int main(int argc, char** argv) {
             partial = false;
         else if (!std::strcmp(argv[i], "--load-only"))
             loadOnly = true;
+        else if (!std::strcmp(argv[i], "--zoom-at-first-frame") && i + 1 < argc)
+            zoomAtFirst = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--zoom-again"))
+            zoomAgain = true;
         else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc)
             frames = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc) {
@@ -150,9 +160,36 @@ int main(int argc, char** argv) {
             w.grab().save(QString::fromStdString(partialShot));
         }
     });
+    // The user's move at the first frame with data (the partial's, else the whole load's).
+    bool zoomed = false;
+    int64_t zoomA = 0, zoomB = 0;
+    auto zoomNow = [&] {
+        if (zoomed || zoomAtFirst <= 0 || !w.snapshot().valid()) return;
+        zoomed = true;
+        const Timeline& z = *w.snapshot().timeline;
+        const int64_t mid = z.t0 + (z.t1 - z.t0) / 2;
+        const int64_t half = std::max<int64_t>(1, int64_t(double(z.t1 - z.t0) * zoomAtFirst / 2));
+        zoomA = mid - half;
+        zoomB = mid + half;
+        w.timeline()->setViewRange(zoomA, zoomB);
+    };
+    QObject::connect(&w, &MainWindow::partialShown, zoomNow);
+    // How long the window's event loop went without answering while it loaded: a click or a
+    // key waits at most about that long (a 5 ms timer; its longest gap).
+    QElapsedTimer gap;
+    qint64 maxGapNs = 0;
+    QTimer beat;
+    beat.setInterval(5);
+    QObject::connect(&beat, &QTimer::timeout, [&] {
+        maxGapNs = std::max(maxGapNs, gap.nsecsElapsed());
+        gap.restart();
+    });
     QSignalSpy shown(&w, &MainWindow::snapshotShown);
+    QSignalSpy rangeShown(&w, &MainWindow::rangeShown);
     const double cpu0 = processCpuMs();
     t.start();
+    gap.start();
+    beat.start();
     w.openFile(QString::fromStdString(trace));
     if (!shown.wait(600000)) {
         std::fprintf(stderr, "load did not finish\n");
@@ -164,6 +201,46 @@ int main(int argc, char** argv) {
     const qint64 firstFrameNs = t.nsecsElapsed();
     const double loadCpu = processCpuMs() - cpu0;
     const qint64 firstPaintNs = w.timeline()->lastPaintNs();
+    zoomNow(); // no partial was shown
+    qint64 detailNs = -1;
+    if (zoomed) {
+        // The zoomed view's detail: loaded by range once the beginning is (or at once, for a
+        // trace the window holds whole).
+        const Timeline& z = *w.snapshot().timeline;
+        if (z.limited && !(z.loadedFromNs <= zoomA && z.loadedUntilNs >= zoomB) &&
+            (rangeShown.count() > 0 || rangeShown.wait(600000)))
+            QApplication::processEvents();
+        w.timeline()->repaint();
+        w.watermarks()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+        detailNs = t.nsecsElapsed();
+    }
+    beat.stop();
+    // --zoom-again: then the same span at a quarter of the trace, a second range built while
+    // the first is held (the window's peak memory with two ranges).
+    qint64 againNs = -1;
+    // The first zoom's figures, before a second replaces its timeline.
+    uint64_t zoomEvents = 0;
+    double zoomFrom = 0, zoomUntil = 0;
+    bool zoomRange = false;
+    if (zoomed) {
+        const Timeline& z = *w.snapshot().timeline;
+        const double span = double(std::max<int64_t>(1, z.t1 - z.t0));
+        zoomEvents = z.eventCount;
+        zoomFrom = 100.0 * double(z.loadedFromNs - z.t0) / span;
+        zoomUntil = 100.0 * double(z.loadedUntilNs - z.t0) / span;
+        zoomRange = z.isRange();
+    }
+    if (zoomed && zoomAgain) {
+        const Timeline& z = *w.snapshot().timeline;
+        const int64_t half = (zoomB - zoomA) / 2, at = z.t0 + (z.t1 - z.t0) / 4;
+        QElapsedTimer a;
+        a.start();
+        const int before = rangeShown.count();
+        w.timeline()->setViewRange(at - half, at + half);
+        while (rangeShown.count() == before && rangeShown.wait(600000)) {
+        }
+        againNs = a.nsecsElapsed();
+    }
     const Timeline& tl = *w.snapshot().timeline;
     const long rssLoaded = statusKiB("VmRSS:"), hwmLoaded = statusKiB("VmHWM:");
 
@@ -195,6 +272,19 @@ int main(int argc, char** argv) {
     std::printf("open -> %s: %.0f ms\n", partialNs >= 0 ? "first frame with data" : "first frame",
                 ms(partialNs >= 0 ? partialFrameNs : firstFrameNs));
     std::printf("CPU time of the whole process during the load (all threads): %.0f ms\n", loadCpu);
+    if (zoomed)
+        std::printf("zoomed at the first frame to %g of the trace: open -> its detail on screen: "
+                    "%.0f ms (%s, %llu events loaded, %.1f %%-%.1f %% of the trace)\n",
+                    zoomAtFirst, ms(detailNs), zoomRange ? "range" : "prefix",
+                    (unsigned long long)zoomEvents, zoomFrom, zoomUntil);
+    if (againNs >= 0) {
+        const Timeline& z = *w.snapshot().timeline;
+        std::printf("zoomed again to the same span at a quarter of the trace: its detail in %.0f "
+                    "ms (%llu events loaded); peak RSS so far %.0f MiB\n",
+                    ms(againNs), (unsigned long long)z.eventCount, statusKiB("VmHWM:") / 1024.0);
+    }
+    std::printf("longest the event loop did not answer (5 ms timer) until then: %.0f ms\n",
+                ms(maxGapNs));
     if (loadOnly) {
         const double eventData = double(tl.eventCount) * sizeof(Event) / 1048576.0;
         std::printf("memory: RSS before open %.0f MiB, after load %.0f MiB (%.2fx the event data "

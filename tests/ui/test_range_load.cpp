@@ -151,3 +151,73 @@ TEST(RangeLoad, AnOutdatedLoadIsCancelledAndATooLargeRangeKeepsTheOverview) {
     }
     qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
 }
+
+// A trace over the limit opens with a shorter beginning (POOLSCOPE_WINDOW_FIRST_EVENTS, here
+// 100,000 of a 200,000-event limit): its first frame, a partial timeline, shows the whole trace
+// with the rest drawn from the summaries; a view the user zooms to while the beginning loads is
+// read by range as soon as that load ends, without another move, and its detail is the whole
+// build's there.
+TEST(RangeLoad, ATraceOverTheLimitOpensWithAShortBeginningAndLoadsAViewZoomedMeanwhile) {
+    const QString path = synth::syntheticTracePath(400000);
+    const auto whole = synth::loadTimeline(path);
+    ASSERT_TRUE(whole);
+    ASSERT_GT(whole->eventCount, 300000u);
+    qputenv("POOLSCOPE_WINDOW_MAX_EVENTS", "200000");
+    qputenv("POOLSCOPE_WINDOW_FIRST_EVENTS", "100000");
+    EXPECT_EQ(windowFirstLoadEvents(), 100000u);
+    {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        w.loader()->setPartialAfter(std::chrono::milliseconds(0)); // after the first chunk
+        w.rangeLoader()->setDelay(20);
+        const int64_t span = whole->t1 - whole->t0;
+        const int64_t a = whole->t0 + span * 70 / 100, b = whole->t0 + span * 72 / 100;
+        bool partialWhole = false, partialOverview = false;
+        uint64_t partialEvents = 0;
+        QObject::connect(&w, &MainWindow::partialShown, [&] {
+            partialEvents = w.snapshot().timeline->eventCount;
+            partialWhole = w.timeline()->viewStart() <= whole->t0 &&
+                           w.timeline()->viewEnd() >= whole->t1;
+            partialOverview = w.watermarks()->hasOverview();
+            w.timeline()->setViewRange(a, b);
+        });
+        QSignalSpy shown(&w, &MainWindow::snapshotShown);
+        QSignalSpy range(&w, &MainWindow::rangeShown);
+        w.openFile(path);
+        ASSERT_TRUE(shown.wait(60000));
+        EXPECT_GT(partialEvents, 0u);
+        EXPECT_LT(partialEvents, 100000u);
+        EXPECT_TRUE(partialWhole);
+        EXPECT_TRUE(partialOverview);
+        {
+            const Timeline& first = *w.snapshot().timeline;
+            EXPECT_TRUE(first.limited);
+            EXPECT_FALSE(first.isRange());
+            EXPECT_GE(first.eventCount, 100000u);
+            EXPECT_LT(first.eventCount, 100000u + 4096u); // the first load, not the limit
+            EXPECT_EQ(first.totalEvents, whole->eventCount);
+            EXPECT_LT(first.loadedUntilNs, a);
+            EXPECT_TRUE(w.statusText().contains(QStringLiteral("zoom in")))
+                << w.statusText().toStdString();
+        }
+        ASSERT_TRUE(range.count() > 0 || range.wait(60000));
+        const Timeline& tl = *w.snapshot().timeline;
+        EXPECT_TRUE(tl.isRange());
+        EXPECT_LE(tl.loadedFromNs, a);
+        EXPECT_GE(tl.loadedUntilNs, b);
+        EXPECT_LE(tl.eventCount, 200000u);
+        EXPECT_EQ(w.timeline()->viewStart(), a);
+        EXPECT_EQ(w.timeline()->viewEnd(), b);
+        size_t inWhole = 0, inRange = 0;
+        for (const Allocation& x : whole->allocations)
+            inWhole += x.allocTsNs >= tl.loadedFromNs && x.allocTsNs <= tl.loadedUntilNs;
+        for (const Allocation& x : tl.allocations)
+            inRange += !x.beforeLoaded && x.allocTsNs >= tl.loadedFromNs &&
+                       x.allocTsNs <= tl.loadedUntilNs;
+        EXPECT_EQ(inRange, inWhole);
+        EXPECT_GT(inRange, 1000u);
+    }
+    qunsetenv("POOLSCOPE_WINDOW_FIRST_EVENTS");
+    qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
+}
