@@ -18,14 +18,11 @@ public:
         EventCountResult out;
         EventFilter r;
         if (!ranged(f, r)) return out;
-        auto reader = TraceReader::open(file_);
-        if (!reader) {
-            out.error = QString::fromStdString(reader.error().message);
-            return out;
-        }
+        auto reader = open(out.error);
+        if (!reader) return out;
         // countMatching's read, with a place to cancel between chunks.
         FilteredReadStats stats;
-        Status st = (*reader)->forEachMatchingChunk(
+        Status st = reader->forEachMatchingChunk(
             r, [&](std::vector<Event>&) { return !cancel.load(); }, &stats,
             FilteredReadOptions{0, true});
         if (!st && st.error().code != ErrorCode::Cancelled)
@@ -39,13 +36,10 @@ public:
         EventQueryResult out;
         EventFilter r;
         if (!ranged(f, r)) return out;
-        auto reader = TraceReader::open(file_);
-        if (!reader) {
-            out.error = QString::fromStdString(reader.error().message);
-            return out;
-        }
+        auto reader = open(out.error);
+        if (!reader) return out;
         // One chunk (4,096 events) at a time: memory is the rows kept, whatever the range.
-        Status st = (*reader)->forEachMatchingChunk(
+        Status st = reader->forEachMatchingChunk(
             r,
             [&](std::vector<Event>& matches) {
                 for (const Event& e : matches) {
@@ -68,6 +62,16 @@ public:
     }
 
 private:
+    // Each query opens its own reader: jobs never share an SQLite connection across threads.
+    std::unique_ptr<TraceReader> open(QString& error) const {
+        auto reader = TraceReader::open(file_);
+        if (!reader) {
+            error = QString::fromStdString(reader.error().message);
+            return nullptr;
+        }
+        return std::move(*reader);
+    }
+
     // The filter's times bounded by the trace's span; false when nothing can match.
     bool ranged(const EventFilter& f, EventFilter& r) const {
         // A damaged trace may start at INT64_MIN or end at INT64_MAX: no sum or difference of

@@ -8,18 +8,13 @@
 
 #include "poolscope/EventFields.h"
 
+#include "RoundUp.h"
+
 namespace poolscope::whatif {
 
 namespace {
 
-uint64_t roundUp(uint64_t v, uint64_t step) {
-    if (step == 0) return v;
-    const uint64_t r = v % step;
-    if (r == 0) return v;
-    const uint64_t add = step - r;
-    return v > std::numeric_limits<uint64_t>::max() - add ? std::numeric_limits<uint64_t>::max()
-                                                          : v + add;
-}
+using detail::roundUp;
 
 uint64_t take(uint64_t& from, uint64_t& need) {
     const uint64_t t = std::min(from, need);

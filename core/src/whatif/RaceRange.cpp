@@ -6,18 +6,13 @@
 
 #include "poolscope/Timeline.h"
 
+#include "RoundUp.h"
+
 namespace poolscope::whatif {
 
 namespace {
 
-uint64_t roundUp(uint64_t v, uint64_t step) {
-    if (step == 0) return v;
-    const uint64_t r = v % step;
-    if (r == 0) return v;
-    const uint64_t add = step - r;
-    return v > std::numeric_limits<uint64_t>::max() - add ? std::numeric_limits<uint64_t>::max()
-                                                          : v + add;
-}
+using detail::roundUp;
 
 uint64_t addSat(uint64_t a, uint64_t b) {
     return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
