@@ -528,10 +528,13 @@ void MainWindow::onLoaded(const TraceSnapshot& loaded) {
     else if (tl.limited)
         showStatus((tl.eventCount < windowEventLimit() // the short first load (TraceLoad.h)
                         ? tr("Opened %1: its first %2 of %3 events (%4 of %5); zoom in to read any "
-                             "part of it in detail. `poolscope report` reads all of it.")
+                             "part in detail. `poolscope report` reads it all.")
                         : tr("Opened %1: its first %2 of %3 events (%4 of %5), as many as the "
                              "window holds on this machine. `poolscope report` reads all of it."))
-                       .arg(s.path, QString::fromStdString(formatCount(tl.eventCount)),
+                       // The file's name, not its path: the message shares one line with the
+                       // permanent counts and was cut at 1600 px with a long path.
+                       .arg(QFileInfo(s.path).fileName(),
+                            QString::fromStdString(formatCount(tl.eventCount)),
                             QString::fromStdString(formatCount(tl.totalEvents)),
                             QString::fromStdString(formatDuration(nsBetween(tl.t0, tl.loadedUntilNs))),
                             QString::fromStdString(formatDuration(nsBetween(tl.t0, tl.t1)))));
