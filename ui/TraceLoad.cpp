@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <unistd.h>
 
 namespace poolscope::ui {
@@ -140,15 +141,21 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
         out.report = std::make_shared<const Report>(
             interop::reportForDiff(**reader, *snap.timeline, snap.path.toStdString()));
 }
+
+// An event count from the environment; nullopt when unset or not a plain number.
+std::optional<uint64_t> envCount(const char* name) {
+    const char* env = std::getenv(name);
+    if (!env || !*env) return std::nullopt;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(env, &end, 10);
+    if (!end || *end != 0) return std::nullopt;
+    return n;
+}
 } // namespace
 
 uint64_t windowEventLimit() {
     constexpr uint64_t kFloor = 100'000, kBytesPerEvent = 100, kBudget = 1792ull << 20;
-    if (const char* env = std::getenv("POOLSCOPE_WINDOW_MAX_EVENTS"); env && *env) {
-        char* end = nullptr;
-        const unsigned long long n = std::strtoull(env, &end, 10);
-        if (end && *end == 0) return std::max<uint64_t>(n, kFloor);
-    }
+    if (auto n = envCount("POOLSCOPE_WINDOW_MAX_EVENTS")) return std::max<uint64_t>(*n, kFloor);
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return UINT64_MAX / 2; // unknown: no limit
     const uint64_t bytes = uint64_t(pages) * uint64_t(page);
@@ -157,11 +164,8 @@ uint64_t windowEventLimit() {
 
 uint64_t windowFirstLoadEvents() {
     constexpr uint64_t kDefault = 2'000'000, kFloor = 100'000;
-    if (const char* env = std::getenv("POOLSCOPE_WINDOW_FIRST_EVENTS"); env && *env) {
-        char* end = nullptr;
-        const unsigned long long n = std::strtoull(env, &end, 10);
-        if (end && *end == 0) return std::min(std::max<uint64_t>(n, kFloor), windowEventLimit());
-    }
+    if (auto n = envCount("POOLSCOPE_WINDOW_FIRST_EVENTS"))
+        return std::min(std::max<uint64_t>(*n, kFloor), windowEventLimit());
     return std::min(kDefault, windowEventLimit());
 }
 

@@ -37,6 +37,11 @@ uint32_t RaceBounds::kindMask() {
     return m;
 }
 
+void RaceBounds::Demand::noteHigh() {
+    high = std::max(high, addSat(addSat(live, handedOver), pendTotal));
+    highAsRecorded = std::max(highAsRecorded, addSat(live, pendTotal));
+}
+
 RaceBounds::Demand& RaceBounds::demand(uint32_t pool, uint32_t tid) {
     if (pool >= pools_.size()) pools_.resize(size_t(pool) + 1);
     return pools_[pool].byThread[tid];
@@ -73,8 +78,7 @@ void RaceBounds::onFact(const replay::Fact& f, const replay::Replay& r) {
         }
         d.live = addSat(d.live, roundUp(b.bytes, align_));
         d.allocs++;
-        d.high = std::max(d.high, addSat(addSat(d.live, d.handedOver), d.pendTotal));
-        d.highAsRecorded = std::max(d.highAsRecorded, addSat(d.live, d.pendTotal));
+        d.noteHigh();
         return;
     }
     if (f.freed) {
@@ -82,11 +86,9 @@ void RaceBounds::onFact(const replay::Fact& f, const replay::Replay& r) {
         if (b.imported || b.pool == replay::kNone || b.bytes == 0) return;
         const uint64_t bytes = roundUp(b.bytes, align_);
         Demand& owner = demand(b.pool, b.tid);
-        if (b.tid == e.tid) {
-            owner.live -= std::min(owner.live, bytes);
-        } else {
+        owner.live -= std::min(owner.live, bytes);
+        if (b.tid != e.tid) {
             // The allocating thread may run on for any part of its calls before this free.
-            owner.live -= std::min(owner.live, bytes);
             owner.handedOver = addSat(owner.handedOver, bytes);
             pools_[b.pool].crossThreadFrees++;
         }
@@ -96,8 +98,7 @@ void RaceBounds::onFact(const replay::Fact& f, const replay::Replay& r) {
         uint64_t& v = d.pending[f.stream];
         v = addSat(v, bytes);
         d.pendTotal = addSat(d.pendTotal, bytes);
-        d.high = std::max(d.high, addSat(addSat(d.live, d.handedOver), d.pendTotal));
-        d.highAsRecorded = std::max(d.highAsRecorded, addSat(d.live, d.pendTotal));
+        d.noteHigh();
         return;
     }
     // A synchronize clears for certain only what the synchronizing thread itself freed before

@@ -78,6 +78,7 @@ private:
         uint64_t high = 0;
         uint64_t highAsRecorded = 0; // the same, without the handed-over blocks
         uint64_t allocs = 0;
+        void noteHigh(); // after live or pending grew
     };
     struct PoolRace {
         bool any = false;
