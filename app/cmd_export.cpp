@@ -12,6 +12,7 @@
 
 #include "Commands.h"
 #include "TraceInputs.h"
+#include "poolscope/analysis/TraceReport.h"
 
 namespace poolscope::cli {
 
@@ -52,6 +53,45 @@ private:
     bool ok_ = false;
 };
 
+// CSV rows need only the names and the trace's first timestamp, which a streaming pass gives
+// (as for `dump --names`): no Timeline, so the export's memory does not grow with the trace.
+int runCsvExport(const std::string& trace, const std::string& output) {
+    int exitCode = 0;
+    auto reader = openTraceOrReport(trace, exitCode);
+    if (!reader) return exitCode;
+    reader->setSkipDamaged(true);
+    TraceReportOptions ro;
+    ro.report.topN = 0;
+    ro.advice = false;
+    auto pass = reportTrace(*reader, ro);
+    if (!pass) {
+        (void)warnDamage(*reader);
+        reportError(pass.error(), exitCode);
+        return exitCode;
+    }
+    auto stacks = reader->stacks();
+    if (!stacks) {
+        reportError(stacks.error(), exitCode);
+        return exitCode;
+    }
+    if (!stacks->sites.empty()) symbolize(*stacks);
+    Output out(output);
+    if (!out.file()) {
+        std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", output.c_str(), out.error().c_str());
+        return exitCodeFor(ErrorCode::WriteFailed);
+    }
+    Status st = interop::writeEventsCsv(*reader, pass->report.names, pass->report.t0, *stacks, out.file());
+    if (!st) {
+        reportError(st.error(), exitCode);
+        return exitCode;
+    }
+    if (!out.finish()) {
+        std::fprintf(stderr, "poolscope: could not write '%s' (disk full?)\n", output.c_str());
+        return exitCodeFor(ErrorCode::WriteFailed);
+    }
+    return warnDamage(*reader);
+}
+
 int runExport(const ExportOptions& o) {
     int exitCode = 0;
     if (o.format == "csv" && o.traces.size() != 1) {
@@ -60,6 +100,7 @@ int runExport(const ExportOptions& o) {
         return exitCodeFor(ErrorCode::InvalidArgument);
     }
     if (outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
+    if (o.format == "csv") return runCsvExport(o.traces[0], o.output);
     std::vector<std::unique_ptr<LoadedTrace>> loaded;
     for (const std::string& path : o.traces) {
         auto t = loadTrace(path, exitCode);
@@ -73,10 +114,7 @@ int runExport(const ExportOptions& o) {
     }
     Status st;
     interop::PerfettoStats stats;
-    if (o.format == "csv") {
-        st = interop::writeEventsCsv(*loaded[0]->reader, *loaded[0]->input.timeline,
-                                     loaded[0]->input.stacks, out.file());
-    } else {
+    {
         std::vector<interop::ExportInput> inputs;
         for (auto& t : loaded) inputs.push_back(t->input);
         st = interop::writePerfettoJson(inputs, out.file(), &stats);

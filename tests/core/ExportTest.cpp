@@ -15,6 +15,7 @@
 #include "TestTraces.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/Units.h"
 #include "poolscope/interop/Export.h"
 #include "poolscope/interop/ProcessTree.h"
@@ -425,6 +426,51 @@ TEST(CsvExport, OneRowPerEventWithHumanAndRawColumns) {
         }
     }
     EXPECT_EQ(i, events.size());
+}
+
+std::string csvOf(const TraceReader& r, const view::EntityNames& names, int64_t t0, const StackTables& stacks,
+                  const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    EXPECT_TRUE(f);
+    if (!f) return {};
+    EXPECT_TRUE(interop::writeEventsCsv(r, names, t0, stacks, f).ok());
+    std::fclose(f);
+    return readFile(path);
+}
+
+// `export --format csv` takes its names and first timestamp from the streaming pass instead of a
+// Timeline (bounded memory): every sample's CSV, written both ways and by the CLI, is the same
+// file. The samples differ in what t0 is (a sample before the first event, several devices,
+// imported pools), so a t0 or a lane numbering taken differently shows here.
+TEST(CsvExport, StreamingNamesAndStartGiveTheTimelinesCsvOnEverySample) {
+    test::ScratchDir dir;
+    size_t compared = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(kSamples)) {
+        if (entry.path().extension() != ".poolscope") continue;
+        const std::string name = entry.path().stem().string();
+        SCOPED_TRACE(name);
+        auto r = TraceReader::open(entry.path().string());
+        ASSERT_TRUE(r.ok());
+        interop::ExportInput in = inputOf(**r, name);
+        const std::string viaTimeline = csvOf(**r, view::EntityNames::fromTimeline(*in.timeline),
+                                              in.timeline->t0, in.stacks, dir.file(name + ".tl.csv"));
+        TraceReportOptions o;
+        o.report.topN = 0;
+        o.advice = false;
+        auto pass = reportTrace(**r, o);
+        ASSERT_TRUE(pass.ok());
+        EXPECT_EQ(pass->report.t0, in.timeline->t0);
+        EXPECT_EQ(csvOf(**r, pass->report.names, pass->report.t0, in.stacks, dir.file(name + ".s.csv")),
+                  viaTimeline);
+        // The CLI symbolizes the sites where the binaries are found; the samples' are not here,
+        // so its rows are the library's.
+        const std::string cliOut = dir.file(name + ".cli.csv");
+        auto cli = test::runCli("export " + entry.path().string() + " --format csv -o " + cliOut);
+        EXPECT_EQ(cli.exitCode, 0) << cli.output;
+        EXPECT_EQ(readFile(cliOut), viaTimeline);
+        ++compared;
+    }
+    EXPECT_GE(compared, 15u);
 }
 
 // A damaged trace (its last chunk row deleted: event_counts no longer match): what is intact is exported, the damage is

@@ -52,7 +52,11 @@ std::string eventsCsvHeader() {
 
 Status writeEventsCsv(const TraceReader& reader, const Timeline& tl, const StackTables& stacks,
                       std::FILE* out) {
-    const view::EntityNames names = view::EntityNames::fromTimeline(tl);
+    return writeEventsCsv(reader, view::EntityNames::fromTimeline(tl), tl.t0, stacks, out);
+}
+
+Status writeEventsCsv(const TraceReader& reader, const view::EntityNames& names, int64_t t0,
+                      const StackTables& stacks, std::FILE* out) {
     std::string buf = eventsCsvHeader() + "\n";
     bool failed = false;
     auto flush = [&] {
@@ -61,7 +65,7 @@ Status writeEventsCsv(const TraceReader& reader, const Timeline& tl, const Stack
         return !failed && !std::ferror(out);
     };
     Status st = reader.forEachEvent([&](const Event& e) {
-        const int64_t since = nsBetween(tl.t0, e.tsNs);
+        const int64_t since = nsBetween(t0, e.tsNs);
         const bool hasStream = e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
                                e.kind == EventKind::EventRecord || e.kind == EventKind::StreamWaitEvent ||
                                e.kind == EventKind::StreamSynchronize ||

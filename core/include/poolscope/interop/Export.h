@@ -18,6 +18,7 @@
 #include "poolscope/Result.h"
 #include "poolscope/Stacks.h"
 #include "poolscope/Timeline.h"
+#include "poolscope/view/EntityNames.h"
 
 namespace poolscope {
 class TraceReader;
@@ -65,7 +66,12 @@ Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
 
 // One row per event (samples excluded), seq order, columns documented in docs/INTEROP.md:
 // human-readable ones (time since the first event, names, sizes in KiB/MiB, call site,
-// details) next to the raw values (ns, handles, bytes). Reads the trace's events once.
+// details) next to the raw values (ns, handles, bytes). Reads the trace's events once and holds
+// one row at a time: names and t0 (the trace's first timestamp, events and samples) come from a
+// streaming pass (analysis/TraceReport.h), so that a trace of any size exports in bounded memory.
+Status writeEventsCsv(const TraceReader& reader, const view::EntityNames& names, int64_t t0,
+                      const StackTables& stacks, std::FILE* out);
+// The same, with the names and t0 of a finished Timeline.
 Status writeEventsCsv(const TraceReader& reader, const Timeline& timeline,
                       const StackTables& stacks, std::FILE* out);
 
