@@ -14,6 +14,7 @@
 #include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/Event.h"
+#include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
 #include "poolscope/JsonText.h"
 #include "poolscope/Symbolizer.h"
@@ -32,16 +33,6 @@ struct DumpOptions {
     bool names = false;
     bool stacks = false;
 };
-
-nlohmann::json toJson(const Event& e) {
-    return {{"seq", e.seq},          {"ts_ns", e.tsNs},     {"kind", eventKindName(e.kind)},
-            {"variant", e.variant},  {"tid", e.tid},        {"device", e.device},
-            {"correlation", e.correlation}, {"result", e.result}, {"stream", e.stream},
-            {"pool", e.pool},        {"ptr", e.ptr},        {"size", e.size},
-            {"aux", e.aux},          {"attr", e.attr},      {"flags", e.flags},
-            {"reserved", e.reserved}, {"used", e.used},    {"site", e.site},
-            {"details", describeEvent(e)}};
-}
 
 // The window's names of an event's stream and pool (--names): "" for a pool handle of 0 (the
 // event has none).
@@ -155,6 +146,7 @@ int runDump(const DumpOptions& o) {
         std::printf("seq,ts_ns,kind,variant,tid,device,correlation,result,stream,pool,ptr,size,"
                     "aux,attr,flags,reserved,used,site,details%s\n",
                     o.names ? ",stream_name,pool_name" : "");
+    std::string line;
     auto print = [&](const Event& e) {
         if (csv) {
             std::string row = csvRow(e);
@@ -164,13 +156,15 @@ int runDump(const DumpOptions& o) {
             }
             std::printf("%s\n", row.c_str());
         } else {
-            nlohmann::json j = toJson(e);
+            line.clear();
             if (o.names) {
                 const Names n = namesOf(names, e);
-                j["stream_name"] = n.stream;
-                if (!n.pool.empty()) j["pool_name"] = n.pool;
+                appendEventJson(line, e, &n.stream, &n.pool);
+            } else {
+                appendEventJson(line, e);
             }
-            std::printf("%s\n", dumpJson(j).c_str());
+            line += '\n';
+            std::fwrite(line.data(), 1, line.size(), stdout);
         }
         return !std::ferror(stdout);
     };

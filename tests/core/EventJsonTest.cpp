@@ -1,0 +1,128 @@
+// appendEventJson against the nlohmann object `dump` used to build for every event: the same
+// bytes, on every event of every sample (with and without --names), on events at the limits
+// of every field and on names holding what JSON must escape.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "poolscope/EventJson.h"
+#include "poolscope/EventText.h"
+#include "poolscope/JsonText.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/analysis/TraceReport.h"
+
+namespace poolscope {
+namespace {
+
+const std::string kSamples = POOLSCOPE_SAMPLES_DIR;
+
+std::string viaNlohmann(const Event& e, const std::string* stream = nullptr,
+                        const std::string* pool = nullptr) {
+    nlohmann::json j = {{"seq", e.seq},          {"ts_ns", e.tsNs},     {"kind", eventKindName(e.kind)},
+                        {"variant", e.variant},  {"tid", e.tid},        {"device", e.device},
+                        {"correlation", e.correlation}, {"result", e.result}, {"stream", e.stream},
+                        {"pool", e.pool},        {"ptr", e.ptr},        {"size", e.size},
+                        {"aux", e.aux},          {"attr", e.attr},      {"flags", e.flags},
+                        {"reserved", e.reserved}, {"used", e.used},    {"site", e.site},
+                        {"details", describeEvent(e)}};
+    if (stream) j["stream_name"] = *stream;
+    if (pool && !pool->empty()) j["pool_name"] = *pool;
+    return dumpJson(j);
+}
+
+std::string direct(const Event& e, const std::string* stream = nullptr, const std::string* pool = nullptr) {
+    std::string s;
+    appendEventJson(s, e, stream, pool);
+    return s;
+}
+
+TEST(EventJson, EveryEventOfEverySampleIsNlohmannsLine) {
+    size_t events = 0, files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(kSamples)) {
+        if (entry.path().extension() != ".poolscope") continue;
+        SCOPED_TRACE(entry.path().filename().string());
+        auto r = TraceReader::open(entry.path().string());
+        ASSERT_TRUE(r.ok());
+        auto names = traceNames(**r);
+        ASSERT_TRUE(names.ok());
+        size_t bad = 0;
+        ASSERT_TRUE((*r)->forEachEvent([&](const Event& e) {
+                        const std::string stream = names->stream(e.stream);
+                        const std::string pool = e.pool ? names->pool(e.pool) : std::string();
+                        if (direct(e) != viaNlohmann(e) ||
+                            direct(e, &stream, &pool) != viaNlohmann(e, &stream, &pool)) {
+                            if (++bad < 3) ADD_FAILURE() << viaNlohmann(e) << "\n" << direct(e);
+                        }
+                        ++events;
+                        return true;
+                    }).ok());
+        EXPECT_EQ(bad, 0u);
+        ++files;
+    }
+    EXPECT_GE(files, 15u);
+    EXPECT_GT(events, 100000u);
+}
+
+TEST(EventJson, FieldsAtTheirLimitsAndEveryKind) {
+    std::mt19937_64 rng(7);
+    for (int kind = 0; kind < 64; ++kind) {
+        for (int round = 0; round < 40; ++round) {
+            Event e;
+            auto pick = [&](uint64_t lo, uint64_t hi) { return (rng() & 1) ? lo : hi; };
+            e.seq = pick(0, std::numeric_limits<uint64_t>::max());
+            e.tsNs = (rng() & 1) ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+            if (round % 3 == 0) e.tsNs = static_cast<int64_t>(rng());
+            e.stream = rng();
+            e.pool = round % 4 ? rng() : 0;
+            e.ptr = rng();
+            e.size = pick(0, rng());
+            e.aux = rng();
+            e.reserved = rng();
+            e.used = pick(std::numeric_limits<uint64_t>::max(), 0);
+            e.tid = static_cast<uint32_t>(rng());
+            e.correlation = static_cast<uint32_t>(rng());
+            e.result = static_cast<int32_t>(rng());
+            e.device = static_cast<int16_t>(rng());
+            if (round % 5 == 0) e.device = std::numeric_limits<int16_t>::min();
+            e.kind = static_cast<EventKind>(kind);
+            e.variant = static_cast<uint8_t>(rng());
+            e.attr = static_cast<uint16_t>(rng());
+            e.flags = static_cast<uint8_t>(rng());
+            e.site = static_cast<uint32_t>(rng());
+            const std::string s = "stream #" + std::to_string(round), p;
+            EXPECT_EQ(direct(e), viaNlohmann(e)) << "kind " << kind;
+            EXPECT_EQ(direct(e, &s, &p), viaNlohmann(e, &s, &p)) << "kind " << kind;
+        }
+    }
+}
+
+TEST(EventJson, NamesNeedingEscapesAreEscapedAsNlohmannDoes) {
+    const std::vector<std::string> names = {
+        "",
+        "plain name (default)",
+        "quote \" only",
+        "backslash \\ only",
+        "quote \" and backslash \\",
+        std::string("nul \0 inside", 12),
+        "tab\tnewline\ncr\r bell\x07 del\x7f",
+        "utf-8 \xc3\xa9\xe2\x82\xac \xf0\x9f\x98\x80",
+        "invalid \xff\xfe bytes \xc3",
+        "/",
+    };
+    Event e;
+    for (const std::string& n : names) {
+        SCOPED_TRACE(n);
+        std::string direct;
+        appendJsonString(direct, n);
+        EXPECT_EQ(direct, dumpJson(nlohmann::json(n)));
+        const std::string pool = n + " pool";
+        EXPECT_EQ(::poolscope::direct(e, &n, &pool), viaNlohmann(e, &n, &pool));
+    }
+}
+
+} // namespace
+} // namespace poolscope
