@@ -470,7 +470,7 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
-        ReleaseMemFields{h(params<cuMemFreeHost_params>(cb).p)}.into(e, EventKind::HostFree);
+        ReleaseMemFields{h(params<cuMemFreeHost_params>(cb).p), std::nullopt, 0}.into(e, EventKind::HostFree);
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister:
         hostRegister<cuMemHostRegister_params>(cb, e);
@@ -479,7 +479,7 @@ __attribute__((hot)) Decoded decodeExit(CUpti_CallbackId cbid, const CUpti_Callb
         hostRegister<cuMemHostRegister_v2_params>(cb, e);
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister:
-        ReleaseMemFields{h(params<cuMemHostUnregister_params>(cb).p)}
+        ReleaseMemFields{h(params<cuMemHostUnregister_params>(cb).p), std::nullopt, 0}
             .into(e, EventKind::HostUnregister);
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer:
