@@ -361,6 +361,127 @@ struct Predictor {
     }
 };
 
+// ---- version 6: frees and reuses predicted from the chunk's blocks ---------------------------
+
+// The two tables of the header comment: blocks allocated in this chunk and not yet freed (a
+// free names one by its rank, newest first), and pointers freed in this chunk and not yet
+// handed out again (an alloc that reuses one names it by its depth). Both keep their order
+// (taking the last entry into a freed block's place instead costs 2-7 % more bytes on the
+// samples) and are bounded, so a hostile chunk costs at most one table's move per event.
+struct BlockTables {
+    static constexpr uint32_t kLive = 1024, kFreed = 64;
+    // Entries leaving a full table at once (the oldest), so that a full table is moved once per
+    // so many additions rather than at each.
+    static constexpr uint32_t kLiveDrop = 256, kFreedDrop = 16;
+    struct Block {
+        uint64_t ptr, size;
+    };
+    Block live[kLive];
+    uint64_t freed[kFreed];
+    uint32_t nLive = 0, nFreed = 0;
+    // The bases of a pointer that no table predicts: the last such alloc's, free's, and other
+    // event's pointer (allocs of new memory climb; a kind's handles repeat).
+    uint64_t lastAlloc = 0, lastFree = 0, lastOther = 0;
+
+    void reset() {
+        nLive = nFreed = 0;
+        lastAlloc = lastFree = lastOther = 0;
+    }
+    // (A free of the newest block, the usual case, moves nothing: no call then.)
+    void dropLive(uint32_t i) {
+        if (--nLive > i) std::memmove(live + i, live + i + 1, (nLive - i) * sizeof(Block));
+    }
+    void addLive(uint64_t ptr, uint64_t size) {
+        if (nLive == kLive) [[unlikely]] {
+            std::memmove(live, live + kLiveDrop, (kLive - kLiveDrop) * sizeof(Block));
+            nLive -= kLiveDrop;
+        }
+        live[nLive++] = {ptr, size};
+    }
+    void dropFreed(uint32_t i) {
+        if (--nFreed > i) std::memmove(freed + i, freed + i + 1, (nFreed - i) * 8);
+    }
+    void addFreed(uint64_t ptr) {
+        if (nFreed == kFreed) [[unlikely]] {
+            std::memmove(freed, freed + kFreedDrop, (kFreed - kFreedDrop) * 8);
+            nFreed -= kFreedDrop;
+        }
+        freed[nFreed++] = ptr;
+    }
+
+    // Encoder: the real event e -> the residuals of ptr and size, and e's reference (0: none).
+    uint32_t forward(Event& e) {
+        uint32_t ref = 0;
+        const uint64_t ptr = e.ptr, size = e.size;
+        if (e.kind == EventKind::Alloc) {
+            uint32_t i = nFreed;
+            while (i > 0 && freed[i - 1] != ptr) --i;
+            if (i > 0) {
+                ref = nFreed - i + 1;
+                e.ptr = 0;
+                dropFreed(i - 1);
+            } else {
+                e.ptr = ptr - lastAlloc;
+                lastAlloc = ptr;
+            }
+            addLive(ptr, size);
+        } else if (e.kind == EventKind::Free) {
+            uint32_t i = nLive;
+            while (i > 0 && live[i - 1].ptr != ptr) --i;
+            if (i > 0) {
+                ref = nLive - i + 1;
+                e.ptr = 0;
+                e.size -= live[i - 1].size;
+                dropLive(i - 1);
+            } else {
+                e.ptr = ptr - lastFree;
+                lastFree = ptr;
+            }
+            addFreed(ptr);
+        } else {
+            e.ptr = ptr - lastOther;
+            lastOther = ptr;
+        }
+        return ref;
+    }
+    // Decoder: residuals and reference -> the real ptr and size; false for a reference that
+    // names no entry of its table.
+    bool inverse(Event& e, uint64_t ref) {
+        if (e.kind == EventKind::Alloc) {
+            if (ref > nFreed) return false;
+            if (ref) {
+                const uint32_t i = nFreed - static_cast<uint32_t>(ref);
+                e.ptr += freed[i];
+                dropFreed(i);
+            } else {
+                e.ptr += lastAlloc;
+                lastAlloc = e.ptr;
+            }
+            addLive(e.ptr, e.size);
+        } else if (e.kind == EventKind::Free) {
+            if (ref > nLive) return false;
+            if (ref) {
+                const Block& b = live[nLive - static_cast<uint32_t>(ref)];
+                e.ptr += b.ptr;
+                e.size += b.size;
+                dropLive(nLive - static_cast<uint32_t>(ref));
+            } else {
+                e.ptr += lastFree;
+                lastFree = e.ptr;
+            }
+            addFreed(e.ptr);
+        } else {
+            e.ptr += lastOther;
+            lastOther = e.ptr;
+        }
+        return true;
+    }
+};
+
+// Fields stored in version 6 as zigzagged residuals, not deltas from the previous event: ptr
+// and size (their predictions above are per kind; a delta across kinds is noise).
+constexpr uint32_t kV6RawFields = (1u << 4) | (1u << 5);
+
 constexpr size_t kV5Streams = kV3Fields + 1; // the 13 fields, then the sites
 
 inline uint64_t headerAt(const unsigned char* p) {
@@ -373,10 +494,17 @@ inline uint64_t headerAt(const unsigned char* p) {
 // The regrouped payload starts with each stream's size, 14 little-endian uint32: the decoder
 // finds the streams without a pass over every header.
 constexpr size_t kV5Prefix = 4 * kV5Streams;
+// Version 6 adds a 15th stream, the block references.
+constexpr size_t kV6Prefix = kV5Prefix + 4;
+// A reference is at most BlockTables::kLive: two LEB128 bytes.
+constexpr size_t kMaxRefBytes = 2;
 
 // Regroups version-4 data of n events (bytes at v4, followed by 8 readable bytes) into out:
 // the stream sizes, the headers, then stream by stream.
-void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out) {
+void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out,
+             const std::string* refs = nullptr) {
+    const size_t prefix = refs ? kV6Prefix : kV5Prefix;
+    const size_t extra = refs ? refs->size() : 0;
     // Pass 1: each stream's size (the headers are read where they lie in v4).
     size_t sizes[kV5Streams] = {};
     {
@@ -396,10 +524,11 @@ void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out
     }
     // Each field is stored with one 8-byte write, so each stream is written with 8 bytes of room
     // after it (the next stream's start would be overwritten), then moved into place.
-    out.resize(kV5Prefix + bytes + 8 * kV5Streams);
+    out.resize(prefix + bytes + extra + 8 * kV5Streams);
     auto* o = reinterpret_cast<unsigned char*>(out.data());
     for (size_t i = 0; i < kV5Streams; ++i) store32(o + 4 * i, static_cast<uint32_t>(sizes[i]));
-    o += kV5Prefix;
+    if (refs) store32(o + 4 * kV5Streams, static_cast<uint32_t>(extra));
+    o += prefix;
     unsigned char* start[kV5Streams];
     unsigned char* at[kV5Streams];
     start[0] = o + n * kV3Header;
@@ -430,23 +559,28 @@ void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out
         std::memmove(to, start[i], sizes[i]);
         to += sizes[i];
     }
-    out.resize(kV5Prefix + bytes);
+    if (refs) std::memcpy(to, refs->data(), extra);
+    out.resize(prefix + bytes + extra);
 }
 
-bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
-                 std::string& why) {
+// Versions 5 and 6.
+bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, std::string& why,
+                bool v6) {
+    const size_t prefix = v6 ? kV6Prefix : kV5Prefix;
+    const size_t streams = v6 ? kV5Streams + 1 : kV5Streams;
     thread_local std::string plain;
-    if (!zstd::decompress(data, kV5Prefix + count * kMaxEncodedEventBytes, plain, why)) return false;
+    const size_t maxBytes = prefix + count * (kMaxEncodedEventBytes + (v6 ? kMaxRefBytes : 0));
+    if (!zstd::decompress(data, maxBytes, plain, why)) return false;
     const size_t bytes = plain.size();
-    if (bytes < kV5Prefix + count * kV3Header) {
+    if (bytes < prefix + count * kV3Header) {
         why = "its decompressed data is too short for its events";
         return false;
     }
     plain.append(16, '\0'); // every field is read with one 8-byte load
     const auto* base = reinterpret_cast<const unsigned char*>(plain.data());
-    uint64_t sizes[kV5Streams];
-    uint64_t total = kV5Prefix + count * kV3Header;
-    for (size_t i = 0; i < kV5Streams; ++i) {
+    uint64_t sizes[kV5Streams + 1];
+    uint64_t total = prefix + count * kV3Header;
+    for (size_t i = 0; i < streams; ++i) {
         uint32_t v;
         std::memcpy(&v, base + 4 * i, 4);
         if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
@@ -469,22 +603,31 @@ bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
     cols.resize((kV3Fields + 1) * count);
     thread_local std::vector<uint64_t> headers;
     headers.resize(count);
-    const unsigned char* hdr = base + kV5Prefix;
+    const unsigned char* hdr = base + prefix;
     for (uint64_t k = 0; k < count; ++k) headers[k] = headerAt(hdr + k * kV3Header);
     // Offsets, not pointers: with damaged headers they may run past the buffer, and are only
     // ever read through min(offset, bytes) (16 zero bytes follow).
-    size_t at = kV5Prefix + count * kV3Header;
+    size_t at = prefix + count * kV3Header;
     bool streamsOk = true;
+    const uint32_t raw = v6 ? kV6RawFields : 0;
     for (int i = 0; i < kV3Fields; ++i) {
         const size_t end = at + sizes[i];
         uint64_t* col = cols.data() + i * count;
         uint64_t v = 0;
         const unsigned shift = 3 * static_cast<unsigned>(i);
-        for (uint64_t k = 0; k < count; ++k) {
-            const unsigned code = (headers[k] >> shift) & 7;
-            v += unzigzag(load64(base + std::min(at, bytes)) & kMaskOfCode[code]);
-            at += kLenOfCode[code];
-            col[k] = v;
+        if (raw >> i & 1) {
+            for (uint64_t k = 0; k < count; ++k) {
+                const unsigned code = (headers[k] >> shift) & 7;
+                col[k] = unzigzag(load64(base + std::min(at, bytes)) & kMaskOfCode[code]);
+                at += kLenOfCode[code];
+            }
+        } else {
+            for (uint64_t k = 0; k < count; ++k) {
+                const unsigned code = (headers[k] >> shift) & 7;
+                v += unzigzag(load64(base + std::min(at, bytes)) & kMaskOfCode[code]);
+                at += kLenOfCode[code];
+                col[k] = v;
+            }
         }
         streamsOk &= at == end;
         at = end;
@@ -498,28 +641,76 @@ bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
             at += site ? 4 : 0;
         }
         streamsOk &= at == end;
+        at = end;
     }
     if (!streamsOk) {
         why = "its decompressed data does not match its events' headers";
         return false;
     }
-    uint64_t f[kV3Fields + 1];
-    uint64_t bad = 0;
-    Predictor pred;
+    // Version 6's references, all read first (one short loop; the events then take them in
+    // order): LEB128 of at most kMaxRefBytes bytes, none cut by the stream's end.
+    thread_local std::vector<uint16_t> refs;
+    size_t nRefs = 0;
+    if (v6) {
+        const size_t refsEnd = at + sizes[kV5Streams];
+        refs.resize(sizes[kV5Streams]); // at most one reference a byte
+        while (at < refsEnd) {
+            const unsigned char b0 = base[at++];
+            if (!(b0 & 0x80)) [[likely]] {
+                refs[nRefs++] = b0;
+                continue;
+            }
+            const unsigned char b1 = at < refsEnd ? base[at++] : 0x80;
+            if (b1 & 0x80) {
+                why = "its block references are cut short or too long";
+                return false;
+            }
+            refs[nRefs++] = static_cast<uint16_t>((b0 & 0x7Fu) | unsigned{b1} << 7);
+        }
+    }
     const size_t before = out.size();
-    for (uint64_t k = 0; k < count; ++k) {
+    auto assemble = [&](auto v6Tag) {
+        constexpr bool kV6 = decltype(v6Tag)::value;
+        uint64_t f[kV3Fields + 1];
+        uint64_t bad = 0;
+        Predictor pred;
+        thread_local BlockTables blocks;
+        blocks.reset();
+        size_t r = 0;
+        for (uint64_t k = 0; k < count; ++k) {
 #pragma GCC unroll 14
-        for (int i = 0; i <= kV3Fields; ++i) f[i] = cols[i * count + k];
-        Event e = eventOfV3(f, bad);
-        pred.inverse(e);
-        out.push_back(e);
-    }
-    if (bad) {
-        out.resize(before);
-        why = "its data does not decode";
-        return false;
-    }
-    return true;
+            for (int i = 0; i <= kV3Fields; ++i) f[i] = cols[i * count + k];
+            Event e = eventOfV3(f, bad);
+            if constexpr (kV6) {
+                uint64_t ref = 0;
+                if (e.kind == EventKind::Alloc || e.kind == EventKind::Free) {
+                    if (r == nRefs) [[unlikely]] {
+                        why = "its block references are cut short or too long";
+                        return false;
+                    }
+                    ref = refs[r++];
+                }
+                if (!blocks.inverse(e, ref)) {
+                    why = "a block reference names no block of its table";
+                    return false;
+                }
+            }
+            pred.inverse(e);
+            out.push_back(e);
+        }
+        if (r != nRefs) {
+            why = "its block references do not match its events";
+            return false;
+        }
+        if (bad) {
+            why = "its data does not decode";
+            return false;
+        }
+        return true;
+    };
+    const bool ok = v6 ? assemble(std::true_type{}) : assemble(std::false_type{});
+    if (!ok) out.resize(before);
+    return ok;
 }
 
 // ---- versions 1 and 2 (LEB128 varints) -------------------------------------------------------
@@ -586,17 +777,27 @@ bool decodeRunVarint(const unsigned char* p, const unsigned char* end, uint64_t 
 } // namespace
 
 struct EventEncoder::Packer {
+    explicit Packer(int level) : compressor(level) {}
     Predictor pred;
-    zstd::Compressor compressor{1};
+    BlockTables blocks; // version 6
+    std::string refs;   // version 6: the references stream
+    zstd::Compressor compressor;
     std::string grouped, packed;
 };
+
+namespace {
+bool compressed(int version) {
+    return version == kZstdCodecVersion || version == kBlocksCodecVersion;
+}
+} // namespace
 
 EventEncoder::EventEncoder(int version) {
     capacity_ = 64 * 1024;
     buf_ = std::make_unique_for_overwrite<char[]>(capacity_);
-    version_ = version == kZstdCodecVersion && zstd::available() ? kZstdCodecVersion
-                                                                  : kPlainCodecVersion;
-    if (version_ == kZstdCodecVersion) packer_ = std::make_unique<Packer>();
+    version_ = compressed(version) && zstd::available() ? version : kPlainCodecVersion;
+    // Zstd level 1: levels 3-6 save another 5-12 % at a third of the speed or less, and the
+    // writer must keep up with the collector's rings (docs/PERFORMANCE.md).
+    if (compressed(version_)) packer_ = std::make_unique<Packer>(1);
 }
 
 EventEncoder::~EventEncoder() = default;
@@ -607,14 +808,17 @@ void EventEncoder::reset() {
     std::fill(std::begin(prev_), std::end(prev_), 0);
     size_ = 0;
     count_ = 0;
-    if (packer_) packer_->pred = {};
+    if (packer_) {
+        packer_->pred = {};
+        packer_->blocks.reset();
+        packer_->refs.clear();
+    }
 }
 
 std::string_view EventEncoder::finish() {
     if (!packer_) return data();
-    // Zstd level 1: levels 3-6 save another 5-12 % on the samples at a third of the speed or
-    // less, and the writer must keep up with the collector's rings.
-    regroup(reinterpret_cast<const unsigned char*>(buf_.get()), size_, count_, packer_->grouped);
+    regroup(reinterpret_cast<const unsigned char*>(buf_.get()), size_, count_, packer_->grouped,
+            version_ == kBlocksCodecVersion ? &packer_->refs : nullptr);
     if (!packer_->compressor.compress(packer_->grouped, packer_->packed)) return {};
     return packer_->packed;
 }
@@ -629,6 +833,26 @@ void EventEncoder::grow() {
 
 void EventEncoder::append(std::span<const Event> events) {
     count_ += events.size();
+    if (version_ == kBlocksCodecVersion) {
+        Packer& pk = *packer_;
+        for (Event e : events) {
+            if (capacity_ - size_ < kMaxEncodedEventBytes + 8) [[unlikely]]
+                grow();
+            pk.pred.forward(e);
+            const uint32_t ref = pk.blocks.forward(e);
+            if (e.kind == EventKind::Alloc || e.kind == EventKind::Free) {
+                if (ref < 0x80) {
+                    pk.refs.push_back(static_cast<char>(ref));
+                } else {
+                    const char two[2] = {static_cast<char>(ref | 0x80), static_cast<char>(ref >> 7)};
+                    pk.refs.append(two, 2);
+                }
+            }
+            for (uint32_t m = kV6RawFields; m; m &= m - 1) prev_[__builtin_ctz(m)] = 0;
+            size_ += encodeV3(e, prev_, reinterpret_cast<unsigned char*>(buf_.get() + size_));
+        }
+        return;
+    }
     if (packer_) {
         for (Event e : events) {
             // + 8: regroup() reads each field with one 8-byte load
@@ -653,6 +877,33 @@ void encodeEventsPortable(std::span<const Event> events, std::string& out) {
     for (const Event& e : events)
         out.append(reinterpret_cast<const char*>(buf), encodeV3Scalar<true>(e, prev, buf));
 }
+
+std::vector<StreamBytes> streamBytes(std::span<const Event> events, int version) {
+    std::vector<StreamBytes> r;
+    if (!compressed(version) || events.empty()) return r;
+    EventEncoder enc(version);
+    if (enc.version() != version) return r;
+    enc.append(events);
+    const std::string_view z = enc.finish();
+    std::string plain, why;
+    if (z.empty() || !zstd::decompress(z, size_t{1} << 30, plain, why)) return r;
+    const size_t streams = version == kBlocksCodecVersion ? kV5Streams + 1 : kV5Streams;
+    size_t at = 4 * streams;
+    zstd::Compressor c(1);
+    std::string out;
+    auto add = [&](size_t n) {
+        c.compress(std::string_view(plain).substr(at, n), out);
+        r.push_back({n, n ? out.size() : 0});
+        at += n;
+    };
+    add(events.size() * kV3Header);
+    for (size_t i = 0; i < streams; ++i) {
+        uint32_t v;
+        std::memcpy(&v, plain.data() + 4 * i, 4);
+        add(v);
+    }
+    return r;
+}
 } // namespace detail
 
 bool encodeEvents(std::span<const Event> events, std::string& out, int version) {
@@ -667,7 +918,7 @@ bool encodeEvents(std::span<const Event> events, std::string& out, int version) 
             out.append(reinterpret_cast<const char*>(buf), encodeV3Scalar<false>(e, prev, buf));
         return true;
     }
-    if (version != kPlainCodecVersion && version != kZstdCodecVersion) return false;
+    if (version != kPlainCodecVersion && !compressed(version)) return false;
     if (events.empty()) return true; // no events, no bytes: in every codec
     EventEncoder enc(version);
     if (enc.version() != version) return false;
@@ -680,14 +931,14 @@ bool encodeEvents(std::span<const Event> events, std::string& out, int version) 
 
 bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out, int version,
                   std::string* why) {
-    if (version == kZstdCodecVersion) {
+    if (compressed(version)) {
         std::string reason;
         // A trace's chunk holds at most 4,096 events; this bound keeps a lying count from
         // sizing anything big (decompress() allocates at most count * kMaxEncodedEventBytes).
         constexpr uint64_t kMaxCount = uint64_t{1} << 16;
         if (count > kMaxCount) reason = "its event count is out of range";
         else if (count == 0) reason = data.empty() ? "" : "it holds data but no events";
-        else if (decodeRunV5(data, count, out, reason))
+        else if (decodeRunZ(data, count, out, reason, version == kBlocksCodecVersion))
             return true;
         if (why) *why = reason;
         return reason.empty();

@@ -9,7 +9,35 @@
 // 3's packed word), unsigned ones zero-extended. Decoding adds the unzigzagged z to the previous
 // value modulo 2^64. Event::reserved0 is not stored (decoded as 0).
 //
-// Version 5 (written where libzstd is found; core/src/Zstd.h): version 4 bytes of predicted
+// Version 6 (written where libzstd is found, in format 7 files; core/src/Zstd.h): version 5 whose
+// pointers and sizes are predicted from the chunk's own blocks. The data is one zstd frame that
+// states its content size, at most 60 + count * (kMaxEncodedEventBytes + 2) (refused above that
+// before allocating). Decompressed: 15 little-endian uint32, the byte sizes of the 15 streams
+// after the headers; every event's 5-byte header; field streams 0..12 and the sites as in
+// version 5; then the references: one LEB128 number (1 or 2 bytes, the second byte's top bit 0)
+// for each event whose kind is Alloc or Free, in event order. The events so encoded are those of
+// version 5's predictor (correlation, reserved, used as below), with ptr and size replaced too,
+// and those two fields (4 and 5) stored as zigzagged values themselves, not as deltas from the
+// previous event (a decoder takes them as they are). Two tables, empty at the chunk's start:
+//   L, live blocks: (ptr, size) of each Alloc of the chunk not yet named by a Free, oldest
+//      first, at most 1024 (an Alloc that finds it full first drops the oldest);
+//   F, freed pointers: the ptr of each Free of the chunk not yet named by an Alloc, oldest first,
+//      at most 64 (the same rule);
+// and three bases A, B, C (0 at the start). Event by event, with the real values:
+//   Alloc: r = 0 if ptr is not in F, else 1 + (its position from F's newest end, 0 = newest,
+//          the newest occurrence); if r > 0: ptr' = 0 (ptr - that entry) and the entry leaves F;
+//          else ptr' = ptr - A and A = ptr. size' = size. Then (ptr, size) joins L.
+//   Free:  r the same in L; if r > 0: ptr' = ptr - entry.ptr (0), size' = size - entry.size,
+//          and the entry leaves L; else ptr' = ptr - B, B = ptr, size' = size. Then ptr joins F.
+//   other: ptr' = ptr - C, C = ptr; size' = size; no reference.
+// (all modulo 2^64). The watermark predictor of version 5 runs on the real events alongside.
+// A decoder rejects, besides version 5's checks, a reference above its table's length, a
+// reference of more than 2 bytes or past the stream's end, and bytes left in the stream after
+// the last. Why: in a training loop most frees name a block allocated a few hundred events
+// before, which a delta from the previous pointer codes in 3-6 bytes and a rank in one; the
+// generator's chunks go from 7.3 to ~5.5 bytes an event (docs/PERFORMANCE.md).
+//
+// Version 5 (written from format 5 until version 6; still read): version 4 bytes of predicted
 // events, regrouped by field and compressed with zstd. The data is one zstd frame that states its
 // content size, which is at most 56 + count * kMaxEncodedEventBytes (a reader refuses larger
 // claims before allocating). Decompressed, it is the version-4 encoding of the events below, with
@@ -79,7 +107,10 @@ namespace poolscope {
 inline constexpr int kZstdCodecVersion = 5;
 // Written when libzstd is missing, and the default of encodeEvents/decodeEvents.
 inline constexpr int kPlainCodecVersion = 4;
-inline constexpr int kEventCodecVersion = kZstdCodecVersion; // the newest; 1 to it are read
+// Codec 5 plus frees and reuses predicted from the chunk's own blocks (version 6 above): written
+// where libzstd is found.
+inline constexpr int kBlocksCodecVersion = 6;
+inline constexpr int kEventCodecVersion = kBlocksCodecVersion; // the newest; 1 to it are read
 inline constexpr int kEventCodecFields = 13; // versions 3 and 4
 // Most bytes one version-4 event can take: the 5-byte header, 13 fields of 8 bytes, the site.
 inline constexpr size_t kMaxEncodedEventBytes = 5 + kEventCodecFields * 8 + 4;
@@ -134,6 +165,13 @@ namespace detail {
 // Tests only: the portable version-3 encoder (used where SSE2 is missing), which must produce
 // exactly the bytes of the SSE2 one.
 void encodeEventsPortable(std::span<const Event> events, std::string& out);
+// Benchmarks only: the events encoded as one chunk in codec 5 or 6, stream by stream (the
+// headers, the 13 fields, the sites, for 6 the references): each stream's bytes before zstd,
+// and compressed alone at the writer's level. Empty for another version or without libzstd.
+struct StreamBytes {
+    size_t raw = 0, packed = 0;
+};
+std::vector<StreamBytes> streamBytes(std::span<const Event> events, int version);
 } // namespace detail
 
 } // namespace poolscope
