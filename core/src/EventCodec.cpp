@@ -444,36 +444,63 @@ struct BlockTables {
         }
         return ref;
     }
-    // Decoder: residuals and reference -> the real ptr and size; false for a reference that
-    // names no entry of its table.
+};
+
+// The decoder's copy of the same tables: the live table holds each block's index into the
+// chunk's allocations (4 bytes where the encoder moves 16), since a free of a block deep in the
+// table moves every newer entry. Without a branch on the kind: allocs and frees alternate
+// unpredictably. The tables have a spare slot at the end, so that what a kind does not use may
+// still be read or written.
+struct BlockTablesDecoder {
+    static constexpr uint32_t kLive = BlockTables::kLive, kFreed = BlockTables::kFreed;
+    std::vector<BlockTables::Block> allocs; // the chunk's, in order (+ 1 spare)
+    uint32_t live[kLive + 1];
+    uint64_t freed[kFreed + 1];
+    uint32_t nLive = 0, nFreed = 0, nAllocs = 0;
+    uint64_t lastAlloc = 0, lastFree = 0, lastOther = 0;
+
+    void reset(uint64_t count) {
+        allocs.resize(count + 1);
+        nLive = nFreed = nAllocs = 0;
+        live[0] = 0; // the spare slot always names an allocation of this chunk (or the spare)
+        lastAlloc = lastFree = lastOther = 0;
+    }
+    // Residuals and reference (0 for other kinds) -> the real ptr and size; false for a
+    // reference that names no entry of its table.
     bool inverse(Event& e, uint64_t ref) {
-        if (e.kind == EventKind::Alloc) {
-            if (ref > nFreed) return false;
-            if (ref) {
-                const uint32_t i = nFreed - static_cast<uint32_t>(ref);
-                e.ptr += freed[i];
-                dropFreed(i);
-            } else {
-                e.ptr += lastAlloc;
-                lastAlloc = e.ptr;
+        const bool isA = e.kind == EventKind::Alloc, isF = e.kind == EventKind::Free;
+        if (ref > (isA ? nFreed : isF ? nLive : 0)) return false;
+        const uint32_t r = static_cast<uint32_t>(ref);
+        const uint32_t iF = isA ? nFreed - r : nFreed, iL = isF ? nLive - r : nLive;
+        const BlockTables::Block& b = allocs[live[iL]];
+        const uint64_t last = isA ? lastAlloc : isF ? lastFree : lastOther;
+        const uint64_t ptr = e.ptr + (r ? (isA ? freed[iF] : b.ptr) : last);
+        e.ptr = ptr;
+        e.size += (isF && r) ? b.size : 0;
+        lastAlloc = (isA && !r) ? ptr : lastAlloc;
+        lastFree = (isF && !r) ? ptr : lastFree;
+        lastOther = (!isA && !isF) ? ptr : lastOther;
+        if (r) {
+            if (isA) {
+                if (--nFreed > iF) std::memmove(freed + iF, freed + iF + 1, (nFreed - iF) * 8);
+            } else if (--nLive > iL) {
+                std::memmove(live + iL, live + iL + 1, (nLive - iL) * 4);
             }
-            addLive(e.ptr, e.size);
-        } else if (e.kind == EventKind::Free) {
-            if (ref > nLive) return false;
-            if (ref) {
-                const Block& b = live[nLive - static_cast<uint32_t>(ref)];
-                e.ptr += b.ptr;
-                e.size += b.size;
-                dropLive(nLive - static_cast<uint32_t>(ref));
-            } else {
-                e.ptr += lastFree;
-                lastFree = e.ptr;
-            }
-            addFreed(e.ptr);
-        } else {
-            e.ptr += lastOther;
-            lastOther = e.ptr;
         }
+        if (isA && nLive == kLive) [[unlikely]] {
+            std::memmove(live, live + BlockTables::kLiveDrop, (kLive - BlockTables::kLiveDrop) * 4);
+            nLive -= BlockTables::kLiveDrop;
+        }
+        if (isF && nFreed == kFreed) [[unlikely]] {
+            std::memmove(freed, freed + BlockTables::kFreedDrop, (kFreed - BlockTables::kFreedDrop) * 8);
+            nFreed -= BlockTables::kFreedDrop;
+        }
+        allocs[nAllocs] = {ptr, e.size};
+        live[nLive] = nAllocs;
+        nLive += isA;
+        nAllocs += isA;
+        freed[nFreed] = ptr;
+        nFreed += isF;
         return true;
     }
 };
@@ -615,7 +642,14 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
         uint64_t* col = cols.data() + i * count;
         uint64_t v = 0;
         const unsigned shift = 3 * static_cast<unsigned>(i);
-        if (raw >> i & 1) {
+        if (sizes[i] == 0) {
+            // An empty stream (a field that never changes, e.g. result): every code must be 0
+            // and the column is 0, with no load an event.
+            uint64_t codes = 0;
+            for (uint64_t k = 0; k < count; ++k) codes |= headers[k] >> shift;
+            streamsOk &= (codes & 7) == 0;
+            std::fill_n(col, count, uint64_t{0});
+        } else if (raw >> i & 1) {
             for (uint64_t k = 0; k < count; ++k) {
                 const unsigned code = (headers[k] >> shift) & 7;
                 col[k] = unzigzag(load64(base + std::min(at, bytes)) & kMaskOfCode[code]);
@@ -635,10 +669,17 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
     {
         const size_t end = at + sizes[kV3Fields];
         uint64_t* col = cols.data() + kV3Fields * count;
-        for (uint64_t k = 0; k < count; ++k) {
-            const bool site = (headers[k] & kSiteBit) != 0;
-            col[k] = site ? (load64(base + std::min(at, bytes)) & 0xFFFF'FFFFu) : 0;
-            at += site ? 4 : 0;
+        if (sizes[kV3Fields] == 0) {
+            uint64_t sites = 0;
+            for (uint64_t k = 0; k < count; ++k) sites |= headers[k];
+            streamsOk &= (sites & kSiteBit) == 0;
+            std::fill_n(col, count, uint64_t{0});
+        } else {
+            for (uint64_t k = 0; k < count; ++k) {
+                const bool site = (headers[k] & kSiteBit) != 0;
+                col[k] = site ? (load64(base + std::min(at, bytes)) & 0xFFFF'FFFFu) : 0;
+                at += site ? 4 : 0;
+            }
         }
         streamsOk &= at == end;
         at = end;
@@ -674,8 +715,8 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
         uint64_t f[kV3Fields + 1];
         uint64_t bad = 0;
         Predictor pred;
-        thread_local BlockTables blocks;
-        blocks.reset();
+        thread_local BlockTablesDecoder blocks;
+        if constexpr (kV6) blocks.reset(count);
         size_t r = 0;
         for (uint64_t k = 0; k < count; ++k) {
 #pragma GCC unroll 14

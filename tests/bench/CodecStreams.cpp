@@ -19,6 +19,7 @@
 #include "poolscope/EventCodec.h"
 #include "poolscope/Schema.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/Zstd.h"
 
 using namespace poolscope;
 
@@ -47,7 +48,7 @@ void report(const std::string& name, const std::vector<std::vector<Event>>& chun
     if (n == 0) return;
     const int versions[2] = {kZstdCodecVersion, kBlocksCodecVersion};
     std::vector<std::string> data[2];
-    std::vector<double> enc[2], dec[2];
+    std::vector<double> enc[2], dec[2], unz[2];
     for (int v = 0; v < 2; ++v) {
         data[v].resize(chunks.size());
         for (size_t i = 0; i < chunks.size(); ++i)
@@ -78,6 +79,10 @@ void report(const std::string& name, const std::vector<std::vector<Event>>& chun
                 }
             }
             dec[v].push_back((cpuSeconds() - t0) * 1e9 / double(n));
+            t0 = cpuSeconds(); // of which zstd
+            std::string plain, why;
+            for (const std::string& d : data[v]) zstd::decompress(d, size_t{1} << 30, plain, why);
+            unz[v].push_back((cpuSeconds() - t0) * 1e9 / double(n));
         }
     }
     for (int v = 0; v < 2; ++v) {
@@ -92,8 +97,9 @@ void report(const std::string& name, const std::vector<std::vector<Event>>& chun
             }
             bytes += data[v][i].size();
         }
-        std::printf("codec %d: %.3f bytes/event; encode %.0f ns/event, decode %.1f ns/event\n",
-                    versions[v], double(bytes) / double(n), median(enc[v]), median(dec[v]));
+        std::printf("codec %d: %.3f bytes/event; encode %.0f ns/event, decode %.1f ns/event "
+                    "(zstd %.1f)\n", versions[v], double(bytes) / double(n), median(enc[v]),
+                    median(dec[v]), median(unz[v]));
         std::printf("  %-12s %9s %9s\n", "stream", "raw B/ev", "zstd B/ev");
         for (size_t k = 0; k < sum.size(); ++k)
             std::printf("  %-12s %9.3f %9.3f\n", kStreamNames[k], double(sum[k].raw) / double(n),

@@ -307,6 +307,19 @@ TEST(BlocksCodec, ReferencesThatLieAboutTheirLengthAreRefused) {
     EXPECT_NE(p.why().find("does not match its stream sizes"), std::string::npos) << p.why();
 }
 
+TEST(BlocksCodec, HeadersClaimingBytesOfAnEmptyStreamAreRefused) {
+    // The result and sites streams of the small run are empty (the decoder fills their columns
+    // without reading them): a header whose code says otherwise is damage, not a 0.
+    Payload p = payloadOf(smallRun());
+    ASSERT_EQ(p.size(11), 0u);
+    ASSERT_EQ(p.size(13), 0u);
+    p.plain[60 + 5 * 3 + 4] |= 0x02; // event 3's result: code 1 (header bits 33..35)
+    EXPECT_NE(p.why().find("does not match its events' headers"), std::string::npos) << p.why();
+    p = payloadOf(smallRun());
+    p.plain[60 + 4] |= '\x80'; // event 0: "a site follows" (bit 39)
+    EXPECT_NE(p.why().find("does not match its events' headers"), std::string::npos) << p.why();
+}
+
 TEST(BlocksCodec, ContentSizeIsBoundedByTheCount) {
     // A payload of the most bytes 3 events may take (56 + 4 + 3 * (113 + 2)) gets past the
     // frame's size check; one byte more does not.
