@@ -467,16 +467,16 @@ struct BlockTablesDecoder {
     }
     // Residuals and reference (0 for other kinds) -> the real ptr and size; false for a
     // reference that names no entry of its table.
-    bool inverse(Event& e, uint64_t ref) {
-        const bool isA = e.kind == EventKind::Alloc, isF = e.kind == EventKind::Free;
+    bool inverse(uint64_t kind, uint64_t& ePtr, uint64_t& eSize, uint64_t ref) {
+        const bool isA = kind == uint64_t(EventKind::Alloc), isF = kind == uint64_t(EventKind::Free);
         if (ref > (isA ? nFreed : isF ? nLive : 0)) return false;
         const uint32_t r = static_cast<uint32_t>(ref);
         const uint32_t iF = isA ? nFreed - r : nFreed, iL = isF ? nLive - r : nLive;
         const BlockTables::Block& b = allocs[live[iL]];
         const uint64_t last = isA ? lastAlloc : isF ? lastFree : lastOther;
-        const uint64_t ptr = e.ptr + (r ? (isA ? freed[iF] : b.ptr) : last);
-        e.ptr = ptr;
-        e.size += (isF && r) ? b.size : 0;
+        const uint64_t ptr = ePtr + (r ? (isA ? freed[iF] : b.ptr) : last);
+        ePtr = ptr;
+        eSize += (isF && r) ? b.size : 0;
         lastAlloc = (isA && !r) ? ptr : lastAlloc;
         lastFree = (isF && !r) ? ptr : lastFree;
         lastOther = (!isA && !isF) ? ptr : lastOther;
@@ -495,7 +495,7 @@ struct BlockTablesDecoder {
             std::memmove(freed, freed + BlockTables::kFreedDrop, (kFreed - BlockTables::kFreedDrop) * 8);
             nFreed -= BlockTables::kFreedDrop;
         }
-        allocs[nAllocs] = {ptr, e.size};
+        allocs[nAllocs] = {ptr, eSize};
         live[nLive] = nAllocs;
         nLive += isA;
         nAllocs += isA;
@@ -694,7 +694,7 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
     size_t nRefs = 0;
     if (v6) {
         const size_t refsEnd = at + sizes[kV5Streams];
-        refs.resize(sizes[kV5Streams]); // at most one reference a byte
+        refs.resize(sizes[kV5Streams] + 1); // at most one reference a byte, and a spare
         while (at < refsEnd) {
             const unsigned char b0 = base[at++];
             if (!(b0 & 0x80)) [[likely]] {
@@ -708,6 +708,7 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
             }
             refs[nRefs++] = static_cast<uint16_t>((b0 & 0x7Fu) | unsigned{b1} << 7);
         }
+        refs[nRefs] = 0;
     }
     const size_t before = out.size();
     auto assemble = [&](auto v6Tag) {
@@ -715,27 +716,37 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
         uint64_t f[kV3Fields + 1];
         uint64_t bad = 0;
         Predictor pred;
-        thread_local BlockTablesDecoder blocks;
-        if constexpr (kV6) blocks.reset(count);
+        uint64_t* column = cols.data();
         size_t r = 0;
-        for (uint64_t k = 0; k < count; ++k) {
-#pragma GCC unroll 14
-            for (int i = 0; i <= kV3Fields; ++i) f[i] = cols[i * count + k];
-            Event e = eventOfV3(f, bad);
-            if constexpr (kV6) {
-                uint64_t ref = 0;
-                if (e.kind == EventKind::Alloc || e.kind == EventKind::Free) {
-                    if (r == nRefs) [[unlikely]] {
-                        why = "its block references are cut short or too long";
-                        return false;
-                    }
-                    ref = refs[r++];
+        if constexpr (kV6) {
+            // The tables' pass, over the three columns it needs (kind, ptr, size), before the
+            // events are assembled as in version 5.
+            thread_local BlockTablesDecoder tables;
+            BlockTablesDecoder& blocks = tables;
+            blocks.reset(count);
+            const uint64_t* packed = column + 12 * count;
+            uint64_t* ptrs = column + 4 * count;
+            uint64_t* sizes5 = column + 5 * count;
+            const uint16_t* ref0 = refs.data(); // nRefs references, then a spare 0
+            for (uint64_t k = 0; k < count; ++k) {
+                const uint64_t kind = packed[k] & 0xFF;
+                const bool has = kind == uint64_t(EventKind::Alloc) || kind == uint64_t(EventKind::Free);
+                const uint64_t ref = has ? ref0[r] : 0;
+                r += has;
+                if (r > nRefs) [[unlikely]] {
+                    why = "its block references are cut short or too long";
+                    return false;
                 }
-                if (!blocks.inverse(e, ref)) {
+                if (!blocks.inverse(kind, ptrs[k], sizes5[k], ref)) [[unlikely]] {
                     why = "a block reference names no block of its table";
                     return false;
                 }
             }
+        }
+        for (uint64_t k = 0; k < count; ++k) {
+#pragma GCC unroll 14
+            for (int i = 0; i <= kV3Fields; ++i) f[i] = column[i * count + k];
+            Event e = eventOfV3(f, bad);
             pred.inverse(e);
             out.push_back(e);
         }

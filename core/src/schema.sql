@@ -93,8 +93,8 @@ CREATE TABLE threads (
 -- core/include/poolscope/EventCodec.h (its header comment specifies every version byte for byte).
 -- Version 6 (since format 7) is version 5 whose frees name a block allocated earlier in the
 -- chunk by its rank (and reused pointers a recent free by its depth) instead of a pointer delta:
--- ~3-6 bytes an event. Version 5 (since format 5) is version 4 of predicted events, regrouped
--- by field and compressed with zstd: ~4-9 bytes an event. Version 4 (since format 4) is version 3 plus each event's site. Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
+-- ~2.5-8 bytes an event (written where libzstd is found). Version 5 (since format 5) is version
+-- 4 of predicted events, regrouped by field and compressed with zstd: ~4.5-9 bytes an event. Version 4 (since format 4) is version 3 plus each event's site. Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
 -- as 0-8 raw little-endian bytes, their lengths as 3-bit codes in a 5-byte header per event,
 -- ~20-26 bytes an event. Versions 1 and 2 (LEB128 varints) are still read. A chunk's `codec`
 -- says which; a reader refuses a codec above its own as a trace from a newer PoolScope.
