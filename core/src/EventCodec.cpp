@@ -2,6 +2,8 @@
 
 #include "poolscope/Zstd.h"
 
+#include "BlockTables.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -15,6 +17,9 @@
 namespace poolscope {
 
 namespace {
+
+using codec6::BlockTables;
+using codec6::BlockTablesDecoder;
 
 constexpr int kFields = 17; // versions 1 and 2
 using Fields = std::array<uint64_t, kFields>;
@@ -361,6 +366,10 @@ struct Predictor {
     }
 };
 
+// Fields stored in version 6 as zigzagged residuals, not deltas from the previous event: ptr
+// and size (their predictions above are per kind; a delta across kinds is noise).
+constexpr uint32_t kV6RawFields = (1u << 4) | (1u << 5);
+
 constexpr size_t kV5Streams = kV3Fields + 1; // the 13 fields, then the sites
 
 inline uint64_t headerAt(const unsigned char* p) {
@@ -373,10 +382,17 @@ inline uint64_t headerAt(const unsigned char* p) {
 // The regrouped payload starts with each stream's size, 14 little-endian uint32: the decoder
 // finds the streams without a pass over every header.
 constexpr size_t kV5Prefix = 4 * kV5Streams;
+// Version 6 adds a 15th stream, the block references.
+constexpr size_t kV6Prefix = kV5Prefix + 4;
+// A reference is at most BlockTables::kLive: two LEB128 bytes.
+constexpr size_t kMaxRefBytes = 2;
 
 // Regroups version-4 data of n events (bytes at v4, followed by 8 readable bytes) into out:
 // the stream sizes, the headers, then stream by stream.
-void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out) {
+void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out,
+             const std::string* refs = nullptr) {
+    const size_t prefix = refs ? kV6Prefix : kV5Prefix;
+    const size_t extra = refs ? refs->size() : 0;
     // Pass 1: each stream's size (the headers are read where they lie in v4).
     size_t sizes[kV5Streams] = {};
     {
@@ -396,10 +412,11 @@ void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out
     }
     // Each field is stored with one 8-byte write, so each stream is written with 8 bytes of room
     // after it (the next stream's start would be overwritten), then moved into place.
-    out.resize(kV5Prefix + bytes + 8 * kV5Streams);
+    out.resize(prefix + bytes + extra + 8 * kV5Streams);
     auto* o = reinterpret_cast<unsigned char*>(out.data());
     for (size_t i = 0; i < kV5Streams; ++i) store32(o + 4 * i, static_cast<uint32_t>(sizes[i]));
-    o += kV5Prefix;
+    if (refs) store32(o + 4 * kV5Streams, static_cast<uint32_t>(extra));
+    o += prefix;
     unsigned char* start[kV5Streams];
     unsigned char* at[kV5Streams];
     start[0] = o + n * kV3Header;
@@ -430,23 +447,28 @@ void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out
         std::memmove(to, start[i], sizes[i]);
         to += sizes[i];
     }
-    out.resize(kV5Prefix + bytes);
+    if (refs) std::memcpy(to, refs->data(), extra);
+    out.resize(prefix + bytes + extra);
 }
 
-bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
-                 std::string& why) {
+// Versions 5 and 6.
+bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, std::string& why,
+                bool v6) {
+    const size_t prefix = v6 ? kV6Prefix : kV5Prefix;
+    const size_t streams = v6 ? kV5Streams + 1 : kV5Streams;
     thread_local std::string plain;
-    if (!zstd::decompress(data, kV5Prefix + count * kMaxEncodedEventBytes, plain, why)) return false;
+    const size_t maxBytes = prefix + count * (kMaxEncodedEventBytes + (v6 ? kMaxRefBytes : 0));
+    if (!zstd::decompress(data, maxBytes, plain, why)) return false;
     const size_t bytes = plain.size();
-    if (bytes < kV5Prefix + count * kV3Header) {
+    if (bytes < prefix + count * kV3Header) {
         why = "its decompressed data is too short for its events";
         return false;
     }
     plain.append(16, '\0'); // every field is read with one 8-byte load
     const auto* base = reinterpret_cast<const unsigned char*>(plain.data());
-    uint64_t sizes[kV5Streams];
-    uint64_t total = kV5Prefix + count * kV3Header;
-    for (size_t i = 0; i < kV5Streams; ++i) {
+    uint64_t sizes[kV5Streams + 1];
+    uint64_t total = prefix + count * kV3Header;
+    for (size_t i = 0; i < streams; ++i) {
         uint32_t v;
         std::memcpy(&v, base + 4 * i, 4);
         if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
@@ -469,22 +491,38 @@ bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
     cols.resize((kV3Fields + 1) * count);
     thread_local std::vector<uint64_t> headers;
     headers.resize(count);
-    const unsigned char* hdr = base + kV5Prefix;
+    const unsigned char* hdr = base + prefix;
     for (uint64_t k = 0; k < count; ++k) headers[k] = headerAt(hdr + k * kV3Header);
     // Offsets, not pointers: with damaged headers they may run past the buffer, and are only
     // ever read through min(offset, bytes) (16 zero bytes follow).
-    size_t at = kV5Prefix + count * kV3Header;
+    size_t at = prefix + count * kV3Header;
     bool streamsOk = true;
+    const uint32_t raw = v6 ? kV6RawFields : 0;
     for (int i = 0; i < kV3Fields; ++i) {
         const size_t end = at + sizes[i];
         uint64_t* col = cols.data() + i * count;
         uint64_t v = 0;
         const unsigned shift = 3 * static_cast<unsigned>(i);
-        for (uint64_t k = 0; k < count; ++k) {
-            const unsigned code = (headers[k] >> shift) & 7;
-            v += unzigzag(load64(base + std::min(at, bytes)) & kMaskOfCode[code]);
-            at += kLenOfCode[code];
-            col[k] = v;
+        if (sizes[i] == 0) {
+            // An empty stream (a field that never changes, e.g. result): every code must be 0
+            // and the column is 0, with no load an event.
+            uint64_t codes = 0;
+            for (uint64_t k = 0; k < count; ++k) codes |= headers[k] >> shift;
+            streamsOk &= (codes & 7) == 0;
+            std::fill_n(col, count, uint64_t{0});
+        } else if (raw >> i & 1) {
+            for (uint64_t k = 0; k < count; ++k) {
+                const unsigned code = (headers[k] >> shift) & 7;
+                col[k] = unzigzag(load64(base + std::min(at, bytes)) & kMaskOfCode[code]);
+                at += kLenOfCode[code];
+            }
+        } else {
+            for (uint64_t k = 0; k < count; ++k) {
+                const unsigned code = (headers[k] >> shift) & 7;
+                v += unzigzag(load64(base + std::min(at, bytes)) & kMaskOfCode[code]);
+                at += kLenOfCode[code];
+                col[k] = v;
+            }
         }
         streamsOk &= at == end;
         at = end;
@@ -492,34 +530,100 @@ bool decodeRunV5(std::string_view data, uint64_t count, std::vector<Event>& out,
     {
         const size_t end = at + sizes[kV3Fields];
         uint64_t* col = cols.data() + kV3Fields * count;
-        for (uint64_t k = 0; k < count; ++k) {
-            const bool site = (headers[k] & kSiteBit) != 0;
-            col[k] = site ? (load64(base + std::min(at, bytes)) & 0xFFFF'FFFFu) : 0;
-            at += site ? 4 : 0;
+        if (sizes[kV3Fields] == 0) {
+            uint64_t sites = 0;
+            for (uint64_t k = 0; k < count; ++k) sites |= headers[k];
+            streamsOk &= (sites & kSiteBit) == 0;
+            std::fill_n(col, count, uint64_t{0});
+        } else {
+            for (uint64_t k = 0; k < count; ++k) {
+                const bool site = (headers[k] & kSiteBit) != 0;
+                col[k] = site ? (load64(base + std::min(at, bytes)) & 0xFFFF'FFFFu) : 0;
+                at += site ? 4 : 0;
+            }
         }
         streamsOk &= at == end;
+        at = end;
     }
     if (!streamsOk) {
         why = "its decompressed data does not match its events' headers";
         return false;
     }
-    uint64_t f[kV3Fields + 1];
-    uint64_t bad = 0;
-    Predictor pred;
+    // Version 6's references, all read first (one short loop; the events then take them in
+    // order): LEB128 of at most kMaxRefBytes bytes, none cut by the stream's end.
+    thread_local std::vector<uint16_t> refs;
+    size_t nRefs = 0;
+    if (v6) {
+        const size_t refsEnd = at + sizes[kV5Streams];
+        refs.resize(sizes[kV5Streams] + 1); // at most one reference a byte, and a spare
+        while (at < refsEnd) {
+            const unsigned char b0 = base[at++];
+            if (!(b0 & 0x80)) [[likely]] {
+                refs[nRefs++] = b0;
+                continue;
+            }
+            const unsigned char b1 = at < refsEnd ? base[at++] : 0x80;
+            if (b1 & 0x80) {
+                why = "its block references are cut short or too long";
+                return false;
+            }
+            refs[nRefs++] = static_cast<uint16_t>((b0 & 0x7Fu) | unsigned{b1} << 7);
+        }
+        refs[nRefs] = 0;
+    }
     const size_t before = out.size();
-    for (uint64_t k = 0; k < count; ++k) {
+    auto assemble = [&](auto v6Tag) {
+        constexpr bool kV6 = decltype(v6Tag)::value;
+        uint64_t f[kV3Fields + 1];
+        uint64_t bad = 0;
+        Predictor pred;
+        uint64_t* column = cols.data();
+        size_t r = 0;
+        if constexpr (kV6) {
+            // The tables' pass, over the three columns it needs (kind, ptr, size), before the
+            // events are assembled as in version 5.
+            thread_local BlockTablesDecoder tables;
+            BlockTablesDecoder& blocks = tables;
+            blocks.reset(count);
+            const uint64_t* packed = column + 12 * count;
+            uint64_t* ptrs = column + 4 * count;
+            uint64_t* sizes5 = column + 5 * count;
+            const uint16_t* ref0 = refs.data(); // nRefs references, then a spare 0
+            for (uint64_t k = 0; k < count; ++k) {
+                const uint64_t kind = packed[k] & 0xFF;
+                const bool has = kind == uint64_t(EventKind::Alloc) || kind == uint64_t(EventKind::Free);
+                const uint64_t ref = has ? ref0[r] : 0;
+                r += has;
+                if (r > nRefs) [[unlikely]] {
+                    why = "its block references are cut short or too long";
+                    return false;
+                }
+                if (!blocks.inverse(kind, ptrs[k], sizes5[k], ref)) [[unlikely]] {
+                    why = "a block reference names no block of its table";
+                    return false;
+                }
+            }
+        }
+        for (uint64_t k = 0; k < count; ++k) {
 #pragma GCC unroll 14
-        for (int i = 0; i <= kV3Fields; ++i) f[i] = cols[i * count + k];
-        Event e = eventOfV3(f, bad);
-        pred.inverse(e);
-        out.push_back(e);
-    }
-    if (bad) {
-        out.resize(before);
-        why = "its data does not decode";
-        return false;
-    }
-    return true;
+            for (int i = 0; i <= kV3Fields; ++i) f[i] = column[i * count + k];
+            Event e = eventOfV3(f, bad);
+            pred.inverse(e);
+            out.push_back(e);
+        }
+        if (r != nRefs) {
+            why = "its block references do not match its events";
+            return false;
+        }
+        if (bad) {
+            why = "its data does not decode";
+            return false;
+        }
+        return true;
+    };
+    const bool ok = v6 ? assemble(std::true_type{}) : assemble(std::false_type{});
+    if (!ok) out.resize(before);
+    return ok;
 }
 
 // ---- versions 1 and 2 (LEB128 varints) -------------------------------------------------------
@@ -586,17 +690,27 @@ bool decodeRunVarint(const unsigned char* p, const unsigned char* end, uint64_t 
 } // namespace
 
 struct EventEncoder::Packer {
+    explicit Packer(int level) : compressor(level) {}
     Predictor pred;
-    zstd::Compressor compressor{1};
+    BlockTables blocks; // version 6
+    std::string refs;   // version 6: the references stream
+    zstd::Compressor compressor;
     std::string grouped, packed;
 };
+
+namespace {
+bool compressed(int version) {
+    return version == kZstdCodecVersion || version == kBlocksCodecVersion;
+}
+} // namespace
 
 EventEncoder::EventEncoder(int version) {
     capacity_ = 64 * 1024;
     buf_ = std::make_unique_for_overwrite<char[]>(capacity_);
-    version_ = version == kZstdCodecVersion && zstd::available() ? kZstdCodecVersion
-                                                                  : kPlainCodecVersion;
-    if (version_ == kZstdCodecVersion) packer_ = std::make_unique<Packer>();
+    version_ = compressed(version) && zstd::available() ? version : kPlainCodecVersion;
+    // Zstd level 1: levels 3-6 save another 5-12 % at a third of the speed or less, and the
+    // writer must keep up with the collector's rings (docs/PERFORMANCE.md).
+    if (compressed(version_)) packer_ = std::make_unique<Packer>(1);
 }
 
 EventEncoder::~EventEncoder() = default;
@@ -607,14 +721,17 @@ void EventEncoder::reset() {
     std::fill(std::begin(prev_), std::end(prev_), 0);
     size_ = 0;
     count_ = 0;
-    if (packer_) packer_->pred = {};
+    if (packer_) {
+        packer_->pred = {};
+        packer_->blocks.reset();
+        packer_->refs.clear();
+    }
 }
 
 std::string_view EventEncoder::finish() {
     if (!packer_) return data();
-    // Zstd level 1: levels 3-6 save another 5-12 % on the samples at a third of the speed or
-    // less, and the writer must keep up with the collector's rings.
-    regroup(reinterpret_cast<const unsigned char*>(buf_.get()), size_, count_, packer_->grouped);
+    regroup(reinterpret_cast<const unsigned char*>(buf_.get()), size_, count_, packer_->grouped,
+            version_ == kBlocksCodecVersion ? &packer_->refs : nullptr);
     if (!packer_->compressor.compress(packer_->grouped, packer_->packed)) return {};
     return packer_->packed;
 }
@@ -629,6 +746,26 @@ void EventEncoder::grow() {
 
 void EventEncoder::append(std::span<const Event> events) {
     count_ += events.size();
+    if (version_ == kBlocksCodecVersion) {
+        Packer& pk = *packer_;
+        for (Event e : events) {
+            if (capacity_ - size_ < kMaxEncodedEventBytes + 8) [[unlikely]]
+                grow();
+            pk.pred.forward(e);
+            const uint32_t ref = pk.blocks.forward(e);
+            if (e.kind == EventKind::Alloc || e.kind == EventKind::Free) {
+                if (ref < 0x80) {
+                    pk.refs.push_back(static_cast<char>(ref));
+                } else {
+                    const char two[2] = {static_cast<char>(ref | 0x80), static_cast<char>(ref >> 7)};
+                    pk.refs.append(two, 2);
+                }
+            }
+            for (uint32_t m = kV6RawFields; m; m &= m - 1) prev_[__builtin_ctz(m)] = 0;
+            size_ += encodeV3(e, prev_, reinterpret_cast<unsigned char*>(buf_.get() + size_));
+        }
+        return;
+    }
     if (packer_) {
         for (Event e : events) {
             // + 8: regroup() reads each field with one 8-byte load
@@ -653,6 +790,33 @@ void encodeEventsPortable(std::span<const Event> events, std::string& out) {
     for (const Event& e : events)
         out.append(reinterpret_cast<const char*>(buf), encodeV3Scalar<true>(e, prev, buf));
 }
+
+std::vector<StreamBytes> streamBytes(std::span<const Event> events, int version) {
+    std::vector<StreamBytes> r;
+    if (!compressed(version) || events.empty()) return r;
+    EventEncoder enc(version);
+    if (enc.version() != version) return r;
+    enc.append(events);
+    const std::string_view z = enc.finish();
+    std::string plain, why;
+    if (z.empty() || !zstd::decompress(z, size_t{1} << 30, plain, why)) return r;
+    const size_t streams = version == kBlocksCodecVersion ? kV5Streams + 1 : kV5Streams;
+    size_t at = 4 * streams;
+    zstd::Compressor c(1);
+    std::string out;
+    auto add = [&](size_t n) {
+        c.compress(std::string_view(plain).substr(at, n), out);
+        r.push_back({n, n ? out.size() : 0});
+        at += n;
+    };
+    add(events.size() * kV3Header);
+    for (size_t i = 0; i < streams; ++i) {
+        uint32_t v;
+        std::memcpy(&v, plain.data() + 4 * i, 4);
+        add(v);
+    }
+    return r;
+}
 } // namespace detail
 
 bool encodeEvents(std::span<const Event> events, std::string& out, int version) {
@@ -667,7 +831,7 @@ bool encodeEvents(std::span<const Event> events, std::string& out, int version) 
             out.append(reinterpret_cast<const char*>(buf), encodeV3Scalar<false>(e, prev, buf));
         return true;
     }
-    if (version != kPlainCodecVersion && version != kZstdCodecVersion) return false;
+    if (version != kPlainCodecVersion && !compressed(version)) return false;
     if (events.empty()) return true; // no events, no bytes: in every codec
     EventEncoder enc(version);
     if (enc.version() != version) return false;
@@ -680,14 +844,14 @@ bool encodeEvents(std::span<const Event> events, std::string& out, int version) 
 
 bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out, int version,
                   std::string* why) {
-    if (version == kZstdCodecVersion) {
+    if (compressed(version)) {
         std::string reason;
         // A trace's chunk holds at most 4,096 events; this bound keeps a lying count from
         // sizing anything big (decompress() allocates at most count * kMaxEncodedEventBytes).
         constexpr uint64_t kMaxCount = uint64_t{1} << 16;
         if (count > kMaxCount) reason = "its event count is out of range";
         else if (count == 0) reason = data.empty() ? "" : "it holds data but no events";
-        else if (decodeRunV5(data, count, out, reason))
+        else if (decodeRunZ(data, count, out, reason, version == kBlocksCodecVersion))
             return true;
         if (why) *why = reason;
         return reason.empty();

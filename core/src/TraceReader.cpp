@@ -47,9 +47,9 @@ private:
 
 // The fewest bytes an event takes in each codec: a chunk's data shorter than count times this
 // cannot hold its count (version 1: 17 varints; 2: a mask byte; 3: the 5-byte header).
-// Codec 5 is compressed: no bound per event (its frame's size is checked when decompressed).
+// Codecs 5 and 6 are compressed: no bound per event (its frame's size is checked when decompressed).
 uint64_t minEventBytes(int64_t codec) {
-    return codec == 1 ? 17 : codec == kZstdCodecVersion ? 0 : codec >= 3 ? 5 : 1;
+    return codec == 1 ? 17 : codec >= kZstdCodecVersion ? 0 : codec >= 3 ? 5 : 1;
 }
 
 std::string describeChunk(int64_t id, const schema::ChunkHeader& h) {
@@ -544,7 +544,8 @@ Result<std::shared_ptr<const TraceReader::ChunkIndex>> TraceReader::scanChunks()
             damaged(describeChunk(c.id, h) + ": codec " + std::to_string(h.codec) +
                         " cannot occur in a format " + std::to_string(schemaVersion_) + " trace",
                     lost);
-        else if (h.codec == kZstdCodecVersion && schemaVersion_ < schema::kZstdChunksVersion)
+        else if ((h.codec == kZstdCodecVersion && schemaVersion_ < schema::kZstdChunksVersion) ||
+                 (h.codec == kBlocksCodecVersion && schemaVersion_ < schema::kBlocksChunksVersion))
             damaged(describeChunk(c.id, h) + ": codec " + std::to_string(h.codec) +
                         " cannot occur in a format " + std::to_string(schemaVersion_) + " trace",
                     lost);
@@ -873,7 +874,7 @@ Status TraceReader::readChunk(const ChunkRef& c, std::string_view data, std::vec
         return fail("checksum mismatch (damaged data or header)");
     if (!decode && checksummed) return {};
     // A compressed chunk without libzstd is not damage: nothing can be decoded, say why.
-    if (h.codec == kZstdCodecVersion && !zstd::available())
+    if (h.codec >= kZstdCodecVersion && !zstd::available())
         return Error{ErrorCode::NotReadable,
                      "'" + path_ + "' has compressed events, and " + zstd::unavailableReason() +
                          ": install libzstd1 to read them"};

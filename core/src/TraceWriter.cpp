@@ -141,7 +141,9 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                                                          const WriterOptions& options) {
     std::unique_ptr<TraceWriter> w(new TraceWriter());
     w->finalPath_ = path;
-    w->encoder_ = EventEncoder(options.compressEvents ? kZstdCodecVersion : kPlainCodecVersion);
+    w->encoder_ = EventEncoder(!options.compressEvents ? kPlainCodecVersion
+                               : options.zstdCodec == kZstdCodecVersion ? kZstdCodecVersion
+                                                                        : kEventCodecVersion);
     w->path_ = options.replaceAtClose ? partialPath(path) : path;
     // Start from an empty file: a stale WAL beside an old trace would be replayed into ours.
     if (Status s = removeWithJournals(w->path_); !s) return s.error();

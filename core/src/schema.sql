@@ -1,8 +1,8 @@
--- PoolScope trace schema, version 6.
+-- PoolScope trace schema, version 7.
 --
 -- A trace is one SQLite file (extension .poolscope) identified by
 --   PRAGMA application_id = 1347634000  (0x50534350, 'PSCP')
---   PRAGMA user_version   = 6           (this schema's version)
+--   PRAGMA user_version   = 7           (this schema's version)
 -- The schema grows only by adding tables and columns under a higher user_version; a reader opens
 -- every version up to its own and refuses newer ones with a plain message.
 -- History: 1 = event chunks in codec 1 or 2. 2 = the same tables; chunks may be codec 3, so a
@@ -23,6 +23,9 @@
 -- 6 = the same tables; events may be peer copies (issue #19: peer_copy, cuMemcpyPeer(Async)
 -- between two devices); a trace of version 5 or lower holding one is damaged, and a reader of
 -- version 5 refuses a version-6 trace as a newer PoolScope's instead of dropping its chunks.
+-- 7 = the same tables; chunks may be codec 6 (codec 5 with frees and reuses predicted from the
+-- chunk's own blocks, issue #15; written where libzstd is found). A reader of version 6 refuses
+-- it as a newer PoolScope's rather than calling small compressed chunks "too short".
 --
 -- Conventions
 -- * Handles (CUstream, CUmemoryPool, CUevent, device pointers) are 64-bit unsigned values stored
@@ -88,8 +91,10 @@ CREATE TABLE threads (
 --
 -- They are stored in chunks: runs of consecutive events (by seq) encoded with the codec of
 -- core/include/poolscope/EventCodec.h (its header comment specifies every version byte for byte).
--- Version 5 (since format 5) is version 4 of predicted events, regrouped by field and
--- compressed with zstd: ~4-7 bytes an event. Version 4 (since format 4) is version 3 plus each event's site. Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
+-- Version 6 (since format 7) is version 5 whose frees name a block allocated earlier in the
+-- chunk by its rank (and reused pointers a recent free by its depth) instead of a pointer delta:
+-- ~2.5-8 bytes an event (written where libzstd is found). Version 5 (since format 5) is version
+-- 4 of predicted events, regrouped by field and compressed with zstd: ~4.5-9 bytes an event. Version 4 (since format 4) is version 3 plus each event's site. Version 3, written since 2026-11-22: per field the zigzagged delta from the previous event
 -- as 0-8 raw little-endian bytes, their lengths as 3-bit codes in a 5-byte header per event,
 -- ~20-26 bytes an event. Versions 1 and 2 (LEB128 varints) are still read. A chunk's `codec`
 -- says which; a reader refuses a codec above its own as a trace from a newer PoolScope.
@@ -104,7 +109,7 @@ CREATE TABLE event_chunks (
   t_max     INTEGER NOT NULL,                 -- largest ts_ns in the chunk
   count     INTEGER NOT NULL,
   kinds     INTEGER NOT NULL,                 -- bit (1 << kind) set for each kind present
-  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 to 5; the writer sets it)
+  codec     INTEGER NOT NULL DEFAULT 2,       -- EventCodec version (1 to 6; the writer sets it)
   data      BLOB    NOT NULL,
   -- Since version 3. prev_last_seq: last_seq of the previous chunk in seq order (0 for the
   -- first), so that a deleted chunk row leaves a visible hole. crc: CRC32C (Castagnoli) of

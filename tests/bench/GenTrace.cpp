@@ -2,8 +2,9 @@
 // at least N allocations, for the size and read benchmarks that need a file of a given size
 // (tests/bench/vs_heaptrack.sh). Prints the events, allocations, bytes and write rate.
 //
-//   poolscope_bench_gentrace OUT.poolscope N_ALLOCATIONS [--plain] [--variety]
-//     --plain: codec 4. --variety: side streams in bursts, a third pool and out-of-memory spikes
+//   poolscope_bench_gentrace OUT.poolscope N_ALLOCATIONS [--plain] [--codec5] [--variety]
+//     --plain: codec 4. --codec5: codec 5 instead of the newest (write-rate comparisons).
+//     --variety: side streams in bursts, a third pool and out-of-memory spikes
 //     (SyntheticTrace's variety), for the events-table filter benchmark (FilterBench.cpp).
 #include <chrono>
 #include <cstdio>
@@ -13,13 +14,14 @@
 #include <string>
 
 #include "SyntheticTrace.h"
+#include "poolscope/EventCodec.h"
 #include "poolscope/TraceWriter.h"
 
 using namespace poolscope;
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: %s OUT.poolscope N_ALLOCATIONS [--plain] [--variety]\n",
+        std::fprintf(stderr, "usage: %s OUT.poolscope N_ALLOCATIONS [--plain] [--codec5] [--variety]\n",
                      argv[0]);
         return 2;
     }
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
     bool variety = false;
     for (int i = 3; i < argc; ++i) {
         if (std::strcmp(argv[i], "--plain") == 0) options.compressEvents = false;
+        else if (std::strcmp(argv[i], "--codec5") == 0) options.zstdCodec = kZstdCodecVersion;
         else if (std::strcmp(argv[i], "--variety") == 0) variety = true;
         else {
             std::fprintf(stderr, "unknown option %s\n", argv[i]);

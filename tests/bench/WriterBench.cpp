@@ -5,8 +5,8 @@
 // one transaction: what SQLite itself costs. TraceWriter's extra is encoding, chunk bookkeeping
 // and the per-kind counts. A third benchmark, one row per event in a plain table, is kept for
 // reference: it is the design the chunked format replaced. BM_EncodeEvents/N and
-// BM_DecodeEvents/N time the chunk codec alone in version N (5: written, zstd; 4: written
-// without libzstd; 2 and 3: older). BM_WriterSummariesCost: the writer with and without the
+// BM_DecodeEvents/N time the chunk codec alone in version N (6: written, zstd; 5: its
+// predecessor; 4: written without libzstd; 2 and 3: older). BM_WriterSummariesCost: the writer with and without the
 // per-chunk pool summaries, and the file sizes; BM_WriterChunkHeadersCost the same for the
 // chunk_headers table.
 #include <benchmark/benchmark.h>
@@ -105,7 +105,7 @@ const std::vector<Chunk>& encodedChunks() {
                 c.tMax = std::max(c.tMax, e.tsNs);
                 c.kinds |= uint64_t{1} << static_cast<unsigned>(e.kind);
             }
-            encodeEvents(run, c.data, kZstdCodecVersion); // what TraceWriter writes
+            encodeEvents(run, c.data, kEventCodecVersion); // what TraceWriter writes
             out.push_back(std::move(c));
         }
         return out;
@@ -299,14 +299,14 @@ void BM_EncodeEvents(benchmark::State& state) {
     const int version = static_cast<int>(state.range(0));
     const auto& ev = workload();
     std::string out;
-    EventEncoder enc, enc5(kZstdCodecVersion);
+    EventEncoder enc, enc5(kZstdCodecVersion), enc6(kBlocksCodecVersion);
     size_t bytes = 0;
     for (auto _ : state) {
         bytes = 0;
         for (size_t i = 0; i < ev.size(); i += schema::kChunkEvents) {
             std::span<const Event> run(ev.data() + i, std::min(schema::kChunkEvents, ev.size() - i));
             if (version >= 4) {
-                EventEncoder& e = version == 5 ? enc5 : enc;
+                EventEncoder& e = version == 6 ? enc6 : version == 5 ? enc5 : enc;
                 e.reset();
                 for (const Event& ev1 : run) e.append(ev1);
                 const std::string_view d = e.finish();
@@ -361,8 +361,8 @@ BENCHMARK(BM_RowPerEventReference)->UseManualTime()->Unit(benchmark::kMillisecon
 BENCHMARK(BM_WriterVsFloor)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(7);
 BENCHMARK(BM_WriterSummariesCost)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(7);
 BENCHMARK(BM_WriterChunkHeadersCost)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(7);
-BENCHMARK(BM_EncodeEvents)->Arg(2)->Arg(3)->Arg(4)->Arg(5)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DecodeEvents)->Arg(2)->Arg(3)->Arg(4)->Arg(5)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeEvents)->Arg(2)->Arg(3)->Arg(4)->Arg(5)->Arg(6)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeEvents)->Arg(2)->Arg(3)->Arg(4)->Arg(5)->Arg(6)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -2,7 +2,7 @@
 // tests/control/test_fuzz.cpp: an in-process mutation fuzzer with a fixed seed, bounded by count
 // and by time so that CI runs it on every submission. POOLSCOPE_FUZZ_INPUTS=N runs N inputs with
 // no time limit (docs/SANITIZERS.md, "Fuzzing", has the long runs).
-//   ChunkCodecFuzz: real encoded chunks (the bundled samples' events, codec 4, 3 and 2), mutated,
+//   ChunkCodecFuzz: real encoded chunks (the bundled samples' events, codecs 6 to 2), mutated,
 //     decoded with every codec version: never a crash, never more events than claimed.
 //   TraceFileFuzz: images of the bundled samples (and format-3 copies of them), damaged as
 //     bytes or as SQL, then opened from memory and read as the window reads them (skipDamaged):
@@ -160,7 +160,7 @@ std::vector<Seed> codecSeeds() {
             const size_t at = rng() % (all.size() - len + 1);
             std::span<const Event> run(all.data() + at, len);
             if (len > 1000 && seeds.size() % 3) continue; // a few large seeds only
-            for (int v : {5, 4, 3, 2}) {
+            for (int v : {6, 5, 4, 3, 2}) {
                 Seed s{{}, len, v};
                 if (v >= 4) {
                     // Codec 4 with call sites on some events (the samples predate them).
@@ -205,8 +205,8 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
         std::string b = s.data;
         uint64_t count = s.count;
         std::string plain, why;
-        if (s.version == 5 && rng() % 2 && zstd::decompress(b, size_t{1} << 24, plain, why)) {
-            // Codec 5 past zstd: the regrouped payload mutated, then compressed again, so that
+        if (s.version >= 5 && rng() % 2 && zstd::decompress(b, size_t{1} << 24, plain, why)) {
+            // Codecs 5 and 6 past zstd: the regrouped payload mutated, then compressed again, so that
             // the decoder's own checks (stream sizes, fields) see the damage, not only zstd's.
             mutateBytes(plain, datas, rng);
             zstd::Compressor c;
@@ -216,14 +216,14 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
         }
         if (rng() % 4 == 0) count = mutateCount(count, b.size(), rng);
         // Every version the decoder accepts, and two it must refuse.
-        for (int v : {0, 1, 2, 3, 4, 5, kEventCodecVersion + 1}) {
+        for (int v : {0, 1, 2, 3, 4, 5, 6, kEventCodecVersion + 1}) {
             out.clear();
             out.shrink_to_fit();
             const bool ok = decodeEvents(b, count, out, v);
             // Never allocates for more events than the bytes could hold (1 byte an event at
-            // least, in codec 2), whatever count claims; codec 5's bytes are compressed: its
+            // least, in codec 2), whatever count claims; codecs 5 and 6 are compressed: their
             // events must fit the decompressed bytes (5 an event), at most 2^16 * 113 bytes.
-            ASSERT_LE(out.capacity(), v == 5 ? size_t{1} << 16 : b.size() + 1)
+            ASSERT_LE(out.capacity(), v >= 5 ? size_t{1} << 16 : b.size() + 1)
                 << "input " << inputs << " v" << v << " count " << count;
             if (ok) {
                 ASSERT_TRUE(v >= 1 && v <= kEventCodecVersion) << "input " << inputs << " v" << v;
@@ -235,7 +235,7 @@ TEST(ChunkCodecFuzz, DecoderSurvivesMutatedChunks) {
         }
     }
     const int64_t ms = msSince(t0);
-    std::printf("chunk codec fuzz: %llu inputs (x7 versions), %llu decoded, %lld ms, %.0f inputs/s\n",
+    std::printf("chunk codec fuzz: %llu inputs (x8 versions), %llu decoded, %lld ms, %.0f inputs/s\n",
                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(decoded),
                 static_cast<long long>(ms), ms ? 1000.0 * double(inputs) / double(ms) : 0.0);
     EXPECT_GT(decoded, 0u) << "some inputs must still decode: the seeds are valid";

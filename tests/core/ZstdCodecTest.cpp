@@ -98,7 +98,7 @@ TEST(ZstdCodec, PredictorEdgesRoundTrip) {
     expectRoundTrip({}, "no events");
 }
 
-TEST(ZstdCodec, WriterWritesCodec5AndReadsItBack) {
+TEST(ZstdCodec, WriterAskedForCodec5WritesItAndReadsItBack) {
     test::ScratchDir dir;
     const std::string path = dir.file("z.poolscope");
     test::Events ev;
@@ -106,7 +106,9 @@ TEST(ZstdCodec, WriterWritesCodec5AndReadsItBack) {
         test::Events::wm(ev.alloc(static_cast<int64_t>(1000 + i * 7), 0x10, 0x20, 0x1000 + 0x100 * i, 256),
                          4096 * (i + 1), 256 * (i + 1));
     {
-        auto w = TraceWriter::create(path);
+        WriterOptions o;
+        o.zstdCodec = kZstdCodecVersion; // codec 5, which the writer wrote before codec 6
+        auto w = TraceWriter::create(path, o);
         ASSERT_TRUE(w) << w.error().message;
         ASSERT_TRUE((*w)->append(ev.all()));
         ASSERT_TRUE((*w)->close());
@@ -218,7 +220,9 @@ TEST(ZstdCodec, HostileChunksAreDamageWithAReason) {
     test::Events ev;
     for (uint64_t i = 0; i < 10000; ++i) ev.alloc(static_cast<int64_t>(i * 5), 0x10, 0x20, 0x1000 + i * 64, 64);
     {
-        auto w = TraceWriter::create(base);
+        WriterOptions o;
+        o.zstdCodec = kZstdCodecVersion;
+        auto w = TraceWriter::create(base, o);
         ASSERT_TRUE(w && (*w)->append(ev.all()) && (*w)->close());
     }
     zstd::Compressor c;
@@ -273,7 +277,9 @@ TEST(ZstdCodec, Codec5InAnOlderFormatIsDamage) {
     test::Events ev;
     for (uint64_t i = 0; i < 100; ++i) ev.alloc(static_cast<int64_t>(i), 0x10, 0x20, 0x1000 + i, 64);
     {
-        auto w = TraceWriter::create(path);
+        WriterOptions o;
+        o.zstdCodec = kZstdCodecVersion;
+        auto w = TraceWriter::create(path, o);
         ASSERT_TRUE(w && (*w)->append(ev.all()) && (*w)->close());
     }
     test::execSql(path, "PRAGMA user_version=4");

@@ -11,10 +11,13 @@ struct ChunkIndexRow;
 
 namespace poolscope::schema {
 
-inline constexpr int kVersion = 6; // written; 1 to 6 are read (see schema.sql)
+inline constexpr int kVersion = 7; // written; 1 to 7 are read (see schema.sql)
 // The first version whose event chunks may be zstd-compressed (codec kZstdCodecVersion): the
 // one constant of that format change (another change takes the next number).
 inline constexpr int kZstdChunksVersion = 5;
+// The first version whose event chunks may be in codec kBlocksCodecVersion (6): a reader of
+// format 6 would call its small chunks "too short" instead of refusing them as newer.
+inline constexpr int kBlocksChunksVersion = 7;
 // The first version whose chunks may hold the beyond-pool kinds (Event.h, issue #18).
 inline constexpr int kBeyondPoolVersion = 5;
 // The first version whose chunks may hold peer copies (EventKind::PeerCopy, issue #19).

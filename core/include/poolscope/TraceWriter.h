@@ -30,9 +30,11 @@ struct WriterOptions {
     // not destroy the last good trace). If writing fails, <path>.partial keeps what was
     // committed. The collector and `poolscope record` set it.
     bool replaceAtClose = false;
-    // Event chunks in the zstd codec (kZstdCodecVersion) where libzstd is found; false: always
+    // Event chunks in a zstd codec (kEventCodecVersion) where libzstd is found; false: always
     // codec 4 (tests that need the uncompressed layout, comparisons).
     bool compressEvents = true;
+    // Benchmarks only: kZstdCodecVersion writes codec 5 instead of the newest (comparisons).
+    int zstdCodec = 0;
     // Per-chunk pool summaries (pool_chunk_summary, PoolSummary.h); false: a trace without the
     // table, as written before it existed (benchmarks of its cost, tests of old traces).
     bool poolSummaries = true;
