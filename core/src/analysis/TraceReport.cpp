@@ -42,8 +42,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (!streams) return streams.error();
     reducer.setEntities(std::move(*devices), *pools, *streams);
     // The attributes read when each pool was first seen, as buildTimeline declares them.
+    // (The advisor's second read declares none: where this one did, its answers may differ.)
+    bool knobsDeclared = false;
     if (auto attrs = reader.poolAttributes(); attrs)
-        for (const PoolAttributeValue& a : *attrs) reducer.replay().declareKnob(a.pool, a.attr, a.value);
+        for (const PoolAttributeValue& a : *attrs)
+            knobsDeclared = reducer.replay().declareKnob(a.pool, a.attr, a.value) || knobsDeclared;
     TraceReport out;
     Report& rep = out.report;
     rep.tracePath = std::move(tracePath);
@@ -63,11 +66,13 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const std::vector<Event>& ss = *samples;
     reducer.expectSamples(ss);
 
-    // The advisor's first two models follow the same replay.
+    // The advisor's first two models and the racing threads' ranges follow the same replay.
     whatif::PoolModel asRecorded, neverReleasing(whatif::neverReleasing());
+    whatif::RaceBounds races;
     if (options.advice) {
         reducer.replay().subscribe(&asRecorded, whatif::PoolModel::kindMask());
         reducer.replay().subscribe(&neverReleasing, whatif::PoolModel::kindMask());
+        reducer.replay().subscribe(&races, whatif::RaceBounds::kindMask());
     }
     size_t si = 0;
     uint64_t done = 0;
@@ -95,8 +100,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     detail::addFindings(rep);
     if (options.advice && adviceWorthIt(rep, reducer.anyPolicyOff()))
         addAdvice(rep, whatif::adviseAfter(reader, asRecorded.result(reducer.replay()),
-                                           neverReleasing.result(reducer.replay()), {},
-                                           options.parallel));
+                                           neverReleasing.result(reducer.replay()),
+                                           races.result(reducer.replay()), !knobsDeclared));
     return out;
 }
 

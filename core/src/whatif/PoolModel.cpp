@@ -720,6 +720,40 @@ std::vector<PoolPrediction> PoolModel::run(const Tape& tape, std::optional<uint6
         }
         apply(op, seq, handle);
     }
+    return collect(tape, only);
+}
+
+void PoolModel::feed(const Op* first, const Op* last, const uint64_t* seq, size_t nSeq,
+                     const std::vector<uint64_t>& handles, const std::vector<uint8_t>& mute) {
+    size_t allocs = 0;
+    const size_t nStreams = handles.size(), nMute = mute.size();
+    for (const Op* it = first; it != last; ++it) {
+        const Op& op = *it;
+        uint64_t s = 0, handle = 0;
+        if (op.kind == Op::Kind::Alloc) {
+            s = allocs < nSeq ? seq[allocs] : 0;
+            ++allocs;
+            handle = op.stream < nStreams ? handles[op.stream] : 0;
+        }
+        if (op.pool < nMute && mute[op.pool]) {
+            switch (op.kind) {
+            case Op::Kind::Wait:
+            case Op::Kind::EventCleared:
+            case Op::Kind::StreamSync:
+            case Op::Kind::EventSync:
+            case Op::Kind::ContextSync: break; // every pool's
+            default: continue;                 // a muted pool's
+            }
+        }
+        apply(op, s, handle);
+    }
+}
+
+uint64_t PoolModel::releasesOf(uint32_t i) const {
+    return i < pools_.size() ? pools_[i].out.releases : 0;
+}
+
+std::vector<PoolPrediction> PoolModel::collect(const Tape& tape, uint32_t only) {
     lastTs_ = std::max(lastTs_, tape.lastTs);
     std::vector<PoolPrediction> out;
     for (size_t k = 0; k < tape.recorded.size() && k < tape.poolIndex.size(); ++k) {
