@@ -367,10 +367,11 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     PoolModel lead;
     lead.keepRecorded(false);
     lead.recordInto(&tape);
+    lead.recordOnly(true);
     replay.subscribe(&lead, PoolModel::kindMask());
     auto step = [&] {
-        tape.streamHandles.clear();
-        for (const replay::StreamState& s : replay.streams()) tape.streamHandles.push_back(s.info.handle);
+        for (size_t i = tape.streamHandles.size(); i < replay.streams().size(); ++i)
+            tape.streamHandles.push_back(replay.streams()[i].info.handle);
         search.step(tape, replay);
         tape.ops.clear();
         tape.allocSeq.clear();

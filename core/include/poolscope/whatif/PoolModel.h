@@ -204,6 +204,9 @@ public:
     // Appends every input the model takes from the replay to `tape` (not owned) as it follows;
     // finishTape() completes it.
     void recordInto(Tape* tape) { tape_ = tape; }
+    // Recording only (with recordInto): the ops, which pools they touched and the recorded
+    // side, without the model's own predictions (for models that follow the tape instead).
+    void recordOnly(bool only) { recordOnly_ = only; }
     void finishTape(Tape& tape, const replay::Replay& r) const;
     // Without the recorded figures (PoolPrediction::recorded*, the same for every model of a
     // trace, a quarter of a model's time): the predictions are unchanged (where the recorded
@@ -262,6 +265,7 @@ private:
     Calibration cal_;
     bool keepSeries_ = false;
     bool keepRecorded_ = true;
+    bool recordOnly_ = false;
     std::vector<Pool> pools_;
     std::vector<uint64_t> seenCleared_; // per replay stream: its clearedBytes already applied
     int64_t lastTs_ = 0;
