@@ -42,8 +42,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (!streams) return streams.error();
     reducer.setEntities(std::move(*devices), *pools, *streams);
     // The attributes read when each pool was first seen, as buildTimeline declares them.
+    // (The advisor's second read declares none: where this one did, its answers may differ.)
+    bool knobsDeclared = false;
     if (auto attrs = reader.poolAttributes(); attrs)
-        for (const PoolAttributeValue& a : *attrs) reducer.replay().declareKnob(a.pool, a.attr, a.value);
+        for (const PoolAttributeValue& a : *attrs)
+            knobsDeclared = reducer.replay().declareKnob(a.pool, a.attr, a.value) || knobsDeclared;
     TraceReport out;
     Report& rep = out.report;
     rep.tracePath = std::move(tracePath);
@@ -63,12 +66,29 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const std::vector<Event>& ss = *samples;
     reducer.expectSamples(ss);
 
-    // The advisor's first two models follow the same replay.
+    // The advisor's first two models and the racing threads' ranges follow the same replay.
+    // The never-releasing model follows the ops the as-recorded one takes from the replay, a
+    // chunk at a time (the same answers as following the replay itself, for less).
     whatif::PoolModel asRecorded, neverReleasing(whatif::neverReleasing());
+    whatif::RaceBounds races;
+    whatif::Tape tape;
+    const std::vector<uint8_t> noMute;
     if (options.advice) {
+        asRecorded.recordInto(&tape);
         reducer.replay().subscribe(&asRecorded, whatif::PoolModel::kindMask());
-        reducer.replay().subscribe(&neverReleasing, whatif::PoolModel::kindMask());
+        reducer.replay().subscribe(&races, whatif::RaceBounds::kindMask());
     }
+    auto follow = [&] {
+        if (!options.advice) return;
+        const auto& streams = reducer.replay().streams();
+        for (size_t i = tape.streamHandles.size(); i < streams.size(); ++i)
+            tape.streamHandles.push_back(streams[i].info.handle);
+        const whatif::Op* ops = tape.ops.data();
+        neverReleasing.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
+                            tape.streamHandles, noMute);
+        tape.ops.clear();
+        tape.allocSeq.clear();
+    };
     size_t si = 0;
     uint64_t done = 0;
     auto addSample = [&](Event s) {
@@ -82,6 +102,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             reducer.add(e);
         }
         reducer.advance();
+        follow();
         done += chunk.size();
         if (options.progress) options.progress(done, total);
         return !cancelled();
@@ -90,13 +111,16 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     while (si < ss.size()) addSample(ss[si++]);
+    follow();
     reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);
     detail::dropEmptyUnknownPool(rep);
     detail::addFindings(rep);
     if (options.advice && adviceWorthIt(rep, reducer.anyPolicyOff()))
-        addAdvice(rep, whatif::adviseAfter(reader, asRecorded.result(reducer.replay()),
-                                           neverReleasing.result(reducer.replay()), {},
-                                           options.parallel));
+    {
+        asRecorded.finishTape(tape, reducer.replay());
+        addAdvice(rep, whatif::adviseAfter(reader, tape.recorded, neverReleasing.collect(tape),
+                                           races.result(reducer.replay()), !knobsDeclared));
+    }
     return out;
 }
 

@@ -245,11 +245,11 @@ void PoolModel::cleared(const replay::Fact& f, const replay::Replay& r) {
             op.kind = Op::Kind::Wait;
             op.aux = f.stream;
             toTape(op);
-            waitMove(op);
+            if (!recordOnly_) waitMove(op);
         } else if (kind == EventKind::EventSynchronize) {
             op.kind = Op::Kind::EventCleared;
             toTape(op);
-            eventCleared(op);
+            if (!recordOnly_) eventCleared(op);
         }
         // Stream and context synchronizes: release() empties the whole stream.
     };
@@ -322,7 +322,10 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
                 tape_->ops.push_back(op);
                 tape_->allocSeq.push_back(e.seq);
             }
-            alloc(op, e.seq, f.stream < r.streams().size() ? r.streams()[f.stream].info.handle : 0);
+            if (recordOnly_) [[unlikely]]
+                pools_[f.pool].out.touched |= op.stream != replay::kNone; // as alloc() would
+            else
+                alloc(op, e.seq, f.stream < r.streams().size() ? r.streams()[f.stream].info.handle : 0);
         }
     } else if (f.freed) {
         const replay::Block& b = f.block;
@@ -334,7 +337,10 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
             op.value = b.bytes;
             op.flag = e.kind == EventKind::DeviceFree;
             toTape(op);
-            freeBlock(op);
+            if (recordOnly_) [[unlikely]]
+                pools_[b.pool].out.touched = true;
+            else
+                freeBlock(op);
         }
     }
     if (f.replacedLive && f.closed.pool != replay::kNone && !f.closed.imported) {
@@ -346,7 +352,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         d.pool = f.closed.pool;
         d.value = f.closed.bytes;
         toTape(d);
-        apply(d, 0, 0);
+        if (!recordOnly_) apply(d, 0, 0);
     }
     if (f.pendingCleared) cleared(f, r);
     switch (e.kind) {
@@ -367,7 +373,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         }
         op.aux = static_cast<uint32_t>(device);
         toTape(op);
-        release(op);
+        if (!recordOnly_) release(op);
         break;
     }
     case EventKind::PoolTrimTo:
@@ -385,7 +391,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
         op.kind = Op::Kind::Trim;
         op.pool = f.pool;
         toTape(op);
-        trim(op);
+        if (!recordOnly_) trim(op);
         break;
     }
     case EventKind::PoolSetAttribute:
@@ -399,7 +405,7 @@ void PoolModel::onFact(const replay::Fact& f, const replay::Replay& r) {
             op.kind = Op::Kind::Reset;
             op.pool = f.pool;
             toTape(op);
-            apply(op, 0, 0);
+            if (!recordOnly_) apply(op, 0, 0);
         }
         break;
     default: break;
@@ -425,7 +431,7 @@ void PoolModel::init(uint32_t i, uint64_t handle, int device) {
     }
 }
 
-PoolModel::Pool& PoolModel::at(uint32_t i) {
+[[gnu::always_inline]] inline PoolModel::Pool& PoolModel::at(uint32_t i) {
     // A tape always names a pool in an Init first; anything else gets the defaults.
     if (i >= pools_.size() || !pools_[i].init) [[unlikely]]
         init(i, 0, -1);
@@ -720,6 +726,40 @@ std::vector<PoolPrediction> PoolModel::run(const Tape& tape, std::optional<uint6
         }
         apply(op, seq, handle);
     }
+    return collect(tape, only);
+}
+
+void PoolModel::feed(const Op* first, const Op* last, const uint64_t* seq, size_t nSeq,
+                     const std::vector<uint64_t>& handles, const std::vector<uint8_t>& mute) {
+    size_t allocs = 0;
+    const size_t nStreams = handles.size(), nMute = mute.size();
+    for (const Op* it = first; it != last; ++it) {
+        const Op& op = *it;
+        uint64_t s = 0, handle = 0;
+        if (op.kind == Op::Kind::Alloc) {
+            s = allocs < nSeq ? seq[allocs] : 0;
+            ++allocs;
+            handle = op.stream < nStreams ? handles[op.stream] : 0;
+        }
+        if (op.pool < nMute && mute[op.pool]) {
+            switch (op.kind) {
+            case Op::Kind::Wait:
+            case Op::Kind::EventCleared:
+            case Op::Kind::StreamSync:
+            case Op::Kind::EventSync:
+            case Op::Kind::ContextSync: break; // every pool's
+            default: continue;                 // a muted pool's
+            }
+        }
+        apply(op, s, handle);
+    }
+}
+
+uint64_t PoolModel::releasesOf(uint32_t i) const {
+    return i < pools_.size() ? pools_[i].out.releases : 0;
+}
+
+std::vector<PoolPrediction> PoolModel::collect(const Tape& tape, uint32_t only) {
     lastTs_ = std::max(lastTs_, tape.lastTs);
     std::vector<PoolPrediction> out;
     for (size_t k = 0; k < tape.recorded.size() && k < tape.poolIndex.size(); ++k) {

@@ -4,7 +4,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "poolscope/replay/Replay.h"
 
@@ -20,7 +19,8 @@ namespace {
 // the timeline does) through it.
 Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& events,
                    const std::atomic<bool>* cancel = nullptr,
-                   const std::function<void(uint64_t, uint64_t)>& progress = {}) {
+                   const std::function<void(uint64_t, uint64_t)>& progress = {},
+                   const std::function<bool()>& afterChunk = {}) {
     auto devices = reader.devices();
     if (!devices) return devices.error();
     auto pools = reader.pools();
@@ -38,7 +38,7 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
     uint64_t total = 0;
     if (progress)
         if (auto sum = reader.summary()) total = sum->eventCount;
-    bool cancelled = false;
+    bool cancelled = false, stopped = false;
     Status st = reader.forEachChunk([&](std::vector<Event>& chunk) {
         if (cancel && cancel->load(std::memory_order_relaxed)) {
             cancelled = true;
@@ -50,8 +50,13 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
         }
         events += chunk.size();
         if (progress) progress(events, total);
+        if (afterChunk && !afterChunk()) {
+            stopped = true;
+            return false;
+        }
         return true;
     });
+    if (stopped) return {}; // (forEachChunk calls it a cancel)
     if (!st) return st.error();
     if (cancelled) return Error{ErrorCode::Cancelled, "cancelled"};
     while (si < ss.size()) replay.apply(ss[si++]);
@@ -247,46 +252,74 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     return adviceFrom(a1->perQuestion[0], on, cands, a2.perQuestion, a1->races);
 }
 
-// The questions split over up to `threads` threads, each with its own reader of the same file and
-// its own replay: the same answers (each model sees every event either way), in the same order.
-static Result<Answers> predictOnThreads(const TraceReader& reader, const std::vector<Question>& questions,
-                                 const Calibration& c, unsigned threads, bool races) {
-    constexpr size_t kPerThread = 4; // below that a thread's own decoding costs more than it saves
-    threads = std::min<unsigned>(threads, static_cast<unsigned>(questions.size() / kPerThread));
-    if (threads < 2 || reader.path().empty()) return predict(reader, questions, c, races);
-    std::vector<std::vector<Question>> parts(threads);
-    for (size_t i = 0; i < questions.size(); ++i) parts[i % threads].push_back(questions[i]);
-    std::vector<std::optional<Result<Answers>>> got(threads);
-    std::vector<std::thread> workers;
-    for (unsigned t = 1; t < threads; ++t)
-        workers.emplace_back([&, t] {
-            auto own = TraceReader::open(reader.path());
-            if (!own) {
-                got[t] = own.error();
-                return;
-            }
-            (*own)->setSkipDamaged(reader.skipDamaged());
-            got[t] = predict(**own, parts[t], c);
-        });
-    got[0] = predict(reader, parts[0], c, races);
-    for (std::thread& w : workers) w.join();
-    Answers out;
-    out.perQuestion.resize(questions.size());
-    for (unsigned t = 0; t < threads; ++t) {
-        if (!*got[t]) return got[t]->error();
-        Answers& a = **got[t];
-        for (size_t k = 0; k < a.perQuestion.size(); ++k)
-            out.perQuestion[k * threads + t] = std::move(a.perQuestion[k]);
-        out.events = a.events;
-        if (t == 0) out.races = std::move(a.races);
+namespace {
+
+// The advisor's second read (adviseAfter): the three reuse policies forced on, for the pools
+// that had them off, and the candidate thresholds, for the pools with something to decide. One
+// recording model turns the replay's facts into ops; every question's model follows those ops
+// a chunk at a time, muted for the pools whose answer it does not give. A candidate is asked
+// only below the first candidate at or above a pool's never-releasing peak (from there on the
+// model is the never-releasing one: it never releases either) and stops for a pool as soon as
+// its predicted releases pass what the advice allows (they only grow): the read ends once
+// nothing is left to ask.
+struct Search {
+    struct Asked {
+        std::unique_ptr<PoolModel> model;
+        std::vector<uint64_t> pools;          // the handles it answers for
+        std::vector<uint64_t> allowed;        // per pool: releases past this decide it (candidates)
+        std::vector<uint8_t> mute;            // by replay pool index
+        std::vector<uint32_t> index;          // per pool: its replay index, kNone until seen
+        std::vector<uint64_t> diedAt;         // per pool: releases when decided, 0 while asked
+        size_t left = 0;                      // pools still asked
+        bool candidate = false;
+    };
+    std::vector<Asked> asked;
+
+    bool anyLeft() const {
+        for (const Asked& a : asked)
+            if (a.left) return true;
+        return false;
     }
-    return out;
-}
+    // New pools of the replay: muted unless the question answers for them.
+    static void seePools(Asked& a, const replay::Replay& r) {
+        for (uint32_t i = static_cast<uint32_t>(a.mute.size()); i < r.pools().size(); ++i) {
+            uint8_t mute = 1;
+            for (size_t k = 0; k < a.pools.size(); ++k)
+                if (a.pools[k] == r.pools()[i].info.handle && a.index[k] == replay::kNone &&
+                    a.diedAt[k] == 0) {
+                    a.index[k] = i;
+                    mute = 0;
+                }
+            a.mute.push_back(mute);
+        }
+    }
+    void step(const Tape& tape, const replay::Replay& r) {
+        for (Asked& a : asked) {
+            if (!a.left) continue;
+            seePools(a, r);
+            a.model->feed(tape.ops.data(), tape.ops.data() + tape.ops.size(), tape.allocSeq.data(),
+                          tape.allocSeq.size(), tape.streamHandles, a.mute);
+            if (!a.candidate) continue;
+            for (size_t k = 0; k < a.pools.size(); ++k) {
+                if (a.diedAt[k] || a.index[k] == replay::kNone) continue;
+                const uint64_t n = a.model->releasesOf(a.index[k]);
+                if (n > a.allowed[k]) {
+                    a.diedAt[k] = n;
+                    a.mute[a.index[k]] = 1;
+                    a.left--;
+                }
+            }
+        }
+    }
+};
+
+} // namespace
 
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
-                                            const Calibration& c, bool parallel) {
+                                            const std::vector<RaceRange>& races,
+                                            bool sameReplay, const Calibration& c) {
     bool decide = false;
     for (const PoolPrediction& b : asRecorded)
         decide = decide || (b.touched && (b.releases >= kMinReleases || !b.allowOpportunistic ||
@@ -294,23 +327,94 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     const std::vector<PoolPrediction>* none[3] = {nullptr, nullptr, nullptr};
     if (!decide) return adviceFrom(asRecorded, none, {}, {}); // nothing to suggest to anyone
     const std::vector<uint64_t> cands = candidates(neverReleasing, c);
-    std::vector<Question> q = policiesOn();
-    for (uint64_t t : cands) {
-        Question ct;
-        ct.all.releaseThreshold = t;
-        q.push_back(std::move(ct));
+    Search search;
+    // Questions 0-2: each policy on, for the pools that had it off.
+    for (int k = 0; k < 3; ++k) {
+        Search::Asked a;
+        a.model = std::make_unique<PoolModel>(policiesOn()[k].all, c);
+        for (const PoolPrediction& b : asRecorded) {
+            const bool was[] = {b.allowOpportunistic, b.followEventDependencies,
+                                b.allowInternalDependencies};
+            if (b.touched && !was[k]) a.pools.push_back(b.handle);
+        }
+        search.asked.push_back(std::move(a));
     }
-    // Only the predictions are read, and only of pools the first read's models touched.
-    for (Question& x : q) x.keepRecorded = false;
-    // The same read gives the racing pools' ranges (a suggestion's peak is one interleaving's).
-    auto a = parallel ? predictOnThreads(reader, q, c, std::thread::hardware_concurrency(), true)
-                      : predict(reader, q, c, true);
-    if (!a) return a.error();
-    const std::vector<PoolPrediction>* on[3] = {&a->perQuestion[0], &a->perQuestion[1],
-                                                &a->perQuestion[2]};
-    const std::vector<std::vector<PoolPrediction>> byCandidate(a->perQuestion.begin() + 3,
-                                                               a->perQuestion.end());
-    return adviceFrom(asRecorded, on, cands, byCandidate, a->races);
+    // Then one per candidate: the pools that still need it.
+    for (uint64_t t : cands) {
+        Settings s;
+        s.releaseThreshold = t;
+        Search::Asked a;
+        a.model = std::make_unique<PoolModel>(s, c);
+        a.candidate = true;
+        for (const PoolPrediction& b : asRecorded) {
+            if (!b.touched || b.releases < kMinReleases) continue;
+            const PoolPrediction* never = sameReplay ? find(neverReleasing, b.handle) : nullptr;
+            if (never && t >= never->peakReserved) continue; // the never-releasing answer
+            a.pools.push_back(b.handle);
+            a.allowed.push_back(b.releases / 20);
+        }
+        search.asked.push_back(std::move(a));
+    }
+    for (Search::Asked& a : search.asked) {
+        a.model->keepRecorded(false);
+        a.index.assign(a.pools.size(), replay::kNone);
+        a.diedAt.assign(a.pools.size(), 0);
+        a.left = a.pools.size();
+    }
+
+    replay::Replay replay;
+    Tape tape;
+    PoolModel lead;
+    lead.keepRecorded(false);
+    lead.recordInto(&tape);
+    lead.recordOnly(true);
+    replay.subscribe(&lead, PoolModel::kindMask());
+    auto step = [&] {
+        for (size_t i = tape.streamHandles.size(); i < replay.streams().size(); ++i)
+            tape.streamHandles.push_back(replay.streams()[i].info.handle);
+        search.step(tape, replay);
+        tape.ops.clear();
+        tape.allocSeq.clear();
+        return search.anyLeft();
+    };
+    bool whole = false;
+    if (search.anyLeft()) {
+        uint64_t events = 0;
+        Status st = replayTrace(reader, replay, events, nullptr, {}, step);
+        if (!st) return st.error();
+        whole = step();
+        if (whole) lead.finishTape(tape, replay);
+    }
+    // The answers adviceFrom reads: a decided candidate's releases (past what is allowed), the
+    // never-releasing prediction at and above a pool's never-releasing peak.
+    auto answers = [&](Search::Asked& a) {
+        std::vector<PoolPrediction> got;
+        if (whole) got = a.model->collect(tape);
+        std::vector<PoolPrediction> out;
+        for (size_t k = 0; k < a.pools.size(); ++k) {
+            if (a.diedAt[k]) {
+                PoolPrediction p;
+                p.handle = a.pools[k];
+                p.releases = a.diedAt[k];
+                out.push_back(p);
+            } else if (const PoolPrediction* p = find(got, a.pools[k])) {
+                out.push_back(*p);
+            }
+        }
+        return out;
+    };
+    std::vector<std::vector<PoolPrediction>> perQuestion;
+    for (Search::Asked& a : search.asked) perQuestion.push_back(answers(a));
+    for (size_t i = 0; i < cands.size(); ++i)
+        for (const PoolPrediction& b : asRecorded) {
+            if (!b.touched || b.releases < kMinReleases || !sameReplay) continue;
+            const PoolPrediction* never = find(neverReleasing, b.handle);
+            if (never && cands[i] >= never->peakReserved) perQuestion[3 + i].push_back(*never);
+        }
+    const std::vector<PoolPrediction>* on[3] = {&perQuestion[0], &perQuestion[1], &perQuestion[2]};
+    const std::vector<std::vector<PoolPrediction>> byCandidate(perQuestion.begin() + 3,
+                                                               perQuestion.end());
+    return adviceFrom(asRecorded, on, cands, byCandidate, races);
 }
 
 std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c,

@@ -9,7 +9,9 @@ namespace poolscope::whatif::detail {
 
 inline uint64_t roundUp(uint64_t v, uint64_t step) {
     if (step == 0) return v;
-    const uint64_t r = v % step;
+    // The granule and the block alignment are powers of two: a mask, not a division, on the
+    // pool model's every allocation and free.
+    const uint64_t r = (step & (step - 1)) == 0 ? v & (step - 1) : v % step;
     if (r == 0) return v;
     const uint64_t add = step - r;
     return v > std::numeric_limits<uint64_t>::max() - add ? std::numeric_limits<uint64_t>::max()

@@ -38,7 +38,7 @@ struct TraceReportOptions {
     std::function<void(uint64_t, uint64_t)> progress; // (done, total) events, after each chunk
     const std::atomic<bool>* cancel = nullptr;
     // Decode chunks on a second thread (BuildOptions::readAhead: on with 4 or more hardware
-    // threads), and ask the advisor's second read's questions on several.
+    // threads).
     bool parallel = defaultParallel();
     static bool defaultParallel();
 };

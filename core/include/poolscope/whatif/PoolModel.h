@@ -204,6 +204,9 @@ public:
     // Appends every input the model takes from the replay to `tape` (not owned) as it follows;
     // finishTape() completes it.
     void recordInto(Tape* tape) { tape_ = tape; }
+    // Recording only (with recordInto): the ops, which pools they touched and the recorded
+    // side, without the model's own predictions (for models that follow the tape instead).
+    void recordOnly(bool only) { recordOnly_ = only; }
     void finishTape(Tape& tape, const replay::Replay& r) const;
     // Without the recorded figures (PoolPrediction::recorded*, the same for every model of a
     // trace, a quarter of a model's time): the predictions are unchanged (where the recorded
@@ -220,6 +223,17 @@ public:
     // trace's replay (the recorded side is the tape's). With `onlyPool`, that pool alone (an
     // empty result when the tape has no such pool): the others' inputs are skipped.
     std::vector<PoolPrediction> run(const Tape& tape, std::optional<uint64_t> onlyPool = {});
+    // Part of a tape still being recorded, as run() applies it, so that models can follow one
+    // recording model's ops instead of each turning the replay's facts into ops:
+    // `seq` the allocSeq of its Alloc ops in order (nSeq of them), `handles` by stream index.
+    // The ops of a pool i with i < mute.size() && mute[i] are passed over: each pool's answers
+    // depend only on its own ops and the synchronizes, so the others' are unchanged.
+    void feed(const Op* first, const Op* last, const uint64_t* seq, size_t nSeq,
+              const std::vector<uint64_t>& handles, const std::vector<uint8_t>& mute);
+    // After feeding a whole tape (finishTape done): what run() would return.
+    std::vector<PoolPrediction> collect(const Tape& tape, uint32_t only = replay::kNone);
+    // The implicit releases the model predicted for pool i so far.
+    uint64_t releasesOf(uint32_t i) const;
 
 private:
     struct Pool;
@@ -251,6 +265,7 @@ private:
     Calibration cal_;
     bool keepSeries_ = false;
     bool keepRecorded_ = true;
+    bool recordOnly_ = false;
     std::vector<Pool> pools_;
     std::vector<uint64_t> seenCleared_; // per replay stream: its clearedBytes already applied
     int64_t lastTs_ = 0;
@@ -331,15 +346,18 @@ struct PoolAdvice {
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {});
 // The same advice for a reader that has already followed the trace once with two models
 // (the streaming report): PoolModel(Settings{}) and PoolModel(neverReleasing()), whose results
-// are given. Reads the trace again only where some pool has something to decide (3 or more
-// predicted releases, or a reuse policy off), for the candidate thresholds (they depend on the
-// whole trace's never-releasing peak) and the reuse policies turned on.
+// are given, and RaceBounds (`races`). Reads the trace again only where some pool has something
+// to decide (3 or more predicted releases, or a reuse policy off), for the candidate thresholds
+// (they depend on the whole trace's never-releasing peak) and the reuse policies turned on, and
+// only as far as an answer is still open. sameReplay: the first read's replay saw what this
+// one's sees (no knobs declared ahead), so the never-releasing answers stand for the candidate
+// thresholds at or above a pool's never-releasing peak.
 Settings neverReleasing();
-// parallel: its questions on several threads, each reading the file (reader.path()) itself.
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
-                                            const Calibration& c = {}, bool parallel = false);
+                                            const std::vector<RaceRange>& races,
+                                            bool sameReplay, const Calibration& c = {});
 // The same from a tape (the same answers: the questions run over the recorded inputs). Setting
 // *cancel stops it between questions, with no advice.
 std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {},
