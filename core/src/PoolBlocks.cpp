@@ -34,10 +34,12 @@ bool sameValues(const PoolChunkSummary& a, const PoolChunkSummary& b) {
 Result<PoolSummaries> TraceReader::poolBlockSummaries() const {
     PoolSummaries out;
     {
-        Statement t(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND "
-                         "name='pool_block_summary'");
-        if (!t.s) return sqlError("look for pool_block_summary");
-        if (sqlite3_step(t.s) != SQLITE_ROW) return out;
+        // Blocks are merges of the per-chunk rows: without those (a table dropped) there is no
+        // overview to replace the draft with, and none is drawn, as before.
+        Statement t(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND "
+                         "name IN ('pool_block_summary','pool_chunk_summary')");
+        if (!t.s || sqlite3_step(t.s) != SQLITE_ROW) return sqlError("look for pool_block_summary");
+        if (sqlite3_column_int(t.s, 0) != 2) return out;
     }
     // Nothing is used unless every row holds: the reason goes to tableDamage().
     auto refuse = [&](const std::string& why) {
