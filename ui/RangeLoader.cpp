@@ -79,6 +79,7 @@ void RangeLoader::start() {
                 error = QString::fromStdString(reader.error().message);
             } else {
                 (*reader)->setSkipDamaged(true);
+                (*reader)->adoptScan(base.scan);
                 // Half a view more on each side when that fits: a small pan stays loaded.
                 const int64_t w = (v1 - v0) / 2;
                 int64_t a = v0 - w, b = v1 + w;

@@ -57,8 +57,16 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
     if (auto p = (*reader)->process()) snap.process = p.value();
     // Before the events: the partial timeline draws the rest of the trace from it. Chunk
     // headers and a row per chunk and pool only; a trace without them simply has none.
-    if (auto summaries = (*reader)->poolSummaries(); summaries && summaries->present)
+    // A first draft from the blocks of 64 chunks where the trace has them (a few thousand rows
+    // at 1 G events, no chunk read): the per-chunk rows (and the header scan they need) are
+    // read after the first frame, below.
+    bool drafted = false;
+    if (auto blocks = (*reader)->poolBlockSummaries(); blocks && blocks->present) {
+        snap.overview = std::make_shared<const view::Overview>(*blocks);
+        drafted = true;
+    } else if (auto summaries = (*reader)->poolSummaries(); summaries && summaries->present) {
         snap.overview = std::make_shared<const view::Overview>(*summaries);
+    }
     setPhase(1);
     BuildOptions options;
     options.progress = o.progress;
@@ -95,6 +103,13 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
     std::vector<TraceDamage> timeDamage;
     options.boundTimes = &timeDamage;
     auto tl = buildTimeline(**reader, options);
+    // The overview at the grain of chunks; its blocks are checked against them (damage()).
+    if (drafted && tl) {
+        if (auto summaries = (*reader)->poolSummaries(); summaries && summaries->present)
+            snap.overview = std::make_shared<const view::Overview>(*summaries);
+    }
+    // Only a trace the window does not hold whole is read by range.
+    if (shortened || (tl && tl.value()->partial)) snap.scan = (*reader)->sharedScan();
     auto damage = (*reader)->damage();
     damage.insert(damage.end(), timeDamage.begin(), timeDamage.end());
     for (const TraceDamage& d : damage)

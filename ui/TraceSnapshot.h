@@ -6,6 +6,7 @@
 #include "poolscope/Entities.h"
 #include "poolscope/Stacks.h"
 #include "poolscope/Timeline.h"
+#include "poolscope/TraceReader.h"
 #include "poolscope/view/Overview.h"
 
 #include <QString>
@@ -29,6 +30,9 @@ struct TraceSnapshot {
     // The pools' per-chunk summaries (issue #15), read at open: what a partial timeline draws
     // past the part loaded. Null for a live source and for traces written before them.
     std::shared_ptr<const view::Overview> overview;
+    // The load's header scan and pool summaries: a range read of the same file reuses them
+    // (RangeLoader) instead of reading both again. Null where there is none to share.
+    std::shared_ptr<const TraceReader::SharedScan> scan;
 
     bool valid() const { return timeline && layout; }
     bool hasStacks() const { return stacks && !stacks->sites.empty(); }

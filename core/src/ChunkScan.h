@@ -42,6 +42,13 @@ struct TraceReader::ChunkIndex {
     bool kindCountsDisagree = false;
 };
 
+struct TraceReader::SharedScan {
+    std::shared_ptr<const ChunkIndex> index;
+    std::shared_ptr<const PoolSummaries> summaries;
+    std::string path;
+    int64_t size = -1, mtimeNs = -1; // the file's when taken
+};
+
 namespace detail {
 
 // A chunk's own prev_last_seq and crc, read with its data (read: only for a chunk whose scan
@@ -50,6 +57,12 @@ struct OwnTail {
     bool read = false;
     bool ints = true;
     int64_t prev = 0, crc = 0;
+    // first_seq, last_seq, t_min, t_max, count, kinds, codec as read with the data (header:
+    // read; the scan may have taken them from chunk_headers too).
+    bool header = false;
+    int64_t words[7] = {};
+    bool isBlob = true;  // the data's type and length, as read
+    uint64_t bytes = 0;
 };
 
 // One event_chunks row's header columns as read, before any check.
@@ -85,12 +98,19 @@ public:
     // The table is there but cannot be read as written (a column dropped): every chunk's own
     // columns are read.
     bool copyUnusable() const { return unusable_; }
+    // The chunk ids came from event_chunks_by_time and every usable header from chunk_headers:
+    // no page of event_chunks was read for them.
+    bool wide() const { return wide_; }
+    // wide: r's header from its own event_chunks row (a copy that did not hold, or lied).
+    int ownRow(RawChunkRow& r);
 
 private:
     bool stepCopy();
     bool copyRowHolds(const RawChunkRow& r, int64_t prev, int64_t crc, int64_t rowCrc,
                       const void* counts, int countBytes, std::vector<uint16_t>& out) const;
     int ownTail(RawChunkRow& r);
+    bool openWide(sqlite3* db);
+    int nextWide(RawChunkRow& r);
 
     sqlite3* db_ = nullptr;
     bool v3_ = false;
@@ -100,6 +120,13 @@ private:
     sqlite3_stmt* tail_ = nullptr;  // one row's prev_last_seq and crc, for chunks without a copy
     bool copyRow_ = false;          // copy_ stands on a row
     bool unusable_ = false;
+    bool wide_ = false;
+    struct IndexedId {
+        int64_t id, tMin, tMax;
+    };
+    std::vector<IndexedId> ids_; // wide: every chunk row's id and times, by id
+    size_t at_ = 0;
+    sqlite3_stmt* own_ = nullptr; // wide: one chunk's header columns by id
 };
 
 // The events per kind of a chunk_headers row (kind_counts) for a header's kinds: false when
@@ -107,9 +134,18 @@ private:
 bool parseKindCounts(uint64_t kinds, uint64_t count, const void* bytes, size_t n,
                      std::vector<uint16_t>& out);
 
+// Why a chunk row's header cannot be a chunk's in a trace of this format (empty when it can),
+// and the events that costs.
+std::pair<std::string, uint64_t> headerRefusal(const RawChunkRow& r, int schemaVersion);
+
 // A chunk's own prev_last_seq and crc, looked up by id (its data's overflow pages are read);
 // false when the row cannot be read.
 bool readOwnTail(sqlite3* db, int64_t id, OwnTail& t);
+
+// The header columns a data read selects after prev_last_seq and crc (they lie before the data
+// in the row: free), and their reading into t from column `col` on.
+#define POOLSCOPE_OWN_HEADER "first_seq,last_seq,t_min,t_max,count,kinds,codec"
+void readOwnHeader(sqlite3_stmt* s, int col, OwnTail& t);
 
 // The kind counts of idx's chunks against event_counts (idx->counts): the writer keeps both
 // from the same events, so per kind the chunks' counts sum to at most the table's (exactly its,

@@ -21,7 +21,72 @@ uint32_t poolSummaryChecksum(const PoolChunkSummary& r, uint32_t chunkCrc) {
         bytes[sizeof words + b] = static_cast<unsigned char>(chunkCrc >> (8 * b));
     return crc32c(0, bytes, sizeof bytes);
 }
+uint32_t poolBlockChecksum(const PoolBlockSummary& r) {
+    const uint64_t words[] = {static_cast<uint64_t>(r.chunk), r.pool,
+                              static_cast<uint64_t>(r.lastChunk), r.chunkRows,
+                              static_cast<uint64_t>(r.tMin), static_cast<uint64_t>(r.tMax),
+                              r.reservedMin, r.reservedMax, r.usedMin, r.usedMax,
+                              r.reservedLast, r.usedLast};
+    unsigned char bytes[sizeof words];
+    for (size_t i = 0; i < std::size(words); ++i)
+        for (int b = 0; b < 8; ++b)
+            bytes[i * 8 + b] = static_cast<unsigned char>(words[i] >> (8 * b));
+    return crc32c(0, bytes, sizeof bytes);
+}
 } // namespace schema
+
+void PoolBlockAccumulator::add(const std::vector<PoolChunkSummary>& rows, int64_t chunk) {
+    if (!chunks_++) {
+        first_ = chunk;
+        tMin_ = std::numeric_limits<int64_t>::max();
+        tMax_ = std::numeric_limits<int64_t>::min();
+    }
+    last_ = chunk;
+    for (const PoolChunkSummary& r : rows) {
+        if (r.pool == 0) {
+            tMin_ = std::min(tMin_, r.tMin);
+            tMax_ = std::max(tMax_, r.tMax);
+            continue;
+        }
+        auto it = std::find_if(acc_.begin(), acc_.end(),
+                               [&](const PoolBlockSummary& a) { return a.pool == r.pool; });
+        if (it == acc_.end()) {
+            PoolBlockSummary b;
+            static_cast<PoolChunkSummary&>(b) = r;
+            acc_.push_back(b);
+            continue;
+        }
+        it->tMin = std::min(it->tMin, r.tMin);
+        it->tMax = std::max(it->tMax, r.tMax);
+        it->reservedMin = std::min(it->reservedMin, r.reservedMin);
+        it->reservedMax = std::max(it->reservedMax, r.reservedMax);
+        it->usedMin = std::min(it->usedMin, r.usedMin);
+        it->usedMax = std::max(it->usedMax, r.usedMax);
+        it->reservedLast = r.reservedLast; // chunks come in seq order
+        it->usedLast = r.usedLast;
+    }
+}
+
+std::vector<PoolBlockSummary> PoolBlockAccumulator::take() {
+    std::vector<PoolBlockSummary> rows;
+    if (!chunks_) return rows;
+    rows.swap(acc_);
+    if (rows.empty()) {
+        PoolBlockSummary none;
+        none.tMin = tMin_;
+        none.tMax = tMax_;
+        rows.push_back(none);
+    }
+    std::sort(rows.begin(), rows.end(),
+              [](const PoolBlockSummary& a, const PoolBlockSummary& b) { return a.pool < b.pool; });
+    for (PoolBlockSummary& r : rows) {
+        r.chunk = first_;
+        r.lastChunk = last_;
+        r.chunkRows = rows.size();
+    }
+    chunks_ = 0;
+    return rows;
+}
 
 size_t PoolSummaryAccumulator::find(uint64_t pool) {
     for (size_t i = 0; i < acc_.size(); ++i)

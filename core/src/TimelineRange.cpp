@@ -157,9 +157,9 @@ std::string human(uint64_t n) {
 Result<RangePlan> planTimelineRange(const TraceReader& reader, int64_t t0, int64_t t1) {
     auto headers = reader.chunkHeaders();
     if (!headers) return headers.error();
-    auto sums = reader.poolSummaries();
+    auto sums = reader.poolSummariesShared();
     if (!sums) return sums.error();
-    return plan(*headers, sums->present, t0, t1);
+    return plan(*headers, (*sums)->present, t0, t1);
 }
 
 Result<std::shared_ptr<const Timeline>> buildTimelineRange(const TraceReader& reader, int64_t t0,
@@ -168,9 +168,9 @@ Result<std::shared_ptr<const Timeline>> buildTimelineRange(const TraceReader& re
     auto headersR = reader.chunkHeaders();
     if (!headersR) return headersR.error();
     const std::vector<ChunkHeaderInfo>& h = *headersR;
-    auto sumsR = reader.poolSummaries();
+    auto sumsR = reader.poolSummariesShared();
     if (!sumsR) return sumsR.error();
-    const PoolSummaries& sums = *sumsR;
+    const PoolSummaries& sums = **sumsR;
     const RangePlan p = plan(h, sums.present, t0, t1);
     if (options.maxEvents && p.events > options.maxEvents)
         return Error{ErrorCode::InvalidArgument,

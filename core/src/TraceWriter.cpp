@@ -70,9 +70,11 @@ struct TraceWriter::Statements {
     sqlite3_stmt* chunkIndex = nullptr;
     sqlite3_stmt* poolSummary = nullptr;
     sqlite3_stmt* chunkHeaders = nullptr;
+    sqlite3_stmt* poolBlock = nullptr;
     ~Statements() {
         for (sqlite3_stmt* s : {chunk, count, sample, sampleBatch, process, device, pool, stream,
-                                thread, dropGap, poolAttr, meta, chunkIndex, poolSummary, chunkHeaders})
+                                thread, dropGap, poolAttr, meta, chunkIndex, poolSummary, chunkHeaders,
+                                poolBlock})
             sqlite3_finalize(s);
     }
 };
@@ -209,12 +211,26 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
         if (Status s = w->exec("DROP TABLE chunk_headers"); !s) return s.error();
     } else if (sqlite3_prepare_v3(w->db_,
                                   "INSERT INTO chunk_headers(chunk,prev_last_seq,crc,kind_counts,"
-                                  "row_crc) VALUES(?,?,?,?,?)",
+                                  "row_crc,first_seq,last_seq,t_min,t_max,count,kinds,codec,"
+                                  "data_bytes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                   -1, SQLITE_PREPARE_PERSISTENT, &st.chunkHeaders,
                                   nullptr) != SQLITE_OK) {
         return w->sqlError("prepare statements for");
     }
+    w->writeHeaderCopies_ = options.chunkHeaderCopies;
     w->writeSummaries_ = options.poolSummaries;
+    w->writeBlocks_ = options.poolSummaries && options.blockSummaries;
+    if (!w->writeBlocks_) {
+        if (Status s = w->exec("DROP TABLE pool_block_summary"); !s) return s.error();
+    } else if (sqlite3_prepare_v3(w->db_,
+                                  "INSERT INTO pool_block_summary(first_chunk,pool,last_chunk,"
+                                  "block_rows,t_min,t_max,reserved_min,reserved_max,used_min,"
+                                  "used_max,reserved_last,used_last,crc) "
+                                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                  -1, SQLITE_PREPARE_PERSISTENT, &st.poolBlock,
+                                  nullptr) != SQLITE_OK) {
+        return w->sqlError("prepare statements for");
+    }
     const char* summarySql =
         options.poolSummaries
             ? "INSERT INTO pool_chunk_summary(chunk,pool,chunk_rows,t_min,t_max,reserved_min,"
@@ -339,6 +355,14 @@ Status TraceWriter::writeChunkHeaders(const schema::ChunkHeader& h, uint32_t chu
     sqlite3_bind_int64(s, 3, chunkCrc);
     sqlite3_bind_blob(s, 4, blob.data(), int(blob.size()), SQLITE_STATIC);
     sqlite3_bind_int64(s, 5, schema::chunkHeaderRowChecksum(h, chunkCrc, dataBytes, blob));
+    // The chunk's other header columns: a scan then reads no page of event_chunks.
+    if (writeHeaderCopies_) {
+        const int64_t words[] = {s64(h.firstSeq), s64(h.lastSeq), h.tMin, h.tMax, s64(h.count),
+                                 s64(h.kinds), h.codec, s64(dataBytes)};
+        for (int i = 0; i < 8; ++i) sqlite3_bind_int64(s, 6 + i, words[i]);
+    } else {
+        for (int i = 0; i < 8; ++i) sqlite3_bind_null(s, 6 + i);
+    }
     if (!stepReset(s)) return sqlError("write");
     return {};
 }
@@ -361,12 +385,28 @@ Status TraceWriter::writePoolSummaries(uint32_t chunkCrc) {
     if (!writeSummaries_) return {};
     const int64_t chunk = sqlite3_last_insert_rowid(db_);
     sqlite3_stmt* st = st_->poolSummary;
-    for (PoolChunkSummary& r : poolSummaries_.take(chunk, chunk_.tMin, chunk_.tMax)) {
+    const std::vector<PoolChunkSummary> rows = poolSummaries_.take(chunk, chunk_.tMin, chunk_.tMax);
+    for (const PoolChunkSummary& r : rows) {
         const int64_t values[] = {r.chunk, s64(r.pool), s64(r.chunkRows), r.tMin, r.tMax,
                                   s64(r.reservedMin), s64(r.reservedMax), s64(r.usedMin),
                                   s64(r.usedMax), s64(r.reservedLast), s64(r.usedLast),
                                   int64_t{schema::poolSummaryChecksum(r, chunkCrc)}};
         for (int i = 0; i < 12; ++i) sqlite3_bind_int64(st, i + 1, values[i]);
+        if (!stepReset(st)) return sqlError("write");
+    }
+    if (!writeBlocks_) return {};
+    blocks_.add(rows, chunk);
+    return blocks_.chunks() >= schema::kBlockChunks ? writeBlock() : Status{};
+}
+
+Status TraceWriter::writeBlock() {
+    sqlite3_stmt* st = st_->poolBlock;
+    for (const PoolBlockSummary& r : blocks_.take()) {
+        const int64_t values[] = {r.chunk, s64(r.pool), r.lastChunk, s64(r.chunkRows), r.tMin,
+                                  r.tMax, s64(r.reservedMin), s64(r.reservedMax),
+                                  s64(r.usedMin), s64(r.usedMax), s64(r.reservedLast),
+                                  s64(r.usedLast), int64_t{schema::poolBlockChecksum(r)}};
+        for (int i = 0; i < 13; ++i) sqlite3_bind_int64(st, i + 1, values[i]);
         if (!stepReset(st)) return sqlError("write");
     }
     return {};
@@ -595,7 +635,13 @@ Status TraceWriter::setMeta(const std::string& key, const std::string& value) {
 
 Status TraceWriter::close() {
     if (!db_) return {};
-    Status result = commit();
+    // The last, shorter block: only now is it complete (a block row is never rewritten).
+    Status result = flushChunk();
+    if (result && writeBlocks_ && blocks_.chunks()) {
+        result = begin();
+        if (result) result = writeBlock();
+    }
+    if (result) result = commit();
     st_.reset();
     // A closed trace is one self-contained file: fold the WAL back in.
     if (result) result = exec("PRAGMA journal_mode=DELETE");

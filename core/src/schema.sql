@@ -160,6 +160,14 @@ CREATE TABLE chunk_index (
 -- event_chunks. Whenever a chunk's data is read, its own prev_last_seq and crc are read too and
 -- win over the copy; a copy that disagrees is reported (tableDamage()) and the reader stops
 -- using the table. Ignored in a trace of version 1 or 2 (no such columns).
+-- Since 2026-11-28 (no version change) the row also copies the chunk's other header columns and
+-- its data's length (first_seq .. data_bytes below): with them a header scan reads no page of
+-- event_chunks at all (at 1 G events it read one per chunk, 245 k pages: most of the window's
+-- first frame). The chunk ids are then taken from the index event_chunks_by_time (a deleted
+-- chunk row is gone from it too), and a row whose t_min/t_max differ from the index's, or that
+-- fails row_crc over its own copied columns, gives its chunk a lookup of its own row (reported
+-- as above). A chunk's own columns are read with its data and win, as for prev_last_seq and
+-- crc. A trace whose table lacks these columns (written before) is scanned as described above.
 CREATE TABLE chunk_headers (
   chunk         INTEGER PRIMARY KEY,          -- event_chunks.id
   prev_last_seq INTEGER NOT NULL,             -- event_chunks.prev_last_seq
@@ -169,8 +177,17 @@ CREATE TABLE chunk_headers (
   kind_counts   BLOB    NOT NULL,
   -- CRC32C of the chunk's eight header words (with this prev_last_seq, as in event_chunks.crc),
   -- this crc and length(event_chunks.data) as 64-bit little-endian words, then of kind_counts
-  -- (poolscope::schema::chunkHeaderRowChecksum), as 0..2^32-1.
-  row_crc       INTEGER NOT NULL
+  -- (poolscope::schema::chunkHeaderRowChecksum), as 0..2^32-1. The copied columns below are
+  -- those words, so the same checksum covers them.
+  row_crc       INTEGER NOT NULL,
+  first_seq     INTEGER,                      -- event_chunks.first_seq (NULL: not copied)
+  last_seq      INTEGER,                      -- event_chunks.last_seq
+  t_min         INTEGER,                      -- event_chunks.t_min
+  t_max         INTEGER,                      -- event_chunks.t_max
+  count         INTEGER,                      -- event_chunks.count
+  kinds         INTEGER,                      -- event_chunks.kinds
+  codec         INTEGER,                      -- event_chunks.codec
+  data_bytes    INTEGER                       -- length(event_chunks.data)
 );
 
 -- Events per kind, kept current by the writer at each commit (cheap counts without decoding), in
@@ -245,6 +262,39 @@ CREATE TABLE pool_chunk_summary (
   used_last     INTEGER NOT NULL,
   crc           INTEGER NOT NULL,
   PRIMARY KEY (chunk, pool)
+) WITHOUT ROWID;
+
+-- The same watermarks over blocks of schema::kBlockChunks (64) consecutive event chunks, per
+-- pool (issue #15): what the window's first view of a large trace is drawn from before every
+-- chunk's rows are read (at 1 G events 7.6 k rows instead of 490 k). Rows are written when a
+-- block is complete and, for the last (shorter) block, at close; a trace still being written, or
+-- one whose writer did not close, has chunks after the last block and is drawn from
+-- pool_chunk_summary. Written since 2026-11-28 without a version change, like
+-- pool_chunk_summary: a reader that predates it ignores it, and a trace without it is drawn
+-- from the per-chunk rows as before. A block covers the chunk ids first_chunk..last_chunk; the
+-- blocks must follow one another without a gap up to the last chunk's id, each block's rows
+-- must all be there (block_rows) and pass their crc, else none is used (tableDamage() says
+-- why) and the first view waits for the per-chunk rows, as before. No chunk crc covers these
+-- rows (they are read before the chunks), so once the per-chunk rows are read each block is
+-- compared with their merge: a block that differs is reported and the overview is the one of
+-- the per-chunk rows.
+CREATE TABLE pool_block_summary (
+  first_chunk   INTEGER NOT NULL,             -- event_chunks.id of the block's first chunk
+  pool          INTEGER NOT NULL,             -- pools.handle; 0: the block has no watermarks
+  last_chunk    INTEGER NOT NULL,             -- event_chunks.id of its last chunk
+  block_rows    INTEGER NOT NULL,             -- how many rows this block has
+  t_min         INTEGER NOT NULL,             -- the columns of pool_chunk_summary, merged over
+  t_max         INTEGER NOT NULL,             -- the block's chunks (the last values: its last
+  reserved_min  INTEGER NOT NULL,             -- chunk's with a row for the pool)
+  reserved_max  INTEGER NOT NULL,
+  used_min      INTEGER NOT NULL,
+  used_max      INTEGER NOT NULL,
+  reserved_last INTEGER NOT NULL,
+  used_last     INTEGER NOT NULL,
+  -- CRC32C of the twelve values above as 64-bit little-endian words
+  -- (poolscope::schema::poolBlockChecksum), as 0..2^32-1.
+  crc           INTEGER NOT NULL,
+  PRIMARY KEY (first_chunk, pool)
 ) WITHOUT ROWID;
 
 -- Call sites, since version 4 (core/include/poolscope/Stacks.h). An event's site (codec 4) is

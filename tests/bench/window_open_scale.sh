@@ -7,7 +7,10 @@
 #          open -> that view's detail on screen.
 # Prints each run's figures, then per variant the median and the range over the runs.
 # usage: tests/bench/window_open_scale.sh BUILD_DIR TRACE [RUNS=3] [OLD_BENCH] [ZOOM=0.01]
+# VARIANTS="main short shortz" runs only those.
 set -eu
+variants=" ${VARIANTS:-main full short fullz shortz} "
+want() { case "$variants" in *" $1 "*) return 0 ;; esac; return 1; }
 build=$1 trace=$2 runs=${3:-3} old=${4:-} zoom=${5:-0.01}
 bin=$build/bin/poolscope_bench_gui
 limit=${POOLSCOPE_WINDOW_MAX_EVENTS:-18790481}
@@ -27,14 +30,15 @@ run() { # NAME BENCH ENV... -- ARGS...
 }
 i=0
 while [ "$i" -lt "$runs" ]; do
-    [ -n "$old" ] && ZARGS= run main "$old" X=1
-    ZARGS= run full "$bin" POOLSCOPE_WINDOW_FIRST_EVENTS=$limit
-    ZARGS= run short "$bin" X=1
-    ZARGS="--zoom-at-first-frame $zoom" run fullz "$bin" POOLSCOPE_WINDOW_FIRST_EVENTS=$limit
-    ZARGS="--zoom-at-first-frame $zoom" run shortz "$bin" X=1
+    if [ -n "$old" ] && want main; then ZARGS= run main "$old" X=1; fi
+    if want full; then ZARGS= run full "$bin" POOLSCOPE_WINDOW_FIRST_EVENTS=$limit; fi
+    if want short; then ZARGS= run short "$bin" X=1; fi
+    if want fullz; then ZARGS="--zoom-at-first-frame $zoom" run fullz "$bin" POOLSCOPE_WINDOW_FIRST_EVENTS=$limit; fi
+    if want shortz; then ZARGS="--zoom-at-first-frame $zoom" run shortz "$bin" X=1; fi
+    if want mainz && [ -n "$old" ]; then ZARGS="--zoom-at-first-frame $zoom" run mainz "$old" X=1; fi
     i=$((i + 1))
 done
-for v in main full short fullz shortz; do
+for v in main full short fullz shortz mainz; do
     grep -q "^$v " "$out" || continue
     line="$v:"
     for f in first_ms loaded_ms detail_ms gap_ms maxrss_mib; do

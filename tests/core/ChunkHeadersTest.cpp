@@ -233,8 +233,9 @@ TEST(ChunkHeaders, HandBuiltTraceGetsOneRowPerChunkThatCopiesItsColumns) {
     ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     sqlite3_stmt* st = nullptr;
     ASSERT_EQ(sqlite3_prepare_v2(db,
-                                 "SELECT first_seq,last_seq,c.prev_last_seq,t_min,t_max,count,"
-                                 "kinds,codec,data,c.crc,kind_counts,row_crc FROM event_chunks c "
+                                 "SELECT c.first_seq,c.last_seq,c.prev_last_seq,c.t_min,c.t_max,"
+                                 "c.count,c.kinds,c.codec,data,c.crc,kind_counts,row_crc FROM "
+                                 "event_chunks c "
                                  "JOIN chunk_headers h ON h.chunk = c.id ORDER BY id",
                                  -1, &st, nullptr),
               SQLITE_OK);
@@ -305,8 +306,9 @@ TEST(ChunkHeaders, HandBuiltDamagedOrLyingRowsAreFoundAndChangeNoAnswer) {
         ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
         sqlite3_stmt* st = nullptr;
         ASSERT_EQ(sqlite3_prepare_v2(db,
-                                     "SELECT c.id,first_seq,last_seq,h.prev_last_seq,t_min,t_max,"
-                                     "count,kinds,codec,h.crc,length(data),kind_counts FROM "
+                                     "SELECT c.id,c.first_seq,c.last_seq,h.prev_last_seq,c.t_min,"
+                                     "c.t_max,c.count,c.kinds,c.codec,h.crc,length(data),"
+                                     "kind_counts FROM "
                                      "event_chunks c JOIN chunk_headers h ON h.chunk = c.id",
                                      -1, &st, nullptr),
                   SQLITE_OK);

@@ -125,10 +125,15 @@ TEST(ChunkIntegrity, RelabelledCodecIsAChecksumMismatch) {
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.seqs.size(), kEvents - 2 * schema::kChunkEvents);
     ASSERT_EQ(r.damage.size(), 2u) << r.damageText();
-    // Codec 1 needs 17 bytes an event: chunk 2's header is refused before its data is read.
-    EXPECT_NE(r.damage[0].what.find("event chunk 2"), std::string::npos) << r.damageText();
-    EXPECT_NE(r.damage[1].what.find("event chunk 1"), std::string::npos) << r.damageText();
-    EXPECT_NE(r.damage[1].what.find("checksum"), std::string::npos) << r.damageText();
+    // Codec 1 needs 17 bytes an event: chunk 2's header is refused before its data is read
+    // (by the scan, or, where chunk_headers holds the written header, when its row is read).
+    const std::string text = r.damageText();
+    EXPECT_NE(text.find("event chunk 2 (seq 4097..8192, 4096 events): its data is missing or too "
+                        "short"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("event chunk 1 (seq 1..4096, 4096 events): checksum"), std::string::npos)
+        << text;
 }
 
 TEST(ChunkIntegrity, CodecBeyond32BitsIsNotReadAsItsLowBits) {

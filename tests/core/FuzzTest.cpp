@@ -618,13 +618,20 @@ void writeChunkRow(sqlite3* db, const ChunkRow& c) {
         const uint32_t crc = schema::chunkChecksum(h, c.data);
         if (sqlite3_prepare_v2(db,
                                "INSERT OR REPLACE INTO chunk_headers(chunk,prev_last_seq,crc,"
-                               "kind_counts,row_crc) VALUES(?1,?2,?3,?4,?5)",
+                               "kind_counts,row_crc,first_seq,last_seq,t_min,t_max,count,kinds,"
+                               "codec,data_bytes) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
+                               "?13)",
                                -1, &st, nullptr) == SQLITE_OK) {
             sqlite3_bind_int64(st, 1, c.id);
             sqlite3_bind_int64(st, 2, int64_t(h.prevLastSeq));
             sqlite3_bind_int64(st, 3, crc);
             sqlite3_bind_blob(st, 4, counts.data(), int(counts.size()), SQLITE_TRANSIENT);
             sqlite3_bind_int64(st, 5, schema::chunkHeaderRowChecksum(h, crc, c.data.size(), counts));
+            // The header columns the writer copies too (since 2026-11-28).
+            const int64_t words[] = {int64_t(h.firstSeq), int64_t(h.lastSeq), h.tMin, h.tMax,
+                                     int64_t(h.count), int64_t(h.kinds), h.codec,
+                                     int64_t(c.data.size())};
+            for (int i = 0; i < 8; ++i) sqlite3_bind_int64(st, 6 + i, words[i]);
             sqlite3_step(st);
         }
         sqlite3_finalize(st);
@@ -1192,8 +1199,9 @@ TEST(TraceFileFuzz, FilteredReadsMatchDecodingWhateverTheIndexSays) {
 void resignChunkHeaders(MemDb& m) {
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(m.get(),
-                           "SELECT c.id,first_seq,last_seq,h.prev_last_seq,t_min,t_max,count,kinds,"
-                           "codec,h.crc,length(data),kind_counts FROM event_chunks c JOIN "
+                           "SELECT c.id,c.first_seq,c.last_seq,h.prev_last_seq,c.t_min,c.t_max,"
+                           "c.count,c.kinds,c.codec,h.crc,length(data),kind_counts FROM "
+                           "event_chunks c JOIN "
                            "chunk_headers h ON h.chunk = c.id",
                            -1, &st, nullptr) != SQLITE_OK)
         return;

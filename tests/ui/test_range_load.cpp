@@ -13,8 +13,10 @@
 #include <QApplication>
 #include <QSignalSpy>
 #include <QTest>
+#include <QTemporaryDir>
 #include <chrono>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 using namespace poolscope;
 using namespace poolscope::ui;
@@ -220,4 +222,66 @@ TEST(RangeLoad, ATraceOverTheLimitOpensWithAShortBeginningAndLoadsAViewZoomedMea
     }
     qunsetenv("POOLSCOPE_WINDOW_FIRST_EVENTS");
     qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
+}
+
+// A trace written with pool_block_summary is first drawn from those blocks (its partial's
+// overview), then from the per-chunk rows (the loaded snapshot's), whose scan the snapshot
+// hands to the range reads; one without the table (written before it, made here by dropping
+// it) is drawn from the per-chunk rows from the first frame, as before, with the same final
+// overview and no damage reported.
+TEST(RangeLoad, ATraceWithBlockSummariesIsFirstDrawnFromThemThenFromItsChunks) {
+    const QString path = synth::syntheticTracePath(400000);
+    QTemporaryDir dir;
+    const QString old = dir.filePath(QStringLiteral("without-blocks.poolscope"));
+    ASSERT_TRUE(QFile::copy(path, old));
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(old.toStdString().c_str(), &db), SQLITE_OK);
+        EXPECT_EQ(sqlite3_exec(db, "DROP TABLE pool_block_summary", nullptr, nullptr, nullptr),
+                  SQLITE_OK);
+        sqlite3_close(db);
+    }
+    qputenv("POOLSCOPE_WINDOW_MAX_EVENTS", "100000");
+    struct Seen {
+        std::shared_ptr<const view::Overview> partial, loaded;
+        bool scan = false;
+        QStringList damage;
+    };
+    auto load = [](const QString& p) {
+        Seen s;
+        TraceLoadOptions o;
+        o.shortFirstLoad = true;
+        o.partialAfter = std::chrono::milliseconds(0);
+        o.onPartial = [&](const TraceSnapshot& part) {
+            if (!s.partial) s.partial = part.overview;
+        };
+        std::atomic<bool> cancel{false};
+        TraceLoadResult r = loadTraceFile(p, cancel, o);
+        EXPECT_TRUE(r.error.isEmpty()) << r.error.toStdString();
+        s.loaded = r.snap.overview;
+        s.scan = r.snap.scan != nullptr;
+        s.damage = r.snap.damage;
+        return s;
+    };
+    const Seen blocks = load(path), chunks = load(old);
+    qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
+    ASSERT_TRUE(blocks.partial && blocks.loaded && chunks.partial && chunks.loaded);
+    EXPECT_NE(blocks.partial, blocks.loaded); // the draft, replaced
+    EXPECT_EQ(chunks.partial, chunks.loaded); // one overview from the first frame on
+    EXPECT_TRUE(blocks.scan);
+    EXPECT_TRUE(chunks.scan);
+    EXPECT_TRUE(blocks.damage.isEmpty()) << blocks.damage.join('\n').toStdString();
+    EXPECT_TRUE(chunks.damage.isEmpty()) << chunks.damage.join('\n').toStdString();
+    // The draft has the trace's peaks, and the loaded overview is the one without the table.
+    ASSERT_EQ(blocks.partial->pools(), chunks.loaded->pools());
+    ASSERT_FALSE(chunks.loaded->pools().empty());
+    for (uint64_t pool : chunks.loaded->pools()) {
+        auto d = blocks.partial->whole(pool), l = blocks.loaded->whole(pool),
+             c = chunks.loaded->whole(pool);
+        ASSERT_TRUE(d && l && c);
+        EXPECT_EQ(d->reservedMax, c->reservedMax);
+        EXPECT_EQ(d->usedMax, c->usedMax);
+        EXPECT_EQ(blocks.loaded->levelCount(pool), chunks.loaded->levelCount(pool));
+        EXPECT_GT(chunks.loaded->levelCount(pool), blocks.partial->levelCount(pool));
+    }
 }

@@ -39,7 +39,40 @@ namespace schema {
 // used_last) as 64-bit little-endian words, then of the owning chunk's crc as a 32-bit
 // little-endian word.
 uint32_t poolSummaryChecksum(const PoolChunkSummary& r, uint32_t chunkCrc);
+// Chunks per pool_block_summary block (the last block of a trace may have fewer).
+inline constexpr uint64_t kBlockChunks = 64;
 } // namespace schema
+
+// A pool_block_summary row: PoolChunkSummary's values merged over the chunks with ids
+// chunk..lastChunk (chunk: the block's first; chunkRows: the block's rows).
+struct PoolBlockSummary : PoolChunkSummary {
+    int64_t lastChunk = 0;
+};
+
+namespace schema {
+// The crc column of a pool_block_summary row: CRC32C of first_chunk, pool, last_chunk,
+// block_rows, t_min, t_max, reserved_min, reserved_max, used_min, used_max, reserved_last,
+// used_last as 64-bit little-endian words.
+uint32_t poolBlockChecksum(const PoolBlockSummary& r);
+} // namespace schema
+
+// Merges chunks' summary rows into their block's (the writer, and the reader's check of a
+// block against its chunks): fed each chunk's rows in seq order.
+class PoolBlockAccumulator {
+public:
+    void add(const std::vector<PoolChunkSummary>& chunkRows, int64_t chunk);
+    uint64_t chunks() const { return chunks_; }
+    // The block's rows by pool (a pool-0 row over the block's time when no chunk had a pool
+    // row), first and last chunk and block_rows set; then empty for the next block. Empty when
+    // nothing was added.
+    std::vector<PoolBlockSummary> take();
+
+private:
+    std::vector<PoolBlockSummary> acc_;
+    int64_t first_ = 0, last_ = 0;
+    int64_t tMin_ = 0, tMax_ = 0; // of the pool-0 rows (chunks without watermarks)
+    uint64_t chunks_ = 0;
+};
 
 // The writer's side: fed every event of the chunk being filled, gives its rows when the chunk
 // is written. A chunk has at most schema::kChunkEvents events, so at most that many pools.

@@ -195,6 +195,24 @@ public:
     // For a finished trace read by one reader: chunks a live recording appends later are not
     // seen. A reader that finds a chunk_headers lie scans again, as it must.
     void setReuseHeaderScan(bool reuse) { reuseScan_ = reuse; }
+    // The header scan and the pool summaries this reader has read (with setReuseHeaderScan),
+    // for another reader of the same finished trace (adoptScan): the window's range reads then
+    // read neither again (at 1 G events ~1 s each). Null when there is none, or this reader
+    // found a chunk_headers lie.
+    struct SharedScan;
+    std::shared_ptr<const SharedScan> sharedScan() const;
+    // This reader's reads reuse `scan` (from sharedScan() of another reader) while the file's
+    // size and modification time are those it was taken at; otherwise it is ignored.
+    void adoptScan(std::shared_ptr<const SharedScan> scan);
+    // poolSummaries() without a copy (the window's range reads).
+    Result<std::shared_ptr<const PoolSummaries>> poolSummariesShared() const;
+    // What this reader's header scans read (tests, benchmarks): how many scans it made, and in
+    // the last one how many chunks' headers came from event_chunks rows (each a page of the
+    // file) rather than from chunk_headers.
+    struct ScanStats {
+        uint64_t scans = 0, headersFromChunkRows = 0;
+    };
+    ScanStats scanStats() const { return {scans_.load(), headersFromChunkRows_.load()}; }
 
     // Each chunk's watermarks per pool (pool_chunk_summary, PoolSummary.h), read without
     // decoding a chunk, for the chunks whose headers hold up and whose data was not found
@@ -205,6 +223,13 @@ public:
     // kMaxUnlistedSummaryPools others, whatever the table holds.
     Result<PoolSummaries> poolSummaries() const;
     static constexpr size_t kMaxUnlistedSummaryPools = 1024;
+    // The same watermarks per block of schema::kBlockChunks chunks (pool_block_summary): rows
+    // whose `chunk` is the block's first, read without the header scan or any chunk, so that a
+    // first view of the whole trace costs a row per block and pool. present false when the
+    // trace has no such table or any row does not hold up (tableDamage() says why): the caller
+    // then uses poolSummaries(). A later poolSummaries() of this reader compares each block
+    // with its chunks' rows and reports a block that differs (tableDamage()).
+    Result<PoolSummaries> poolBlockSummaries() const;
     // The headers of the chunk rows that hold up, in seq order. Reuses the last header scan when
     // there is one (a finished trace's rows do not change; a live one is read through events()).
     Result<std::vector<ChunkHeaderInfo>> chunkHeaders() const;
@@ -262,6 +287,10 @@ private:
     // poolSummaries' work; damage (when set) gets what does not hold up in the table.
     Result<PoolSummaries> scanPoolSummaries(std::vector<TraceDamage>* damage) const;
     Error firstDamageError(const std::string& what) const;
+    // PoolBlocks.cpp: the blocks read by poolBlockSummaries() against the per-chunk rows of
+    // the chunks in coveredIds (sorted), and what the two found, for tableDamage().
+    void checkBlocks(const PoolSummaries& full, const std::vector<int64_t>& coveredIds) const;
+    void appendBlockDamage(std::vector<TraceDamage>& out) const;
 
     sqlite3* db_ = nullptr;
     std::string path_;
@@ -283,6 +312,13 @@ private:
     // this reader reads every chunk's own columns.
     mutable std::vector<int64_t> copyLies_;
     mutable std::atomic<bool> distrustCopy_{false};
+    // pool_block_summary as poolBlockSummaries() read it, and what was found (mutex_).
+    mutable std::shared_ptr<const std::vector<PoolBlockSummary>> blocks_;
+    mutable std::shared_ptr<const PoolSummaries> summaries_; // with reuseScan_ (mutex_)
+    mutable std::string blockFinding_;
+    mutable uint64_t blockDiffer_ = 0;
+    mutable int64_t blockFirstDiffer_ = 0;
+    mutable std::atomic<uint64_t> scans_{0}, headersFromChunkRows_{0};
     mutable std::once_flag tablesOnce_;
     mutable std::vector<TraceDamage> tableDamage_;
 };

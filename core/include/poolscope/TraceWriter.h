@@ -41,6 +41,11 @@ struct WriterOptions {
     // Each chunk's prev_last_seq, crc and events per kind in the narrow chunk_headers table
     // (schema.sql); false: a trace without it, as written before it existed.
     bool chunkHeaders = true;
+    // The chunk's other header columns copied into its chunk_headers row (since 2026-11-28);
+    // false: those columns are left NULL (tests of the scan without them).
+    bool chunkHeaderCopies = true;
+    // pool_block_summary (schema.sql), with poolSummaries; false: a trace without the table.
+    bool blockSummaries = true;
 };
 
 // The file a replaceAtClose writer works in until close(): path + ".partial".
@@ -98,7 +103,8 @@ private:
     Status writeChunkIndex(const schema::ChunkHeader& h, uint32_t chunkCrc);
     // The chunk just inserted: its chunk_headers row (schema.sql).
     Status writeChunkHeaders(const schema::ChunkHeader& h, uint32_t chunkCrc, uint64_t dataBytes);
-    Status writePoolSummaries(uint32_t chunkCrc); // the chunk just inserted: its pool_chunk_summary rows
+    Status writePoolSummaries(uint32_t chunkCrc);
+    Status writeBlock(); // blocks_'s rows to pool_block_summary // the chunk just inserted: its pool_chunk_summary rows
     Status exec(const char* sql);
     Error sqlError(const char* what) const;
 
@@ -118,6 +124,9 @@ private:
     PoolSummaryAccumulator poolSummaries_; // the open chunk's watermarks per pool
     bool writeSummaries_ = true;
     bool writeHeaders_ = true;
+    bool writeHeaderCopies_ = true;
+    bool writeBlocks_ = true;
+    PoolBlockAccumulator blocks_; // the open block's rows, fed each chunk's summaries
     uint64_t prevLastSeq_ = 0;   // last_seq of the chunk written before (prev_last_seq)
     uint64_t counts_[kEventKindCount] = {};
     bool countsDirty_[kEventKindCount] = {};
