@@ -160,7 +160,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     summaryLabel_ = new QLabel(this);
     progress_ = new QProgressBar(this);
     progress_->setRange(0, 100);
-    progress_->setMaximumWidth(220);
+    progress_->setMaximumWidth(260);
+    // The phase is written in the bar: without a minimum the status bar squeezed it to two
+    // lines ("Reading events" over "0%") beside a long summary.
+    progress_->setMinimumWidth(progress_->fontMetrics().horizontalAdvance(tr("Naming call sites") +
+                                                                          QStringLiteral(" 100%")) +
+                               32);
     progress_->setFormat(tr("%p%"));
     progress_->hide();
     cancelButton_ = new QPushButton(tr("Cancel"), this);
