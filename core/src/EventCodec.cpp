@@ -582,8 +582,12 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
         if constexpr (kV6) {
             // The tables' pass, over the three columns it needs (kind, ptr, size), before the
             // events are assembled as in version 5.
-            thread_local BlockTablesDecoder tables;
-            BlockTablesDecoder& blocks = tables;
+            // On the heap: the collector links this decoder, and a module's thread-locals are
+            // static TLS once its hot path's initial-exec pointer is in it (a few KiB there and
+            // the driver cannot dlopen it; tests/collector/check_module.sh).
+            thread_local std::unique_ptr<BlockTablesDecoder> tables;
+            if (!tables) tables = std::make_unique<BlockTablesDecoder>();
+            BlockTablesDecoder& blocks = *tables;
             blocks.reset(count);
             const uint64_t* packed = column + 12 * count;
             uint64_t* ptrs = column + 4 * count;

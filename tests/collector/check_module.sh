@@ -23,4 +23,12 @@ fi
 if grep -a -q 'POOLSCOPE_BENCH' "$m"; then
     echo "the module carries benchmark diagnostics (POOLSCOPE_BENCH_*)"; exit 1
 fi
-echo "ok: only InitializeInjection and InitializeInjectionNvtx2 exported, no Qt, no libcuda/libcupti link, no benchmark diagnostics"
+# The module's thread-locals are initial-exec (the hot path's ThreadState pointer), so all of its
+# TLS comes out of the few hundred bytes glibc keeps spare for modules dlopen'ed later: a few KiB
+# of it and the driver's dlopen fails with "cannot allocate memory in static TLS block", and
+# nothing is recorded. Large per-thread state belongs on the heap.
+tls=$(readelf -lW "$m" | awk '$1 == "TLS" {print $6}')
+if [ -n "$tls" ] && [ $((tls)) -gt 256 ]; then
+    echo "the module's TLS block is $((tls)) bytes (at most 256: it is static TLS once loaded)"; exit 1
+fi
+echo "ok: only InitializeInjection and InitializeInjectionNvtx2 exported, no Qt, no libcuda/libcupti link, no benchmark diagnostics, TLS ${tls:-none}"
