@@ -79,7 +79,7 @@ sqlite3* openLikeWriter(const std::string& path, bool withSchema) {
     removeDb(path);
     sqlite3* db = nullptr;
     sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-    exec(db, "PRAGMA page_size=4096; PRAGMA cache_size=-16384; PRAGMA journal_mode=WAL;"
+    exec(db, "PRAGMA page_size=2048; PRAGMA cache_size=-16384; PRAGMA journal_mode=WAL;"
              "PRAGMA synchronous=NORMAL;");
     if (withSchema) exec(db, std::string(schema::createSql()));
     return db;
