@@ -129,6 +129,10 @@ void checkTrace(const std::string& trace, const Truth& t, bool checkWms = true) 
 } // namespace
 
 TEST(GoldenSamples, Churn) { checkTrace("churn.poolscope", loadTruth("churn.truth.jsonl")); }
+// The same workload recorded in trace format 7 (event codec 6, 2 KiB pages).
+TEST(GoldenSamples, ChurnFormat7) {
+    checkTrace("churn_format7.poolscope", loadTruth("churn_format7.truth.jsonl"));
+}
 TEST(GoldenSamples, Pools) { checkTrace("pools.poolscope", loadTruth("pools.truth.jsonl")); }
 TEST(GoldenSamples, TrimsAndOom) {
     checkTrace("trims_oom.poolscope", loadTruth("trims_oom.truth.jsonl"));
