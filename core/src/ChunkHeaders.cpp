@@ -31,6 +31,23 @@ bool hasTable(sqlite3* db, const char* name) {
 }
 
 bool isInt(sqlite3_stmt* s, int col) { return sqlite3_column_type(s, col) == SQLITE_INTEGER; }
+
+// first_seq, last_seq, t_min, t_max, count, kinds, codec, typeof(data), length(data) from column
+// `at` on, as both the own-row and the scan's statements select them.
+void readHeaderColumns(sqlite3_stmt* s, int at, RawChunkRow& r) {
+    for (int col = at; col < at + 7; ++col) r.ints &= isInt(s, col);
+    r.h.firstSeq = static_cast<uint64_t>(sqlite3_column_int64(s, at));
+    r.h.lastSeq = static_cast<uint64_t>(sqlite3_column_int64(s, at + 1));
+    r.h.tMin = sqlite3_column_int64(s, at + 2);
+    r.h.tMax = sqlite3_column_int64(s, at + 3);
+    r.count = sqlite3_column_int64(s, at + 4);
+    r.h.count = static_cast<uint64_t>(r.count);
+    r.h.kinds = static_cast<uint64_t>(sqlite3_column_int64(s, at + 5));
+    r.h.codec = sqlite3_column_int64(s, at + 6);
+    const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(s, at + 7));
+    r.isBlob = type && std::string_view(type) == "blob";
+    r.bytes = static_cast<uint64_t>(sqlite3_column_int64(s, at + 8));
+}
 } // namespace
 
 bool parseKindCounts(uint64_t kinds, uint64_t count, const void* bytes, size_t n,
@@ -144,19 +161,8 @@ int ChunkRowSource::ownRow(RawChunkRow& r) {
     r.ints = true;
     r.fromCopy = false;
     r.kindCounts.clear();
-    for (int col = 0; col < 7; ++col) r.ints &= isInt(s, col);
+    readHeaderColumns(s, 0, r);
     r.ints &= isInt(s, 9) && isInt(s, 10);
-    r.h.firstSeq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
-    r.h.lastSeq = static_cast<uint64_t>(sqlite3_column_int64(s, 1));
-    r.h.tMin = sqlite3_column_int64(s, 2);
-    r.h.tMax = sqlite3_column_int64(s, 3);
-    r.count = sqlite3_column_int64(s, 4);
-    r.h.count = static_cast<uint64_t>(r.count);
-    r.h.kinds = static_cast<uint64_t>(sqlite3_column_int64(s, 5));
-    r.h.codec = sqlite3_column_int64(s, 6);
-    const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(s, 7));
-    r.isBlob = type && std::string_view(type) == "blob";
-    r.bytes = static_cast<uint64_t>(sqlite3_column_int64(s, 8));
     r.h.prevLastSeq = static_cast<uint64_t>(sqlite3_column_int64(s, 9));
     r.crc = sqlite3_column_int64(s, 10);
     return SQLITE_ROW;
@@ -256,18 +262,8 @@ int ChunkRowSource::next(RawChunkRow& r) {
     sqlite3_stmt* s = main_;
     r = RawChunkRow{};
     r.id = sqlite3_column_int64(s, 0);
-    for (int col = 0; col < 8; ++col) r.ints &= isInt(s, col);
-    r.h.firstSeq = static_cast<uint64_t>(sqlite3_column_int64(s, 1));
-    r.h.lastSeq = static_cast<uint64_t>(sqlite3_column_int64(s, 2));
-    r.h.tMin = sqlite3_column_int64(s, 3);
-    r.h.tMax = sqlite3_column_int64(s, 4);
-    r.count = sqlite3_column_int64(s, 5);
-    r.h.count = static_cast<uint64_t>(r.count);
-    r.h.kinds = static_cast<uint64_t>(sqlite3_column_int64(s, 6));
-    r.h.codec = sqlite3_column_int64(s, 7);
-    const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(s, 8));
-    r.isBlob = type && std::string_view(type) == "blob";
-    r.bytes = static_cast<uint64_t>(sqlite3_column_int64(s, 9));
+    r.ints = isInt(s, 0);
+    readHeaderColumns(s, 1, r);
     if (!copy_) {
         if (v3_) {
             r.ints &= isInt(s, 10) && isInt(s, 11);
