@@ -3,6 +3,7 @@
 #include "poolscope/TraceReader.h"
 
 #include <algorithm>
+#include <mutex>
 #include <vector>
 
 namespace poolscope::ui {
@@ -28,6 +29,7 @@ public:
         if (!st && st.error().code != ErrorCode::Cancelled)
             out.error = QString::fromStdString(st.error().message);
         out.total = stats.matched;
+        keepScan(*reader);
         return out;
     }
 
@@ -54,6 +56,7 @@ public:
             nullptr, FilteredReadOptions{skip, false});
         if (!st && st.error().code != ErrorCode::Cancelled)
             out.error = QString::fromStdString(st.error().message);
+        keepScan(*reader);
         return out;
     }
 
@@ -63,13 +66,28 @@ public:
 
 private:
     // Each query opens its own reader: jobs never share an SQLite connection across threads.
+    // They share the first one's header scan instead, and with it which chunks' data a read
+    // found intact, so that a later kind filter's count reads no chunk again (adoptScan takes
+    // it only while the file is unchanged).
     std::unique_ptr<TraceReader> open(QString& error) const {
         auto reader = TraceReader::open(file_);
         if (!reader) {
             error = QString::fromStdString(reader.error().message);
             return nullptr;
         }
+        (*reader)->setReuseHeaderScan(true);
+        std::shared_ptr<const TraceReader::SharedScan> scan;
+        {
+            std::lock_guard lock(scanMutex_);
+            scan = scan_;
+        }
+        if (scan) (*reader)->adoptScan(scan);
         return std::move(*reader);
+    }
+
+    void keepScan(const TraceReader& reader) const {
+        std::lock_guard lock(scanMutex_);
+        if (!scan_) scan_ = reader.sharedScan();
     }
 
     // The filter's times bounded by the trace's span; false when nothing can match.
@@ -88,6 +106,8 @@ private:
 
     std::string file_;
     int64_t t0_, t1_;
+    mutable std::mutex scanMutex_;
+    mutable std::shared_ptr<const TraceReader::SharedScan> scan_;
 };
 
 } // namespace

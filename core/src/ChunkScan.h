@@ -2,7 +2,9 @@
 // The reader's view of the event chunk rows (TraceReader's header scan), shared by
 // TraceReader.cpp and ChunkHeaders.cpp. Private to core.
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,9 +44,23 @@ struct TraceReader::ChunkIndex {
     bool kindCountsDisagree = false;
 };
 
+namespace detail {
+// The chunks of one header scan whose data's checksum (and own header, against a chunk_headers
+// copy) held when a filtered read read them. Readers that share the scan of the unchanged file
+// then answer a kind filter's count for those chunks from their kind counts alone: the window's
+// events table opens a reader per query, and each count read every chunk's data again (0.5 s of
+// a 100 M-event trace's 0.55 s).
+struct VerifiedChunks {
+    VerifiedChunks(std::shared_ptr<const TraceReader::ChunkIndex> i, size_t n) : of(std::move(i)), ok(n) {}
+    std::shared_ptr<const TraceReader::ChunkIndex> of; // positions are into this scan's chunks
+    std::vector<std::atomic<uint8_t>> ok;
+};
+} // namespace detail
+
 struct TraceReader::SharedScan {
     std::shared_ptr<const ChunkIndex> index;
     std::shared_ptr<const PoolSummaries> summaries;
+    std::shared_ptr<detail::VerifiedChunks> verified; // of index, or null
     std::string path;
     int64_t size = -1, mtimeNs = -1; // the file's when taken
 };

@@ -221,6 +221,7 @@ std::shared_ptr<const TraceReader::SharedScan> TraceReader::sharedScan() const {
         std::lock_guard lock(mutex_);
         s->index = index_;
         s->summaries = summaries_;
+        if (verified_ && verified_->of == index_) s->verified = verified_;
     }
     if (!s->index || !fileStamp(path_, s->size, s->mtimeNs)) return nullptr;
     s->path = path_;
@@ -238,6 +239,7 @@ void TraceReader::adoptScan(std::shared_ptr<const SharedScan> scan) {
     std::lock_guard lock(mutex_);
     index_ = scan->index;
     summaries_ = scan->summaries;
+    verified_ = scan->verified && scan->verified->of == index_ ? scan->verified : nullptr;
 }
 
 } // namespace poolscope

@@ -1343,6 +1343,15 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
     uint64_t skip = options.skip;
     const bool kindOnly =
         !filter.failedOnly && !filter.stream && !filter.pool && !filter.sizeActive();
+    std::shared_ptr<detail::VerifiedChunks> verified;
+    if (reuseScan_ && checksummed && !distrustCopy_.load()) {
+        std::lock_guard lock(mutex_);
+        if (index_ == *idx) {
+            if (!verified_ || verified_->of != index_)
+                verified_ = std::make_shared<detail::VerifiedChunks>(index_, index.chunks.size());
+            verified = verified_;
+        }
+    }
     for (size_t p = 0; p < index.chunks.size(); ++p) {
         ChunkRef c = index.chunks[p];
         // The time test as events(t0, t1) makes it.
@@ -1364,6 +1373,11 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
         }
         if (!may && facts.index) {
             ++counts.skippedByIndex;
+        } else if (byCounts && verified && verified->ok[p].load(std::memory_order_relaxed)) {
+            ++counts.answeredByCounts;
+            ++counts.answeredFromVerified;
+            counts.matched += counted;
+            if (!options.countOnly) skip -= counted;
         } else {
             // No row vouches for the header's kinds: they hold once the checksum over them does.
             const bool decode = !byCounts && (may || !checksummed);
@@ -1390,6 +1404,7 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
                 !r)
                 return r;
             ++(decode ? counts.decoded : byCounts ? counts.answeredByCounts : counts.skippedByKinds);
+            if (damaged.empty() && verified) verified->ok[p].store(1, std::memory_order_relaxed);
             if (!damaged.empty()) {
                 if (strict) return firstDamageError(damaged);
             } else if (byCounts) {

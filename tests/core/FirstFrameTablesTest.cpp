@@ -473,3 +473,62 @@ TEST(FirstFrameTables, HandBuiltAReaderAdoptingTheLoadsScanReadsNeitherAgainAndA
 
 } // namespace
 } // namespace poolscope
+
+namespace poolscope {
+namespace {
+
+// The window's events table opens a reader per query and shares the first one's scan: a kind
+// filter's count then reads no chunk whose data an earlier read found intact, gives the same
+// number, still re-reads (and leaves out) a chunk found damaged, and starts over on a file that
+// changed.
+TEST(FirstFrameTables, HandBuiltCountsSharingAScanReadOnlyChunksNotYetFoundIntact) {
+    test::ScratchDir dir;
+    const std::string path = writeHandBuilt(dir.file("t.poolscope"), 9, 200'000);
+    view::EventFilter f;
+    f.kindMask = 1u << unsigned(EventKind::Alloc);
+    auto count = [&](TraceReader& r, FilteredReadStats& st) {
+        r.setReuseHeaderScan(true);
+        r.setSkipDamaged(true);
+        auto n = r.countMatching(f, &st);
+        EXPECT_TRUE(n) << (n ? "" : n.error().message);
+        return n ? *n : 0;
+    };
+    for (const bool damage : {false, true}) {
+        SCOPED_TRACE(damage ? "one chunk's data damaged" : "intact");
+        const std::string file = dir.file(damage ? "d.poolscope" : "i.poolscope");
+        std::filesystem::copy_file(path, file);
+        if (damage)
+            test::execSql(file, "UPDATE event_chunks SET data = zeroblob(length(data)) "
+                                "WHERE id = (SELECT id FROM event_chunks ORDER BY id LIMIT 1 OFFSET 5)");
+        auto first = openTrace(file);
+        FilteredReadStats a;
+        const uint64_t n = count(*first, a);
+        EXPECT_GT(a.answeredByCounts, 10u);
+        EXPECT_EQ(a.answeredFromVerified, 0u);
+        auto shared = first->sharedScan();
+        ASSERT_TRUE(shared);
+        auto second = openTrace(file);
+        second->adoptScan(shared);
+        FilteredReadStats b;
+        EXPECT_EQ(count(*second, b), n);
+        EXPECT_EQ(b.answeredByCounts, a.answeredByCounts);
+        // The damaged chunk is read again each time (and again left out).
+        EXPECT_EQ(b.answeredFromVerified, a.answeredByCounts - (damage ? 1 : 0));
+        EXPECT_EQ(second->damage().size(), first->damage().size());
+        // A reader of its own reads every chunk.
+        auto alone = openTrace(file);
+        FilteredReadStats c;
+        EXPECT_EQ(count(*alone, c), n);
+        EXPECT_EQ(c.answeredFromVerified, 0u);
+        // The file changed since the scan was taken: nothing of it is used.
+        test::execSql(file, "INSERT INTO meta VALUES('touched','1')");
+        auto later = openTrace(file);
+        later->adoptScan(shared);
+        FilteredReadStats d;
+        EXPECT_EQ(count(*later, d), n);
+        EXPECT_EQ(d.answeredFromVerified, 0u);
+    }
+}
+
+} // namespace
+} // namespace poolscope

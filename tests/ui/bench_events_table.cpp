@@ -1,7 +1,9 @@
 // The events table over a large trace (issue #15; not a test): per kind group, the time from
 // setting the filter to the count and first page on screen, a jump to the middle page, and
 // selecting an event three quarters in (the timeline's click), offscreen.
-// Usage: poolscope_bench_events_table TRACE [GROUP...]   (GROUP: a Kinds menu entry, "all")
+// Usage: poolscope_bench_events_table TRACE [--same-source] [GROUP...]
+//   (GROUP: a Kinds menu entry, "all"; --same-source: every group asked of one source, as the
+//   window asks its filters after a load, instead of one fresh source per group)
 //        poolscope_bench_events_table TRACE --window-screenshot PNG
 //   (the window on TRACE, its events table scrolled to the middle of every event)
 //        poolscope_bench_events_table --plain-view N
@@ -101,7 +103,13 @@ int main(int argc, char** argv) {
         return w.grab().save(QString::fromUtf8(argv[3])) ? 0 : 1;
     }
     QStringList groups;
-    for (int i = 2; i < argc; ++i) groups << QString::fromUtf8(argv[i]);
+    bool sameSource = false;
+    for (int i = 2; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--same-source"))
+            sameSource = true;
+        else
+            groups << QString::fromUtf8(argv[i]);
+    }
     if (groups.isEmpty()) groups << "Releases and trims" << "Pool and stream lifetime" << "all";
     auto reader = TraceReader::open(path);
     if (!reader) {
@@ -120,6 +128,7 @@ int main(int argc, char** argv) {
     std::printf("trace %s: %llu events, load average %s\n", path.c_str(),
                 (unsigned long long)sum->eventCount, loadavg().c_str());
 
+    const EventProvider shared = fileEventProvider(snap.path, tl->t0, tl->t1, tl->eventCount);
     for (const QString& group : groups) {
         EventsPanel panel;
         panel.resize(1000, 600);
@@ -132,7 +141,8 @@ int main(int argc, char** argv) {
         QSignalSpy shown(&panel, &EventsPanel::rowsShown);
         QElapsedTimer t;
         t.start();
-        panel.setSource(snap, fileEventProvider(snap.path, tl->t0, tl->t1, tl->eventCount));
+        panel.setSource(snap, sameSource ? shared
+                                         : fileEventProvider(snap.path, tl->t0, tl->t1, tl->eventCount));
         if (!shown.wait(120000)) {
             std::printf("%s: no answer\n", qPrintable(group));
             continue;

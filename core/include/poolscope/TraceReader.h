@@ -29,6 +29,7 @@ struct ChunkIndexRow;
 } // namespace view
 namespace detail {
 struct OwnTail;
+struct VerifiedChunks;
 } // namespace detail
 
 // What a filtered read (TraceReader::forEachMatchingChunk) did with the event chunks of its time
@@ -44,6 +45,9 @@ struct FilteredReadStats {
     // its time range): counted or skipped past (FilteredReadOptions) once their data's checksum
     // held (read, not decoded).
     uint64_t answeredByCounts = 0;
+    // Of those, answered without reading their data: a read sharing this header scan
+    // (setReuseHeaderScan, adoptScan) had already found their checksum holding.
+    uint64_t answeredFromVerified = 0;
     uint64_t matched = 0; // matching events, those skipped or only counted included
 };
 
@@ -315,6 +319,9 @@ private:
     // pool_block_summary as poolBlockSummaries() read it, and what was found (mutex_).
     mutable std::shared_ptr<const std::vector<PoolBlockSummary>> blocks_;
     mutable std::shared_ptr<const PoolSummaries> summaries_; // with reuseScan_ (mutex_)
+    // With reuseScan_ (mutex_): the chunks of index_ whose data a read found intact, shared
+    // with the readers that adopt this one's scan.
+    mutable std::shared_ptr<detail::VerifiedChunks> verified_;
     mutable std::string blockFinding_;
     mutable uint64_t blockDiffer_ = 0;
     mutable int64_t blockFirstDiffer_ = 0;
