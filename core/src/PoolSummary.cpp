@@ -13,13 +13,11 @@ uint32_t poolSummaryChecksum(const PoolChunkSummary& r, uint32_t chunkCrc) {
                               static_cast<uint64_t>(r.tMin), static_cast<uint64_t>(r.tMax),
                               r.reservedMin, r.reservedMax, r.usedMin, r.usedMax,
                               r.reservedLast, r.usedLast};
-    unsigned char bytes[sizeof words + 4];
-    for (size_t i = 0; i < std::size(words); ++i)
-        for (int b = 0; b < 8; ++b)
-            bytes[i * 8 + b] = static_cast<unsigned char>(words[i] >> (8 * b));
-    for (int b = 0; b < 4; ++b)
-        bytes[sizeof words + b] = static_cast<unsigned char>(chunkCrc >> (8 * b));
-    return crc32c(0, bytes, sizeof bytes);
+    const unsigned char tail[] = {static_cast<unsigned char>(chunkCrc),
+                                  static_cast<unsigned char>(chunkCrc >> 8),
+                                  static_cast<unsigned char>(chunkCrc >> 16),
+                                  static_cast<unsigned char>(chunkCrc >> 24)};
+    return crc32c(crc32cOfWords(0, words), tail, sizeof tail);
 }
 uint32_t poolBlockChecksum(const PoolBlockSummary& r) {
     const uint64_t words[] = {static_cast<uint64_t>(r.chunk), r.pool,
@@ -27,11 +25,7 @@ uint32_t poolBlockChecksum(const PoolBlockSummary& r) {
                               static_cast<uint64_t>(r.tMin), static_cast<uint64_t>(r.tMax),
                               r.reservedMin, r.reservedMax, r.usedMin, r.usedMax,
                               r.reservedLast, r.usedLast};
-    unsigned char bytes[sizeof words];
-    for (size_t i = 0; i < std::size(words); ++i)
-        for (int b = 0; b < 8; ++b)
-            bytes[i * 8 + b] = static_cast<unsigned char>(words[i] >> (8 * b));
-    return crc32c(0, bytes, sizeof bytes);
+    return crc32cOfWords(0, words);
 }
 } // namespace schema
 
