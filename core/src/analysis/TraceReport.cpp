@@ -80,14 +80,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     }
     auto follow = [&] {
         if (!options.advice) return;
-        const auto& streams = reducer.replay().streams();
-        for (size_t i = tape.streamHandles.size(); i < streams.size(); ++i)
-            tape.streamHandles.push_back(streams[i].info.handle);
+        tape.seeStreams(reducer.replay());
         const whatif::Op* ops = tape.ops.data();
         neverReleasing.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
                             tape.streamHandles, noMute);
-        tape.ops.clear();
-        tape.allocSeq.clear();
+        tape.dropOps();
     };
     size_t si = 0;
     uint64_t done = 0;

@@ -370,11 +370,9 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     lead.recordOnly(true);
     replay.subscribe(&lead, PoolModel::kindMask());
     auto step = [&] {
-        for (size_t i = tape.streamHandles.size(); i < replay.streams().size(); ++i)
-            tape.streamHandles.push_back(replay.streams()[i].info.handle);
+        tape.seeStreams(replay);
         search.step(tape, replay);
-        tape.ops.clear();
-        tape.allocSeq.clear();
+        tape.dropOps();
         return search.anyLeft();
     };
     bool whole = false;

@@ -185,6 +185,17 @@ struct Tape {
         return ops.capacity() * sizeof(Op) + allocSeq.capacity() * 8 +
                streamHandles.capacity() * 8 + recorded.size() * sizeof(PoolPrediction);
     }
+    // Names the replay's streams that streamHandles does not hold yet (the ops' stream index is
+    // the replay's), for models that follow the ops as they come.
+    void seeStreams(const replay::Replay& r) {
+        for (size_t i = streamHandles.size(); i < r.streams().size(); ++i)
+            streamHandles.push_back(r.streams()[i].info.handle);
+    }
+    // After every follower has read the ops taken so far.
+    void dropOps() {
+        ops.clear();
+        allocSeq.clear();
+    }
     const PoolPrediction* recordedPool(uint64_t handle) const {
         for (const PoolPrediction& p : recorded)
             if (p.handle == handle) return &p;
