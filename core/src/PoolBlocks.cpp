@@ -2,6 +2,7 @@
 // before any chunk so that the window's first view of a large trace costs a few thousand rows,
 // and checked against the per-chunk rows once those are read.
 #include "ChunkScan.h"
+#include "SqlStmt.h"
 
 #include <algorithm>
 #include <sqlite3.h>
@@ -10,18 +11,7 @@
 namespace poolscope {
 
 namespace {
-struct Statement {
-    sqlite3_stmt* s = nullptr;
-    Statement(sqlite3* db, const char* sql) {
-        if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) {
-            sqlite3_finalize(s);
-            s = nullptr;
-        }
-    }
-    ~Statement() { sqlite3_finalize(s); }
-    Statement(const Statement&) = delete;
-    Statement& operator=(const Statement&) = delete;
-};
+using detail::Stmt;
 
 bool sameValues(const PoolChunkSummary& a, const PoolChunkSummary& b) {
     return a.pool == b.pool && a.tMin == b.tMin && a.tMax == b.tMax &&
@@ -36,10 +26,10 @@ Result<PoolSummaries> TraceReader::poolBlockSummaries() const {
     {
         // Blocks are merges of the per-chunk rows: without those (a table dropped) there is no
         // overview to replace the draft with, and none is drawn, as before.
-        Statement t(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND "
+        Stmt t(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND "
                          "name IN ('pool_block_summary','pool_chunk_summary')");
-        if (!t.s || sqlite3_step(t.s) != SQLITE_ROW) return sqlError("look for pool_block_summary");
-        if (sqlite3_column_int(t.s, 0) != 2) return out;
+        if (!t.ok() || sqlite3_step(t.get()) != SQLITE_ROW) return sqlError("look for pool_block_summary");
+        if (sqlite3_column_int(t.get(), 0) != 2) return out;
     }
     // Nothing is used unless every row holds: the reason goes to tableDamage().
     auto refuse = [&](const std::string& why) {
@@ -52,19 +42,19 @@ Result<PoolSummaries> TraceReader::poolBlockSummaries() const {
     // would scan it).
     int64_t ends[2] = {};
     for (int i = 0; i < 2; ++i) {
-        Statement m(db_, i ? "SELECT id FROM event_chunks ORDER BY id DESC LIMIT 1"
+        Stmt m(db_, i ? "SELECT id FROM event_chunks ORDER BY id DESC LIMIT 1"
                            : "SELECT id FROM event_chunks ORDER BY id LIMIT 1");
-        if (!m.s) return sqlError("read the event chunks");
-        const int rc = sqlite3_step(m.s);
+        if (!m.ok()) return sqlError("read the event chunks");
+        const int rc = sqlite3_step(m.get());
         if (rc == SQLITE_DONE) return out; // no chunk: nothing to draw either way
         if (rc != SQLITE_ROW) return sqlError("read the event chunks");
-        ends[i] = sqlite3_column_int64(m.s, 0);
+        ends[i] = sqlite3_column_int64(m.get(), 0);
     }
     const int64_t minId = ends[0], maxId = ends[1];
-    Statement s(db_, "SELECT first_chunk,pool,last_chunk,block_rows,t_min,t_max,reserved_min,"
+    Stmt s(db_, "SELECT first_chunk,pool,last_chunk,block_rows,t_min,t_max,reserved_min,"
                      "reserved_max,used_min,used_max,reserved_last,used_last,crc "
                      "FROM pool_block_summary ORDER BY first_chunk,pool");
-    if (!s.s) return refuse("cannot be read");
+    if (!s.ok()) return refuse("cannot be read");
     std::vector<PoolBlockSummary> all; // every row, pool 0 too (checkBlocks needs the ranges)
     std::vector<PoolBlockSummary> group;
     int64_t expected = minId; // the next block's first chunk
@@ -91,23 +81,23 @@ Result<PoolSummaries> TraceReader::poolBlockSummaries() const {
         return true;
     };
     int rc;
-    while ((rc = sqlite3_step(s.s)) == SQLITE_ROW) {
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
         bool ints = true;
-        for (int col = 0; col < 13; ++col) ints &= sqlite3_column_type(s.s, col) == SQLITE_INTEGER;
+        for (int col = 0; col < 13; ++col) ints &= sqlite3_column_type(s.get(), col) == SQLITE_INTEGER;
         PoolBlockSummary r;
-        r.chunk = sqlite3_column_int64(s.s, 0);
-        r.pool = uint64_t(sqlite3_column_int64(s.s, 1));
-        r.lastChunk = sqlite3_column_int64(s.s, 2);
-        r.chunkRows = uint64_t(sqlite3_column_int64(s.s, 3));
-        r.tMin = sqlite3_column_int64(s.s, 4);
-        r.tMax = sqlite3_column_int64(s.s, 5);
-        r.reservedMin = uint64_t(sqlite3_column_int64(s.s, 6));
-        r.reservedMax = uint64_t(sqlite3_column_int64(s.s, 7));
-        r.usedMin = uint64_t(sqlite3_column_int64(s.s, 8));
-        r.usedMax = uint64_t(sqlite3_column_int64(s.s, 9));
-        r.reservedLast = uint64_t(sqlite3_column_int64(s.s, 10));
-        r.usedLast = uint64_t(sqlite3_column_int64(s.s, 11));
-        const int64_t crc = sqlite3_column_int64(s.s, 12);
+        r.chunk = sqlite3_column_int64(s.get(), 0);
+        r.pool = uint64_t(sqlite3_column_int64(s.get(), 1));
+        r.lastChunk = sqlite3_column_int64(s.get(), 2);
+        r.chunkRows = uint64_t(sqlite3_column_int64(s.get(), 3));
+        r.tMin = sqlite3_column_int64(s.get(), 4);
+        r.tMax = sqlite3_column_int64(s.get(), 5);
+        r.reservedMin = uint64_t(sqlite3_column_int64(s.get(), 6));
+        r.reservedMax = uint64_t(sqlite3_column_int64(s.get(), 7));
+        r.usedMin = uint64_t(sqlite3_column_int64(s.get(), 8));
+        r.usedMax = uint64_t(sqlite3_column_int64(s.get(), 9));
+        r.reservedLast = uint64_t(sqlite3_column_int64(s.get(), 10));
+        r.usedLast = uint64_t(sqlite3_column_int64(s.get(), 11));
+        const int64_t crc = sqlite3_column_int64(s.get(), 12);
         if (!ints || crc != int64_t{schema::poolBlockChecksum(r)})
             return refuse("has a row that fails its checksum (block at chunk " +
                           std::to_string(r.chunk) + ")");

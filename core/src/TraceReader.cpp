@@ -1,6 +1,7 @@
 #include "poolscope/TraceReader.h"
 
 #include "ChunkScan.h"
+#include "SqlStmt.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -21,29 +22,7 @@ namespace poolscope {
 
 namespace {
 
-// RAII for one prepared statement.
-class Stmt {
-public:
-    Stmt(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) == SQLITE_OK; }
-    ~Stmt() { sqlite3_finalize(st_); }
-    Stmt(const Stmt&) = delete;
-    Stmt& operator=(const Stmt&) = delete;
-    bool ok() const { return ok_; }
-    sqlite3_stmt* get() const { return st_; }
-    int step() { return sqlite3_step(st_); }
-    int64_t i64(int c) const { return sqlite3_column_int64(st_, c); }
-    uint64_t u64(int c) const { return static_cast<uint64_t>(sqlite3_column_int64(st_, c)); }
-    int i32(int c) const { return sqlite3_column_int(st_, c); }
-    std::string text(int c) const {
-        auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st_, c));
-        return t ? std::string(t) : std::string();
-    }
-    void bind(int i, int64_t v) { sqlite3_bind_int64(st_, i, v); }
-
-private:
-    sqlite3_stmt* st_ = nullptr;
-    bool ok_ = false;
-};
+using detail::Stmt;
 
 // The fewest bytes an event takes in each codec: a chunk's data shorter than count times this
 // cannot hold its count (version 1: 17 varints; 2: a mask byte; 3: the 5-byte header).
