@@ -12,7 +12,15 @@
 //   POOLSCOPE_BENCH_SELFTIME=1 the callback is wrapped in two timestamp reads; the mean time of
 //                              enter and exit callbacks goes to stderr at exit. Not thread-safe:
 //                              for the single-threaded benchmark.
-// And one exported function, poolscope_diag_record(on), that the program under test calls (found
+//   POOLSCOPE_BENCH_LEVELS=1   the callback does as much as poolscope_diag_level last chose:
+//                              nothing (the floor), a minimal recorder (a timestamp and a 32-byte
+//                              record into a per-thread buffer: what any recorder must do), the
+//                              collector without watermark reads, the collector without call
+//                              sites, or the whole collector with the call sites `--stacks`
+//                              asked for. One
+//                              process then compares all of them between its own steps
+//                              (tests/gpu/gpt2_levels.sh).
+// And exported functions: poolscope_diag_level(level) (above), and poolscope_diag_record(on), that the program under test calls (found
 // with dlopen/dlsym of this module's path) to turn the driver callbacks off and on between its
 // own steps: recorded and unrecorded steps then alternate inside one process, which the GPU
 // machine's run-to-run spread (+-15-25 %) cannot blur (tests/gpu/gpt2_ab.sh).
@@ -67,6 +75,39 @@ void CUPTIAPI timedCallback(void* user, CUpti_CallbackDomain domain, CUpti_Callb
 
 void CUPTIAPI emptyCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+// What a recorder cannot do without: a timestamp and a small record per call, into the thread's
+// own buffer. The buffer is on the heap (the module's static TLS block must stay small).
+struct MinimalRecord {
+    uint64_t ticks;
+    uint64_t params;
+    uint32_t cbid, site;
+    uint64_t correlation;
+};
+constexpr size_t kMinimalRecords = 1u << 16;
+thread_local MinimalRecord* t_minimal __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local uint32_t t_minimalNext __attribute__((tls_model("initial-exec"))) = 0;
+
+std::atomic<int> g_level{kLevelFullStacks};
+
+void CUPTIAPI levelCallback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void* data) {
+    const int level = g_level.load(std::memory_order_relaxed);
+    if (level == kLevelEmpty) return;
+    if (level == kLevelMinimal) {
+        if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+        MinimalRecord* r = t_minimal;
+        if (!r) [[unlikely]] {
+            r = t_minimal = new MinimalRecord[kMinimalRecords];
+        }
+        const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+        MinimalRecord& m = r[t_minimalNext++ & (kMinimalRecords - 1)];
+        m = {Clock::ticks(), reinterpret_cast<uint64_t>(cb->functionParams), cbid,
+             uint32_t(cb->callbackSite), cb->correlationId};
+        return;
+    }
+    g_shipped(user, domain, cbid, data);
+}
+
 bool envIs(const char* name, char value) {
     const char* v = std::getenv(name);
     return v && v[0] == value;
@@ -78,6 +119,7 @@ CUpti_CallbackFunc start(CUpti_CallbackFunc shipped) {
     if (const char* d = std::getenv("POOLSCOPE_BENCH_DISCARD")) g_discard = std::atoi(d);
     g_shipped = shipped;
     if (envIs("POOLSCOPE_BENCH_EMPTY", '1')) return emptyCallback;
+    if (envIs("POOLSCOPE_BENCH_LEVELS", '1')) return levelCallback;
     if (!envIs("POOLSCOPE_BENCH_SELFTIME", '1')) return shipped;
     g_self.on = true;
     g_self.ticks0 = Clock::ticks();
@@ -99,6 +141,16 @@ bool writerPass(Runtime& rt) {
 
 bool drainerEnabled() { return g_discard != 2; }
 
+int setLevel(int level) {
+    if (level < kLevelOff || level > kLevelFullStacks) return -1;
+    Runtime& rt = runtime();
+    // Between steps, with the device synchronized: no callback reads them half-way.
+    rt.watermarks = level == kLevelNoWatermarks ? WatermarkMode::Off : rt.config.watermarks;
+    rt.stacksOn = level == kLevelFullStacks && rt.stacks.enabled();
+    g_level.store(level, std::memory_order_relaxed);
+    return 0;
+}
+
 } // namespace poolscope::collector::diag
 
 // Off: the driver no longer calls the collector at all (as if it were not there, save its idle
@@ -113,4 +165,12 @@ extern "C" __attribute__((visibility("default"))) int poolscope_diag_record(int 
             CUPTI_SUCCESS)
             return -1;
     return 0;
+}
+
+// Off (0) as poolscope_diag_record(0); 1..5 the callbacks on, doing as much as diag::Level says
+// (with POOLSCOPE_BENCH_LEVELS=1; without it every level above 0 is the whole collector).
+extern "C" __attribute__((visibility("default"))) int poolscope_diag_level(int level) {
+    using namespace poolscope::collector;
+    if (diag::setLevel(level) != 0) return -1;
+    return poolscope_diag_record(level == diag::kLevelOff ? 0 : 1);
 }

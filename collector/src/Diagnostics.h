@@ -14,6 +14,9 @@ struct Runtime;
 namespace diag {
 
 #ifdef POOLSCOPE_DIAGNOSTICS
+// How much the callback does under POOLSCOPE_BENCH_LEVELS=1 (poolscope_diag_level).
+enum Level { kLevelOff = 0, kLevelEmpty, kLevelMinimal, kLevelNoWatermarks, kLevelFull, kLevelFullStacks };
+int setLevel(int level); // -1 for a level not in Level
 // At InitializeInjection: reads the POOLSCOPE_BENCH_* variables and returns the callback to
 // subscribe (shipped, or a wrapper around it).
 CUpti_CallbackFunc start(CUpti_CallbackFunc shipped);

@@ -10,6 +10,10 @@
 # whole cycles alternate between the collector's callbacks on and off (poolscope_diag_record), in
 # pairs whose order flips every pair; prints {"type":"ab",...} with each side's cycle times and the
 # median of the pairs' ratios. The trace of such a run is incomplete by design.
+# --levels=1,2,3,4 (tests/gpu/gpt2_levels.sh; the diagnostic collector with POOLSCOPE_BENCH_LEVELS=1):
+# blocks of whole cycles, one with the callbacks off and one at each level (poolscope_diag_level),
+# in an order that rotates and reverses block by block; prints {"type":"levels",...} with every
+# block's cycle times by level.
 import json
 import os
 import statistics
@@ -28,6 +32,8 @@ assert "cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "set 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 nvtx = "--nvtx" in sys.argv[1:]
 ab = "--ab" in sys.argv[1:]
+levels = next(([int(x) for x in a.split("=", 1)[1].split(",")] for a in sys.argv[1:]
+               if a.startswith("--levels=")), None)
 steps = int(args[0]) if args else 40
 
 
@@ -85,18 +91,35 @@ def pool_settings_from_env():
 pool_settings_from_env()
 lengths = [64, 256, 128, 512, 96, 384, 192, 448]
 record = None
-if ab:
+set_level = None
+if ab or levels:
     import ctypes
     try:
         # The driver loaded the injection module at its first use (above); opening the same path
         # again gives the loaded module.
-        record = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).poolscope_diag_record
+        module = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+        record = module.poolscope_diag_record if ab else None
+        set_level = module.poolscope_diag_level if levels else None
     except (KeyError, OSError, AttributeError) as ex:
-        print(json.dumps({"type": "skip", "why": f"--ab needs the diagnostic collector: {ex}"}))
+        print(json.dumps({"type": "skip", "why": f"--ab/--levels need the diagnostic collector: {ex}"}))
         sys.exit(0)
 times = []
-states = []  # per cycle, --ab: True when recorded
+states = []  # per cycle, --ab: True when recorded; --levels: the level
+block_order = [0] + (levels or [])
 for i in range(steps):
+    if set_level is not None and i % len(lengths) == 0:
+        c = i // len(lengths)  # cycle 0 warms up at the last level
+        if c == 0:
+            level = block_order[-1]
+        else:
+            b, k = divmod(c - 1, len(block_order))
+            order = block_order[b % len(block_order):] + block_order[:b % len(block_order)]
+            level = (order[::-1] if b % 2 else order)[k]
+        torch.cuda.synchronize()
+        if set_level(level) != 0:
+            print(json.dumps({"type": "skip", "why": "poolscope_diag_level failed"}))
+            sys.exit(0)
+        states.append(level)
     if record is not None and i % len(lengths) == 0:
         c = i // len(lengths)  # cycle 0 warms up, recorded
         pair, second = divmod(c - 1, 2)
@@ -148,6 +171,15 @@ if record is not None:
                       "overhead_pct_q1_q3": [round((statistics.quantiles(ratios, n=4)[0] - 1) * 100, 2),
                                              round((statistics.quantiles(ratios, n=4)[2] - 1) * 100, 2)]
                       if len(ratios) >= 4 else None}))
+if set_level is not None:
+    set_level(block_order[-1])
+    n = len(block_order)
+    full = [sum(times[c * len(lengths):(c + 1) * len(lengths)]) * 1e3 for c in range(len(states))]
+    blocks = []
+    for b in range((len(states) - 1) // n):
+        cs = range(1 + b * n, 1 + (b + 1) * n)
+        blocks.append({str(states[c]): round(full[c], 3) for c in cs})
+    print(json.dumps({"type": "levels", "levels": block_order, "blocks": blocks}))
 if nvtx:
     print(json.dumps({"type": "nvtx", "ranges": len(Range.pushed),
                       "names": sorted(set(Range.pushed))}))
