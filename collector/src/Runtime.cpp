@@ -57,8 +57,10 @@ inline uint64_t sharedFind(Runtime& rt, uint64_t ptr, bool take) {
     const uint64_t v = en.load(std::memory_order_relaxed);
     if ((v & kPtrMask) != ptr || !(v >> kPtrBits)) return 0;
     if (take) en.store(0, std::memory_order_relaxed);
+    // The index came from sharedRemember's slot, which stays in pools[] for good (a destroyed
+    // pool's handle reads 0); the bound check needs no other line than the slot's.
     const uint64_t index = (v >> kPtrBits) - 1;
-    if (index >= static_cast<uint64_t>(rt.poolCount.load(std::memory_order_acquire))) return 0;
+    if (index >= uint64_t(Runtime::kMaxPools)) return 0;
     return rt.pools[index].handle.load(std::memory_order_relaxed);
 }
 

@@ -4,6 +4,7 @@
 // and returns; no malloc (after a thread's first event), no locks, no stdio, no SQLite.
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,11 +48,12 @@ struct alignas(64) ThreadState {
     PoolSlot* lastSlot = nullptr;
     uint64_t enterPool = 0;   // pool of the pointer a Free/PointerExport names, found at enter
     uint64_t enterSeq = 0;    // a Free's seq, taken at enter (see onEnter)
-    uint64_t enterTicks = 0;  // when a cuMemFree entered (its duration: the device-wide sync)
     uint32_t tid = 0;
     uint32_t guard = 0;
     int lastDevice = -1;
     bool enterHit = false;    // ...found in Runtime::sharedPtrPools (a recorded alloc's)
+    // End of the first line: what follows only rarer calls read.
+    uint64_t enterTicks = 0;  // when a cuMemFree entered (its duration: the device-wide sync)
     bool oldValid = false;
     uint64_t oldValue = 0;    // PoolSetAttribute: value before the call
     // Inside a runtime cudaMemcpyPeer(Async) (its enter seen, not its exit; runtime calls do not
@@ -68,6 +70,8 @@ struct alignas(64) ThreadState {
         int32_t device;
     } streams[kStreamCache];
 };
+static_assert(offsetof(ThreadState, enterHit) < 64 && offsetof(ThreadState, enterTicks) >= 64,
+              "an alloc's or free's callback reads the first line of ThreadState only");
 
 struct Runtime {
     static constexpr int kMaxDevices = 64;
