@@ -368,8 +368,8 @@ void registerRecord(CLI::App& app, int& exitCode) {
         "Like --listen, on this Unix socket path");
     sub->add_option("--stacks", opts->stacks,
                     "Call sites at each allocation: off, native, python, all, or auto (default: "
-                    "the Python stack where the allocating thread runs Python code, the native "
-                    "stack otherwise)")
+                    "Python frames in a Python program, native stacks otherwise; 'all' adds "
+                    "native stacks in a Python program, e.g. for PyTorch's autograd thread)")
         ->check(CLI::IsMember({"off", "native", "python", "all", "auto"}));
     sub->add_option("--stack-depth", opts->stackDepth, "Frames kept per stack (default 32)")
         ->check(CLI::Range(1, 256));

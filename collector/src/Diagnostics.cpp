@@ -16,8 +16,8 @@
 //                              nothing (the floor), a minimal recorder (a timestamp and a 32-byte
 //                              record into a per-thread buffer: what any recorder must do), the
 //                              collector without watermark reads, the collector without call
-//                              sites, or the whole collector with the call sites `--stacks`
-//                              asked for. One
+//                              sites, the whole collector with the call sites `--stacks`
+//                              asked for, or with Python frames only. One
 //                              process then compares all of them between its own steps
 //                              (tests/gpu/gpt2_levels.sh).
 // And exported functions: poolscope_diag_level(level) (above), and poolscope_diag_record(on), that the program under test calls (found
@@ -142,11 +142,14 @@ bool writerPass(Runtime& rt) {
 bool drainerEnabled() { return g_discard != 2; }
 
 int setLevel(int level) {
-    if (level < kLevelOff || level > kLevelFullStacks) return -1;
+    if (level < kLevelOff || level > kLevelFullPython) return -1;
     Runtime& rt = runtime();
     // Between steps, with the device synchronized: no callback reads them half-way.
     rt.watermarks = level == kLevelNoWatermarks ? WatermarkMode::Off : rt.config.watermarks;
-    rt.stacksOn = level == kLevelFullStacks && rt.stacks.enabled();
+    if (rt.config.stacks != StackMode::Off)
+        rt.stacks.setModeBetweenSteps(level == kLevelFullPython ? StackMode::Python
+                                                                : rt.config.stacks);
+    rt.stacksOn = level >= kLevelFullStacks && rt.stacks.enabled();
     g_level.store(level, std::memory_order_relaxed);
     return 0;
 }
@@ -167,7 +170,7 @@ extern "C" __attribute__((visibility("default"))) int poolscope_diag_record(int 
     return 0;
 }
 
-// Off (0) as poolscope_diag_record(0); 1..5 the callbacks on, doing as much as diag::Level says
+// Off (0) as poolscope_diag_record(0); 1..6 the callbacks on, doing as much as diag::Level says
 // (with POOLSCOPE_BENCH_LEVELS=1; without it every level above 0 is the whole collector).
 extern "C" __attribute__((visibility("default"))) int poolscope_diag_level(int level) {
     using namespace poolscope::collector;

@@ -15,7 +15,8 @@ namespace diag {
 
 #ifdef POOLSCOPE_DIAGNOSTICS
 // How much the callback does under POOLSCOPE_BENCH_LEVELS=1 (poolscope_diag_level).
-enum Level { kLevelOff = 0, kLevelEmpty, kLevelMinimal, kLevelNoWatermarks, kLevelFull, kLevelFullStacks };
+enum Level { kLevelOff = 0, kLevelEmpty, kLevelMinimal, kLevelNoWatermarks, kLevelFull, kLevelFullStacks,
+             kLevelFullPython };
 int setLevel(int level); // -1 for a level not in Level
 // At InitializeInjection: reads the POOLSCOPE_BENCH_* variables and returns the callback to
 // subscribe (shipped, or a wrapper around it).

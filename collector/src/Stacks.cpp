@@ -208,8 +208,12 @@ uint32_t StackRecorder::capture(ThreadSites& ts) {
     uintptr_t raw[kMaxStackDepth + kInternalSlack];
     const uintptr_t* native = raw;
     int nNative = 0;
+    // Auto: Python frames where a Python interpreter is loaded, native stacks otherwise. A
+    // Python program's threads that run no Python code (PyTorch's autograd thread) get their
+    // NVTX path only: unwinding them costs 2-3 % of a GPT-2 step (docs/PERFORMANCE.md), which
+    // `--stacks all` pays for.
     const bool wantNative = mode == StackMode::Native || mode == StackMode::All ||
-                            (mode == StackMode::Auto && nPy == 0);
+                            (mode == StackMode::Auto && !py_.ok());
     if (wantNative) {
         nNative = unwind(raw, depth + kInternalSlack);
         // The top frames are this module's, CUPTI's and the driver's: the stack the user wrote

@@ -34,9 +34,8 @@ enum class StackMode : uint8_t {
     Native, // native stacks
     Python, // Python stacks (threads without Python frames: NVTX path only)
     All,    // both
-    Auto,   // default: the Python stack when the thread is running Python code (with the GIL
-            // or having released it to call C), the native stack otherwise (C++ programs,
-            // PyTorch's autograd threads)
+    Auto,   // default: Python where a Python interpreter is loaded (as Python), native
+            // otherwise (C++ programs)
 };
 const char* stackModeName(StackMode m);
 bool stackModeFromName(const std::string& s, StackMode& out);
@@ -77,6 +76,9 @@ public:
     void configure(const Options& o, const std::vector<std::string>& internalModules);
     StackMode mode() const { return opts_.mode; }
     bool enabled() const { return opts_.mode != StackMode::Off; }
+    // The diagnostic module's levels (Diagnostics.cpp) switch modes between a program's steps,
+    // when no capture runs.
+    void setModeBetweenSteps(StackMode m) { opts_.mode = m; }
     // What configure() found, for the trace's meta and the log.
     std::string describe() const;
     bool pythonFound() const { return py_.ok(); }

@@ -486,15 +486,32 @@ TEST_F(RecorderFixture, PythonFramesUnderTheGil) {
     EXPECT_EQ(frameText(frames[0]), frames[0].function + " (app/callsites_test.py:4)");
 
     // From C++ with no Python frame running on this thread (the GIL released, as a C++ thread
-    // of the program would run): no Python frames, and auto falls back to the native stack.
+    // of the program would run): no Python frames, and in a Python process auto takes no
+    // native stack either (`all` does, below), so nothing is captured.
     PyThreadState* saved = PyEval_SaveThread();
     const uint32_t noGil = stacks_test_outer();
     PyEval_RestoreThread(saved);
-    StackTables t2;
-    rec.drain(t2, identity);
-    ASSERT_TRUE(t2.sites.count(noGil));
-    EXPECT_EQ(t2.sites.at(noGil).pythonStack, 0u);
-    EXPECT_NE(t2.sites.at(noGil).nativeStack, 0u);
+    EXPECT_EQ(noGil, 0u) << "auto unwound the native stack of a thread running no Python";
+    // The same thread in mode "native": the stack auto leaves out is there to take.
+    {
+        StackRecorder native;
+        native.configure({StackMode::Native, 32}, {});
+        ThreadSites* nts = native.newThread(8);
+        StackRecorder* savedRec = g_rec;
+        ThreadSites* savedTs = g_ts;
+        g_rec = &native;
+        g_ts = nts;
+        saved = PyEval_SaveThread();
+        const uint32_t nativeSite = stacks_test_outer();
+        PyEval_RestoreThread(saved);
+        g_rec = savedRec;
+        g_ts = savedTs;
+        StackTables t2;
+        native.drain(t2, identity);
+        ASSERT_TRUE(t2.sites.count(nativeSite));
+        EXPECT_EQ(t2.sites.at(nativeSite).pythonStack, 0u);
+        EXPECT_NE(t2.sites.at(nativeSite).nativeStack, 0u);
+    }
 
     // Mode "all": both stacks for one allocation.
     StackRecorder both;

@@ -7,7 +7,8 @@
 #   2 minimal a timestamp and a 32-byte record into a per-thread buffer (what any recorder does)
 #   3 nowm    the collector without its watermark reads or call sites
 #   4 full    the collector without call sites (--stacks off)
-#   5 full+stacks  the collector with the call sites of GPT2_STACKS (default auto: Python frames)
+#   5 full+stacks  the collector with the call sites of GPT2_STACKS (default auto)
+#   6 full+python  the collector with Python frames only (when GPT2_STACKS is not off)
 # Each level's cost is the median, over the blocks of all processes pooled, of its cycle time
 # over the same block's "off" cycle; the 95 % interval of that median comes from order
 # statistics. Neighbouring cycles differ by about +-10 %, so only pooled medians say anything.

@@ -6,7 +6,7 @@ import math
 import statistics
 import sys
 
-NAMES = {0: "off", 1: "empty", 2: "minimal", 3: "nowm", 4: "full", 5: "full+stacks"}
+NAMES = {0: "off", 1: "empty", 2: "minimal", 3: "nowm", 4: "full", 5: "full+stacks", 6: "full+python"}
 
 
 def interval(ratios):
@@ -41,3 +41,7 @@ for lev in levels[1:]:
 for a, b_ in zip(levels[1:], levels[2:]):
     print(row(f"{NAMES.get(b_, b_)} / {NAMES.get(a, a)}",
               [b[b_] / b[a] for b in blocks if a in b and b_ in b]))
+# The call-site levels also against the collector without them.
+for lev in levels[1:]:
+    if lev > 4 and 4 in levels and levels.index(lev) != levels.index(4) + 1:
+        print(row(f"{NAMES.get(lev, lev)} / full", [b[lev] / b[4] for b in blocks if lev in b and 4 in b]))
