@@ -43,8 +43,33 @@ void RaceBounds::Demand::noteHigh() {
 }
 
 RaceBounds::Demand& RaceBounds::demand(uint32_t pool, uint32_t tid) {
-    if (pool >= pools_.size()) pools_.resize(size_t(pool) + 1);
-    return pools_[pool].byThread[tid];
+    for (const Recent& c : recent_)
+        if (c.d && c.pool == pool && c.tid == tid) return *c.d;
+    if (pool >= pools_.size()) {
+        pools_.resize(size_t(pool) + 1);
+        for (Recent& c : recent_) c = Recent{};
+    }
+    Demand& d = pools_[pool].byThread[tid];
+    recent_[nextRecent_] = Recent{pool, tid, &d};
+    nextRecent_ = (nextRecent_ + 1) % kRecent;
+    return d;
+}
+
+uint64_t* RaceBounds::Demand::pendingOf(uint32_t stream) {
+    if (lastPending && stream == lastStream) [[likely]]
+        return lastPending;
+    auto it = pending.find(stream);
+    if (it == pending.end()) return nullptr;
+    lastStream = stream;
+    return lastPending = &it->second;
+}
+
+uint64_t& RaceBounds::Demand::pendingAt(uint32_t stream) {
+    if (lastPending && stream == lastStream) [[likely]]
+        return *lastPending;
+    lastStream = stream;
+    lastPending = &pending[stream];
+    return *lastPending;
 }
 
 void RaceBounds::onFact(const replay::Fact& f, const replay::Replay& r) {
@@ -71,9 +96,9 @@ void RaceBounds::onFact(const replay::Fact& f, const replay::Replay& r) {
         p.lastTs = e.tsNs;
         p.hasLast = true;
         // Same-stream reuse of what this thread itself freed on the stream, else new demand.
-        if (auto it = d.pending.find(f.stream); it != d.pending.end()) {
-            const uint64_t t = std::min(it->second, roundUp(b.bytes, align_));
-            it->second -= t;
+        if (uint64_t* v = d.pendingOf(f.stream)) {
+            const uint64_t t = std::min(*v, roundUp(b.bytes, align_));
+            *v -= t;
             d.pendTotal -= std::min(d.pendTotal, t);
         }
         d.live = addSat(d.live, roundUp(b.bytes, align_));
@@ -95,7 +120,7 @@ void RaceBounds::onFact(const replay::Fact& f, const replay::Replay& r) {
         // A cudaFree of a pool block, or a free with no stream: reusable by anyone at once.
         if (e.kind == EventKind::DeviceFree || f.stream == replay::kNone) return;
         Demand& d = demand(b.pool, e.tid);
-        uint64_t& v = d.pending[f.stream];
+        uint64_t& v = d.pendingAt(f.stream);
         v = addSat(v, bytes);
         d.pendTotal = addSat(d.pendTotal, bytes);
         d.noteHigh();
@@ -116,9 +141,11 @@ void RaceBounds::onFact(const replay::Fact& f, const replay::Replay& r) {
             Demand& d = it->second;
             if (all) {
                 d.pending.clear();
+                d.lastPending = nullptr;
                 d.pendTotal = 0;
             } else if (auto s = d.pending.find(f.stream); s != d.pending.end()) {
                 d.pendTotal -= std::min(d.pendTotal, s->second);
+                if (d.lastPending == &s->second) d.lastPending = nullptr;
                 d.pending.erase(s);
             }
         }

@@ -330,6 +330,15 @@ inline uint32_t Replay::poolAt(uint64_t handle, int16_t device, bool& isNew) {
             pools_[lastPoolIdx_].info.device = device;
         return lastPoolIdx_;
     }
+    // The first kFast pools here, inline (streams alternate at nearly every event).
+    for (const Fast& f : fastPools_)
+        if (f.handle == handle) {
+            isNew = false;
+            if (device >= 0 && pools_[f.idx].info.device < 0) pools_[f.idx].info.device = device;
+            lastPoolHandle_ = handle;
+            lastPoolIdx_ = f.idx;
+            return f.idx;
+        }
     return poolSlow(handle, device, isNew);
 }
 
@@ -340,6 +349,14 @@ inline uint32_t Replay::streamAt(uint64_t handle, int16_t device, bool& isNew) {
             streams_[lastStreamIdx_].info.device = device;
         return lastStreamIdx_;
     }
+    for (const Fast& f : fastStreams_)
+        if (f.handle == handle) {
+            isNew = false;
+            if (device >= 0 && streams_[f.idx].info.device < 0) streams_[f.idx].info.device = device;
+            lastStreamHandle_ = handle;
+            lastStreamIdx_ = f.idx;
+            return f.idx;
+        }
     return streamSlow(handle, device, isNew);
 }
 

@@ -74,6 +74,12 @@ private:
         uint64_t live = 0;
         uint64_t handedOver = 0; // own blocks another thread freed: still counted
         std::unordered_map<uint32_t, uint64_t> pending; // by stream
+        // The entry of the stream last looked up (a thread keeps to a stream or two): nodes
+        // stay put until erased, and every erase forgets it.
+        uint32_t lastStream = 0;
+        uint64_t* lastPending = nullptr;
+        uint64_t* pendingOf(uint32_t stream); // nullptr when absent
+        uint64_t& pendingAt(uint32_t stream); // inserted when absent
         uint64_t pendTotal = 0;
         uint64_t high = 0;
         uint64_t highAsRecorded = 0; // the same, without the handed-over blocks
@@ -92,6 +98,15 @@ private:
     Demand& demand(uint32_t pool, uint32_t tid);
     uint64_t granule_, align_;
     std::vector<PoolRace> pools_;
+    // The (pool, thread) pairs last looked up (a free looks up the allocating thread's and its
+    // own, and a few threads race): nodes stay put, and the list is emptied when pools_ moves.
+    struct Recent {
+        uint32_t pool = 0, tid = 0;
+        Demand* d = nullptr;
+    };
+    static constexpr unsigned kRecent = 8;
+    Recent recent_[kRecent];
+    unsigned nextRecent_ = 0;
 };
 
 } // namespace poolscope::whatif
