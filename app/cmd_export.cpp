@@ -101,24 +101,57 @@ int runExport(const ExportOptions& o) {
     }
     if (outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
     if (o.format == "csv") return runCsvExport(o.traces[0], o.output);
-    std::vector<std::unique_ptr<LoadedTrace>> loaded;
+    // Each trace is read in passes, never held whole (interop::writePerfettoJsonStreaming): the
+    // names from the streaming report pass, then the export's own two.
+    std::vector<std::unique_ptr<TraceReader>> readers;
+    std::vector<interop::StreamInput> inputs;
     for (const std::string& path : o.traces) {
-        auto t = loadTrace(path, exitCode);
-        if (!t) return exitCode;
-        loaded.push_back(std::move(t));
+        auto reader = openTraceOrReport(path, exitCode);
+        if (!reader) return exitCode;
+        reader->setSkipDamaged(true);
+        interop::StreamInput in;
+        in.reader = reader.get();
+        TraceReportOptions ro;
+        ro.report.topN = 0;
+        ro.advice = false;
+        auto pass = reportTrace(*reader, ro);
+        if (!pass) {
+            (void)warnDamage(*reader);
+            reportError(pass.error(), exitCode);
+            return exitCode;
+        }
+        in.names = std::move(pass->report.names);
+        auto process = reader->process();
+        if (!process) {
+            reportError(process.error(), exitCode);
+            return exitCode;
+        }
+        in.process = std::move(*process);
+        if (auto threads = reader->threads()) in.threads = std::move(*threads);
+        auto stacks = reader->stacks();
+        if (!stacks) {
+            reportError(stacks.error(), exitCode);
+            return exitCode;
+        }
+        in.stacks = std::move(*stacks);
+        if (!in.stacks.sites.empty()) symbolize(in.stacks);
+        in.label = baseName(path);
+        auto ipc = interop::readIpcEvents(*reader);
+        if (!ipc) {
+            reportError(ipc.error(), exitCode);
+            return exitCode;
+        }
+        in.ipc = std::move(*ipc);
+        inputs.push_back(std::move(in));
+        readers.push_back(std::move(reader));
     }
     Output out(o.output);
     if (!out.file()) {
         std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", o.output.c_str(), out.error().c_str());
         return exitCodeFor(ErrorCode::WriteFailed);
     }
-    Status st;
     interop::PerfettoStats stats;
-    {
-        std::vector<interop::ExportInput> inputs;
-        for (auto& t : loaded) inputs.push_back(t->input);
-        st = interop::writePerfettoJson(inputs, out.file(), &stats);
-    }
+    const Status st = interop::writePerfettoJsonStreaming(inputs, out.file(), &stats);
     if (!st) {
         reportError(st.error(), exitCode);
         return exitCode;
@@ -138,7 +171,7 @@ int runExport(const ExportOptions& o) {
                      (unsigned long long)stats.instants, (unsigned long long)stats.nvtxRanges,
                      (unsigned long long)stats.tracks);
     int rc = 0;
-    for (auto& t : loaded) rc = std::max(rc, warnDamage(*t->reader));
+    for (auto& r : readers) rc = std::max(rc, warnDamage(*r));
     return rc;
 }
 

@@ -2,8 +2,10 @@
 // Exports for the tools people already have (issue #16): the Chrome / Perfetto JSON trace-event
 // format (`poolscope export --format perfetto`) and one CSV row per event (`--format csv`).
 //
-// Both read a finished Timeline (the one truth the window and the report draw from), so names
-// ("pool #1 (default)", "stream #2") and lifetimes match the window's. The JSON is written as it
+// Both give what a finished Timeline holds (the one truth the window and the report draw
+// from), so names ("pool #1 (default)", "stream #2") and lifetimes match the window's; `export`
+// streams them from the trace (writePerfettoJsonStreaming, writeEventsCsv), `merge` and the
+// tests build the Timeline (writePerfettoJson). The JSON is written as it
 // is produced, never held as a document: its size is that of the file, not of memory. What the
 // JSON contains, and which facts of the format it relies on, is in docs/INTEROP.md.
 
@@ -56,6 +58,9 @@ struct PerfettoStats {
     uint64_t nvtxRanges = 0;       // B/E pairs and b/e pairs
     uint64_t clampedTimestamps = 0; // marks moved forward to keep a track's time order
     uint64_t clampedRanges = 0;     // NVTX ends cut to nest in their parent range
+    // Streamed export only: events more than its horizon out of time order, after which its
+    // output may differ from the Timeline-based one (written to the JSON's meta when not 0).
+    uint64_t outOfOrderEvents = 0;
 };
 
 // Writes the JSON object {"traceEvents": [...], "displayTimeUnit": "ns", "poolscope": {...}}.
@@ -63,6 +68,28 @@ struct PerfettoStats {
 // Fails with WriteFailed when the stream fails.
 Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
                          PerfettoStats* stats = nullptr);
+
+// One trace for the streaming export: its reader, read twice and never held, and the names of
+// the streaming report pass (analysis/TraceReport.h), which the Timeline's would equal.
+struct StreamInput {
+    const TraceReader* reader = nullptr;
+    view::EntityNames names;
+    StackTables stacks;
+    ProcessInfo process;
+    std::vector<ThreadInfo> threads;
+    std::string label;
+    std::vector<Event> ipc; // as ExportInput::ipc
+};
+
+// writePerfettoJson's document, read from the traces in two passes instead of from Timelines:
+// a first one finds the time base, which tracks exist and how many allocation rows each stream
+// needs (so that track ids are the same); the second writes each entry once it is final (a
+// slice at its free, a counter point once no later event or sample can change it), keeping
+// only what is live (open allocations, the newest points, pending waits). Its entries are the
+// Timeline-based export's, in another order (docs/INTEROP.md); the two differ only on a trace
+// whose clocks disagree by more than the pass's horizon (PerfettoStats::outOfOrderEvents).
+Status writePerfettoJsonStreaming(const std::vector<StreamInput>& inputs, std::FILE* out,
+                                  PerfettoStats* stats = nullptr);
 
 // One row per event (samples excluded), seq order, columns documented in docs/INTEROP.md:
 // human-readable ones (time since the first event, names, sizes in KiB/MiB, call site,
