@@ -101,8 +101,8 @@ int runExport(const ExportOptions& o) {
     }
     if (outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
     if (o.format == "csv") return runCsvExport(o.traces[0], o.output);
-    // Each trace is read in passes, never held whole (interop::writePerfettoJsonStreaming): the
-    // names from the streaming report pass, then the export's own two.
+    // Each trace is read twice, never held whole (interop::writePerfettoJsonStreaming): its
+    // first pass also finds the names.
     std::vector<std::unique_ptr<TraceReader>> readers;
     std::vector<interop::StreamInput> inputs;
     for (const std::string& path : o.traces) {
@@ -111,16 +111,6 @@ int runExport(const ExportOptions& o) {
         reader->setSkipDamaged(true);
         interop::StreamInput in;
         in.reader = reader.get();
-        TraceReportOptions ro;
-        ro.report.topN = 0;
-        ro.advice = false;
-        auto pass = reportTrace(*reader, ro);
-        if (!pass) {
-            (void)warnDamage(*reader);
-            reportError(pass.error(), exitCode);
-            return exitCode;
-        }
-        in.names = std::move(pass->report.names);
         auto process = reader->process();
         if (!process) {
             reportError(process.error(), exitCode);
@@ -153,6 +143,7 @@ int runExport(const ExportOptions& o) {
     interop::PerfettoStats stats;
     const Status st = interop::writePerfettoJsonStreaming(inputs, out.file(), &stats);
     if (!st) {
+        for (auto& r : readers) (void)warnDamage(*r);
         reportError(st.error(), exitCode);
         return exitCode;
     }

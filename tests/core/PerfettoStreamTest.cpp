@@ -214,6 +214,99 @@ TEST(PerfettoStream, GeneratedWorkloadGivesTheTimelinesEntries) {
     EXPECT_GT(expectSame({path}, dir, "generated"), 100'000u);
 }
 
+// Without names given, the export's first pass finds them: byte for byte the export the
+// streaming report's names give, on every sample and on the generated workload.
+TEST(PerfettoStream, FirstPassNamesAreTheReportPasss) {
+    test::ScratchDir dir;
+    auto compare = [&](const std::string& file) {
+        SCOPED_TRACE(file);
+        auto r = TraceReader::open(file);
+        ASSERT_TRUE(r.ok());
+        const std::string label = std::filesystem::path(file).filename().string();
+        const Output given = streamed({r->get()}, {label}, dir.file("given.json"));
+        interop::StreamInput in;
+        in.reader = r->get();
+        if (auto p = (*r)->process()) in.process = *p;
+        if (auto st = (*r)->stacks()) in.stacks = *st;
+        if (auto t = (*r)->threads()) in.threads = *t;
+        if (auto ipc = interop::readIpcEvents(**r)) in.ipc = *ipc;
+        in.label = label;
+        const std::string path = dir.file("found.json");
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        ASSERT_TRUE(f);
+        EXPECT_TRUE(interop::writePerfettoJsonStreaming({in}, f).ok());
+        std::fclose(f);
+        EXPECT_TRUE(readFile(path) == given.text) << "the outputs differ";
+    };
+    size_t compared = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(kSamples))
+        if (entry.path().extension() == ".poolscope") compare(entry.path().string()), ++compared;
+    EXPECT_GE(compared, 15u);
+    const std::vector<Event> all = bench::SyntheticTrace(11).generate(100'000);
+    std::vector<Event> events, samples;
+    for (const Event& e : all) (e.kind == EventKind::Sample ? samples : events).push_back(e);
+    const std::string path = dir.file("generated.poolscope");
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w);
+        ASSERT_TRUE((*w)->addDevice(DeviceInfo{0, "generated device (not a recording)", 80ull << 30, ""}));
+        ASSERT_TRUE((*w)->append(events));
+        ASSERT_TRUE((*w)->append(samples));
+        ASSERT_TRUE((*w)->close());
+    }
+    compare(path);
+}
+
+// Hand-built events (not a recording): allocations that start exactly when another of their
+// stream ends take its row, as the Timeline-based export packs them (a row is free at its
+// slice's end, not after it): A's row goes to C, which starts at A's free while B still holds
+// the second row; a zero-byte request's row goes to the allocation at its time; D's row goes to
+// E, whose alloc comes before D's free at the same time. Two rows in all.
+TEST(PerfettoStream, HandBuiltAllocationAtAnothersEndTakesItsRow) {
+    test::ScratchDir dir;
+    constexpr uint64_t kStream = 0x10, kPool = 0x100;
+    test::Events ev;
+    ev.alloc(1'000, kStream, kPool, 0xA000, 256);
+    ev.alloc(1'500, kStream, kPool, 0xB000, 512);
+    ev.free(2'000, kStream, kPool, 0xA000);
+    ev.alloc(2'000, kStream, kPool, 0xC000, 128); // starts as A ends
+    ev.free(3'000, kStream, kPool, 0xB000);
+    ev.free(4'000, kStream, kPool, 0xC000);
+    ev.alloc(5'000, kStream, kPool, 0, 0);        // zero bytes: ends where it starts
+    ev.alloc(5'000, kStream, kPool, 0xD000, 64);
+    ev.alloc(6'000, kStream, kPool, 0xE000, 64);  // before D's free, at the same time
+    ev.free(6'000, kStream, kPool, 0xD000);
+    ev.free(7'000, kStream, kPool, 0xE000);
+    const std::string path = dir.file("handbuilt_row_at_end.poolscope");
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w);
+        ASSERT_TRUE((*w)->addDevice(DeviceInfo{0, "hand-built device (not a recording)", 80ull << 30, ""}));
+        PoolInfo p;
+        p.handle = kPool;
+        p.device = 0;
+        p.kind = PoolKind::Default;
+        ASSERT_TRUE((*w)->addPool(p));
+        ASSERT_TRUE((*w)->append(ev.all()));
+        ASSERT_TRUE((*w)->close());
+    }
+    expectSame({path}, dir, "handbuilt");
+
+    auto r = TraceReader::open(path);
+    ASSERT_TRUE(r.ok());
+    const Output s = streamed({r->get()}, {"handbuilt"}, dir.file("rows.json"));
+    EXPECT_EQ(s.stats.allocationRows, 2u);
+    std::map<std::string, uint64_t> tidOf; // ptr -> tid of its slice
+    const json doc = json::parse(s.text);
+    for (const json& e : doc["traceEvents"])
+        if (e["ph"] == "X" && e.value("cat", "") == "allocation") tidOf[e["args"]["ptr"]] = e["tid"];
+    ASSERT_EQ(tidOf.size(), 6u);
+    EXPECT_NE(tidOf["0xa000"], tidOf["0xb000"]);
+    EXPECT_EQ(tidOf["0xc000"], tidOf["0xa000"]);
+    EXPECT_EQ(tidOf["0xd000"], tidOf["0x0"]);
+    EXPECT_EQ(tidOf["0xe000"], tidOf["0xd000"]);
+}
+
 // The CLI writes the streamed export.
 TEST(PerfettoStream, CliExportIsTheStreamedOne) {
     test::ScratchDir dir;

@@ -18,7 +18,9 @@
 //   time order, as the Timeline-based export sorts them, that window behind the frontier;
 // - track ids follow the Timeline-based export's first uses, which depend on the whole trace
 //   (rows per stream, which streams and pools have entries): a first pass finds them, and the
-//   few records a wait names long after them (written at the record in the second pass).
+//   few records a wait names long after them (written at the record in the second pass);
+// - names (EntityNames) depend on the whole trace too: the first pass keeps what the streaming
+//   report's pass keeps for them (ReportReducer), so that no third read is needed.
 // An event more than the horizon out of time order is counted (PerfettoStats::outOfOrderEvents).
 #include <algorithm>
 #include <deque>
@@ -29,6 +31,7 @@
 #include <unordered_map>
 
 #include "../ChunkPipe.h"
+#include "../analysis/ReportReducer.h"
 #include "../analysis/StepTail.h"
 #include "PerfettoCommon.h"
 #include "poolscope/EventFields.h"
@@ -53,7 +56,10 @@ struct Plan {
     // the second pass writes them at the record itself, so that their track stays in time order.
     // Only records waited on more than the horizon later are here.
     std::map<std::tuple<uint64_t, uint64_t, int64_t>, uint64_t> lateRecords;
+    view::EntityNames names; // found when the input had none
 };
+
+const view::EntityNames kNoNames; // the first pass names nothing until its end
 
 class StreamExport : public ProcessBase {
 public:
@@ -62,10 +68,11 @@ public:
     static constexpr size_t kMaxHeld = size_t{1} << 18;
 
     // plan: the first pass's result when writing; nullptr for the first pass itself.
-    StreamExport(Writer& w, PerfettoStats& st, const StreamInput& in, uint32_t pid, int64_t base,
-                 uint64_t flowBase, IpcEnds ends, uint32_t tidBase, const Plan* plan)
-        : ProcessBase(w, st, pid, base, flowBase, in.names, std::move(ends), tidBase), in_(in),
-          plan_(plan), write_(plan != nullptr) {}
+    StreamExport(Writer& w, PerfettoStats& st, const StreamInput& in, const view::EntityNames& names,
+                 uint32_t pid, int64_t base, uint64_t flowBase, IpcEnds ends, uint32_t tidBase,
+                 const Plan* plan)
+        : ProcessBase(w, st, pid, base, flowBase, names, std::move(ends), tidBase), in_(in),
+          plan_(plan), write_(plan != nullptr), findNames_(!plan && !in.names) {}
 
     Status run(Plan* out);
 
@@ -75,6 +82,7 @@ private:
         bool any = false;
         std::string reservedName, usedName;
         uint32_t tid = 0;
+        bool allocated = false, reservedSeen = false; // for the names: a lane even if unused
     };
     struct Rec {
         Allocation a;
@@ -154,10 +162,20 @@ private:
     void advance(bool all);
     void finish();
     std::string callsOf(uint64_t stream) const { return names_.stream(stream) + " · calls"; }
+    void nameFailures(const Event& e, const replay::Fact& f);
+    view::EntityNames laneNames() const;
 
     const StreamInput& in_;
     const Plan* plan_;
     bool write_;
+    // What the names depend on, as ReportReducer keeps it (first pass, when the input has none).
+    bool findNames_;
+    std::vector<DeviceInfo> devices_;
+    std::set<std::pair<uint64_t, uint64_t>> pairs_; // (pool, stream) that allocated
+    std::pair<uint64_t, uint64_t> lastPair_{~uint64_t{0}, ~uint64_t{0}};
+    std::set<std::pair<uint64_t, uint64_t>> edgeStreams_;
+    std::unordered_map<uint32_t, poolscope::detail::FirstFailures> streamFailed_; // replay stream index
+    std::unordered_map<uint32_t, std::pair<uint64_t, uint32_t>> namePending_;   // tid -> (seq, stream)
     replay::Replay replay_;
     std::vector<Pool> pools_;
     std::vector<Lane> lanes_;
@@ -210,6 +228,7 @@ void StreamExport::poolSeries(uint32_t pool) {
 void StreamExport::watermarks(uint32_t pool, int64_t ts, uint64_t reserved, uint64_t used, bool reservedOnly) {
     Pool& p = pools_[pool];
     p.any = true;
+    p.reservedSeen = p.reservedSeen || reserved != 0;
     push(p.reserved, ts, reserved);
     if (!reservedOnly) push(p.used, ts, used);
 }
@@ -217,6 +236,7 @@ void StreamExport::watermarks(uint32_t pool, int64_t ts, uint64_t reserved, uint
 void StreamExport::driverHighs(uint32_t pool, const Event& e) {
     const SampleFields h = SampleFields::of(e);
     if (h.reservedHigh == 0 && h.usedHigh == 0) return;
+    pools_[pool].reservedSeen = pools_[pool].reservedSeen || h.reservedHigh != 0;
     ++highNext_[replay_.pools()[pool].info.handle];
     uint64_t peak = 0;
     int64_t peakTs = 0;
@@ -232,6 +252,7 @@ void StreamExport::failed(const FailedAllocation& f) {
 // A thread's failure with 201 may turn out the runtime's own retry until that thread
 // allocates again (TimelineBuilder::Impl::retried; ReportReducer::failures).
 void StreamExport::failures(const Event& e, const replay::Fact& f) {
+    if (findNames_) nameFailures(e, f);
     if (auto it = pendingByTid_.find(e.tid); it != pendingByTid_.end()) {
         const FailedAllocation pf = it->second;
         pendingByTid_.erase(it);
@@ -247,9 +268,35 @@ void StreamExport::failures(const Event& e, const replay::Fact& f) {
         failed(fa);
 }
 
+// Each stream's first failure in seq order, kept as ReportReducer::failures keeps it: its
+// retractions follow the thread's next allocation, however late (not the calls' window).
+void StreamExport::nameFailures(const Event& e, const replay::Fact& f) {
+    if (auto it = namePending_.find(e.tid); it != namePending_.end()) {
+        const auto [seq, stream] = it->second;
+        namePending_.erase(it);
+        auto& sf = streamFailed_.try_emplace(stream, 1).first->second;
+        if (f.retry && f.retriedSeq == seq)
+            sf.retract(seq);
+        else
+            sf.settle(seq);
+    }
+    if (!f.failedAlloc) return;
+    const FailedAllocation fa{e.tsNs, e.seq, AllocFields::of(e).bytes, e.stream, e.pool, e.result};
+    const bool pending = e.result == replay::kInvalidContext;
+    if (pending) namePending_[e.tid] = {e.seq, f.stream};
+    streamFailed_.try_emplace(f.stream, 1).first->second.add(fa, pending);
+}
+
 void StreamExport::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
     failures(e, f);
     if (f.failedAlloc) return;
+    if (findNames_) {
+        pools_[f.pool].allocated = true;
+        if (const std::pair<uint64_t, uint64_t> key{e.pool, e.stream}; key != lastPair_) {
+            pairs_.insert(key);
+            lastPair_ = key;
+        }
+    }
     const replay::Block& b = f.block;
     const uint64_t id = nextOrder_++;
     Rec& r = recs_[id];
@@ -383,6 +430,7 @@ void StreamExport::add(const Event& e) {
     case EventKind::StreamWaitEvent:
         if (f.edge) {
             edgeCount_++;
+            if (findNames_) edgeStreams_.insert({replay_.streams()[f.edgeFrom].info.handle, e.stream});
             const WaitEdge w{CuEventFields::of(e).event, replay_.streams()[f.edgeFrom].info.handle, e.stream,
                              f.edgeRecordTsNs, e.tsNs};
             if (e.tsNs < done_) late_ = true;
@@ -581,6 +629,54 @@ void StreamExport::finish() {
     advance(true);
 }
 
+// EntityNames numbers the lanes a Timeline would get, which depend only on the entities, the
+// (pool, stream) pairs that allocated, the streams wait edges join and each stream's first
+// failure: the Timeline ReportReducer::finish builds of just those (ReportMerge.cpp).
+view::EntityNames StreamExport::laneNames() const {
+    auto byDevHandle = [](const auto& a, const auto& b) {
+        return a.device != b.device ? a.device < b.device : a.handle < b.handle;
+    };
+    std::vector<uint32_t> poolOrder(replay_.pools().size()), streamOrder(replay_.streams().size());
+    for (uint32_t i = 0; i < poolOrder.size(); ++i) poolOrder[i] = i;
+    for (uint32_t i = 0; i < streamOrder.size(); ++i) streamOrder[i] = i;
+    std::sort(poolOrder.begin(), poolOrder.end(), [&](uint32_t a, uint32_t b) {
+        return byDevHandle(replay_.pools()[a].info, replay_.pools()[b].info);
+    });
+    std::sort(streamOrder.begin(), streamOrder.end(), [&](uint32_t a, uint32_t b) {
+        return byDevHandle(replay_.streams()[a].info, replay_.streams()[b].info);
+    });
+    Timeline lanes;
+    lanes.devices = devices_;
+    for (uint32_t i : poolOrder) {
+        PoolTimeline pt;
+        pt.info = replay_.pools()[i].info;
+        // Only whether they are zero counts (LanePlan).
+        pt.allocCount = pools_[i].allocated;
+        pt.peakReserved = pools_[i].reservedSeen;
+        lanes.pools.push_back(std::move(pt));
+    }
+    for (uint32_t i : streamOrder) {
+        StreamTimeline st;
+        st.info = replay_.streams()[i].info;
+        lanes.streams.push_back(std::move(st));
+    }
+    for (const auto& [pool, stream] : pairs_) {
+        Allocation a;
+        a.pool = pool;
+        a.allocStream = stream;
+        lanes.allocations.push_back(a);
+    }
+    for (const auto& [from, to] : edgeStreams_) {
+        WaitEdge w;
+        w.fromStream = from;
+        w.toStream = to;
+        lanes.edges.push_back(w);
+    }
+    for (const auto& [stream, ff] : streamFailed_)
+        for (const FailedAllocation& f : ff.first()) lanes.failed.push_back(f);
+    return view::EntityNames::fromTimeline(lanes);
+}
+
 // The tracks in the Timeline-based export's order of first use: pools' counters (pools by
 // device and handle), streams' live bytes, each stream's allocation rows, then the calls tracks
 // and the pool events tracks not named yet (by handle). The IPC tracks come last, in ipc().
@@ -623,6 +719,7 @@ Status StreamExport::run(Plan* out) {
     const TraceReader& reader = *in_.reader;
     auto devices = reader.devices();
     if (!devices) return devices.error();
+    if (findNames_) devices_ = *devices;
     auto pools = reader.pools();
     if (!pools) return pools.error();
     auto streams = reader.streams();
@@ -685,7 +782,9 @@ Status StreamExport::run(Plan* out) {
     std::vector<uint32_t> rows;
     for (const Pool& p : pools_) poolAny.push_back(p.any);
     for (const Lane& l : lanes_) liveAny.push_back(l.anyLive), rows.push_back(l.rows);
-    out->tracks = trackOrder(replay_, poolAny, liveAny, rows, callStreams_, markerPools_, names_);
+    if (findNames_) out->names = laneNames();
+    out->tracks = trackOrder(replay_, poolAny, liveAny, rows, callStreams_, markerPools_,
+                             in_.names ? *in_.names : out->names);
     return {};
 }
 
@@ -707,7 +806,7 @@ Status writePerfettoJsonStreaming(const std::vector<StreamInput>& inputs, std::F
         if (!in.reader) return Error{ErrorCode::InvalidArgument, "export: an input has no trace"};
         Writer none(nullptr);
         PerfettoStats unused;
-        StreamExport first(none, unused, in, 0, 0, 0, {}, 0, nullptr);
+        StreamExport first(none, unused, in, kNoNames, 0, 0, 0, {}, 0, nullptr);
         if (Status s = first.run(&plans[i]); !s) return s;
         if (plans[i].anyTime) base = std::min(base, plans[i].t0);
         for (const NvtxRange& r : in.stacks.ranges) base = std::min(base, r.startNs);
@@ -718,7 +817,8 @@ Status writePerfettoJsonStreaming(const std::vector<StreamInput>& inputs, std::F
                          [&](size_t i, Writer& w, uint32_t pid, uint64_t flowBase, IpcEnds ends,
                              uint32_t tidBase) -> Result<uint64_t> {
                              const StreamInput& in = inputs[i];
-                             StreamExport second(w, st, in, pid, base, flowBase, std::move(ends), tidBase, &plans[i]);
+                             StreamExport second(w, st, in, in.names ? *in.names : plans[i].names, pid, base,
+                                                 flowBase, std::move(ends), tidBase, &plans[i]);
                              if (Status s = second.run(nullptr); !s) return s.error();
                              if (second.tooManyTracks_) return tooManyTracks(in.label);
                              return uint64_t(plans[i].edges + in.stacks.ranges.size() + 1);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,11 +70,12 @@ struct PerfettoStats {
 Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
                          PerfettoStats* stats = nullptr);
 
-// One trace for the streaming export: its reader, read twice and never held, and the names of
-// the streaming report pass (analysis/TraceReport.h), which the Timeline's would equal.
+// One trace for the streaming export: its reader, read twice and never held. names: left
+// empty, the export's first pass finds them (the streaming report pass's, analysis/TraceReport.h,
+// which the Timeline's would equal); given, they are used instead.
 struct StreamInput {
     const TraceReader* reader = nullptr;
-    view::EntityNames names;
+    std::optional<view::EntityNames> names;
     StackTables stacks;
     ProcessInfo process;
     std::vector<ThreadInfo> threads;
