@@ -293,19 +293,8 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     r.topLeaks = std::move(top);
 
     const Fragmentation& frag = fragmentation_.result();
-    std::vector<uint32_t> poolOrder(pools_.size()), streamOrder(streams_.size());
-    for (uint32_t i = 0; i < poolOrder.size(); ++i) poolOrder[i] = i;
-    for (uint32_t i = 0; i < streamOrder.size(); ++i) streamOrder[i] = i;
-    auto byDevHandle = [](const auto& a, const auto& b) {
-        return a.device != b.device ? a.device < b.device : a.handle < b.handle;
-    };
-    std::sort(poolOrder.begin(), poolOrder.end(), [&](uint32_t a, uint32_t b) {
-        return byDevHandle(replay_.pools()[a].info, replay_.pools()[b].info);
-    });
-    std::sort(streamOrder.begin(), streamOrder.end(), [&](uint32_t a, uint32_t b) {
-        return byDevHandle(replay_.streams()[a].info, replay_.streams()[b].info);
-    });
-    for (uint32_t i : poolOrder) {
+    const EntityOrder order = entityOrder(replay_);
+    for (uint32_t i : order.pools) {
         const Pool& p = pools_[i];
         PoolReport pr;
         pr.info = replay_.pools()[i].info;
@@ -380,7 +369,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     for (const auto& [dirs, c] : peerCopies_) r.peerCopies.push_back(c);
     r.peerAccessGrants = accessGrants_;
     const PendingFrees& pending = pending_.result();
-    for (uint32_t i : streamOrder) {
+    for (uint32_t i : order.streams) {
         const Stream& s = streams_[i];
         StreamReport sr;
         sr.info = replay_.streams()[i].info;
@@ -457,38 +446,9 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     r.unmatchedMemReleases = unmatchedMemReleases_;
     r.outOfOrderEvents = lateEvents_;
 
-    // The names: EntityNames numbers the lanes a Timeline would get, which depend only on the
-    // entities, the (pool, stream) pairs that allocated, the streams wait edges join and each
-    // stream's first failure: a Timeline of just those gives the same names.
-    Timeline lanes;
-    lanes.devices = deviceInfo_;
-    for (uint32_t i : poolOrder) {
-        PoolTimeline pt;
-        pt.info = replay_.pools()[i].info;
-        pt.allocCount = pools_[i].allocCount;
-        pt.peakReserved = pools_[i].peakReserved;
-        lanes.pools.push_back(std::move(pt));
-    }
-    for (uint32_t i : streamOrder) {
-        StreamTimeline st;
-        st.info = replay_.streams()[i].info;
-        lanes.streams.push_back(std::move(st));
-    }
-    for (const auto& [pool, stream] : pairs_) {
-        Allocation a;
-        a.pool = pool;
-        a.allocStream = stream;
-        lanes.allocations.push_back(a);
-    }
-    for (const auto& [from, to] : edgeStreams_) {
-        WaitEdge w;
-        w.fromStream = from;
-        w.toStream = to;
-        lanes.edges.push_back(w);
-    }
-    for (const auto& [stream, ff] : streamFailed_)
-        for (const FailedAllocation& f : ff.first()) lanes.failed.push_back(f);
-    r.names = view::EntityNames::fromTimeline(lanes);
+    std::vector<std::pair<uint64_t, uint64_t>> poolCounts(pools_.size());
+    for (size_t i = 0; i < pools_.size(); ++i) poolCounts[i] = {pools_[i].allocCount, pools_[i].peakReserved};
+    r.names = laneNames(replay_, order, deviceInfo_, poolCounts, pairs_, edgeStreams_, streamFailed_);
 
     if (!sites) return;
     for (const PoolReport& rp : r.pools) {
@@ -514,6 +474,61 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         if (ps.top.size() > n) ps.top.resize(n);
         sites->push_back(std::move(ps));
     }
+}
+
+EntityOrder entityOrder(const replay::Replay& replay) {
+    auto byDevHandle = [](const auto& a, const auto& b) {
+        return a.device != b.device ? a.device < b.device : a.handle < b.handle;
+    };
+    EntityOrder o;
+    o.pools.resize(replay.pools().size());
+    o.streams.resize(replay.streams().size());
+    for (uint32_t i = 0; i < o.pools.size(); ++i) o.pools[i] = i;
+    for (uint32_t i = 0; i < o.streams.size(); ++i) o.streams[i] = i;
+    std::sort(o.pools.begin(), o.pools.end(), [&](uint32_t a, uint32_t b) {
+        return byDevHandle(replay.pools()[a].info, replay.pools()[b].info);
+    });
+    std::sort(o.streams.begin(), o.streams.end(), [&](uint32_t a, uint32_t b) {
+        return byDevHandle(replay.streams()[a].info, replay.streams()[b].info);
+    });
+    return o;
+}
+
+view::EntityNames laneNames(const replay::Replay& replay, const EntityOrder& order,
+                            const std::vector<DeviceInfo>& devices,
+                            const std::vector<std::pair<uint64_t, uint64_t>>& poolCounts,
+                            const std::set<std::pair<uint64_t, uint64_t>>& pairs,
+                            const std::set<std::pair<uint64_t, uint64_t>>& edgeStreams,
+                            const std::unordered_map<uint32_t, FirstFailures>& streamFailed) {
+    Timeline lanes;
+    lanes.devices = devices;
+    for (uint32_t i : order.pools) {
+        PoolTimeline pt;
+        pt.info = replay.pools()[i].info;
+        pt.allocCount = poolCounts[i].first;
+        pt.peakReserved = poolCounts[i].second;
+        lanes.pools.push_back(std::move(pt));
+    }
+    for (uint32_t i : order.streams) {
+        StreamTimeline st;
+        st.info = replay.streams()[i].info;
+        lanes.streams.push_back(std::move(st));
+    }
+    for (const auto& [pool, stream] : pairs) {
+        Allocation a;
+        a.pool = pool;
+        a.allocStream = stream;
+        lanes.allocations.push_back(a);
+    }
+    for (const auto& [from, to] : edgeStreams) {
+        WaitEdge w;
+        w.fromStream = from;
+        w.toStream = to;
+        lanes.edges.push_back(w);
+    }
+    for (const auto& [stream, ff] : streamFailed)
+        for (const FailedAllocation& f : ff.first()) lanes.failed.push_back(f);
+    return view::EntityNames::fromTimeline(lanes);
 }
 
 } // namespace poolscope::detail

@@ -49,6 +49,23 @@ private:
     std::map<uint64_t, Rec> kept_;  // by seq: everything up to the n-th settled one
 };
 
+// The replay's pools and streams in the order a Timeline lists them (device, then handle).
+struct EntityOrder {
+    std::vector<uint32_t> pools, streams; // replay indices
+};
+EntityOrder entityOrder(const replay::Replay& replay);
+
+// The names a Timeline would give the trace's lanes. EntityNames numbers them from only the
+// entities, whether each pool allocated or reserved (poolCounts[i]: pool i's allocations and
+// peak reserved; only zero or not counts), the (pool, stream) pairs that allocated, the streams
+// wait edges join and each stream's first failure: a Timeline of just those gives the same names.
+view::EntityNames laneNames(const replay::Replay& replay, const EntityOrder& order,
+                            const std::vector<DeviceInfo>& devices,
+                            const std::vector<std::pair<uint64_t, uint64_t>>& poolCounts,
+                            const std::set<std::pair<uint64_t, uint64_t>>& pairs,
+                            const std::set<std::pair<uint64_t, uint64_t>>& edgeStreams,
+                            const std::unordered_map<uint32_t, FirstFailures>& streamFailed);
+
 class ReportReducer {
 public:
     // Events more than this behind the newest timestamp may change the figures computed over

@@ -629,52 +629,13 @@ void StreamExport::finish() {
     advance(true);
 }
 
-// EntityNames numbers the lanes a Timeline would get, which depend only on the entities, the
-// (pool, stream) pairs that allocated, the streams wait edges join and each stream's first
-// failure: the Timeline ReportReducer::finish builds of just those (ReportMerge.cpp).
+// The report's names (ReportMerge.cpp's laneNames), from what the first pass kept of the same.
 view::EntityNames StreamExport::laneNames() const {
-    auto byDevHandle = [](const auto& a, const auto& b) {
-        return a.device != b.device ? a.device < b.device : a.handle < b.handle;
-    };
-    std::vector<uint32_t> poolOrder(replay_.pools().size()), streamOrder(replay_.streams().size());
-    for (uint32_t i = 0; i < poolOrder.size(); ++i) poolOrder[i] = i;
-    for (uint32_t i = 0; i < streamOrder.size(); ++i) streamOrder[i] = i;
-    std::sort(poolOrder.begin(), poolOrder.end(), [&](uint32_t a, uint32_t b) {
-        return byDevHandle(replay_.pools()[a].info, replay_.pools()[b].info);
-    });
-    std::sort(streamOrder.begin(), streamOrder.end(), [&](uint32_t a, uint32_t b) {
-        return byDevHandle(replay_.streams()[a].info, replay_.streams()[b].info);
-    });
-    Timeline lanes;
-    lanes.devices = devices_;
-    for (uint32_t i : poolOrder) {
-        PoolTimeline pt;
-        pt.info = replay_.pools()[i].info;
-        // Only whether they are zero counts (LanePlan).
-        pt.allocCount = pools_[i].allocated;
-        pt.peakReserved = pools_[i].reservedSeen;
-        lanes.pools.push_back(std::move(pt));
-    }
-    for (uint32_t i : streamOrder) {
-        StreamTimeline st;
-        st.info = replay_.streams()[i].info;
-        lanes.streams.push_back(std::move(st));
-    }
-    for (const auto& [pool, stream] : pairs_) {
-        Allocation a;
-        a.pool = pool;
-        a.allocStream = stream;
-        lanes.allocations.push_back(a);
-    }
-    for (const auto& [from, to] : edgeStreams_) {
-        WaitEdge w;
-        w.fromStream = from;
-        w.toStream = to;
-        lanes.edges.push_back(w);
-    }
-    for (const auto& [stream, ff] : streamFailed_)
-        for (const FailedAllocation& f : ff.first()) lanes.failed.push_back(f);
-    return view::EntityNames::fromTimeline(lanes);
+    std::vector<std::pair<uint64_t, uint64_t>> poolCounts(pools_.size());
+    for (size_t i = 0; i < pools_.size(); ++i)
+        poolCounts[i] = {pools_[i].allocated ? 1 : 0, pools_[i].reservedSeen ? 1 : 0};
+    return poolscope::detail::laneNames(replay_, poolscope::detail::entityOrder(replay_), devices_,
+                                        poolCounts, pairs_, edgeStreams_, streamFailed_);
 }
 
 // The tracks in the Timeline-based export's order of first use: pools' counters (pools by
@@ -684,18 +645,9 @@ std::vector<std::string> trackOrder(const replay::Replay& replay, const std::vec
                                     const std::vector<bool>& liveAny, const std::vector<uint32_t>& rows,
                                     const std::set<uint64_t>& callStreams, const std::set<uint64_t>& markerPools,
                                     const view::EntityNames& names) {
-    auto byDevHandle = [](const auto& a, const auto& b) {
-        return a.device != b.device ? a.device < b.device : a.handle < b.handle;
-    };
-    std::vector<uint32_t> pools(replay.pools().size()), streams(replay.streams().size());
-    for (uint32_t i = 0; i < pools.size(); ++i) pools[i] = i;
-    for (uint32_t i = 0; i < streams.size(); ++i) streams[i] = i;
-    std::sort(pools.begin(), pools.end(), [&](uint32_t a, uint32_t b) {
-        return byDevHandle(replay.pools()[a].info, replay.pools()[b].info);
-    });
-    std::sort(streams.begin(), streams.end(), [&](uint32_t a, uint32_t b) {
-        return byDevHandle(replay.streams()[a].info, replay.streams()[b].info);
-    });
+    const poolscope::detail::EntityOrder order = poolscope::detail::entityOrder(replay);
+    const std::vector<uint32_t>& pools = order.pools;
+    const std::vector<uint32_t>& streams = order.streams;
     std::vector<std::string> out;
     std::set<std::string> seen;
     auto use = [&](const std::string& n) {
