@@ -25,8 +25,23 @@ std::string attrValueText(uint16_t attr, uint64_t v) {
 } // namespace
 
 std::string ProcessBase::head(const char* ph, const std::string& name, const char* cat, uint32_t tid) const {
-    return "\"ph\":\"" + std::string(ph) + "\",\"name\":" + quoted(name) + ",\"cat\":\"" + cat +
-           "\",\"pid\":" + std::to_string(pid_) + ",\"tid\":" + std::to_string(tid);
+    std::string out;
+    appendHead(out, ph, name, cat, tid);
+    return out;
+}
+
+void ProcessBase::appendHead(std::string& out, const char* ph, const std::string& name, const char* cat,
+                             uint32_t tid) const {
+    out += "\"ph\":\"";
+    out += ph;
+    out += "\",\"name\":";
+    appendJsonString(out, name);
+    out += ",\"cat\":\"";
+    out += cat;
+    out += "\",\"pid\":";
+    appendNumber(out, pid_);
+    out += ",\"tid\":";
+    appendNumber(out, tid);
 }
 
 std::string ProcessBase::ts(int64_t ns) const { return micros(nsBetween(base_, ns)); }
@@ -78,8 +93,15 @@ void ProcessBase::processName(const ProcessInfo& process, const std::string& lab
 }
 
 void ProcessBase::counterPoint(const std::string& name, uint32_t tid, int64_t t, uint64_t v) {
-    w_.event(head("C", name, "memory", tid) + ",\"ts\":" + ts(t) + ",\"args\":{\"bytes\":" +
-             std::to_string(v) + "}");
+    std::string& e = entry_;
+    e.clear();
+    appendHead(e, "C", name, "memory", tid);
+    e += ",\"ts\":";
+    appendMicros(e, nsBetween(base_, t));
+    e += ",\"args\":{\"bytes\":";
+    appendNumber(e, v);
+    e += '}';
+    w_.event(e);
     ++st_.counterPoints;
 }
 
@@ -91,24 +113,46 @@ std::string ProcessBase::allocName(const Allocation& a, const StackTables& stack
 
 void ProcessBase::allocationSlice(const Allocation& a, const StackTables& stacks, uint32_t tid,
                                   int64_t start, int64_t end) {
-    nlohmann::json args = {{"bytes", a.size},
-                           {"ptr", hex(a.ptr)},
-                           {"pool", names_.poolWithHandle(a.pool)},
-                           {"alloc_seq", a.allocSeq},
-                           {"thread", a.tid},
-                           {"api", std::string(allocApiName(static_cast<AllocApi>(a.api)))}};
-    if (a.live())
-        args["live_at_end"] = true;
-    else
-        args["free_seq"] = a.freeSeq;
-    if (!a.live() && a.freeStream != a.allocStream)
-        args["freed_on"] = names_.streamWithHandle(a.freeStream);
+    // The args object as nlohmann::json dumps it: keys in sorted order.
+    std::string& e = entry_;
+    e.clear();
+    appendHead(e, "X", allocName(a, stacks), "allocation", tid);
+    e += ",\"ts\":";
+    appendMicros(e, nsBetween(base_, start));
+    e += ",\"dur\":";
+    appendMicros(e, nsBetween(start, end));
+    e += ",\"args\":{\"alloc_seq\":";
+    appendNumber(e, a.allocSeq);
+    e += ",\"api\":";
+    appendJsonString(e, allocApiName(static_cast<AllocApi>(a.api)));
+    e += ",\"bytes\":";
+    appendNumber(e, a.size);
     if (a.site) {
-        args["call_site"] = analysis::siteText(stacks, a.site, 8);
-        args["site"] = a.site;
+        e += ",\"call_site\":";
+        appendJsonString(e, analysis::siteText(stacks, a.site, 8));
     }
-    w_.event(head("X", allocName(a, stacks), "allocation", tid) + ",\"ts\":" + ts(start) +
-             ",\"dur\":" + micros(nsBetween(start, end)) + ",\"args\":" + dumpJson(args));
+    if (!a.live()) {
+        e += ",\"free_seq\":";
+        appendNumber(e, a.freeSeq);
+        if (a.freeStream != a.allocStream) {
+            e += ",\"freed_on\":";
+            appendJsonString(e, names_.streamWithHandle(a.freeStream));
+        }
+    } else {
+        e += ",\"live_at_end\":true";
+    }
+    e += ",\"pool\":";
+    appendJsonString(e, names_.poolWithHandle(a.pool));
+    e += ",\"ptr\":";
+    appendJsonString(e, hex(a.ptr));
+    if (a.site) {
+        e += ",\"site\":";
+        appendNumber(e, a.site);
+    }
+    e += ",\"thread\":";
+    appendNumber(e, a.tid);
+    e += "}";
+    w_.event(e);
     ++st_.allocationSlices;
 }
 

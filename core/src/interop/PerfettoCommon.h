@@ -4,6 +4,7 @@
 // (PerfettoStream.cpp, `export`'s). Every entry's text is written here, so that the two write
 // the same bytes for the same thing; only where the facts come from differs.
 
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <functional>
@@ -16,6 +17,7 @@
 
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
+#include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
 #include "poolscope/JsonText.h"
 #include "poolscope/Stacks.h"
@@ -31,15 +33,33 @@ constexpr uint32_t kFirstSyntheticTid = 1'000'000'000;
 constexpr uint32_t kTidsPerProcess = 1'000'000;
 constexpr size_t kMaxProcesses = 1000; // 1e9 + 1000 x 1e6 stays below 2^31
 
-inline std::string quoted(const std::string& s) { return dumpJson(nlohmann::json(s)); }
+// A JSON string as nlohmann::json dumps it (appendJsonString: its own escaping where needed).
+inline std::string quoted(const std::string& s) {
+    std::string out;
+    appendJsonString(out, s);
+    return out;
+}
+
+template <class T> void appendNumber(std::string& out, T v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+}
 
 // Microseconds with three decimals, from integer nanoseconds: no rounding through a double.
-inline std::string micros(int64_t ns) {
-    char buf[40];
+inline void appendMicros(std::string& out, int64_t ns) {
     const bool neg = ns < 0;
     const uint64_t a = neg ? uint64_t(0) - uint64_t(ns) : uint64_t(ns);
-    std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%03" PRIu64, neg ? "-" : "", a / 1000, a % 1000);
-    return buf;
+    if (neg) out += '-';
+    appendNumber(out, a / 1000);
+    const auto frac = static_cast<unsigned>(a % 1000);
+    const char decimals[4] = {'.', char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10)};
+    out.append(decimals, 4);
+}
+inline std::string micros(int64_t ns) {
+    std::string out;
+    appendMicros(out, ns);
+    return out;
 }
 
 inline std::string hex(uint64_t v) { return view::EntityNames::hexHandle(v); }
@@ -95,6 +115,8 @@ public:
 
 protected:
     std::string head(const char* ph, const std::string& name, const char* cat, uint32_t tid) const;
+    void appendHead(std::string& out, const char* ph, const std::string& name, const char* cat,
+                    uint32_t tid) const;
     std::string ts(int64_t ns) const;
     void metaName(const char* what, uint32_t tid, const std::string& name);
     // The track of that name, created (and named) at its first use: tids follow first use.
@@ -134,6 +156,7 @@ protected:
     std::unordered_map<std::string, Track> tracks_;
     uint32_t tidBase_;
     uint32_t nextTid_;
+    std::string entry_; // the hot entries' text, built in one buffer kept between entries
 };
 
 inline Error tooManyTracks(const std::string& label) {
