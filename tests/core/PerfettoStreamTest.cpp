@@ -20,6 +20,7 @@
 
 #include "../bench/SyntheticTrace.h"
 #include "TestTraces.h"
+#include "poolscope/JsonText.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
@@ -184,6 +185,41 @@ TEST(PerfettoStream, EverySampleGivesTheTimelinesEntries) {
         ++compared;
     }
     EXPECT_GE(compared, 15u);
+}
+
+// The counter points' and allocation slices' text is written by hand (PerfettoCommon.cpp), not
+// through nlohmann::json: their names and args must be exactly what nlohmann would write (its
+// escaping, its sorted keys), on every sample, the call-site one included.
+TEST(PerfettoStream, HandWrittenEntriesAreNlohmannsText) {
+    test::ScratchDir dir;
+    size_t checked = 0, withSite = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(kSamples)) {
+        if (entry.path().extension() != ".poolscope") continue;
+        SCOPED_TRACE(entry.path().filename().string());
+        auto r = TraceReader::open(entry.path().string());
+        ASSERT_TRUE(r.ok());
+        const Output out = streamed({r->get()}, {"sample"}, dir.file("hand.json"));
+        std::istringstream lines(out.text);
+        for (std::string line; std::getline(lines, line);) {
+            if (!line.empty() && line.back() == ',') line.pop_back();
+            if (line.size() < 2 || line.front() != '{') continue;
+            const json e = json::parse(line, nullptr, false); // not the document's own lines
+            if (e.is_discarded() || !e.is_object()) continue;
+            const std::string ph = e.value("ph", "");
+            if (ph != "C" && !(ph == "X" && e.value("cat", "") == "allocation")) continue;
+            const std::string argsKey = "\"args\":";
+            const size_t at = line.rfind(argsKey);
+            ASSERT_NE(at, std::string::npos) << line;
+            // args is the entry's last member: its text runs to the entry's closing brace.
+            const std::string args = line.substr(at + argsKey.size(), line.size() - 1 - at - argsKey.size());
+            EXPECT_EQ(args, dumpJson(e["args"])) << line;
+            EXPECT_NE(line.find("\"name\":" + dumpJson(e["name"]) + ","), std::string::npos) << line;
+            withSite += e["args"].contains("call_site");
+            ++checked;
+        }
+    }
+    EXPECT_GT(checked, 1000u);
+    EXPECT_GT(withSite, 0u);
 }
 
 TEST(PerfettoStream, SamplesExportedTogetherGiveTheTimelinesEntries) {
