@@ -2,6 +2,7 @@
 // Small helpers shared by the CLI verbs.
 
 #include <cstdio>
+#include <sys/stat.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,14 @@ inline std::unique_ptr<TraceReader> openTraceOrReport(const std::string& path, i
         return nullptr;
     }
     return std::move(r.value());
+}
+
+// A failed write takes its half-written output away, but only a regular file: `-o /dev/null`,
+// a FIFO or a symlink is not the command's to remove (as root, removing /dev/null replaces the
+// device with a plain file for every program after it).
+inline void removeFailedOutput(const std::string& path) {
+    struct stat st {};
+    if (path != "-" && ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) std::remove(path.c_str());
 }
 
 inline void reportError(const Error& e, int& exitCode) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "CliUtil.h"
 #include "Commands.h"
 #include "TraceInputs.h"
 #include "poolscope/analysis/TraceReport.h"
@@ -24,7 +25,7 @@ struct ExportOptions {
     std::string output;
 };
 
-// The output file, or stdout for "-"; a failed export removes what it wrote.
+// The output file, or stdout for "-"; a failed export removes what it wrote (a regular file).
 class Output {
 public:
     explicit Output(const std::string& path) : path_(path) {
@@ -33,7 +34,7 @@ public:
     }
     ~Output() {
         if (f_ && f_ != stdout) std::fclose(f_);
-        if (!ok_ && path_ != "-" && f_) std::remove(path_.c_str());
+        if (!ok_ && f_) cli::removeFailedOutput(path_);
     }
     std::FILE* file() const { return f_; }
     const std::string& error() const { return error_; }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "CliUtil.h"
 #include "Commands.h"
 #include "TraceInputs.h"
 #include "poolscope/JsonText.h"
@@ -99,7 +100,7 @@ int runMerge(const MergeOptions& o) {
         Status st = interop::writePerfettoJson(inputs, f, &stats);
         const bool closed = f == stdout ? std::fflush(f) == 0 : std::fclose(f) == 0;
         if (!st || !closed) {
-            if (o.output != "-") std::remove(o.output.c_str());
+            cli::removeFailedOutput(o.output);
             std::fprintf(stderr, "poolscope: could not write '%s'\n", o.output.c_str());
             return exitCodeFor(ErrorCode::WriteFailed);
         }

@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -354,6 +356,23 @@ TEST(PerfettoStream, CliExportIsTheStreamedOne) {
     ASSERT_TRUE(r.ok());
     const Output s = streamed({r->get()}, {"churn.poolscope"}, dir.file("lib.json"));
     EXPECT_EQ(readFile(out), s.text);
+}
+
+// A failed export removes its half-written output, but only a regular file: it once removed
+// `-o /dev/null` (the hostile corpus's output), and as root that replaced the device with a plain
+// file for every program after it. A symlink to /dev/full fails every write and must stay.
+TEST(PerfettoStream, AFailedExportLeavesAnOutputThatIsNotARegularFile) {
+    struct stat full {};
+    if (::stat("/dev/full", &full) != 0 || !S_ISCHR(full.st_mode)) GTEST_SKIP() << "no /dev/full";
+    test::ScratchDir dir;
+    const std::string link = dir.file("full.json");
+    ASSERT_EQ(::symlink("/dev/full", link.c_str()), 0);
+    auto cli = test::runCli("export " + kSamples + "/churn.poolscope -o " + link);
+    EXPECT_NE(cli.exitCode, 0) << cli.output;
+    EXPECT_NE(cli.output.find("could not write"), std::string::npos) << cli.output;
+    struct stat st {};
+    EXPECT_EQ(::lstat(link.c_str(), &st), 0) << "the failed export removed its output's symlink";
+    EXPECT_TRUE(S_ISLNK(st.st_mode));
 }
 
 } // namespace
