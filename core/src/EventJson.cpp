@@ -10,12 +10,6 @@ namespace poolscope {
 
 namespace {
 
-template <class T> void appendNumber(std::string& out, T v) {
-    char buf[24];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, r.ptr);
-}
-
 template <class T> void field(std::string& out, const char* key, T v) {
     out += key;
     appendNumber(out, v);

@@ -49,6 +49,15 @@ struct Output {
     interop::PerfettoStats stats;
 };
 
+// What both exports' inputs take from a trace beside its events.
+template <class Input> void readCommon(const TraceReader& r, const std::string& label, Input& in) {
+    if (auto p = r.process()) in.process = *p;
+    if (auto s = r.stacks()) in.stacks = *s;
+    if (auto t = r.threads()) in.threads = *t;
+    if (auto ipc = interop::readIpcEvents(r)) in.ipc = *ipc;
+    in.label = label;
+}
+
 Output viaTimeline(const std::vector<const TraceReader*>& readers, const std::vector<std::string>& labels,
                    const std::string& path) {
     std::vector<interop::ExportInput> inputs;
@@ -57,11 +66,7 @@ Output viaTimeline(const std::vector<const TraceReader*>& readers, const std::ve
         auto tl = buildTimeline(*readers[i]);
         EXPECT_TRUE(tl.ok());
         if (tl) in.timeline = *tl;
-        if (auto p = readers[i]->process()) in.process = *p;
-        if (auto s = readers[i]->stacks()) in.stacks = *s;
-        if (auto t = readers[i]->threads()) in.threads = *t;
-        if (auto ipc = interop::readIpcEvents(*readers[i])) in.ipc = *ipc;
-        in.label = labels[i];
+        readCommon(*readers[i], labels[i], in);
         inputs.push_back(std::move(in));
     }
     Output out;
@@ -84,11 +89,7 @@ Output streamed(const std::vector<const TraceReader*>& readers, const std::vecto
         auto pass = reportTrace(*readers[i], o);
         EXPECT_TRUE(pass.ok());
         if (pass) in.names = pass->report.names;
-        if (auto p = readers[i]->process()) in.process = *p;
-        if (auto s = readers[i]->stacks()) in.stacks = *s;
-        if (auto t = readers[i]->threads()) in.threads = *t;
-        if (auto ipc = interop::readIpcEvents(*readers[i])) in.ipc = *ipc;
-        in.label = labels[i];
+        readCommon(*readers[i], labels[i], in);
         inputs.push_back(std::move(in));
     }
     Output out;

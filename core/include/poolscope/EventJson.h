@@ -5,6 +5,7 @@
 // dumpJson (JsonText.h: invalid UTF-8 becomes U+FFFD); building that object (a std::map of 19
 // keys) per event made `dump` take ~4 µs an event, seven times its CSV.
 
+#include <charconv>
 #include <string>
 #include <string_view>
 
@@ -19,5 +20,12 @@ void appendEventJson(std::string& out, const Event& e, const std::string* stream
 
 // s as a JSON string, quotes included, escaped as nlohmann::json escapes it.
 void appendJsonString(std::string& out, std::string_view s);
+
+// An integer as nlohmann::json writes it.
+template <class T> void appendNumber(std::string& out, T v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+}
 
 } // namespace poolscope

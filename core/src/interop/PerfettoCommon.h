@@ -4,7 +4,6 @@
 // (PerfettoStream.cpp, `export`'s). Every entry's text is written here, so that the two write
 // the same bytes for the same thing; only where the facts come from differs.
 
-#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <functional>
@@ -38,12 +37,6 @@ inline std::string quoted(const std::string& s) {
     std::string out;
     appendJsonString(out, s);
     return out;
-}
-
-template <class T> void appendNumber(std::string& out, T v) {
-    char buf[24];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, r.ptr);
 }
 
 // Microseconds with three decimals, from integer nanoseconds: no rounding through a double.
@@ -158,6 +151,14 @@ protected:
     uint32_t nextTid_;
     std::string entry_; // the hot entries' text, built in one buffer kept between entries
 };
+
+// Every input is a process with its own block of tids (kTidsPerProcess each).
+inline Status checkInputCount(size_t n) {
+    if (n > kMaxProcesses)
+        return Error{ErrorCode::InvalidArgument,
+                     "export: at most " + std::to_string(kMaxProcesses) + " traces in one JSON trace"};
+    return {};
+}
 
 inline Error tooManyTracks(const std::string& label) {
     return Error{ErrorCode::InvalidArgument,

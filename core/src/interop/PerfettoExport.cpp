@@ -191,9 +191,7 @@ Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
     st = {};
     // One time base for all inputs: traces of one host share CLOCK_MONOTONIC, so processes
     // recorded together line up.
-    if (inputs.size() > kMaxProcesses)
-        return Error{ErrorCode::InvalidArgument, "export: at most " + std::to_string(kMaxProcesses) +
-                                                     " traces in one JSON trace"};
+    if (Status s = checkInputCount(inputs.size()); !s) return s;
     int64_t base = INT64_MAX;
     std::vector<InputHead> heads;
     for (const ExportInput& in : inputs) {

@@ -746,9 +746,7 @@ Status writePerfettoJsonStreaming(const std::vector<StreamInput>& inputs, std::F
     PerfettoStats local;
     PerfettoStats& st = stats ? *stats : local;
     st = {};
-    if (inputs.size() > kMaxProcesses)
-        return Error{ErrorCode::InvalidArgument, "export: at most " + std::to_string(kMaxProcesses) +
-                                                     " traces in one JSON trace"};
+    if (Status s = checkInputCount(inputs.size()); !s) return s;
     // The first pass over every input: the time base is the earliest of all.
     std::vector<Plan> plans(inputs.size());
     int64_t base = INT64_MAX;
