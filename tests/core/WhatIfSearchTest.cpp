@@ -5,14 +5,20 @@
 // never-releasing peak, and stop reading once nothing is open. Each of those must give what
 // separate models over the whole trace give: checked on generated random traces (not
 // recordings) and on the samples, against PoolModel::run one pool at a time and against
-// whatif::advise (two full reads, every question a model on every event).
+// whatif::advise (two full reads, every question a model on every event). The report reads the
+// first read's ops back from its spill (TapeSpill.h) instead of the trace: the same report, and
+// the same where the spill fails and the trace is read again.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <random>
 
+#include "../../core/src/whatif/TapeSpill.h"
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
+#include "poolscope/Report.h"
+#include "poolscope/Zstd.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/whatif/PoolModel.h"
@@ -242,6 +248,188 @@ TEST(WhatIfSearch, AdviceAfterTheFirstReadOnTheSamples) {
         for (const whatif::PoolAdvice& a : *full) advised += a.any();
     }
     EXPECT_GE(advised, 2u); // jax and churn
+}
+
+
+// ---- The report's spill (TapeSpill.h) ----
+
+// Ops of every kind with values at the ends of their ranges, in steps that cross the spill's
+// 1 MiB blocks, read back as written.
+TEST(WhatIfSpill, OpsReadBackAsWritten) {
+    replay::Replay r;
+    std::mt19937_64 rng(7);
+    whatif::TapeSpill spill;
+    ASSERT_TRUE(spill.ok()) << zstd::unavailableReason();
+    std::vector<whatif::Tape> steps;
+    std::vector<std::vector<uint64_t>> newPools;
+    whatif::Tape tape;
+    const int64_t times[] = {0, 1, -1, std::numeric_limits<int64_t>::min(),
+                             std::numeric_limits<int64_t>::max(), 1'700'000'000'000'000'000};
+    for (int s = 0; s < 40; ++s) {
+        std::vector<uint64_t> pools;
+        for (int k = 0; k < s % 3; ++k) {
+            PoolInfo info;
+            info.handle = rng();
+            r.declarePool(info);
+            pools.push_back(info.handle);
+        }
+        newPools.push_back(pools);
+        if (s % 5 == 0) tape.streamHandles.push_back(rng());
+        tape.ops.clear();
+        tape.allocSeq.clear();
+        const size_t n = s == 7 ? 0 : rng() % 20'000;
+        for (size_t i = 0; i < n; ++i) {
+            whatif::Op op;
+            op.kind = static_cast<whatif::Op::Kind>(rng() % 12);
+            op.ts = rng() % 4 == 0 ? times[rng() % 6] : static_cast<int64_t>(1'000'000 + i * 1000);
+            op.value = rng() % 3 == 0 ? rng() : rng() % 4096;
+            op.pool = rng() % 5 == 0 ? replay::kNone : static_cast<uint32_t>(rng() % 4);
+            op.stream = rng() % 5 == 0 ? replay::kNone : static_cast<uint32_t>(rng());
+            op.aux = rng() % 2 ? 0 : static_cast<uint32_t>(rng());
+            op.attr = static_cast<uint8_t>(rng() % 3 ? 0 : rng());
+            op.flag = static_cast<uint8_t>(rng() % 3 ? 0 : rng());
+            tape.ops.push_back(op);
+            if (op.kind == whatif::Op::Kind::Alloc)
+                tape.allocSeq.push_back(rng() % 7 == 0 ? rng() : 100 + i);
+        }
+        spill.append(tape, r);
+        steps.push_back(tape);
+    }
+    whatif::Tape end;
+    end.lastTs = 42;
+    spill.finish(end);
+    ASSERT_TRUE(spill.ok());
+    EXPECT_EQ(spill.steps(), steps.size());
+    EXPECT_GT(spill.fileBytes(), 0u);
+    for (int pass = 0; pass < 2; ++pass) { // and again after a rewind
+        ASSERT_TRUE(spill.rewind());
+        whatif::Tape got;
+        std::vector<uint64_t> handles;
+        size_t poolsBefore = 0;
+        for (size_t s = 0; s < steps.size(); ++s) {
+            SCOPED_TRACE(s);
+            ASSERT_TRUE(spill.next(got, handles));
+            const whatif::Tape& want = steps[s];
+            ASSERT_EQ(got.ops.size(), want.ops.size());
+            for (size_t i = 0; i < want.ops.size(); ++i) {
+                const whatif::Op &a = got.ops[i], &b = want.ops[i];
+                ASSERT_TRUE(a.kind == b.kind && a.ts == b.ts && a.value == b.value &&
+                            a.pool == b.pool && a.stream == b.stream && a.aux == b.aux &&
+                            a.attr == b.attr && a.flag == b.flag)
+                    << "op " << i;
+            }
+            EXPECT_EQ(got.allocSeq, want.allocSeq);
+            EXPECT_EQ(got.streamHandles, want.streamHandles);
+            ASSERT_EQ(handles.size(), poolsBefore + newPools[s].size());
+            for (size_t k = 0; k < newPools[s].size(); ++k)
+                EXPECT_EQ(handles[poolsBefore + k], newPools[s][k]);
+            poolsBefore = handles.size();
+        }
+        EXPECT_TRUE(spill.atEnd());
+        EXPECT_FALSE(spill.next(got, handles));
+        EXPECT_TRUE(spill.ok());
+        EXPECT_EQ(spill.finished().lastTs, 42);
+    }
+}
+
+// Past its cap the spill gives up (and says so), keeping no more than a block in memory.
+TEST(WhatIfSpill, ASpillPastItsCapFails) {
+    replay::Replay r;
+    whatif::TapeSpill spill(100'000);
+    ASSERT_TRUE(spill.ok());
+    whatif::Tape tape;
+    std::mt19937_64 rng(3);
+    for (int s = 0; s < 50 && spill.ok(); ++s) {
+        tape.ops.assign(50'000, whatif::Op{});
+        for (whatif::Op& op : tape.ops) {
+            op.kind = whatif::Op::Kind::Free;
+            op.value = rng();
+        }
+        spill.append(tape, r);
+    }
+    EXPECT_FALSE(spill.ok());
+    EXPECT_LE(spill.fileBytes(), 100'000u);
+    spill.finish(tape);
+    EXPECT_FALSE(spill.rewind());
+}
+
+struct ReportOut {
+    std::string text, json;
+};
+
+ReportOut report(const TraceReader& reader) {
+    TraceReportOptions o;
+    o.parallel = false;
+    auto r = reportTrace(reader, o, "generated.poolscope");
+    EXPECT_TRUE(r);
+    if (!r) return {};
+    return {reportToText(r->report), reportToJson(r->report)};
+}
+
+// The report whose advisor read the first read's ops back from the spill is the report whose
+// advisor read the trace again (the spill made to fail at once by a cap of one byte). The
+// generated traces record no implicit releases, so the report asks the advisor only with a
+// reuse policy off: on every one here.
+TEST(WhatIfSpill, TheReportFromTheSpillIsTheReportOfASecondRead) {
+    size_t advised = 0;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+        SCOPED_TRACE(seed);
+        test::ScratchDir dir;
+        const test::Events ev = RandomTrace(seed, true).generate(seed == 1 ? 60'000 : 15'000);
+        auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
+        ASSERT_TRUE(reader);
+        const auto before = whatif::detail::spillCounts();
+        const ReportOut spilled = report(**reader);
+        const auto mid = whatif::detail::spillCounts();
+        EXPECT_EQ(mid.replayed, before.replayed + 1); // the spill was read, not the trace
+        EXPECT_EQ(mid.fellBack, before.fellBack);
+        whatif::detail::setSpillCapForTests(1);
+        const ReportOut reread = report(**reader);
+        whatif::detail::setSpillCapForTests(0);
+        const auto after = whatif::detail::spillCounts();
+        EXPECT_EQ(after.fellBack, mid.fellBack + 1);
+        EXPECT_EQ(spilled.text, reread.text);
+        EXPECT_EQ(spilled.json, reread.json);
+        advised += spilled.text.find("a release threshold of") != std::string::npos;
+    }
+    EXPECT_GT(advised, 0u); // the advice is there to compare
+}
+
+// Wherever the spill fails (no temporary directory, no libzstd, its cap), the advisor reads the
+// trace again: the same report.
+TEST(WhatIfSpill, AFailedSpillFallsBackToASecondRead) {
+    test::ScratchDir dir;
+    const test::Events ev = RandomTrace(5, true).generate(30'000);
+    // Written uncompressed (as where libzstd is missing), so that it reads without libzstd too.
+    zstd::detail::simulateMissing(true);
+    const std::string path = write(dir.file("random.poolscope"), ev.all());
+    zstd::detail::simulateMissing(false);
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    const ReportOut want = report(**reader);
+    ASSERT_NE(want.text.find("what-if model"), std::string::npos);
+    auto fallsBack = [&](const char* how) {
+        SCOPED_TRACE(how);
+        const auto before = whatif::detail::spillCounts();
+        const ReportOut got = report(**reader);
+        EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 1);
+        EXPECT_EQ(got.text, want.text);
+        EXPECT_EQ(got.json, want.json);
+    };
+    {
+        const char* old = std::getenv("TMPDIR");
+        const std::string saved = old ? old : "";
+        ::setenv("TMPDIR", dir.file("no such directory").c_str(), 1);
+        fallsBack("TMPDIR cannot be written");
+        if (old) ::setenv("TMPDIR", saved.c_str(), 1);
+        else ::unsetenv("TMPDIR");
+    }
+    zstd::detail::simulateMissing(true);
+    fallsBack("no libzstd");
+    zstd::detail::simulateMissing(false);
+    whatif::detail::setSpillCapForTests(200);
+    fallsBack("past its cap");
+    whatif::detail::setSpillCapForTests(0);
 }
 
 } // namespace

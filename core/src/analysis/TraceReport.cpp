@@ -3,8 +3,10 @@
 #include "poolscope/analysis/TraceReport.h"
 
 #include <limits>
+#include <memory>
 
 #include "../ChunkPipe.h"
+#include "../whatif/TapeSpill.h"
 #include "ReportReducer.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -73,6 +75,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     whatif::RaceBounds races;
     whatif::Tape tape;
     const std::vector<uint8_t> noMute;
+    // The as-recorded model's ops go to disk too, for the advisor's questions after this read
+    // (instead of reading the trace again). Where knobs were declared ahead, the advisor's
+    // replay would not see them, and its ops would differ: it reads the trace again there.
+    std::unique_ptr<whatif::TapeSpill> spill;
+    if (options.advice && !knobsDeclared) spill = std::make_unique<whatif::TapeSpill>();
     if (options.advice) {
         asRecorded.recordInto(&tape);
         reducer.replay().subscribe(&asRecorded, whatif::PoolModel::kindMask());
@@ -81,6 +88,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     auto follow = [&] {
         if (!options.advice) return;
         tape.seeStreams(reducer.replay());
+        if (spill) spill->append(tape, reducer.replay());
         const whatif::Op* ops = tape.ops.data();
         neverReleasing.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
                             tape.streamHandles, noMute);
@@ -115,8 +123,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (options.advice && adviceWorthIt(rep, reducer.anyPolicyOff()))
     {
         asRecorded.finishTape(tape, reducer.replay());
+        if (spill) spill->finish(tape);
         addAdvice(rep, whatif::adviseAfter(reader, tape.recorded, neverReleasing.collect(tape),
-                                           races.result(reducer.replay()), !knobsDeclared));
+                                           races.result(reducer.replay()), !knobsDeclared, {},
+                                           spill.get()));
     }
     return out;
 }

@@ -10,6 +10,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/whatif/PoolModel.h"
+#include "TapeSpill.h"
 
 namespace poolscope::whatif {
 
@@ -254,10 +255,11 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
 
 namespace {
 
-// The advisor's second read (adviseAfter): the three reuse policies forced on, for the pools
-// that had them off, and the candidate thresholds, for the pools with something to decide. One
-// recording model turns the replay's facts into ops; every question's model follows those ops
-// a chunk at a time, muted for the pools whose answer it does not give. A candidate is asked
+// The advisor's second pass (adviseAfter): the three reuse policies forced on, for the pools
+// that had them off, and the candidate thresholds, for the pools with something to decide. The
+// ops come from the first read's spill (TapeSpill.h) or, failing that, from a recording model
+// following a second read of the trace; every question's model follows them a step (a chunk of
+// the trace) at a time, muted for the pools whose answer it does not give. A candidate is asked
 // only below the first candidate at or above a pool's never-releasing peak (from there on the
 // model is the never-releasing one: it never releases either) and stops for a pool as soon as
 // its predicted releases pass what the advice allows (they only grow): the read ends once
@@ -280,12 +282,13 @@ struct Search {
             if (a.left) return true;
         return false;
     }
-    // New pools of the replay: muted unless the question answers for them.
-    static void seePools(Asked& a, const replay::Replay& r) {
-        for (uint32_t i = static_cast<uint32_t>(a.mute.size()); i < r.pools().size(); ++i) {
+    // New pools of the replay (`handles`: each replay pool's handle, by index): muted unless
+    // the question answers for them.
+    static void seePools(Asked& a, const std::vector<uint64_t>& handles) {
+        for (uint32_t i = static_cast<uint32_t>(a.mute.size()); i < handles.size(); ++i) {
             uint8_t mute = 1;
             for (size_t k = 0; k < a.pools.size(); ++k)
-                if (a.pools[k] == r.pools()[i].info.handle && a.index[k] == replay::kNone &&
+                if (a.pools[k] == handles[i] && a.index[k] == replay::kNone &&
                     a.diedAt[k] == 0) {
                     a.index[k] = i;
                     mute = 0;
@@ -293,10 +296,10 @@ struct Search {
             a.mute.push_back(mute);
         }
     }
-    void step(const Tape& tape, const replay::Replay& r) {
+    void step(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
         for (Asked& a : asked) {
             if (!a.left) continue;
-            seePools(a, r);
+            seePools(a, poolHandles);
             a.model->feed(tape.ops.data(), tape.ops.data() + tape.ops.size(), tape.allocSeq.data(),
                           tape.allocSeq.size(), tape.streamHandles, a.mute);
             if (!a.candidate) continue;
@@ -313,20 +316,10 @@ struct Search {
     }
 };
 
-} // namespace
-
-Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
-                                            const std::vector<PoolPrediction>& asRecorded,
-                                            const std::vector<PoolPrediction>& neverReleasing,
-                                            const std::vector<RaceRange>& races,
-                                            bool sameReplay, const Calibration& c) {
-    bool decide = false;
-    for (const PoolPrediction& b : asRecorded)
-        decide = decide || (b.touched && (b.releases >= kMinReleases || !b.allowOpportunistic ||
-                                          !b.followEventDependencies || !b.allowInternalDependencies));
-    const std::vector<PoolPrediction>* none[3] = {nullptr, nullptr, nullptr};
-    if (!decide) return adviceFrom(asRecorded, none, {}, {}); // nothing to suggest to anyone
-    const std::vector<uint64_t> cands = candidates(neverReleasing, c);
+// The questions of adviseAfter's search, none of them answered yet.
+Search ask(const std::vector<PoolPrediction>& asRecorded,
+           const std::vector<PoolPrediction>& neverReleasing, const std::vector<uint64_t>& cands,
+           bool sameReplay, const Calibration& c) {
     Search search;
     // Questions 0-2: each policy on, for the pools that had it off.
     for (int k = 0; k < 3; ++k) {
@@ -362,21 +355,67 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         a.left = a.pools.size();
     }
 
-    replay::Replay replay;
-    Tape tape;
-    PoolModel lead;
-    lead.keepRecorded(false);
-    lead.recordInto(&tape);
-    lead.recordOnly(true);
-    replay.subscribe(&lead, PoolModel::kindMask());
-    auto step = [&] {
-        tape.seeStreams(replay);
-        search.step(tape, replay);
-        tape.dropOps();
-        return search.anyLeft();
-    };
-    bool whole = false;
-    if (search.anyLeft()) {
+    return search;
+}
+
+} // namespace
+
+Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
+                                            const std::vector<PoolPrediction>& asRecorded,
+                                            const std::vector<PoolPrediction>& neverReleasing,
+                                            const std::vector<RaceRange>& races,
+                                            bool sameReplay, const Calibration& c,
+                                            TapeSpill* spill) {
+    bool decide = false;
+    for (const PoolPrediction& b : asRecorded)
+        decide = decide || (b.touched && (b.releases >= kMinReleases || !b.allowOpportunistic ||
+                                          !b.followEventDependencies || !b.allowInternalDependencies));
+    const std::vector<PoolPrediction>* none[3] = {nullptr, nullptr, nullptr};
+    if (!decide) return adviceFrom(asRecorded, none, {}, {}); // nothing to suggest to anyone
+    const std::vector<uint64_t> cands = candidates(neverReleasing, c);
+    Search search = ask(asRecorded, neverReleasing, cands, sameReplay, c);
+
+    Tape tape;               // one step's ops at a time
+    const Tape* end = &tape; // at the end, what the models' collect() reads
+    bool whole = false, done = !search.anyLeft();
+    // The first read's ops, where they are the ones this read would make: its replay declared
+    // the same (no knobs ahead) and the spill holds every step.
+    if (!done && spill) {
+        bool left = true;
+        if (sameReplay && spill->rewind()) {
+            std::vector<uint64_t> handles;
+            while (left && spill->next(tape, handles)) {
+                search.step(tape, handles);
+                left = search.anyLeft();
+            }
+            done = spill->ok() && (!left || spill->atEnd());
+        }
+        detail::countSpill(done);
+        if (done) {
+            whole = left;
+            end = &spill->finished();
+        } else {
+            // Models fed part of the spill start over.
+            search = ask(asRecorded, neverReleasing, cands, sameReplay, c);
+            tape = Tape{};
+        }
+    }
+    if (!done) {
+        replay::Replay replay;
+        PoolModel lead;
+        lead.keepRecorded(false);
+        lead.recordInto(&tape);
+        lead.recordOnly(true);
+        replay.subscribe(&lead, PoolModel::kindMask());
+        std::vector<uint64_t> handles;
+        auto step = [&] {
+            tape.seeStreams(replay);
+            for (size_t i = handles.size(); i < replay.pools().size(); ++i)
+                handles.push_back(replay.pools()[i].info.handle);
+            search.step(tape, handles);
+            tape.dropOps();
+            return search.anyLeft();
+        };
         uint64_t events = 0;
         Status st = replayTrace(reader, replay, events, nullptr, {}, step);
         if (!st) return st.error();
@@ -387,7 +426,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     // never-releasing prediction at and above a pool's never-releasing peak.
     auto answers = [&](Search::Asked& a) {
         std::vector<PoolPrediction> got;
-        if (whole) got = a.model->collect(tape);
+        if (whole) got = a.model->collect(*end);
         std::vector<PoolPrediction> out;
         for (size_t k = 0; k < a.pools.size(); ++k) {
             if (a.diedAt[k]) {

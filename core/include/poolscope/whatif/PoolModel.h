@@ -362,13 +362,17 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
 // (they depend on the whole trace's never-releasing peak) and the reuse policies turned on, and
 // only as far as an answer is still open. sameReplay: the first read's replay saw what this
 // one's sees (no knobs declared ahead), so the never-releasing answers stand for the candidate
-// thresholds at or above a pool's never-releasing peak.
+// thresholds at or above a pool's never-releasing peak. `spill`: the first read's ops on disk
+// (the report's TapeSpill, internal to core), read instead of the trace where sameReplay holds
+// and the spill is whole; otherwise the trace is read again.
 Settings neverReleasing();
+class TapeSpill;
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
                                             const std::vector<RaceRange>& races,
-                                            bool sameReplay, const Calibration& c = {});
+                                            bool sameReplay, const Calibration& c = {},
+                                            TapeSpill* spill = nullptr);
 // The same from a tape (the same answers: the questions run over the recorded inputs). Setting
 // *cancel stops it between questions, with no advice.
 std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {},

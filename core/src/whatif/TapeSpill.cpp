@@ -1,0 +1,298 @@
+// The report's tape spilled to an anonymous temporary file (TapeSpill.h).
+//
+// The file is a run of blocks: u32 compressed size, u32 raw size, one zstd frame. The raw bytes
+// are steps, which may cross blocks: varint op count, varint new streams, varint new pools, the
+// new streams' and pools' handles (varints), then the ops. An op is a byte (kind in the low four
+// bits; 0x10: a flag byte follows, 0x20: an attr byte, 0x40: aux), its time as a zigzag varint
+// from the previous op's, value, pool + 1 and stream + 1 (kNone becomes 0) as varints, aux, attr,
+// flag, and for an Alloc its seq as a zigzag varint from the previous Alloc's: about 9 bytes
+// an op before zstd, against 40 in memory.
+#include "TapeSpill.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <unistd.h>
+
+namespace poolscope::whatif {
+
+namespace {
+
+std::atomic<uint64_t> gCapForTests{0};
+std::atomic<uint64_t> gReplayed{0}, gFellBack{0};
+
+int openAnonymous() {
+    const char* env = std::getenv("TMPDIR");
+    const std::string dir = env && *env ? env : "/tmp";
+#ifdef O_TMPFILE
+    const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+#endif
+    // Filesystems without O_TMPFILE: a name, unlinked at once.
+    std::string path = dir + "/poolscope-spill-XXXXXX";
+    const int named = ::mkostemp(path.data(), O_CLOEXEC);
+    if (named >= 0) ::unlink(path.c_str());
+    return named;
+}
+
+bool writeAll(int fd, const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n) {
+        const ssize_t w = ::write(fd, c, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        c += w;
+        n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+
+bool readAll(int fd, void* p, size_t n, uint64_t at) {
+    char* c = static_cast<char*>(p);
+    while (n) {
+        const ssize_t r = ::pread(fd, c, n, static_cast<off_t>(at));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        c += r;
+        n -= static_cast<size_t>(r);
+        at += static_cast<uint64_t>(r);
+    }
+    return true;
+}
+
+inline uint8_t* putVar(uint8_t* p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = static_cast<uint8_t>(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = static_cast<uint8_t>(v);
+    return p;
+}
+
+// Differences in modular arithmetic: exact for any pair of int64 times.
+inline uint64_t zigzag(uint64_t d) {
+    return (d << 1) ^ static_cast<uint64_t>(static_cast<int64_t>(d) >> 63);
+}
+inline uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+
+} // namespace
+
+TapeSpill::TapeSpill(uint64_t cap) : cap_(cap), zc_(1) {
+    if (const uint64_t forced = gCapForTests.load(std::memory_order_relaxed)) cap_ = forced;
+    if (!zstd::available()) return;
+    fd_ = openAnonymous();
+    if (fd_ < 0) return;
+    raw_.resize(kBlock);
+    ok_ = true;
+}
+
+TapeSpill::~TapeSpill() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void TapeSpill::fail() {
+    ok_ = false;
+    pos_ = 0; // later writes land in the buffer harmlessly
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    std::string().swap(packed_);
+    std::string().swap(block_);
+}
+
+void TapeSpill::flush() {
+    if (!ok_ || pos_ == 0) {
+        pos_ = 0;
+        return;
+    }
+    const size_t n = pos_;
+    pos_ = 0;
+    if (!zc_.compress(std::string_view(reinterpret_cast<const char*>(raw_.data()), n), packed_))
+        return fail();
+    uint32_t head[2] = {static_cast<uint32_t>(packed_.size()), static_cast<uint32_t>(n)};
+    const uint64_t add = sizeof head + packed_.size();
+    if (fileBytes_ + add > cap_) return fail();
+    if (!writeAll(fd_, head, sizeof head) || !writeAll(fd_, packed_.data(), packed_.size()))
+        return fail();
+    fileBytes_ += add;
+    rawBytes_ += n;
+}
+
+void TapeSpill::append(const Tape& tape, const replay::Replay& r) {
+    if (!ok_ || finishedSet_) return;
+    const size_t nStreams = tape.streamHandles.size(), nPools = r.pools().size();
+    if (nStreams < streamsWritten_ || nPools < poolsWritten_) return fail();
+    uint8_t* p = room(kSlack);
+    p = putVar(p, tape.ops.size());
+    p = putVar(p, nStreams - streamsWritten_);
+    p = putVar(p, nPools - poolsWritten_);
+    pos_ = static_cast<size_t>(p - raw_.data());
+    for (; streamsWritten_ < nStreams; ++streamsWritten_) {
+        p = putVar(room(kSlack), tape.streamHandles[streamsWritten_]);
+        pos_ = static_cast<size_t>(p - raw_.data());
+    }
+    for (; poolsWritten_ < nPools; ++poolsWritten_) {
+        p = putVar(room(kSlack), r.pools()[poolsWritten_].info.handle);
+        pos_ = static_cast<size_t>(p - raw_.data());
+    }
+    size_t seqAt = 0;
+    const size_t nSeq = tape.allocSeq.size();
+    for (const Op& op : tape.ops) {
+        p = room(kSlack);
+        uint8_t head = static_cast<uint8_t>(op.kind);
+        if (op.flag) head |= 0x10;
+        if (op.attr) head |= 0x20;
+        if (op.aux) head |= 0x40;
+        *p++ = head;
+        p = putVar(p, zigzag(static_cast<uint64_t>(op.ts) - static_cast<uint64_t>(prevTs_)));
+        prevTs_ = op.ts;
+        p = putVar(p, op.value);
+        p = putVar(p, static_cast<uint32_t>(op.pool + 1));
+        p = putVar(p, static_cast<uint32_t>(op.stream + 1));
+        if (op.aux) p = putVar(p, op.aux);
+        if (op.attr) *p++ = op.attr;
+        if (op.flag) *p++ = op.flag;
+        if (op.kind == Op::Kind::Alloc) {
+            if (seqAt == nSeq) return fail(); // every Alloc has its seq in a recording
+            const uint64_t seq = tape.allocSeq[seqAt++];
+            p = putVar(p, zigzag(seq - prevSeq_));
+            prevSeq_ = seq;
+        }
+        pos_ = static_cast<size_t>(p - raw_.data());
+    }
+    if (seqAt != nSeq) return fail();
+    steps_++;
+}
+
+void TapeSpill::finish(const Tape& finished) {
+    if (!ok_ || finishedSet_) return;
+    flush();
+    finishedSet_ = true;
+    // What the advisor's recording model (recordOnly, keepRecorded(false)) would have finished:
+    // the pools the ops touched, none of the recorded figures (which it never keeps). The
+    // recorded side's end and the settings in force at the end are the same replay's.
+    finished_.streamHandles = finished.streamHandles;
+    finished_.lastTs = finished.lastTs;
+    finished_.events = finished.events;
+    for (size_t k = 0; k < finished.recorded.size() && k < finished.poolIndex.size(); ++k) {
+        const PoolPrediction& rec = finished.recorded[k];
+        if (!rec.touched) continue;
+        PoolPrediction p;
+        p.handle = rec.handle;
+        p.device = rec.device;
+        p.touched = true;
+        p.releaseThreshold = rec.releaseThreshold;
+        p.followEventDependencies = rec.followEventDependencies;
+        p.allowOpportunistic = rec.allowOpportunistic;
+        p.allowInternalDependencies = rec.allowInternalDependencies;
+        finished_.recorded.push_back(std::move(p));
+        finished_.poolIndex.push_back(finished.poolIndex[k]);
+        finished_.recordedEnd.push_back(k < finished.recordedEnd.size()
+                                            ? finished.recordedEnd[k]
+                                            : std::numeric_limits<int64_t>::min());
+    }
+    std::vector<uint8_t>().swap(raw_); // the writing is over
+}
+
+bool TapeSpill::rewind() {
+    if (!ok_ || !finishedSet_) return false;
+    readAt_ = 0;
+    readSteps_ = 0;
+    block_.clear();
+    rpos_ = 0;
+    prevTs_ = 0;
+    prevSeq_ = 0;
+    return true;
+}
+
+bool TapeSpill::load() {
+    uint32_t head[2];
+    if (readAt_ + sizeof head > fileBytes_ || !readAll(fd_, head, sizeof head, readAt_))
+        return false;
+    readAt_ += sizeof head;
+    if (head[0] > fileBytes_ - readAt_ || head[1] > kBlock || head[1] == 0) return false;
+    packed_.resize(head[0]);
+    if (!readAll(fd_, packed_.data(), head[0], readAt_)) return false;
+    readAt_ += head[0];
+    std::string why;
+    if (!zstd::decompress(packed_, kBlock, block_, why) || block_.size() != head[1]) return false;
+    rpos_ = 0;
+    return true;
+}
+
+bool TapeSpill::getVar(uint64_t& v) {
+    v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        uint8_t b;
+        if (!get(b)) return false;
+        v |= static_cast<uint64_t>(b & 0x7F) << shift;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+bool TapeSpill::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
+    if (!ok_ || !finishedSet_ || readSteps_ >= steps_) return false;
+    auto bad = [&] {
+        fail();
+        return false;
+    };
+    uint64_t nOps, nStreams, nPools;
+    if (!getVar(nOps) || !getVar(nStreams) || !getVar(nPools)) return bad();
+    // The file is this process's own; still, nothing it says allocates without bound.
+    if (nOps > rawBytes_ / 5 || nStreams > rawBytes_ || nPools > rawBytes_) return bad();
+    for (uint64_t i = 0; i < nStreams; ++i) {
+        uint64_t h;
+        if (!getVar(h)) return bad();
+        tape.streamHandles.push_back(h);
+    }
+    for (uint64_t i = 0; i < nPools; ++i) {
+        uint64_t h;
+        if (!getVar(h)) return bad();
+        poolHandles.push_back(h);
+    }
+    tape.ops.clear();
+    tape.allocSeq.clear();
+    tape.ops.reserve(nOps);
+    for (uint64_t i = 0; i < nOps; ++i) {
+        uint8_t head;
+        uint64_t dt, value, pool, stream, aux = 0;
+        if (!get(head) || !getVar(dt) || !getVar(value) || !getVar(pool) || !getVar(stream))
+            return bad();
+        if ((head & 0x0F) > static_cast<uint8_t>(Op::Kind::Reset)) return bad();
+        Op op;
+        op.kind = static_cast<Op::Kind>(head & 0x0F);
+        op.ts = static_cast<int64_t>(static_cast<uint64_t>(prevTs_) + unzigzag(dt));
+        prevTs_ = op.ts;
+        op.value = value;
+        op.pool = static_cast<uint32_t>(pool - 1);
+        op.stream = static_cast<uint32_t>(stream - 1);
+        if ((head & 0x40) && !getVar(aux)) return bad();
+        op.aux = static_cast<uint32_t>(aux);
+        if ((head & 0x20) && !get(op.attr)) return bad();
+        if ((head & 0x10) && !get(op.flag)) return bad();
+        if (op.kind == Op::Kind::Alloc) {
+            uint64_t dz;
+            if (!getVar(dz)) return bad();
+            prevSeq_ += unzigzag(dz);
+            tape.allocSeq.push_back(prevSeq_);
+        }
+        tape.ops.push_back(op);
+    }
+    readSteps_++;
+    return true;
+}
+
+namespace detail {
+
+void setSpillCapForTests(uint64_t cap) { gCapForTests.store(cap); }
+
+SpillCounts spillCounts() { return {gReplayed.load(), gFellBack.load()}; }
+
+void countSpill(bool replayed) { (replayed ? gReplayed : gFellBack).fetch_add(1); }
+
+} // namespace detail
+
+} // namespace poolscope::whatif

@@ -1,0 +1,107 @@
+#pragma once
+// The streaming report's tape on disk (internal to core). The report's first read already turns
+// the replay's facts into the what-if model's ops, a chunk at a time; the advisor's questions
+// (adviseAfter) need exactly those ops again, and reading the trace a second time to make them
+// (decode, replay, a recording model) was about half of `poolscope report`. Kept in memory they
+// would cost ~40 bytes an event, so they go to an anonymous temporary file instead, varint-coded
+// and zstd-compressed in blocks: memory stays one block either way, and the file is gone when
+// the spill is (O_TMPFILE, or a name unlinked at once).
+//
+// Any failure (no temporary directory, a write error, a full disk, no libzstd, the size cap)
+// leaves the spill !ok(), and the advisor reads the trace again as before.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "poolscope/Zstd.h"
+#include "poolscope/whatif/PoolModel.h"
+
+namespace poolscope::whatif {
+
+class TapeSpill {
+public:
+    // Opens the file in $TMPDIR (or /tmp); `cap`: the most it may take on disk.
+    explicit TapeSpill(uint64_t cap = kDefaultCap);
+    ~TapeSpill();
+    TapeSpill(const TapeSpill&) = delete;
+    TapeSpill& operator=(const TapeSpill&) = delete;
+
+    static constexpr uint64_t kDefaultCap = uint64_t{4} << 30;
+
+    bool ok() const { return ok_; }
+    // One step of the first read (where the advisor's search steps too): the ops and allocSeq
+    // taken since the last (tape.streamHandles already seen), and the replay's pools by now.
+    void append(const Tape& tape, const replay::Replay& r);
+    // After the last step: what the recording model made of the whole read (finishTape), kept
+    // as a recordOnly, keepRecorded(false) recording model would have finished it.
+    void finish(const Tape& finished);
+    uint64_t fileBytes() const { return fileBytes_; }
+    uint64_t steps() const { return steps_; }
+
+    // Reading back, step by step, from the start. next() replaces tape.ops and tape.allocSeq
+    // with the step's, appends its new streams to tape.streamHandles and its new pools' handles
+    // to poolHandles (by replay pool index); false at the end or on a failure (then !ok()).
+    bool rewind();
+    bool next(Tape& tape, std::vector<uint64_t>& poolHandles);
+    bool atEnd() const { return readSteps_ == steps_; }
+    // finish()'s tape, without ops: for the models' collect().
+    const Tape& finished() const { return finished_; }
+
+private:
+    static constexpr size_t kBlock = size_t{1} << 20; // raw bytes per zstd frame
+    static constexpr size_t kSlack = 64;               // one op's code at most
+
+    void fail();
+    void flush();
+    bool load();
+    uint8_t* room(size_t n) {
+        if (pos_ + n > raw_.size()) [[unlikely]]
+            flush();
+        return raw_.data() + pos_;
+    }
+    bool get(uint8_t& b) {
+        if (rpos_ == block_.size()) [[unlikely]]
+            if (!load()) return false;
+        b = static_cast<uint8_t>(block_[rpos_++]);
+        return true;
+    }
+    bool getVar(uint64_t& v);
+
+    int fd_ = -1;
+    bool ok_ = false;
+    uint64_t cap_;
+    zstd::Compressor zc_;
+    std::vector<uint8_t> raw_;
+    size_t pos_ = 0;
+    std::string packed_;
+    uint64_t fileBytes_ = 0;
+    uint64_t rawBytes_ = 0;
+    uint64_t steps_ = 0;
+    size_t streamsWritten_ = 0;
+    size_t poolsWritten_ = 0;
+    int64_t prevTs_ = 0;
+    uint64_t prevSeq_ = 0;
+    bool finishedSet_ = false;
+    Tape finished_;
+    // reading
+    uint64_t readAt_ = 0;
+    uint64_t readSteps_ = 0;
+    std::string block_;
+    size_t rpos_ = 0;
+};
+
+namespace detail {
+// Tests only: the cap every TapeSpill gets instead of its own (0: each its own).
+void setSpillCapForTests(uint64_t cap);
+// Tests only: how many advisor searches read a spill to their end (or early stop) and how many
+// fell back to reading the trace again, since the process started.
+struct SpillCounts {
+    uint64_t replayed = 0;
+    uint64_t fellBack = 0;
+};
+SpillCounts spillCounts();
+void countSpill(bool replayed);
+} // namespace detail
+
+} // namespace poolscope::whatif
