@@ -10,7 +10,11 @@
 // the same where the spill fails and the trace is read again.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <limits>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <random>
 
 #include "../../core/src/whatif/TapeSpill.h"
@@ -351,6 +355,35 @@ TEST(WhatIfSpill, ASpillPastItsCapFails) {
     EXPECT_LE(spill.fileBytes(), 100'000u);
     spill.finish(tape);
     EXPECT_FALSE(spill.rewind());
+}
+
+// The spill's cap follows where it lands: a tmpfs gets the memory budget, a disk keeps its
+// reserve. /dev/shm is the tmpfs every Linux test machine has.
+TEST(WhatIfSpill, ASpillOnATmpfsKeepsToTheMemoryBudget) {
+    struct statfs fs {};
+    if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC)
+        GTEST_SKIP() << "skipped: /dev/shm is not a tmpfs here";
+    const char* old = std::getenv("TMPDIR");
+    const std::string saved = old ? old : "";
+    ::setenv("TMPDIR", "/dev/shm", 1);
+    {
+        whatif::TapeSpill spill;
+        ASSERT_TRUE(spill.ok());
+        EXPECT_LE(spill.cap(), whatif::TapeSpill::kMemoryCap);
+    }
+    ::setenv("TMPDIR", ".", 1); // the build tree: a disk, or at least not /dev/shm
+    {
+        whatif::TapeSpill spill;
+        ASSERT_TRUE(spill.ok());
+        struct statvfs vs {};
+        ASSERT_EQ(::statvfs(".", &vs), 0);
+        const uint64_t avail = uint64_t(vs.f_bavail) * vs.f_frsize;
+        EXPECT_LE(spill.cap(), avail > whatif::TapeSpill::kKeepFree
+                                   ? (avail - whatif::TapeSpill::kKeepFree) / 2 : 0);
+        EXPECT_LE(spill.cap(), whatif::TapeSpill::kDefaultCap);
+    }
+    if (old) ::setenv("TMPDIR", saved.c_str(), 1);
+    else ::unsetenv("TMPDIR");
 }
 
 struct ReportOut {

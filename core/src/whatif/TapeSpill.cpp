@@ -9,12 +9,16 @@
 // an op before zstd, against 40 in memory.
 #include "TapeSpill.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace poolscope::whatif {
@@ -78,6 +82,22 @@ inline uint64_t zigzag(uint64_t d) {
 }
 inline uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
 
+// The spill is a speed-up, never worth harming the machine for: on a filesystem held in memory
+// it keeps to a memory-sized budget (past it the advisor reads the trace again, in bounded
+// memory), and elsewhere it leaves the disk at least kKeepFree plus half of what was free.
+uint64_t capFor(int fd, uint64_t cap) {
+    struct statfs fs {};
+    if (::fstatfs(fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC))
+        cap = std::min(cap, TapeSpill::kMemoryCap);
+    struct statvfs vs {};
+    if (::fstatvfs(fd, &vs) == 0) {
+        const uint64_t avail = uint64_t(vs.f_bavail) * uint64_t(vs.f_frsize);
+        const uint64_t spare = avail > TapeSpill::kKeepFree ? (avail - TapeSpill::kKeepFree) / 2 : 0;
+        cap = std::min(cap, spare);
+    }
+    return cap;
+}
+
 } // namespace
 
 TapeSpill::TapeSpill(uint64_t cap) : cap_(cap), zc_(1) {
@@ -85,6 +105,7 @@ TapeSpill::TapeSpill(uint64_t cap) : cap_(cap), zc_(1) {
     if (!zstd::available()) return;
     fd_ = openAnonymous();
     if (fd_ < 0) return;
+    if (!gCapForTests.load(std::memory_order_relaxed)) cap_ = capFor(fd_, cap_);
     raw_.resize(kBlock);
     ok_ = true;
 }

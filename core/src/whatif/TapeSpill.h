@@ -28,6 +28,9 @@ public:
     TapeSpill& operator=(const TapeSpill&) = delete;
 
     static constexpr uint64_t kDefaultCap = uint64_t{4} << 30;
+    // Where $TMPDIR is tmpfs or ramfs (the file is memory), and the disk space always left.
+    static constexpr uint64_t kMemoryCap = uint64_t{256} << 20;
+    static constexpr uint64_t kKeepFree = uint64_t{1} << 30;
 
     bool ok() const { return ok_; }
     // One step of the first read (where the advisor's search steps too): the ops and allocSeq
@@ -37,6 +40,7 @@ public:
     // as a recordOnly, keepRecorded(false) recording model would have finished it.
     void finish(const Tape& finished);
     uint64_t fileBytes() const { return fileBytes_; }
+    uint64_t cap() const { return cap_; }
     uint64_t steps() const { return steps_; }
 
     // Reading back, step by step, from the start. next() replaces tape.ops and tape.allocSeq
