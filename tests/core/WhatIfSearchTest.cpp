@@ -334,6 +334,31 @@ TEST(WhatIfSpill, OpsReadBackAsWritten) {
         EXPECT_TRUE(spill.ok());
         EXPECT_EQ(spill.finished().lastTs, 42);
     }
+    // Independent readers (one per thread in the advisor), taking turns unevenly: each reads
+    // every step as written, whatever the others have read.
+    std::vector<whatif::TapeSpill::Reader> readers(3, whatif::TapeSpill::Reader(spill));
+    std::vector<whatif::Tape> got(3);
+    std::vector<std::vector<uint64_t>> handles(3);
+    std::vector<size_t> at(3, 0);
+    for (size_t turn = 0; at[0] + at[1] + at[2] < 3 * steps.size(); ++turn) {
+        const size_t k = (turn * 7 + turn / 3) % 3;
+        for (size_t n = 0; n <= turn % 4 && at[k] < steps.size(); ++n, ++at[k]) {
+            SCOPED_TRACE(at[k]);
+            ASSERT_TRUE(readers[k].next(got[k], handles[k]));
+            const whatif::Tape& want = steps[at[k]];
+            ASSERT_EQ(got[k].ops.size(), want.ops.size());
+            for (size_t i = 0; i < want.ops.size(); ++i)
+                ASSERT_TRUE(got[k].ops[i].ts == want.ops[i].ts &&
+                            got[k].ops[i].value == want.ops[i].value) << "op " << i;
+            EXPECT_EQ(got[k].allocSeq, want.allocSeq);
+            EXPECT_EQ(got[k].streamHandles, want.streamHandles);
+        }
+    }
+    for (whatif::TapeSpill::Reader& r : readers) {
+        EXPECT_TRUE(r.atEnd());
+        EXPECT_TRUE(r.ok());
+    }
+    EXPECT_EQ(handles[0].size(), handles[2].size());
 }
 
 // Past its cap the spill gives up (and says so), keeping no more than a block in memory.
@@ -386,13 +411,96 @@ TEST(WhatIfSpill, ASpillOnATmpfsKeepsToTheMemoryBudget) {
     else ::unsetenv("TMPDIR");
 }
 
+// The streaming report's first read, as far as the advisor sees it (TraceReport.cpp): the
+// as-recorded model recording each chunk's ops into a spill, the never-releasing model
+// following them, the racing threads' range; then the spill finished.
+struct FirstRead {
+    std::vector<PoolPrediction> asRecorded, never;
+    std::vector<whatif::RaceRange> races;
+    std::unique_ptr<whatif::TapeSpill> spill;
+};
+
+FirstRead firstRead(const TraceReader& reader) {
+    FirstRead out;
+    replay::Replay r;
+    auto devices = reader.devices();
+    auto pools = reader.pools();
+    auto streams = reader.streams();
+    EXPECT_TRUE(devices && pools && streams);
+    if (!devices || !pools || !streams) return out;
+    r.setDevices(std::move(*devices));
+    for (const PoolInfo& p : *pools) r.declarePool(p);
+    for (const StreamInfo& st : *streams) r.declareStream(st);
+    whatif::PoolModel asRecorded, never(whatif::neverReleasing());
+    whatif::RaceBounds races;
+    whatif::Tape tape;
+    asRecorded.recordInto(&tape);
+    r.subscribe(&asRecorded, whatif::PoolModel::kindMask());
+    r.subscribe(&races, whatif::RaceBounds::kindMask());
+    out.spill = std::make_unique<whatif::TapeSpill>();
+    const std::vector<uint8_t> noMute;
+    auto follow = [&] {
+        tape.seeStreams(r);
+        out.spill->append(tape, r);
+        never.feed(tape.ops.data(), tape.ops.data() + tape.ops.size(), tape.allocSeq.data(),
+                   tape.allocSeq.size(), tape.streamHandles, noMute);
+        tape.dropOps();
+    };
+    EXPECT_TRUE(reader.forEachChunk([&](std::vector<Event>& chunk) {
+        for (const Event& e : chunk) r.apply(e);
+        follow();
+        return true;
+    }));
+    follow();
+    asRecorded.finishTape(tape, r);
+    out.spill->finish(tape);
+    out.asRecorded = tape.recorded;
+    out.never = never.collect(tape);
+    out.races = races.result(r);
+    return out;
+}
+
+// The advisor's questions stepped over the spill on 2, 3 and 8 threads (each its own reader and
+// share of the questions) answer as on one thread, and as a second read of the trace, on
+// workloads with predicted implicit releases, with a reuse policy off and with none off.
+TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
+    size_t advised = 0, policies = 0;
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+        SCOPED_TRACE(seed);
+        test::ScratchDir dir;
+        const test::Events ev = RandomTrace(seed, seed % 2 == 0).generate(seed == 1 ? 60'000 : 15'000);
+        auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
+        ASSERT_TRUE(reader);
+        FirstRead first = firstRead(**reader);
+        ASSERT_TRUE(first.spill && first.spill->ok()) << zstd::unavailableReason();
+        auto reread = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true);
+        ASSERT_TRUE(reread);
+        for (unsigned threads : {1u, 2u, 3u, 8u}) {
+            SCOPED_TRACE(threads);
+            const auto before = whatif::detail::spillCounts();
+            auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
+                                           true, {}, first.spill.get(), threads);
+            ASSERT_TRUE(got);
+            EXPECT_EQ(whatif::detail::spillCounts().replayed, before.replayed + 1);
+            expectSameAdvice(*got, *reread);
+        }
+        for (const whatif::PoolAdvice& a : *reread) {
+            advised += a.thresholdAdvice;
+            policies += a.policies.size();
+        }
+    }
+    EXPECT_GT(advised, 0u);
+    EXPECT_GT(policies, 0u);
+}
+
 struct ReportOut {
     std::string text, json;
 };
 
-ReportOut report(const TraceReader& reader) {
+ReportOut report(const TraceReader& reader, unsigned adviceThreads = 0) {
     TraceReportOptions o;
     o.parallel = false;
+    o.adviceThreads = adviceThreads;
     auto r = reportTrace(reader, o, "generated.poolscope");
     EXPECT_TRUE(r);
     if (!r) return {};
@@ -463,6 +571,34 @@ TEST(WhatIfSpill, AFailedSpillFallsBackToASecondRead) {
     whatif::detail::setSpillCapForTests(200);
     fallsBack("past its cap");
     whatif::detail::setSpillCapForTests(0);
+}
+
+// A spill reader that fails part-way (the n-th block read fails), on one thread or on several:
+// the models it fed are dropped, the trace is read again, and the report is the same.
+TEST(WhatIfSpill, AReaderThatFailsPartWayFallsBackToASecondRead) {
+    test::ScratchDir dir;
+    // ~3 MB of ops before zstd: 3 blocks a reader.
+    const test::Events ev = RandomTrace(21, true).generate(300'000);
+    auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
+    ASSERT_TRUE(reader);
+    const ReportOut want = report(**reader, 1);
+    ASSERT_NE(want.text.find("what-if model"), std::string::npos);
+    for (unsigned threads : {1u, 2u, 3u, 8u}) {
+        SCOPED_TRACE(threads);
+        EXPECT_EQ(report(**reader, threads).text, want.text); // whole, for comparison
+        for (uint64_t failAt : {2u, 3u}) {
+            SCOPED_TRACE(failAt);
+            const auto before = whatif::detail::spillCounts();
+            whatif::detail::failSpillLoadForTests(failAt);
+            const ReportOut got = report(**reader, threads);
+            whatif::detail::failSpillLoadForTests(0);
+            const auto after = whatif::detail::spillCounts();
+            EXPECT_EQ(after.fellBack, before.fellBack + 1);
+            EXPECT_EQ(after.replayed, before.replayed);
+            EXPECT_EQ(got.text, want.text);
+            EXPECT_EQ(got.json, want.json);
+        }
+    }
 }
 
 } // namespace

@@ -126,7 +126,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         if (spill) spill->finish(tape);
         addAdvice(rep, whatif::adviseAfter(reader, tape.recorded, neverReleasing.collect(tape),
                                            races.result(reducer.replay()), !knobsDeclared, {},
-                                           spill.get()));
+                                           spill.get(), options.adviceThreads));
     }
     return out;
 }

@@ -1,6 +1,8 @@
 // A trace through the replay with several pool models at once (one read of the trace for every
 // question), and the advisor built on it.
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -296,25 +298,72 @@ struct Search {
             a.mute.push_back(mute);
         }
     }
-    void step(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
-        for (Asked& a : asked) {
-            if (!a.left) continue;
-            seePools(a, poolHandles);
-            a.model->feed(tape.ops.data(), tape.ops.data() + tape.ops.size(), tape.allocSeq.data(),
-                          tape.allocSeq.size(), tape.streamHandles, a.mute);
-            if (!a.candidate) continue;
-            for (size_t k = 0; k < a.pools.size(); ++k) {
-                if (a.diedAt[k] || a.index[k] == replay::kNone) continue;
-                const uint64_t n = a.model->releasesOf(a.index[k]);
-                if (n > a.allowed[k]) {
-                    a.diedAt[k] = n;
-                    a.mute[a.index[k]] = 1;
-                    a.left--;
-                }
+    static void stepOne(Asked& a, const Tape& tape, const std::vector<uint64_t>& poolHandles) {
+        if (!a.left) return;
+        seePools(a, poolHandles);
+        a.model->feed(tape.ops.data(), tape.ops.data() + tape.ops.size(), tape.allocSeq.data(),
+                      tape.allocSeq.size(), tape.streamHandles, a.mute);
+        if (!a.candidate) return;
+        for (size_t k = 0; k < a.pools.size(); ++k) {
+            if (a.diedAt[k] || a.index[k] == replay::kNone) continue;
+            const uint64_t n = a.model->releasesOf(a.index[k]);
+            if (n > a.allowed[k]) {
+                a.diedAt[k] = n;
+                a.mute[a.index[k]] = 1;
+                a.left--;
             }
         }
     }
+    void step(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
+        for (Asked& a : asked) stepOne(a, tape, poolHandles);
+    }
 };
+
+// The search over the spill on `threads` threads (2 or more), each with its own reader of the
+// spill and its share of the open questions: a question's answer depends only on its own model
+// and the ops, and each steps at the same boundaries as on one thread, so the answers are the
+// same. Shares are dealt round-robin in the questions' order: the candidates' thresholds rise
+// along it, and with them how long they survive (the highest ones often to the end), so
+// neighbours cost about the same and each thread gets every `threads`-th. False where a reader
+// failed (the models are then part-fed: the caller starts over).
+bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads) {
+    std::vector<std::vector<Search::Asked*>> shares(threads);
+    size_t dealt = 0;
+    for (Search::Asked& a : search.asked)
+        if (a.left) shares[dealt++ % threads].push_back(&a);
+    std::atomic<bool> failed{false};
+    auto run = [&](const std::vector<Search::Asked*>& share) {
+        try {
+            TapeSpill::Reader reader(spill);
+            Tape tape;
+            std::vector<uint64_t> handles;
+            auto open = [&] {
+                for (const Search::Asked* a : share)
+                    if (a->left) return true;
+                return false;
+            };
+            bool left = open();
+            while (left && !failed.load(std::memory_order_relaxed) && reader.next(tape, handles)) {
+                for (Search::Asked* a : share) Search::stepOne(*a, tape, handles);
+                left = open();
+            }
+            if (!reader.ok() || (left && !reader.atEnd()))
+                failed.store(true, std::memory_order_relaxed);
+        } catch (...) { // (memory) the trace is read again on one thread instead
+            failed.store(true, std::memory_order_relaxed);
+        }
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(threads - 1);
+    try {
+        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run, std::cref(shares[t]));
+    } catch (...) { // no thread to be had: what started finishes, the rest falls back
+        failed.store(true, std::memory_order_relaxed);
+    }
+    run(shares[0]);
+    for (std::thread& t : pool) t.join();
+    return !failed.load();
+}
 
 // The questions of adviseAfter's search, none of them answered yet.
 Search ask(const std::vector<PoolPrediction>& asRecorded,
@@ -365,7 +414,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& neverReleasing,
                                             const std::vector<RaceRange>& races,
                                             bool sameReplay, const Calibration& c,
-                                            TapeSpill* spill) {
+                                            TapeSpill* spill, unsigned threads) {
     bool decide = false;
     for (const PoolPrediction& b : asRecorded)
         decide = decide || (b.touched && (b.releases >= kMinReleases || !b.allowOpportunistic ||
@@ -382,7 +431,14 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     // the same (no knobs ahead) and the spill holds every step.
     if (!done && spill) {
         bool left = true;
-        if (sameReplay && spill->rewind()) {
+        size_t open = 0;
+        for (const Search::Asked& a : search.asked) open += a.left != 0;
+        if (threads == 0) threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), 8u);
+        threads = static_cast<unsigned>(std::min<size_t>(threads, open));
+        if (sameReplay && threads > 1) {
+            done = searchOnThreads(search, *spill, threads);
+            left = search.anyLeft();
+        } else if (sameReplay && spill->rewind()) {
             std::vector<uint64_t> handles;
             while (left && spill->next(tape, handles)) {
                 search.step(tape, handles);

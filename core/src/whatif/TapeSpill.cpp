@@ -27,6 +27,7 @@ namespace {
 
 std::atomic<uint64_t> gCapForTests{0};
 std::atomic<uint64_t> gReplayed{0}, gFellBack{0};
+std::atomic<uint64_t> gFailLoadAt{0}, gLoads{0};
 
 int openAnonymous() {
     const char* env = std::getenv("TMPDIR");
@@ -120,7 +121,7 @@ void TapeSpill::fail() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     std::string().swap(packed_);
-    std::string().swap(block_);
+    reader_.reset();
 }
 
 void TapeSpill::flush() {
@@ -219,23 +220,32 @@ void TapeSpill::finish(const Tape& finished) {
 
 bool TapeSpill::rewind() {
     if (!ok_ || !finishedSet_) return false;
-    readAt_ = 0;
-    readSteps_ = 0;
-    block_.clear();
-    rpos_ = 0;
-    prevTs_ = 0;
-    prevSeq_ = 0;
-    return true;
+    reader_.emplace(*this);
+    return reader_->ok();
 }
 
-bool TapeSpill::load() {
+bool TapeSpill::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
+    if (!ok_ || !reader_) return false;
+    if (reader_->next(tape, poolHandles)) return true;
+    if (!reader_->ok()) fail();
+    return false;
+}
+
+TapeSpill::Reader::Reader(const TapeSpill& spill) : spill_(&spill) {
+    ok_ = spill.ok_ && spill.finishedSet_;
+}
+
+bool TapeSpill::Reader::load() {
+    if (const uint64_t at = gFailLoadAt.load(std::memory_order_relaxed))
+        if (gLoads.fetch_add(1, std::memory_order_relaxed) + 1 == at) return false;
+    const uint64_t fileBytes = spill_->fileBytes_;
     uint32_t head[2];
-    if (readAt_ + sizeof head > fileBytes_ || !readAll(fd_, head, sizeof head, readAt_))
+    if (readAt_ + sizeof head > fileBytes || !readAll(spill_->fd_, head, sizeof head, readAt_))
         return false;
     readAt_ += sizeof head;
-    if (head[0] > fileBytes_ - readAt_ || head[1] > kBlock || head[1] == 0) return false;
+    if (head[0] > fileBytes - readAt_ || head[1] > kBlock || head[1] == 0) return false;
     packed_.resize(head[0]);
-    if (!readAll(fd_, packed_.data(), head[0], readAt_)) return false;
+    if (!readAll(spill_->fd_, packed_.data(), head[0], readAt_)) return false;
     readAt_ += head[0];
     std::string why;
     if (!zstd::decompress(packed_, kBlock, block_, why) || block_.size() != head[1]) return false;
@@ -243,7 +253,7 @@ bool TapeSpill::load() {
     return true;
 }
 
-bool TapeSpill::getVar(uint64_t& v) {
+bool TapeSpill::Reader::getVar(uint64_t& v) {
     v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
         uint8_t b;
@@ -254,16 +264,13 @@ bool TapeSpill::getVar(uint64_t& v) {
     return false;
 }
 
-bool TapeSpill::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
-    if (!ok_ || !finishedSet_ || readSteps_ >= steps_) return false;
-    auto bad = [&] {
-        fail();
-        return false;
-    };
+bool TapeSpill::Reader::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
+    if (!ok_ || readSteps_ >= spill_->steps_) return false;
+    const uint64_t rawBytes = spill_->rawBytes_;
     uint64_t nOps, nStreams, nPools;
     if (!getVar(nOps) || !getVar(nStreams) || !getVar(nPools)) return bad();
     // The file is this process's own; still, nothing it says allocates without bound.
-    if (nOps > rawBytes_ / 5 || nStreams > rawBytes_ || nPools > rawBytes_) return bad();
+    if (nOps > rawBytes / 5 || nStreams > rawBytes || nPools > rawBytes) return bad();
     for (uint64_t i = 0; i < nStreams; ++i) {
         uint64_t h;
         if (!getVar(h)) return bad();
@@ -313,6 +320,11 @@ void setSpillCapForTests(uint64_t cap) { gCapForTests.store(cap); }
 SpillCounts spillCounts() { return {gReplayed.load(), gFellBack.load()}; }
 
 void countSpill(bool replayed) { (replayed ? gReplayed : gFellBack).fetch_add(1); }
+
+void failSpillLoadForTests(uint64_t n) {
+    gLoads.store(0);
+    gFailLoadAt.store(n);
+}
 
 } // namespace detail
 

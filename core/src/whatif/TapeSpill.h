@@ -11,6 +11,7 @@
 // leaves the spill !ok(), and the advisor reads the trace again as before.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,48 @@ public:
     // to poolHandles (by replay pool index); false at the end or on a failure (then !ok()).
     bool rewind();
     bool next(Tape& tape, std::vector<uint64_t>& poolHandles);
-    bool atEnd() const { return readSteps_ == steps_; }
+    bool atEnd() const { return reader_ && reader_->atEnd(); }
     // finish()'s tape, without ops: for the models' collect().
     const Tape& finished() const { return finished_; }
+
+    // An independent reader over the finished spill, from its start, for one thread: the file
+    // is read by pread at the reader's own offsets, into its own block (zstd's decompression
+    // context is per thread), so that several threads each step their own models over the
+    // same ops. Memory: a block per reader. A failure ends that reader (!ok()), not the spill,
+    // which no reader changes: the readers may outlive no spill and start after finish().
+    class Reader {
+    public:
+        explicit Reader(const TapeSpill& spill);
+        bool ok() const { return ok_; }
+        bool next(Tape& tape, std::vector<uint64_t>& poolHandles);
+        bool atEnd() const { return ok_ && readSteps_ == spill_->steps_; }
+
+    private:
+        bool load();
+        bool get(uint8_t& b) {
+            if (rpos_ == block_.size()) [[unlikely]]
+                if (!load()) return false;
+            b = static_cast<uint8_t>(block_[rpos_++]);
+            return true;
+        }
+        bool getVar(uint64_t& v);
+        bool bad() {
+            ok_ = false;
+            std::string().swap(block_);
+            std::string().swap(packed_);
+            return false;
+        }
+
+        const TapeSpill* spill_;
+        bool ok_ = false;
+        uint64_t readAt_ = 0;
+        uint64_t readSteps_ = 0;
+        std::string packed_;
+        std::string block_;
+        size_t rpos_ = 0;
+        int64_t prevTs_ = 0;
+        uint64_t prevSeq_ = 0;
+    };
 
 private:
     static constexpr size_t kBlock = size_t{1} << 20; // raw bytes per zstd frame
@@ -58,19 +98,11 @@ private:
 
     void fail();
     void flush();
-    bool load();
     uint8_t* room(size_t n) {
         if (pos_ + n > raw_.size()) [[unlikely]]
             flush();
         return raw_.data() + pos_;
     }
-    bool get(uint8_t& b) {
-        if (rpos_ == block_.size()) [[unlikely]]
-            if (!load()) return false;
-        b = static_cast<uint8_t>(block_[rpos_++]);
-        return true;
-    }
-    bool getVar(uint64_t& v);
 
     int fd_ = -1;
     bool ok_ = false;
@@ -88,11 +120,7 @@ private:
     uint64_t prevSeq_ = 0;
     bool finishedSet_ = false;
     Tape finished_;
-    // reading
-    uint64_t readAt_ = 0;
-    uint64_t readSteps_ = 0;
-    std::string block_;
-    size_t rpos_ = 0;
+    std::optional<Reader> reader_; // rewind()'s
 };
 
 namespace detail {
@@ -106,6 +134,8 @@ struct SpillCounts {
 };
 SpillCounts spillCounts();
 void countSpill(bool replayed);
+// Tests only: the n-th block loaded by any reader from now on fails to read (0: none fails).
+void failSpillLoadForTests(uint64_t n);
 } // namespace detail
 
 } // namespace poolscope::whatif

@@ -41,6 +41,9 @@ struct TraceReportOptions {
     // threads).
     bool parallel = defaultParallel();
     static bool defaultParallel();
+    // Threads for the advisor's questions after the read (whatif::adviseAfter's `threads`: 0,
+    // the hardware's; the same report whatever the number).
+    unsigned adviceThreads = 0;
 };
 
 struct TraceReport {

@@ -364,7 +364,10 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
 // one's sees (no knobs declared ahead), so the never-releasing answers stand for the candidate
 // thresholds at or above a pool's never-releasing peak. `spill`: the first read's ops on disk
 // (the report's TapeSpill, internal to core), read instead of the trace where sameReplay holds
-// and the spill is whole; otherwise the trace is read again.
+// and the spill is whole; otherwise the trace is read again. `threads`: how many threads step
+// the questions over the spill, each reading it itself (0: the hardware's, at most 8; 1: the
+// calling thread alone); the answers are the same whatever the number. Reading the trace again
+// is done on the calling thread.
 Settings neverReleasing();
 class TapeSpill;
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
@@ -372,7 +375,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& neverReleasing,
                                             const std::vector<RaceRange>& races,
                                             bool sameReplay, const Calibration& c = {},
-                                            TapeSpill* spill = nullptr);
+                                            TapeSpill* spill = nullptr, unsigned threads = 0);
 // The same from a tape (the same answers: the questions run over the recorded inputs). Setting
 // *cancel stops it between questions, with no advice.
 std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {},
