@@ -2,7 +2,10 @@
 // way it was computed before and the reference the streamed one is tested against.
 #include "poolscope/analysis/TraceReport.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <limits>
+#include <thread>
 #include <memory>
 
 #include "../ChunkPipe.h"
@@ -28,6 +31,39 @@ bool adviceWorthIt(const Report& rep, bool policyOff) {
     return rep.implicitReleases >= 3 || policyOff;
 }
 
+// The machine's CPU time so far, from /proc/stat's first line, in clock ticks: all of it and
+// the idle part (idle + iowait); {0, 0} where it cannot be read.
+struct CpuTicks {
+    uint64_t total = 0, idle = 0;
+};
+
+CpuTicks cpuTicks() {
+    CpuTicks t;
+    std::FILE* f = std::fopen("/proc/stat", "re");
+    if (!f) return t;
+    unsigned long long v[8] = {};
+    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                    &v[4], &v[5], &v[6], &v[7]) == 8) {
+        for (unsigned long long x : v) t.total += x;
+        t.idle = v[3] + v[4];
+    }
+    std::fclose(f);
+    return t;
+}
+
+// Threads for the advisor's questions: one, plus the CPUs that stood idle on average while the
+// first read ran (it used one). On a machine busy with other work, a second thread only adds its
+// own read of the spill (measured slower there, docs/PERFORMANCE.md); 0 (the hardware's) where
+// /proc/stat says nothing.
+unsigned adviceThreads(const CpuTicks& before) {
+    const CpuTicks now = cpuTicks();
+    const unsigned hw = std::thread::hardware_concurrency();
+    if (now.total <= before.total || before.total == 0 || hw == 0) return 0;
+    const double idleCpus = double(now.idle - before.idle) / double(now.total - before.total) * hw;
+    const unsigned n = 1 + static_cast<unsigned>(std::max(0.0, idleCpus + 0.3));
+    return std::min(n, 8u);
+}
+
 } // namespace
 
 bool TraceReportOptions::defaultParallel() { return BuildOptions::defaultReadAhead(); }
@@ -35,6 +71,7 @@ bool TraceReportOptions::defaultParallel() { return BuildOptions::defaultReadAhe
 Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOptions& options,
                                 std::string tracePath, ProcessInfo process,
                                 std::map<std::string, std::string> meta) {
+    const CpuTicks started = options.adviceThreads == 0 ? cpuTicks() : CpuTicks{};
     detail::ReportReducer reducer(options.report.topN, options.topSites > 0);
     auto devices = reader.devices();
     if (!devices) return devices.error();
@@ -126,7 +163,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         if (spill) spill->finish(tape);
         addAdvice(rep, whatif::adviseAfter(reader, tape.recorded, neverReleasing.collect(tape),
                                            races.result(reducer.replay()), !knobsDeclared, {},
-                                           spill.get(), options.adviceThreads));
+                                           spill.get(),
+                                           options.adviceThreads ? options.adviceThreads
+                                                                 : adviceThreads(started)));
     }
     return out;
 }

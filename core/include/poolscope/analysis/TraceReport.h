@@ -41,8 +41,9 @@ struct TraceReportOptions {
     // threads).
     bool parallel = defaultParallel();
     static bool defaultParallel();
-    // Threads for the advisor's questions after the read (whatif::adviseAfter's `threads`: 0,
-    // the hardware's; the same report whatever the number).
+    // Threads for the advisor's questions after the read (whatif::adviseAfter's `threads`; the
+    // same report whatever the number). 0: one plus the CPUs left idle while the first read ran
+    // (/proc/stat), at most 8.
     unsigned adviceThreads = 0;
 };
 
