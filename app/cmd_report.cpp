@@ -118,7 +118,10 @@ void registerReport(CLI::App& app, int& exitCode) {
     // comparing the two (tests/bench/report_scale.sh), not for users.
     auto viaTimeline = std::make_shared<bool>(false);
     sub->add_flag("--via-timeline", *viaTimeline)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline] {
+    // The advisor's threads forced (0: as many as stood idle), for measuring them: not for users.
+    auto adviceThreads = std::make_shared<unsigned>(0);
+    sub->add_option("--advice-threads", *adviceThreads)->group("")->check(CLI::Range(0, 64));
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -141,6 +144,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             TraceReportOptions options;
             options.report.topN = *top;
             options.topSites = *topSites;
+            options.adviceThreads = *adviceThreads;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             return *viaTimeline ? reportTraceViaTimeline(r, options, *path, std::move(*process),
                                                          std::move(*meta))
