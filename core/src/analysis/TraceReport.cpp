@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
-#include <thread>
 #include <memory>
+#include <thread>
 
 #include "../ChunkPipe.h"
 #include "../whatif/TapeSpill.h"
@@ -53,12 +53,14 @@ CpuTicks cpuTicks() {
 
 // Threads for the advisor's questions: one, plus the CPUs that stood idle on average while the
 // first read ran (it used one). On a machine busy with other work, a second thread only adds its
-// own read of the spill (measured slower there, docs/PERFORMANCE.md); 0 (the hardware's) where
-// /proc/stat says nothing.
+// own read of the spill (measured slower there, docs/PERFORMANCE.md). A read too short to
+// measure (within a clock tick) gets one: its advisor is as short. 0 (the hardware's) where
+// /proc/stat cannot be read.
 unsigned adviceThreads(const CpuTicks& before) {
     const CpuTicks now = cpuTicks();
     const unsigned hw = std::thread::hardware_concurrency();
-    if (now.total <= before.total || before.total == 0 || hw == 0) return 0;
+    if (before.total == 0 || now.total == 0 || hw == 0) return 0;
+    if (now.total <= before.total || now.idle < before.idle) return 1;
     const double idleCpus = double(now.idle - before.idle) / double(now.total - before.total) * hw;
     const unsigned n = 1 + static_cast<unsigned>(std::max(0.0, idleCpus + 0.3));
     return std::min(n, 8u);
