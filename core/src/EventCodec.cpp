@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 #if defined(__SSE2__) && defined(__x86_64__)
 #define POOLSCOPE_CODEC_SSE2 1
@@ -318,11 +319,13 @@ struct Predictor {
     int slot(uint64_t p) {
         // No early exit: pools alternate unpredictably from event to event, and a search that
         // branches on each compare mispredicts about once an event.
-        int found = -1;
+        // (A compare-and-select per slot was compiled into a chain of branches on `pools`.)
+        unsigned match = 0;
 #pragma GCC unroll 8
-        for (int i = 0; i < kPools; ++i) found = (i < pools && pool[i] == p) ? i : found;
-        if (found >= 0) [[likely]]
-            return found;
+        for (int i = 0; i < kPools; ++i) match |= unsigned{pool[i] == p} << i;
+        match &= (1u << pools) - 1; // the slots in use (a pool appears in at most one)
+        if (match) [[likely]]
+            return std::countr_zero(match);
         if (pools == kPools) return -1;
         pool[pools] = p;
         reserved[pools] = used[pools] = 0;
@@ -474,13 +477,14 @@ constexpr int kWideFields = 9;
 
 // One field of n events: its values (running sum, or as they are for kRaw) stored kStride bytes
 // apart from dst. Returns the stream's offset after them.
-template <bool kRaw, size_t kStride>
+// The shift is a constant: a shift by %cl is 2-3 uops on x86 without BMI2.
+template <bool kRaw, size_t kStride, unsigned kShift>
 [[gnu::always_inline]] inline size_t decodeField(const unsigned char* base, size_t at,
-                                                 const uint64_t* hdr, size_t n, unsigned shift,
-                                                 uint64_t& run, unsigned char* dst) {
+                                                 const uint64_t* hdr, size_t n, uint64_t& run,
+                                                 unsigned char* dst) {
     uint64_t v = run;
     for (size_t k = 0; k < n; ++k) {
-        const unsigned code = (hdr[k] >> shift) & 7;
+        const unsigned code = (hdr[k] >> kShift) & 7;
         const uint64_t z = unzigzag(load64(base + at) & kMaskOfCode[code]);
         at += kLenOfCode[code];
         if constexpr (kRaw) v = z;
@@ -542,22 +546,19 @@ bool decodeRunZBlocks(const unsigned char* base, const uint64_t* sizes, size_t p
             any |= hdr[k];
         }
         auto* wide = reinterpret_cast<unsigned char*>(e0);
-        for (int i = 0; i < kV3Fields; ++i) {
-            const unsigned shift = 3 * static_cast<unsigned>(i);
-            const bool zero = ((any >> shift) & 7) == 0;
-            const bool raw = kV6 && (kV6RawFields >> i & 1);
-            if (i < kWideFields) {
-                unsigned char* dst = wide + 8 * i;
-                if (zero) raw ? fillField<true, sizeof(Event)>(n, 0, dst)
-                              : fillField<false, sizeof(Event)>(n, run[i], dst);
-                else if (raw) at[i] = decodeField<true, sizeof(Event)>(base, at[i], hdr, n, shift, run[i], dst);
-                else at[i] = decodeField<false, sizeof(Event)>(base, at[i], hdr, n, shift, run[i], dst);
-            } else {
-                auto* dst = reinterpret_cast<unsigned char*>(narrow[i - kWideFields]);
-                if (zero) fillField<false, 8>(n, run[i], dst);
-                else at[i] = decodeField<false, 8>(base, at[i], hdr, n, shift, run[i], dst);
-            }
-        }
+        auto field = [&]<int I>(std::integral_constant<int, I>) {
+            constexpr unsigned kShift = 3 * I;
+            constexpr bool kRawField = kV6 && (kV6RawFields >> I & 1);
+            constexpr bool kWide = I < kWideFields;
+            constexpr size_t kStride = kWide ? sizeof(Event) : 8;
+            unsigned char* dst = kWide ? wide + 8 * I
+                                       : reinterpret_cast<unsigned char*>(narrow[kWide ? 0 : I - kWideFields]);
+            if (((any >> kShift) & 7) == 0) fillField<kRawField, kStride>(n, run[I], dst);
+            else at[I] = decodeField<kRawField, kStride, kShift>(base, at[I], hdr, n, run[I], dst);
+        };
+        [&]<int... I>(std::integer_sequence<int, I...>) {
+            (field(std::integral_constant<int, I>{}), ...);
+        }(std::make_integer_sequence<int, kV3Fields>{});
         if (any & kSiteBit) { // else the events' sites stay 0
             size_t s = at[kV3Fields];
             for (size_t k = 0; k < n; ++k) {
