@@ -221,6 +221,10 @@ bool referenceDecode(std::string_view data, uint64_t count, int version, std::ve
     return true;
 }
 
+void writeLe32(std::string& s, size_t at, uint32_t v) {
+    for (size_t i = 0; i < 4; ++i) s[at + i] = static_cast<char>(v >> (8 * i));
+}
+
 bool same(const Event& a, const Event& b) { return std::memcmp(&a, &b, sizeof(Event)) == 0; }
 
 // The library against the reference on one chunk's data: the same verdict, reason and events.
@@ -320,7 +324,7 @@ TEST(DecodeReference, PayloadsDamagedAtEveryByteFailAsTheReference) {
     while (chunk.size() < 48) gen.step(chunk);
     std::erase_if(chunk, [](const Event& e) { return e.kind == EventKind::Sample; });
     chunk.resize(40);
-    chunk[5].site = 0x1234;
+    chunk[5].site = 0x80818283; // the sites stream's last bytes, read as references when moved
     chunk[9].result = -3;
     zstd::Compressor compressor(1);
     for (int version : {kZstdCodecVersion, kBlocksCodecVersion}) {
@@ -348,6 +352,21 @@ TEST(DecodeReference, PayloadsDamagedAtEveryByteFailAsTheReference) {
             check(plain.substr(0, at) + plain.substr(at + 1), chunk.size(), "byte " + std::to_string(at) + " left out");
             if (HasFatalFailure()) return;
         }
+        // Bytes moved from one stream's size to another's: the sizes still add up, and two
+        // streams disagree with what they hold at once (which reason wins is the order above).
+        const size_t nStreams = version == kBlocksCodecVersion ? 15 : 14;
+        for (size_t from = 0; from < nStreams; ++from)
+            for (size_t to = 0; to < nStreams; ++to)
+                for (uint32_t d : {1u, 2u, 5u}) {
+                    const uint64_t sizeFrom = readLe(plain, 4 * from, 4);
+                    if (from == to || sizeFrom < d) continue;
+                    std::string bad = plain;
+                    writeLe32(bad, 4 * from, static_cast<uint32_t>(sizeFrom - d));
+                    writeLe32(bad, 4 * to, static_cast<uint32_t>(readLe(plain, 4 * to, 4) + d));
+                    check(bad, chunk.size(), std::to_string(d) + " bytes of stream " + std::to_string(from) +
+                                                 "'s size given to " + std::to_string(to));
+                    if (HasFatalFailure()) return;
+                }
         for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{39}, uint64_t{41}, uint64_t{4096}})
             check(plain, count, "count " + std::to_string(count));
         for (size_t n = 0; n < data.size(); ++n) {
