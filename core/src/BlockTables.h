@@ -97,7 +97,7 @@ struct BlockTables {
 // The decoder's copy of the same tables: the live table holds each block's index into the
 // chunk's allocations (4 bytes where the encoder moves 16), since a free of a block deep in the
 // table moves every newer entry. One branch on the kind, each kind doing only its own work:
-// measured faster than computing every kind's result and selecting (1-3 ns an event on the
+// measured faster than computing every kind's result and selecting (1-5 ns an event on the
 // generator and the samples, docs/PERFORMANCE.md), though allocs and frees alternate
 // unpredictably.
 struct BlockTablesDecoder {

@@ -319,7 +319,8 @@ struct Predictor {
     int slot(uint64_t p) {
         // No early exit: pools alternate unpredictably from event to event, and a search that
         // branches on each compare mispredicts about once an event.
-        // (A compare-and-select per slot was compiled into a chain of branches on `pools`.)
+        // A bit per slot rather than a compare-and-select: GCC turned the select into a chain of
+        // branches on `pools`.
         unsigned match = 0;
 #pragma GCC unroll 8
         for (int i = 0; i < kPools; ++i) match |= unsigned{pool[i] == p} << i;
@@ -495,8 +496,8 @@ template <bool kRaw, size_t kStride, unsigned kShift>
     return at;
 }
 
-// A field whose codes are all 0 in the block (most blocks of most fields but the timestamps):
-// its value repeats (0 for a residual), no load.
+// A field whose codes are all 0 in the block (common: most fields rarely change): its value
+// repeats (0 for a residual), no load.
 template <bool kRaw, size_t kStride>
 [[gnu::always_inline]] inline void fillField(size_t n, uint64_t run, unsigned char* dst) {
     const uint64_t v = kRaw ? 0 : run;
