@@ -97,13 +97,17 @@ bool Compressor::compress(std::string_view src, std::string& out) {
     return true;
 }
 
-bool decompress(std::string_view src, size_t maxBytes, std::string& out, std::string& why) {
+namespace {
+// Checks the frame's declared size against maxBytes, then decompresses it into dst, which has
+// room for exactly that size (a frame that produces more, or further frames appended, fails
+// with "destination buffer too small" instead of growing anything).
+bool checkedFrame(std::string_view src, size_t maxBytes, unsigned long long& declared,
+                  std::string& why) {
     if (!available()) {
         why = unavailableReason();
         return false;
     }
-    const Api& a = api();
-    const unsigned long long declared = a.getFrameContentSize(src.data(), src.size());
+    declared = api().getFrameContentSize(src.data(), src.size());
     if (declared == kContentSizeError) {
         why = "not a zstd frame";
         return false;
@@ -117,16 +121,18 @@ bool decompress(std::string_view src, size_t maxBytes, std::string& out, std::st
               "events can take (" + std::to_string(maxBytes) + ")";
         return false;
     }
+    return true;
+}
+
+bool frameInto(std::string_view src, char* dst, unsigned long long declared, std::string& why) {
+    const Api& a = api();
     thread_local DCtx dctx;
     if (!dctx.p) dctx.p = a.createDCtx();
     if (!dctx.p) {
         why = "out of memory";
         return false;
     }
-    // Room for exactly what the frame declares: a frame that produces more (or further frames
-    // appended) fails with "destination buffer too small" instead of growing anything.
-    out.resize(static_cast<size_t>(declared));
-    const size_t n = a.decompressDCtx(dctx.p, out.data(), out.size(), src.data(), src.size());
+    const size_t n = a.decompressDCtx(dctx.p, dst, static_cast<size_t>(declared), src.data(), src.size());
     if (a.isError(n)) {
         why = std::string("zstd: ") + a.getErrorName(n);
         return false;
@@ -137,6 +143,23 @@ bool decompress(std::string_view src, size_t maxBytes, std::string& out, std::st
         return false;
     }
     return true;
+}
+} // namespace
+
+bool decompress(std::string_view src, size_t maxBytes, std::string& out, std::string& why) {
+    unsigned long long declared = 0;
+    if (!checkedFrame(src, maxBytes, declared, why)) return false;
+    out.resize(static_cast<size_t>(declared));
+    return frameInto(src, out.data(), declared, why);
+}
+
+bool decompressInto(std::string_view src, size_t maxBytes, std::string& buf, size_t slack,
+                    size_t& n, std::string& why) {
+    unsigned long long declared = 0;
+    if (!checkedFrame(src, maxBytes, declared, why)) return false;
+    if (buf.size() < declared + slack) buf.resize(static_cast<size_t>(declared) + slack);
+    n = static_cast<size_t>(declared);
+    return frameInto(src, buf.data(), declared, why);
 }
 
 namespace detail {

@@ -33,6 +33,12 @@ private:
 // Decompresses src into out (replaced), which may take at most maxBytes: a frame that declares
 // or produces more fails (bounded allocation whatever the file claims). false with why set.
 bool decompress(std::string_view src, size_t maxBytes, std::string& out, std::string& why);
+// The same into the front of buf, whose size becomes at least the frame's size + slack (never
+// less than it was: what lies after the frame's bytes is left as it was, not zeroed, so a
+// reused buffer costs no fill per call); n gets the frame's size. For a decoder that reads
+// past the data with unchecked wide loads.
+bool decompressInto(std::string_view src, size_t maxBytes, std::string& buf, size_t slack,
+                    size_t& n, std::string& why);
 
 namespace detail {
 // Tests only: pretend the library is missing (true) or restore the real lookup (false).
