@@ -3,6 +3,7 @@
 #include "poolscope/Zstd.h"
 
 #include "BlockTables.h"
+#include "Varint.h"
 
 #include <algorithm>
 #include <array>
@@ -64,12 +65,8 @@ inline Event fromFieldsV1(const Fields& f) {
     return fromFields(v2);
 }
 
-inline uint64_t zigzag(uint64_t delta) {
-    auto d = static_cast<int64_t>(delta);
-    return (static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63);
-}
-
-inline uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (~(z & 1) + 1); }
+using detail::unzigzag;
+using detail::zigzag;
 
 // Unaligned little-endian 8-byte load/store (memcpy compiles to one mov).
 inline uint64_t load64(const unsigned char* p) {
@@ -691,15 +688,7 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
 
 // ---- versions 1 and 2 (LEB128 varints) -------------------------------------------------------
 
-inline size_t putVarint(unsigned char* buf, uint64_t z) {
-    size_t n = 0;
-    while (z >= 0x80) {
-        buf[n++] = static_cast<unsigned char>(z | 0x80);
-        z >>= 7;
-    }
-    buf[n++] = static_cast<unsigned char>(z);
-    return n;
-}
+using detail::putVarint;
 
 inline bool getVarint(const unsigned char*& p, const unsigned char* end, uint64_t& z) {
     z = 0;

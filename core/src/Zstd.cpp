@@ -98,9 +98,7 @@ bool Compressor::compress(std::string_view src, std::string& out) {
 }
 
 namespace {
-// Checks the frame's declared size against maxBytes, then decompresses it into dst, which has
-// room for exactly that size (a frame that produces more, or further frames appended, fails
-// with "destination buffer too small" instead of growing anything).
+// Checks the frame's declared size against maxBytes (bounded allocation whatever it claims).
 bool checkedFrame(std::string_view src, size_t maxBytes, unsigned long long& declared,
                   std::string& why) {
     if (!available()) {
@@ -124,6 +122,9 @@ bool checkedFrame(std::string_view src, size_t maxBytes, unsigned long long& dec
     return true;
 }
 
+// Decompresses the frame into dst, which has room for exactly what it declares: a frame that
+// produces more (or further frames appended) fails with "destination buffer too small" instead
+// of growing anything.
 bool frameInto(std::string_view src, char* dst, unsigned long long declared, std::string& why) {
     const Api& a = api();
     thread_local DCtx dctx;

@@ -305,14 +305,15 @@ TEST(WhatIfSpill, OpsReadBackAsWritten) {
     ASSERT_TRUE(spill.ok());
     EXPECT_EQ(spill.steps(), steps.size());
     EXPECT_GT(spill.fileBytes(), 0u);
-    for (int pass = 0; pass < 2; ++pass) { // and again after a rewind
-        ASSERT_TRUE(spill.rewind());
+    for (int pass = 0; pass < 2; ++pass) { // and again by a reader started after the first
+        whatif::TapeSpill::Reader reader(spill);
+        ASSERT_TRUE(reader.ok());
         whatif::Tape got;
         std::vector<uint64_t> handles;
         size_t poolsBefore = 0;
         for (size_t s = 0; s < steps.size(); ++s) {
             SCOPED_TRACE(s);
-            ASSERT_TRUE(spill.next(got, handles));
+            ASSERT_TRUE(reader.next(got, handles));
             const whatif::Tape& want = steps[s];
             ASSERT_EQ(got.ops.size(), want.ops.size());
             for (size_t i = 0; i < want.ops.size(); ++i) {
@@ -329,8 +330,9 @@ TEST(WhatIfSpill, OpsReadBackAsWritten) {
                 EXPECT_EQ(handles[poolsBefore + k], newPools[s][k]);
             poolsBefore = handles.size();
         }
-        EXPECT_TRUE(spill.atEnd());
-        EXPECT_FALSE(spill.next(got, handles));
+        EXPECT_TRUE(reader.atEnd());
+        EXPECT_FALSE(reader.next(got, handles));
+        EXPECT_TRUE(reader.ok());
         EXPECT_TRUE(spill.ok());
         EXPECT_EQ(spill.finished().lastTs, 42);
     }
@@ -379,7 +381,7 @@ TEST(WhatIfSpill, ASpillPastItsCapFails) {
     EXPECT_FALSE(spill.ok());
     EXPECT_LE(spill.fileBytes(), 100'000u);
     spill.finish(tape);
-    EXPECT_FALSE(spill.rewind());
+    EXPECT_FALSE(whatif::TapeSpill::Reader(spill).ok());
 }
 
 // The spill's cap follows where it lands: a tmpfs gets the memory budget, a disk keeps its

@@ -435,16 +435,9 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         for (const Search::Asked& a : search.asked) open += a.left != 0;
         if (threads == 0) threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), 8u);
         threads = static_cast<unsigned>(std::min<size_t>(threads, open));
-        if (sameReplay && threads > 1) {
-            done = searchOnThreads(search, *spill, threads);
+        if (sameReplay) {
+            done = searchOnThreads(search, *spill, threads); // 1: on this thread only
             left = search.anyLeft();
-        } else if (sameReplay && spill->rewind()) {
-            std::vector<uint64_t> handles;
-            while (left && spill->next(tape, handles)) {
-                search.step(tape, handles);
-                left = search.anyLeft();
-            }
-            done = spill->ok() && (!left || spill->atEnd());
         }
         detail::countSpill(done);
         if (done) {

@@ -9,6 +9,8 @@
 // an op before zstd, against 40 in memory.
 #include "TapeSpill.h"
 
+#include "../Varint.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -68,20 +70,10 @@ bool readAll(int fd, void* p, size_t n, uint64_t at) {
     return true;
 }
 
-inline uint8_t* putVar(uint8_t* p, uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = static_cast<uint8_t>(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = static_cast<uint8_t>(v);
-    return p;
-}
+inline uint8_t* putVar(uint8_t* p, uint64_t v) { return p + poolscope::detail::putVarint(p, v); }
 
-// Differences in modular arithmetic: exact for any pair of int64 times.
-inline uint64_t zigzag(uint64_t d) {
-    return (d << 1) ^ static_cast<uint64_t>(static_cast<int64_t>(d) >> 63);
-}
-inline uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+using poolscope::detail::unzigzag;
+using poolscope::detail::zigzag;
 
 // The spill is a speed-up, never worth harming the machine for: on a filesystem held in memory
 // it keeps to a memory-sized budget (past it the advisor reads the trace again, in bounded
@@ -121,7 +113,6 @@ void TapeSpill::fail() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     std::string().swap(packed_);
-    reader_.reset();
 }
 
 void TapeSpill::flush() {
@@ -216,19 +207,6 @@ void TapeSpill::finish(const Tape& finished) {
                                             : std::numeric_limits<int64_t>::min());
     }
     std::vector<uint8_t>().swap(raw_); // the writing is over
-}
-
-bool TapeSpill::rewind() {
-    if (!ok_ || !finishedSet_) return false;
-    reader_.emplace(*this);
-    return reader_->ok();
-}
-
-bool TapeSpill::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
-    if (!ok_ || !reader_) return false;
-    if (reader_->next(tape, poolHandles)) return true;
-    if (!reader_->ok()) fail();
-    return false;
 }
 
 TapeSpill::Reader::Reader(const TapeSpill& spill) : spill_(&spill) {

@@ -11,7 +11,6 @@
 // leaves the spill !ok(), and the advisor reads the trace again as before.
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,12 +43,6 @@ public:
     uint64_t cap() const { return cap_; }
     uint64_t steps() const { return steps_; }
 
-    // Reading back, step by step, from the start. next() replaces tape.ops and tape.allocSeq
-    // with the step's, appends its new streams to tape.streamHandles and its new pools' handles
-    // to poolHandles (by replay pool index); false at the end or on a failure (then !ok()).
-    bool rewind();
-    bool next(Tape& tape, std::vector<uint64_t>& poolHandles);
-    bool atEnd() const { return reader_ && reader_->atEnd(); }
     // finish()'s tape, without ops: for the models' collect().
     const Tape& finished() const { return finished_; }
 
@@ -120,7 +113,6 @@ private:
     uint64_t prevSeq_ = 0;
     bool finishedSet_ = false;
     Tape finished_;
-    std::optional<Reader> reader_; // rewind()'s
 };
 
 namespace detail {
