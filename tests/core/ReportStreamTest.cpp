@@ -6,6 +6,7 @@
 // that an event beyond the streaming horizon is counted and said, not silently placed.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
 #include <sstream>
@@ -62,9 +63,12 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.topSites = topSites;
     auto old = reportTraceViaTimeline(**reader, o, "t.poolscope");
     o.parallel = false;
+    o.adviceFeedThread = TraceReportOptions::FeedThread::Off;
     auto now = reportTrace(**reader, o, "t.poolscope");
-    // Decoding on a second thread and the advisor's questions on several: the same report.
+    // Decoding on a second thread, the advisor's models during the read on a third (with a
+    // replay of their own) and its questions on several: the same report.
     o.parallel = true;
+    o.adviceFeedThread = TraceReportOptions::FeedThread::On;
     auto par = reportTrace(**reader, o, "t.poolscope");
     EXPECT_TRUE(old && now && par);
     if (!old || !now || !par) return {};
@@ -185,6 +189,104 @@ TEST(ReportStream, SyntheticWorkloadMatches) {
     const std::string path = write(dir.file("synthetic.poolscope"), events, samples);
     expectSame(path, 10, 0);
     expectSame(path, 4, 3);
+}
+
+// A read that stops part-way, cancelled or on a damaged chunk, with the advisor's models on their
+// own thread (waiting for chunks, or blocked handing one over): the report says why, the thread
+// is stopped, and the same reader reports whole afterwards.
+TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
+    test::ScratchDir dir;
+    const std::vector<Event> all = bench::SyntheticTrace(11).generate(200'000);
+    std::vector<Event> events, samples;
+    for (const Event& e : all) (e.kind == EventKind::Sample ? samples : events).push_back(e);
+    const std::string path = write(dir.file("synthetic.poolscope"), events, samples);
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    ASSERT_GT((*reader)->chunkedEventCount(), 0u);
+    for (bool parallel : {false, true}) {
+        for (uint64_t stopAfter : {uint64_t{1}, uint64_t{100'000}}) {
+            SCOPED_TRACE(std::to_string(parallel) + " after " + std::to_string(stopAfter));
+            std::atomic<bool> cancel{false};
+            TraceReportOptions o;
+            o.parallel = parallel;
+            o.adviceFeedThread = TraceReportOptions::FeedThread::On;
+            o.cancel = &cancel;
+            uint64_t seen = 0;
+            o.progress = [&](uint64_t done, uint64_t) {
+                seen = done;
+                if (done >= stopAfter) cancel = true;
+            };
+            auto r = reportTrace(**reader, o);
+            ASSERT_FALSE(r);
+            EXPECT_EQ(r.error().code, ErrorCode::Cancelled);
+            EXPECT_LT(seen, all.size());
+        }
+    }
+    TraceReportOptions o;
+    o.adviceFeedThread = TraceReportOptions::FeedThread::On;
+    auto whole = reportTrace(**reader, o);
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(whole->report.eventCount, events.size());
+
+    // A chunk past the first damaged: strict reading fails there.
+    test::execSql(path, "UPDATE event_chunks SET crc = -1 WHERE id = 3");
+    auto damaged = TraceReader::open(path);
+    ASSERT_TRUE(damaged);
+    for (bool parallel : {false, true}) {
+        o.parallel = parallel;
+        auto r = reportTrace(**damaged, o);
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error().code, ErrorCode::Corrupt) << r.error().message;
+    }
+}
+
+// The advisor's models on their own thread follow a replay of their own: given the pools' knobs
+// as read when each was first seen (pool_initial_attributes), as the report's replay is, or their
+// answers would differ from the models that follow the report's replay on one thread.
+TEST(ReportStream, TheFeedThreadsReplayKnowsTheDeclaredKnobs) {
+    test::ScratchDir dir;
+    const std::vector<Event> all = bench::SyntheticTrace(5).generate(300'000);
+    // Without the workload's own threshold changes, so that the declared values hold throughout.
+    std::vector<Event> events, samples;
+    for (const Event& e : all) {
+        if (e.kind == EventKind::Sample) samples.push_back(e);
+        else if (e.kind != EventKind::PoolSetAttribute) events.push_back(e);
+    }
+    for (size_t i = 0; i < events.size(); ++i) events[i].seq = i + 1;
+    const std::string path = dir.file("generated_declared_knobs.poolscope");
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w);
+        ASSERT_TRUE((*w)->addDevice(DeviceInfo{0, "generated device (not a recording)", 80ull << 30, ""}));
+        for (uint64_t handle : bench::SyntheticTrace::kPools) {
+            PoolInfo p;
+            p.handle = handle;
+            p.device = 0;
+            ASSERT_TRUE((*w)->addPool(p));
+            ASSERT_TRUE((*w)->addPoolAttribute({handle, PoolAttr::ReleaseThreshold, 8 * MiB}));
+        }
+        ASSERT_TRUE((*w)->addPoolAttribute(
+            {bench::SyntheticTrace::kPools[1], PoolAttr::ReuseAllowOpportunistic, 0}));
+        ASSERT_TRUE((*w)->append(events));
+        ASSERT_TRUE((*w)->append(samples));
+        ASSERT_TRUE((*w)->close());
+    }
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    std::string want;
+    for (auto feed : {TraceReportOptions::FeedThread::Off, TraceReportOptions::FeedThread::On}) {
+        TraceReportOptions o;
+        o.adviceFeedThread = feed;
+        auto r = reportTrace(**reader, o, "t.poolscope");
+        ASSERT_TRUE(r);
+        const std::string got = reportToText(r->report) + reportToJson(r->report);
+        if (want.empty()) {
+            want = got;
+            EXPECT_NE(got.find("what-if model"), std::string::npos) << got; // the advice to compare
+        } else {
+            EXPECT_TRUE(got == want) << firstDifference(want, got);
+        }
+    }
 }
 
 // A generated trace that does what recorded ones do rarely and all at once.

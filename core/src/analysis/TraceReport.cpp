@@ -7,9 +7,10 @@
 #include <limits>
 #include <memory>
 #include <thread>
+#include <sys/times.h>
 
 #include "../ChunkPipe.h"
-#include "../whatif/TapeSpill.h"
+#include "AdviceFeed.h"
 #include "ReportReducer.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -31,10 +32,11 @@ bool adviceWorthIt(const Report& rep, bool policyOff) {
     return rep.implicitReleases >= 3 || policyOff;
 }
 
-// The machine's CPU time so far, from /proc/stat's first line, in clock ticks: all of it and
-// the idle part (idle + iowait); {0, 0} where it cannot be read.
+// The machine's CPU time so far, from /proc/stat's first line, and this process's own (times()),
+// in clock ticks: all of it, the idle part (idle + iowait) and this process's; zeros where they
+// cannot be read.
 struct CpuTicks {
-    uint64_t total = 0, idle = 0;
+    uint64_t total = 0, idle = 0, own = 0;
 };
 
 CpuTicks cpuTicks() {
@@ -48,21 +50,28 @@ CpuTicks cpuTicks() {
         t.idle = v[3] + v[4];
     }
     std::fclose(f);
+    struct tms own {};
+    if (times(&own) != static_cast<clock_t>(-1))
+        t.own = static_cast<uint64_t>(own.tms_utime) + static_cast<uint64_t>(own.tms_stime);
     return t;
 }
 
-// Threads for the advisor's questions: one, plus the CPUs that stood idle on average while the
-// first read ran (it used one). On a machine busy with other work, a second thread only adds its
-// own read of the spill (measured slower there, docs/PERFORMANCE.md). A read too short to
-// measure (within a clock tick) gets one: its advisor is as short. 0 (the hardware's) where
-// /proc/stat cannot be read.
+// Threads for the advisor's questions: the CPUs that this process used or that stood idle, on
+// average, while the first read ran (at least one). On a machine busy with other work, a thread
+// beyond those only adds its own read of the spill (measured slower there,
+// docs/PERFORMANCE.md). A read too short to measure (within a clock tick) gets one: its advisor
+// is as short. 0 (the hardware's) where /proc/stat cannot be read.
 unsigned adviceThreads(const CpuTicks& before) {
     const CpuTicks now = cpuTicks();
     const unsigned hw = std::thread::hardware_concurrency();
     if (before.total == 0 || now.total == 0 || hw == 0) return 0;
-    if (now.total <= before.total || now.idle < before.idle) return 1;
-    const double idleCpus = double(now.idle - before.idle) / double(now.total - before.total) * hw;
-    const unsigned n = 1 + static_cast<unsigned>(std::max(0.0, idleCpus + 0.3));
+    if (now.total <= before.total || now.idle < before.idle || now.own < before.own) return 1;
+    const double ticks = double(now.total - before.total);
+    // /proc/stat counts every CPU's ticks; times() this process's threads' together. A single
+    // busy thread is counted as at least one CPU (the read's own), as before the feed's thread.
+    const double own = std::max(double(now.own - before.own), ticks / hw);
+    const double freeCpus = (double(now.idle - before.idle) + own) / ticks * hw;
+    const unsigned n = static_cast<unsigned>(std::max(1.0, freeCpus + 0.3));
     return std::min(n, 8u);
 }
 
@@ -81,13 +90,17 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (!pools) return pools.error();
     auto streams = reader.streams();
     if (!streams) return streams.error();
+    const std::vector<DeviceInfo> devicesCopy = *devices;
     reducer.setEntities(std::move(*devices), *pools, *streams);
     // The attributes read when each pool was first seen, as buildTimeline declares them.
     // (The advisor's second read declares none: where this one did, its answers may differ.)
     bool knobsDeclared = false;
-    if (auto attrs = reader.poolAttributes(); attrs)
-        for (const PoolAttributeValue& a : *attrs)
+    std::vector<PoolAttributeValue> declared;
+    if (auto attrs = reader.poolAttributes(); attrs) {
+        declared = std::move(*attrs);
+        for (const PoolAttributeValue& a : declared)
             knobsDeclared = reducer.replay().declareKnob(a.pool, a.attr, a.value) || knobsDeclared;
+    }
     TraceReport out;
     Report& rep = out.report;
     rep.tracePath = std::move(tracePath);
@@ -107,32 +120,21 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const std::vector<Event>& ss = *samples;
     reducer.expectSamples(ss);
 
-    // The advisor's first two models and the racing threads' ranges follow the same replay.
-    // The never-releasing model follows the ops the as-recorded one takes from the replay, a
-    // chunk at a time (the same answers as following the replay itself, for less).
-    whatif::PoolModel asRecorded, neverReleasing(whatif::neverReleasing());
-    whatif::RaceBounds races;
-    whatif::Tape tape;
-    const std::vector<uint8_t> noMute;
-    // The as-recorded model's ops go to disk too, for the advisor's questions after this read
-    // (instead of reading the trace again). Where knobs were declared ahead, the advisor's
-    // replay would not see them, and its ops would differ: it reads the trace again there.
-    std::unique_ptr<whatif::TapeSpill> spill;
-    if (options.advice && !knobsDeclared) spill = std::make_unique<whatif::TapeSpill>();
+    // The advisor's first two models and the racing threads' ranges follow the same events,
+    // on a thread of their own where the machine has a second CPU (AdviceFeed.h). Their ops go
+    // to disk too, for the advisor's questions after this read (instead of reading the trace
+    // again). Where knobs were declared ahead, the advisor's replay would not see them, and its
+    // ops would differ: it reads the trace again there.
+    std::unique_ptr<detail::AdviceFeed> feed;
     if (options.advice) {
-        asRecorded.recordInto(&tape);
-        reducer.replay().subscribe(&asRecorded, whatif::PoolModel::kindMask());
-        reducer.replay().subscribe(&races, whatif::RaceBounds::kindMask());
+        const bool threaded = options.adviceFeedThread == TraceReportOptions::FeedThread::Auto
+                                  ? std::thread::hardware_concurrency() >= 2
+                                  : options.adviceFeedThread == TraceReportOptions::FeedThread::On;
+        feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), threaded, !knobsDeclared);
+        feed->setEntities(devicesCopy, *pools, *streams);
+        for (const PoolAttributeValue& a : declared) feed->declareKnob(a.pool, a.attr, a.value);
+        feed->expectSamples(&ss);
     }
-    auto follow = [&] {
-        if (!options.advice) return;
-        tape.seeStreams(reducer.replay());
-        if (spill) spill->append(tape, reducer.replay());
-        const whatif::Op* ops = tape.ops.data();
-        neverReleasing.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
-                            tape.streamHandles, noMute);
-        tape.dropOps();
-    };
     size_t si = 0;
     uint64_t done = 0;
     auto addSample = [&](Event s) {
@@ -140,14 +142,17 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         reducer.add(s);
     };
     auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
-    auto consume = [&](const std::vector<Event>& chunk) {
-        for (const Event& e : chunk) {
+    auto consume = [&](std::vector<Event>& chunk) {
+        detail::AdviceFeed::Chunk shared;
+        if (feed && feed->threaded()) shared = feed->share(chunk);
+        const std::vector<Event>& events = shared ? *shared : chunk;
+        for (const Event& e : events) {
             while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
             reducer.add(e);
         }
         reducer.advance();
-        follow();
-        done += chunk.size();
+        if (feed && !feed->threaded()) feed->step();
+        done += events.size();
         if (options.progress) options.progress(done, total);
         return !cancelled();
     };
@@ -155,17 +160,14 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     while (si < ss.size()) addSample(ss[si++]);
-    follow();
+    if (feed) feed->end();
     reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);
     detail::dropEmptyUnknownPool(rep);
     detail::addFindings(rep);
-    if (options.advice && adviceWorthIt(rep, reducer.anyPolicyOff()))
-    {
-        asRecorded.finishTape(tape, reducer.replay());
-        if (spill) spill->finish(tape);
-        addAdvice(rep, whatif::adviseAfter(reader, tape.recorded, neverReleasing.collect(tape),
-                                           races.result(reducer.replay()), !knobsDeclared, {},
-                                           spill.get(),
+    if (feed && adviceWorthIt(rep, reducer.anyPolicyOff())) {
+        feed->finish();
+        addAdvice(rep, whatif::adviseAfter(reader, feed->recorded(), feed->neverReleasing(),
+                                           feed->races(), !knobsDeclared, {}, feed->spill(),
                                            options.adviceThreads ? options.adviceThreads
                                                                  : adviceThreads(started)));
     }

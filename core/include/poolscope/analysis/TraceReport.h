@@ -45,6 +45,10 @@ struct TraceReportOptions {
     // same report whatever the number). 0: one plus the CPUs left idle while the first read ran
     // (/proc/stat), at most 8.
     unsigned adviceThreads = 0;
+    // The advisor's models during the read on a thread of their own (with a second replay):
+    // Auto where the machine has 2 or more hardware threads. The same report either way.
+    enum class FeedThread : uint8_t { Auto, On, Off };
+    FeedThread adviceFeedThread = FeedThread::Auto;
 };
 
 struct TraceReport {
