@@ -43,6 +43,10 @@ void AdviceFeed::declareKnob(uint64_t pool, PoolAttr attr, uint64_t value) {
     if (threaded_) own_.declareKnob(pool, attr, value);
 }
 
+void AdviceFeed::follow(replay::Observer* o, uint32_t kindMask) {
+    if (threaded_) own_.subscribe(o, kindMask);
+}
+
 std::vector<Event> AdviceFeed::spareBuffer() {
     std::lock_guard lk(m_);
     if (spares_.empty()) return {};

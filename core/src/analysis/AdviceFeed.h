@@ -5,10 +5,11 @@
 //
 // They follow a replay of the trace. On one thread that is the report's own replay (the
 // reducer's). With `threaded`, a replay of their own, on a thread of their own: the same events
-// and samples in the same order make the same facts (Replay is a function of its inputs), and
-// the models were about a third of the read's time, so the two halves of the read overlap at
-// the cost of a second replay. The chunks are shared, not copied: each is held until both
-// threads are done with it, and at most kDepth wait for this one.
+// and samples in the same order make the same facts (Replay is a function of its inputs). The
+// models were about a third of the read, the report's replay analyses (pending frees, hazards,
+// fragmentation) a tenth; both go to this thread (follow()), so that the read's two halves take
+// about as long, at the cost of a second replay. The chunks are shared, not copied: each is held
+// until both threads are done with it, and at most kDepth wait for this one.
 
 #include <condition_variable>
 #include <deque>
@@ -43,6 +44,9 @@ public:
     void setEntities(const std::vector<DeviceInfo>& devices, const std::vector<PoolInfo>& pools,
                      const std::vector<StreamInfo>& streams);
     void declareKnob(uint64_t pool, PoolAttr attr, uint64_t value);
+    // Threaded, before the first chunk: another observer for the feed's replay to drive (the
+    // report's own analyses, off the report's thread). Not owned; read it after end().
+    void follow(replay::Observer* o, uint32_t kindMask);
     // The samples the report merges in by time (threaded: merged the same way on the feed's
     // thread). Must outlive the feed's end().
     void expectSamples(const std::vector<Event>* samples) { samples_ = samples; }

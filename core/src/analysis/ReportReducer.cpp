@@ -55,6 +55,14 @@ ReportReducer::ReportReducer(size_t topN, bool sites) : topN_(topN), sites_(site
     replay_.subscribe(&fragmentation_, FragmentationAnalysis::kindMask());
 }
 
+std::vector<ReportReducer::Lent> ReportReducer::lendAnalyses() {
+    std::vector<Lent> out = {{&pending_, PendingFreesAnalysis::kindMask()},
+                             {&hazards_, StreamHazardsAnalysis::kindMask()},
+                             {&fragmentation_, FragmentationAnalysis::kindMask()}};
+    for (const Lent& l : out) replay_.unsubscribe(l.observer);
+    return out;
+}
+
 void ReportReducer::setEntities(std::vector<DeviceInfo> devices, const std::vector<PoolInfo>& pools,
                                 const std::vector<StreamInfo>& streams) {
     deviceInfo_ = devices;

@@ -95,6 +95,15 @@ public:
     void finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n);
 
     replay::Replay& replay() { return replay_; }
+    // The pending-frees, hazards and fragmentation analyses, taken off this replay for another
+    // replay of the same events (another thread's) to drive instead, before the first event and
+    // done before finish(). They use nothing of the reducer's, and the block tags they keep
+    // (StreamHazard::At::allocation) are not in a Report.
+    struct Lent {
+        replay::Observer* observer;
+        uint32_t kindMask;
+    };
+    std::vector<Lent> lendAnalyses();
     // A reuse policy recorded off at some time (cmd_report's condition for the advisor).
     bool anyPolicyOff() const;
 

@@ -134,6 +134,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         feed->setEntities(devicesCopy, *pools, *streams);
         for (const PoolAttributeValue& a : declared) feed->declareKnob(a.pool, a.attr, a.value);
         feed->expectSamples(&ss);
+        // The report's replay analyses ride along: the feed's thread had time to spare, the
+        // report's none (docs/PERFORMANCE.md).
+        if (feed->threaded())
+            for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
+                feed->follow(l.observer, l.kindMask);
     }
     size_t si = 0;
     uint64_t done = 0;
