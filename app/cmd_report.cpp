@@ -125,7 +125,10 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The advisor's threads forced (0: as many as stood idle), for measuring them: not for users.
     auto adviceThreads = std::make_shared<unsigned>(0);
     sub->add_option("--advice-threads", *adviceThreads)->group("")->check(CLI::Range(0, 64));
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads] {
+    // Where the time went, on stderr: for measuring (tests/bench), not for users.
+    auto timings = std::make_shared<bool>(false);
+    sub->add_flag("--timings", *timings)->group("");
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -160,6 +163,12 @@ void registerReport(CLI::App& app, int& exitCode) {
             exitCode = fail(built.error());
             return;
         }
+        if (*timings)
+            std::fprintf(stderr,
+                         "timings: read %.2f s (waited for its replay threads %.2f s, they for "
+                         "it %.2f s), advice %.2f s on %u thread(s)\n",
+                         built->readSeconds, built->readWaitedForThreads, built->threadsWaitedForRead,
+                         built->adviceSeconds, built->adviceThreads);
         const Report& rep = built->report;
         std::string text = *json ? reportToJson(rep) + "\n" : reportToText(rep);
         if (*topSites > 0) {

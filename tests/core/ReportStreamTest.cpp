@@ -62,16 +62,23 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.report.topN = topN;
     o.topSites = topSites;
     auto old = reportTraceViaTimeline(**reader, o, "t.poolscope");
+    using Thread = TraceReportOptions::FeedThread;
     o.parallel = false;
-    o.adviceFeedThread = TraceReportOptions::FeedThread::Off;
+    o.adviceFeedThread = Thread::Off;
     auto now = reportTrace(**reader, o, "t.poolscope");
-    // Decoding on a second thread, the advisor's models during the read on a third (with a
-    // replay of their own) and its questions on several: the same report.
+    // The advisor's models and the report's analyses during the read on a second thread (with a
+    // replay of their own); then decoding on a second thread, the models on a third, the
+    // analyses on a fourth, and the advisor's questions on several: the same report.
+    o.adviceFeedThread = Thread::On;
+    o.analysesThread = Thread::Off;
+    auto two = reportTrace(**reader, o, "t.poolscope");
     o.parallel = true;
-    o.adviceFeedThread = TraceReportOptions::FeedThread::On;
+    o.analysesThread = Thread::On;
     auto par = reportTrace(**reader, o, "t.poolscope");
-    EXPECT_TRUE(old && now && par);
-    if (!old || !now || !par) return {};
+    EXPECT_TRUE(old && now && two && par);
+    if (!old || !now || !two || !par) return {};
+    EXPECT_EQ(reportToJson(now->report), reportToJson(two->report));
+    EXPECT_EQ(sitesText(now->sites), sitesText(two->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(par->report));
     EXPECT_EQ(sitesText(now->sites), sitesText(par->sites));
     EXPECT_EQ(now->report.outOfOrderEvents, 0u);
@@ -191,9 +198,9 @@ TEST(ReportStream, SyntheticWorkloadMatches) {
     expectSame(path, 4, 3);
 }
 
-// A read that stops part-way, cancelled or on a damaged chunk, with the advisor's models on their
-// own thread (waiting for chunks, or blocked handing one over): the report says why, the thread
-// is stopped, and the same reader reports whole afterwards.
+// A read that stops part-way, cancelled or on a damaged chunk, with the advisor's models and the
+// analyses on threads of their own (waiting for chunks, or blocked handing one over): the report
+// says why, the threads are stopped, and the same reader reports whole afterwards.
 TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
     test::ScratchDir dir;
     const std::vector<Event> all = bench::SyntheticTrace(11).generate(200'000);
@@ -210,6 +217,7 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
             TraceReportOptions o;
             o.parallel = parallel;
             o.adviceFeedThread = TraceReportOptions::FeedThread::On;
+            o.analysesThread = TraceReportOptions::FeedThread::On;
             o.cancel = &cancel;
             uint64_t seen = 0;
             o.progress = [&](uint64_t done, uint64_t) {
@@ -224,6 +232,7 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
     }
     TraceReportOptions o;
     o.adviceFeedThread = TraceReportOptions::FeedThread::On;
+    o.analysesThread = TraceReportOptions::FeedThread::On;
     auto whole = reportTrace(**reader, o);
     ASSERT_TRUE(whole);
     EXPECT_EQ(whole->report.eventCount, events.size());
@@ -240,9 +249,9 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
     }
 }
 
-// The advisor's models on their own thread follow a replay of their own: given the pools' knobs
-// as read when each was first seen (pool_initial_attributes), as the report's replay is, or their
-// answers would differ from the models that follow the report's replay on one thread.
+// The advisor's models and the report's analyses on threads of their own follow replays of their
+// own: given the pools' knobs as read when each was first seen (pool_initial_attributes), as the
+// report's replay is, or their answers would differ from following the report's replay.
 TEST(ReportStream, TheFeedThreadsReplayKnowsTheDeclaredKnobs) {
     test::ScratchDir dir;
     const std::vector<Event> all = bench::SyntheticTrace(5).generate(300'000);
@@ -274,9 +283,12 @@ TEST(ReportStream, TheFeedThreadsReplayKnowsTheDeclaredKnobs) {
     auto reader = TraceReader::open(path);
     ASSERT_TRUE(reader);
     std::string want;
-    for (auto feed : {TraceReportOptions::FeedThread::Off, TraceReportOptions::FeedThread::On}) {
+    using Thread = TraceReportOptions::FeedThread;
+    for (auto [feed, analyses] : {std::pair{Thread::Off, Thread::Off}, std::pair{Thread::On, Thread::Off},
+                                  std::pair{Thread::On, Thread::On}}) {
         TraceReportOptions o;
         o.adviceFeedThread = feed;
+        o.analysesThread = analyses;
         auto r = reportTrace(**reader, o, "t.poolscope");
         ASSERT_TRUE(r);
         const std::string got = reportToText(r->report) + reportToJson(r->report);

@@ -3,6 +3,7 @@
 #include "poolscope/analysis/TraceReport.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -17,6 +18,10 @@
 #include "poolscope/whatif/PoolModel.h"
 
 namespace poolscope {
+
+using detail::ChunkShelf;
+using detail::ReplayThread;
+using detail::SharedChunk;
 
 namespace {
 
@@ -83,6 +88,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                 std::string tracePath, ProcessInfo process,
                                 std::map<std::string, std::string> meta) {
     const CpuTicks started = options.adviceThreads == 0 ? cpuTicks() : CpuTicks{};
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point readStart = Clock::now();
+    auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     detail::ReportReducer reducer(options.report.topN, options.topSites > 0);
     auto devices = reader.devices();
     if (!devices) return devices.error();
@@ -120,25 +128,42 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const std::vector<Event>& ss = *samples;
     reducer.expectSamples(ss);
 
-    // The advisor's first two models and the racing threads' ranges follow the same events,
-    // on a thread of their own where the machine has a second CPU (AdviceFeed.h). Their ops go
-    // to disk too, for the advisor's questions after this read (instead of reading the trace
+    // The advisor's first two models and the racing threads' ranges follow the same events, on
+    // a thread of their own where the machine has a second CPU (AdviceFeed.h). Their ops go to
+    // disk too, for the advisor's questions after this read (instead of reading the trace
     // again). Where knobs were declared ahead, the advisor's replay would not see them, and its
     // ops would differ: it reads the trace again there.
+    // The report's replay analyses (pending frees, hazards, fragmentation) follow a replay on
+    // another thread too: where there are 4 CPUs or more their own, else the models' (which had
+    // time to spare while the report's thread had none).
+    ChunkShelf shelf; // before the threads: their queued chunks give their buffers back to it
     std::unique_ptr<detail::AdviceFeed> feed;
+    std::unique_ptr<ReplayThread> analyses;
+    std::vector<ReplayThread*> threads;
     if (options.advice) {
+        const unsigned cpus = std::thread::hardware_concurrency();
         const bool threaded = options.adviceFeedThread == TraceReportOptions::FeedThread::Auto
-                                  ? std::thread::hardware_concurrency() >= 2
+                                  ? cpus >= 2
                                   : options.adviceFeedThread == TraceReportOptions::FeedThread::On;
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), threaded, !knobsDeclared);
-        feed->setEntities(devicesCopy, *pools, *streams);
-        for (const PoolAttributeValue& a : declared) feed->declareKnob(a.pool, a.attr, a.value);
-        feed->expectSamples(&ss);
-        // The report's replay analyses ride along: the feed's thread had time to spare, the
-        // report's none (docs/PERFORMANCE.md).
-        if (feed->threaded())
+        if (ReplayThread* t = feed->thread()) {
+            threads.push_back(t);
+            ReplayThread* lentTo = t;
+            if (options.analysesThread == TraceReportOptions::FeedThread::On ||
+                (options.analysesThread == TraceReportOptions::FeedThread::Auto && cpus >= 4)) {
+                analyses = std::make_unique<ReplayThread>();
+                threads.push_back(analyses.get());
+                lentTo = analyses.get();
+            }
             for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
-                feed->follow(l.observer, l.kindMask);
+                lentTo->replay().subscribe(l.observer, l.kindMask);
+        }
+        for (ReplayThread* t : threads) {
+            t->setEntities(devicesCopy, *pools, *streams);
+            for (const PoolAttributeValue& a : declared) t->replay().declareKnob(a.pool, a.attr, a.value);
+            t->expectSamples(&ss);
+            t->start();
+        }
     }
     size_t si = 0;
     uint64_t done = 0;
@@ -148,15 +173,18 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     };
     auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
     auto consume = [&](std::vector<Event>& chunk) {
-        detail::AdviceFeed::Chunk shared;
-        if (feed && feed->threaded()) shared = feed->share(chunk);
+        SharedChunk shared;
+        if (!threads.empty()) {
+            shared = shelf.hold(chunk);
+            for (ReplayThread* t : threads) t->push(shared);
+        }
         const std::vector<Event>& events = shared ? *shared : chunk;
         for (const Event& e : events) {
             while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
             reducer.add(e);
         }
         reducer.advance();
-        if (feed && !feed->threaded()) feed->step();
+        if (feed && !feed->thread()) feed->step();
         done += events.size();
         if (options.progress) options.progress(done, total);
         return !cancelled();
@@ -165,16 +193,24 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     while (si < ss.size()) addSample(ss[si++]);
+    if (analyses) analyses->end();
     if (feed) feed->end();
     reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);
     detail::dropEmptyUnknownPool(rep);
     detail::addFindings(rep);
+    const Clock::time_point readEnd = Clock::now();
+    out.readSeconds = seconds(readEnd - readStart);
+    for (ReplayThread* t : threads) {
+        out.readWaitedForThreads += t->pushWaited();
+        out.threadsWaitedForRead += t->chunkWaited();
+    }
     if (feed && adviceWorthIt(rep, reducer.anyPolicyOff())) {
         feed->finish();
+        out.adviceThreads = options.adviceThreads ? options.adviceThreads : adviceThreads(started);
         addAdvice(rep, whatif::adviseAfter(reader, feed->recorded(), feed->neverReleasing(),
                                            feed->races(), !knobsDeclared, {}, feed->spill(),
-                                           options.adviceThreads ? options.adviceThreads
-                                                                 : adviceThreads(started)));
+                                           out.adviceThreads));
+        out.adviceSeconds = seconds(Clock::now() - readEnd);
     }
     return out;
 }

@@ -49,11 +49,23 @@ struct TraceReportOptions {
     // Auto where the machine has 2 or more hardware threads. The same report either way.
     enum class FeedThread : uint8_t { Auto, On, Off };
     FeedThread adviceFeedThread = FeedThread::Auto;
+    // With the advisor's models on their thread: the report's replay analyses (pending frees,
+    // hazards, fragmentation) on another, with a third replay (Auto: with 4 or more hardware
+    // threads), else on the models' thread.
+    FeedThread analysesThread = FeedThread::Auto;
 };
 
 struct TraceReport {
     Report report;
     std::vector<analysis::PoolSites> sites; // with topSites > 0
+    // Where the time went (`report --timings`, for measuring): the read, and the advisor's
+    // questions after it on adviceThreads threads (0: not asked; of the hardware's where the
+    // count could not be chosen).
+    double readSeconds = 0, adviceSeconds = 0;
+    unsigned adviceThreads = 0;
+    // With replays on threads of their own during the read (the advisor's models, the
+    // analyses): how long the report's thread waited for them, and they for it, summed.
+    double readWaitedForThreads = 0, threadsWaitedForRead = 0;
 };
 
 Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOptions& options,

@@ -1,0 +1,115 @@
+#include "ReplayThread.h"
+
+namespace poolscope::detail {
+
+SharedChunk ChunkShelf::hold(std::vector<Event>& chunk) {
+    auto* held = new std::vector<Event>(std::move(chunk));
+    chunk.clear(); // moved-from: make it a valid empty vector either way
+    {
+        std::lock_guard lk(m_);
+        if (!spares_.empty()) {
+            chunk = std::move(spares_.back());
+            spares_.pop_back();
+        }
+    }
+    return SharedChunk(held, [this](const std::vector<Event>* p) {
+        auto* v = const_cast<std::vector<Event>*>(p);
+        v->clear();
+        {
+            std::lock_guard lk(m_);
+            if (spares_.size() < kMaxSpares) spares_.push_back(std::move(*v));
+        }
+        delete v;
+    });
+}
+
+ReplayThread::ReplayThread(std::function<void()> afterChunk) : afterChunk_(std::move(afterChunk)) {}
+
+ReplayThread::~ReplayThread() {
+    if (thread_.joinable()) {
+        {
+            std::lock_guard lk(m_);
+            stop_ = true;
+        }
+        notEmpty_.notify_all();
+        notFull_.notify_all();
+        thread_.join();
+    }
+    queue_.clear();
+}
+
+void ReplayThread::setEntities(const std::vector<DeviceInfo>& devices,
+                               const std::vector<PoolInfo>& pools,
+                               const std::vector<StreamInfo>& streams) {
+    replay_.setDevices(devices);
+    for (const PoolInfo& info : pools) replay_.declarePool(info);
+    for (const StreamInfo& info : streams) replay_.declareStream(info);
+}
+
+void ReplayThread::start() { thread_ = std::thread([this] { run(); }); }
+
+void ReplayThread::push(SharedChunk chunk) {
+    {
+        std::unique_lock lk(m_);
+        if (!stop_ && queue_.size() >= kDepth) {
+            const auto t = std::chrono::steady_clock::now();
+            notFull_.wait(lk, [&] { return stop_ || queue_.size() < kDepth; });
+            pushWaited_ += std::chrono::steady_clock::now() - t;
+        }
+        if (stop_) return;
+        queue_.push_back(std::move(chunk));
+    }
+    notEmpty_.notify_one();
+}
+
+void ReplayThread::addSample(Event s) {
+    s.kind = EventKind::Sample; // as the report's loop merges them
+    replay_.apply(s);
+}
+
+void ReplayThread::apply(const std::vector<Event>& chunk) {
+    static const std::vector<Event> none;
+    const std::vector<Event>& ss = samples_ ? *samples_ : none;
+    size_t si = nextSample_;
+    for (const Event& e : chunk) {
+        while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
+        replay_.apply(e);
+    }
+    nextSample_ = si;
+    if (afterChunk_) afterChunk_();
+}
+
+void ReplayThread::run() {
+    for (;;) {
+        SharedChunk c;
+        {
+            std::unique_lock lk(m_);
+            if (!stop_ && !done_ && queue_.empty()) {
+                const auto t = std::chrono::steady_clock::now();
+                notEmpty_.wait(lk, [&] { return stop_ || done_ || !queue_.empty(); });
+                chunkWaited_ += std::chrono::steady_clock::now() - t;
+            }
+            if (stop_ || queue_.empty()) return;
+            c = std::move(queue_.front());
+            queue_.pop_front();
+        }
+        notFull_.notify_one();
+        apply(*c);
+    }
+}
+
+void ReplayThread::end() {
+    if (thread_.joinable()) {
+        {
+            std::lock_guard lk(m_);
+            done_ = true;
+        }
+        notEmpty_.notify_all();
+        thread_.join();
+    }
+    if (samples_)
+        while (nextSample_ < samples_->size()) addSample((*samples_)[nextSample_++]);
+    if (afterChunk_) afterChunk_();
+}
+
+} // namespace poolscope::detail
