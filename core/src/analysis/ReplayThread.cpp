@@ -71,7 +71,10 @@ void ReplayThread::apply(const std::vector<Event>& chunk) {
     static const std::vector<Event> none;
     const std::vector<Event>& ss = samples_ ? *samples_ : none;
     size_t si = nextSample_;
-    for (const Event& e : chunk) {
+    const size_t n = chunk.size();
+    for (size_t i = 0; i < n; ++i) {
+        const Event& e = chunk[i];
+        if (i + kPrefetchAhead < n) replay_.prefetch(chunk[i + kPrefetchAhead]);
         while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
         replay_.apply(e);
     }

@@ -67,6 +67,7 @@ public:
 
 private:
     static constexpr size_t kDepth = 4;
+    static constexpr size_t kPrefetchAhead = 8; // events (Replay::prefetch)
 
     void run();
     void apply(const std::vector<Event>& chunk);

@@ -25,6 +25,8 @@ using detail::SharedChunk;
 
 namespace {
 
+constexpr size_t kPrefetchAhead = 8; // events (Replay::prefetch)
+
 void addAdvice(Report& rep, Result<std::vector<whatif::PoolAdvice>> advice) {
     if (!advice) return; // the advisor's failure costs its suggestions, not the report
     for (const whatif::PoolAdvice& a : *advice)
@@ -179,7 +181,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             for (ReplayThread* t : threads) t->push(shared);
         }
         const std::vector<Event>& events = shared ? *shared : chunk;
-        for (const Event& e : events) {
+        const size_t n = events.size();
+        for (size_t i = 0; i < n; ++i) {
+            const Event& e = events[i];
+            if (i + kPrefetchAhead < n) reducer.replay().prefetch(events[i + kPrefetchAhead]);
             while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
             reducer.add(e);
         }

@@ -60,6 +60,15 @@ public:
         return true;
     }
 
+    // Starts loading key's first probe (its key and value) into the cache: for a caller that
+    // knows the next keys ahead. The live set outgrows the caches on long traces, and each of
+    // its probes was then a miss paid in full.
+    void prefetch(uint64_t key) const {
+        const size_t i = home(key);
+        __builtin_prefetch(&keys_[i], 1);
+        __builtin_prefetch(&values_[i], 1);
+    }
+
     size_t size() const { return count_; }
 
     template <class F> void forEach(F&& f) const {

@@ -460,6 +460,11 @@ void Replay::free(const Event& e) {
     }
 }
 
+void Replay::prefetch(const Event& e) const {
+    if ((e.kind == EventKind::Alloc || e.kind == EventKind::Free) && e.ptr != 0)
+        d_->live.prefetch(e.ptr);
+}
+
 const Fact& Replay::apply(const Event& e, uint32_t tag) {
     fact_.reset(&e);
     bool isNew = false;

@@ -232,6 +232,9 @@ public:
     // Applies one event (Sample included), in seq order. The fact refers to `e` and stays
     // valid until the next call. tag is stored with a block the event hands out.
     const Fact& apply(const Event& e, uint32_t tag = 0);
+    // A hint, for callers holding events ahead (a chunk): `e` will be applied soon, so the live
+    // set's slot for its pointer can start loading now. Changes nothing.
+    void prefetch(const Event& e) const;
 
     // The collector's writer: fills in what the hot path could not know, then applies. A Free
     // gets its pool and size from the block it releases (kSizeKnown); an Alloc or Free marked
