@@ -462,8 +462,9 @@ FirstRead firstRead(const TraceReader& reader) {
     return out;
 }
 
-// The advisor's questions stepped over the spill on 2, 3 and 8 threads (each its own reader and
-// share of the questions) answer as on one thread, and as a second read of the trace, on
+// The advisor's questions stepped over the spill on 2 to 8 threads (on 2 and 3 each its own
+// reader and share of the questions; from 4 one thread decodes the spill for the others) answer
+// as on one thread, and as a second read of the trace, on
 // workloads with predicted implicit releases, with a reuse policy off and with none off.
 TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
     size_t advised = 0, policies = 0;
@@ -477,7 +478,7 @@ TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
         ASSERT_TRUE(first.spill && first.spill->ok()) << zstd::unavailableReason();
         auto reread = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true);
         ASSERT_TRUE(reread);
-        for (unsigned threads : {1u, 2u, 3u, 8u}) {
+        for (unsigned threads : {1u, 2u, 3u, 4u, 5u, 8u}) {
             SCOPED_TRACE(threads);
             const auto before = whatif::detail::spillCounts();
             auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
@@ -585,7 +586,7 @@ TEST(WhatIfSpill, AReaderThatFailsPartWayFallsBackToASecondRead) {
     ASSERT_TRUE(reader);
     const ReportOut want = report(**reader, 1);
     ASSERT_NE(want.text.find("what-if model"), std::string::npos);
-    for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    for (unsigned threads : {1u, 2u, 3u, 4u, 8u}) {
         SCOPED_TRACE(threads);
         EXPECT_EQ(report(**reader, threads).text, want.text); // whole, for comparison
         for (uint64_t failAt : {2u, 3u}) {

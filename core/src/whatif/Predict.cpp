@@ -2,6 +2,9 @@
 // question), and the advisor built on it.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <thread>
 #include <limits>
 #include <memory>
@@ -365,6 +368,132 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads) {
     return !failed.load();
 }
 
+// The search over the spill with one thread decoding it and `threads` - 1 others stepping their
+// shares of the questions over each step it decoded (4 or more threads: with a reader each, every
+// thread decoded the whole spill, which at 8 threads cost about as much as its models). A step
+// is decoded once into a shared, read-only Tape; at most kDepth steps are held, a step dropped
+// once every thread still asking is past it, and the decoding stops once none is. The answers are
+// those of searchOnThreads (the same shares, stepped at the same boundaries). False where the
+// spill could not be read to its end while some question was open.
+bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads) {
+    constexpr size_t kDepth = 4;
+    struct Step {
+        Tape tape;
+        std::vector<uint64_t> poolHandles;
+    };
+    const unsigned consumers = threads - 1;
+    std::vector<std::vector<Search::Asked*>> shares(consumers);
+    size_t dealt = 0;
+    for (Search::Asked& a : search.asked)
+        if (a.left) shares[dealt++ % consumers].push_back(&a);
+
+    std::mutex m;
+    std::condition_variable changed;
+    std::deque<std::shared_ptr<const Step>> window; // steps first .. first + size - 1
+    uint64_t first = 0;
+    std::vector<uint64_t> next(consumers, 0);
+    std::vector<char> asking(consumers, 1);
+    bool ended = false, failed = false;
+    auto anyAsking = [&] {
+        return std::find(asking.begin(), asking.end(), 1) != asking.end();
+    };
+    auto produce = [&] {
+        try {
+            TapeSpill::Reader reader(spill);
+            Tape running; // the handles accumulate from step to step
+            std::vector<uint64_t> handles;
+            for (;;) {
+                {
+                    std::unique_lock lk(m);
+                    for (;;) {
+                        // Drop the steps every thread still asking is done with.
+                        uint64_t low = UINT64_MAX;
+                        for (unsigned c = 0; c < consumers; ++c)
+                            if (asking[c]) low = std::min(low, next[c]);
+                        while (!window.empty() && first < low) {
+                            window.pop_front();
+                            ++first;
+                        }
+                        if (!anyAsking() || failed) return;
+                        if (window.size() < kDepth) break;
+                        changed.wait(lk);
+                    }
+                }
+                if (!reader.next(running, handles)) break;
+                auto step = std::make_shared<Step>();
+                step->tape.ops = std::move(running.ops);
+                step->tape.allocSeq = std::move(running.allocSeq);
+                step->tape.streamHandles = running.streamHandles;
+                step->poolHandles = handles;
+                {
+                    std::lock_guard lk(m);
+                    window.push_back(std::move(step));
+                }
+                changed.notify_all();
+            }
+            std::lock_guard lk(m);
+            if (!reader.ok() || !reader.atEnd()) failed = true;
+            ended = true;
+        } catch (...) { // (memory) the trace is read again on one thread instead
+            std::lock_guard lk(m);
+            failed = true;
+            ended = true;
+        }
+        changed.notify_all();
+    };
+    auto consumeShare = [&](unsigned c) {
+        auto open = [&] {
+            for (const Search::Asked* a : shares[c])
+                if (a->left) return true;
+            return false;
+        };
+        bool left = open();
+        while (left) {
+            std::shared_ptr<const Step> step;
+            {
+                std::unique_lock lk(m);
+                changed.wait(lk, [&] { return failed || ended || next[c] < first + window.size(); });
+                if (failed) return;
+                if (next[c] >= first + window.size()) break; // ended: every step seen
+                step = window[next[c] - first];
+            }
+            for (Search::Asked* a : shares[c]) Search::stepOne(*a, step->tape, step->poolHandles);
+            left = open();
+            {
+                std::lock_guard lk(m);
+                ++next[c];
+                asking[c] = left;
+            }
+            changed.notify_all();
+        }
+        std::lock_guard lk(m);
+        asking[c] = 0;
+    };
+    auto consume = [&](unsigned c) {
+        try {
+            consumeShare(c);
+        } catch (...) { // (memory) the models are part-fed: the trace is read again instead
+            std::lock_guard lk(m);
+            failed = true;
+            asking[c] = 0;
+        }
+        changed.notify_all();
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(consumers);
+    try {
+        pool.emplace_back(produce);
+        for (unsigned c = 1; c < consumers; ++c) pool.emplace_back(consume, c);
+    } catch (...) { // no thread to be had: what started finishes, the rest falls back
+        std::lock_guard lk(m);
+        failed = true;
+    }
+    changed.notify_all();
+    if (!pool.empty()) consume(0);
+    for (std::thread& t : pool) t.join();
+    return !failed && !pool.empty();
+}
+
 // The questions of adviseAfter's search, none of them answered yet.
 Search ask(const std::vector<PoolPrediction>& asRecorded,
            const std::vector<PoolPrediction>& neverReleasing, const std::vector<uint64_t>& cands,
@@ -436,7 +565,8 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         if (threads == 0) threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), 8u);
         threads = static_cast<unsigned>(std::min<size_t>(threads, open));
         if (sameReplay) {
-            done = searchOnThreads(search, *spill, threads); // 1: on this thread only
+            done = threads >= 4 ? searchBroadcast(search, *spill, threads)
+                                : searchOnThreads(search, *spill, threads); // 1: on this thread only
             left = search.anyLeft();
         }
         detail::countSpill(done);
