@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "../../core/src/analysis/ReplayThread.h"
 #include "../../core/src/analysis/StepTail.h"
 #include "../bench/SyntheticTrace.h"
 #include "TestTraces.h"
@@ -299,6 +300,31 @@ TEST(ReportStream, TheFeedThreadsReplayKnowsTheDeclaredKnobs) {
             EXPECT_TRUE(got == want) << firstDifference(want, got);
         }
     }
+}
+
+// Where no thread can be started (a process or container limit), the replays that would have
+// run on threads of their own run on the report's: the same report.
+TEST(ReportStream, WithoutThreadsTheReplaysRunOnTheReportsThread) {
+    test::ScratchDir dir;
+    const std::vector<Event> all = bench::SyntheticTrace(3).generate(100'000);
+    std::vector<Event> events, samples;
+    for (const Event& e : all) (e.kind == EventKind::Sample ? samples : events).push_back(e);
+    const std::string path = write(dir.file("synthetic.poolscope"), events, samples);
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    TraceReportOptions o;
+    o.adviceFeedThread = TraceReportOptions::FeedThread::Off;
+    auto want = reportTrace(**reader, o, "t.poolscope");
+    ASSERT_TRUE(want);
+    EXPECT_GT(want->report.unorderedReuses, 0u); // the analyses have something to find
+    o.adviceFeedThread = TraceReportOptions::FeedThread::On;
+    o.analysesThread = TraceReportOptions::FeedThread::On;
+    detail::simulateNoReplayThreads(true);
+    auto got = reportTrace(**reader, o, "t.poolscope");
+    detail::simulateNoReplayThreads(false);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(reportToText(got->report), reportToText(want->report));
+    EXPECT_EQ(reportToJson(got->report), reportToJson(want->report));
 }
 
 // A generated trace that does what recorded ones do rarely and all at once.

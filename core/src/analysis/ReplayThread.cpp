@@ -1,5 +1,8 @@
 #include "ReplayThread.h"
 
+#include <atomic>
+#include <system_error>
+
 namespace poolscope::detail {
 
 SharedChunk ChunkShelf::hold(std::vector<Event>& chunk) {
@@ -46,9 +49,27 @@ void ReplayThread::setEntities(const std::vector<DeviceInfo>& devices,
     for (const StreamInfo& info : streams) replay_.declareStream(info);
 }
 
-void ReplayThread::start() { thread_ = std::thread([this] { run(); }); }
+namespace {
+std::atomic<bool> noThreads{false};
+} // namespace
+
+void simulateNoReplayThreads(bool on) { noThreads = on; }
+
+void ReplayThread::start() {
+    try {
+        if (noThreads) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+        thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error&) {
+        // No thread to be had (a process or container limit): push() applies the chunks on
+        // the caller's thread instead, the same facts a little later.
+    }
+}
 
 void ReplayThread::push(SharedChunk chunk) {
+    if (!thread_.joinable()) {
+        apply(*chunk);
+        return;
+    }
     {
         std::unique_lock lk(m_);
         if (!stop_ && queue_.size() >= kDepth) {

@@ -25,6 +25,9 @@ namespace poolscope::detail {
 
 using SharedChunk = std::shared_ptr<const std::vector<Event>>;
 
+// Tests: ReplayThread::start() finds no thread to be had (as std::thread's EAGAIN).
+void simulateNoReplayThreads(bool on);
+
 // The decoded chunks' buffers, shared between the read and the replay threads and given back
 // to the reader once all are done with them. Must outlive every SharedChunk it made.
 class ChunkShelf {
@@ -53,6 +56,7 @@ public:
                      const std::vector<StreamInfo>& streams);
     // The samples the report merges in by time, merged the same way here. Must outlive end().
     void expectSamples(const std::vector<Event>* samples) { samples_ = samples; }
+    // Starts the thread; where none can be had, push() applies each chunk on the caller's.
     void start();
 
     // Hands a chunk over, waiting while kDepth are queued.
