@@ -187,16 +187,25 @@ std::string write(const std::string& path, const std::vector<Event>& events,
     return path;
 }
 
+// The benchmarks' generator's events and samples, written as a trace.
+struct Synthetic {
+    std::string path;
+    size_t events = 0, samples = 0;
+};
+Synthetic writeSynthetic(const test::ScratchDir& dir, uint64_t seed, size_t n) {
+    const std::vector<Event> all = bench::SyntheticTrace(seed).generate(n);
+    std::vector<Event> events, samples;
+    for (const Event& e : all) (e.kind == EventKind::Sample ? samples : events).push_back(e);
+    return {write(dir.file("synthetic.poolscope"), events, samples), events.size(), samples.size()};
+}
+
 // The benchmarks' workload (its samples carry high watermarks, so `used` gets capped).
 TEST(ReportStream, SyntheticWorkloadMatches) {
     test::ScratchDir dir;
-    const std::vector<Event> all = bench::SyntheticTrace(7).generate(300'000);
-    std::vector<Event> events, samples;
-    for (const Event& e : all) (e.kind == EventKind::Sample ? samples : events).push_back(e);
-    ASSERT_GT(samples.size(), 20u);
-    const std::string path = write(dir.file("synthetic.poolscope"), events, samples);
-    expectSame(path, 10, 0);
-    expectSame(path, 4, 3);
+    const Synthetic t = writeSynthetic(dir, 7, 300'000);
+    ASSERT_GT(t.samples, 20u);
+    expectSame(t.path, 10, 0);
+    expectSame(t.path, 4, 3);
 }
 
 // A read that stops part-way, cancelled or on a damaged chunk, with the advisor's models and the
@@ -204,10 +213,8 @@ TEST(ReportStream, SyntheticWorkloadMatches) {
 // says why, the threads are stopped, and the same reader reports whole afterwards.
 TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
     test::ScratchDir dir;
-    const std::vector<Event> all = bench::SyntheticTrace(11).generate(200'000);
-    std::vector<Event> events, samples;
-    for (const Event& e : all) (e.kind == EventKind::Sample ? samples : events).push_back(e);
-    const std::string path = write(dir.file("synthetic.poolscope"), events, samples);
+    const Synthetic t = writeSynthetic(dir, 11, 200'000);
+    const std::string& path = t.path;
     auto reader = TraceReader::open(path);
     ASSERT_TRUE(reader);
     ASSERT_GT((*reader)->chunkedEventCount(), 0u);
@@ -228,7 +235,7 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
             auto r = reportTrace(**reader, o);
             ASSERT_FALSE(r);
             EXPECT_EQ(r.error().code, ErrorCode::Cancelled);
-            EXPECT_LT(seen, all.size());
+            EXPECT_LT(seen, t.events);
         }
     }
     TraceReportOptions o;
@@ -236,7 +243,7 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
     o.analysesThread = TraceReportOptions::FeedThread::On;
     auto whole = reportTrace(**reader, o);
     ASSERT_TRUE(whole);
-    EXPECT_EQ(whole->report.eventCount, events.size());
+    EXPECT_EQ(whole->report.eventCount, t.events);
 
     // A chunk past the first damaged: strict reading fails there.
     test::execSql(path, "UPDATE event_chunks SET crc = -1 WHERE id = 3");
@@ -306,11 +313,7 @@ TEST(ReportStream, TheFeedThreadsReplayKnowsTheDeclaredKnobs) {
 // run on threads of their own run on the report's: the same report.
 TEST(ReportStream, WithoutThreadsTheReplaysRunOnTheReportsThread) {
     test::ScratchDir dir;
-    const std::vector<Event> all = bench::SyntheticTrace(3).generate(100'000);
-    std::vector<Event> events, samples;
-    for (const Event& e : all) (e.kind == EventKind::Sample ? samples : events).push_back(e);
-    const std::string path = write(dir.file("synthetic.poolscope"), events, samples);
-    auto reader = TraceReader::open(path);
+    auto reader = TraceReader::open(writeSynthetic(dir, 3, 100'000).path);
     ASSERT_TRUE(reader);
     TraceReportOptions o;
     o.adviceFeedThread = TraceReportOptions::FeedThread::Off;
