@@ -38,7 +38,6 @@ ReplayThread::~ReplayThread() {
         notFull_.notify_all();
         thread_.join();
     }
-    queue_.clear();
 }
 
 void ReplayThread::setEntities(const std::vector<DeviceInfo>& devices,
@@ -83,23 +82,8 @@ void ReplayThread::push(SharedChunk chunk) {
     notEmpty_.notify_one();
 }
 
-void ReplayThread::addSample(Event s) {
-    s.kind = EventKind::Sample; // as the report's loop merges them
-    replay_.apply(s);
-}
-
 void ReplayThread::apply(const std::vector<Event>& chunk) {
-    static const std::vector<Event> none;
-    const std::vector<Event>& ss = samples_ ? *samples_ : none;
-    size_t si = nextSample_;
-    const size_t n = chunk.size();
-    for (size_t i = 0; i < n; ++i) {
-        const Event& e = chunk[i];
-        if (i + kPrefetchAhead < n) replay_.prefetch(chunk[i + kPrefetchAhead]);
-        while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
-        replay_.apply(e);
-    }
-    nextSample_ = si;
+    merge_.chunk(chunk, replay_, [this](const Event& e) { replay_.apply(e); });
     if (afterChunk_) afterChunk_();
 }
 
@@ -131,8 +115,7 @@ void ReplayThread::end() {
         notEmpty_.notify_all();
         thread_.join();
     }
-    if (samples_)
-        while (nextSample_ < samples_->size()) addSample((*samples_)[nextSample_++]);
+    merge_.rest([this](const Event& e) { replay_.apply(e); });
     if (afterChunk_) afterChunk_();
 }
 

@@ -25,6 +25,41 @@ namespace poolscope::detail {
 
 using SharedChunk = std::shared_ptr<const std::vector<Event>>;
 
+// The report's order of events and samples, the same on every replay of a read: before each
+// event, the samples due by its time (as buildTimeline merges them), each marked a Sample
+// whatever the reader filled in. The replay's live set is prefetched kAhead events ahead.
+class SampleMerge {
+public:
+    static constexpr size_t kAhead = 8; // events (Replay::prefetch)
+
+    // The samples, read whole ahead of the events; must outlive the merge's use.
+    void expect(const std::vector<Event>* samples) { samples_ = samples; }
+    template <class Apply>
+    void chunk(const std::vector<Event>& events, const replay::Replay& r, Apply&& apply) {
+        const size_t n = events.size();
+        for (size_t i = 0; i < n; ++i) {
+            if (i + kAhead < n) r.prefetch(events[i + kAhead]);
+            while (samples_ && next_ < samples_->size() && (*samples_)[next_].tsNs <= events[i].tsNs)
+                sample(apply);
+            apply(events[i]);
+        }
+    }
+    // After the last chunk: the samples left.
+    template <class Apply> void rest(Apply&& apply) {
+        while (samples_ && next_ < samples_->size()) sample(apply);
+    }
+
+private:
+    template <class Apply> void sample(Apply& apply) {
+        Event s = (*samples_)[next_++];
+        s.kind = EventKind::Sample;
+        apply(s);
+    }
+
+    const std::vector<Event>* samples_ = nullptr;
+    size_t next_ = 0;
+};
+
 // Tests: ReplayThread::start() finds no thread to be had (as std::thread's EAGAIN).
 void simulateNoReplayThreads(bool on);
 
@@ -55,7 +90,7 @@ public:
     void setEntities(const std::vector<DeviceInfo>& devices, const std::vector<PoolInfo>& pools,
                      const std::vector<StreamInfo>& streams);
     // The samples the report merges in by time, merged the same way here. Must outlive end().
-    void expectSamples(const std::vector<Event>* samples) { samples_ = samples; }
+    void expectSamples(const std::vector<Event>* samples) { merge_.expect(samples); }
     // Starts the thread; where none can be had, push() applies each chunk on the caller's.
     void start();
 
@@ -71,16 +106,13 @@ public:
 
 private:
     static constexpr size_t kDepth = 4;
-    static constexpr size_t kPrefetchAhead = 8; // events (Replay::prefetch)
 
     void run();
     void apply(const std::vector<Event>& chunk);
-    void addSample(Event s);
 
     std::function<void()> afterChunk_;
     replay::Replay replay_;
-    const std::vector<Event>* samples_ = nullptr;
-    size_t nextSample_ = 0;
+    SampleMerge merge_;
 
     std::mutex m_;
     std::condition_variable notEmpty_, notFull_;

@@ -25,8 +25,6 @@ using detail::SharedChunk;
 
 namespace {
 
-constexpr size_t kPrefetchAhead = 8; // events (Replay::prefetch)
-
 void addAdvice(Report& rep, Result<std::vector<whatif::PoolAdvice>> advice) {
     if (!advice) return; // the advisor's failure costs its suggestions, not the report
     for (const whatif::PoolAdvice& a : *advice)
@@ -100,8 +98,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (!pools) return pools.error();
     auto streams = reader.streams();
     if (!streams) return streams.error();
-    const std::vector<DeviceInfo> devicesCopy = *devices;
-    reducer.setEntities(std::move(*devices), *pools, *streams);
+    reducer.setEntities(*devices, *pools, *streams);
     // The attributes read when each pool was first seen, as buildTimeline declares them.
     // (The advisor's second read declares none: where this one did, its answers may differ.)
     bool knobsDeclared = false;
@@ -161,18 +158,16 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                 lentTo->replay().subscribe(l.observer, l.kindMask);
         }
         for (ReplayThread* t : threads) {
-            t->setEntities(devicesCopy, *pools, *streams);
+            t->setEntities(*devices, *pools, *streams);
             for (const PoolAttributeValue& a : declared) t->replay().declareKnob(a.pool, a.attr, a.value);
             t->expectSamples(&ss);
             t->start();
         }
     }
-    size_t si = 0;
+    detail::SampleMerge merge;
+    merge.expect(&ss);
+    auto add = [&](const Event& e) { reducer.add(e); };
     uint64_t done = 0;
-    auto addSample = [&](Event s) {
-        s.kind = EventKind::Sample; // whatever the reader filled in, these rows are samples
-        reducer.add(s);
-    };
     auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
     auto consume = [&](std::vector<Event>& chunk) {
         SharedChunk shared;
@@ -181,13 +176,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             for (ReplayThread* t : threads) t->push(shared);
         }
         const std::vector<Event>& events = shared ? *shared : chunk;
-        const size_t n = events.size();
-        for (size_t i = 0; i < n; ++i) {
-            const Event& e = events[i];
-            if (i + kPrefetchAhead < n) reducer.replay().prefetch(events[i + kPrefetchAhead]);
-            while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(ss[si++]);
-            reducer.add(e);
-        }
+        merge.chunk(events, reducer.replay(), add);
         reducer.advance();
         if (feed && !feed->thread()) feed->step();
         done += events.size();
@@ -197,7 +186,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const Status st = detail::forEachChunk(reader, options.parallel, consume);
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
-    while (si < ss.size()) addSample(ss[si++]);
+    merge.rest(add);
     if (analyses) analyses->end();
     if (feed) feed->end();
     reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);

@@ -322,18 +322,23 @@ struct Search {
     }
 };
 
+// The open questions in n shares, dealt round-robin in the questions' order: the candidates'
+// thresholds rise along it, and with them how long they survive (the highest ones often to the
+// end), so neighbours cost about the same and each share gets every n-th.
+std::vector<std::vector<Search::Asked*>> dealShares(Search& search, unsigned n) {
+    std::vector<std::vector<Search::Asked*>> shares(n);
+    size_t dealt = 0;
+    for (Search::Asked& a : search.asked)
+        if (a.left) shares[dealt++ % n].push_back(&a);
+    return shares;
+}
+
 // The search over the spill on `threads` threads (2 or more), each with its own reader of the
 // spill and its share of the open questions: a question's answer depends only on its own model
 // and the ops, and each steps at the same boundaries as on one thread, so the answers are the
-// same. Shares are dealt round-robin in the questions' order: the candidates' thresholds rise
-// along it, and with them how long they survive (the highest ones often to the end), so
-// neighbours cost about the same and each thread gets every `threads`-th. False where a reader
-// failed (the models are then part-fed: the caller starts over).
+// same. False where a reader failed (the models are then part-fed: the caller starts over).
 bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads) {
-    std::vector<std::vector<Search::Asked*>> shares(threads);
-    size_t dealt = 0;
-    for (Search::Asked& a : search.asked)
-        if (a.left) shares[dealt++ % threads].push_back(&a);
+    const std::vector<std::vector<Search::Asked*>> shares = dealShares(search, threads);
     std::atomic<bool> failed{false};
     auto run = [&](const std::vector<Search::Asked*>& share) {
         try {
@@ -382,10 +387,7 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads) {
         std::vector<uint64_t> poolHandles;
     };
     const unsigned consumers = threads - 1;
-    std::vector<std::vector<Search::Asked*>> shares(consumers);
-    size_t dealt = 0;
-    for (Search::Asked& a : search.asked)
-        if (a.left) shares[dealt++ % consumers].push_back(&a);
+    const std::vector<std::vector<Search::Asked*>> shares = dealShares(search, consumers);
 
     std::mutex m;
     std::condition_variable changed;
