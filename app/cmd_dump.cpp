@@ -13,6 +13,7 @@
 
 #include "CliUtil.h"
 #include "Commands.h"
+#include "poolscope/ChunksInOrder.h"
 #include "poolscope/Event.h"
 #include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
@@ -32,6 +33,7 @@ struct DumpOptions {
     bool samples = false;
     bool names = false;
     bool stacks = false;
+    unsigned threads = 0; // formatting threads (0: one per CPU)
 };
 
 // The window's names of an event's stream and pool (--names): "" for a pool handle of 0 (the
@@ -146,29 +148,32 @@ int runDump(const DumpOptions& o) {
         std::printf("seq,ts_ns,kind,variant,tid,device,correlation,result,stream,pool,ptr,size,"
                     "aux,attr,flags,reserved,used,site,details%s\n",
                     o.names ? ",stream_name,pool_name" : "");
-    std::string line;
-    auto print = [&](const Event& e) {
-        if (csv) {
-            std::string row = csvRow(e);
-            if (o.names) {
+    // Each event's row depends on the event (and the names) alone: the chunks are formatted on
+    // several threads and written in order (ChunksInOrder.h).
+    auto format = [&](const std::vector<Event>& events, std::string& out) {
+        for (const Event& e : events) {
+            if (csv) {
+                out += csvRow(e);
+                if (o.names) {
+                    const Names n = namesOf(names, e);
+                    out += "," + csvQuoted(n.stream) + "," + csvQuoted(n.pool);
+                }
+            } else if (o.names) {
                 const Names n = namesOf(names, e);
-                row += "," + csvQuoted(n.stream) + "," + csvQuoted(n.pool);
-            }
-            std::printf("%s\n", row.c_str());
-        } else {
-            line.clear();
-            if (o.names) {
-                const Names n = namesOf(names, e);
-                appendEventJson(line, e, &n.stream, &n.pool);
+                appendEventJson(out, e, &n.stream, &n.pool);
             } else {
-                appendEventJson(line, e);
+                appendEventJson(out, e);
             }
-            line += '\n';
-            std::fwrite(line.data(), 1, line.size(), stdout);
+            out += '\n';
         }
+    };
+    auto write = [](const std::string& text) {
+        if (!text.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
         return !std::ferror(stdout);
     };
-    Status st = reader->forEachEvent(print);
+    ChunkTextOptions threads;
+    threads.threads = o.threads;
+    Status st = formatChunksInOrder(*reader, format, write, threads);
     if (!st) {
         if (st.error().code == ErrorCode::Cancelled) return 13; // stdout closed (e.g. | head)
         (void)warnDamage(*reader);
@@ -181,7 +186,9 @@ int runDump(const DumpOptions& o) {
             reportError(samples.error(), exitCode);
             return exitCode;
         }
-        for (const Event& e : *samples) print(e);
+        std::string text;
+        format(*samples, text);
+        if (!write(text)) return 13;
     }
     return warnDamage(*reader);
 }
@@ -201,6 +208,7 @@ void registerDump(CLI::App& app, int& exitCode) {
     sub->add_flag("--stacks", opts->stacks,
                   "print the trace's call sites (the ids in the events' site column) with their "
                   "frames instead of the events");
+    sub->add_option("--threads", opts->threads)->group("")->check(CLI::Range(0, 64));
     sub->callback([opts, &exitCode] { exitCode = runDump(*opts); });
 }
 

@@ -298,37 +298,7 @@ TEST(ChunkHeaders, HandBuiltDamagedOrLyingRowsAreFoundAndChangeNoAnswer) {
     test::ScratchDir dir;
     const std::vector<Event> ev = handBuiltEvents(50000, 3);
     const std::string base = writeTrace(dir.file("base.poolscope"), ev);
-    // Recomputes a row's row_crc as a writer would (a forger, not damage): only comparison
-    // with the chunk's own columns or events can tell.
-    auto forge = [](const std::string& path, const std::string& change) {
-        test::execSql(path, change);
-        sqlite3* db = nullptr;
-        ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-        sqlite3_stmt* st = nullptr;
-        ASSERT_EQ(sqlite3_prepare_v2(db,
-                                     "SELECT c.id,c.first_seq,c.last_seq,h.prev_last_seq,c.t_min,"
-                                     "c.t_max,c.count,c.kinds,c.codec,h.crc,length(data),"
-                                     "kind_counts FROM "
-                                     "event_chunks c JOIN chunk_headers h ON h.chunk = c.id",
-                                     -1, &st, nullptr),
-                  SQLITE_OK);
-        std::vector<std::pair<int64_t, uint32_t>> fixed;
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            auto u = [&](int c) { return uint64_t(sqlite3_column_int64(st, c)); };
-            const schema::ChunkHeader h{u(1), u(2), u(3), int64_t(u(4)), int64_t(u(5)), u(6),
-                                        u(7), int64_t(u(8))};
-            const std::string counts(static_cast<const char*>(sqlite3_column_blob(st, 11)),
-                                     size_t(sqlite3_column_bytes(st, 11)));
-            fixed.emplace_back(int64_t(u(0)),
-                               schema::chunkHeaderRowChecksum(h, uint32_t(u(9)), u(10), counts));
-        }
-        sqlite3_finalize(st);
-        for (const auto& [id, crc] : fixed)
-            sqlite3_exec(db, ("UPDATE chunk_headers SET row_crc = " + std::to_string(crc) +
-                              " WHERE chunk = " + std::to_string(id)).c_str(),
-                         nullptr, nullptr, nullptr);
-        sqlite3_close(db);
-    };
+    const auto forge = test::forgeChunkHeaders;
     struct Case {
         const char* name;
         std::string sql;

@@ -428,7 +428,7 @@ TEST(CsvExport, OneRowPerEventWithHumanAndRawColumns) {
     EXPECT_EQ(i, events.size());
 }
 
-std::string csvOf(const TraceReader& r, const view::EntityNames& names, int64_t t0, const StackTables& stacks,
+std::string csvOf(TraceReader& r, const view::EntityNames& names, int64_t t0, const StackTables& stacks,
                   const std::string& path) {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     EXPECT_TRUE(f);

@@ -208,6 +208,11 @@ public:
     // This reader's reads reuse `scan` (from sharedScan() of another reader) while the file's
     // size and modification time are those it was taken at; otherwise it is ignored.
     void adoptScan(std::shared_ptr<const SharedScan> scan);
+    // What `other`, a reader of the same trace that adopted this one's scan, found reading
+    // chunks (damaged data, chunk_headers rows their chunk contradicts), taken as this reader's
+    // own, in seq order as one read would have found them: a read split over several readers
+    // (ChunksInOrder.h) then reports its damage through damage() of the first.
+    void takeFindings(const TraceReader& other);
     // poolSummaries() without a copy (the window's range reads).
     Result<std::shared_ptr<const PoolSummaries>> poolSummariesShared() const;
     // What this reader's header scans read (tests, benchmarks): how many scans it made, and in

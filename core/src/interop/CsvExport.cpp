@@ -7,6 +7,7 @@
 
 #include <cinttypes>
 
+#include "poolscope/ChunksInOrder.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/EventText.h"
 #include "poolscope/TraceReader.h"
@@ -50,54 +51,57 @@ std::string eventsCsvHeader() {
            "details";
 }
 
-Status writeEventsCsv(const TraceReader& reader, const Timeline& tl, const StackTables& stacks,
-                      std::FILE* out) {
-    return writeEventsCsv(reader, view::EntityNames::fromTimeline(tl), tl.t0, stacks, out);
+Status writeEventsCsv(TraceReader& reader, const Timeline& tl, const StackTables& stacks,
+                      std::FILE* out, const ChunkTextOptions& threads) {
+    return writeEventsCsv(reader, view::EntityNames::fromTimeline(tl), tl.t0, stacks, out, threads);
 }
 
-Status writeEventsCsv(const TraceReader& reader, const view::EntityNames& names, int64_t t0,
-                      const StackTables& stacks, std::FILE* out) {
-    std::string buf = eventsCsvHeader() + "\n";
+Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64_t t0,
+                      const StackTables& stacks, std::FILE* out, const ChunkTextOptions& threads) {
     bool failed = false;
-    auto flush = [&] {
-        if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), out) != buf.size()) failed = true;
-        buf.clear();
+    auto write = [&](const std::string& text) {
+        if (!text.empty() && std::fwrite(text.data(), 1, text.size(), out) != text.size()) failed = true;
         return !failed && !std::ferror(out);
     };
-    Status st = reader.forEachEvent([&](const Event& e) {
-        const int64_t since = nsBetween(t0, e.tsNs);
-        const bool hasStream = e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
-                               e.kind == EventKind::EventRecord || e.kind == EventKind::StreamWaitEvent ||
-                               e.kind == EventKind::StreamSynchronize ||
-                               e.kind == EventKind::StreamCreate || e.kind == EventKind::StreamDestroy;
-        const bool wm = e.has(kHasWatermarks);
-        char num[64];
+    const Error writeFailed{ErrorCode::WriteFailed, "could not write the CSV"};
+    if (!write(eventsCsvHeader() + "\n")) return writeFailed;
+    // A row is its event's alone (the names and stacks are only read): the chunks are formatted
+    // on several threads (ChunksInOrder.h).
+    auto format = [&](const std::vector<Event>& chunk, std::string& buf) {
         std::string row;
-        row.reserve(256);
-        row += std::to_string(e.seq) + ',' + field(formatDuration(since)) + ',' + std::to_string(since) +
-               ',' + std::to_string(e.tsNs) + ',' + std::string(eventKindName(e.kind)) + ',' +
-               std::to_string(e.tid) + ',' + std::to_string(e.device) + ',';
-        row += (hasStream ? field(names.stream(e.stream)) : std::string()) + ',';
-        row += (hasStream ? view::EntityNames::hexHandle(e.stream) : std::string()) + ',';
-        row += (e.pool ? field(names.pool(e.pool)) : std::string()) + ',';
-        row += (e.pool ? view::EntityNames::hexHandle(e.pool) : std::string()) + ',';
-        row += (sizeIsBytes(e) ? field(formatBytes(e.size)) : std::string()) + ',';
-        std::snprintf(num, sizeof num, "%" PRIu64, e.size);
-        row += std::string(num) + ',';
-        row += (e.ptr ? view::EntityNames::hexHandle(e.ptr) : std::string()) + ',';
-        row += (e.result ? field(formatCuResult(e.result)) : std::string()) + ',' +
-               std::to_string(e.result) + ',';
-        row += (wm ? field(formatBytes(e.reserved)) + ',' + std::to_string(e.reserved) : std::string(",")) + ',';
-        row += (wm ? field(formatBytes(e.used)) + ',' + std::to_string(e.used) : std::string(",")) + ',';
-        row += (e.site ? field(analysis::siteText(stacks, e.site, 8)) : std::string()) + ',' +
-               std::to_string(e.site) + ',';
-        row += field(describeEvent(e));
-        buf += row;
-        buf += '\n';
-        return buf.size() < (1u << 20) || flush();
-    });
-    if (!st) return failed ? Error{ErrorCode::WriteFailed, "could not write the CSV"} : st;
-    if (!flush()) return Error{ErrorCode::WriteFailed, "could not write the CSV"};
+        for (const Event& e : chunk) {
+            const int64_t since = nsBetween(t0, e.tsNs);
+            const bool hasStream = e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
+                                   e.kind == EventKind::EventRecord || e.kind == EventKind::StreamWaitEvent ||
+                                   e.kind == EventKind::StreamSynchronize ||
+                                   e.kind == EventKind::StreamCreate || e.kind == EventKind::StreamDestroy;
+            const bool wm = e.has(kHasWatermarks);
+            char num[64];
+            row.clear();
+            row += std::to_string(e.seq) + ',' + field(formatDuration(since)) + ',' + std::to_string(since) +
+                   ',' + std::to_string(e.tsNs) + ',' + std::string(eventKindName(e.kind)) + ',' +
+                   std::to_string(e.tid) + ',' + std::to_string(e.device) + ',';
+            row += (hasStream ? field(names.stream(e.stream)) : std::string()) + ',';
+            row += (hasStream ? view::EntityNames::hexHandle(e.stream) : std::string()) + ',';
+            row += (e.pool ? field(names.pool(e.pool)) : std::string()) + ',';
+            row += (e.pool ? view::EntityNames::hexHandle(e.pool) : std::string()) + ',';
+            row += (sizeIsBytes(e) ? field(formatBytes(e.size)) : std::string()) + ',';
+            std::snprintf(num, sizeof num, "%" PRIu64, e.size);
+            row += std::string(num) + ',';
+            row += (e.ptr ? view::EntityNames::hexHandle(e.ptr) : std::string()) + ',';
+            row += (e.result ? field(formatCuResult(e.result)) : std::string()) + ',' +
+                   std::to_string(e.result) + ',';
+            row += (wm ? field(formatBytes(e.reserved)) + ',' + std::to_string(e.reserved) : std::string(",")) + ',';
+            row += (wm ? field(formatBytes(e.used)) + ',' + std::to_string(e.used) : std::string(",")) + ',';
+            row += (e.site ? field(analysis::siteText(stacks, e.site, 8)) : std::string()) + ',' +
+                   std::to_string(e.site) + ',';
+            row += field(describeEvent(e));
+            buf += row;
+            buf += '\n';
+        }
+    };
+    const Status st = formatChunksInOrder(reader, format, write, threads);
+    if (!st) return failed ? writeFailed : st;
     return {};
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "poolscope/ChunksInOrder.h"
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
 #include "poolscope/Result.h"
@@ -98,11 +99,12 @@ Status writePerfettoJsonStreaming(const std::vector<StreamInput>& inputs, std::F
 // details) next to the raw values (ns, handles, bytes). Reads the trace's events once and holds
 // one row at a time: names and t0 (the trace's first timestamp, events and samples) come from a
 // streaming pass (analysis/TraceReport.h), so that a trace of any size exports in bounded memory.
-Status writeEventsCsv(const TraceReader& reader, const view::EntityNames& names, int64_t t0,
-                      const StackTables& stacks, std::FILE* out);
+// The rows are formatted on `threads` (ChunksInOrder.h) where the reader skips damaged chunks.
+Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64_t t0,
+                      const StackTables& stacks, std::FILE* out, const ChunkTextOptions& threads = {});
 // The same, with the names and t0 of a finished Timeline.
-Status writeEventsCsv(const TraceReader& reader, const Timeline& timeline,
-                      const StackTables& stacks, std::FILE* out);
+Status writeEventsCsv(TraceReader& reader, const Timeline& timeline, const StackTables& stacks,
+                      std::FILE* out, const ChunkTextOptions& threads = {});
 
 // The CSV header line (without the newline), for tests and the docs.
 std::string eventsCsvHeader();

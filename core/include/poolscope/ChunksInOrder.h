@@ -1,0 +1,44 @@
+#pragma once
+// A trace's chunks turned into text on several threads, the text handed back in seq order
+// (issue #15). `dump` and the CSV export format each event on its own, without a replay, so
+// their work splits by chunk: each thread decodes and formats whole batches of chunks, and the
+// calling thread writes the batches in order. Each thread reads through a reader of its own (a
+// reader's SQLite connection belongs to one thread) that adopts the first reader's header scan;
+// what those readers find damaged is then reported by the first (TraceReader::takeFindings), as
+// if it had read every chunk itself.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "poolscope/Event.h"
+#include "poolscope/Result.h"
+
+namespace poolscope {
+
+class TraceReader;
+
+struct ChunkTextOptions {
+    // Formatting threads: 0 for one per CPU (at most kMaxThreads), 1 for the calling thread alone.
+    unsigned threads = 0;
+    // Consecutive chunks a thread formats before handing their text on (a few MB of text each).
+    size_t chunksPerBatch = 2;
+    static constexpr unsigned kMaxThreads = 16;
+};
+
+// What reader.forEachChunk with format then write, chunk by chunk, would do: the same text to
+// write in the same order, the same status, and afterwards the same reader.damage(). format
+// appends one chunk's text to `out`; it runs on the threads at once, so it may only read what it
+// shares. write gets the text on the calling thread, a batch at a time (false stops the read:
+// ErrorCode::Cancelled). At most 2 batches per thread are held at once.
+//
+// The threads are used for a reader of a file that skips damaged chunks (setSkipDamaged), with
+// at least two chunks; otherwise, or where threads 1 is asked for, everything runs on the
+// calling thread. The reader is set to reuse its header scan (setReuseHeaderScan).
+Status formatChunksInOrder(TraceReader& reader,
+                           const std::function<void(const std::vector<Event>& chunk, std::string& out)>& format,
+                           const std::function<bool(const std::string& text)>& write,
+                           const ChunkTextOptions& options = {});
+
+} // namespace poolscope

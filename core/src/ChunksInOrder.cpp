@@ -1,0 +1,238 @@
+// A trace's chunks formatted on several threads, written in seq order (ChunksInOrder.h).
+#include "poolscope/ChunksInOrder.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "ChunkScan.h"
+#include "poolscope/TraceReader.h"
+
+namespace poolscope {
+
+void TraceReader::takeFindings(const TraceReader& other) {
+    if (&other == this) return;
+    std::map<int64_t, TraceDamage> damage;
+    std::vector<int64_t> lies;
+    {
+        std::lock_guard lock(other.mutex_);
+        damage = other.chunkDamage_;
+        lies = other.copyLies_;
+    }
+    if (!lies.empty()) distrustCopy_ = true;
+    std::lock_guard lock(mutex_);
+    for (auto& [id, d] : damage) chunkDamage_.emplace(id, std::move(d));
+    for (int64_t id : lies)
+        if (std::find(copyLies_.begin(), copyLies_.end(), id) == copyLies_.end()) copyLies_.push_back(id);
+    // The first lie is the one named: the first in seq order, as one read finds them.
+    if (index_ && copyLies_.size() > 1) {
+        std::unordered_map<int64_t, size_t> position;
+        for (size_t i = 0; i < index_->chunks.size(); ++i) position.emplace(index_->chunks[i].id, i);
+        auto at = [&](int64_t id) {
+            auto it = position.find(id);
+            return it == position.end() ? std::numeric_limits<size_t>::max() : it->second;
+        };
+        std::stable_sort(copyLies_.begin(), copyLies_.end(),
+                         [&](int64_t a, int64_t b) { return at(a) < at(b); });
+    }
+}
+
+namespace {
+
+// The batches' meeting place: each thread hands in its batches' text; the calling thread takes
+// them in order. A thread that fails says at which batch (the one its failing chunk is in) and
+// what text of that batch came before the failure.
+struct Exchange {
+    std::mutex m;
+    std::condition_variable changed;
+    size_t written = 0;                  // batches taken by the calling thread
+    std::map<size_t, std::string> ready; // batch -> its text
+    size_t failAt = std::numeric_limits<size_t>::max();
+    std::string failText;
+    Error failError;
+    bool stop = false;
+
+    void hand(size_t batch, std::string text) {
+        {
+            std::lock_guard lk(m);
+            ready.emplace(batch, std::move(text));
+        }
+        changed.notify_all();
+    }
+    void fail(size_t batch, std::string text, Error e) {
+        {
+            std::lock_guard lk(m);
+            if (batch < failAt) {
+                failAt = batch;
+                failText = std::move(text);
+                failError = std::move(e);
+            }
+        }
+        changed.notify_all();
+    }
+    // Until the batch may be started (at most `window` batches past the written ones); false
+    // once the read stops.
+    bool waitTurn(size_t batch, size_t window) {
+        std::unique_lock lk(m);
+        changed.wait(lk, [&] { return stop || batch < written + window; });
+        return !stop;
+    }
+    bool stopped() {
+        std::lock_guard lk(m);
+        return stop;
+    }
+};
+
+Status sequential(const TraceReader& reader,
+                  const std::function<void(const std::vector<Event>&, std::string&)>& format,
+                  const std::function<bool(const std::string&)>& write) {
+    std::string text;
+    return reader.forEachChunk([&](std::vector<Event>& chunk) {
+        text.clear();
+        format(chunk, text);
+        return write(text);
+    });
+}
+
+} // namespace
+
+Status formatChunksInOrder(TraceReader& reader,
+                           const std::function<void(const std::vector<Event>&, std::string&)>& format,
+                           const std::function<bool(const std::string&)>& write,
+                           const ChunkTextOptions& options) {
+    unsigned n = options.threads;
+    if (n == 0) n = std::min(std::max(1u, std::thread::hardware_concurrency()), ChunkTextOptions::kMaxThreads);
+    // A strict read stops at the first damaged chunk; the threads' reads skip them.
+    if (n <= 1 || !reader.skipDamaged()) return sequential(reader, format, write);
+    reader.setReuseHeaderScan(true);
+    auto headersRead = reader.chunkHeaders();
+    if (!headersRead) return headersRead.error();
+    const std::vector<ChunkHeaderInfo>& headers = *headersRead;
+    // No scan to share: an image in memory, a live trace (its rows change).
+    std::shared_ptr<const TraceReader::SharedScan> scan = reader.sharedScan();
+    if (!scan || headers.size() < 2) return sequential(reader, format, write);
+
+    const size_t per = std::max<size_t>(1, options.chunksPerBatch);
+    const size_t batches = (headers.size() + per - 1) / per;
+    n = static_cast<unsigned>(std::min<size_t>(n, batches));
+    const size_t window = 2 * size_t{n};
+    Exchange ex;
+    std::vector<std::unique_ptr<TraceReader>> readers(n);
+
+    // Thread w formats batches w, w + n, w + 2n, ...
+    auto work = [&](unsigned w) {
+        auto opened = TraceReader::open(reader.path());
+        if (!opened) {
+            ex.fail(w, {}, opened.error());
+            return;
+        }
+        TraceReader& r = **opened;
+        r.setSkipDamaged(true);
+        r.adoptScan(scan);
+        std::vector<int64_t> ids;
+        std::vector<size_t> positions; // into headers, of ids
+        std::vector<size_t> mine;      // this thread's batches, in order
+        for (size_t b = w; b < batches; b += n) {
+            mine.push_back(b);
+            for (size_t i = b * per; i < std::min(headers.size(), (b + 1) * per); ++i) {
+                ids.push_back(headers[i].id);
+                positions.push_back(i);
+            }
+        }
+        size_t next = 0;  // into positions: the first chunk not handed to format yet
+        size_t mi = 0;    // into mine: the batch being formatted
+        bool started = false;
+        std::string text;
+        // A chunk is told by its first event, whose seq its header gives (a chunk whose events
+        // disagree with its header is damaged, and skipped). Damaged ones are not handed over.
+        const Status st = r.forEachChunkById(ids, [&](std::vector<Event>& chunk) {
+            if (!chunk.empty())
+                while (next < positions.size() && headers[positions[next]].firstSeq != chunk.front().seq) ++next;
+            const size_t batch = (next < positions.size() ? positions[next] : positions.back()) / per;
+            while (mine[mi] < batch) {
+                ex.hand(mine[mi++], std::move(text));
+                text.clear();
+                started = false;
+            }
+            if (!started) {
+                if (!ex.waitTurn(batch, window)) return false;
+                started = true;
+            }
+            format(chunk, text);
+            ++next;
+            return !ex.stopped();
+        });
+        if (st) {
+            for (; mi < mine.size(); ++mi) {
+                ex.hand(mine[mi], std::move(text));
+                text.clear();
+            }
+        } else {
+            // The failing chunk is at or after the next one not handed over; where every chunk
+            // was, the failure follows them all.
+            const size_t failBatch = next < positions.size() ? positions[next] / per : batches;
+            while (mi < mine.size() && mine[mi] < failBatch) {
+                ex.hand(mine[mi++], std::move(text));
+                text.clear();
+            }
+            ex.fail(failBatch, mi < mine.size() && mine[mi] == failBatch ? std::move(text) : std::string(),
+                    st.error());
+        }
+        readers[w] = std::move(*opened);
+    };
+
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    Status result;
+    try {
+        for (unsigned w = 0; w < n; ++w) threads.emplace_back(work, w);
+    } catch (const std::system_error&) {
+        // No thread could be started for some: those batches are never formatted.
+        {
+            std::lock_guard lk(ex.m);
+            ex.stop = true;
+        }
+        ex.changed.notify_all();
+        for (std::thread& t : threads) t.join();
+        return sequential(reader, format, write);
+    }
+    for (size_t b = 0; b < batches; ++b) {
+        std::unique_lock lk(ex.m);
+        ex.changed.wait(lk, [&] { return ex.ready.count(b) || ex.failAt <= b; });
+        auto it = ex.ready.find(b);
+        if (it == ex.ready.end()) {
+            const std::string text = std::move(ex.failText);
+            result = ex.failError;
+            lk.unlock();
+            if (!text.empty() && !write(text)) result = Error{ErrorCode::Cancelled, "cancelled"};
+            break;
+        }
+        const std::string text = std::move(it->second);
+        ex.ready.erase(it);
+        ex.written = b + 1;
+        lk.unlock();
+        ex.changed.notify_all();
+        if (!write(text)) {
+            result = Error{ErrorCode::Cancelled, "cancelled"};
+            break;
+        }
+    }
+    {
+        std::lock_guard lk(ex.m);
+        ex.stop = true;
+    }
+    ex.changed.notify_all();
+    for (std::thread& t : threads) t.join();
+    // Every batch written: a thread may still have failed after its last chunk.
+    if (result && ex.failAt == batches) result = ex.failError;
+    for (const auto& r : readers)
+        if (r) reader.takeFindings(*r);
+    return result;
+}
+
+} // namespace poolscope

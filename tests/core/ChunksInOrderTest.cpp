@@ -1,0 +1,279 @@
+// formatChunksInOrder (ChunksInOrder.h): chunks formatted on several threads give what one read
+// on the calling thread gives (the text, in order; the status; the damage the reader reports
+// afterwards), on intact traces and on traces damaged by hand in the ways a read finds.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <random>
+#include <set>
+#include <span>
+#include <thread>
+
+#include "TestTraces.h"
+#include "poolscope/ChunksInOrder.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/TraceWriter.h"
+#include "poolscope/analysis/TraceReport.h"
+#include "poolscope/interop/Export.h"
+
+namespace poolscope {
+namespace {
+
+// Allocations and frees on a few streams, committed unevenly so that chunks differ in size.
+std::string writeTrace(const std::string& path, size_t n) {
+    std::mt19937_64 rng(7);
+    test::Events ev;
+    std::vector<uint64_t> live;
+    uint64_t nextPtr = 0x7f4000000000;
+    int64_t ts = 1'000'000'000;
+    for (size_t i = 0; i < n; ++i) {
+        ts += 50 + int64_t(rng() % 400);
+        const uint64_t stream = 0x7000 + 0x100 * (rng() % 3);
+        if (live.empty() || rng() % 2) {
+            live.push_back(nextPtr += 0x1000 * (1 + rng() % 64));
+            ev.alloc(ts, stream, 0x55aa00, live.back(), 1 + rng() % (1u << 20));
+        } else {
+            const size_t k = rng() % live.size();
+            ev.free(ts, stream, 0x55aa00, live[k]);
+            live[k] = live.back();
+            live.pop_back();
+        }
+    }
+    WriterOptions o;
+    o.wal = false;
+    o.synchronousOff = true;
+    auto w = TraceWriter::create(path, o);
+    EXPECT_TRUE(w) << (w ? "" : w.error().message);
+    if (!w) return path;
+    const std::vector<Event>& all = ev.all();
+    for (size_t i = 0; i < all.size();) {
+        const size_t k = std::min(all.size() - i, size_t(2500 + i % 5000));
+        EXPECT_TRUE((*w)->append(std::span<const Event>(all.data() + i, k)));
+        EXPECT_TRUE((*w)->commit());
+        i += k;
+    }
+    EXPECT_TRUE((*w)->close());
+    return path;
+}
+
+struct Outcome {
+    std::string text;
+    bool ok = false;
+    ErrorCode code = ErrorCode::Io;
+    std::string damage;
+    size_t formatThreads = 0;
+    std::vector<size_t> writes; // each write's length
+};
+
+// One read of `path`: each event's seq, time and kind as a line. stopAfter: write says stop
+// after that many batches.
+Outcome read(const std::string& path, unsigned threads, size_t perBatch, bool skip = true,
+             size_t stopAfter = SIZE_MAX) {
+    Outcome out;
+    auto r = TraceReader::open(path);
+    EXPECT_TRUE(r) << (r ? "" : r.error().message);
+    if (!r) return out;
+    (*r)->setSkipDamaged(skip);
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    ChunkTextOptions o;
+    o.threads = threads;
+    o.chunksPerBatch = perBatch;
+    const Status st = formatChunksInOrder(
+        **r,
+        [&](const std::vector<Event>& chunk, std::string& text) {
+            {
+                std::lock_guard lk(m);
+                ids.insert(std::this_thread::get_id());
+            }
+            for (const Event& e : chunk)
+                text += std::to_string(e.seq) + " " + std::to_string(e.tsNs) + " " +
+                        std::to_string(int(e.kind)) + "\n";
+        },
+        [&](const std::string& text) {
+            out.text += text;
+            out.writes.push_back(text.size());
+            return out.writes.size() < stopAfter;
+        },
+        o);
+    out.ok = static_cast<bool>(st);
+    if (!st) out.code = st.error().code;
+    for (const TraceDamage& d : (*r)->damage())
+        out.damage += d.what + " [" + std::to_string(d.events) + "]\n";
+    out.formatThreads = ids.size();
+    return out;
+}
+
+void expectSame(const Outcome& a, const Outcome& ref) {
+    EXPECT_EQ(a.ok, ref.ok);
+    if (!a.ok && !ref.ok) {
+        EXPECT_EQ(int(a.code), int(ref.code));
+    }
+    EXPECT_EQ(a.text.size(), ref.text.size());
+    EXPECT_TRUE(a.text == ref.text) << "the text differs";
+    EXPECT_EQ(a.damage, ref.damage);
+}
+
+TEST(ChunksInOrder, ThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces) {
+    test::ScratchDir dir;
+    const std::string base = writeTrace(dir.file("base.poolscope"), 90000);
+    struct Case {
+        const char* name;
+        std::string sql;
+        bool forged; // chunk_headers rows re-signed: a lie only the chunk's read finds
+    };
+    const std::vector<Case> cases = {
+        {"intact", "", false},
+        {"a byte of two chunks' data flipped",
+         "UPDATE event_chunks SET data = CAST(substr(data,1,99) || CASE WHEN substr(data,100,1) = "
+         "x'5a' THEN x'a5' ELSE x'5a' END || substr(data,101) AS BLOB) WHERE id IN (2, 9)",
+         false},
+        {"a row deleted", "DELETE FROM event_chunks WHERE id = 4", false},
+        {"a row duplicated",
+         "INSERT INTO event_chunks(first_seq,last_seq,t_min,t_max,count,kinds,codec,data,"
+         "prev_last_seq,crc) SELECT first_seq,last_seq,t_min,t_max,count,kinds,codec,data,"
+         "prev_last_seq,crc FROM event_chunks WHERE id = 3",
+         false},
+        {"rows reordered",
+         "UPDATE event_chunks SET id = 100 WHERE id = 1; UPDATE event_chunks SET id = 1 WHERE "
+         "id = 6; UPDATE event_chunks SET id = 6 WHERE id = 100;",
+         false},
+        {"a chunk's own crc changed", "UPDATE event_chunks SET crc = -1 WHERE id = 5", false},
+        {"header copies lying about three chunks",
+         "UPDATE chunk_headers SET crc = (crc | 1) - (crc & 1) WHERE chunk IN (3, 8, 14)", true},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.name);
+        const std::string path = dir.file("t.poolscope");
+        std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
+        if (c.forged) test::forgeChunkHeaders(path, c.sql);
+        else if (!c.sql.empty()) test::execSql(path, c.sql);
+        const Outcome ref = read(path, 1, 2);
+        ASSERT_TRUE(ref.ok);
+        EXPECT_EQ(ref.formatThreads, 1u);
+        if (std::string(c.name) == "intact") {
+            EXPECT_EQ(ref.damage, "");
+            EXPECT_EQ(size_t(std::count(ref.text.begin(), ref.text.end(), '\n')), 90000u);
+        } else {
+            EXPECT_NE(ref.damage, "") << "the damage must be one a read finds";
+        }
+        for (unsigned threads : {2u, 3u, 4u, 8u})
+            for (size_t per : {size_t(1), size_t(2), size_t(5)}) {
+                SCOPED_TRACE("threads " + std::to_string(threads) + ", chunks per batch " +
+                             std::to_string(per));
+                const Outcome got = read(path, threads, per);
+                expectSame(got, ref);
+                EXPECT_GT(got.formatThreads, 1u) << "the threads were not used";
+            }
+    }
+}
+
+TEST(ChunksInOrder, AWriteThatStopsStopsTheThreadsAfterThatBatch) {
+    test::ScratchDir dir;
+    const std::string path = writeTrace(dir.file("t.poolscope"), 60000);
+    const Outcome whole = read(path, 1, 1);
+    for (unsigned threads : {1u, 2u, 4u})
+        for (size_t stop : {size_t(1), size_t(3), size_t(7)}) {
+            SCOPED_TRACE("threads " + std::to_string(threads) + ", stop after " + std::to_string(stop));
+            const Outcome got = read(path, threads, 1, true, stop);
+            EXPECT_FALSE(got.ok);
+            EXPECT_EQ(int(got.code), int(ErrorCode::Cancelled));
+            // The first `stop` chunks' text (a batch is a chunk here), nothing after it.
+            size_t at = 0;
+            for (size_t i = 0; i < stop; ++i) at += whole.writes.at(i);
+            EXPECT_TRUE(got.text == whole.text.substr(0, at));
+        }
+}
+
+TEST(ChunksInOrder, StrictReadersAndImagesAreReadOnTheCallingThread) {
+    test::ScratchDir dir;
+    const std::string base = writeTrace(dir.file("t.poolscope"), 40000);
+    // A strict reader stops at the first damaged chunk, after the text of those before it.
+    const std::string damaged = dir.file("d.poolscope");
+    std::filesystem::copy_file(base, damaged);
+    test::execSql(damaged, "UPDATE event_chunks SET crc = -1 WHERE id = 4");
+    const Outcome strictRef = read(damaged, 1, 1, false);
+    EXPECT_FALSE(strictRef.ok);
+    EXPECT_EQ(int(strictRef.code), int(ErrorCode::Corrupt));
+    EXPECT_NE(strictRef.text, "");
+    const Outcome strict = read(damaged, 4, 1, false);
+    expectSame(strict, strictRef);
+    EXPECT_EQ(strict.formatThreads, 1u);
+
+    // A trace held in memory has no file for the threads' readers.
+    std::ifstream in(base, std::ios::binary);
+    const std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto r = TraceReader::openImage(image, "image");
+    ASSERT_TRUE(r);
+    (*r)->setSkipDamaged(true);
+    std::string text;
+    ChunkTextOptions o;
+    o.threads = 4;
+    ASSERT_TRUE(formatChunksInOrder(
+        **r,
+        [](const std::vector<Event>& chunk, std::string& t) {
+            for (const Event& e : chunk)
+                t += std::to_string(e.seq) + " " + std::to_string(e.tsNs) + " " +
+                     std::to_string(int(e.kind)) + "\n";
+        },
+        [&](const std::string& t) {
+            text += t;
+            return true;
+        },
+        o));
+    EXPECT_TRUE(text == read(base, 1, 1).text);
+}
+
+
+std::string readFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The two users as a user runs them: `dump` (each format, with names and samples) prints the
+// same bytes and warnings, and exits the same, on any number of threads, and the CSV export
+// writes the same file; on a trace with two damaged chunks among 20-odd.
+TEST(ChunksInOrder, DumpAndTheCsvExportAreTheSameOnAnyNumberOfThreads) {
+    test::ScratchDir dir;
+    const std::string path = writeTrace(dir.file("t.poolscope"), 90000);
+    test::execSql(path, "UPDATE event_chunks SET crc = -1 WHERE id IN (3, 11)");
+    for (const std::string opts : {"", " --names --samples", " --format csv --names"}) {
+        SCOPED_TRACE("dump" + opts);
+        const auto one = test::runCli("dump --threads 1" + opts + " " + path);
+        EXPECT_EQ(one.exitCode, exitCodeFor(ErrorCode::Corrupt)) << "damage is a warning and its exit code";
+        EXPECT_NE(one.output.find("is damaged"), std::string::npos);
+        EXPECT_GT(std::count(one.output.begin(), one.output.end(), '\n'), 80000);
+        for (const char* threads : {"2", "5"}) {
+            const auto many = test::runCli(std::string("dump --threads ") + threads + opts + " " + path);
+            EXPECT_EQ(many.exitCode, one.exitCode);
+            EXPECT_TRUE(many.output == one.output) << "the output differs on " << threads << " threads";
+        }
+    }
+    auto r = TraceReader::open(path);
+    ASSERT_TRUE(r);
+    (*r)->setSkipDamaged(true);
+    TraceReportOptions o;
+    o.report.topN = 0;
+    o.advice = false;
+    auto pass = reportTrace(**r, o);
+    ASSERT_TRUE(pass);
+    std::string csv[2];
+    for (unsigned threads : {1u, 4u}) {
+        const std::string file = dir.file("t" + std::to_string(threads) + ".csv");
+        std::FILE* f = std::fopen(file.c_str(), "wb");
+        ASSERT_TRUE(f);
+        ChunkTextOptions t;
+        t.threads = threads;
+        EXPECT_TRUE(interop::writeEventsCsv(**r, pass->report.names, pass->report.t0, StackTables{}, f, t));
+        std::fclose(f);
+        csv[threads == 1 ? 0 : 1] = readFile(file);
+    }
+    EXPECT_GT(csv[0].size(), 1000000u);
+    EXPECT_TRUE(csv[0] == csv[1]) << "the CSV differs on 4 threads";
+}
+
+} // namespace
+} // namespace poolscope
