@@ -14,6 +14,7 @@
 #include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/ChunksInOrder.h"
+#include "poolscope/EventCsv.h"
 #include "poolscope/Event.h"
 #include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
@@ -46,15 +47,10 @@ Names namesOf(const view::EntityNames& n, const Event& e) {
     return {n.stream(e.stream), e.pool ? n.pool(e.pool) : std::string()};
 }
 
-// RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes doubled.
 std::string csvField(const std::string& s) {
-    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) {
-        if (c == '"') q += '"';
-        q += c;
-    }
-    return q + '"';
+    std::string out;
+    appendCsvField(out, s);
+    return out;
 }
 
 // Always quoted: names hold spaces and parentheses, and scripts split on the quotes.
@@ -67,16 +63,6 @@ std::string csvQuoted(const std::string& s) {
     return out + "\"";
 }
 
-std::string csvRow(const Event& e) {
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "%" PRIu64 ",%" PRId64 ",%s,%u,%u,%d,%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                  ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",%u",
-                  e.seq, e.tsNs, std::string(eventKindName(e.kind)).c_str(), e.variant, e.tid,
-                  e.device, e.correlation, e.result, e.stream, e.pool, e.ptr, e.size, e.aux,
-                  e.attr, e.flags, e.reserved, e.used, e.site);
-    return buf + ("," + csvField(describeEvent(e)));
-}
 
 // `dump --stacks`: one JSON line per site (id, nvtx path, frames innermost first), or CSV rows
 // site,depth,kind,frame. Names where the binaries are found here (the trace's own symbols
@@ -153,7 +139,7 @@ int runDump(const DumpOptions& o) {
     auto format = [&](const std::vector<Event>& events, std::string& out) {
         for (const Event& e : events) {
             if (csv) {
-                out += csvRow(e);
+                appendEventCsv(out, e);
                 if (o.names) {
                     const Names n = namesOf(names, e);
                     out += "," + csvQuoted(n.stream) + "," + csvQuoted(n.pool);

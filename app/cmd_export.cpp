@@ -23,6 +23,7 @@ struct ExportOptions {
     std::vector<std::string> traces;
     std::string format = "perfetto";
     std::string output;
+    unsigned threads = 0; // csv: formatting threads (0: one per CPU)
 };
 
 // The output file, or stdout for "-"; a failed export removes what it wrote (a regular file).
@@ -56,7 +57,7 @@ private:
 
 // CSV rows need only the names and the trace's first timestamp, which a streaming pass gives
 // (as for `dump --names`): no Timeline, so the export's memory does not grow with the trace.
-int runCsvExport(const std::string& trace, const std::string& output) {
+int runCsvExport(const std::string& trace, const std::string& output, unsigned threads) {
     int exitCode = 0;
     auto reader = openTraceOrReport(trace, exitCode);
     if (!reader) return exitCode;
@@ -81,7 +82,10 @@ int runCsvExport(const std::string& trace, const std::string& output) {
         std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", output.c_str(), out.error().c_str());
         return exitCodeFor(ErrorCode::WriteFailed);
     }
-    Status st = interop::writeEventsCsv(*reader, pass->report.names, pass->report.t0, *stacks, out.file());
+    ChunkTextOptions formatting;
+    formatting.threads = threads;
+    Status st = interop::writeEventsCsv(*reader, pass->report.names, pass->report.t0, *stacks, out.file(),
+                                        formatting);
     if (!st) {
         reportError(st.error(), exitCode);
         return exitCode;
@@ -101,7 +105,7 @@ int runExport(const ExportOptions& o) {
         return exitCodeFor(ErrorCode::InvalidArgument);
     }
     if (outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
-    if (o.format == "csv") return runCsvExport(o.traces[0], o.output);
+    if (o.format == "csv") return runCsvExport(o.traces[0], o.output, o.threads);
     // Each trace is read twice, never held whole (interop::writePerfettoJsonStreaming): its
     // first pass also finds the names.
     std::vector<std::unique_ptr<TraceReader>> readers;
@@ -185,6 +189,7 @@ void registerExport(CLI::App& app, int& exitCode) {
                     "raw columns")
         ->check(CLI::IsMember({"perfetto", "csv"}));
     sub->add_option("-o,--output", o->output, "the file to write ('-' for standard output)")->required();
+    sub->add_option("--threads", o->threads)->group("")->check(CLI::Range(0, 64));
     sub->callback([o, &exitCode] { exitCode = runExport(*o); });
 }
 

@@ -3,12 +3,15 @@
 // of every field and on names holding what JSON must escape.
 #include <gtest/gtest.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "poolscope/EventCsv.h"
 #include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
 #include "poolscope/JsonText.h"
@@ -98,6 +101,64 @@ TEST(EventJson, FieldsAtTheirLimitsAndEveryKind) {
             EXPECT_EQ(direct(e, &s, &p), viaNlohmann(e, &s, &p)) << "kind " << kind;
         }
     }
+}
+
+// `dump --format csv`'s row against the snprintf row it replaced, on the same events at the
+// limits of every field.
+std::string viaPrintf(const Event& e) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%" PRIu64 ",%" PRId64 ",%s,%u,%u,%d,%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                  ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",%u,",
+                  e.seq, e.tsNs, std::string(eventKindName(e.kind)).c_str(), e.variant, e.tid,
+                  e.device, e.correlation, e.result, e.stream, e.pool, e.ptr, e.size, e.aux,
+                  e.attr, e.flags, e.reserved, e.used, e.site);
+    std::string details = describeEvent(e), quoted = details;
+    if (details.find_first_of(",\"\r\n") != std::string::npos) {
+        quoted = "\"";
+        for (char c : details) {
+            if (c == '"') quoted += '"';
+            quoted += c;
+        }
+        quoted += '"';
+    }
+    return buf + quoted;
+}
+
+TEST(EventCsv, FieldsAtTheirLimitsAndEveryKindAreThePrintfRow) {
+    std::mt19937_64 rng(11);
+    size_t quoted = 0;
+    for (int kind = 0; kind < 64; ++kind) {
+        for (int round = 0; round < 40; ++round) {
+            Event e;
+            auto pick = [&](uint64_t lo, uint64_t hi) { return (rng() & 1) ? lo : hi; };
+            e.seq = pick(0, std::numeric_limits<uint64_t>::max());
+            e.tsNs = (rng() & 1) ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+            if (round % 3 == 0) e.tsNs = static_cast<int64_t>(rng());
+            e.stream = rng();
+            e.pool = round % 4 ? rng() : 0;
+            e.ptr = rng();
+            e.size = pick(0, rng());
+            e.aux = rng();
+            e.reserved = rng();
+            e.used = pick(std::numeric_limits<uint64_t>::max(), 0);
+            e.tid = static_cast<uint32_t>(rng());
+            e.correlation = static_cast<uint32_t>(rng());
+            e.result = static_cast<int32_t>(rng());
+            e.device = static_cast<int16_t>(rng());
+            if (round % 5 == 0) e.device = std::numeric_limits<int16_t>::min();
+            e.kind = static_cast<EventKind>(kind);
+            e.variant = static_cast<uint8_t>(rng());
+            e.attr = static_cast<uint16_t>(rng());
+            e.flags = static_cast<uint8_t>(rng());
+            e.site = static_cast<uint32_t>(rng());
+            std::string row;
+            appendEventCsv(row, e);
+            EXPECT_EQ(row, viaPrintf(e)) << "kind " << kind;
+            quoted += row.back() == '"';
+        }
+    }
+    EXPECT_GT(quoted, 0u) << "some details need quoting";
 }
 
 TEST(EventJson, NamesNeedingEscapesAreEscapedAsNlohmannDoes) {

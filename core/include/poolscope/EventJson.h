@@ -25,7 +25,7 @@ void appendJsonString(std::string& out, std::string_view s);
 template <class T> void appendNumber(std::string& out, T v) {
     char buf[24];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, r.ptr);
+    out.append(buf, static_cast<size_t>(r.ptr - buf)); // an iterator pair would go through replace()
 }
 
 } // namespace poolscope

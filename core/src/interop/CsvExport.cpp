@@ -8,6 +8,7 @@
 #include <cinttypes>
 
 #include "poolscope/ChunksInOrder.h"
+#include "poolscope/EventCsv.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/EventText.h"
 #include "poolscope/TraceReader.h"
@@ -19,15 +20,10 @@ namespace poolscope::interop {
 
 namespace {
 
-// RFC 4180: quoted when it holds a comma, a quote or a line break; quotes doubled.
 std::string field(const std::string& s) {
-    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) {
-        if (c == '"') q += '"';
-        q += c;
-    }
-    return q + '"';
+    std::string out;
+    appendCsvField(out, s);
+    return out;
 }
 
 // Whether Event::size holds bytes for this event (else it is the kind's value: an attribute's

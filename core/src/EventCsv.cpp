@@ -1,0 +1,48 @@
+#include "poolscope/EventCsv.h"
+
+#include "poolscope/EventJson.h"
+#include "poolscope/EventText.h"
+
+namespace poolscope {
+
+void appendCsvField(std::string& out, std::string_view s) {
+    if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+        out += s;
+        return;
+    }
+    out += '"';
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    out += '"';
+}
+
+void appendEventCsv(std::string& out, const Event& e) {
+    auto num = [&](auto v) {
+        appendNumber(out, v);
+        out += ',';
+    };
+    num(e.seq);
+    num(e.tsNs);
+    out += eventKindName(e.kind);
+    out += ',';
+    num(unsigned(e.variant));
+    num(unsigned(e.tid));
+    num(int(e.device));
+    num(unsigned(e.correlation));
+    num(int(e.result));
+    num(uint64_t(e.stream));
+    num(uint64_t(e.pool));
+    num(uint64_t(e.ptr));
+    num(uint64_t(e.size));
+    num(uint64_t(e.aux));
+    num(unsigned(e.attr));
+    num(unsigned(e.flags));
+    num(uint64_t(e.reserved));
+    num(uint64_t(e.used));
+    num(unsigned(e.site));
+    appendCsvField(out, describeEvent(e));
+}
+
+} // namespace poolscope
