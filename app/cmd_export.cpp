@@ -62,10 +62,7 @@ int runCsvExport(const std::string& trace, const std::string& output, unsigned t
     auto reader = openTraceOrReport(trace, exitCode);
     if (!reader) return exitCode;
     reader->setSkipDamaged(true);
-    TraceReportOptions ro;
-    ro.report.topN = 0;
-    ro.advice = false;
-    auto pass = reportTrace(*reader, ro);
+    auto pass = traceNamesAndStart(*reader);
     if (!pass) {
         (void)warnDamage(*reader);
         reportError(pass.error(), exitCode);
@@ -84,7 +81,7 @@ int runCsvExport(const std::string& trace, const std::string& output, unsigned t
     }
     ChunkTextOptions formatting;
     formatting.threads = threads;
-    Status st = interop::writeEventsCsv(*reader, pass->report.names, pass->report.t0, *stacks, out.file(),
+    Status st = interop::writeEventsCsv(*reader, pass->names, pass->t0, *stacks, out.file(),
                                         formatting);
     if (!st) {
         reportError(st.error(), exitCode);

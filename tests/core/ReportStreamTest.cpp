@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "../../core/src/analysis/ReplayThread.h"
@@ -53,6 +54,22 @@ std::string sitesText(const std::vector<analysis::PoolSites>& pools) {
 }
 
 // Both ways, compared; returns the streamed one.
+// Every pool's and stream's name: those of the entity tables and those the events name.
+std::string namesText(const TraceReader& r, const view::EntityNames& names) {
+    std::set<uint64_t> pools, streams;
+    if (auto p = r.pools()) for (const PoolInfo& i : *p) pools.insert(i.handle);
+    if (auto st = r.streams()) for (const StreamInfo& i : *st) streams.insert(i.handle);
+    EXPECT_TRUE(r.forEachEvent([&](const Event& e) {
+        pools.insert(e.pool);
+        streams.insert(e.stream);
+        return true;
+    }));
+    std::string out;
+    for (uint64_t h : pools) out += "pool " + std::to_string(h) + ": " + names.pool(h) + "\n";
+    for (uint64_t h : streams) out += "stream " + std::to_string(h) + ": " + names.stream(h) + "\n";
+    return out;
+}
+
 TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     SCOPED_TRACE(path + " --top " + std::to_string(topN) + " --top-sites " + std::to_string(topSites));
     auto reader = TraceReader::open(path);
@@ -88,6 +105,13 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     const std::string oj = reportToJson(old->report), nj = reportToJson(now->report);
     EXPECT_TRUE(oj == nj) << firstDifference(oj, nj);
     EXPECT_EQ(sitesText(old->sites), sitesText(now->sites));
+    // The names-only pass (dump --names, export --format csv) gives the report's names and t0.
+    auto names = traceNamesAndStart(**reader);
+    EXPECT_TRUE(names);
+    if (names) {
+        EXPECT_EQ(names->t0, now->report.t0);
+        EXPECT_EQ(namesText(**reader, names->names), namesText(**reader, now->report.names));
+    }
     return std::move(*now);
 }
 
@@ -571,6 +595,33 @@ TEST(ReportStream, DisorderlyTracesMatch) {
         EXPECT_GT(r.report.deviceSyncsDuringPoolWork, 0u);
     }
 }
+
+// Hand-built (not a recording): streams whose lanes only a wait or a failure gives, numbered
+// before the stream that allocates (lower handles). Stream 0x10 only waits on an event recorded
+// on 0x20; stream 0x18 only fails; pool 0xA00 only reserves (in its samples). The names-only
+// pass must number them as the report does (a stream without a lane is numbered after those
+// with one).
+TEST(ReportStream, HandBuiltLanesOfWaitsAndFailuresAreNamedByTheNamesPass) {
+    test::ScratchDir dir;
+    test::Events ev;
+    test::Events::wm(ev.alloc(100, 0x20, 0xB00, 0x1000, 4 * MiB), 32 * MiB, 4 * MiB);
+    Event& rec = ev.add(EventKind::EventRecord, 200);
+    rec.stream = 0x20;
+    rec.ptr = 0xE1;
+    Event& wait = ev.add(EventKind::StreamWaitEvent, 300);
+    wait.stream = 0x10;
+    wait.ptr = 0xE1;
+    Event& failed = ev.alloc(400, 0x18, 0xB00, 0, 64 * MiB);
+    failed.result = 2; // out of memory
+    std::vector<Event> samples = {ev.sample(150, 0xA00, 2 * MiB, 0, 0, 0),
+                                  ev.sample(350, 0xA00, 0, 0, 2 * MiB, 0)};
+    const std::string path = write(dir.file("handbuilt_lanes.poolscope"), ev.all(), samples);
+    const TraceReport r = expectSame(path, 10, 2);
+    EXPECT_EQ(r.report.names.stream(0x10), "stream #1") << "a lane from its wait";
+    EXPECT_EQ(r.report.names.stream(0x18), "stream #2") << "a lane from its failure";
+    EXPECT_EQ(r.report.names.stream(0x20), "stream #3");
+}
+
 
 // cudaFree of a pointer another process exported (a pointer import): the replay frees the mapping,
 // which has no allocation record. The Timeline builder closed a record it did not have (a crash

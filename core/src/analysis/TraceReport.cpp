@@ -12,6 +12,7 @@
 
 #include "../ChunkPipe.h"
 #include "AdviceFeed.h"
+#include "LaneNames.h"
 #include "ReportReducer.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -209,13 +210,46 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     return out;
 }
 
+Result<TraceNames> traceNamesAndStart(const TraceReader& reader) {
+    auto devices = reader.devices();
+    if (!devices) return devices.error();
+    auto pools = reader.pools();
+    if (!pools) return pools.error();
+    auto streams = reader.streams();
+    if (!streams) return streams.error();
+    // Set up as reportTrace sets up its replay: the same facts follow.
+    replay::Replay replay;
+    replay.setDevices(*devices);
+    for (const PoolInfo& info : *pools) replay.declarePool(info);
+    for (const StreamInfo& info : *streams) replay.declareStream(info);
+    if (auto attrs = reader.poolAttributes(); attrs)
+        for (const PoolAttributeValue& a : *attrs) replay.declareKnob(a.pool, a.attr, a.value);
+    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (!samples) return samples.error();
+    detail::LaneNameKeeper keeper;
+    TraceNames out;
+    bool anyTime = false;
+    auto apply = [&](const Event& e) {
+        out.t0 = anyTime ? std::min(out.t0, e.tsNs) : e.tsNs;
+        anyTime = true;
+        keeper.add(replay, e, replay.apply(e));
+    };
+    detail::SampleMerge merge;
+    merge.expect(&*samples);
+    const Status st = detail::forEachChunk(reader, TraceReportOptions::defaultParallel(), [&](std::vector<Event>& chunk) {
+        merge.chunk(chunk, replay, apply);
+        return true;
+    });
+    if (!st) return st.error();
+    merge.rest(apply);
+    out.names = keeper.names(replay, *devices);
+    return out;
+}
+
 Result<view::EntityNames> traceNames(const TraceReader& reader) {
-    TraceReportOptions o;
-    o.report.topN = 0;
-    o.advice = false;
-    auto r = reportTrace(reader, o);
+    auto r = traceNamesAndStart(reader);
     if (!r) return r.error();
-    return std::move(r->report.names);
+    return std::move(r->names);
 }
 
 Result<TraceReport> reportTraceViaTimeline(const TraceReader& reader,

@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "../ChunkPipe.h"
+#include "../analysis/LaneNames.h"
 #include "../analysis/ReportReducer.h"
 #include "../analysis/StepTail.h"
 #include "PerfettoCommon.h"
@@ -82,7 +83,6 @@ private:
         bool any = false;
         std::string reservedName, usedName;
         uint32_t tid = 0;
-        bool allocated = false, reservedSeen = false; // for the names: a lane even if unused
     };
     struct Rec {
         Allocation a;
@@ -162,20 +162,14 @@ private:
     void advance(bool all);
     void finish();
     std::string callsOf(uint64_t stream) const { return names_.stream(stream) + " · calls"; }
-    void nameFailures(const Event& e, const replay::Fact& f);
-    view::EntityNames laneNames() const;
 
     const StreamInput& in_;
     const Plan* plan_;
     bool write_;
-    // What the names depend on, as ReportReducer keeps it (first pass, when the input has none).
+    // What the names depend on (first pass, when the input has none).
     bool findNames_;
     std::vector<DeviceInfo> devices_;
-    std::set<std::pair<uint64_t, uint64_t>> pairs_; // (pool, stream) that allocated
-    std::pair<uint64_t, uint64_t> lastPair_{~uint64_t{0}, ~uint64_t{0}};
-    std::set<std::pair<uint64_t, uint64_t>> edgeStreams_;
-    std::unordered_map<uint32_t, poolscope::detail::FirstFailures> streamFailed_; // replay stream index
-    std::unordered_map<uint32_t, std::pair<uint64_t, uint32_t>> namePending_;   // tid -> (seq, stream)
+    poolscope::detail::LaneNameKeeper nameKeeper_;
     replay::Replay replay_;
     std::vector<Pool> pools_;
     std::vector<Lane> lanes_;
@@ -228,7 +222,6 @@ void StreamExport::poolSeries(uint32_t pool) {
 void StreamExport::watermarks(uint32_t pool, int64_t ts, uint64_t reserved, uint64_t used, bool reservedOnly) {
     Pool& p = pools_[pool];
     p.any = true;
-    p.reservedSeen = p.reservedSeen || reserved != 0;
     push(p.reserved, ts, reserved);
     if (!reservedOnly) push(p.used, ts, used);
 }
@@ -236,7 +229,6 @@ void StreamExport::watermarks(uint32_t pool, int64_t ts, uint64_t reserved, uint
 void StreamExport::driverHighs(uint32_t pool, const Event& e) {
     const SampleFields h = SampleFields::of(e);
     if (h.reservedHigh == 0 && h.usedHigh == 0) return;
-    pools_[pool].reservedSeen = pools_[pool].reservedSeen || h.reservedHigh != 0;
     ++highNext_[replay_.pools()[pool].info.handle];
     uint64_t peak = 0;
     int64_t peakTs = 0;
@@ -252,7 +244,6 @@ void StreamExport::failed(const FailedAllocation& f) {
 // A thread's failure with 201 may turn out the runtime's own retry until that thread
 // allocates again (TimelineBuilder::Impl::retried; ReportReducer::failures).
 void StreamExport::failures(const Event& e, const replay::Fact& f) {
-    if (findNames_) nameFailures(e, f);
     if (auto it = pendingByTid_.find(e.tid); it != pendingByTid_.end()) {
         const FailedAllocation pf = it->second;
         pendingByTid_.erase(it);
@@ -268,35 +259,9 @@ void StreamExport::failures(const Event& e, const replay::Fact& f) {
         failed(fa);
 }
 
-// Each stream's first failure in seq order, kept as ReportReducer::failures keeps it: its
-// retractions follow the thread's next allocation, however late (not the calls' window).
-void StreamExport::nameFailures(const Event& e, const replay::Fact& f) {
-    if (auto it = namePending_.find(e.tid); it != namePending_.end()) {
-        const auto [seq, stream] = it->second;
-        namePending_.erase(it);
-        auto& sf = streamFailed_.try_emplace(stream, 1).first->second;
-        if (f.retry && f.retriedSeq == seq)
-            sf.retract(seq);
-        else
-            sf.settle(seq);
-    }
-    if (!f.failedAlloc) return;
-    const FailedAllocation fa{e.tsNs, e.seq, AllocFields::of(e).bytes, e.stream, e.pool, e.result};
-    const bool pending = e.result == replay::kInvalidContext;
-    if (pending) namePending_[e.tid] = {e.seq, f.stream};
-    streamFailed_.try_emplace(f.stream, 1).first->second.add(fa, pending);
-}
-
 void StreamExport::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
     failures(e, f);
     if (f.failedAlloc) return;
-    if (findNames_) {
-        pools_[f.pool].allocated = true;
-        if (const std::pair<uint64_t, uint64_t> key{e.pool, e.stream}; key != lastPair_) {
-            pairs_.insert(key);
-            lastPair_ = key;
-        }
-    }
     const replay::Block& b = f.block;
     const uint64_t id = nextOrder_++;
     Rec& r = recs_[id];
@@ -407,6 +372,7 @@ void StreamExport::add(const Event& e) {
     const replay::Fact& f = replay_.apply(e, tag);
     if (f.newPool || f.newStream) [[unlikely]]
         mirror();
+    if (findNames_) nameKeeper_.add(replay_, e, f);
     if (e.kind == EventKind::Sample) {
         watermarks(f.pool, e.tsNs, e.reserved, e.used, false);
         driverHighs(f.pool, e);
@@ -430,7 +396,6 @@ void StreamExport::add(const Event& e) {
     case EventKind::StreamWaitEvent:
         if (f.edge) {
             edgeCount_++;
-            if (findNames_) edgeStreams_.insert({replay_.streams()[f.edgeFrom].info.handle, e.stream});
             const WaitEdge w{CuEventFields::of(e).event, replay_.streams()[f.edgeFrom].info.handle, e.stream,
                              f.edgeRecordTsNs, e.tsNs};
             if (e.tsNs < done_) late_ = true;
@@ -629,15 +594,6 @@ void StreamExport::finish() {
     advance(true);
 }
 
-// The report's names (ReportMerge.cpp's laneNames), from what the first pass kept of the same.
-view::EntityNames StreamExport::laneNames() const {
-    std::vector<std::pair<uint64_t, uint64_t>> poolCounts(pools_.size());
-    for (size_t i = 0; i < pools_.size(); ++i)
-        poolCounts[i] = {pools_[i].allocated ? 1 : 0, pools_[i].reservedSeen ? 1 : 0};
-    return poolscope::detail::laneNames(replay_, poolscope::detail::entityOrder(replay_), devices_,
-                                        poolCounts, pairs_, edgeStreams_, streamFailed_);
-}
-
 // The tracks in the Timeline-based export's order of first use: pools' counters (pools by
 // device and handle), streams' live bytes, each stream's allocation rows, then the calls tracks
 // and the pool events tracks not named yet (by handle). The IPC tracks come last, in ipc().
@@ -734,7 +690,7 @@ Status StreamExport::run(Plan* out) {
     std::vector<uint32_t> rows;
     for (const Pool& p : pools_) poolAny.push_back(p.any);
     for (const Lane& l : lanes_) liveAny.push_back(l.anyLive), rows.push_back(l.rows);
-    if (findNames_) out->names = laneNames();
+    if (findNames_) out->names = nameKeeper_.names(replay_, devices_);
     out->tracks = trackOrder(replay_, poolAny, liveAny, rows, callStreams_, markerPools_,
                              in_.names ? *in_.names : out->names);
     return {};

@@ -73,8 +73,15 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                 std::map<std::string, std::string> meta = {});
 
 // The names the window and the report give pools and streams ("pool #1 (default)",
-// view::EntityNames), from the same streaming pass: for verbs that need only the names
-// (`dump --names`, `whatif`, `advise`).
+// view::EntityNames), for verbs that need only the names (`dump --names`, `export --format
+// csv`, `whatif`, `advise`): the report's names from a pass that replays the trace and keeps
+// nothing else of it. t0: the report's, the first timestamp of the events and samples (0 for
+// none).
+struct TraceNames {
+    view::EntityNames names;
+    int64_t t0 = 0;
+};
+Result<TraceNames> traceNamesAndStart(const TraceReader& reader);
 Result<view::EntityNames> traceNames(const TraceReader& reader);
 
 Result<TraceReport> reportTraceViaTimeline(const TraceReader& reader,
