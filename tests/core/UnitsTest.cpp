@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <cstdio>
+#include <random>
+#include <string>
 
 #include "poolscope/Units.h"
 
@@ -18,6 +21,52 @@ TEST(Units, FormatBytes) {
     EXPECT_EQ(formatBytes(static_cast<uint64_t>(20.3 * (1ull << 30))), "20.3 GiB");
     EXPECT_EQ(formatBytes((1ull << 20) - 1), "1.00 MiB"); // never "1024 KiB"
     EXPECT_EQ(formatBytes(UINT64_MAX), "max (UINT64_MAX)");
+}
+
+// The three digits through std::to_chars against printf's "%.Nf", the way they were written
+// before: on values at each precision's edges (x.xx5, 99.95, 999.5) and at random.
+TEST(Units, ThreeDigitsAreWhatPrintfWrites) {
+    auto viaPrintf = [](double v, const char* unit) {
+        char buf[64];
+        if (v >= 100.0) std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
+        else if (v >= 10.0) std::snprintf(buf, sizeof buf, "%.1f %s", v, unit);
+        else std::snprintf(buf, sizeof buf, "%.2f %s", v, unit);
+        return std::string(buf);
+    };
+    auto wantDuration = [&](int64_t ns) {
+        const double d = double(ns);
+        return ns < 1000000 ? viaPrintf(d / 1e3, "\xC2\xB5s")
+               : ns < 1000000000 ? viaPrintf(d / 1e6, "ms")
+                                 : viaPrintf(d / 1e9, "s");
+    };
+    std::mt19937_64 rng(5);
+    size_t checked = 0;
+    for (int i = 0; i < 200000; ++i) {
+        // Bytes: a random size at a random scale, and sizes at rounding edges of each unit.
+        const uint64_t bytes = i % 2 ? (rng() >> (rng() % 64)) : (uint64_t(1) << (10 * (1 + i % 5))) * (1000 + i % 50) / 1000 + i % 7;
+        if (bytes >= 1024 && bytes != UINT64_MAX) {
+            double v = double(bytes);
+            int u = -1;
+            static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+            while (v >= 1024.0 && u < 5) v /= 1024.0, ++u;
+            if (v >= 999.5 && u < 5) v /= 1024.0, ++u;
+            ASSERT_EQ(formatBytes(bytes), viaPrintf(v, kUnits[u])) << bytes;
+            ++checked;
+        }
+        const int64_t ns = int64_t(rng() % 60'000'000'000);
+        if (ns >= 1000) {
+            ASSERT_EQ(formatDuration(ns), wantDuration(ns)) << ns;
+        }
+    }
+    // Durations at the rounding edges of each precision and unit.
+    for (int64_t scale : {int64_t(1000), int64_t(1000000), int64_t(1000000000)})
+        for (double v : {1.005, 1.125, 9.995, 9.9949999, 10.05, 10.25, 99.95, 99.949999, 100.5, 101.5, 998.5, 999.49}) {
+            const int64_t ns = int64_t(v * double(scale));
+            if (ns < 60'000'000'000) { // then minutes
+                EXPECT_EQ(formatDuration(ns), wantDuration(ns)) << ns;
+            }
+        }
+    EXPECT_GT(checked, 100000u);
 }
 
 TEST(Units, FormatBytesSigned) {

@@ -5,11 +5,10 @@
 
 #include "poolscope/interop/Export.h"
 
-#include <cinttypes>
-
 #include "poolscope/ChunksInOrder.h"
 #include "poolscope/EventCsv.h"
 #include "poolscope/EventFields.h"
+#include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
@@ -19,12 +18,6 @@
 namespace poolscope::interop {
 
 namespace {
-
-std::string field(const std::string& s) {
-    std::string out;
-    appendCsvField(out, s);
-    return out;
-}
 
 // Whether Event::size holds bytes for this event (else it is the kind's value: an attribute's
 // setting, a count of access descriptors...).
@@ -64,7 +57,7 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
     // A row is its event's alone (the names and stacks are only read): the chunks are formatted
     // on several threads (ChunksInOrder.h).
     auto format = [&](const std::vector<Event>& chunk, std::string& buf) {
-        std::string row;
+        auto comma = [&] { buf += ','; };
         for (const Event& e : chunk) {
             const int64_t since = nsBetween(t0, e.tsNs);
             const bool hasStream = e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
@@ -72,27 +65,49 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
                                    e.kind == EventKind::StreamSynchronize ||
                                    e.kind == EventKind::StreamCreate || e.kind == EventKind::StreamDestroy;
             const bool wm = e.has(kHasWatermarks);
-            char num[64];
-            row.clear();
-            row += std::to_string(e.seq) + ',' + field(formatDuration(since)) + ',' + std::to_string(since) +
-                   ',' + std::to_string(e.tsNs) + ',' + std::string(eventKindName(e.kind)) + ',' +
-                   std::to_string(e.tid) + ',' + std::to_string(e.device) + ',';
-            row += (hasStream ? field(names.stream(e.stream)) : std::string()) + ',';
-            row += (hasStream ? view::EntityNames::hexHandle(e.stream) : std::string()) + ',';
-            row += (e.pool ? field(names.pool(e.pool)) : std::string()) + ',';
-            row += (e.pool ? view::EntityNames::hexHandle(e.pool) : std::string()) + ',';
-            row += (sizeIsBytes(e) ? field(formatBytes(e.size)) : std::string()) + ',';
-            std::snprintf(num, sizeof num, "%" PRIu64, e.size);
-            row += std::string(num) + ',';
-            row += (e.ptr ? view::EntityNames::hexHandle(e.ptr) : std::string()) + ',';
-            row += (e.result ? field(formatCuResult(e.result)) : std::string()) + ',' +
-                   std::to_string(e.result) + ',';
-            row += (wm ? field(formatBytes(e.reserved)) + ',' + std::to_string(e.reserved) : std::string(",")) + ',';
-            row += (wm ? field(formatBytes(e.used)) + ',' + std::to_string(e.used) : std::string(",")) + ',';
-            row += (e.site ? field(analysis::siteText(stacks, e.site, 8)) : std::string()) + ',' +
-                   std::to_string(e.site) + ',';
-            row += field(describeEvent(e));
-            buf += row;
+            appendNumber(buf, e.seq);
+            comma();
+            appendCsvField(buf, formatDuration(since));
+            comma();
+            appendNumber(buf, since);
+            comma();
+            appendNumber(buf, e.tsNs);
+            comma();
+            buf += eventKindName(e.kind);
+            comma();
+            appendNumber(buf, e.tid);
+            comma();
+            appendNumber(buf, int(e.device));
+            comma();
+            if (hasStream) appendCsvField(buf, names.stream(e.stream));
+            comma();
+            if (hasStream) buf += view::EntityNames::hexHandle(e.stream);
+            comma();
+            if (e.pool) appendCsvField(buf, names.pool(e.pool));
+            comma();
+            if (e.pool) buf += view::EntityNames::hexHandle(e.pool);
+            comma();
+            if (sizeIsBytes(e)) appendCsvField(buf, formatBytes(e.size));
+            comma();
+            appendNumber(buf, e.size);
+            comma();
+            if (e.ptr) buf += view::EntityNames::hexHandle(e.ptr);
+            comma();
+            if (e.result) appendCsvField(buf, formatCuResult(e.result));
+            comma();
+            appendNumber(buf, e.result);
+            comma();
+            for (const uint64_t v : {e.reserved, e.used}) { // human, then bytes
+                if (wm) appendCsvField(buf, formatBytes(v));
+                comma();
+                if (wm) appendNumber(buf, v);
+                comma();
+            }
+            if (e.site) appendCsvField(buf, analysis::siteText(stacks, e.site, 8));
+            comma();
+            appendNumber(buf, e.site);
+            comma();
+            appendCsvField(buf, describeEvent(e));
             buf += '\n';
         }
     };

@@ -1,9 +1,10 @@
 #include "poolscope/view/EntityNames.h"
 
-#include "LanePlan.h"
-
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
+
+#include "LanePlan.h"
 
 namespace poolscope::view {
 
@@ -16,9 +17,9 @@ EntityNames EntityNames::fromTimeline(const Timeline& tl) {
 }
 
 std::string EntityNames::hexHandle(uint64_t h) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%" PRIx64, h);
-    return buf;
+    char buf[24] = {'0', 'x'};
+    const auto r = std::to_chars(buf + 2, buf + sizeof buf, h, 16); // lower case, as "%" PRIx64
+    return std::string(buf, r.ptr);
 }
 
 std::string EntityNames::streamLabel(uint64_t s) {
