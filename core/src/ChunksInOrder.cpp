@@ -120,7 +120,9 @@ Status formatChunksInOrder(TraceReader& reader,
     const size_t per = std::max<size_t>(1, options.chunksPerBatch);
     const size_t batches = (headers.size() + per - 1) / per;
     n = static_cast<unsigned>(std::min<size_t>(n, batches));
-    const size_t window = 2 * size_t{n};
+    // Each thread may run one batch ahead of the round being written: enough to keep the
+    // threads busy while a batch is written, and what is held stays about two batches a thread.
+    const size_t window = size_t{n} + 2;
     Exchange ex;
     std::vector<std::unique_ptr<TraceReader>> readers(n);
 
@@ -155,8 +157,10 @@ Status formatChunksInOrder(TraceReader& reader,
                 while (next < positions.size() && headers[positions[next]].firstSeq != chunk.front().seq) ++next;
             const size_t batch = (next < positions.size() ? positions[next] : positions.back()) / per;
             while (mine[mi] < batch) {
+                const size_t size = text.size();
                 ex.hand(mine[mi++], std::move(text));
-                text.clear();
+                text = std::string();
+                text.reserve(size + size / 8); // the next batch is about as long: no doubling
                 started = false;
             }
             if (!started) {

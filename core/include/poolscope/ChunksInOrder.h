@@ -23,7 +23,7 @@ struct ChunkTextOptions {
     // Formatting threads: 0 for one per CPU (at most kMaxThreads), 1 for the calling thread alone.
     unsigned threads = 0;
     // Consecutive chunks a thread formats before handing their text on (a few MB of text each).
-    size_t chunksPerBatch = 2;
+    size_t chunksPerBatch = 1;
     static constexpr unsigned kMaxThreads = 16;
 };
 
@@ -31,7 +31,7 @@ struct ChunkTextOptions {
 // write in the same order, the same status, and afterwards the same reader.damage(). format
 // appends one chunk's text to `out`; it runs on the threads at once, so it may only read what it
 // shares. write gets the text on the calling thread, a batch at a time (false stops the read:
-// ErrorCode::Cancelled). At most 2 batches per thread are held at once.
+// ErrorCode::Cancelled). About two batches a thread are held at once.
 //
 // The threads are used for a reader of a file that skips damaged chunks (setSkipDamaged), with
 // at least two chunks; otherwise, or where threads 1 is asked for, everything runs on the
