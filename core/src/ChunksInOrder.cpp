@@ -120,9 +120,10 @@ Status formatChunksInOrder(TraceReader& reader,
     const size_t per = std::max<size_t>(1, options.chunksPerBatch);
     const size_t batches = (headers.size() + per - 1) / per;
     n = static_cast<unsigned>(std::min<size_t>(n, batches));
-    // Each thread may run one batch ahead of the round being written: enough to keep the
-    // threads busy while a batch is written, and what is held stays about two batches a thread.
-    const size_t window = size_t{n} + 2;
+    // Each thread may be a round of batches ahead of the one being written (n + 2 left them
+    // waiting: 1.7x the time on 16 threads, docs/PERFORMANCE.md); about two batches a thread
+    // are held.
+    const size_t window = 2 * size_t{n};
     Exchange ex;
     std::vector<std::unique_ptr<TraceReader>> readers(n);
 
