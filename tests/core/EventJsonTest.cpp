@@ -70,32 +70,38 @@ TEST(EventJson, EveryEventOfEverySampleIsNlohmannsLine) {
     EXPECT_GT(events, 100000u);
 }
 
+// An event of `kind` with each field at one of its limits or random (round picks some).
+Event eventAtLimits(std::mt19937_64& rng, int kind, int round) {
+    Event e;
+    auto pick = [&](uint64_t lo, uint64_t hi) { return (rng() & 1) ? lo : hi; };
+    e.seq = pick(0, std::numeric_limits<uint64_t>::max());
+    e.tsNs = (rng() & 1) ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+    if (round % 3 == 0) e.tsNs = static_cast<int64_t>(rng());
+    e.stream = rng();
+    e.pool = round % 4 ? rng() : 0;
+    e.ptr = rng();
+    e.size = pick(0, rng());
+    e.aux = rng();
+    e.reserved = rng();
+    e.used = pick(std::numeric_limits<uint64_t>::max(), 0);
+    e.tid = static_cast<uint32_t>(rng());
+    e.correlation = static_cast<uint32_t>(rng());
+    e.result = static_cast<int32_t>(rng());
+    e.device = static_cast<int16_t>(rng());
+    if (round % 5 == 0) e.device = std::numeric_limits<int16_t>::min();
+    e.kind = static_cast<EventKind>(kind);
+    e.variant = static_cast<uint8_t>(rng());
+    e.attr = static_cast<uint16_t>(rng());
+    e.flags = static_cast<uint8_t>(rng());
+    e.site = static_cast<uint32_t>(rng());
+    return e;
+}
+
 TEST(EventJson, FieldsAtTheirLimitsAndEveryKind) {
     std::mt19937_64 rng(7);
     for (int kind = 0; kind < 64; ++kind) {
         for (int round = 0; round < 40; ++round) {
-            Event e;
-            auto pick = [&](uint64_t lo, uint64_t hi) { return (rng() & 1) ? lo : hi; };
-            e.seq = pick(0, std::numeric_limits<uint64_t>::max());
-            e.tsNs = (rng() & 1) ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
-            if (round % 3 == 0) e.tsNs = static_cast<int64_t>(rng());
-            e.stream = rng();
-            e.pool = round % 4 ? rng() : 0;
-            e.ptr = rng();
-            e.size = pick(0, rng());
-            e.aux = rng();
-            e.reserved = rng();
-            e.used = pick(std::numeric_limits<uint64_t>::max(), 0);
-            e.tid = static_cast<uint32_t>(rng());
-            e.correlation = static_cast<uint32_t>(rng());
-            e.result = static_cast<int32_t>(rng());
-            e.device = static_cast<int16_t>(rng());
-            if (round % 5 == 0) e.device = std::numeric_limits<int16_t>::min();
-            e.kind = static_cast<EventKind>(kind);
-            e.variant = static_cast<uint8_t>(rng());
-            e.attr = static_cast<uint16_t>(rng());
-            e.flags = static_cast<uint8_t>(rng());
-            e.site = static_cast<uint32_t>(rng());
+            const Event e = eventAtLimits(rng, kind, round);
             const std::string s = "stream #" + std::to_string(round), p;
             EXPECT_EQ(direct(e), viaNlohmann(e)) << "kind " << kind;
             EXPECT_EQ(direct(e, &s, &p), viaNlohmann(e, &s, &p)) << "kind " << kind;
@@ -130,28 +136,7 @@ TEST(EventCsv, FieldsAtTheirLimitsAndEveryKindAreThePrintfRow) {
     size_t quoted = 0;
     for (int kind = 0; kind < 64; ++kind) {
         for (int round = 0; round < 40; ++round) {
-            Event e;
-            auto pick = [&](uint64_t lo, uint64_t hi) { return (rng() & 1) ? lo : hi; };
-            e.seq = pick(0, std::numeric_limits<uint64_t>::max());
-            e.tsNs = (rng() & 1) ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
-            if (round % 3 == 0) e.tsNs = static_cast<int64_t>(rng());
-            e.stream = rng();
-            e.pool = round % 4 ? rng() : 0;
-            e.ptr = rng();
-            e.size = pick(0, rng());
-            e.aux = rng();
-            e.reserved = rng();
-            e.used = pick(std::numeric_limits<uint64_t>::max(), 0);
-            e.tid = static_cast<uint32_t>(rng());
-            e.correlation = static_cast<uint32_t>(rng());
-            e.result = static_cast<int32_t>(rng());
-            e.device = static_cast<int16_t>(rng());
-            if (round % 5 == 0) e.device = std::numeric_limits<int16_t>::min();
-            e.kind = static_cast<EventKind>(kind);
-            e.variant = static_cast<uint8_t>(rng());
-            e.attr = static_cast<uint16_t>(rng());
-            e.flags = static_cast<uint8_t>(rng());
-            e.site = static_cast<uint32_t>(rng());
+            const Event e = eventAtLimits(rng, kind, round);
             std::string row;
             appendEventCsv(row, e);
             EXPECT_EQ(row, viaPrintf(e)) << "kind " << kind;

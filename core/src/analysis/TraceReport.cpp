@@ -11,6 +11,7 @@
 #include <sys/times.h>
 
 #include "../ChunkPipe.h"
+#include "../replay/TraceEntities.h"
 #include "AdviceFeed.h"
 #include "LaneNames.h"
 #include "ReportReducer.h"
@@ -211,19 +212,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
 }
 
 Result<TraceNames> traceNamesAndStart(const TraceReader& reader) {
-    auto devices = reader.devices();
-    if (!devices) return devices.error();
-    auto pools = reader.pools();
-    if (!pools) return pools.error();
-    auto streams = reader.streams();
-    if (!streams) return streams.error();
     // Set up as reportTrace sets up its replay: the same facts follow.
     replay::Replay replay;
-    replay.setDevices(*devices);
-    for (const PoolInfo& info : *pools) replay.declarePool(info);
-    for (const StreamInfo& info : *streams) replay.declareStream(info);
-    if (auto attrs = reader.poolAttributes(); attrs)
-        for (const PoolAttributeValue& a : *attrs) replay.declareKnob(a.pool, a.attr, a.value);
+    auto devices = detail::declareTraceEntities(reader, replay, true);
+    if (!devices) return devices.error();
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
     if (!samples) return samples.error();
     detail::LaneNameKeeper keeper;

@@ -34,6 +34,7 @@
 #include "../analysis/LaneNames.h"
 #include "../analysis/ReportReducer.h"
 #include "../analysis/StepTail.h"
+#include "../replay/TraceEntities.h"
 #include "PerfettoCommon.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TimelineBuilder.h"
@@ -625,18 +626,9 @@ std::vector<std::string> trackOrder(const replay::Replay& replay, const std::vec
 
 Status StreamExport::run(Plan* out) {
     const TraceReader& reader = *in_.reader;
-    auto devices = reader.devices();
+    auto devices = poolscope::detail::declareTraceEntities(reader, replay_, true);
     if (!devices) return devices.error();
-    if (findNames_) devices_ = *devices;
-    auto pools = reader.pools();
-    if (!pools) return pools.error();
-    auto streams = reader.streams();
-    if (!streams) return streams.error();
-    replay_.setDevices(std::move(*devices));
-    for (const PoolInfo& info : *pools) replay_.declarePool(info);
-    for (const StreamInfo& info : *streams) replay_.declareStream(info);
-    if (auto attrs = reader.poolAttributes(); attrs)
-        for (const PoolAttributeValue& a : *attrs) replay_.declareKnob(a.pool, a.attr, a.value);
+    if (findNames_) devices_ = std::move(*devices);
     // Samples are few (periodic) and read whole, as buildTimeline does: merged in by time, and
     // their high watermarks known ahead.
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());

@@ -15,6 +15,8 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/whatif/PoolModel.h"
+
+#include "../replay/TraceEntities.h"
 #include "TapeSpill.h"
 
 namespace poolscope::whatif {
@@ -27,15 +29,8 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
                    const std::atomic<bool>* cancel = nullptr,
                    const std::function<void(uint64_t, uint64_t)>& progress = {},
                    const std::function<bool()>& afterChunk = {}) {
-    auto devices = reader.devices();
-    if (!devices) return devices.error();
-    auto pools = reader.pools();
-    if (!pools) return pools.error();
-    auto streams = reader.streams();
-    if (!streams) return streams.error();
-    replay.setDevices(std::move(*devices));
-    for (const PoolInfo& p : *pools) replay.declarePool(p);
-    for (const StreamInfo& s : *streams) replay.declareStream(s);
+    if (auto devices = poolscope::detail::declareTraceEntities(reader, replay, false); !devices)
+        return devices.error();
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
                                   std::numeric_limits<int64_t>::max());
     if (!samples) return samples.error();

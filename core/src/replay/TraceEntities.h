@@ -1,0 +1,33 @@
+#pragma once
+// How every replay of a trace file starts: the trace's tables declared to it. Internal to core.
+
+#include <vector>
+
+#include "poolscope/Entities.h"
+#include "poolscope/Result.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/replay/Replay.h"
+
+namespace poolscope::detail {
+
+// The devices, pools and streams tables declared to `replay` and, with `knobs`, the pools'
+// attributes as the collector first read them (a table that cannot be read declares none).
+// Returns the devices, which some passes name too.
+inline Result<std::vector<DeviceInfo>> declareTraceEntities(const TraceReader& reader, replay::Replay& replay,
+                                                            bool knobs) {
+    auto devices = reader.devices();
+    if (!devices) return devices.error();
+    auto pools = reader.pools();
+    if (!pools) return pools.error();
+    auto streams = reader.streams();
+    if (!streams) return streams.error();
+    replay.setDevices(*devices);
+    for (const PoolInfo& p : *pools) replay.declarePool(p);
+    for (const StreamInfo& s : *streams) replay.declareStream(s);
+    if (knobs)
+        if (auto attrs = reader.poolAttributes(); attrs)
+            for (const PoolAttributeValue& a : *attrs) replay.declareKnob(a.pool, a.attr, a.value);
+    return std::move(*devices);
+}
+
+} // namespace poolscope::detail
