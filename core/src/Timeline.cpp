@@ -12,6 +12,7 @@
 #include "ChunkPipe.h"
 #include "HugeReserve.h"
 #include "TimelineSetup.h"
+#include "replay/TraceEntities.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/replay/Replay.h"
@@ -942,14 +943,9 @@ bool BuildOptions::defaultReadAhead() {
 }
 
 Status detail::setEntitiesFromTrace(TimelineBuilder& b, const TraceReader& reader) {
-    auto devices = reader.devices();
-    if (!devices) return devices.error();
-    auto pools = reader.pools();
-    if (!pools) return pools.error();
-    auto streams = reader.streams();
-    if (!streams) return streams.error();
-    b.setEntities(std::move(devices.value()), std::move(pools.value()),
-                  std::move(streams.value()));
+    auto tables = readTraceTables(reader);
+    if (!tables) return tables.error();
+    b.setEntities(std::move(tables->devices), std::move(tables->pools), std::move(tables->streams));
     if (auto gaps = reader.dropGaps(); gaps) b.setDropGaps(std::move(*gaps));
     return {};
 }

@@ -94,13 +94,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const Clock::time_point readStart = Clock::now();
     auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     detail::ReportReducer reducer(options.report.topN, options.topSites > 0);
-    auto devices = reader.devices();
-    if (!devices) return devices.error();
-    auto pools = reader.pools();
-    if (!pools) return pools.error();
-    auto streams = reader.streams();
-    if (!streams) return streams.error();
-    reducer.setEntities(*devices, *pools, *streams);
+    auto tables = detail::readTraceTables(reader);
+    if (!tables) return tables.error();
+    reducer.setEntities(tables->devices, tables->pools, tables->streams);
     // The attributes read when each pool was first seen, as buildTimeline declares them.
     // (The advisor's second read declares none: where this one did, its answers may differ.)
     bool knobsDeclared = false;
@@ -160,7 +156,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                 lentTo->replay().subscribe(l.observer, l.kindMask);
         }
         for (ReplayThread* t : threads) {
-            t->setEntities(*devices, *pools, *streams);
+            t->setEntities(tables->devices, tables->pools, tables->streams);
             for (const PoolAttributeValue& a : declared) t->replay().declareKnob(a.pool, a.attr, a.value);
             t->expectSamples(&ss);
             t->start();

@@ -10,24 +10,36 @@
 
 namespace poolscope::detail {
 
-// The devices, pools and streams tables declared to `replay` and, with `knobs`, the pools'
-// attributes as the collector first read them (a table that cannot be read declares none).
-// Returns the devices, which some passes name too.
-inline Result<std::vector<DeviceInfo>> declareTraceEntities(const TraceReader& reader, replay::Replay& replay,
-                                                            bool knobs) {
+// The devices, pools and streams tables, as every pass reads them first.
+struct TraceTables {
+    std::vector<DeviceInfo> devices;
+    std::vector<PoolInfo> pools;
+    std::vector<StreamInfo> streams;
+};
+inline Result<TraceTables> readTraceTables(const TraceReader& reader) {
     auto devices = reader.devices();
     if (!devices) return devices.error();
     auto pools = reader.pools();
     if (!pools) return pools.error();
     auto streams = reader.streams();
     if (!streams) return streams.error();
-    replay.setDevices(*devices);
-    for (const PoolInfo& p : *pools) replay.declarePool(p);
-    for (const StreamInfo& s : *streams) replay.declareStream(s);
+    return TraceTables{std::move(*devices), std::move(*pools), std::move(*streams)};
+}
+
+// Those tables declared to `replay` and, with `knobs`, the pools' attributes as the collector
+// first read them (a table that cannot be read declares none). Returns the devices, which some
+// passes name too.
+inline Result<std::vector<DeviceInfo>> declareTraceEntities(const TraceReader& reader, replay::Replay& replay,
+                                                            bool knobs) {
+    auto tables = readTraceTables(reader);
+    if (!tables) return tables.error();
+    replay.setDevices(tables->devices);
+    for (const PoolInfo& p : tables->pools) replay.declarePool(p);
+    for (const StreamInfo& s : tables->streams) replay.declareStream(s);
     if (knobs)
         if (auto attrs = reader.poolAttributes(); attrs)
             for (const PoolAttributeValue& a : *attrs) replay.declareKnob(a.pool, a.attr, a.value);
-    return std::move(*devices);
+    return std::move(tables->devices);
 }
 
 } // namespace poolscope::detail
