@@ -7,8 +7,10 @@
 // are found (Stacks.h, Symbolizer.h).
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "CliUtil.h"
@@ -153,15 +155,23 @@ int runDump(const DumpOptions& o) {
             out += '\n';
         }
     };
-    auto write = [](const std::string& text) {
-        if (!text.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+    int writeErrno = 0;
+    auto write = [&](const std::string& text) {
+        if (!text.empty() && std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) writeErrno = errno;
         return !std::ferror(stdout);
+    };
+    // A reader that went away (| head) ends the dump quietly; a full disk is said.
+    auto writeFailed = [&] {
+        if (writeErrno == EPIPE) return 13;
+        std::fprintf(stderr, "poolscope: could not write the dump: %s\n",
+                     writeErrno ? std::strerror(writeErrno) : "write error");
+        return exitCodeFor(ErrorCode::WriteFailed);
     };
     ChunkTextOptions threads;
     threads.threads = o.threads;
     Status st = formatChunksInOrder(*reader, format, write, threads);
     if (!st) {
-        if (st.error().code == ErrorCode::Cancelled) return 13; // stdout closed (e.g. | head)
+        if (st.error().code == ErrorCode::Cancelled) return writeFailed();
         (void)warnDamage(*reader);
         reportError(st.error(), exitCode);
         return exitCode;
@@ -174,7 +184,11 @@ int runDump(const DumpOptions& o) {
         }
         std::string text;
         format(*samples, text);
-        if (!write(text)) return 13;
+        if (!write(text)) return writeFailed();
+    }
+    if (std::fflush(stdout) != 0) {
+        writeErrno = errno;
+        return writeFailed();
     }
     return warnDamage(*reader);
 }

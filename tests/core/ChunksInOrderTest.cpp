@@ -12,6 +12,8 @@
 #include <span>
 #include <thread>
 
+#include <sys/wait.h>
+
 #include "TestTraces.h"
 #include "poolscope/ChunksInOrder.h"
 #include "poolscope/TraceReader.h"
@@ -273,6 +275,31 @@ TEST(ChunksInOrder, DumpAndTheCsvExportAreTheSameOnAnyNumberOfThreads) {
     }
     EXPECT_GT(csv[0].size(), 1000000u);
     EXPECT_TRUE(csv[0] == csv[1]) << "the CSV differs on 4 threads";
+}
+
+
+// A dump whose output cannot be written (a full disk: /dev/full) says so and fails; one whose
+// reader went away (| head) ends quietly, as before.
+TEST(ChunksInOrder, ADumpToAFullDiskSaysSo) {
+    if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+    test::ScratchDir dir;
+    const std::string path = writeTrace(dir.file("t.poolscope"), 30000);
+    for (const char* threads : {"1", "4"}) {
+        SCOPED_TRACE(std::string("threads ") + threads);
+        const std::string cmd = std::string("'") + POOLSCOPE_CLI + "' dump --threads " + threads + " '" + path +
+                                "' 2>&1 >/dev/full";
+        FILE* f = ::popen(cmd.c_str(), "r");
+        ASSERT_TRUE(f);
+        std::string err;
+        char buf[4096];
+        for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) err.append(buf, n);
+        const int status = ::pclose(f);
+        ASSERT_TRUE(WIFEXITED(status));
+        EXPECT_EQ(WEXITSTATUS(status), exitCodeFor(ErrorCode::WriteFailed)) << err;
+        EXPECT_NE(err.find("could not write the dump: No space left on device"), std::string::npos) << err;
+    }
+    const auto head = test::runCli("dump --threads 4 '" + path + "' | head -c 100 > /dev/null; echo \"status ${PIPESTATUS[0]}\"");
+    EXPECT_EQ(head.output.find("could not write"), std::string::npos) << head.output;
 }
 
 } // namespace
