@@ -5,6 +5,9 @@
 
 #include "poolscope/interop/Export.h"
 
+#include <charconv>
+#include <unordered_map>
+
 #include "poolscope/ChunksInOrder.h"
 #include "poolscope/EventCsv.h"
 #include "poolscope/EventFields.h"
@@ -54,8 +57,24 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
     };
     const Error writeFailed{ErrorCode::WriteFailed, "could not write the CSV"};
     if (!write(eventsCsvHeader() + "\n")) return writeFailed;
-    // A row is its event's alone (the names and stacks are only read): the chunks are formatted
-    // on several threads (ChunksInOrder.h).
+    // The name columns of the pools and streams the tables list, made once: EntityNames hands
+    // out a new string per call, two per row. Handles no table lists are named as they come.
+    std::unordered_map<uint64_t, std::string> poolField, streamField;
+    if (auto pools = reader.pools(); pools)
+        for (const PoolInfo& p : *pools) appendCsvField(poolField[p.handle], names.pool(p.handle));
+    if (auto streams = reader.streams(); streams)
+        for (const StreamInfo& st : *streams) appendCsvField(streamField[st.handle], names.stream(st.handle));
+    auto nameField = [](std::string& buf, const std::unordered_map<uint64_t, std::string>& known, uint64_t h,
+                        auto&& name) {
+        if (auto it = known.find(h); it != known.end()) buf += it->second;
+        else appendCsvField(buf, name(h));
+    };
+    auto handle = [](std::string& buf, uint64_t h) { // hexHandle's text, appended
+        char hex[24] = {'0', 'x'};
+        buf.append(hex, static_cast<size_t>(std::to_chars(hex + 2, hex + sizeof hex, h, 16).ptr - hex));
+    };
+    // A row is its event's alone (the names, stacks and the maps above are only read): the chunks
+    // are formatted on several threads (ChunksInOrder.h).
     auto format = [&](const std::vector<Event>& chunk, std::string& buf) {
         auto comma = [&] { buf += ','; };
         for (const Event& e : chunk) {
@@ -79,19 +98,19 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
             comma();
             appendNumber(buf, int(e.device));
             comma();
-            if (hasStream) appendCsvField(buf, names.stream(e.stream));
+            if (hasStream) nameField(buf, streamField, e.stream, [&](uint64_t h) { return names.stream(h); });
             comma();
-            if (hasStream) buf += view::EntityNames::hexHandle(e.stream);
+            if (hasStream) handle(buf, e.stream);
             comma();
-            if (e.pool) appendCsvField(buf, names.pool(e.pool));
+            if (e.pool) nameField(buf, poolField, e.pool, [&](uint64_t h) { return names.pool(h); });
             comma();
-            if (e.pool) buf += view::EntityNames::hexHandle(e.pool);
+            if (e.pool) handle(buf, e.pool);
             comma();
             if (sizeIsBytes(e)) appendCsvField(buf, formatBytes(e.size));
             comma();
             appendNumber(buf, e.size);
             comma();
-            if (e.ptr) buf += view::EntityNames::hexHandle(e.ptr);
+            if (e.ptr) handle(buf, e.ptr);
             comma();
             if (e.result) appendCsvField(buf, formatCuResult(e.result));
             comma();
