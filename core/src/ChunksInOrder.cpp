@@ -86,6 +86,13 @@ struct Exchange {
         std::lock_guard lk(m);
         return stop;
     }
+    void stopAll() {
+        {
+            std::lock_guard lk(m);
+            stop = true;
+        }
+        changed.notify_all();
+    }
 };
 
 Status sequential(const TraceReader& reader,
@@ -198,11 +205,7 @@ Status formatChunksInOrder(TraceReader& reader,
         for (unsigned w = 0; w < n; ++w) threads.emplace_back(work, w);
     } catch (const std::system_error&) {
         // No thread could be started for some: those batches are never formatted.
-        {
-            std::lock_guard lk(ex.m);
-            ex.stop = true;
-        }
-        ex.changed.notify_all();
+        ex.stopAll();
         for (std::thread& t : threads) t.join();
         return sequential(reader, format, write);
     }
@@ -227,11 +230,7 @@ Status formatChunksInOrder(TraceReader& reader,
             break;
         }
     }
-    {
-        std::lock_guard lk(ex.m);
-        ex.stop = true;
-    }
-    ex.changed.notify_all();
+    ex.stopAll();
     for (std::thread& t : threads) t.join();
     // Every batch written: a thread may still have failed after its last chunk.
     if (result && ex.failAt == batches) result = ex.failError;

@@ -150,35 +150,6 @@ std::string answers(TraceReader& r) {
     return out;
 }
 
-// Recomputes every chunk_headers row_crc over the row's own copied columns, as a writer would
-// (a forger, not damage): only the index's times or the chunk's own columns can tell.
-void forgeHeaderRows(const std::string& path) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* st = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db,
-                                 "SELECT chunk,first_seq,last_seq,prev_last_seq,t_min,t_max,count,"
-                                 "kinds,codec,crc,data_bytes,kind_counts FROM chunk_headers",
-                                 -1, &st, nullptr),
-              SQLITE_OK);
-    std::vector<std::pair<int64_t, uint32_t>> fixed;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        auto u = [&](int c) { return uint64_t(sqlite3_column_int64(st, c)); };
-        const schema::ChunkHeader h{u(1), u(2), u(3), int64_t(u(4)), int64_t(u(5)), u(6), u(7),
-                                    int64_t(u(8))};
-        const std::string counts(static_cast<const char*>(sqlite3_column_blob(st, 11)),
-                                 size_t(sqlite3_column_bytes(st, 11)));
-        fixed.emplace_back(int64_t(u(0)),
-                           schema::chunkHeaderRowChecksum(h, uint32_t(u(9)), u(10), counts));
-    }
-    sqlite3_finalize(st);
-    for (const auto& [id, crc] : fixed)
-        sqlite3_exec(db, ("UPDATE chunk_headers SET row_crc = " + std::to_string(crc) +
-                          " WHERE chunk = " + std::to_string(id)).c_str(),
-                     nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-}
-
 // The same for pool_block_summary's crc.
 void forgeBlockRows(const std::string& path) {
     sqlite3* db = nullptr;
@@ -290,7 +261,7 @@ TEST(FirstFrameTables, HandBuiltDamagedMissingOrLyingCopiesFallBackToTheChunkRow
         const std::string path = dir.file(std::string(c.name) + ".poolscope");
         std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
         test::execSql(path, c.sql);
-        if (c.forged) forgeHeaderRows(path);
+        if (c.forged) test::forgeChunkHeaders(path);
         auto ref = openTrace(path, false);
         const std::string expected = answers(*ref);
         auto r = openTrace(path);
