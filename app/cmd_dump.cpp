@@ -11,10 +11,12 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "CliUtil.h"
 #include "Commands.h"
+#include "TimeRange.h"
 #include "poolscope/ChunksInOrder.h"
 #include "poolscope/EventCsv.h"
 #include "poolscope/Event.h"
@@ -37,6 +39,7 @@ struct DumpOptions {
     bool names = false;
     bool stacks = false;
     unsigned threads = 0; // formatting threads (0: one per CPU)
+    TimeRangeArgs range;
 };
 
 // The window's names of an event's stream and pool (--names): "" for a pool handle of 0 (the
@@ -118,18 +121,43 @@ int runDump(const DumpOptions& o) {
     int exitCode = 0;
     auto reader = openTraceOrReport(o.trace, exitCode);
     if (!reader) return exitCode;
+    if (o.stacks && o.range.given()) {
+        std::fprintf(stderr, "poolscope: --stacks prints the call sites, which have no time: --from and --to "
+                             "apply to the events\n");
+        return exitCodeFor(ErrorCode::InvalidArgument);
+    }
     if (o.stacks) return dumpStacks(*reader, o.format == "csv");
     reader->setSkipDamaged(true); // print what is intact, then say what is not
     // Names number pools and streams in lane order, which takes a pass over the whole trace
     // (streaming, analysis/TraceReport.h): made only when asked for.
     view::EntityNames names;
+    std::optional<int64_t> t0; // the time --from and --to count from
     if (o.names) {
-        auto n = traceNames(*reader);
+        auto n = traceNamesAndStart(*reader);
         if (!n) {
             reportError(n.error(), exitCode);
             return exitCode;
         }
-        names = std::move(*n);
+        names = std::move(n->names);
+        t0 = n->t0;
+    }
+    ChunkTextOptions threads;
+    threads.threads = o.threads;
+    if (o.range.given()) {
+        // The headers' scan, kept for the read after it.
+        reader->setReuseHeaderScan(true);
+        auto summary = reader->summary();
+        if (!summary) {
+            reportError(summary.error(), exitCode);
+            return exitCode;
+        }
+        auto range = resolveTimeRange(o.range, t0.value_or(summary->firstTsNs), summary->lastTsNs);
+        if (!range) {
+            reportError(range.error(), exitCode);
+            return exitCode;
+        }
+        threads.fromNs = range->fromNs;
+        threads.untilNs = range->untilNs;
     }
     const bool csv = o.format == "csv";
     if (csv)
@@ -167,8 +195,6 @@ int runDump(const DumpOptions& o) {
                      writeErrno ? std::strerror(writeErrno) : "write error");
         return exitCodeFor(ErrorCode::WriteFailed);
     };
-    ChunkTextOptions threads;
-    threads.threads = o.threads;
     Status st = formatChunksInOrder(*reader, format, write, threads);
     if (!st) {
         if (st.error().code == ErrorCode::Cancelled) return writeFailed();
@@ -177,7 +203,7 @@ int runDump(const DumpOptions& o) {
         return exitCode;
     }
     if (o.samples) {
-        auto samples = reader->samples(0, INT64_MIN, INT64_MAX);
+        auto samples = reader->samples(0, threads.fromNs, threads.untilNs);
         if (!samples) {
             reportError(samples.error(), exitCode);
             return exitCode;
@@ -208,6 +234,7 @@ void registerDump(CLI::App& app, int& exitCode) {
     sub->add_flag("--stacks", opts->stacks,
                   "print the trace's call sites (the ids in the events' site column) with their "
                   "frames instead of the events");
+    addTimeRangeOptions(sub, opts->range);
     sub->add_option("--threads", opts->threads)->group("")->check(CLI::Range(0, 64));
     sub->callback([opts, &exitCode] { exitCode = runDump(*opts); });
 }

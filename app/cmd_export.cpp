@@ -12,18 +12,25 @@
 
 #include "CliUtil.h"
 #include "Commands.h"
+#include "TimeRange.h"
 #include "TraceInputs.h"
+#include "poolscope/TimelineRange.h"
+#include "poolscope/Units.h"
 #include "poolscope/analysis/TraceReport.h"
 
 namespace poolscope::cli {
 
 namespace {
 
+// A range's Timeline is held whole while it is written: about 80 bytes an event.
+constexpr uint64_t kMaxRangeExportEvents = 4'000'000;
+
 struct ExportOptions {
     std::vector<std::string> traces;
     std::string format = "perfetto";
     std::string output;
     unsigned threads = 0; // csv: formatting threads (0: one per CPU)
+    TimeRangeArgs range;
 };
 
 // The output file, or stdout for "-"; a failed export removes what it wrote (a regular file).
@@ -57,7 +64,8 @@ private:
 
 // CSV rows need only the names and the trace's first timestamp, which a streaming pass gives
 // (as for `dump --names`): no Timeline, so the export's memory does not grow with the trace.
-int runCsvExport(const std::string& trace, const std::string& output, unsigned threads) {
+int runCsvExport(const std::string& trace, const std::string& output, unsigned threads,
+                 const TimeRangeArgs& range) {
     int exitCode = 0;
     auto reader = openTraceOrReport(trace, exitCode);
     if (!reader) return exitCode;
@@ -81,6 +89,20 @@ int runCsvExport(const std::string& trace, const std::string& output, unsigned t
     }
     ChunkTextOptions formatting;
     formatting.threads = threads;
+    if (range.given()) {
+        auto summary = reader->summary();
+        if (!summary) {
+            reportError(summary.error(), exitCode);
+            return exitCode;
+        }
+        auto r = resolveTimeRange(range, pass->t0, summary->lastTsNs);
+        if (!r) {
+            reportError(r.error(), exitCode);
+            return exitCode;
+        }
+        formatting.fromNs = r->fromNs;
+        formatting.untilNs = r->untilNs;
+    }
     Status st = interop::writeEventsCsv(*reader, pass->names, pass->t0, *stacks, out.file(),
                                         formatting);
     if (!st) {
@@ -94,6 +116,118 @@ int runCsvExport(const std::string& trace, const std::string& output, unsigned t
     return warnDamage(*reader);
 }
 
+void printPerfettoSummary(const std::string& output, const interop::PerfettoStats& stats) {
+    if (output == "-") return;
+    std::fprintf(stderr,
+                 "poolscope: wrote %s: %llu trace events (%llu allocation slices on %llu rows, "
+                 "%llu counter points, %llu flows, %llu instants, %llu NVTX ranges) in %llu "
+                 "tracks; open it at https://ui.perfetto.dev\n",
+                 output.c_str(), (unsigned long long)stats.events,
+                 (unsigned long long)stats.allocationSlices, (unsigned long long)stats.allocationRows,
+                 (unsigned long long)stats.counterPoints, (unsigned long long)stats.flows,
+                 (unsigned long long)stats.instants, (unsigned long long)stats.nvtxRanges,
+                 (unsigned long long)stats.tracks);
+}
+
+// `export --from/--to` to Perfetto: the names of the whole trace (one streaming pass, as `dump
+// --names`), then only the chunks that overlap the range, built into a Timeline
+// (buildTimelineRange: the pools start from the summaries) and written from it, cut to the range.
+int runPerfettoRange(const ExportOptions& o) {
+    int exitCode = 0;
+    const std::string& path = o.traces[0];
+    auto reader = openTraceOrReport(path, exitCode);
+    if (!reader) return exitCode;
+    reader->setSkipDamaged(true);
+    reader->setReuseHeaderScan(true);
+    auto pass = traceNamesAndStart(*reader);
+    if (!pass) {
+        (void)warnDamage(*reader);
+        reportError(pass.error(), exitCode);
+        return exitCode;
+    }
+    auto summary = reader->summary();
+    if (!summary) {
+        reportError(summary.error(), exitCode);
+        return exitCode;
+    }
+    auto range = resolveTimeRange(o.range, pass->t0, summary->lastTsNs);
+    if (!range) {
+        reportError(range.error(), exitCode);
+        return exitCode;
+    }
+    const int64_t last = range->untilNs == INT64_MAX ? INT64_MAX : range->untilNs - 1; // [from, until)
+    RangeBuildOptions build;
+    build.maxEvents = kMaxRangeExportEvents;
+    auto built = buildTimelineRange(*reader, range->fromNs, last, build);
+    if (!built) {
+        (void)warnDamage(*reader);
+        Error e = built.error();
+        if (e.code == ErrorCode::InvalidArgument)
+            e.message = "export --from/--to holds its range in memory: " + e.message +
+                        ". Give a shorter range, or export the whole trace without them (streamed)";
+        reportError(e, exitCode);
+        return exitCode;
+    }
+    const Timeline& tl = **built;
+    interop::ExportInput in;
+    in.timeline = *built;
+    auto process = reader->process();
+    if (!process) {
+        reportError(process.error(), exitCode);
+        return exitCode;
+    }
+    in.process = std::move(*process);
+    if (auto threads = reader->threads()) in.threads = std::move(*threads);
+    auto stacks = reader->stacks();
+    if (!stacks) {
+        reportError(stacks.error(), exitCode);
+        return exitCode;
+    }
+    in.stacks = std::move(*stacks);
+    if (!in.stacks.sites.empty()) symbolize(in.stacks);
+    in.label = baseName(path);
+    auto ipc = interop::readIpcEvents(*reader);
+    if (!ipc) {
+        reportError(ipc.error(), exitCode);
+        return exitCode;
+    }
+    in.ipc = std::move(*ipc);
+    in.names = std::move(pass->names);
+    // The timeline is exact from loadedFromNs to loadedUntilNs (chunks' clocks interleave at
+    // its edges): the clip stays inside both that and the range asked for.
+    in.clipFromNs = std::max(range->fromNs, tl.loadedFromNs);
+    in.clipUntilNs = std::min(last, tl.loadedUntilNs);
+    Output out(o.output);
+    if (!out.file()) {
+        std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", o.output.c_str(), out.error().c_str());
+        return exitCodeFor(ErrorCode::WriteFailed);
+    }
+    interop::PerfettoStats stats;
+    const std::vector<interop::ExportInput> inputs{std::move(in)};
+    if (const Status st = interop::writePerfettoJson(inputs, out.file(), &stats); !st) {
+        reportError(st.error(), exitCode);
+        return exitCode;
+    }
+    if (!out.finish()) {
+        std::fprintf(stderr, "poolscope: could not write '%s' (disk full?)\n", o.output.c_str());
+        return exitCodeFor(ErrorCode::WriteFailed);
+    }
+    printPerfettoSummary(o.output, stats);
+    const int64_t t0 = pass->t0;
+    const int64_t clipFrom = inputs[0].clipFromNs, clipUntil = inputs[0].clipUntilNs;
+    std::fprintf(stderr, "poolscope: the range exported: +%s to +%s of the trace's %s\n",
+                 formatDuration(nsBetween(t0, clipFrom)).c_str(), formatDuration(nsBetween(t0, clipUntil)).c_str(),
+                 formatDuration(nsBetween(t0, summary->lastTsNs)).c_str());
+    uint64_t unaccounted = 0;
+    for (const PoolTimeline& p : tl.pools) unaccounted += p.unaccountedAtLoadStart;
+    if (unaccounted)
+        std::fprintf(stderr,
+                     "poolscope: note: %s in use at the range's start was allocated before it and not "
+                     "freed inside it: the pools' used counters count it, no allocation slice shows it\n",
+                     formatBytes(unaccounted).c_str());
+    return warnDamage(*reader);
+}
+
 int runExport(const ExportOptions& o) {
     int exitCode = 0;
     if (o.format == "csv" && o.traces.size() != 1) {
@@ -102,7 +236,14 @@ int runExport(const ExportOptions& o) {
         return exitCodeFor(ErrorCode::InvalidArgument);
     }
     if (outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
-    if (o.format == "csv") return runCsvExport(o.traces[0], o.output, o.threads);
+    if (o.format == "csv") return runCsvExport(o.traces[0], o.output, o.threads, o.range);
+    if (o.range.given()) {
+        if (o.traces.size() != 1) {
+            std::fprintf(stderr, "poolscope: --from and --to take one trace (got %zu)\n", o.traces.size());
+            return exitCodeFor(ErrorCode::InvalidArgument);
+        }
+        return runPerfettoRange(o);
+    }
     // Each trace is read twice, never held whole (interop::writePerfettoJsonStreaming): its
     // first pass also finds the names.
     std::vector<std::unique_ptr<TraceReader>> readers;
@@ -153,16 +294,7 @@ int runExport(const ExportOptions& o) {
         std::fprintf(stderr, "poolscope: could not write '%s' (disk full?)\n", o.output.c_str());
         return exitCodeFor(ErrorCode::WriteFailed);
     }
-    if (o.format == "perfetto" && o.output != "-")
-        std::fprintf(stderr,
-                     "poolscope: wrote %s: %llu trace events (%llu allocation slices on %llu rows, "
-                     "%llu counter points, %llu flows, %llu instants, %llu NVTX ranges) in %llu "
-                     "tracks; open it at https://ui.perfetto.dev\n",
-                     o.output.c_str(), (unsigned long long)stats.events,
-                     (unsigned long long)stats.allocationSlices, (unsigned long long)stats.allocationRows,
-                     (unsigned long long)stats.counterPoints, (unsigned long long)stats.flows,
-                     (unsigned long long)stats.instants, (unsigned long long)stats.nvtxRanges,
-                     (unsigned long long)stats.tracks);
+    printPerfettoSummary(o.output, stats);
     int rc = 0;
     for (auto& r : readers) rc = std::max(rc, warnDamage(*r));
     return rc;
@@ -186,6 +318,8 @@ void registerExport(CLI::App& app, int& exitCode) {
                     "raw columns")
         ->check(CLI::IsMember({"perfetto", "csv"}));
     sub->add_option("-o,--output", o->output, "the file to write ('-' for standard output)")->required();
+    addTimeRangeOptions(sub, o->range,
+                        "; perfetto: a stretch of at most 4 M events, held in memory while written");
     sub->add_option("--threads", o->threads)->group("")->check(CLI::Range(0, 64));
     sub->callback([o, &exitCode] { exitCode = runExport(*o); });
 }

@@ -12,6 +12,7 @@
 
 #include "ChunkScan.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/view/EventFilter.h"
 
 namespace poolscope {
 
@@ -97,13 +98,29 @@ struct Exchange {
 
 Status sequential(const TraceReader& reader,
                   const std::function<void(const std::vector<Event>&, std::string&)>& format,
-                  const std::function<bool(const std::string&)>& write) {
+                  const std::function<bool(const std::string&)>& write, const ChunkTextOptions& options) {
     std::string text;
-    return reader.forEachChunk([&](std::vector<Event>& chunk) {
+    auto each = [&](std::vector<Event>& chunk) {
         text.clear();
         format(chunk, text);
         return write(text);
+    };
+    if (!options.ranged()) return reader.forEachChunk(each);
+    // The reader's own time-filtered read: the same chunks, damage handled the same way.
+    view::EventFilter range;
+    range.t0 = options.fromNs;
+    range.t1 = options.untilNs;
+    return reader.forEachMatchingChunk(range, [&](std::vector<Event>& matches) {
+        return matches.empty() || each(matches);
     });
+}
+
+// A chunk's events in the range, in place.
+void keepRange(std::vector<Event>& chunk, const ChunkTextOptions& options) {
+    if (!options.ranged()) return;
+    chunk.erase(std::remove_if(chunk.begin(), chunk.end(),
+                               [&](const Event& e) { return e.tsNs < options.fromNs || e.tsNs >= options.untilNs; }),
+                chunk.end());
 }
 
 } // namespace
@@ -115,14 +132,18 @@ Status formatChunksInOrder(TraceReader& reader,
     unsigned n = options.threads;
     if (n == 0) n = std::min(std::max(1u, std::thread::hardware_concurrency()), ChunkTextOptions::kMaxThreads);
     // A strict read stops at the first damaged chunk; the threads' reads skip them.
-    if (n <= 1 || !reader.skipDamaged()) return sequential(reader, format, write);
+    if (n <= 1 || !reader.skipDamaged()) return sequential(reader, format, write, options);
     reader.setReuseHeaderScan(true);
     auto headersRead = reader.chunkHeaders();
     if (!headersRead) return headersRead.error();
-    const std::vector<ChunkHeaderInfo>& headers = *headersRead;
+    std::vector<ChunkHeaderInfo> headers = std::move(*headersRead);
+    if (options.ranged())
+        std::erase_if(headers, [&](const ChunkHeaderInfo& h) {
+            return !(h.tMin < options.untilNs && h.tMax >= options.fromNs);
+        });
     // No scan to share: an image in memory, a live trace (its rows change).
     std::shared_ptr<const TraceReader::SharedScan> scan = reader.sharedScan();
-    if (!scan || headers.size() < 2) return sequential(reader, format, write);
+    if (!scan || headers.size() < 2) return sequential(reader, format, write, options);
 
     const size_t per = std::max<size_t>(1, options.chunksPerBatch);
     const size_t batches = (headers.size() + per - 1) / per;
@@ -175,6 +196,7 @@ Status formatChunksInOrder(TraceReader& reader,
                 if (!ex.waitTurn(batch, window)) return false;
                 started = true;
             }
+            keepRange(chunk, options);
             format(chunk, text);
             ++next;
             return !ex.stopped();
@@ -207,7 +229,7 @@ Status formatChunksInOrder(TraceReader& reader,
         // No thread could be started for some: those batches are never formatted.
         ex.stopAll();
         for (std::thread& t : threads) t.join();
-        return sequential(reader, format, write);
+        return sequential(reader, format, write, options);
     }
     for (size_t b = 0; b < batches; ++b) {
         std::unique_lock lk(ex.m);

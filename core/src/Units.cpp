@@ -140,4 +140,62 @@ bool parseBytes(const std::string& text, uint64_t& out) {
     return true;
 }
 
+bool parseDuration(const std::string& text, int64_t& ns) {
+    size_t i = 0;
+    auto space = [&] {
+        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    };
+    space();
+    const size_t digitsAt = i;
+    uint64_t whole = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+        whole = whole * 10 + unsigned(text[i] - '0');
+        if (whole > static_cast<uint64_t>(INT64_MAX)) return false;
+        ++i;
+    }
+    bool anyDigit = i > digitsAt;
+    uint64_t frac = 0; // in 10^-9 of the unit
+    if (i < text.size() && text[i] == '.') {
+        ++i;
+        int places = 0;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+            if (places == 9) return false;
+            frac = frac * 10 + unsigned(text[i] - '0');
+            ++places, ++i;
+            anyDigit = true;
+        }
+        for (; places < 9; ++places) frac *= 10;
+    }
+    if (!anyDigit) return false;
+    space();
+    std::string unit;
+    for (; i < text.size() && !std::isspace(static_cast<unsigned char>(text[i])); ++i)
+        unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+    space();
+    if (i != text.size()) return false;
+    constexpr uint64_t kSecond = 1'000'000'000;
+    uint64_t mul; // nanoseconds a unit
+    if (unit.empty() || unit == "s") mul = kSecond;
+    else if (unit == "ms") mul = 1'000'000;
+    else if (unit == "us" || unit == "\xc2\xb5s" || unit == "\xce\xbcs") mul = 1'000;
+    else if (unit == "ns") mul = 1;
+    else if (unit == "min") mul = 60 * kSecond;
+    else if (unit == "h") mul = 3600 * kSecond;
+    else return false;
+    if (whole > static_cast<uint64_t>(INT64_MAX) / mul) return false;
+    // The fraction in nanoseconds, where it is a whole number of them (frac * mul stays below
+    // 2^64 for the units under a second: mul <= 10^6).
+    uint64_t fracNs;
+    if (mul >= kSecond) {
+        fracNs = frac * (mul / kSecond);
+    } else {
+        if (frac * mul % kSecond != 0) return false;
+        fracNs = frac * mul / kSecond;
+    }
+    const uint64_t wholeNs = whole * mul;
+    if (fracNs > static_cast<uint64_t>(INT64_MAX) - wholeNs) return false;
+    ns = static_cast<int64_t>(wholeNs + fracNs);
+    return true;
+}
+
 } // namespace poolscope

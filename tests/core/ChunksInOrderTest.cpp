@@ -278,6 +278,113 @@ TEST(ChunksInOrder, DumpAndTheCsvExportAreTheSameOnAnyNumberOfThreads) {
 }
 
 
+// The lines of a text, and those whose value in a field pass a test (the header line kept).
+std::vector<std::string> linesOf(const std::string& text) {
+    std::vector<std::string> out;
+    size_t at = 0;
+    for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) out.push_back(text.substr(at, nl - at));
+    return out;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const std::string& l : lines) out += l + '\n';
+    return out;
+}
+
+// `dump --from/--to` and `export --format csv --from/--to`: the rows of the whole dump (and the
+// whole CSV) whose time since the trace's start lies in [from, to), on one thread and on
+// several; a range holding a damaged chunk warns and fails as a whole dump does, one beside it
+// reads no damage; ranges that cannot be are refused in words.
+TEST(ChunksInOrder, ATimeRangeIsTheWholeDumpsRowsInIt) {
+    test::ScratchDir dir;
+    const std::string path = writeTrace(dir.file("t.poolscope"), 90000);
+    test::execSql(path, "UPDATE event_chunks SET crc = -1 WHERE id = 11");
+    std::vector<ChunkHeaderInfo> h;
+    {
+        auto r = TraceReader::open(path);
+        ASSERT_TRUE(r);
+        auto hs = (*r)->chunkHeaders();
+        ASSERT_TRUE(hs);
+        h = *hs;
+    }
+    ASSERT_GT(h.size(), 25u);
+    ASSERT_EQ(h[10].id, 11);
+    const int64_t t0 = h[0].tMin; // no samples: the first event
+    const std::string wholeFile = dir.file("whole.jsonl"), wholeCsv = dir.file("whole.csv");
+    // stdout to a file; stderr (and the exit code) to runCli.
+    const std::string err = dir.file("stderr");
+    auto toFile = [&](const std::string& file) {
+        return " > '" + file + "' 2> '" + err + "'; rc=$?; cat '" + err + "'; exit $rc";
+    };
+    ASSERT_EQ(test::runCli("dump --threads 1 '" + path + "'" + toFile(wholeFile)).exitCode,
+              exitCodeFor(ErrorCode::Corrupt));
+    ASSERT_EQ(test::runCli("export --format csv --threads 1 '" + path + "' -o '" + wholeCsv + "'").exitCode,
+              exitCodeFor(ErrorCode::Corrupt));
+    const std::vector<std::string> whole = linesOf(readFile(wholeFile)), csv = linesOf(readFile(wholeCsv));
+    ASSERT_GT(whole.size(), 80000u);
+    ASSERT_EQ(csv.size(), whole.size() + 1);
+    auto tsOf = [](const std::string& line) {
+        const size_t at = line.find("\"ts_ns\":");
+        return std::stoll(line.substr(at + 8));
+    };
+    auto csvT = [](const std::string& line) { // the t_ns column: time since the start
+        const size_t a = line.find(',', line.find(',') + 1);
+        return std::stoll(line.substr(a + 1));
+    };
+    struct Range {
+        int64_t from, to; // since t0
+        bool damaged;
+    };
+    for (const Range& q : {Range{h[10].tMin - t0 - 5000, h[10].tMax - t0 + 7000, true},
+                           Range{h[20].tMin - t0 + 333, h[25].tMax - t0, false}}) {
+        SCOPED_TRACE(std::to_string(q.from) + "ns.." + std::to_string(q.to) + "ns");
+        std::vector<std::string> want, wantCsv{csv[0]};
+        for (const std::string& l : whole)
+            if (tsOf(l) - t0 >= q.from && tsOf(l) - t0 < q.to) want.push_back(l);
+        for (size_t i = 1; i < csv.size(); ++i)
+            if (csvT(csv[i]) >= q.from && csvT(csv[i]) < q.to) wantCsv.push_back(csv[i]);
+        ASSERT_GT(want.size(), q.damaged ? 10u : 1000u); // the damaged chunk's rows are not there
+        ASSERT_EQ(wantCsv.size(), want.size() + 1);
+        const std::string range = " --from " + std::to_string(q.from) + "ns --to " + std::to_string(q.to) + "ns '" + path + "'";
+        const int code = q.damaged ? exitCodeFor(ErrorCode::Corrupt) : 0;
+        for (const char* threads : {"1", "3"}) {
+            SCOPED_TRACE(std::string("threads ") + threads);
+            const std::string out = dir.file("range.jsonl"), outCsv = dir.file("range.csv");
+            const auto d = test::runCli(std::string("dump --threads ") + threads + range + toFile(out));
+            EXPECT_EQ(d.exitCode, code) << d.output;
+            EXPECT_EQ(d.output.find("is damaged") != std::string::npos, q.damaged) << d.output;
+            EXPECT_TRUE(readFile(out) == joined(want)) << "the dump differs from the whole dump's rows in the range";
+            const auto c = test::runCli(std::string("export --format csv --threads ") + threads + range + " -o '" + outCsv + "'");
+            // The exports' names come from a pass over the whole trace, which meets the damage.
+            EXPECT_EQ(c.exitCode, exitCodeFor(ErrorCode::Corrupt)) << c.output;
+            EXPECT_TRUE(readFile(outCsv) == joined(wantCsv)) << "the CSV differs from the whole CSV's rows in the range";
+        }
+        if (!q.damaged) {
+            const std::string json = dir.file("range.json");
+            const auto p = test::runCli("export" + range + " -o '" + json + "'");
+            EXPECT_EQ(p.exitCode, exitCodeFor(ErrorCode::Corrupt)) << p.output;
+            EXPECT_NE(p.output.find("the range exported: +"), std::string::npos) << p.output;
+            EXPECT_GT(readFile(json).size(), 10000u);
+        }
+    }
+    struct Refused {
+        std::string args, says;
+    };
+    for (const Refused& bad : {Refused{"dump --from 10min '" + path + "'", "after the trace's end"},
+                               Refused{"dump --from 2ms --to 1ms '" + path + "'", "is not before --to"},
+                               Refused{"export --format csv --from 1s --to 1s '" + path + "' -o /dev/null", "is not before --to"},
+                               Refused{"dump --stacks --from 1ms '" + path + "'", "have no time"},
+                               Refused{"export --from 1ms '" + path + "' '" + path + "' -o /dev/null", "take one trace"}}) {
+        const auto run = test::runCli(bad.args);
+        EXPECT_EQ(run.exitCode, exitCodeFor(ErrorCode::InvalidArgument)) << bad.args << ": " << run.output;
+        EXPECT_NE(run.output.find(bad.says), std::string::npos) << bad.args << ": " << run.output;
+    }
+    const auto garbage = test::runCli("dump --from 1x '" + path + "'");
+    EXPECT_NE(garbage.exitCode, 0);
+    EXPECT_NE(garbage.output.find("not a time"), std::string::npos) << garbage.output;
+}
+
 // A dump whose output cannot be written (a full disk: /dev/full) says so and fails; one whose
 // reader went away (| head) ends quietly, as before.
 TEST(ChunksInOrder, ADumpToAFullDiskSaysSo) {

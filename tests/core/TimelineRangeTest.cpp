@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "../bench/SyntheticTrace.h"
 #include "TestTraces.h"
@@ -14,6 +17,8 @@
 #include "poolscope/TimelineRange.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/interop/Export.h"
+#include "poolscope/view/EntityNames.h"
 
 namespace poolscope {
 namespace {
@@ -344,6 +349,141 @@ TEST(TimelineRange, HandBuiltBlockFromBeforeTheRangeIsABarFromItsLeftEdge) {
     // Started from the summary of the chunk before, then the range's first alloc at the edge.
     EXPECT_EQ(p->used.valueAt(t.loadedFromNs), (uint64_t{1} << 20) + 4096 + 256);
     EXPECT_EQ(p->allocCount, 3u); // the block from before is not counted as allocated here
+}
+
+
+nlohmann::json exportOf(const interop::ExportInput& in, const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    EXPECT_TRUE(f);
+    EXPECT_TRUE(interop::writePerfettoJson({in}, f).ok());
+    std::fclose(f);
+    std::FILE* g = std::fopen(path.c_str(), "rb");
+    std::string text;
+    char buf[1 << 16];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, g)) > 0;) text.append(buf, n);
+    std::fclose(g);
+    return nlohmann::json::parse(text); // throws (fails the test) on invalid JSON
+}
+
+// `export --from/--to`: a range's Timeline written with the whole trace's names and cut to the
+// range, against the whole trace's export. Inside the range: the same counter points, and each
+// counter starts with its value at the range's start; the allocations made inside it are the
+// same slices (cut at its end); every wait inside has its flow's start; nothing lies outside.
+TEST(TimelineRange, RangeExportIsTheWholeExportInsideTheRange) {
+    test::ScratchDir dir;
+    auto r = openOk(writeGenerated(dir.file("generated-export.poolscope"), 200'000));
+    ASSERT_TRUE(r);
+    auto whole = wholeBuild(*r);
+    ASSERT_TRUE(whole);
+    const view::EntityNames names = view::EntityNames::fromTimeline(*whole);
+    interop::ExportInput all;
+    all.timeline = whole;
+    const nlohmann::json wholeDoc = exportOf(all, dir.file("whole.json"));
+    const int64_t base = whole->t0;
+    auto micros = [&](int64_t ns) { return double(ns - base) / 1000.0; };
+    auto headers = r->chunkHeaders();
+    ASSERT_TRUE(headers);
+    const auto& h = *headers;
+    ASSERT_GT(h.size(), 40u);
+    for (const auto& [a, n] : {std::pair<size_t, size_t>{0, 3}, {7, 5}, {20, 12}}) {
+        SCOPED_TRACE("chunks " + std::to_string(a) + ".." + std::to_string(a + n));
+        const int64_t t0 = (h[a].tMin + h[a].tMax) / 2, t1 = h[a + n].tMin + 1;
+        auto range = buildTimelineRange(*r, t0, t1);
+        ASSERT_TRUE(range) << range.error().message;
+        interop::ExportInput in;
+        in.timeline = *range;
+        in.names = names;
+        in.clipFromNs = std::max(t0, (*range)->loadedFromNs);
+        in.clipUntilNs = std::min(t1, (*range)->loadedUntilNs);
+        const double from = micros(in.clipFromNs), to = micros(in.clipUntilNs);
+        const nlohmann::json doc = exportOf(in, dir.file("range.json"));
+
+        // Counters: name -> (ts, bytes) in file order (time order per counter).
+        using Points = std::map<std::string, std::vector<std::pair<double, uint64_t>>>;
+        auto counters = [](const nlohmann::json& d) {
+            Points p;
+            for (const auto& e : d["traceEvents"])
+                if (e["ph"] == "C") p[e["name"]].push_back({e["ts"].get<double>(), e["args"]["bytes"].get<uint64_t>()});
+            return p;
+        };
+        const Points got = counters(doc), all = counters(wholeDoc);
+        size_t compared = 0;
+        for (const auto& [name, pts] : all) {
+            std::vector<std::pair<double, uint64_t>> want;
+            size_t i = 0;
+            while (i < pts.size() && pts[i].first < from) ++i;
+            if (i > 0 && (i == pts.size() || pts[i].first != from)) want.push_back({from, pts[i - 1].second});
+            for (; i < pts.size() && pts[i].first <= to; ++i) want.push_back(pts[i]);
+            // A range's timeline holds a stream's blocks allocated inside it only: no
+            // live-bytes counters, unless it starts at the trace's first chunk.
+            if ((*range)->isRange() && name.ends_with(" live bytes")) want.clear();
+            auto it = got.find(name);
+            const auto none = std::vector<std::pair<double, uint64_t>>{};
+            EXPECT_EQ(it == got.end() ? none : it->second, want) << name;
+            compared += want.size();
+        }
+        EXPECT_GT(compared, 100u);
+        for (const auto& [name, pts] : got) EXPECT_TRUE(all.count(name)) << "a counter the whole export has not: " << name;
+
+        // The whole export's allocation slices that overlap the range, by alloc seq: (name, ts
+        // and end cut to the range, whether made inside it).
+        struct Slice {
+            std::string name;
+            double ts, end;
+            bool inside = false;
+        };
+        std::map<uint64_t, Slice> want, have;
+        for (const auto& e : wholeDoc["traceEvents"])
+            if (e["ph"] == "X" && e["cat"] == "allocation") {
+                const double ts = e["ts"], end = ts + e["dur"].get<double>();
+                if (ts <= to && end >= from)
+                    want[e["args"]["alloc_seq"]] = {e["name"], std::max(ts, from), std::min(end, to), ts >= from};
+            }
+        size_t before = 0;
+        for (const auto& e : doc["traceEvents"]) {
+            if (e.contains("ts") && e["ph"] != "M" && e["cat"] != "call") {
+                EXPECT_GE(e["ts"].get<double>(), from - 0.0005) << e.dump();
+                EXPECT_LE(e["ts"].get<double>(), to + 0.0005) << e.dump();
+            }
+            if (e["ph"] != "X" || e["cat"] != "allocation") continue;
+            const double ts = e["ts"];
+            if (e["args"]["alloc_seq"] == 0) { // allocated before the range: from its start
+                EXPECT_DOUBLE_EQ(ts, from);
+                ++before;
+                continue;
+            }
+            have[e["args"]["alloc_seq"]] = {e["name"], ts, ts + e["dur"].get<double>()};
+        }
+        EXPECT_GT(have.size(), 100u);
+        size_t madeInside = 0;
+        for (const auto& [seq, w] : want) madeInside += w.inside;
+        // Those made inside are all there; one made before is there (cut) where the range's
+        // timeline holds its alloc (a range from the trace's first chunk), else under seq 0.
+        for (const auto& [seq, g] : have) {
+            auto it = want.find(seq);
+            ASSERT_TRUE(it != want.end()) << "a slice the whole export has not: alloc seq " << seq;
+            const Slice& w = it->second;
+            madeInside -= w.inside;
+            EXPECT_EQ(g.name, w.name) << seq;
+            EXPECT_NEAR(g.ts, w.ts, 0.0005) << seq;
+            EXPECT_NEAR(g.end, w.end, 0.002) << seq;
+        }
+        EXPECT_EQ(madeInside, 0u) << "slices made inside the range that the range export lacks";
+        // (The generator frees its short-lived blocks within a chunk of their alloc: blocks
+        // from before a range's first chunk are the hand-built test's, above.)
+        EXPECT_EQ(before, 0u);
+        // Flows: every flow_in has its flow_out.
+        std::set<uint64_t> outs;
+        size_t ins = 0;
+        for (const auto& e : doc["traceEvents"])
+            if (e.value("flow_out", false)) outs.insert(e["bind_id"].get<uint64_t>());
+        for (const auto& e : doc["traceEvents"])
+            if (e.value("flow_in", false)) {
+                ++ins;
+                EXPECT_TRUE(outs.count(e["bind_id"].get<uint64_t>())) << e.dump();
+            }
+        EXPECT_GT(ins, 0u);
+    }
 }
 
 } // namespace

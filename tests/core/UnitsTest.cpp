@@ -141,3 +141,28 @@ TEST(Units, FormatCuResult) {
     EXPECT_EQ(poolscope::formatCuResult(12345), "CUresult 12345");
     EXPECT_EQ(poolscope::formatCuResult(-1), "CUresult -1");
 }
+
+TEST(Units, ParseDuration) {
+    int64_t ns = -1;
+    struct Case {
+        const char* text;
+        int64_t ns;
+    };
+    for (const Case& c : {Case{"1.5s", 1'500'000'000}, Case{"  250 ms ", 250'000'000}, Case{"40us", 40'000},
+                          Case{"40\xc2\xb5s", 40'000}, Case{"900ns", 900}, Case{"2min", 120'000'000'000},
+                          Case{"1h", 3'600'000'000'000}, Case{"7", 7'000'000'000}, Case{"0", 0},
+                          Case{".5", 500'000'000}, Case{"0.000000001s", 1}, Case{"1.000000001", 1'000'000'001},
+                          Case{"3S", 3'000'000'000}, Case{"9223372036.854775807s", INT64_MAX},
+                          Case{"9223372036854775807ns", INT64_MAX}}) {
+        ns = -1;
+        EXPECT_TRUE(poolscope::parseDuration(c.text, ns)) << c.text;
+        EXPECT_EQ(ns, c.ns) << c.text;
+    }
+    for (const char* bad : {"", " ", "s", "-1s", "1.5x", "1..5s", "1e3s", "0.0000000001s", "0.5ns",
+                            "9223372036.854775808s", "9223372036854775808ns", "99999999999999999999h",
+                            "1 s s", "1m", "abc", "."}) {
+        ns = 42;
+        EXPECT_FALSE(poolscope::parseDuration(bad, ns)) << bad;
+        EXPECT_EQ(ns, 42) << bad << ": unchanged on failure";
+    }
+}

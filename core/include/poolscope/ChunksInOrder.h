@@ -8,6 +8,7 @@
 // if it had read every chunk itself.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct ChunkTextOptions {
     // Consecutive chunks a thread formats before handing their text on (a few MB of text each).
     size_t chunksPerBatch = 1;
     static constexpr unsigned kMaxThreads = 16;
+    // Only the events with fromNs <= tsNs < untilNs (`dump --from/--to`): the chunks whose
+    // headers lie outside are not read, and format gets each chunk's events in the range.
+    int64_t fromNs = INT64_MIN, untilNs = INT64_MAX;
+    bool ranged() const { return fromNs != INT64_MIN || untilNs != INT64_MAX; }
 };
 
 // What reader.forEachChunk with format then write, chunk by chunk, would do: the same text to

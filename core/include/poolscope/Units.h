@@ -18,5 +18,10 @@ std::string formatCount(uint64_t n);          // "9,950,369": counts of millions
 int64_t nsBetween(int64_t from, int64_t to);
 // Parses "64MiB", "1.5 GB", "4096", "max" (UINT64_MAX). Returns false on garbage.
 bool parseBytes(const std::string& text, uint64_t& out);
+// Parses a duration: a decimal number and a unit, "1.5s", "250 ms", "40us" (or "µs"), "900ns",
+// "2min", "1h"; a bare number is seconds. Exact to the nanosecond (no binary fraction on the
+// way); more decimals than a nanosecond holds are refused, as are negative and larger than
+// INT64_MAX ns. Returns false on garbage.
+bool parseDuration(const std::string& text, int64_t& ns);
 
 } // namespace poolscope

@@ -38,7 +38,7 @@ public:
     ProcessExport(Writer& w, PerfettoStats& st, const ExportInput& in, const view::EntityNames& names,
                   uint32_t pid, int64_t base, uint64_t flowBase, IpcEnds ipcEnds, uint32_t tidBase)
         : ProcessBase(w, st, pid, base, flowBase, names, std::move(ipcEnds), tidBase), in_(in),
-          tl_(*in.timeline) {}
+          tl_(*in.timeline), from_(in.clipFromNs), to_(in.clipUntilNs) {}
 
     void run() {
         processName(in_.process, in_.label);
@@ -46,13 +46,40 @@ public:
         allocations();
         calls();
         poolEvents();
-        ipc(in_.ipc);
-        nvtx(in_.stacks.ranges, in_.threads, tl_.t1);
+        if (!clipped()) {
+            ipc(in_.ipc);
+            nvtx(in_.stacks.ranges, in_.threads, tl_.t1);
+            return;
+        }
+        std::vector<Event> ipcInside;
+        for (const Event& e : in_.ipc)
+            if (inside(e.tsNs)) ipcInside.push_back(e);
+        ipc(ipcInside);
+        // Ranges that overlap, cut to the clip; those still open there end at its end.
+        std::vector<NvtxRange> ranges;
+        for (const NvtxRange& r : in_.stacks.ranges) {
+            const int64_t end = r.endNs ? std::max(r.endNs, r.startNs) : INT64_MAX;
+            if (r.startNs > to_ || end < from_) continue;
+            NvtxRange c = r;
+            c.startNs = std::max(r.startNs, from_);
+            c.endNs = end > to_ ? 0 : end;
+            ranges.push_back(std::move(c));
+        }
+        nvtx(ranges, in_.threads, to_);
     }
 
 private:
+    bool clipped() const { return from_ != INT64_MIN || to_ != INT64_MAX; }
+    bool inside(int64_t t) const { return t >= from_ && t <= to_; }
+
     void counter(const std::string& name, const Series& s, uint32_t tid) {
-        for (size_t i = 0; i < s.size(); ++i) counterPoint(name, tid, s.t[i], s.v[i]);
+        size_t i = 0;
+        if (clipped()) {
+            // The value in force at the clip's start, unless a point lies there.
+            while (i < s.size() && s.t[i] < from_) ++i;
+            if (i > 0 && (i == s.size() || s.t[i] != from_)) counterPoint(name, tid, from_, s.v[i - 1]);
+        }
+        for (; i < s.size() && s.t[i] <= to_; ++i) counterPoint(name, tid, s.t[i], s.v[i]);
     }
 
     void counters() {
@@ -63,6 +90,9 @@ private:
             counter(name + " reserved", p.reserved, tid);
             counter(name + " used", p.used, tid);
         }
+        // A range's timeline counts on a stream only the blocks it holds, not those allocated
+        // before the range and still live: those counters would be low by an unknown amount.
+        if (tl_.isRange()) return;
         for (const StreamTimeline& s : tl_.streams) {
             if (s.liveBytes.empty()) continue;
             counter(names_.stream(s.info.handle) + " live bytes", s.liveBytes,
@@ -86,9 +116,14 @@ private:
             });
             for (uint32_t ai : order) {
                 const Allocation& a = tl_.allocations[ai];
-                const int64_t start = a.allocTsNs;
+                int64_t start = a.allocTsNs;
                 int64_t end = a.live() ? std::max(tl_.t1, start) : a.freeTsNs;
                 if (end < start) end = start; // a free stamped before its alloc (clock skew)
+                if (clipped()) {
+                    if (start > to_ || end < from_) continue;
+                    start = std::max(start, from_);
+                    end = std::min(end, to_);
+                }
                 while (!busy.empty() && busy.top().first <= start) {
                     freeRows.insert(busy.top().second);
                     busy.pop();
@@ -130,6 +165,8 @@ private:
         std::map<std::tuple<uint64_t, uint64_t, int64_t>, uint64_t> recordFlow;
         for (size_t i = 0; i < tl_.edges.size(); ++i) {
             const WaitEdge& e = tl_.edges[i];
+            // A wait inside the clip keeps its record, wherever that lies: the flow has its start.
+            if (!inside(e.waitTsNs)) continue;
             const auto key = std::make_tuple(e.fromStream, e.event, e.recordTsNs);
             auto it = recordFlow.find(key);
             if (it == recordFlow.end()) {
@@ -140,10 +177,12 @@ private:
             ++st_.flows;
         }
         for (size_t i = 0; i < tl_.failed.size(); ++i)
-            perStream[tl_.failed[i].stream].push_back(
-                {tl_.failed[i].tsNs, tl_.failed[i].seq, 0, uint32_t(i), CallType::Failed});
+            if (inside(tl_.failed[i].tsNs))
+                perStream[tl_.failed[i].stream].push_back(
+                    {tl_.failed[i].tsNs, tl_.failed[i].seq, 0, uint32_t(i), CallType::Failed});
         for (size_t i = 0; i < tl_.markers.size(); ++i) {
             const Marker& m = tl_.markers[i];
+            if (!inside(m.tsNs)) continue;
             if (m.kind == EventKind::StreamSynchronize)
                 perStream[m.stream].push_back({m.tsNs, m.seq, 0, uint32_t(i), CallType::Sync});
             else if (m.kind == EventKind::PeerCopy)
@@ -172,7 +211,7 @@ private:
     void poolEvents() {
         std::map<uint64_t, std::vector<const Marker*>> perPool;
         for (const Marker& m : tl_.markers)
-            if (isPoolMarker(m.kind)) perPool[m.pool].push_back(&m);
+            if (isPoolMarker(m.kind) && inside(m.tsNs)) perPool[m.pool].push_back(&m);
         for (auto& [pool, list] : perPool) {
             Track& t = track(names_.pool(pool) + " · events");
             for (const Marker* m : list) poolMarker(t, *m);
@@ -181,6 +220,7 @@ private:
 
     const ExportInput& in_;
     const Timeline& tl_;
+    int64_t from_, to_;
 };
 
 } // namespace
@@ -205,7 +245,8 @@ Status writePerfettoJson(const std::vector<ExportInput>& inputs, std::FILE* out,
                          [&](size_t i, Writer& w, uint32_t pid, uint64_t flowBase, IpcEnds ends,
                              uint32_t tidBase) -> Result<uint64_t> {
                              const ExportInput& in = inputs[i];
-                             const view::EntityNames names = view::EntityNames::fromTimeline(*in.timeline);
+                             const view::EntityNames names =
+                                 in.names ? *in.names : view::EntityNames::fromTimeline(*in.timeline);
                              ProcessExport proc(w, st, in, names, pid, base, flowBase, std::move(ends), tidBase);
                              proc.run();
                              if (proc.tooManyTracks_) return tooManyTracks(in.label);

@@ -41,6 +41,13 @@ struct ExportInput {
     // The trace's PoolExport, PoolImport, PointerExport and PointerImport events: drawn on an
     // "IPC" track per pool, and linked across inputs (interop/ProcessTree.h) by flows.
     std::vector<Event> ipc;
+    // The names to give pools and streams instead of the timeline's own (a range's timeline
+    // numbers only what it holds; the whole trace's names are those of the window and report).
+    std::optional<view::EntityNames> names;
+    // Only what happens in [clipFromNs, clipUntilNs] (`export --from/--to` of a range's
+    // timeline): slices cut to it, each counter from its value at its start, calls, instants,
+    // IPC and NVTX ranges inside it (ranges cut to it).
+    int64_t clipFromNs = INT64_MIN, clipUntilNs = INT64_MAX;
 };
 
 // What a Perfetto export wrote, counted as it was written (tests compare these with counts
