@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -139,22 +140,55 @@ int runPerfettoRange(const ExportOptions& o) {
     if (!reader) return exitCode;
     reader->setSkipDamaged(true);
     reader->setReuseHeaderScan(true);
-    auto pass = traceNamesAndStart(*reader);
-    if (!pass) {
-        (void)warnDamage(*reader);
-        reportError(pass.error(), exitCode);
-        return exitCode;
-    }
+    // The range counts from the first event or sample, as the names pass finds it, but the pass
+    // must know where the range's chunks start (to keep the blocks live there): the summary's
+    // start (the same on an intact trace) places them, and a damaged first chunk is re-checked.
     auto summary = reader->summary();
     if (!summary) {
         reportError(summary.error(), exitCode);
         return exitCode;
     }
-    auto range = resolveTimeRange(o.range, pass->t0, summary->lastTsNs);
-    if (!range) {
-        reportError(range.error(), exitCode);
+    auto planRange = [&](int64_t t0) -> Result<std::pair<AbsoluteRange, uint64_t>> {
+        auto range = resolveTimeRange(o.range, t0, summary->lastTsNs);
+        if (!range) return range.error();
+        const int64_t last = range->untilNs == INT64_MAX ? INT64_MAX : range->untilNs - 1;
+        auto plan = planTimelineRange(*reader, range->fromNs, last);
+        if (!plan) return plan.error();
+        auto headers = reader->chunkHeaders();
+        if (!headers) return headers.error();
+        const uint64_t firstSeq = plan->firstChunk < headers->size() ? (*headers)[plan->firstChunk].firstSeq : 0;
+        return std::pair{*range, firstSeq};
+    };
+    auto planned = planRange(summary->firstTsNs);
+    if (!planned) {
+        reportError(planned.error(), exitCode);
         return exitCode;
     }
+    LiveBlocksBefore live;
+    live.beforeSeq = planned->second;
+    auto pass = traceNamesAndStart(*reader, &live);
+    if (!pass) {
+        (void)warnDamage(*reader);
+        reportError(pass.error(), exitCode);
+        return exitCode;
+    }
+    if (pass->t0 != summary->firstTsNs) {
+        planned = planRange(pass->t0);
+        if (!planned || planned->second != live.beforeSeq) {
+            if (!planned) {
+                reportError(planned.error(), exitCode);
+                return exitCode;
+            }
+            live.beforeSeq = planned->second;
+            pass = traceNamesAndStart(*reader, &live);
+            if (!pass) {
+                (void)warnDamage(*reader);
+                reportError(pass.error(), exitCode);
+                return exitCode;
+            }
+        }
+    }
+    const AbsoluteRange* range = &planned->first;
     const int64_t last = range->untilNs == INT64_MAX ? INT64_MAX : range->untilNs - 1; // [from, until)
     RangeBuildOptions build;
     build.maxEvents = kMaxRangeExportEvents;
@@ -193,6 +227,15 @@ int runPerfettoRange(const ExportOptions& o) {
     }
     in.ipc = std::move(*ipc);
     in.names = std::move(pass->names);
+    // The blocks the range never sees freed: drawn over all of it (the rest of liveAtStart
+    // names the range's own allocations from before it).
+    std::set<uint64_t> freedInside;
+    for (const Allocation& a : tl.allocations)
+        if (a.beforeLoaded) freedInside.insert(a.ptr);
+    uint64_t throughBlocks = 0, throughBytes = 0;
+    for (const Allocation& a : live.blocks)
+        if (!freedInside.count(a.ptr)) ++throughBlocks, throughBytes += a.size;
+    in.liveAtStart = std::move(live.blocks);
     // The timeline is exact from loadedFromNs to loadedUntilNs (chunks' clocks interleave at
     // its edges): the clip stays inside both that and the range asked for.
     in.clipFromNs = std::max(range->fromNs, tl.loadedFromNs);
@@ -218,13 +261,20 @@ int runPerfettoRange(const ExportOptions& o) {
     std::fprintf(stderr, "poolscope: the range exported: +%s to +%s of the trace's %s\n",
                  formatDuration(nsBetween(t0, clipFrom)).c_str(), formatDuration(nsBetween(t0, clipUntil)).c_str(),
                  formatDuration(nsBetween(t0, summary->lastTsNs)).c_str());
+    if (throughBlocks)
+        std::fprintf(stderr,
+                     "poolscope: %s blocks (%s) allocated before the range and not freed inside it are "
+                     "drawn over all of it (args: allocated_before_range)\n",
+                     formatCount(throughBlocks).c_str(), formatBytes(throughBytes).c_str());
+    // Bytes the pools' used counted at the start that no recorded block holds (allocated before
+    // the recording, or their alloc events lost).
     uint64_t unaccounted = 0;
     for (const PoolTimeline& p : tl.pools) unaccounted += p.unaccountedAtLoadStart;
-    if (unaccounted)
+    if (unaccounted > throughBytes)
         std::fprintf(stderr,
-                     "poolscope: note: %s in use at the range's start was allocated before it and not "
-                     "freed inside it: the pools' used counters count it, no allocation slice shows it\n",
-                     formatBytes(unaccounted).c_str());
+                     "poolscope: note: %s in use at the range's start is in no block this trace "
+                     "recorded: the pools' used counters count it, no slice shows it\n",
+                     formatBytes(unaccounted - throughBytes).c_str());
     return warnDamage(*reader);
 }
 

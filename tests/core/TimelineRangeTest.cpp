@@ -12,11 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "../bench/SyntheticTrace.h"
+#include "PerfettoChecks.h"
 #include "TestTraces.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TimelineRange.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/interop/Export.h"
 #include "poolscope/view/EntityNames.h"
 
@@ -365,17 +367,17 @@ nlohmann::json exportOf(const interop::ExportInput& in, const std::string& path)
     return nlohmann::json::parse(text); // throws (fails the test) on invalid JSON
 }
 
-// `export --from/--to`: a range's Timeline written with the whole trace's names and cut to the
-// range, against the whole trace's export. Inside the range: the same counter points, and each
-// counter starts with its value at the range's start; the allocations made inside it are the
-// same slices (cut at its end); every wait inside has its flow's start; nothing lies outside.
+// `export --from/--to`: a range's Timeline written with the names pass's names and the blocks
+// live at its start, cut to the range, against the whole trace's export. Inside the range: the
+// same counter points, and each counter starts with its value at the range's start; every
+// allocation slice that overlaps it, made inside or before, cut to it; every wait inside has its
+// flow's start; nothing lies outside.
 TEST(TimelineRange, RangeExportIsTheWholeExportInsideTheRange) {
     test::ScratchDir dir;
     auto r = openOk(writeGenerated(dir.file("generated-export.poolscope"), 200'000));
     ASSERT_TRUE(r);
     auto whole = wholeBuild(*r);
     ASSERT_TRUE(whole);
-    const view::EntityNames names = view::EntityNames::fromTimeline(*whole);
     interop::ExportInput all;
     all.timeline = whole;
     const nlohmann::json wholeDoc = exportOf(all, dir.file("whole.json"));
@@ -390,13 +392,22 @@ TEST(TimelineRange, RangeExportIsTheWholeExportInsideTheRange) {
         const int64_t t0 = (h[a].tMin + h[a].tMax) / 2, t1 = h[a + n].tMin + 1;
         auto range = buildTimelineRange(*r, t0, t1);
         ASSERT_TRUE(range) << range.error().message;
+        auto plan = planTimelineRange(*r, t0, t1);
+        ASSERT_TRUE(plan);
+        LiveBlocksBefore live;
+        live.beforeSeq = h[plan->firstChunk].firstSeq;
+        auto pass = traceNamesAndStart(*r, &live);
+        ASSERT_TRUE(pass) << pass.error().message;
+        EXPECT_EQ(live.blocks.empty(), plan->firstChunk == 0);
         interop::ExportInput in;
         in.timeline = *range;
-        in.names = names;
+        in.names = pass->names;
+        in.liveAtStart = live.blocks;
         in.clipFromNs = std::max(t0, (*range)->loadedFromNs);
         in.clipUntilNs = std::min(t1, (*range)->loadedUntilNs);
         const double from = micros(in.clipFromNs), to = micros(in.clipUntilNs);
         const nlohmann::json doc = exportOf(in, dir.file("range.json"));
+        test::checkStructure(doc);
 
         // Counters: name -> (ts, bytes) in file order (time order per counter).
         using Points = std::map<std::string, std::vector<std::pair<double, uint64_t>>>;
@@ -439,7 +450,7 @@ TEST(TimelineRange, RangeExportIsTheWholeExportInsideTheRange) {
                 if (ts <= to && end >= from)
                     want[e["args"]["alloc_seq"]] = {e["name"], std::max(ts, from), std::min(end, to), ts >= from};
             }
-        size_t before = 0;
+        size_t before = 0, madeBefore = 0;
         for (const auto& e : doc["traceEvents"]) {
             if (e.contains("ts") && e["ph"] != "M" && e["cat"] != "call") {
                 EXPECT_GE(e["ts"].get<double>(), from - 0.0005) << e.dump();
@@ -447,31 +458,32 @@ TEST(TimelineRange, RangeExportIsTheWholeExportInsideTheRange) {
             }
             if (e["ph"] != "X" || e["cat"] != "allocation") continue;
             const double ts = e["ts"];
-            if (e["args"]["alloc_seq"] == 0) { // allocated before the range: from its start
+            if (e["args"].value("allocated_before_range", false)) {
+                EXPECT_DOUBLE_EQ(ts, from);
+                ++madeBefore;
+            }
+            if (e["args"]["alloc_seq"] == 0) { // allocated before the range, alloc unknown
                 EXPECT_DOUBLE_EQ(ts, from);
                 ++before;
                 continue;
             }
             have[e["args"]["alloc_seq"]] = {e["name"], ts, ts + e["dur"].get<double>()};
         }
+        // Every slice that overlaps the range, cut to it: with the blocks live at its start
+        // (liveAtStart), those made before it too, under their own alloc seq.
         EXPECT_GT(have.size(), 100u);
-        size_t madeInside = 0;
-        for (const auto& [seq, w] : want) madeInside += w.inside;
-        // Those made inside are all there; one made before is there (cut) where the range's
-        // timeline holds its alloc (a range from the trace's first chunk), else under seq 0.
-        for (const auto& [seq, g] : have) {
-            auto it = want.find(seq);
-            ASSERT_TRUE(it != want.end()) << "a slice the whole export has not: alloc seq " << seq;
-            const Slice& w = it->second;
-            madeInside -= w.inside;
+        EXPECT_EQ(before, 0u) << "slices without their alloc's seq";
+        EXPECT_EQ(have.size(), want.size());
+        for (const auto& [seq, w] : want) {
+            auto it = have.find(seq);
+            ASSERT_TRUE(it != have.end()) << "a slice of the whole export is missing: alloc seq " << seq
+                                          << (w.inside ? ", made inside" : ", made before");
+            const Slice& g = it->second;
             EXPECT_EQ(g.name, w.name) << seq;
             EXPECT_NEAR(g.ts, w.ts, 0.0005) << seq;
             EXPECT_NEAR(g.end, w.end, 0.002) << seq;
         }
-        EXPECT_EQ(madeInside, 0u) << "slices made inside the range that the range export lacks";
-        // (The generator frees its short-lived blocks within a chunk of their alloc: blocks
-        // from before a range's first chunk are the hand-built test's, above.)
-        EXPECT_EQ(before, 0u);
+        EXPECT_EQ(madeBefore > 0, a > 0) << "ranges after the first chunk hold blocks from before them";
         // Flows: every flow_in has its flow_out.
         std::set<uint64_t> outs;
         size_t ins = 0;

@@ -16,6 +16,7 @@
 #include "LaneNames.h"
 #include "ReportReducer.h"
 #include "poolscope/TimelineBuilder.h"
+#include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/whatif/PoolModel.h"
 
@@ -207,7 +208,70 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     return out;
 }
 
-Result<TraceNames> traceNamesAndStart(const TraceReader& reader) {
+namespace {
+
+// The live blocks' call sites and APIs for LiveBlocksBefore, by replay tag: a slot per block an
+// alloc handed out, given back at its free.
+class BlockSites {
+public:
+    static constexpr uint32_t kNoSlot = ~uint32_t{0};
+    uint32_t next(const Event& e) const {
+        if (e.kind != EventKind::Alloc) return kNoSlot;
+        return free_.empty() ? static_cast<uint32_t>(slots_.size()) : free_.back();
+    }
+    // Before the event is applied: a pointer import that replaces a live block drops it.
+    void before(const replay::Replay& replay, const Event& e) {
+        if (e.kind != EventKind::PointerImport || e.failed()) return;
+        if (const replay::Block* b = replay.liveBlock(SharedPointerFields::of(e).ptr)) give(b->tag);
+    }
+    void after(const Event& e, const replay::Fact& f, uint32_t tag) {
+        if (f.replacedLive) give(f.closed.tag);
+        if (f.freed) give(f.block.tag);
+        if (!f.allocated || f.block.ptr == 0 || tag == kNoSlot) return;
+        const Slot s{e.site, static_cast<uint8_t>(AllocFields::of(e).api)};
+        if (tag == slots_.size())
+            slots_.push_back(s);
+        else
+            slots_[tag] = s, free_.pop_back();
+    }
+    std::vector<Allocation> live(const replay::Replay& replay) const {
+        std::vector<Allocation> out;
+        replay.forEachLive([&](const replay::Block& b) {
+            if (b.imported) return;
+            Allocation a;
+            a.ptr = b.ptr;
+            a.size = b.bytes;
+            if (b.pool != replay::kNone) {
+                a.pool = replay.pools()[b.pool].info.handle;
+                a.device = static_cast<int16_t>(replay.pools()[b.pool].info.device);
+            }
+            if (b.stream != replay::kNone) a.allocStream = replay.streams()[b.stream].info.handle;
+            a.allocTsNs = b.allocTsNs;
+            a.allocSeq = b.allocSeq;
+            a.tid = b.tid;
+            if (b.tag < slots_.size()) a.site = slots_[b.tag].site, a.api = slots_[b.tag].api;
+            a.beforeLoaded = true;
+            out.push_back(a);
+        });
+        std::sort(out.begin(), out.end(), [](const Allocation& x, const Allocation& y) { return x.allocSeq < y.allocSeq; });
+        return out;
+    }
+
+private:
+    void give(uint32_t tag) {
+        if (tag < slots_.size()) free_.push_back(tag);
+    }
+    struct Slot {
+        uint32_t site;
+        uint8_t api;
+    };
+    std::vector<Slot> slots_;
+    std::vector<uint32_t> free_;
+};
+
+} // namespace
+
+Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live) {
     // Set up as reportTrace sets up its replay: the same facts follow.
     replay::Replay replay;
     auto devices = detail::declareTraceEntities(reader, replay, true);
@@ -217,10 +281,24 @@ Result<TraceNames> traceNamesAndStart(const TraceReader& reader) {
     detail::LaneNameKeeper keeper;
     TraceNames out;
     bool anyTime = false;
+    BlockSites sites;
+    bool taken = false;
     auto apply = [&](const Event& e) {
         out.t0 = anyTime ? std::min(out.t0, e.tsNs) : e.tsNs;
         anyTime = true;
-        keeper.add(replay, e, replay.apply(e));
+        if (!live) {
+            keeper.add(replay, e, replay.apply(e));
+            return;
+        }
+        if (!taken && e.kind != EventKind::Sample && e.seq >= live->beforeSeq) {
+            live->blocks = sites.live(replay);
+            taken = true;
+        }
+        sites.before(replay, e);
+        const uint32_t tag = sites.next(e);
+        const replay::Fact& f = replay.apply(e, tag);
+        sites.after(e, f, tag);
+        keeper.add(replay, e, f);
     };
     detail::SampleMerge merge;
     merge.expect(&*samples);
@@ -230,6 +308,7 @@ Result<TraceNames> traceNamesAndStart(const TraceReader& reader) {
     });
     if (!st) return st.error();
     merge.rest(apply);
+    if (live && !taken) live->blocks = sites.live(replay);
     out.names = keeper.names(replay, *devices);
     return out;
 }

@@ -123,6 +123,7 @@ void ProcessBase::allocationSlice(const Allocation& a, const StackTables& stacks
     appendMicros(e, nsBetween(start, end));
     e += ",\"args\":{\"alloc_seq\":";
     appendNumber(e, a.allocSeq);
+    if (a.beforeLoaded) e += ",\"allocated_before_range\":true";
     e += ",\"api\":";
     appendJsonString(e, allocApiName(static_cast<AllocApi>(a.api)));
     e += ",\"bytes\":";
@@ -139,7 +140,7 @@ void ProcessBase::allocationSlice(const Allocation& a, const StackTables& stacks
             appendJsonString(e, names_.streamWithHandle(a.freeStream));
         }
     } else {
-        e += ",\"live_at_end\":true";
+        e += liveKey_;
     }
     e += ",\"pool\":";
     appendJsonString(e, names_.poolWithHandle(a.pool));

@@ -150,6 +150,9 @@ protected:
     uint32_t tidBase_;
     uint32_t nextTid_;
     std::string entry_; // the hot entries' text, built in one buffer kept between entries
+    // The args key of an allocation still live where its slice ends: the trace's end, or the
+    // end of the stretch a range's export writes (whatever happens to it after).
+    const char* liveKey_ = ",\"live_at_end\":true";
 };
 
 // Every input is a process with its own block of tids (kTidsPerProcess each).

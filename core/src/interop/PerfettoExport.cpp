@@ -21,6 +21,7 @@
 #include "poolscope/interop/Export.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <queue>
 #include <set>
@@ -38,7 +39,9 @@ public:
     ProcessExport(Writer& w, PerfettoStats& st, const ExportInput& in, const view::EntityNames& names,
                   uint32_t pid, int64_t base, uint64_t flowBase, IpcEnds ipcEnds, uint32_t tidBase)
         : ProcessBase(w, st, pid, base, flowBase, names, std::move(ipcEnds), tidBase), in_(in),
-          tl_(*in.timeline), from_(in.clipFromNs), to_(in.clipUntilNs) {}
+          tl_(*in.timeline), from_(in.clipFromNs), to_(in.clipUntilNs) {
+        if (clipped() && to_ < tl_.t1) liveKey_ = ",\"live_after_range\":true";
+    }
 
     void run() {
         processName(in_.process, in_.label);
@@ -100,9 +103,46 @@ private:
         }
     }
 
+    // The allocations drawn on each stream's rows: the timeline's and, for a range with
+    // liveAtStart, its allocations from before it told by their alloc, and the blocks it never
+    // sees freed, over all of it.
     void allocations() {
+        std::unordered_map<uint64_t, const Allocation*> atStart; // ptr -> live before the range
+        for (const Allocation& a : in_.liveAtStart) atStart.emplace(a.ptr, &a);
+        std::deque<Allocation> told;                              // beforeLoaded, with their alloc
+        std::map<uint64_t, std::vector<const Allocation*>> lists; // stream handle -> allocations
+        std::vector<uint64_t> streams;                            // the timeline's order, then others
         for (const StreamTimeline& s : tl_.streams) {
-            const std::string sname = names_.stream(s.info.handle);
+            streams.push_back(s.info.handle);
+            std::vector<const Allocation*>& list = lists[s.info.handle];
+            for (uint32_t ai : s.allocations) {
+                const Allocation& a = tl_.allocations[ai];
+                auto it = a.beforeLoaded ? atStart.find(a.ptr) : atStart.end();
+                if (it == atStart.end()) {
+                    list.push_back(&a);
+                    continue;
+                }
+                Allocation t = *it->second;
+                t.freeTsNs = a.freeTsNs;
+                t.freeSeq = a.freeSeq;
+                t.freeStream = a.freeStream;
+                t.freeSite = a.freeSite;
+                told.push_back(t);
+                list.push_back(&told.back());
+                atStart.erase(it);
+            }
+        }
+        for (const Allocation& a : in_.liveAtStart)
+            if (atStart.count(a.ptr) && atStart[a.ptr] == &a) {
+                if (!lists.count(a.allocStream)) streams.push_back(a.allocStream);
+                lists[a.allocStream].push_back(&a);
+            }
+        std::set<uint64_t> done;
+        for (uint64_t stream : streams) {
+            if (!done.insert(stream).second) continue;
+            std::vector<const Allocation*>& order = lists[stream];
+            if (order.empty()) continue;
+            const std::string sname = names_.stream(stream);
             // Rows become free when their slice ends; the lowest free row is taken, so that
             // most allocations land on the first rows.
             using Busy = std::pair<int64_t, uint32_t>; // (end, row)
@@ -110,12 +150,11 @@ private:
             std::set<uint32_t> freeRows;
             std::vector<uint32_t> rowTid;
             // StreamTimeline::allocations is by alloc time; ties and clock skew are sorted here.
-            std::vector<uint32_t> order = s.allocations;
-            std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-                return tl_.allocations[x].allocTsNs < tl_.allocations[y].allocTsNs;
+            std::stable_sort(order.begin(), order.end(), [&](const Allocation* x, const Allocation* y) {
+                return x->allocTsNs < y->allocTsNs;
             });
-            for (uint32_t ai : order) {
-                const Allocation& a = tl_.allocations[ai];
+            for (const Allocation* ap : order) {
+                const Allocation& a = *ap;
                 int64_t start = a.allocTsNs;
                 int64_t end = a.live() ? std::max(tl_.t1, start) : a.freeTsNs;
                 if (end < start) end = start; // a free stamped before its alloc (clock skew)

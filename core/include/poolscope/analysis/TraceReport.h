@@ -81,7 +81,16 @@ struct TraceNames {
     view::EntityNames names;
     int64_t t0 = 0;
 };
-Result<TraceNames> traceNamesAndStart(const TraceReader& reader);
+// Asked of the names pass by a range's export (`export --from/--to`): the pool blocks live just
+// before the event with seq `beforeSeq` (the first of the range's first chunk), as allocations
+// (allocStream, pool and device by handle, the alloc's seq, time, thread, API and call site;
+// beforeLoaded set, freeTsNs kStillLive), in alloc seq order. Imported mappings are left out.
+// What a range's Timeline cannot know: the blocks allocated before it that it never sees freed.
+struct LiveBlocksBefore {
+    uint64_t beforeSeq = 0;
+    std::vector<Allocation> blocks; // filled by the pass
+};
+Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live = nullptr);
 Result<view::EntityNames> traceNames(const TraceReader& reader);
 
 Result<TraceReport> reportTraceViaTimeline(const TraceReader& reader,

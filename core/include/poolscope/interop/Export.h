@@ -48,6 +48,11 @@ struct ExportInput {
     // timeline): slices cut to it, each counter from its value at its start, calls, instants,
     // IPC and NVTX ranges inside it (ranges cut to it).
     int64_t clipFromNs = INT64_MIN, clipUntilNs = INT64_MAX;
+    // A range's timeline: the blocks live just before its first chunk (traceNamesAndStart's
+    // LiveBlocksBefore). The timeline's allocations made before the range (beforeLoaded) take
+    // their alloc's seq, thread, API and call site from here by pointer; the others, which the
+    // range never sees freed, are drawn over the whole clip on their streams.
+    std::vector<Allocation> liveAtStart;
 };
 
 // What a Perfetto export wrote, counted as it was written (tests compare these with counts
