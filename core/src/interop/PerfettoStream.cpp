@@ -63,6 +63,35 @@ struct Plan {
 
 const view::EntityNames kNoNames; // the first pass names nothing until its end
 
+// A min-queue for items that mostly arrive in order (by time, at the events' pace): an item not
+// below the last one queued in order joins that run's back, the others a heap, and the lesser of
+// the two fronts comes out first. Items compare by a total order (operator>), so they come out
+// exactly as from one heap, without a heap's cache misses on every push and pop of a long queue.
+template <class T>
+class MostlySorted {
+public:
+    void push(T v) {
+        if (run_.empty() || !(run_.back() > v))
+            run_.push_back(std::move(v));
+        else
+            heap_.push(std::move(v));
+    }
+    bool empty() const { return run_.empty() && heap_.empty(); }
+    size_t size() const { return run_.size() + heap_.size(); }
+    const T& top() const { return fromHeap() ? heap_.top() : run_.front(); }
+    void pop() {
+        if (fromHeap())
+            heap_.pop();
+        else
+            run_.pop_front();
+    }
+
+private:
+    bool fromHeap() const { return run_.empty() || (!heap_.empty() && run_.front() > heap_.top()); }
+    std::deque<T> run_;
+    std::priority_queue<T, std::vector<T>, std::greater<>> heap_;
+};
+
 class StreamExport : public ProcessBase {
 public:
     // Horizon and held-items bound as the streaming report's (ReportReducer).
@@ -87,22 +116,37 @@ private:
     };
     struct Rec {
         Allocation a;
+        uint64_t order = 0; // of its alloc among the allocations (ties in start time)
         uint32_t lane = 0;
         uint32_t row = 0;
         bool placed = false, ended = false;
-        bool live = false; // live at the end: its slice ends at the trace's end
+        bool live = false;  // live at the end: its slice ends at the trace's end
+        bool inUse = false; // its slot in recs_ holds it
+    };
+    // An allocation waiting for its row, by (start, order).
+    struct Waiting {
+        int64_t start;
+        uint64_t order;
+        uint32_t rec;
+        bool operator>(const Waiting& o) const { return start != o.start ? start > o.start : order > o.order; }
+    };
+    // A replay tag's allocation: its slot in recs_ and its order (the slot may hold a later one).
+    struct TagRec {
+        uint32_t rec;
+        uint64_t order;
     };
     struct Lane { // a stream
         StepTail live;
         bool anyLive = false, calls = false;
         std::string liveName;
         uint32_t liveTid = 0;
-        // (start, order) of allocations not placed yet
-        std::priority_queue<std::pair<int64_t, uint64_t>, std::vector<std::pair<int64_t, uint64_t>>,
-                            std::greater<>> waiting;
-        std::set<std::pair<int64_t, uint32_t>> busy; // (end, row); INT64_MAX: not ended yet
-        std::set<uint32_t> freeRows;
-        std::unordered_map<uint32_t, uint64_t> openRows; // row -> allocation not ended yet
+        // Allocations not placed yet, earliest first.
+        MostlySorted<Waiting> waiting;
+        // Rows whose slice has ended, by (end, row); a row whose allocation has not ended is
+        // in openRows instead. Both heaps hand out the least first, as sets would.
+        MostlySorted<std::pair<int64_t, uint32_t>> busy;
+        std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> freeRows;
+        std::unordered_map<uint32_t, uint32_t> openRows; // row -> its allocation (recs_ slot), not ended yet
         uint32_t rows = 0;
         std::vector<uint32_t> rowTid;
         int64_t lastPlaced = INT64_MIN;
@@ -135,7 +179,12 @@ private:
     void close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream, uint32_t site);
     void orphan(const Event& e);
     void marker(const Event& e);
-    void place(Lane& lane, uint64_t id);
+    void place(Lane& lane, uint32_t rec);
+    uint32_t newRec();
+    void dropRec(uint32_t rec) {
+        recs_[rec].inUse = false;
+        freeRecs_.push_back(rec);
+    }
     void slice(Rec& r, int64_t end);
     void releaseEdge(const WaitEdge& e);
     // A stream's calls track is written in time order (the Timeline-based export sorts it by
@@ -176,18 +225,34 @@ private:
     std::vector<Lane> lanes_;
     std::unordered_map<uint64_t, std::vector<uint64_t>> highCaps_; // pool -> coming UsedMemHighs
     std::unordered_map<uint64_t, size_t> highNext_;
-    std::unordered_map<uint64_t, Rec> recs_; // by order of the alloc events
+    // Allocations not written yet, in slots reused once written.
+    std::vector<Rec> recs_;
+    std::vector<uint32_t> freeRecs_;
     uint64_t nextOrder_ = 0;
-    std::vector<uint64_t> slots_; // replay tag -> rec order
+    std::vector<TagRec> slots_; // replay tag -> its allocation
     std::vector<uint32_t> freeSlots_;
     std::unordered_map<uint32_t, FailedAllocation> pendingByTid_;
-    std::priority_queue<HeldEdge, std::vector<HeldEdge>, std::greater<>> edges_;
+    MostlySorted<HeldEdge> edges_;
     uint64_t edgeOrder_ = 0;
     // Record flows by (stream, event): the latest few record times and their flow ids.
     std::map<std::pair<uint64_t, uint64_t>, std::deque<std::pair<int64_t, uint64_t>>> recordFlow_;
     uint64_t flows_ = 0;
     std::set<uint64_t> callStreams_, markerPools_;
-    std::priority_queue<Call, std::vector<Call>, std::greater<>> calls_;
+    // Calls held for their turn: the heap holds their keys, the calls wait in slots (a call is
+    // ~180 bytes: the heap's moves stay small).
+    struct CallKey {
+        int64_t ns;
+        uint64_t seq, order;
+        uint32_t slot;
+        bool operator>(const CallKey& o) const {
+            if (ns != o.ns) return ns > o.ns;
+            if (seq != o.seq) return seq > o.seq;
+            return order > o.order;
+        }
+    };
+    MostlySorted<CallKey> calls_;
+    std::vector<Call> callSlots_;
+    std::vector<uint32_t> freeCallSlots_;
     uint64_t callOrder_ = 0;
     int64_t callsDone_ = INT64_MIN;
     std::map<std::tuple<uint64_t, uint64_t, int64_t>, uint64_t> lateRecords_; // the plan's (second pass)
@@ -264,8 +329,9 @@ void StreamExport::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
     failures(e, f);
     if (f.failedAlloc) return;
     const replay::Block& b = f.block;
-    const uint64_t id = nextOrder_++;
+    const uint32_t id = newRec();
     Rec& r = recs_[id];
+    r.order = nextOrder_++;
     r.a.ptr = b.ptr;
     r.a.size = b.bytes;
     r.a.pool = e.pool;
@@ -282,12 +348,12 @@ void StreamExport::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
         r.ended = true;
     } else {
         if (tag == slots_.size())
-            slots_.push_back(id);
+            slots_.push_back({id, r.order});
         else
-            slots_[tag] = id, freeSlots_.pop_back();
+            slots_[tag] = {id, r.order}, freeSlots_.pop_back();
     }
     Lane& lane = lanes_[f.stream];
-    lane.waiting.push({e.tsNs, id});
+    lane.waiting.push({e.tsNs, r.order, id});
     if (e.tsNs < done_) late_ = true;
     // An imported mapping the pointer replaces has no allocation record (like its free).
     if (f.replacedLive && !f.closed.imported) close(f.closed, e.tsNs, 0, 0, 0);
@@ -298,13 +364,12 @@ void StreamExport::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
 
 void StreamExport::close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream, uint32_t site) {
     if (b.tag >= slots_.size() || b.stream >= lanes_.size()) return; // no allocation of ours
-    const uint64_t id = slots_[b.tag];
+    const TagRec t = slots_[b.tag];
     freeSlots_.push_back(b.tag);
     Lane& lane = lanes_[b.stream];
     lane.anyLive = true;
-    auto it = recs_.find(id);
-    if (it == recs_.end()) return;
-    Rec& r = it->second;
+    if (!recs_[t.rec].inUse || recs_[t.rec].order != t.order) return;
+    Rec& r = recs_[t.rec];
     r.a.freeTsNs = std::max(ts, r.a.allocTsNs);
     r.a.freeSeq = seq;
     r.a.freeStream = freeStream;
@@ -315,11 +380,10 @@ void StreamExport::close(const replay::Block& b, int64_t ts, uint64_t seq, uint6
     // A row is free again at the end of its slice; an allocation placed since, which started
     // at or after that end, would have taken it.
     if (r.a.freeTsNs <= lane.lastPlaced) late_ = true;
-    lane.busy.erase({INT64_MAX, r.row});
-    lane.busy.insert({r.a.freeTsNs, r.row});
+    lane.busy.push({r.a.freeTsNs, r.row});
     lane.openRows.erase(r.row);
     slice(r, r.a.freeTsNs);
-    recs_.erase(it);
+    dropRec(t.rec);
 }
 
 // A pointer import that replaces a live block of this trace: the replay drops the block, the
@@ -438,16 +502,30 @@ void StreamExport::slice(Rec& r, int64_t end) {
 }
 
 // The Timeline-based export's greedy packing, for the next allocation in start order.
-void StreamExport::place(Lane& lane, uint64_t id) {
-    Rec& r = recs_.at(id);
+uint32_t StreamExport::newRec() {
+    uint32_t i;
+    if (!freeRecs_.empty()) {
+        i = freeRecs_.back();
+        freeRecs_.pop_back();
+        recs_[i] = Rec{};
+    } else {
+        i = static_cast<uint32_t>(recs_.size());
+        recs_.emplace_back();
+    }
+    recs_[i].inUse = true;
+    return i;
+}
+
+void StreamExport::place(Lane& lane, uint32_t id) {
+    Rec& r = recs_[id];
     const int64_t start = r.a.allocTsNs;
-    while (!lane.busy.empty() && lane.busy.begin()->first <= start) {
-        lane.freeRows.insert(lane.busy.begin()->second);
-        lane.busy.erase(lane.busy.begin());
+    while (!lane.busy.empty() && lane.busy.top().first <= start) {
+        lane.freeRows.push(lane.busy.top().second);
+        lane.busy.pop();
     }
     if (!lane.freeRows.empty()) {
-        r.row = *lane.freeRows.begin();
-        lane.freeRows.erase(lane.freeRows.begin());
+        r.row = lane.freeRows.top();
+        lane.freeRows.pop();
     } else {
         r.row = lane.rows++;
         if (write_) {
@@ -460,14 +538,13 @@ void StreamExport::place(Lane& lane, uint64_t id) {
     r.placed = true;
     lane.lastPlaced = std::max(lane.lastPlaced, start);
     if (!r.ended) {
-        lane.busy.insert({INT64_MAX, r.row});
         lane.openRows[r.row] = id;
         return;
     }
     const int64_t end = std::max(r.live ? t1_ : r.a.freeTsNs, start);
-    lane.busy.insert({end, r.row});
+    lane.busy.push({end, r.row});
     slice(r, end);
-    recs_.erase(id);
+    dropRec(id);
 }
 
 void StreamExport::releaseEdge(const WaitEdge& e) {
@@ -495,7 +572,17 @@ void StreamExport::call(Call c) {
     callStreams_.insert(c.stream);
     if (c.ns < callsDone_) late_ = true;
     c.order = callOrder_++;
-    calls_.push(std::move(c));
+    uint32_t slot;
+    if (!freeCallSlots_.empty()) {
+        slot = freeCallSlots_.back();
+        freeCallSlots_.pop_back();
+        callSlots_[slot] = std::move(c);
+    } else {
+        slot = static_cast<uint32_t>(callSlots_.size());
+        callSlots_.push_back(std::move(c));
+    }
+    const Call& held = callSlots_[slot];
+    calls_.push(CallKey{held.ns, held.seq, held.order, slot});
 }
 
 void StreamExport::writeCall(const Call& c) {
@@ -544,8 +631,8 @@ void StreamExport::advance(bool all) {
         lane.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
             if (write_) counterPoint(lane.liveName, lane.liveTid, t, v);
         });
-        while (!lane.waiting.empty() && (all || lane.waiting.top().first < frontier)) {
-            const uint64_t id = lane.waiting.top().second;
+        while (!lane.waiting.empty() && (all || lane.waiting.top().start < frontier)) {
+            const uint32_t id = lane.waiting.top().rec;
             lane.waiting.pop();
             place(lane, id);
         }
@@ -568,8 +655,10 @@ void StreamExport::advance(bool all) {
     }
     const int64_t callsFrontier = all ? INT64_MAX : std::max(callsDone_, frontier - replay::kRetryWindowNs);
     while (!calls_.empty() && (all || calls_.top().ns < callsFrontier)) {
-        writeCall(calls_.top());
+        const uint32_t slot = calls_.top().slot;
         calls_.pop();
+        writeCall(callSlots_[slot]);
+        freeCallSlots_.push_back(slot);
     }
     callsDone_ = callsFrontier;
     done_ = frontier;
@@ -579,16 +668,15 @@ void StreamExport::advance(bool all) {
 
 void StreamExport::finish() {
     // Allocations live at the end last to the trace's end, as rows and as slices.
-    for (auto& [id, r] : recs_)
-        if (!r.ended) r.ended = r.live = true;
+    for (Rec& r : recs_)
+        if (r.inUse && !r.ended) r.ended = r.live = true;
     for (Lane& lane : lanes_) {
         for (const auto& [row, id] : lane.openRows) {
-            Rec& r = recs_.at(id);
+            Rec& r = recs_[id];
             const int64_t end = std::max(t1_, r.a.allocTsNs);
-            lane.busy.erase({INT64_MAX, row});
-            lane.busy.insert({end, row});
+            lane.busy.push({end, row});
             slice(r, end);
-            recs_.erase(id);
+            dropRec(id);
         }
         lane.openRows.clear();
     }
