@@ -11,7 +11,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "CliUtil.h"
@@ -131,15 +130,13 @@ int runDump(const DumpOptions& o) {
     // Names number pools and streams in lane order, which takes a pass over the whole trace
     // (streaming, analysis/TraceReport.h): made only when asked for.
     view::EntityNames names;
-    std::optional<int64_t> t0; // the time --from and --to count from
     if (o.names) {
-        auto n = traceNamesAndStart(*reader);
+        auto n = traceNames(*reader);
         if (!n) {
             reportError(n.error(), exitCode);
             return exitCode;
         }
-        names = std::move(n->names);
-        t0 = n->t0;
+        names = std::move(*n);
     }
     ChunkTextOptions threads;
     threads.threads = o.threads;
@@ -151,7 +148,8 @@ int runDump(const DumpOptions& o) {
             reportError(summary.error(), exitCode);
             return exitCode;
         }
-        auto range = resolveTimeRange(o.range, t0.value_or(summary->firstTsNs), summary->lastTsNs);
+        // From the first event or sample, as `info` counts the trace's span.
+        auto range = resolveTimeRange(o.range, summary->firstTsNs, summary->lastTsNs);
         if (!range) {
             reportError(range.error(), exitCode);
             return exitCode;

@@ -140,56 +140,36 @@ int runPerfettoRange(const ExportOptions& o) {
     if (!reader) return exitCode;
     reader->setSkipDamaged(true);
     reader->setReuseHeaderScan(true);
-    // The range counts from the first event or sample, as the names pass finds it, but the pass
-    // must know where the range's chunks start (to keep the blocks live there): the summary's
-    // start (the same on an intact trace) places them, and a damaged first chunk is re-checked.
+    // The range counts from the trace's first event or sample (the headers' and samples' first
+    // time, which the timeline's t0 and the JSON's time base also are). The names pass must know
+    // where the range's chunks start, to keep the blocks live there.
     auto summary = reader->summary();
     if (!summary) {
         reportError(summary.error(), exitCode);
         return exitCode;
     }
-    auto planRange = [&](int64_t t0) -> Result<std::pair<AbsoluteRange, uint64_t>> {
-        auto range = resolveTimeRange(o.range, t0, summary->lastTsNs);
-        if (!range) return range.error();
-        const int64_t last = range->untilNs == INT64_MAX ? INT64_MAX : range->untilNs - 1;
-        auto plan = planTimelineRange(*reader, range->fromNs, last);
-        if (!plan) return plan.error();
-        auto headers = reader->chunkHeaders();
-        if (!headers) return headers.error();
-        const uint64_t firstSeq = plan->firstChunk < headers->size() ? (*headers)[plan->firstChunk].firstSeq : 0;
-        return std::pair{*range, firstSeq};
-    };
-    auto planned = planRange(summary->firstTsNs);
-    if (!planned) {
-        reportError(planned.error(), exitCode);
+    const int64_t t0 = summary->firstTsNs;
+    auto resolved = resolveTimeRange(o.range, t0, summary->lastTsNs);
+    if (!resolved) {
+        reportError(resolved.error(), exitCode);
+        return exitCode;
+    }
+    const AbsoluteRange* range = &*resolved;
+    const int64_t last = range->untilNs == INT64_MAX ? INT64_MAX : range->untilNs - 1; // [from, until)
+    auto plan = planTimelineRange(*reader, range->fromNs, last);
+    auto headers = reader->chunkHeaders();
+    if (!plan || !headers) {
+        reportError(!plan ? plan.error() : headers.error(), exitCode);
         return exitCode;
     }
     LiveBlocksBefore live;
-    live.beforeSeq = planned->second;
+    live.beforeSeq = plan->firstChunk < headers->size() ? (*headers)[plan->firstChunk].firstSeq : 0;
     auto pass = traceNamesAndStart(*reader, &live);
     if (!pass) {
         (void)warnDamage(*reader);
         reportError(pass.error(), exitCode);
         return exitCode;
     }
-    if (pass->t0 != summary->firstTsNs) {
-        planned = planRange(pass->t0);
-        if (!planned || planned->second != live.beforeSeq) {
-            if (!planned) {
-                reportError(planned.error(), exitCode);
-                return exitCode;
-            }
-            live.beforeSeq = planned->second;
-            pass = traceNamesAndStart(*reader, &live);
-            if (!pass) {
-                (void)warnDamage(*reader);
-                reportError(pass.error(), exitCode);
-                return exitCode;
-            }
-        }
-    }
-    const AbsoluteRange* range = &planned->first;
-    const int64_t last = range->untilNs == INT64_MAX ? INT64_MAX : range->untilNs - 1; // [from, until)
     RangeBuildOptions build;
     build.maxEvents = kMaxRangeExportEvents;
     auto built = buildTimelineRange(*reader, range->fromNs, last, build);
@@ -256,7 +236,6 @@ int runPerfettoRange(const ExportOptions& o) {
         return exitCodeFor(ErrorCode::WriteFailed);
     }
     printPerfettoSummary(o.output, stats);
-    const int64_t t0 = pass->t0;
     const int64_t clipFrom = inputs[0].clipFromNs, clipUntil = inputs[0].clipUntilNs;
     std::fprintf(stderr, "poolscope: the range exported: +%s to +%s of the trace's %s\n",
                  formatDuration(nsBetween(t0, clipFrom)).c_str(), formatDuration(nsBetween(t0, clipUntil)).c_str(),

@@ -498,5 +498,63 @@ TEST(TimelineRange, RangeExportIsTheWholeExportInsideTheRange) {
     }
 }
 
+
+// The names pass's LiveBlocksBefore (export --from/--to): the blocks live before a seq, each with
+// its alloc's seq, thread, API and call site. Hand-built: an imported mapping freed in between
+// must not give away the slot of a live block's site (its tag is no slot), and a block whose
+// pointer an import replaces is dropped.
+TEST(TimelineRange, NamesPassKeepsTheBlocksLiveBeforeASeqWithTheirSites) {
+    test::ScratchDir dir;
+    const std::string path = dir.file("handbuilt-live.poolscope");
+    constexpr uint64_t kPool = 0xa000, kStream = 0x10;
+    test::Events ev;
+    Event& a = ev.alloc(1000, kStream, kPool, 0x1000, 4096);
+    a.site = 5;
+    a.variant = static_cast<uint8_t>(AllocApi::FromPool);
+    const uint64_t aSeq = a.seq; // (the reference goes stale as events are added)
+    Event& imp = ev.add(EventKind::PointerImport, 1100);
+    imp.pool = kPool;
+    imp.ptr = 0x5000;
+    ev.free(1200, kStream, kPool, 0x5000);                 // the imported mapping's release
+    ev.alloc(1300, kStream, kPool, 0x2000, 512).site = 7;  // takes a free slot: not a's
+    ev.alloc(1400, kStream, kPool, 0x3000, 64).site = 9;   // replaced by an import below
+    Event& over = ev.add(EventKind::PointerImport, 1500);
+    over.pool = kPool;
+    over.ptr = 0x3000;
+    ev.alloc(1600, kStream, kPool, 0x4000, 128).site = 11;
+    ev.free(1700, kStream, kPool, 0x4000);
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w);
+        PoolInfo p;
+        p.handle = kPool;
+        ASSERT_TRUE((*w)->addPool(p));
+        ASSERT_TRUE((*w)->append(ev.all()));
+        ASSERT_TRUE((*w)->close());
+    }
+    auto r = openOk(path);
+    ASSERT_TRUE(r);
+    LiveBlocksBefore live;
+    live.beforeSeq = ev.all().back().seq + 1; // after everything
+    ASSERT_TRUE(traceNamesAndStart(*r, &live));
+    ASSERT_EQ(live.blocks.size(), 2u) << "0x1000 and 0x2000; not the imports, nor 0x3000 or 0x4000";
+    EXPECT_EQ(live.blocks[0].ptr, 0x1000u);
+    EXPECT_EQ(live.blocks[0].site, 5u) << "a live block's site given away by an import's release";
+    EXPECT_EQ(live.blocks[0].api, uint8_t(AllocApi::FromPool));
+    EXPECT_EQ(live.blocks[0].size, 4096u);
+    EXPECT_EQ(live.blocks[0].allocSeq, aSeq);
+    EXPECT_EQ(live.blocks[0].pool, kPool);
+    EXPECT_EQ(live.blocks[0].allocStream, kStream);
+    EXPECT_TRUE(live.blocks[0].beforeLoaded);
+    EXPECT_TRUE(live.blocks[0].live());
+    EXPECT_EQ(live.blocks[1].ptr, 0x2000u);
+    EXPECT_EQ(live.blocks[1].site, 7u);
+    // Before the third event: only the first block.
+    live.beforeSeq = aSeq + 1;
+    ASSERT_TRUE(traceNamesAndStart(*r, &live));
+    ASSERT_EQ(live.blocks.size(), 1u);
+    EXPECT_EQ(live.blocks[0].site, 5u);
+}
+
 } // namespace
 } // namespace poolscope

@@ -220,13 +220,15 @@ public:
         return free_.empty() ? static_cast<uint32_t>(slots_.size()) : free_.back();
     }
     // Before the event is applied: a pointer import that replaces a live block drops it.
+    // (An imported mapping's block has no slot: its tag says nothing.)
     void before(const replay::Replay& replay, const Event& e) {
         if (e.kind != EventKind::PointerImport || e.failed()) return;
-        if (const replay::Block* b = replay.liveBlock(SharedPointerFields::of(e).ptr)) give(b->tag);
+        const replay::Block* b = replay.liveBlock(SharedPointerFields::of(e).ptr);
+        if (b && !b->imported) give(b->tag);
     }
     void after(const Event& e, const replay::Fact& f, uint32_t tag) {
-        if (f.replacedLive) give(f.closed.tag);
-        if (f.freed) give(f.block.tag);
+        if (f.replacedLive && !f.closed.imported) give(f.closed.tag);
+        if (f.freed && !f.block.imported) give(f.block.tag);
         if (!f.allocated || f.block.ptr == 0 || tag == kNoSlot) return;
         const Slot s{e.site, static_cast<uint8_t>(AllocFields::of(e).api)};
         if (tag == slots_.size())

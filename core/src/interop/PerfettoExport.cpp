@@ -25,6 +25,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <unordered_map>
 
 #include "PerfettoCommon.h"
 
@@ -132,11 +133,27 @@ private:
                 atStart.erase(it);
             }
         }
-        for (const Allocation& a : in_.liveAtStart)
-            if (atStart.count(a.ptr) && atStart[a.ptr] == &a) {
-                if (!lists.count(a.allocStream)) streams.push_back(a.allocStream);
-                lists[a.allocStream].push_back(&a);
+        // A pointer the range hands out again while such a block holds it lost its free (the
+        // replay ends the block there, Fact::replacedLive): its slice ends there too.
+        std::unordered_map<uint64_t, int64_t> reusedAt;
+        if (!atStart.empty())
+            for (const Allocation& a : tl_.allocations)
+                if (!a.beforeLoaded && atStart.count(a.ptr)) {
+                    auto [it, fresh] = reusedAt.emplace(a.ptr, a.allocTsNs);
+                    if (!fresh) it->second = std::min(it->second, a.allocTsNs);
+                }
+        for (const Allocation& a : in_.liveAtStart) {
+            auto it = atStart.find(a.ptr);
+            if (it == atStart.end() || it->second != &a) continue;
+            const Allocation* drawn = &a;
+            if (auto r = reusedAt.find(a.ptr); r != reusedAt.end()) {
+                told.push_back(a);
+                told.back().freeTsNs = r->second;
+                drawn = &told.back();
             }
+            if (!lists.count(a.allocStream)) streams.push_back(a.allocStream);
+            lists[a.allocStream].push_back(drawn);
+        }
         std::set<uint64_t> done;
         for (uint64_t stream : streams) {
             if (!done.insert(stream).second) continue;
