@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <queue>
 #include <random>
 #include <unordered_map>
 
+#include "../../core/src/MostlySorted.h"
 #include "../../core/src/replay/FlatPtrMap.h"
 #include "TestTraces.h"
 #include "poolscope/replay/Replay.h"
@@ -109,6 +111,44 @@ TEST(ReplayLookup, PoolAndStreamIndicesFollowFirstSightOnRandomEvents) {
     EXPECT_EQ(r.pools().size(), std::size(pools));
     for (const auto& [h, i] : streamRef) EXPECT_EQ(r.streamIndex(h), i);
     for (const auto& [h, i] : poolRef) EXPECT_EQ(r.poolIndex(h), i);
+}
+
+
+// MostlySorted (the streamed Perfetto export's queues) against one heap: the same items in the
+// same order, for streams of keys that run in order with some late ones, all late, and all in
+// order, with pops in between.
+TEST(MostlySorted, ComesOutAsOneHeap) {
+    using Key = std::pair<int64_t, uint64_t>; // (time, arrival): a total order
+    std::mt19937_64 rng(11);
+    for (int lateOneIn : {4, 1, 1000000}) {
+        detail::MostlySorted<Key> q;
+        std::priority_queue<Key, std::vector<Key>, std::greater<>> ref;
+        int64_t t = 0;
+        uint64_t arrival = 0, popped = 0;
+        for (int i = 0; i < 200000; ++i) {
+            if (rng() % 3 != 0) {
+                t += int64_t(rng() % 5);
+                const int64_t at = rng() % uint64_t(lateOneIn) == 0 ? t - int64_t(rng() % 1000) : t;
+                q.push({at, arrival});
+                ref.push({at, arrival});
+                ++arrival;
+            } else if (!ref.empty()) {
+                ASSERT_EQ(q.size(), ref.size());
+                ASSERT_EQ(q.top(), ref.top()) << "pop " << popped;
+                q.pop();
+                ref.pop();
+                ++popped;
+            }
+        }
+        while (!ref.empty()) {
+            ASSERT_FALSE(q.empty());
+            ASSERT_EQ(q.top(), ref.top());
+            q.pop();
+            ref.pop();
+        }
+        EXPECT_TRUE(q.empty());
+        EXPECT_GT(popped, 10000u);
+    }
 }
 
 } // namespace

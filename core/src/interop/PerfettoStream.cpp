@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "../ChunkPipe.h"
+#include "../MostlySorted.h"
 #include "../analysis/LaneNames.h"
 #include "../analysis/ReportReducer.h"
 #include "../analysis/StepTail.h"
@@ -46,6 +47,7 @@ namespace poolscope::interop {
 namespace {
 
 using namespace detail;
+using poolscope::detail::MostlySorted;
 using poolscope::detail::StepTail;
 
 // What the first pass finds.
@@ -63,34 +65,6 @@ struct Plan {
 
 const view::EntityNames kNoNames; // the first pass names nothing until its end
 
-// A min-queue for items that mostly arrive in order (by time, at the events' pace): an item not
-// below the last one queued in order joins that run's back, the others a heap, and the lesser of
-// the two fronts comes out first. Items compare by a total order (operator>), so they come out
-// exactly as from one heap, without a heap's cache misses on every push and pop of a long queue.
-template <class T>
-class MostlySorted {
-public:
-    void push(T v) {
-        if (run_.empty() || !(run_.back() > v))
-            run_.push_back(std::move(v));
-        else
-            heap_.push(std::move(v));
-    }
-    bool empty() const { return run_.empty() && heap_.empty(); }
-    size_t size() const { return run_.size() + heap_.size(); }
-    const T& top() const { return fromHeap() ? heap_.top() : run_.front(); }
-    void pop() {
-        if (fromHeap())
-            heap_.pop();
-        else
-            run_.pop_front();
-    }
-
-private:
-    bool fromHeap() const { return run_.empty() || (!heap_.empty() && run_.front() > heap_.top()); }
-    std::deque<T> run_;
-    std::priority_queue<T, std::vector<T>, std::greater<>> heap_;
-};
 
 class StreamExport : public ProcessBase {
 public:
