@@ -42,6 +42,36 @@ inline bool outputIsAnInput(const std::string& out, const std::vector<std::strin
     return false;
 }
 
+// What an export input holds beside its events (interop::ExportInput or StreamInput): the
+// process, threads, call sites (named where the binaries are found), the file name as its label
+// and the IPC calls (for links across processes). False (message printed, exitCode set) when a
+// table cannot be read.
+template <class Input>
+bool readInputParts(const TraceReader& reader, const std::string& path, Input& in, int& exitCode) {
+    auto process = reader.process();
+    if (!process) {
+        reportError(process.error(), exitCode);
+        return false;
+    }
+    in.process = std::move(*process);
+    if (auto threads = reader.threads()) in.threads = std::move(*threads);
+    auto stacks = reader.stacks();
+    if (!stacks) {
+        reportError(stacks.error(), exitCode);
+        return false;
+    }
+    in.stacks = std::move(*stacks);
+    if (!in.stacks.sites.empty()) symbolize(in.stacks);
+    in.label = baseName(path);
+    auto ipc = interop::readIpcEvents(reader);
+    if (!ipc) {
+        reportError(ipc.error(), exitCode);
+        return false;
+    }
+    in.ipc = std::move(*ipc);
+    return true;
+}
+
 // nullptr (message printed, exitCode set) when the trace cannot be read.
 inline std::unique_ptr<LoadedTrace> loadTrace(const std::string& path, int& exitCode) {
     auto t = std::make_unique<LoadedTrace>();
@@ -55,28 +85,7 @@ inline std::unique_ptr<LoadedTrace> loadTrace(const std::string& path, int& exit
         return nullptr;
     }
     t->input.timeline = std::move(*tl);
-    auto process = t->reader->process();
-    if (!process) {
-        reportError(process.error(), exitCode);
-        return nullptr;
-    }
-    t->input.process = std::move(*process);
-    if (auto threads = t->reader->threads()) t->input.threads = std::move(*threads);
-    auto stacks = t->reader->stacks();
-    if (!stacks) {
-        reportError(stacks.error(), exitCode);
-        return nullptr;
-    }
-    t->input.stacks = std::move(*stacks);
-    if (!t->input.stacks.sites.empty()) symbolize(t->input.stacks);
-    t->input.label = baseName(path);
-    // IPC calls (for links across processes).
-    auto ipc = interop::readIpcEvents(*t->reader);
-    if (!ipc) {
-        reportError(ipc.error(), exitCode);
-        return nullptr;
-    }
-    t->input.ipc = std::move(*ipc);
+    if (!readInputParts(*t->reader, path, t->input, exitCode)) return nullptr;
     return t;
 }
 

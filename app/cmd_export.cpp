@@ -185,27 +185,7 @@ int runPerfettoRange(const ExportOptions& o) {
     const Timeline& tl = **built;
     interop::ExportInput in;
     in.timeline = *built;
-    auto process = reader->process();
-    if (!process) {
-        reportError(process.error(), exitCode);
-        return exitCode;
-    }
-    in.process = std::move(*process);
-    if (auto threads = reader->threads()) in.threads = std::move(*threads);
-    auto stacks = reader->stacks();
-    if (!stacks) {
-        reportError(stacks.error(), exitCode);
-        return exitCode;
-    }
-    in.stacks = std::move(*stacks);
-    if (!in.stacks.sites.empty()) symbolize(in.stacks);
-    in.label = baseName(path);
-    auto ipc = interop::readIpcEvents(*reader);
-    if (!ipc) {
-        reportError(ipc.error(), exitCode);
-        return exitCode;
-    }
-    in.ipc = std::move(*ipc);
+    if (!readInputParts(*reader, path, in, exitCode)) return exitCode;
     in.names = std::move(pass->names);
     // The blocks the range never sees freed: drawn over all of it (the rest of liveAtStart
     // names the range's own allocations from before it).
@@ -283,27 +263,7 @@ int runExport(const ExportOptions& o) {
         reader->setSkipDamaged(true);
         interop::StreamInput in;
         in.reader = reader.get();
-        auto process = reader->process();
-        if (!process) {
-            reportError(process.error(), exitCode);
-            return exitCode;
-        }
-        in.process = std::move(*process);
-        if (auto threads = reader->threads()) in.threads = std::move(*threads);
-        auto stacks = reader->stacks();
-        if (!stacks) {
-            reportError(stacks.error(), exitCode);
-            return exitCode;
-        }
-        in.stacks = std::move(*stacks);
-        if (!in.stacks.sites.empty()) symbolize(in.stacks);
-        in.label = baseName(path);
-        auto ipc = interop::readIpcEvents(*reader);
-        if (!ipc) {
-            reportError(ipc.error(), exitCode);
-            return exitCode;
-        }
-        in.ipc = std::move(*ipc);
+        if (!readInputParts(*reader, path, in, exitCode)) return exitCode;
         inputs.push_back(std::move(in));
         readers.push_back(std::move(reader));
     }
