@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <string>
 #include <unistd.h>
@@ -130,6 +131,32 @@ void printPerfettoSummary(const std::string& output, const interop::PerfettoStat
                  (unsigned long long)stats.tracks);
 }
 
+// Writes the Perfetto JSON to `output` through `write` and says what it wrote. 0, or the exit
+// code of what failed (said; a half-written file is removed): a write that failed calls
+// `failed` first (the readers' damage, which may be why).
+int writePerfettoTo(const std::string& output,
+                    const std::function<Status(std::FILE*, interop::PerfettoStats&)>& write,
+                    const std::function<void()>& failed = {}) {
+    Output out(output);
+    if (!out.file()) {
+        std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", output.c_str(), out.error().c_str());
+        return exitCodeFor(ErrorCode::WriteFailed);
+    }
+    interop::PerfettoStats stats;
+    if (const Status st = write(out.file(), stats); !st) {
+        if (failed) failed();
+        int exitCode = 0;
+        reportError(st.error(), exitCode);
+        return exitCode;
+    }
+    if (!out.finish()) {
+        std::fprintf(stderr, "poolscope: could not write '%s' (disk full?)\n", output.c_str());
+        return exitCodeFor(ErrorCode::WriteFailed);
+    }
+    printPerfettoSummary(output, stats);
+    return 0;
+}
+
 // `export --from/--to` to Perfetto: the names of the whole trace (one streaming pass, as `dump
 // --names`), then only the chunks that overlap the range, built into a Timeline
 // (buildTimelineRange: the pools start from the summaries) and written from it, cut to the range.
@@ -200,22 +227,11 @@ int runPerfettoRange(const ExportOptions& o) {
     // its edges): the clip stays inside both that and the range asked for.
     in.clipFromNs = std::max(range->fromNs, tl.loadedFromNs);
     in.clipUntilNs = std::min(last, tl.loadedUntilNs);
-    Output out(o.output);
-    if (!out.file()) {
-        std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", o.output.c_str(), out.error().c_str());
-        return exitCodeFor(ErrorCode::WriteFailed);
-    }
-    interop::PerfettoStats stats;
     const std::vector<interop::ExportInput> inputs{std::move(in)};
-    if (const Status st = interop::writePerfettoJson(inputs, out.file(), &stats); !st) {
-        reportError(st.error(), exitCode);
-        return exitCode;
-    }
-    if (!out.finish()) {
-        std::fprintf(stderr, "poolscope: could not write '%s' (disk full?)\n", o.output.c_str());
-        return exitCodeFor(ErrorCode::WriteFailed);
-    }
-    printPerfettoSummary(o.output, stats);
+    if (const int rc = writePerfettoTo(o.output, [&](std::FILE* f, interop::PerfettoStats& stats) {
+            return interop::writePerfettoJson(inputs, f, &stats);
+        }))
+        return rc;
     const int64_t clipFrom = inputs[0].clipFromNs, clipUntil = inputs[0].clipUntilNs;
     std::fprintf(stderr, "poolscope: the range exported: +%s to +%s of the trace's %s\n",
                  formatDuration(nsBetween(t0, clipFrom)).c_str(), formatDuration(nsBetween(t0, clipUntil)).c_str(),
@@ -267,23 +283,15 @@ int runExport(const ExportOptions& o) {
         inputs.push_back(std::move(in));
         readers.push_back(std::move(reader));
     }
-    Output out(o.output);
-    if (!out.file()) {
-        std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", o.output.c_str(), out.error().c_str());
-        return exitCodeFor(ErrorCode::WriteFailed);
-    }
-    interop::PerfettoStats stats;
-    const Status st = interop::writePerfettoJsonStreaming(inputs, out.file(), &stats);
-    if (!st) {
-        for (auto& r : readers) (void)warnDamage(*r);
-        reportError(st.error(), exitCode);
-        return exitCode;
-    }
-    if (!out.finish()) {
-        std::fprintf(stderr, "poolscope: could not write '%s' (disk full?)\n", o.output.c_str());
-        return exitCodeFor(ErrorCode::WriteFailed);
-    }
-    printPerfettoSummary(o.output, stats);
+    if (const int rc = writePerfettoTo(
+            o.output,
+            [&](std::FILE* f, interop::PerfettoStats& stats) {
+                return interop::writePerfettoJsonStreaming(inputs, f, &stats);
+            },
+            [&] {
+                for (auto& r : readers) (void)warnDamage(*r);
+            }))
+        return rc;
     int rc = 0;
     for (auto& r : readers) rc = std::max(rc, warnDamage(*r));
     return rc;
