@@ -157,9 +157,8 @@ int writePerfettoTo(const std::string& output,
     return 0;
 }
 
-// `export --from/--to` to Perfetto: the names of the whole trace (one streaming pass, as `dump
-// --names`), then only the chunks that overlap the range, built into a Timeline
-// (buildTimelineRange: the pools start from the summaries) and written from it, cut to the range.
+// `export --from/--to` to Perfetto (interop::writePerfettoStretch): one names pass over the
+// whole trace, then only the chunks that overlap the range.
 int runPerfettoRange(const ExportOptions& o) {
     int exitCode = 0;
     const std::string& path = o.traces[0];
@@ -168,8 +167,7 @@ int runPerfettoRange(const ExportOptions& o) {
     reader->setSkipDamaged(true);
     reader->setReuseHeaderScan(true);
     // The range counts from the trace's first event or sample (the headers' and samples' first
-    // time, which the timeline's t0 and the JSON's time base also are). The names pass must know
-    // where the range's chunks start, to keep the blocks live there.
+    // time, which the timeline's t0 and the JSON's time base also are).
     auto summary = reader->summary();
     if (!summary) {
         reportError(summary.error(), exitCode);
@@ -181,75 +179,42 @@ int runPerfettoRange(const ExportOptions& o) {
         reportError(resolved.error(), exitCode);
         return exitCode;
     }
-    const AbsoluteRange* range = &*resolved;
-    const int64_t last = range->untilNs == INT64_MAX ? INT64_MAX : range->untilNs - 1; // [from, until)
-    auto plan = planTimelineRange(*reader, range->fromNs, last);
-    auto headers = reader->chunkHeaders();
-    if (!plan || !headers) {
-        reportError(!plan ? plan.error() : headers.error(), exitCode);
-        return exitCode;
-    }
-    LiveBlocksBefore live;
-    live.beforeSeq = plan->firstChunk < headers->size() ? (*headers)[plan->firstChunk].firstSeq : 0;
-    auto pass = traceNamesAndStart(*reader, &live);
-    if (!pass) {
-        (void)warnDamage(*reader);
-        reportError(pass.error(), exitCode);
-        return exitCode;
-    }
-    RangeBuildOptions build;
-    build.maxEvents = kMaxRangeExportEvents;
-    auto built = buildTimelineRange(*reader, range->fromNs, last, build);
-    if (!built) {
-        (void)warnDamage(*reader);
-        Error e = built.error();
-        if (e.code == ErrorCode::InvalidArgument)
-            e.message = "export --from/--to holds its range in memory: " + e.message +
-                        ". Give a shorter range, or export the whole trace without them (streamed)";
-        reportError(e, exitCode);
-        return exitCode;
-    }
-    const Timeline& tl = **built;
-    interop::ExportInput in;
-    in.timeline = *built;
-    if (!readInputParts(*reader, path, in, exitCode)) return exitCode;
-    in.names = std::move(pass->names);
-    // The blocks the range never sees freed: drawn over all of it (the rest of liveAtStart
-    // names the range's own allocations from before it).
-    std::set<uint64_t> freedInside;
-    for (const Allocation& a : tl.allocations)
-        if (a.beforeLoaded) freedInside.insert(a.ptr);
-    uint64_t throughBlocks = 0, throughBytes = 0;
-    for (const Allocation& a : live.blocks)
-        if (!freedInside.count(a.ptr)) ++throughBlocks, throughBytes += a.size;
-    in.liveAtStart = std::move(live.blocks);
-    // The timeline is exact from loadedFromNs to loadedUntilNs (chunks' clocks interleave at
-    // its edges): the clip stays inside both that and the range asked for.
-    in.clipFromNs = std::max(range->fromNs, tl.loadedFromNs);
-    in.clipUntilNs = std::min(last, tl.loadedUntilNs);
-    const std::vector<interop::ExportInput> inputs{std::move(in)};
-    if (const int rc = writePerfettoTo(o.output, [&](std::FILE* f, interop::PerfettoStats& stats) {
-            return interop::writePerfettoJson(inputs, f, &stats);
-        }))
+    interop::ExportInput parts;
+    if (!readInputParts(*reader, path, parts, exitCode)) return exitCode;
+    interop::StretchExport done;
+    if (const int rc = writePerfettoTo(
+            o.output,
+            [&](std::FILE* f, interop::PerfettoStats& stats) -> Status {
+                auto r = interop::writePerfettoStretch(*reader, std::move(parts), resolved->fromNs,
+                                                       resolved->untilNs, f, kMaxRangeExportEvents);
+                if (!r) {
+                    Error e = r.error();
+                    if (e.code == ErrorCode::InvalidArgument)
+                        e.message = "export --from/--to holds its range in memory: " + e.message +
+                                    ". Give a shorter range, or export the whole trace without them (streamed)";
+                    return e;
+                }
+                done = std::move(*r);
+                stats = done.stats;
+                return {};
+            },
+            [&] { (void)warnDamage(*reader); }))
         return rc;
-    const int64_t clipFrom = inputs[0].clipFromNs, clipUntil = inputs[0].clipUntilNs;
     std::fprintf(stderr, "poolscope: the range exported: +%s to +%s of the trace's %s\n",
-                 formatDuration(nsBetween(t0, clipFrom)).c_str(), formatDuration(nsBetween(t0, clipUntil)).c_str(),
+                 formatDuration(nsBetween(t0, done.clipFromNs)).c_str(),
+                 formatDuration(nsBetween(t0, done.clipUntilNs)).c_str(),
                  formatDuration(nsBetween(t0, summary->lastTsNs)).c_str());
-    if (throughBlocks)
+    if (done.blocksBefore)
         std::fprintf(stderr,
                      "poolscope: %s blocks (%s) allocated before the range and not freed inside it are "
                      "drawn over all of it (args: allocated_before_range)\n",
-                     formatCount(throughBlocks).c_str(), formatBytes(throughBytes).c_str());
-    // Bytes the pools' used counted at the start that no recorded block holds (allocated before
-    // the recording, or their alloc events lost).
-    uint64_t unaccounted = 0;
-    for (const PoolTimeline& p : tl.pools) unaccounted += p.unaccountedAtLoadStart;
-    if (unaccounted > throughBytes)
+                     formatCount(done.blocksBefore).c_str(), formatBytes(done.bytesBefore).c_str());
+    if (done.unaccountedBytes)
         std::fprintf(stderr,
                      "poolscope: note: %s in use at the range's start is in no block this trace "
-                     "recorded: the pools' used counters count it, no slice shows it\n",
-                     formatBytes(unaccounted - throughBytes).c_str());
+                     "recorded (allocated before the recording): the pools' used counters count it, "
+                     "no slice shows it\n",
+                     formatBytes(done.unaccountedBytes).c_str());
     return warnDamage(*reader);
 }
 

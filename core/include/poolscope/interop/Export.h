@@ -106,6 +106,22 @@ struct StreamInput {
 Status writePerfettoJsonStreaming(const std::vector<StreamInput>& inputs, std::FILE* out,
                                   PerfettoStats* stats = nullptr);
 
+// A stretch of one trace, [fromNs, untilNs) in the trace's clock (`export --from/--to`): the
+// names and the blocks live before it from one names pass over the whole trace
+// (traceNamesAndStart), the chunks that overlap it built as the window's range is
+// (buildTimelineRange, at most maxEvents of them: InvalidArgument in words beyond), written by
+// writePerfettoJson cut to it. `parts` holds the input's process, threads, call sites, label
+// and IPC calls; the rest of it is filled here. The reader is set to skip damaged chunks and to
+// reuse its header scan.
+struct StretchExport {
+    PerfettoStats stats;
+    int64_t clipFromNs = 0, clipUntilNs = 0; // what was written: inside the stretch and the build
+    uint64_t blocksBefore = 0, bytesBefore = 0; // allocated before it, not freed in it: drawn over it
+    uint64_t unaccountedBytes = 0;              // in use at its start in no block the trace recorded
+};
+Result<StretchExport> writePerfettoStretch(TraceReader& reader, ExportInput parts, int64_t fromNs,
+                                           int64_t untilNs, std::FILE* out, uint64_t maxEvents);
+
 // One row per event (samples excluded), seq order, columns documented in docs/INTEROP.md:
 // human-readable ones (time since the first event, names, sizes in KiB/MiB, call site,
 // details) next to the raw values (ns, handles, bytes). Reads the trace's events once and holds
