@@ -149,6 +149,7 @@ private:
             if (auto r = reusedAt.find(a.ptr); r != reusedAt.end()) {
                 told.push_back(a);
                 told.back().freeTsNs = r->second;
+                told.back().freeStream = a.allocStream; // no free was recorded: none elsewhere
                 drawn = &told.back();
             }
             if (!lists.count(a.allocStream)) streams.push_back(a.allocStream);
