@@ -35,6 +35,7 @@ class EntityTreeModel;
 class EventsPanel;
 class LoadingOverlay;
 class RangeLoader;
+class StretchExporter;
 class ReplayBar;
 class TimelineWidget;
 class TraceLoader;
@@ -76,6 +77,10 @@ public:
     ReplayBar* replay() const { return replay_; }
     TraceLoader* loader() const { return loader_; }
     RangeLoader* rangeLoader() const { return rangeLoader_; }
+    StretchExporter* stretchExporter() const { return stretchExporter_; }
+    // File > Export Visible Stretch to Perfetto…: asks where (POOLSCOPE_EXPORT_TO, when set,
+    // instead of a dialog: tests and scripts), then writes in the background.
+    void exportVisibleStretch();
     QString statusText() const;
     // The shades over the timeline and the plot marking what a progressive load has not read
     // yet (visible only while a partial timeline is shown).
@@ -136,6 +141,7 @@ private:
     QSplitter* splitter_;
     TraceLoader* loader_;
     RangeLoader* rangeLoader_ = nullptr;
+    StretchExporter* stretchExporter_ = nullptr;
     QLabel* statusLabel_;
     QLabel* summaryLabel_;
     QProgressBar* progress_;

@@ -5,10 +5,14 @@
 #include "LoadingOverlay.h"
 #include "MainWindow.h"
 #include "RangeLoader.h"
+#include "StretchExporter.h"
 #include "TimelineWidget.h"
 #include "WatermarkPlot.h"
 #include "poolscope/Units.h"
 
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMessageBox>
 #include <QStatusBar>
 #include <algorithm>
 #include <cstdlib>
@@ -81,6 +85,40 @@ void MainWindow::setupRangeLoading() {
     connect(rangeLoader_, &RangeLoader::failed, this, [this](const QString& message) {
         showStatus(tr("Could not load the detail of this range: %1").arg(message));
     });
+    stretchExporter_ = new StretchExporter(this);
+    connect(stretchExporter_, &StretchExporter::finished, this, [this](const QString& m) { showStatus(m); });
+    connect(stretchExporter_, &StretchExporter::failed, this, [this](const QString& message) {
+        showStatus(tr("The export failed: %1").arg(message));
+        if (qEnvironmentVariableIsEmpty("POOLSCOPE_EXPORT_TO"))
+            QMessageBox::warning(this, tr("Export Visible Stretch"), message);
+    });
+}
+
+void MainWindow::exportVisibleStretch() {
+    if (!snap_.valid() || snap_.path.isEmpty()) {
+        showStatus(tr("Open a trace file to export a stretch of it (a live session has none yet)."));
+        return;
+    }
+    if (stretchExporter_->busy()) {
+        showStatus(tr("An export is still being written."));
+        return;
+    }
+    const Timeline& tl = *snap_.timeline;
+    const int64_t v0 = std::max(timeline_->viewStart(), tl.t0), v1 = std::min(timeline_->viewEnd(), tl.t1);
+    QString out = qEnvironmentVariable("POOLSCOPE_EXPORT_TO");
+    if (out.isEmpty()) {
+        const QFileInfo trace(snap_.path);
+        const QString name = QStringLiteral("%1-%2s-%3s.json")
+                                 .arg(trace.completeBaseName())
+                                 .arg(double(nsBetween(tl.t0, v0)) / 1e9, 0, 'f', 3)
+                                 .arg(double(nsBetween(tl.t0, v1)) / 1e9, 0, 'f', 3);
+        out = QFileDialog::getSaveFileName(this, tr("Export the Visible Stretch to Perfetto"),
+                                           trace.dir().filePath(name), tr("Perfetto JSON (*.json)"));
+        if (out.isEmpty()) return;
+    }
+    showStatus(tr("Exporting %1 – %2 (the names take a pass over the whole trace)…")
+                   .arg(qs(formatDuration(nsBetween(tl.t0, v0))), qs(formatDuration(nsBetween(tl.t0, v1)))));
+    stretchExporter_->start(snap_, v0, v1, out);
 }
 
 void MainWindow::onRangeLoaded(const TraceSnapshot& loaded) {

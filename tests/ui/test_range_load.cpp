@@ -4,18 +4,22 @@
 #include "DetailsPane.h"
 #include "MainWindow.h"
 #include "RangeLoader.h"
+#include "StretchExporter.h"
 #include "TestTrace.h"
 #include "TimelineWidget.h"
 #include "TraceLoad.h"
 #include "TraceLoader.h"
 #include "WatermarkPlot.h"
 
+#include <QAction>
 #include <QApplication>
+#include <QFile>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTemporaryDir>
 #include <chrono>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
 using namespace poolscope;
@@ -284,4 +288,53 @@ TEST(RangeLoad, ATraceWithBlockSummariesIsFirstDrawnFromThemThenFromItsChunks) {
         EXPECT_EQ(blocks.loaded->levelCount(pool), chunks.loaded->levelCount(pool));
         EXPECT_GT(chunks.loaded->levelCount(pool), blocks.partial->levelCount(pool));
     }
+}
+
+// File > Export Visible Stretch to Perfetto…: the stretch the timeline shows, past what the
+// window loaded, written as `export --from --to` writes it, in the background; the status bar
+// says what was written. The file is Perfetto JSON whose entries lie in the stretch.
+TEST(RangeLoad, TheVisibleStretchExportsToPerfetto) {
+    const QString path = synth::syntheticTracePath(400000);
+    QTemporaryDir dir;
+    const QString out = dir.filePath("stretch.json");
+    qputenv("POOLSCOPE_EXPORT_TO", out.toUtf8());
+    qputenv("POOLSCOPE_WINDOW_MAX_EVENTS", "100000");
+    {
+        LimitedWindow lw(path);
+        ASSERT_TRUE(lw.ok);
+        MainWindow& w = lw.w;
+        const Timeline& first = *w.snapshot().timeline;
+        const int64_t t0 = first.t0, span = first.t1 - first.t0;
+        const int64_t a = t0 + span * 60 / 100, b = t0 + span * 61 / 100;
+        ASSERT_GT(a, first.loadedUntilNs);
+        w.timeline()->setViewRange(a, b);
+        QSignalSpy done(w.stretchExporter(), &StretchExporter::finished);
+        QSignalSpy failed(w.stretchExporter(), &StretchExporter::failed);
+        QAction* act = w.findChild<QAction*>(QStringLiteral("exportStretch"));
+        ASSERT_TRUE(act);
+        act->trigger();
+        ASSERT_TRUE(done.wait(60000)) << (failed.isEmpty() ? "no answer" : failed.first().first().toString().toStdString());
+        EXPECT_TRUE(w.statusText().contains(QStringLiteral("Wrote stretch.json"))) << w.statusText().toStdString();
+        // To look at (docs/screenshots/export-stretch.png is one such run).
+        if (const QString shots = qEnvironmentVariable("POOLSCOPE_SCREENSHOT_DIR"); !shots.isEmpty()) {
+            QTest::qWait(300);
+            w.grab().save(shots + QStringLiteral("/export-stretch.png"));
+        }
+        QFile f(out);
+        ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+        const auto doc = nlohmann::json::parse(f.readAll().toStdString());
+        size_t slices = 0, counters = 0;
+        const double from = double(a - t0) / 1000.0, to = double(b - t0) / 1000.0;
+        for (const auto& e : doc["traceEvents"]) {
+            if (e["ph"] == "M" || e.value("cat", "") == "call") continue;
+            EXPECT_GE(e["ts"].get<double>(), from - 0.001) << e.dump();
+            EXPECT_LE(e["ts"].get<double>(), to + 0.001) << e.dump();
+            slices += e["ph"] == "X";
+            counters += e["ph"] == "C";
+        }
+        EXPECT_GT(slices, 100u);
+        EXPECT_GT(counters, 100u);
+    }
+    qunsetenv("POOLSCOPE_EXPORT_TO");
+    qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
 }
