@@ -1,7 +1,9 @@
 #pragma once
 // Small helpers shared by the CLI verbs.
 
+#include <chrono>
 #include <cstdio>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <memory>
 #include <string>
@@ -49,5 +51,34 @@ inline int warnDamage(const TraceReader& r) {
     }
     return damage.empty() ? 0 : exitCodeFor(ErrorCode::Corrupt);
 }
+
+// A progress line on stderr, only for a person watching a terminal and only once the work
+// (report's read, a names pass) has taken long enough to wonder about: scripts and short traces
+// see nothing.
+class TtyProgress {
+public:
+    explicit TtyProgress(const char* what) : what_(what), tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
+    ~TtyProgress() {
+        if (shown_) std::fprintf(stderr, "\r%60s\r", "");
+    }
+    void operator()(uint64_t done, uint64_t total) {
+        if (!tty_ || total == 0) return;
+        const auto now = Clock::now();
+        if (now - start_ < std::chrono::milliseconds(500) || now - last_ < std::chrono::milliseconds(100))
+            return;
+        last_ = now;
+        shown_ = true;
+        std::fprintf(stderr, "\r%s: %3d%%", what_, static_cast<int>(done * 100 / total));
+        std::fflush(stderr);
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    const char* what_;
+    bool tty_;
+    bool shown_ = false;
+    Clock::time_point start_;
+    Clock::time_point last_{};
+};
 
 } // namespace poolscope::cli

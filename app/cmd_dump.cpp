@@ -11,6 +11,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "CliUtil.h"
@@ -131,12 +132,16 @@ int runDump(const DumpOptions& o) {
     // (streaming, analysis/TraceReport.h): made only when asked for.
     view::EntityNames names;
     if (o.names) {
-        auto n = traceNames(*reader);
+        std::optional<TtyProgress> progress(std::in_place, "reading the trace for the names");
+        NamesPassControl control;
+        control.progress = [&](uint64_t d, uint64_t t) { (*progress)(d, t); };
+        auto n = traceNamesAndStart(*reader, nullptr, control);
+        progress.reset(); // its line cleared before the rows
         if (!n) {
             reportError(n.error(), exitCode);
             return exitCode;
         }
-        names = std::move(*n);
+        names = std::move(n->names);
     }
     ChunkTextOptions threads;
     threads.threads = o.threads;

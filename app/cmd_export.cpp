@@ -72,7 +72,12 @@ int runCsvExport(const std::string& trace, const std::string& output, unsigned t
     auto reader = openTraceOrReport(trace, exitCode);
     if (!reader) return exitCode;
     reader->setSkipDamaged(true);
-    auto pass = traceNamesAndStart(*reader);
+    auto pass = [&] {
+        TtyProgress progress("reading the trace for the names");
+        NamesPassControl control;
+        control.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
+        return traceNamesAndStart(*reader, nullptr, control);
+    }();
     if (!pass) {
         (void)warnDamage(*reader);
         reportError(pass.error(), exitCode);
@@ -185,8 +190,11 @@ int runPerfettoRange(const ExportOptions& o) {
     if (const int rc = writePerfettoTo(
             o.output,
             [&](std::FILE* f, interop::PerfettoStats& stats) -> Status {
+                TtyProgress progress("reading the trace for the names");
+                NamesPassControl control;
+                control.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
                 auto r = interop::writePerfettoStretch(*reader, std::move(parts), resolved->fromNs,
-                                                       resolved->untilNs, f, kMaxRangeExportEvents);
+                                                       resolved->untilNs, f, kMaxRangeExportEvents, control);
                 if (!r) {
                     Error e = r.error();
                     if (e.code == ErrorCode::InvalidArgument)

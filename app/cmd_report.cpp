@@ -26,33 +26,6 @@ int fail(const Error& e) {
     return exitCodeFor(e.code);
 }
 
-// A progress line on stderr, only for a person watching a terminal and only once the build
-// has taken long enough to wonder about (scripts and short traces see nothing).
-class Progress {
-public:
-    Progress() : tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
-    ~Progress() {
-        if (shown_) std::fprintf(stderr, "\r%40s\r", "");
-    }
-    void operator()(uint64_t done, uint64_t total) {
-        if (!tty_ || total == 0) return;
-        const auto now = Clock::now();
-        if (now - start_ < std::chrono::milliseconds(500) || now - last_ < std::chrono::milliseconds(100))
-            return;
-        last_ = now;
-        shown_ = true;
-        std::fprintf(stderr, "\rreading events: %3d%%", static_cast<int>(done * 100 / total));
-        std::fflush(stderr);
-    }
-
-private:
-    using Clock = std::chrono::steady_clock;
-    bool tty_;
-    bool shown_ = false;
-    Clock::time_point start_;
-    Clock::time_point last_{};
-};
-
 // --top-sites: who held the memory at each pool's peak reserved.
 std::string sitesText(const Report& rep, const std::vector<analysis::PoolSites>& pools,
                       const StackTables& t, size_t n) {
@@ -147,7 +120,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             return;
         }
         Result<TraceReport> built = [&] {
-            Progress progress;
+            TtyProgress progress("reading events");
             TraceReportOptions options;
             options.report.topN = *top;
             options.topSites = *topSites;

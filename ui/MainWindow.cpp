@@ -336,8 +336,9 @@ void MainWindow::buildMenus() {
             showStatus(tr("Compare needs two traces; %1 chosen.").arg(two.size()));
     });
     recentMenu_ = file->addMenu(tr("Open &Recent"));
-    file->addAction(tr("&Export Visible Stretch to Perfetto…"), this, &MainWindow::exportVisibleStretch)
-        ->setObjectName(QStringLiteral("exportStretch"));
+    exportStretch_ = file->addAction(tr("&Export Visible Stretch to Perfetto…"), this,
+                                     &MainWindow::exportVisibleStretch);
+    exportStretch_->setObjectName(QStringLiteral("exportStretch"));
     file->addAction(tr("Open the Bundled &Sample"), this, [this] {
         const QString sample = bundledSampleTrace();
         if (sample.isEmpty())

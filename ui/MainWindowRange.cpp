@@ -86,8 +86,22 @@ void MainWindow::setupRangeLoading() {
         showStatus(tr("Could not load the detail of this range: %1").arg(message));
     });
     stretchExporter_ = new StretchExporter(this);
-    connect(stretchExporter_, &StretchExporter::finished, this, [this](const QString& m) { showStatus(m); });
-    connect(stretchExporter_, &StretchExporter::failed, this, [this](const QString& message) {
+    auto ended = [this] { exportStretch_->setText(tr("&Export Visible Stretch to Perfetto…")); };
+    connect(stretchExporter_, &StretchExporter::progress, this, [this](int p) {
+        showStatus(tr("%1 reading the trace for the names: %2 % (File > Cancel the Stretch Export stops it)")
+                       .arg(exportingWhat_)
+                       .arg(p));
+    });
+    connect(stretchExporter_, &StretchExporter::finished, this, [this, ended](const QString& m) {
+        ended();
+        showStatus(m);
+    });
+    connect(stretchExporter_, &StretchExporter::cancelled, this, [this, ended] {
+        ended();
+        showStatus(tr("The export was cancelled; nothing was written."));
+    });
+    connect(stretchExporter_, &StretchExporter::failed, this, [this, ended](const QString& message) {
+        ended();
         showStatus(tr("The export failed: %1").arg(message));
         if (qEnvironmentVariableIsEmpty("POOLSCOPE_EXPORT_TO"))
             QMessageBox::warning(this, tr("Export Visible Stretch"), message);
@@ -99,8 +113,8 @@ void MainWindow::exportVisibleStretch() {
         showStatus(tr("Open a trace file to export a stretch of it (a live session has none yet)."));
         return;
     }
-    if (stretchExporter_->busy()) {
-        showStatus(tr("An export is still being written."));
+    if (stretchExporter_->busy()) { // the action reads "Cancel the Stretch Export" meanwhile
+        stretchExporter_->cancel();
         return;
     }
     const Timeline& tl = *snap_.timeline;
@@ -116,9 +130,11 @@ void MainWindow::exportVisibleStretch() {
                                            trace.dir().filePath(name), tr("Perfetto JSON (*.json)"));
         if (out.isEmpty()) return;
     }
-    showStatus(tr("Exporting %1 – %2 (the names take a pass over the whole trace)…")
-                   .arg(qs(formatDuration(nsBetween(tl.t0, v0))), qs(formatDuration(nsBetween(tl.t0, v1)))));
-    stretchExporter_->start(snap_, v0, v1, out);
+    exportingWhat_ = tr("Exporting %1 – %2:").arg(qs(formatDuration(nsBetween(tl.t0, v0))),
+                                                  qs(formatDuration(nsBetween(tl.t0, v1))));
+    showStatus(exportingWhat_ + tr(" reading the trace for the names…"));
+    if (stretchExporter_->start(snap_, v0, v1, out))
+        exportStretch_->setText(tr("&Cancel the Stretch Export"));
 }
 
 void MainWindow::onRangeLoaded(const TraceSnapshot& loaded) {

@@ -9,7 +9,9 @@
 #include <QFuture>
 #include <QObject>
 #include <QString>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 namespace poolscope::ui {
 
@@ -25,13 +27,19 @@ public:
     // Starts writing [v0, v1] of the trace file `shown` came from to `out`; false while another
     // export runs.
     bool start(const TraceSnapshot& shown, int64_t v0, int64_t v1, const QString& out);
+    // Stops a running export at its next chunk: the half-written file is removed, cancelled()
+    // follows.
+    void cancel();
 
 signals:
+    void progress(int percent); // of the names pass, the long part
     void finished(const QString& message);
     void failed(const QString& message);
+    void cancelled();
 
 private:
     QFuture<void> future_;
+    std::shared_ptr<std::atomic<bool>> cancel_;
 };
 
 } // namespace poolscope::ui

@@ -338,3 +338,34 @@ TEST(RangeLoad, TheVisibleStretchExportsToPerfetto) {
     qunsetenv("POOLSCOPE_EXPORT_TO");
     qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
 }
+
+// The same action while an export runs reads "Cancel the Stretch Export" and stops it: nothing is
+// left on disk, the action reads as before, the status bar says so.
+TEST(RangeLoad, AStretchExportCanBeCancelled) {
+    const QString path = synth::syntheticTracePath(400000);
+    QTemporaryDir dir;
+    const QString out = dir.filePath("cancelled.json");
+    qputenv("POOLSCOPE_EXPORT_TO", out.toUtf8());
+    {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QSignalSpy shown(&w, &MainWindow::snapshotShown);
+        w.openFile(path);
+        ASSERT_TRUE(shown.wait(60000));
+        QAction* act = w.findChild<QAction*>(QStringLiteral("exportStretch"));
+        ASSERT_TRUE(act);
+        const QString idle = act->text();
+        QSignalSpy cancelled(w.stretchExporter(), &StretchExporter::cancelled);
+        QSignalSpy finished(w.stretchExporter(), &StretchExporter::finished);
+        act->trigger();
+        EXPECT_TRUE(act->text().contains(QStringLiteral("Cancel")));
+        act->trigger(); // at once: the worker has not reached its first chunk
+        ASSERT_TRUE(cancelled.wait(60000)) << "finished instead: " << finished.size();
+        EXPECT_TRUE(finished.isEmpty());
+        EXPECT_FALSE(QFile::exists(out)) << "a cancelled export leaves no file";
+        EXPECT_EQ(act->text(), idle);
+        EXPECT_TRUE(w.statusText().contains(QStringLiteral("cancelled"))) << w.statusText().toStdString();
+    }
+    qunsetenv("POOLSCOPE_EXPORT_TO");
+}

@@ -273,7 +273,8 @@ private:
 
 } // namespace
 
-Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live) {
+Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live,
+                                      const NamesPassControl& control) {
     // Set up as reportTrace sets up its replay: the same facts follow.
     replay::Replay replay;
     auto devices = detail::declareTraceEntities(reader, replay, true);
@@ -304,10 +305,19 @@ Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefor
     };
     detail::SampleMerge merge;
     merge.expect(&*samples);
+    uint64_t total = 0, done = 0;
+    if (control.progress) {
+        if (auto s = reader.summary(); s) total = s->eventCount;
+        if (total == 0) total = reader.chunkedEventCount();
+    }
+    auto cancelled = [&] { return control.cancel && control.cancel->load(std::memory_order_relaxed); };
     const Status st = detail::forEachChunk(reader, TraceReportOptions::defaultParallel(), [&](std::vector<Event>& chunk) {
         merge.chunk(chunk, replay, apply);
-        return true;
+        done += chunk.size();
+        if (control.progress) control.progress(done, total);
+        return !cancelled();
     });
+    if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     merge.rest(apply);
     if (live && !taken) live->blocks = sites.live(replay);

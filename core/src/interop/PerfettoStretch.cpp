@@ -12,7 +12,8 @@
 namespace poolscope::interop {
 
 Result<StretchExport> writePerfettoStretch(TraceReader& reader, ExportInput in, int64_t fromNs,
-                                           int64_t untilNs, std::FILE* out, uint64_t maxEvents) {
+                                           int64_t untilNs, std::FILE* out, uint64_t maxEvents,
+                                           const NamesPassControl& control) {
     reader.setSkipDamaged(true);
     reader.setReuseHeaderScan(true);
     const int64_t last = untilNs == INT64_MAX ? INT64_MAX : untilNs - 1; // [from, until)
@@ -23,10 +24,11 @@ Result<StretchExport> writePerfettoStretch(TraceReader& reader, ExportInput in, 
     if (!headers) return headers.error();
     LiveBlocksBefore live;
     live.beforeSeq = plan->firstChunk < headers->size() ? (*headers)[plan->firstChunk].firstSeq : 0;
-    auto pass = traceNamesAndStart(reader, &live);
+    auto pass = traceNamesAndStart(reader, &live, control);
     if (!pass) return pass.error();
     RangeBuildOptions build;
     build.maxEvents = maxEvents;
+    build.cancel = control.cancel;
     auto built = buildTimelineRange(reader, fromNs, last, build);
     if (!built) return built.error();
     const Timeline& tl = **built;

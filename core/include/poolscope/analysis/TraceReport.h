@@ -90,7 +90,14 @@ struct LiveBlocksBefore {
     uint64_t beforeSeq = 0;
     std::vector<Allocation> blocks; // filled by the pass
 };
-Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live = nullptr);
+// Long on a large trace (one replay on one thread): `progress` gets (events done, total) per
+// chunk, and `cancel`, once set, ends the pass with ErrorCode::Cancelled.
+struct NamesPassControl {
+    std::function<void(uint64_t, uint64_t)> progress;
+    const std::atomic<bool>* cancel = nullptr;
+};
+Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live = nullptr,
+                                      const NamesPassControl& control = {});
 Result<view::EntityNames> traceNames(const TraceReader& reader);
 
 Result<TraceReport> reportTraceViaTimeline(const TraceReader& reader,

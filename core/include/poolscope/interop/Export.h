@@ -23,6 +23,7 @@
 #include "poolscope/Stacks.h"
 #include "poolscope/Timeline.h"
 #include "poolscope/view/EntityNames.h"
+#include "poolscope/analysis/TraceReport.h"
 
 namespace poolscope {
 class TraceReader;
@@ -119,8 +120,10 @@ struct StretchExport {
     uint64_t blocksBefore = 0, bytesBefore = 0; // allocated before it, not freed in it: drawn over it
     uint64_t unaccountedBytes = 0;              // in use at its start in no block the trace recorded
 };
+// `control` follows the names pass (the long part) and may cancel it or the range build.
 Result<StretchExport> writePerfettoStretch(TraceReader& reader, ExportInput parts, int64_t fromNs,
-                                           int64_t untilNs, std::FILE* out, uint64_t maxEvents);
+                                           int64_t untilNs, std::FILE* out, uint64_t maxEvents,
+                                           const NamesPassControl& control = {});
 
 // One row per event (samples excluded), seq order, columns documented in docs/INTEROP.md:
 // human-readable ones (time since the first event, names, sizes in KiB/MiB, call site,
