@@ -347,12 +347,9 @@ TEST(RangeLoad, AStretchExportCanBeCancelled) {
     const QString out = dir.filePath("cancelled.json");
     qputenv("POOLSCOPE_EXPORT_TO", out.toUtf8());
     {
-        MainWindow w;
-        w.resize(1400, 900);
-        w.show();
-        QSignalSpy shown(&w, &MainWindow::snapshotShown);
-        w.openFile(path);
-        ASSERT_TRUE(shown.wait(60000));
+        LimitedWindow lw(path); // (not limited here: the trace fits the window)
+        ASSERT_TRUE(lw.ok);
+        MainWindow& w = lw.w;
         QAction* act = w.findChild<QAction*>(QStringLiteral("exportStretch"));
         ASSERT_TRUE(act);
         const QString idle = act->text();
