@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <memory>
@@ -60,6 +61,12 @@ public:
     explicit TtyProgress(const char* what) : what_(what), tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
     ~TtyProgress() {
         if (shown_) std::fprintf(stderr, "\r%60s\r", "");
+    }
+    // The callback for a pass's progress: empty where no line can be shown, so that a script's
+    // run does no work for it (a pass asked for progress first counts the trace's events).
+    std::function<void(uint64_t, uint64_t)> callback() {
+        if (!tty_) return {};
+        return [this](uint64_t d, uint64_t t) { (*this)(d, t); };
     }
     void operator()(uint64_t done, uint64_t total) {
         if (!tty_ || total == 0) return;

@@ -11,7 +11,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "CliUtil.h"
@@ -132,11 +131,10 @@ int runDump(const DumpOptions& o) {
     // (streaming, analysis/TraceReport.h): made only when asked for.
     view::EntityNames names;
     if (o.names) {
-        std::optional<TtyProgress> progress(std::in_place, "reading the trace for the names");
-        NamesPassControl control;
-        control.progress = [&](uint64_t d, uint64_t t) { (*progress)(d, t); };
-        auto n = traceNamesAndStart(*reader, nullptr, control);
-        progress.reset(); // its line cleared before the rows
+        auto n = [&] { // its progress line cleared before the rows
+            TtyProgress progress("reading the trace for the names");
+            return traceNamesAndStart(*reader, nullptr, {progress.callback()});
+        }();
         if (!n) {
             reportError(n.error(), exitCode);
             return exitCode;

@@ -24,9 +24,6 @@ namespace poolscope::cli {
 
 namespace {
 
-// A range's Timeline is held whole while it is written: about 80 bytes an event.
-constexpr uint64_t kMaxRangeExportEvents = 4'000'000;
-
 struct ExportOptions {
     std::vector<std::string> traces;
     std::string format = "perfetto";
@@ -74,9 +71,7 @@ int runCsvExport(const std::string& trace, const std::string& output, unsigned t
     reader->setSkipDamaged(true);
     auto pass = [&] {
         TtyProgress progress("reading the trace for the names");
-        NamesPassControl control;
-        control.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
-        return traceNamesAndStart(*reader, nullptr, control);
+        return traceNamesAndStart(*reader, nullptr, {progress.callback()});
     }();
     if (!pass) {
         (void)warnDamage(*reader);
@@ -191,10 +186,9 @@ int runPerfettoRange(const ExportOptions& o) {
             o.output,
             [&](std::FILE* f, interop::PerfettoStats& stats) -> Status {
                 TtyProgress progress("reading the trace for the names");
-                NamesPassControl control;
-                control.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
                 auto r = interop::writePerfettoStretch(*reader, std::move(parts), resolved->fromNs,
-                                                       resolved->untilNs, f, kMaxRangeExportEvents, control);
+                                                       resolved->untilNs, f, interop::kMaxStretchEvents,
+                                                       {progress.callback()});
                 if (!r) {
                     Error e = r.error();
                     if (e.code == ErrorCode::InvalidArgument)
@@ -289,7 +283,8 @@ void registerExport(CLI::App& app, int& exitCode) {
         ->check(CLI::IsMember({"perfetto", "csv"}));
     sub->add_option("-o,--output", o->output, "the file to write ('-' for standard output)")->required();
     addTimeRangeOptions(sub, o->range,
-                        "; perfetto: a stretch of at most 4 M events, held in memory while written");
+                        "; perfetto: a stretch of at most " + formatCount(interop::kMaxStretchEvents) +
+                            " events, held in memory while written");
     sub->add_option("--threads", o->threads)->group("")->check(CLI::Range(0, 64));
     sub->callback([o, &exitCode] { exitCode = runExport(*o); });
 }

@@ -68,7 +68,7 @@ bool StretchExporter::start(const TraceSnapshot& shown, int64_t v0, int64_t v1, 
                 QMetaObject::invokeMethod(this, [this, p] { emit progress(p); }, Qt::QueuedConnection);
             };
             auto done = interop::writePerfettoStretch(**reader, std::move(parts), v0,
-                                                      v1 == INT64_MAX ? v1 : v1 + 1, f, kMaxEvents, control);
+                                                      v1 == INT64_MAX ? v1 : v1 + 1, f, interop::kMaxStretchEvents, control);
             const bool closed = std::fclose(f) == 0;
             if (!done || !closed) {
                 std::remove(outPath.c_str());

@@ -18,9 +18,6 @@ namespace poolscope::ui {
 class StretchExporter : public QObject {
     Q_OBJECT
 public:
-    // The most events a stretch's chunks may hold (its timeline is held while written), as the CLI.
-    static constexpr uint64_t kMaxEvents = 4'000'000;
-
     explicit StretchExporter(QObject* parent = nullptr);
     ~StretchExporter() override; // waits for a running export
     bool busy() const { return future_.isRunning(); }

@@ -114,9 +114,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     rep.meta = std::move(meta);
     // A drop_gaps table that cannot be read (damaged) loses the marks, not the report.
     if (auto gaps = reader.dropGaps(); gaps) rep.dropGaps = std::move(*gaps);
-    uint64_t total = 0;
-    if (auto s = reader.summary(); s) total = s->eventCount;
-    if (total == 0) total = reader.chunkedEventCount();
+    const uint64_t total = detail::progressTotal(reader);
 
     // Samples are few (periodic) and read whole, as buildTimeline does: merged in by time, and
     // their high watermarks known ahead.
@@ -305,11 +303,8 @@ Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefor
     };
     detail::SampleMerge merge;
     merge.expect(&*samples);
-    uint64_t total = 0, done = 0;
-    if (control.progress) {
-        if (auto s = reader.summary(); s) total = s->eventCount;
-        if (total == 0) total = reader.chunkedEventCount();
-    }
+    const uint64_t total = control.progress ? detail::progressTotal(reader) : 0;
+    uint64_t done = 0;
     auto cancelled = [&] { return control.cancel && control.cancel->load(std::memory_order_relaxed); };
     const Status st = detail::forEachChunk(reader, TraceReportOptions::defaultParallel(), [&](std::vector<Event>& chunk) {
         merge.chunk(chunk, replay, apply);

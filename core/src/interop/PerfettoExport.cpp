@@ -143,8 +143,7 @@ private:
                     if (!fresh) it->second = std::min(it->second, a.allocTsNs);
                 }
         for (const Allocation& a : in_.liveAtStart) {
-            auto it = atStart.find(a.ptr);
-            if (it == atStart.end() || it->second != &a) continue;
+            if (!atStart.count(a.ptr)) continue; // (a live set holds a pointer once)
             const Allocation* drawn = &a;
             if (auto r = reusedAt.find(a.ptr); r != reusedAt.end()) {
                 told.push_back(a);
@@ -155,9 +154,7 @@ private:
             if (!lists.count(a.allocStream)) streams.push_back(a.allocStream);
             lists[a.allocStream].push_back(drawn);
         }
-        std::set<uint64_t> done;
         for (uint64_t stream : streams) {
-            if (!done.insert(stream).second) continue;
             std::vector<const Allocation*>& order = lists[stream];
             if (order.empty()) continue;
             const std::string sname = names_.stream(stream);

@@ -42,4 +42,12 @@ inline Result<std::vector<DeviceInfo>> declareTraceEntities(const TraceReader& r
     return std::move(tables->devices);
 }
 
+// The events a pass over the trace will meet, for its progress: the summary's count, or the
+// chunks' own where the summary cannot be read.
+inline uint64_t progressTotal(const TraceReader& reader) {
+    uint64_t total = 0;
+    if (auto s = reader.summary(); s) total = s->eventCount;
+    return total ? total : reader.chunkedEventCount();
+}
+
 } // namespace poolscope::detail

@@ -114,6 +114,9 @@ Status writePerfettoJsonStreaming(const std::vector<StreamInput>& inputs, std::F
 // writePerfettoJson cut to it. `parts` holds the input's process, threads, call sites, label
 // and IPC calls; the rest of it is filled here. The reader is set to skip damaged chunks and to
 // reuse its header scan.
+// The most events a stretch's chunks may hold for `export --from/--to` and the window's export:
+// its timeline (about 80 bytes an event) is held while it is written.
+inline constexpr uint64_t kMaxStretchEvents = 4'000'000;
 struct StretchExport {
     PerfettoStats stats;
     int64_t clipFromNs = 0, clipUntilNs = 0; // what was written: inside the stretch and the build
