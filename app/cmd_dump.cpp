@@ -133,7 +133,8 @@ int runDump(const DumpOptions& o) {
     if (o.names) {
         auto n = [&] { // its progress line cleared before the rows
             TtyProgress progress("reading the trace for the names");
-            return traceNamesAndStart(*reader, nullptr, {progress.callback()});
+            reader->setReuseHeaderScan(true); // the names pass's decoding threads share its scan
+            return traceNamesAndStart(*reader, nullptr, {progress.callback(), nullptr, o.threads});
         }();
         if (!n) {
             reportError(n.error(), exitCode);

@@ -69,9 +69,10 @@ int runCsvExport(const std::string& trace, const std::string& output, unsigned t
     auto reader = openTraceOrReport(trace, exitCode);
     if (!reader) return exitCode;
     reader->setSkipDamaged(true);
+    reader->setReuseHeaderScan(true); // the names pass's decoding threads share its scan
     auto pass = [&] {
         TtyProgress progress("reading the trace for the names");
-        return traceNamesAndStart(*reader, nullptr, {progress.callback()});
+        return traceNamesAndStart(*reader, nullptr, {progress.callback(), nullptr, threads});
     }();
     if (!pass) {
         (void)warnDamage(*reader);

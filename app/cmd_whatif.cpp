@@ -113,6 +113,7 @@ void registerWhatif(CLI::App& app, int& exitCode) {
         auto reader = openTraceOrReport(o->path, exitCode);
         if (!reader) return;
         reader->setSkipDamaged(true);
+        reader->setReuseHeaderScan(true); // the names pass's decoding threads share its scan
         const view::EntityNames names = namesOf(*reader);
         whatif::Settings s;
         if (!o->threshold.empty()) {
@@ -299,6 +300,7 @@ void registerAdvise(CLI::App& app, int& exitCode) {
         auto reader = openTraceOrReport(*path, exitCode);
         if (!reader) return;
         reader->setSkipDamaged(true);
+        reader->setReuseHeaderScan(true); // the names pass's decoding threads share its scan
         const view::EntityNames names = namesOf(*reader);
         auto advice = whatif::advise(*reader);
         if (!advice) {

@@ -119,15 +119,15 @@ void expectSame(const Outcome& a, const Outcome& ref) {
     EXPECT_EQ(a.damage, ref.damage);
 }
 
-TEST(ChunksInOrder, ThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces) {
-    test::ScratchDir dir;
-    const std::string base = writeTrace(dir.file("base.poolscope"), 90000);
-    struct Case {
-        const char* name;
-        std::string sql;
-        bool forged; // chunk_headers rows re-signed: a lie only the chunk's read finds
-    };
-    const std::vector<Case> cases = {
+struct DamageCase {
+    const char* name;
+    std::string sql;
+    bool forged; // chunk_headers rows re-signed: a lie only the chunk's read finds
+};
+
+// The damage a read finds, each kind once.
+std::vector<DamageCase> damageCases() {
+    return {
         {"intact", "", false},
         {"a byte of two chunks' data flipped",
          "UPDATE event_chunks SET data = CAST(substr(data,1,99) || CASE WHEN substr(data,100,1) = "
@@ -147,7 +147,12 @@ TEST(ChunksInOrder, ThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces) {
         {"header copies lying about three chunks",
          "UPDATE chunk_headers SET crc = (crc | 1) - (crc & 1) WHERE chunk IN (3, 8, 14)", true},
     };
-    for (const Case& c : cases) {
+}
+
+TEST(ChunksInOrder, ThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces) {
+    test::ScratchDir dir;
+    const std::string base = writeTrace(dir.file("base.poolscope"), 90000);
+    for (const DamageCase& c : damageCases()) {
         SCOPED_TRACE(c.name);
         const std::string path = dir.file("t.poolscope");
         std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
@@ -170,6 +175,133 @@ TEST(ChunksInOrder, ThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces) {
                 expectSame(got, ref);
                 EXPECT_GT(got.formatThreads, 1u) << "the threads were not used";
             }
+    }
+}
+
+// decodeChunksInOrder's read: each chunk's events as lines (every field the codec keeps), a
+// line per chunk between them, the status and the damage found.
+struct Decoded {
+    std::string text;
+    bool ok = false;
+    ErrorCode code = ErrorCode::Io;
+    std::string damage;
+    size_t chunks = 0;
+    unsigned decoders = 0;
+    bool otherThread = false; // consume ran on a thread other than the caller's
+};
+
+Decoded decode(const std::string& path, unsigned threads, size_t stopAfter = SIZE_MAX, bool skip = true) {
+    Decoded out;
+    auto r = TraceReader::open(path);
+    EXPECT_TRUE(r) << (r ? "" : r.error().message);
+    if (!r) return out;
+    (*r)->setSkipDamaged(skip);
+    (*r)->setReuseHeaderScan(true);
+    const std::thread::id caller = std::this_thread::get_id();
+    const Status st = decodeChunksInOrder(
+        **r,
+        [&](std::vector<Event>& chunk) {
+            out.otherThread = out.otherThread || std::this_thread::get_id() != caller;
+            out.text += "chunk\n";
+            for (const Event& e : chunk)
+                out.text += std::to_string(e.seq) + " " + std::to_string(e.tsNs) + " " +
+                            std::to_string(int(e.kind)) + " " + std::to_string(e.stream) + " " +
+                            std::to_string(e.pool) + " " + std::to_string(e.ptr) + " " +
+                            std::to_string(e.size) + " " + std::to_string(e.tid) + "\n";
+            return ++out.chunks < stopAfter;
+        },
+        threads, false, &out.decoders);
+    out.ok = static_cast<bool>(st);
+    if (!st) out.code = st.error().code;
+    for (const TraceDamage& d : (*r)->damage())
+        out.damage += d.what + " [" + std::to_string(d.events) + "]\n";
+    return out;
+}
+
+TEST(ChunksInOrder, DecodingThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces) {
+    test::ScratchDir dir;
+    const std::string base = writeTrace(dir.file("base.poolscope"), 90000);
+    for (const DamageCase& c : damageCases()) {
+        SCOPED_TRACE(c.name);
+        const std::string path = dir.file("t.poolscope");
+        std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
+        if (!c.sql.empty()) test::execSql(path, c.sql);
+        if (c.forged) test::forgeChunkHeaders(path);
+        const Decoded ref = decode(path, 1);
+        ASSERT_TRUE(ref.ok);
+        EXPECT_EQ(ref.decoders, 0u);
+        EXPECT_GT(ref.chunks, 10u);
+        if (std::string(c.name) != "intact") EXPECT_NE(ref.damage, "") << "the damage must be one a read finds";
+        for (unsigned threads : {2u, 3u, 8u}) {
+            SCOPED_TRACE("threads " + std::to_string(threads));
+            const Decoded got = decode(path, threads);
+            EXPECT_TRUE(got.ok);
+            EXPECT_EQ(got.chunks, ref.chunks);
+            EXPECT_TRUE(got.text == ref.text) << "the chunks differ";
+            EXPECT_EQ(got.damage, ref.damage);
+            EXPECT_EQ(got.decoders, threads) << "the threads were not used";
+            EXPECT_FALSE(got.otherThread) << "consume must run on the calling thread";
+        }
+    }
+    // Stopped by consume: the chunks before, then Cancelled, as one thread stops.
+    for (size_t stop : {size_t(1), size_t(4)}) {
+        const Decoded ref = decode(base, 1, stop), got = decode(base, 4, stop);
+        EXPECT_FALSE(got.ok);
+        EXPECT_EQ(int(got.code), int(ErrorCode::Cancelled));
+        EXPECT_EQ(int(got.code), int(ref.code));
+        EXPECT_EQ(got.chunks, stop);
+        EXPECT_TRUE(got.text == ref.text);
+    }
+    // A strict reader stops at its first damaged chunk, which threads would pass over: it is
+    // read on the calling thread.
+    const std::string damaged = dir.file("d.poolscope");
+    std::filesystem::copy_file(base, damaged, std::filesystem::copy_options::overwrite_existing);
+    test::execSql(damaged, "UPDATE event_chunks SET crc = -1 WHERE id = 4");
+    const Decoded strictRef = decode(damaged, 1, SIZE_MAX, false), strict = decode(damaged, 4, SIZE_MAX, false);
+    EXPECT_FALSE(strict.ok);
+    EXPECT_EQ(int(strict.code), int(ErrorCode::Corrupt));
+    EXPECT_EQ(strict.decoders, 0u);
+    EXPECT_TRUE(strict.text == strictRef.text);
+}
+
+// The names pass decodes on several threads: the same names, start and live blocks as on one.
+TEST(ChunksInOrder, TheNamesPassGivesTheSameOnAnyNumberOfDecodingThreads) {
+    test::ScratchDir dir;
+    const std::string path = writeTrace(dir.file("t.poolscope"), 70000);
+    auto pass = [&](unsigned threads, std::vector<Allocation>& live, std::set<uint64_t>& streams) {
+        auto r = TraceReader::open(path);
+        EXPECT_TRUE(r);
+        (*r)->setSkipDamaged(true);
+        (*r)->setReuseHeaderScan(true);
+        LiveBlocksBefore before;
+        before.beforeSeq = 40000;
+        NamesPassControl control;
+        control.threads = threads;
+        auto got = traceNamesAndStart(**r, &before, control);
+        EXPECT_TRUE(got);
+        EXPECT_TRUE((*r)->forEachChunk([&](std::vector<Event>& chunk) {
+            for (const Event& e : chunk) streams.insert(e.stream);
+            return true;
+        }));
+        live = before.blocks;
+        std::string text = std::to_string(got->t0) + "\n";
+        for (uint64_t s : streams) text += got->names.streamWithHandle(s) + "\n";
+        text += got->names.poolWithHandle(0x55aa00) + "\n";
+        return text;
+    };
+    std::vector<Allocation> refLive, live;
+    std::set<uint64_t> streams;
+    const std::string ref = pass(1, refLive, streams);
+    EXPECT_EQ(streams.size(), 3u);
+    EXPECT_GT(refLive.size(), 10u);
+    for (unsigned threads : {3u, 6u}) {
+        EXPECT_EQ(pass(threads, live, streams), ref);
+        ASSERT_EQ(live.size(), refLive.size());
+        for (size_t i = 0; i < live.size(); ++i) {
+            EXPECT_EQ(live[i].ptr, refLive[i].ptr);
+            EXPECT_EQ(live[i].allocSeq, refLive[i].allocSeq);
+            EXPECT_EQ(live[i].size, refLive[i].size);
+        }
     }
 }
 

@@ -212,7 +212,7 @@ public:
     // chunks (damaged data, chunk_headers rows their chunk contradicts), taken as this reader's
     // own, in seq order as one read would have found them: a read split over several readers
     // (ChunksInOrder.h) then reports its damage through damage() of the first.
-    void takeFindings(const TraceReader& other);
+    void takeFindings(const TraceReader& other) const;
     // poolSummaries() without a copy (the window's range reads).
     Result<std::shared_ptr<const PoolSummaries>> poolSummariesShared() const;
     // What this reader's header scans read (tests, benchmarks): how many scans it made, and in

@@ -11,6 +11,7 @@
 #include <sys/times.h>
 
 #include "../ChunkPipe.h"
+#include "poolscope/ChunksInOrder.h"
 #include "../replay/TraceEntities.h"
 #include "AdviceFeed.h"
 #include "LaneNames.h"
@@ -306,12 +307,15 @@ Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefor
     const uint64_t total = control.progress ? detail::progressTotal(reader) : 0;
     uint64_t done = 0;
     auto cancelled = [&] { return control.cancel && control.cancel->load(std::memory_order_relaxed); };
-    const Status st = detail::forEachChunk(reader, TraceReportOptions::defaultParallel(), [&](std::vector<Event>& chunk) {
+    // The replay here takes about half the time of decoding its events, so one decoding thread
+    // bounds the pass: several decode, the replay stays one.
+    const unsigned decoders = control.threads ? control.threads : decodingThreadsBeside();
+    const Status st = decodeChunksInOrder(reader, [&](std::vector<Event>& chunk) {
         merge.chunk(chunk, replay, apply);
         done += chunk.size();
         if (control.progress) control.progress(done, total);
         return !cancelled();
-    });
+    }, decoders, TraceReportOptions::defaultParallel());
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
     merge.rest(apply);

@@ -12,6 +12,7 @@
 
 #include "poolscope/replay/Replay.h"
 
+#include "poolscope/ChunksInOrder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/whatif/PoolModel.h"
@@ -40,7 +41,7 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
     if (progress)
         if (auto sum = reader.summary()) total = sum->eventCount;
     bool cancelled = false, stopped = false;
-    Status st = reader.forEachChunk([&](std::vector<Event>& chunk) {
+    Status st = decodeChunksInOrder(reader, [&](std::vector<Event>& chunk) {
         if (cancel && cancel->load(std::memory_order_relaxed)) {
             cancelled = true;
             return false;
@@ -56,7 +57,7 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
             return false;
         }
         return true;
-    });
+    }, decodingThreadsBeside(), false);
     if (stopped) return {}; // (forEachChunk calls it a cancel)
     if (!st) return st.error();
     if (cancelled) return Error{ErrorCode::Cancelled, "cancelled"};

@@ -92,9 +92,12 @@ struct LiveBlocksBefore {
 };
 // Long on a large trace (one replay on one thread): `progress` gets (events done, total) per
 // chunk, and `cancel`, once set, ends the pass with ErrorCode::Cancelled.
+// `threads` decode the chunks (decodeChunksInOrder, for a reader that skips damaged chunks and
+// reuses its header scan): 0 for decodingThreadsBeside(), 1 for one as reportTrace reads.
 struct NamesPassControl {
     std::function<void(uint64_t, uint64_t)> progress;
     const std::atomic<bool>* cancel = nullptr;
+    unsigned threads = 0;
 };
 Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live = nullptr,
                                       const NamesPassControl& control = {});
