@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -58,7 +59,10 @@ inline int warnDamage(const TraceReader& r) {
 // see nothing.
 class TtyProgress {
 public:
-    explicit TtyProgress(const char* what) : what_(what), tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
+    explicit TtyProgress(const char* what) : what_(what), tty_(isatty(STDERR_FILENO) == 1), start_(Clock::now()) {
+        // Tests under a terminal ask for the line at once instead of after half a second.
+        if (const char* ms = std::getenv("POOLSCOPE_PROGRESS_AFTER_MS")) after_ = std::chrono::milliseconds(std::atoi(ms));
+    }
     ~TtyProgress() {
         if (shown_) std::fprintf(stderr, "\r%60s\r", "");
     }
@@ -71,7 +75,7 @@ public:
     void operator()(uint64_t done, uint64_t total) {
         if (!tty_ || total == 0) return;
         const auto now = Clock::now();
-        if (now - start_ < std::chrono::milliseconds(500) || now - last_ < std::chrono::milliseconds(100))
+        if (now - start_ < after_ || now - last_ < std::chrono::milliseconds(100))
             return;
         last_ = now;
         shown_ = true;
@@ -86,6 +90,7 @@ private:
     bool shown_ = false;
     Clock::time_point start_;
     Clock::time_point last_{};
+    std::chrono::milliseconds after_{500};
 };
 
 } // namespace poolscope::cli

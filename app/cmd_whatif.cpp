@@ -38,9 +38,10 @@ std::optional<bool> onOff(const std::string& s) {
 
 // The window's and report's names ("pool #1 (default)"), from a streaming pass.
 view::EntityNames namesOf(const TraceReader& r) {
-    auto names = traceNames(r);
+    TtyProgress progress("reading the trace for the names");
+    auto names = traceNamesAndStart(r, nullptr, {progress.callback()});
     if (!names) return {};
-    return std::move(*names);
+    return std::move(names->names);
 }
 
 std::string thresholdText(uint64_t v) {
@@ -152,7 +153,10 @@ void registerWhatif(CLI::App& app, int& exitCode) {
         whatif::Question low = q;
         low.opportunisticLagNs = 0;
         // Where several threads allocate from a pool at once, their order decides the peak too.
-        auto answers = whatif::predict(*reader, {q, low}, {}, /*races=*/true);
+        auto answers = [&] { // its progress line cleared before the answer
+            TtyProgress progress("predicting");
+            return whatif::predict(*reader, {q, low}, {}, /*races=*/true, progress.callback());
+        }();
         if (!answers) {
             (void)warnDamage(*reader);
             reportError(answers.error(), exitCode);
@@ -302,7 +306,10 @@ void registerAdvise(CLI::App& app, int& exitCode) {
         reader->setSkipDamaged(true);
         reader->setReuseHeaderScan(true); // the names pass's decoding threads share its scan
         const view::EntityNames names = namesOf(*reader);
-        auto advice = whatif::advise(*reader);
+        auto advice = [&] {
+            TtyProgress progress("advising (two reads of the trace)");
+            return whatif::advise(*reader, {}, progress.callback());
+        }();
         if (!advice) {
             (void)warnDamage(*reader);
             reportError(advice.error(), exitCode);

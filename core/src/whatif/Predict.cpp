@@ -68,7 +68,8 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
 } // namespace
 
 Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
-                        const Calibration& c, bool races) {
+                        const Calibration& c, bool races,
+                        const std::function<void(uint64_t, uint64_t)>& progress) {
     replay::Replay replay;
     RaceBounds bounds(c.growthGranule, c.blockAlign);
     if (races) replay.subscribe(&bounds, RaceBounds::kindMask());
@@ -84,7 +85,7 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
         models.push_back(std::move(m));
     }
     Answers out;
-    Status st = replayTrace(reader, replay, out.events);
+    Status st = replayTrace(reader, replay, out.events, nullptr, progress);
     if (!st) return st.error();
     for (auto& m : models) out.perQuestion.push_back(m->result(replay));
     if (races) out.races = bounds.result(replay);
@@ -232,12 +233,17 @@ Settings neverReleasing() {
     return s;
 }
 
-Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c) {
+Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c,
+                                       const std::function<void(uint64_t, uint64_t)>& progress) {
+    auto pass = [&](int k) -> std::function<void(uint64_t, uint64_t)> {
+        if (!progress) return {};
+        return [&progress, k](uint64_t done, uint64_t total) { progress(k * total + done, 2 * total); };
+    };
     // Pass 1: as recorded, never releasing, and each reuse policy forced on.
     std::vector<Question> q1(2);
     q1[1].all = neverReleasing();
     for (Question& q : policiesOn()) q1.push_back(std::move(q));
-    auto a1 = predict(reader, q1, c, /*races=*/true);
+    auto a1 = predict(reader, q1, c, /*races=*/true, pass(0));
     if (!a1) return a1.error();
     // Pass 2: the candidate thresholds.
     const std::vector<uint64_t> cands = candidates(a1->perQuestion[1], c);
@@ -245,7 +251,7 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     for (size_t i = 0; i < cands.size(); ++i) q2[i].all.releaseThreshold = cands[i];
     Answers a2;
     if (!q2.empty()) {
-        auto r2 = predict(reader, q2, c);
+        auto r2 = predict(reader, q2, c, false, pass(1));
         if (!r2) return r2.error();
         a2 = std::move(*r2);
     }

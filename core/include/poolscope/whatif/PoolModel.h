@@ -301,8 +301,10 @@ struct Answers {
     // of the threads allocating from it (RaceRange.h; not clamped to any prediction).
     std::vector<RaceRange> races;
 };
+// `progress` gets (events read, events in the trace) after each chunk.
 Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
-                        const Calibration& c = {}, bool races = false);
+                        const Calibration& c = {}, bool races = false,
+                        const std::function<void(uint64_t, uint64_t)>& progress = {});
 
 // One read of a trace into a Tape, for asking many questions later without reading it again.
 // `cancel` (checked between chunks) makes it return ErrorCode::Cancelled; `progress` gets
@@ -354,7 +356,10 @@ struct PoolAdvice {
     std::optional<RaceRange> race;
     bool any() const { return thresholdAdvice || !policies.empty(); }
 };
-Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {});
+// Two reads of the trace: `progress` gets (events read, twice the events in the trace) over both
+// (it stops short of the end where the second read is not needed).
+Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {},
+                                       const std::function<void(uint64_t, uint64_t)>& progress = {});
 // The same advice for a reader that has already followed the trace once with two models
 // (the streaming report): PoolModel(Settings{}) and PoolModel(neverReleasing()), whose results
 // are given, and RaceBounds (`races`). Reads the trace again only where some pool has something
