@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <filesystem>
 #include <cstdlib>
 #include <pty.h>
 #include <random>
@@ -112,6 +113,34 @@ TEST(CliProgress, WhatifAndAdviseShowTheirPassesOnATerminalAndNothingElsewhere) 
         EXPECT_EQ(piped.output.find("predicting"), std::string::npos);
         EXPECT_NE(piped.output.find(c.answer), std::string::npos) << piped.output;
     }
+}
+
+// whatif and advise split their models over several replays on threads of their own: the
+// answers are the same on any number of them (POOLSCOPE_PREDICT_REPLAYS; one per CPU in two by
+// default, one below 4 CPUs).
+TEST(CliProgress, WhatifAndAdviseAnswerTheSameOnAnyNumberOfReplays) {
+    test::ScratchDir dir;
+    std::vector<std::string> traces = {writeTrace(dir.file("t.poolscope"))};
+    for (const auto& f : std::filesystem::directory_iterator(POOLSCOPE_SAMPLES_DIR))
+        if (f.path().extension() == ".poolscope") traces.push_back(f.path().string());
+    ASSERT_GT(traces.size(), 5u);
+    for (const std::string& t : traces)
+        for (const std::string& args : {"whatif --json --release-threshold 0 '" + t + "'",
+                                        "whatif --json --reuse-opportunistic off '" + t + "'",
+                                        "advise --json '" + t + "'"}) {
+            SCOPED_TRACE(args);
+            ::setenv("POOLSCOPE_PREDICT_REPLAYS", "1", 1);
+            const test::CliRun one = test::runCli(args);
+            EXPECT_EQ(one.exitCode, 0) << one.output;
+            EXPECT_NE(one.output.find('{'), std::string::npos);
+            for (const char* n : {"2", "5"}) {
+                ::setenv("POOLSCOPE_PREDICT_REPLAYS", n, 1);
+                const test::CliRun many = test::runCli(args);
+                EXPECT_EQ(many.exitCode, one.exitCode);
+                EXPECT_TRUE(many.output == one.output) << n << " replays:\n" << many.output << "\none:\n" << one.output;
+            }
+        }
+    ::unsetenv("POOLSCOPE_PREDICT_REPLAYS");
 }
 
 } // namespace

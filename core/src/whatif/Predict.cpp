@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "poolscope/Units.h"
 #include "poolscope/whatif/PoolModel.h"
 
+#include "../analysis/ReplayThread.h"
 #include "../replay/TraceEntities.h"
 #include "TapeSpill.h"
 
@@ -25,18 +27,43 @@ namespace poolscope::whatif {
 namespace {
 
 // Declares the trace's entities to a replay and runs every event (samples merged in by time, as
-// the timeline does) through it.
+// the timeline does) through it; and through the replays `beside` on threads of their own, the
+// same chunks shared (a Replay is a function of its inputs: theirs make the same facts).
 Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& events,
                    const std::atomic<bool>* cancel = nullptr,
                    const std::function<void(uint64_t, uint64_t)>& progress = {},
-                   const std::function<bool()>& afterChunk = {}) {
+                   const std::function<bool()>& afterChunk = {},
+                   std::vector<std::unique_ptr<poolscope::detail::ReplayThread>>* beside = nullptr) {
     if (auto devices = poolscope::detail::declareTraceEntities(reader, replay, false); !devices)
         return devices.error();
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
                                   std::numeric_limits<int64_t>::max());
     if (!samples) return samples.error();
     const std::vector<Event>& ss = *samples;
-    size_t si = 0;
+    poolscope::detail::ChunkShelf shelf;
+    std::vector<poolscope::detail::ReplayThread*> threads;
+    // Unless every replay ends, the threads are stopped here, before the samples and the chunks'
+    // shelf they use go (and the caller's observers they call).
+    bool ended = false;
+    struct Stop {
+        std::vector<std::unique_ptr<poolscope::detail::ReplayThread>>* beside;
+        const bool& ended;
+        ~Stop() {
+            if (beside && !ended) beside->clear();
+        }
+    } stop{beside, ended};
+    if (beside && !beside->empty()) {
+        auto tables = poolscope::detail::readTraceTables(reader);
+        if (!tables) return tables.error();
+        for (auto& t : *beside) {
+            t->setEntities(tables->devices, tables->pools, tables->streams);
+            t->expectSamples(&ss);
+            t->start();
+            threads.push_back(t.get());
+        }
+    }
+    poolscope::detail::SampleMerge merge;
+    merge.expect(&ss);
     uint64_t total = 0;
     if (progress)
         if (auto sum = reader.summary()) total = sum->eventCount;
@@ -46,11 +73,14 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
             cancelled = true;
             return false;
         }
-        for (const Event& e : chunk) {
-            while (si < ss.size() && ss[si].tsNs <= e.tsNs) replay.apply(ss[si++]);
-            replay.apply(e);
+        poolscope::detail::SharedChunk shared;
+        if (!threads.empty()) {
+            shared = shelf.hold(chunk);
+            for (poolscope::detail::ReplayThread* t : threads) t->push(shared);
         }
-        events += chunk.size();
+        const std::vector<Event>& ev = shared ? *shared : chunk;
+        merge.chunk(ev, replay, [&](const Event& e) { replay.apply(e); });
+        events += ev.size();
         if (progress) progress(events, total);
         if (afterChunk && !afterChunk()) {
             stopped = true;
@@ -61,8 +91,21 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
     if (stopped) return {}; // (forEachChunk calls it a cancel)
     if (!st) return st.error();
     if (cancelled) return Error{ErrorCode::Cancelled, "cancelled"};
-    while (si < ss.size()) replay.apply(ss[si++]);
+    merge.rest([&](const Event& e) { replay.apply(e); });
+    for (poolscope::detail::ReplayThread* t : threads) t->end();
+    ended = true;
     return {};
+}
+
+// How many replays a pass with `observers` models and bounds follows: one per CPU in two (the
+// rest decode), at most one per observer; one below 4 CPUs, where the decoding shares them.
+// POOLSCOPE_PREDICT_REPLAYS sets the number (tests: the answers are the same on any).
+size_t replaysFor(size_t observers) {
+    if (const char* n = std::getenv("POOLSCOPE_PREDICT_REPLAYS"))
+        return std::clamp<size_t>(std::strtoul(n, nullptr, 10), 1, std::max<size_t>(observers, 1));
+    const unsigned cpus = std::thread::hardware_concurrency();
+    if (cpus < 4 || observers < 2) return 1;
+    return std::min<size_t>(observers, std::max(2u, cpus / 2));
 }
 
 } // namespace
@@ -70,10 +113,24 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
 Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& questions,
                         const Calibration& c, bool races,
                         const std::function<void(uint64_t, uint64_t)>& progress) {
-    replay::Replay replay;
+    // Each model (and the racing threads' bounds) follows one of the replays: the caller's, or
+    // one on a thread of its own. It is asked for its result against the replay it followed.
+    const size_t replays = replaysFor(questions.size() + (races ? 1 : 0));
     RaceBounds bounds(c.growthGranule, c.blockAlign);
-    if (races) replay.subscribe(&bounds, RaceBounds::kindMask());
     std::vector<std::unique_ptr<PoolModel>> models;
+    replay::Replay replay;
+    // (After the models and bounds, so that the threads, which call them, go first.)
+    std::vector<std::unique_ptr<poolscope::detail::ReplayThread>> threads;
+    for (size_t i = 1; i < replays; ++i) threads.push_back(std::make_unique<poolscope::detail::ReplayThread>());
+    size_t next = 0;
+    auto follow = [&](replay::Observer* o, uint32_t mask) -> const replay::Replay& {
+        const size_t k = next++ % replays;
+        replay::Replay& r = k == 0 ? replay : threads[k - 1]->replay();
+        r.subscribe(o, mask);
+        return r;
+    };
+    const replay::Replay* boundsReplay = races ? &follow(&bounds, RaceBounds::kindMask()) : nullptr;
+    std::vector<const replay::Replay*> followed;
     for (const Question& q : questions) {
         Calibration qc = c;
         if (q.opportunisticLagNs) qc.opportunisticLagNs = *q.opportunisticLagNs;
@@ -81,14 +138,14 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
         for (const auto& [h, s] : q.perPool) m->setPoolSettings(h, s);
         m->keepSeries(q.keepSeries);
         m->keepRecorded(q.keepRecorded);
-        replay.subscribe(m.get(), PoolModel::kindMask());
+        followed.push_back(&follow(m.get(), PoolModel::kindMask()));
         models.push_back(std::move(m));
     }
     Answers out;
-    Status st = replayTrace(reader, replay, out.events, nullptr, progress);
+    Status st = replayTrace(reader, replay, out.events, nullptr, progress, {}, &threads);
     if (!st) return st.error();
-    for (auto& m : models) out.perQuestion.push_back(m->result(replay));
-    if (races) out.races = bounds.result(replay);
+    for (size_t i = 0; i < models.size(); ++i) out.perQuestion.push_back(models[i]->result(*followed[i]));
+    if (races) out.races = bounds.result(*boundsReplay);
     return out;
 }
 
