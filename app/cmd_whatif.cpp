@@ -4,6 +4,7 @@
 // removes most implicit releases, and reuse-policy changes worth making, per pool.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <future>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -43,6 +44,37 @@ view::EntityNames namesOf(const TraceReader& r) {
     if (!names) return {};
     return std::move(names->names);
 }
+
+// The same pass on a thread of its own, through a reader of its own (a reader belongs to one
+// thread), while the models read the trace: where the names only label the answer, they need
+// not come first. Where no thread can be had, get() makes them.
+class NamesBeside {
+public:
+    explicit NamesBeside(std::string path) : path_(std::move(path)) {
+        try {
+            names_ = std::async(std::launch::async, [p = path_] { return namesOf(p, false); });
+        } catch (const std::system_error&) {
+        }
+    }
+    ~NamesBeside() {
+        if (names_.valid()) names_.wait();
+    }
+    view::EntityNames get() { return names_.valid() ? names_.get() : namesOf(path_, true); }
+
+private:
+    static view::EntityNames namesOf(const std::string& path, bool progress) {
+        auto r = TraceReader::open(path);
+        if (!r) return {};
+        (*r)->setSkipDamaged(true);
+        (*r)->setReuseHeaderScan(true);
+        return progress ? cli::namesOf(**r) : [&] {
+            auto n = traceNamesAndStart(**r);
+            return n ? std::move(n->names) : view::EntityNames{};
+        }();
+    }
+    std::string path_;
+    std::future<view::EntityNames> names_;
+};
 
 std::string thresholdText(uint64_t v) {
     return v == std::numeric_limits<uint64_t>::max() ? "max" : formatBytes(v);
@@ -115,7 +147,13 @@ void registerWhatif(CLI::App& app, int& exitCode) {
         if (!reader) return;
         reader->setSkipDamaged(true);
         reader->setReuseHeaderScan(true); // the names pass's decoding threads share its scan
-        const view::EntityNames names = namesOf(*reader);
+        // --pool names a pool as the names do: they come first then; else beside the models.
+        std::optional<NamesBeside> beside;
+        view::EntityNames names;
+        if (o->pool.empty())
+            beside.emplace(o->path);
+        else
+            names = namesOf(*reader);
         whatif::Settings s;
         if (!o->threshold.empty()) {
             uint64_t v = 0;
@@ -162,6 +200,7 @@ void registerWhatif(CLI::App& app, int& exitCode) {
             reportError(answers.error(), exitCode);
             return;
         }
+        if (beside) names = beside->get();
         std::vector<whatif::PoolPrediction> preds, lows;
         std::vector<std::optional<whatif::RaceRange>> races;
         for (size_t i = 0; i < answers->perQuestion[0].size(); ++i) {
@@ -304,8 +343,8 @@ void registerAdvise(CLI::App& app, int& exitCode) {
         auto reader = openTraceOrReport(*path, exitCode);
         if (!reader) return;
         reader->setSkipDamaged(true);
-        reader->setReuseHeaderScan(true); // the names pass's decoding threads share its scan
-        const view::EntityNames names = namesOf(*reader);
+        reader->setReuseHeaderScan(true); // the models' decoding threads share its scan
+        NamesBeside beside(*path);
         auto advice = [&] {
             TtyProgress progress("advising (two reads of the trace)");
             return whatif::advise(*reader, {}, progress.callback());
@@ -315,6 +354,7 @@ void registerAdvise(CLI::App& app, int& exitCode) {
             reportError(advice.error(), exitCode);
             return;
         }
+        const view::EntityNames names = beside.get();
         std::string t;
         if (*json) {
             nlohmann::ordered_json j;

@@ -84,10 +84,13 @@ TEST(CliProgress, WhatifAndAdviseShowTheirPassesOnATerminalAndNothingElsewhere) 
         std::string answer;             // text of the answer itself
     };
     const std::vector<Case> cases = {
-        {"whatif --release-threshold 0 '" + trace + "'",
+        // The names are read beside the models (no line of their own) where they only label
+        // the answer, and first where --pool names a pool by them.
+        {"whatif --release-threshold 0 '" + trace + "'", {"predicting: "}, "pool #1"},
+        {"whatif --release-threshold 0 --pool '#1' '" + std::string(POOLSCOPE_SAMPLES_DIR) + "/churn.poolscope'",
          {"reading the trace for the names: ", "predicting: "},
          "pool #1"},
-        {"advise '" + trace + "'", {"reading the trace for the names: ", "advising (two reads of the trace): "}, "pool #1"},
+        {"advise '" + trace + "'", {"advising (two reads of the trace): "}, "pool #1"},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.args);
