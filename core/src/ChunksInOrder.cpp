@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -288,6 +289,9 @@ Status formatChunksInOrder(TraceReader& reader,
 }
 
 unsigned decodingThreadsBeside() {
+    // (Set for the hostile corpus, whose machines may have too few CPUs for the threads.)
+    if (const char* n = std::getenv("POOLSCOPE_DECODE_THREADS"))
+        return std::clamp(static_cast<unsigned>(std::strtoul(n, nullptr, 10)), 1u, ChunkTextOptions::kMaxThreads);
     if (!BuildOptions::defaultReadAhead()) return 1;
     return std::min(std::thread::hardware_concurrency() - 1, kAutoDecoders);
 }

@@ -332,11 +332,17 @@ struct Run {
 constexpr int kVerbSeconds = 30;
 int verbLimitSeconds = kVerbSeconds;
 
-Run runCli(const std::string& cli, const std::vector<std::string>& args, const std::string& tmp) {
+// env: NAME=value settings for the run alone.
+Run runCli(const std::string& cli, const std::vector<std::string>& args, const std::string& tmp,
+           const std::vector<std::string>& env = {}) {
     Run r;
     const std::string outPath = tmp + ".out", errPath = tmp + ".err";
     pid_t pid = ::fork();
     if (pid == 0) {
+        for (const std::string& kv : env) {
+            const size_t eq = kv.find('=');
+            ::setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
+        }
         const int o = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         const int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         ::dup2(o, 1);
@@ -394,7 +400,14 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
         {"export", "-o", "/dev/null"},
         // A stretch (from the start, so valid whatever the trace's length): the range read of
         // `dump`, the range build and clipped writer of `export`.
-        {"dump", "--from", "0ns", "--to", "1s"}, {"export", "--from", "0ns", "--to", "1s", "-o", "/dev/null"}};
+        {"dump", "--from", "0ns", "--to", "1s"}, {"export", "--from", "0ns", "--to", "1s", "-o", "/dev/null"},
+        // On the threads a machine with more CPUs uses (threadedEnv): the names pass and the
+        // models' replays decoded on several threads, the models over several replays.
+        {"dump", "--names"}, {"advise", "--json"}};
+    const std::vector<std::string> threadedEnv = {"POOLSCOPE_DECODE_THREADS=3", "POOLSCOPE_PREDICT_REPLAYS=3"};
+    auto threaded = [](const std::vector<std::string>& verb) {
+        return verb == std::vector<std::string>{"dump", "--names"} || verb == std::vector<std::string>{"advise", "--json"};
+    };
     // What `dump` prints of the undamaged copy. (Not the stretch's: its events depend on the
     // trace's start, which the samples table sets too, and no checksum covers a sample's time: a
     // flipped bit there moves the start, as it moves `info`'s span and the window's axis.)
@@ -422,7 +435,7 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
             for (const auto& verb : verbs) {
                 std::vector<std::string> args = verb;
                 args.push_back(c.file);
-                const Run r = runCli(cli, args, tmp);
+                const Run r = runCli(cli, args, tmp, threaded(verb) ? threadedEnv : std::vector<std::string>{});
                 std::string v;
                 for (const auto& a : verb) v += (v.empty() ? "" : " ") + a;
                 if (r.signaled)

@@ -56,6 +56,7 @@ Status formatChunksInOrder(TraceReader& reader,
 // `decoders` (tests, benchmarks): the threads that decoded, 0 where they were not used.
 // threads for such a pass: one per CPU beside the pass's own (at most kAutoDecoders) on 4 CPUs
 // or more, where reading ahead pays (BuildOptions::defaultReadAhead); 1 below.
+// POOLSCOPE_DECODE_THREADS sets the number.
 inline constexpr unsigned kAutoDecoders = 8;
 unsigned decodingThreadsBeside();
 Status decodeChunksInOrder(const TraceReader& reader, const std::function<bool(std::vector<Event>& chunk)>& consume,
