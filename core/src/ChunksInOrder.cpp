@@ -301,7 +301,8 @@ Status decodeChunksInOrder(const TraceReader& reader, const std::function<bool(s
     if (decoders) *decoders = 0;
     const unsigned n = threadsFor(threads);
     auto alone = [&] { return detail::forEachChunk(reader, readAheadAlone, consume); };
-    if (n <= 1 || !reader.skipDamaged()) return alone();
+    // (Without a scan to share, the threads' readers would each scan again.)
+    if (n <= 1 || !reader.skipDamaged() || !reader.reusesHeaderScan()) return alone();
     auto headersRead = reader.chunkHeaders();
     if (!headersRead) return headersRead.error();
     const std::vector<ChunkHeaderInfo> headers = std::move(*headersRead);

@@ -49,17 +49,17 @@ Status formatChunksInOrder(TraceReader& reader,
 // What reader.forEachChunk(consume) does (the same chunks in the same order, the same status,
 // afterwards the same damage()), with the chunks decoded on `threads` (0: one per CPU, at most
 // kMaxThreads) while consume runs on the calling thread: for a pass whose own work is one
-// replay in seq order (the names pass), which one decoding thread cannot keep fed. Used where
-// formatChunksInOrder would use threads and the reader reuses its header scan
-// (setReuseHeaderScan); otherwise the chunks are decoded as detail::forEachChunk decodes them
-// (read ahead on one thread with readAheadAlone). About two decoded chunks a thread are held.
-// `decoders` (tests, benchmarks): the threads that decoded, 0 where they were not used.
-// threads for such a pass: one per CPU beside the pass's own (at most kAutoDecoders) on 4 CPUs
+// replay in seq order (the names pass, the what-if models' reads), which one decoding thread
+// cannot keep fed. Used where formatChunksInOrder would use threads and the reader reuses its
+// header scan (setReuseHeaderScan); otherwise the chunks are decoded as detail::forEachChunk
+// decodes them (read ahead on one thread with readAheadAlone). About two decoded chunks a
+// thread are held. `decoders` (tests, benchmarks): the threads that decoded, 0 where none.
+Status decodeChunksInOrder(const TraceReader& reader, const std::function<bool(std::vector<Event>& chunk)>& consume,
+                           unsigned threads = 0, bool readAheadAlone = true, unsigned* decoders = nullptr);
+// `threads` for such a pass: one per CPU beside the pass's own (at most kAutoDecoders) on 4 CPUs
 // or more, where reading ahead pays (BuildOptions::defaultReadAhead); 1 below.
 // POOLSCOPE_DECODE_THREADS sets the number.
 inline constexpr unsigned kAutoDecoders = 8;
 unsigned decodingThreadsBeside();
-Status decodeChunksInOrder(const TraceReader& reader, const std::function<bool(std::vector<Event>& chunk)>& consume,
-                           unsigned threads = 0, bool readAheadAlone = true, unsigned* decoders = nullptr);
 
 } // namespace poolscope

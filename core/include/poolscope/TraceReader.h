@@ -199,6 +199,7 @@ public:
     // For a finished trace read by one reader: chunks a live recording appends later are not
     // seen. A reader that finds a chunk_headers lie scans again, as it must.
     void setReuseHeaderScan(bool reuse) { reuseScan_ = reuse; }
+    bool reusesHeaderScan() const { return reuseScan_; }
     // The header scan and the pool summaries this reader has read (with setReuseHeaderScan),
     // for another reader of the same finished trace (adoptScan): the window's range reads then
     // read neither again (at 1 G events ~1 s each). Null when there is none, or this reader

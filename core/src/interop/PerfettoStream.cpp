@@ -37,7 +37,6 @@
 #include "../analysis/StepTail.h"
 #include "../replay/TraceEntities.h"
 #include "PerfettoCommon.h"
-#include "poolscope/ChunksInOrder.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -725,7 +724,7 @@ Status StreamExport::run(Plan* out) {
         advance(false);
         return true;
     };
-    const Status st = decodeChunksInOrder(reader, consume, decodingThreadsBeside(), BuildOptions::defaultReadAhead());
+    const Status st = poolscope::detail::forEachChunk(reader, BuildOptions::defaultReadAhead(), consume);
     if (!st) return st.error();
     while (si < ss.size()) addSample(ss[si++]);
     if (write_) t1_ = std::max(t1_, plan_->t1);
