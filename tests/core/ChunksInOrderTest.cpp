@@ -149,15 +149,21 @@ std::vector<DamageCase> damageCases() {
     };
 }
 
+// `base` copied with the case's damage done to it.
+std::string damagedCopy(const test::ScratchDir& dir, const std::string& base, const DamageCase& c) {
+    const std::string path = dir.file("t.poolscope");
+    std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
+    if (!c.sql.empty()) test::execSql(path, c.sql);
+    if (c.forged) test::forgeChunkHeaders(path);
+    return path;
+}
+
 TEST(ChunksInOrder, ThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces) {
     test::ScratchDir dir;
     const std::string base = writeTrace(dir.file("base.poolscope"), 90000);
     for (const DamageCase& c : damageCases()) {
         SCOPED_TRACE(c.name);
-        const std::string path = dir.file("t.poolscope");
-        std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
-        if (!c.sql.empty()) test::execSql(path, c.sql);
-        if (c.forged) test::forgeChunkHeaders(path);
+        const std::string path = damagedCopy(dir, base, c);
         const Outcome ref = read(path, 1, 2);
         ASSERT_TRUE(ref.ok);
         EXPECT_EQ(ref.formatThreads, 1u);
@@ -223,10 +229,7 @@ TEST(ChunksInOrder, DecodingThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces)
     const std::string base = writeTrace(dir.file("base.poolscope"), 90000);
     for (const DamageCase& c : damageCases()) {
         SCOPED_TRACE(c.name);
-        const std::string path = dir.file("t.poolscope");
-        std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
-        if (!c.sql.empty()) test::execSql(path, c.sql);
-        if (c.forged) test::forgeChunkHeaders(path);
+        const std::string path = damagedCopy(dir, base, c);
         const Decoded ref = decode(path, 1);
         ASSERT_TRUE(ref.ok);
         EXPECT_EQ(ref.decoders, 0u);
