@@ -37,42 +37,45 @@ std::optional<bool> onOff(const std::string& s) {
     return s == "on";
 }
 
-// The window's and report's names ("pool #1 (default)"), from a streaming pass.
-view::EntityNames namesOf(const TraceReader& r) {
+// The window's and report's names ("pool #1 (default)"), from a streaming pass; its progress
+// line on a terminal unless `quiet`.
+view::EntityNames namesOf(const TraceReader& r, bool quiet = false) {
     TtyProgress progress("reading the trace for the names");
-    auto names = traceNamesAndStart(r, nullptr, {progress.callback()});
+    auto names = traceNamesAndStart(r, nullptr, {quiet ? nullptr : progress.callback()});
     if (!names) return {};
     return std::move(names->names);
 }
 
 // The same pass on a thread of its own, through a reader of its own (a reader belongs to one
-// thread), while the models read the trace: where the names only label the answer, they need
-// not come first. Where no thread can be had, get() makes them.
+// thread) that adopts `reader`'s header scan, while the models read the trace through `reader`:
+// where the names only label the answer, they need not come first. Where no thread can be had,
+// get() makes them.
 class NamesBeside {
 public:
-    explicit NamesBeside(std::string path) : path_(std::move(path)) {
+    explicit NamesBeside(TraceReader& reader) : path_(reader.path()) {
+        (void)reader.chunkHeaders(); // the scan, kept for the models' read (a failure is theirs to say)
+        scan_ = reader.sharedScan();
         try {
-            names_ = std::async(std::launch::async, [p = path_] { return namesOf(p, false); });
+            names_ = std::async(std::launch::async, [this] { return read(true); });
         } catch (const std::system_error&) {
         }
     }
     ~NamesBeside() {
         if (names_.valid()) names_.wait();
     }
-    view::EntityNames get() { return names_.valid() ? names_.get() : namesOf(path_, true); }
+    view::EntityNames get() { return names_.valid() ? names_.get() : read(false); }
 
 private:
-    static view::EntityNames namesOf(const std::string& path, bool progress) {
-        auto r = TraceReader::open(path);
+    view::EntityNames read(bool quiet) const {
+        auto r = TraceReader::open(path_);
         if (!r) return {};
         (*r)->setSkipDamaged(true);
         (*r)->setReuseHeaderScan(true);
-        return progress ? cli::namesOf(**r) : [&] {
-            auto n = traceNamesAndStart(**r);
-            return n ? std::move(n->names) : view::EntityNames{};
-        }();
+        (*r)->adoptScan(scan_);
+        return namesOf(**r, quiet);
     }
     std::string path_;
+    std::shared_ptr<const TraceReader::SharedScan> scan_;
     std::future<view::EntityNames> names_;
 };
 
@@ -151,7 +154,7 @@ void registerWhatif(CLI::App& app, int& exitCode) {
         std::optional<NamesBeside> beside;
         view::EntityNames names;
         if (o->pool.empty())
-            beside.emplace(o->path);
+            beside.emplace(*reader);
         else
             names = namesOf(*reader);
         whatif::Settings s;
@@ -344,7 +347,7 @@ void registerAdvise(CLI::App& app, int& exitCode) {
         if (!reader) return;
         reader->setSkipDamaged(true);
         reader->setReuseHeaderScan(true); // the models' decoding threads share its scan
-        NamesBeside beside(*path);
+        NamesBeside beside(*reader);
         auto advice = [&] {
             TtyProgress progress("advising (two reads of the trace)");
             return whatif::advise(*reader, {}, progress.callback());

@@ -307,8 +307,8 @@ Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefor
     const uint64_t total = control.progress ? detail::progressTotal(reader) : 0;
     uint64_t done = 0;
     auto cancelled = [&] { return control.cancel && control.cancel->load(std::memory_order_relaxed); };
-    // The replay here takes about half the time of decoding its events, so one decoding thread
-    // bounds the pass: several decode, the replay stays one.
+    // Decoding a chunk costs about as much as replaying it: several threads decode, the replay
+    // stays one (and bounds the pass).
     const unsigned decoders = control.threads ? control.threads : decodingThreadsBeside();
     const Status st = decodeChunksInOrder(reader, [&](std::vector<Event>& chunk) {
         merge.chunk(chunk, replay, apply);

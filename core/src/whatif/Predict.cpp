@@ -64,9 +64,7 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
     }
     poolscope::detail::SampleMerge merge;
     merge.expect(&ss);
-    uint64_t total = 0;
-    if (progress)
-        if (auto sum = reader.summary()) total = sum->eventCount;
+    const uint64_t total = progress ? poolscope::detail::progressTotal(reader) : 0;
     bool cancelled = false, stopped = false;
     Status st = decodeChunksInOrder(reader, [&](std::vector<Event>& chunk) {
         if (cancel && cancel->load(std::memory_order_relaxed)) {
