@@ -3,6 +3,7 @@
 // afterwards), on intact traces and on traces damaged by hand in the ways a read finds.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -306,6 +307,62 @@ TEST(ChunksInOrder, TheNamesPassGivesTheSameOnAnyNumberOfDecodingThreads) {
             EXPECT_EQ(live[i].size, refLive[i].size);
         }
     }
+}
+
+// The names pass over the filtered events (NamesFilter) reads damaged traces as one read of
+// every event does: the same names, start and damage found, on one thread and on several; and
+// a cancel ends it.
+TEST(ChunksInOrder, TheFilteredNamesPassReadsDamagedTracesAsOneRead) {
+    test::ScratchDir dir;
+    const std::string base = writeTrace(dir.file("base.poolscope"), 90000);
+    auto pass = [&](const std::string& path, NamesPassControl c, bool& filtered, ErrorCode* code = nullptr) {
+        auto r = TraceReader::open(path);
+        EXPECT_TRUE(r);
+        if (!r) return std::string();
+        (*r)->setSkipDamaged(true);
+        (*r)->setReuseHeaderScan(true);
+        auto got = traceNamesAndStart(**r, nullptr, c);
+        if (code) *code = got ? ErrorCode::Io : got.error().code;
+        if (!got) return std::string("failed");
+        filtered = got->filtered;
+        std::string text = std::to_string(got->t0) + "\n";
+        for (uint64_t s : {0x7000, 0x7100, 0x7200}) text += got->names.streamWithHandle(s) + "\n";
+        text += got->names.poolWithHandle(0x55aa00) + "\n";
+        for (const TraceDamage& d : (*r)->damage()) text += d.what + " [" + std::to_string(d.events) + "]\n";
+        return text;
+    };
+    for (const DamageCase& c : damageCases()) {
+        SCOPED_TRACE(c.name);
+        const std::string path = damagedCopy(dir, base, c);
+        bool filtered = true;
+        NamesPassControl whole;
+        whole.threads = 1;
+        const std::string ref = pass(path, whole, filtered);
+        EXPECT_FALSE(filtered);
+        for (unsigned threads : {1u, 3u, 8u}) {
+            SCOPED_TRACE("threads " + std::to_string(threads));
+            NamesPassControl f;
+            f.threads = threads;
+            f.filterAlone = true;
+            filtered = false;
+            EXPECT_EQ(pass(path, f, filtered), ref);
+            EXPECT_TRUE(filtered);
+        }
+    }
+    std::atomic<bool> cancel{false};
+    NamesPassControl c;
+    c.threads = 3;
+    c.cancel = &cancel;
+    size_t calls = 0;
+    c.progress = [&](uint64_t, uint64_t) {
+        ++calls;
+        cancel = true;
+    };
+    bool filtered = false;
+    ErrorCode code = ErrorCode::Io;
+    EXPECT_EQ(pass(base, c, filtered, &code), "failed");
+    EXPECT_EQ(int(code), int(ErrorCode::Cancelled));
+    EXPECT_EQ(calls, 1u) << "no chunk after the cancel";
 }
 
 TEST(ChunksInOrder, AWriteThatStopsStopsTheThreadsAfterThatBatch) {

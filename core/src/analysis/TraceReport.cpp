@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <sys/times.h>
 
 #include "../ChunkPipe.h"
+#include "../ChunksInOrderImpl.h"
 #include "poolscope/ChunksInOrder.h"
 #include "../replay/TraceEntities.h"
 #include "AdviceFeed.h"
@@ -270,10 +273,106 @@ private:
     std::vector<uint32_t> free_;
 };
 
+
+// The names pass over the events NamesFilter keeps of each chunk (LaneNames.h), the chunks
+// filtered on `threads` threads while the calling thread replays what they keep (with
+// `threads` 1, or where the trace cannot be read on threads, all on the calling thread).
+// Empty where the trace must be replayed whole instead: frees marked a pool as reserved that
+// nothing else marked.
+std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, const NamesPassControl& control,
+                                                    unsigned threads) {
+    using Out = std::optional<Result<TraceNames>>;
+    replay::Replay replay;
+    auto devices = detail::declareTraceEntities(reader, replay, true);
+    if (!devices) return Out(devices.error());
+    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (!samples) return Out(samples.error());
+    const std::vector<Event>& ss = *samples;
+    detail::LaneNameKeeper keeper;
+    keeper.setFiltered(true);
+    TraceNames out;
+    bool anyTime = false;
+    auto time = [&](int64_t t) {
+        out.t0 = anyTime ? std::min(out.t0, t) : t;
+        anyTime = true;
+    };
+    auto apply = [&](const Event& e) {
+        time(e.tsNs);
+        keeper.add(replay, e, replay.apply(e));
+    };
+    // As SampleMerge: a sample goes before the first event whose time reaches its own, which
+    // the greatest time among the events so far (kept or not) tells.
+    size_t next = 0;
+    int64_t newest = INT64_MIN;
+    auto samplesUpTo = [&](int64_t t) {
+        while (next < ss.size() && ss[next].tsNs <= t) {
+            Event s = ss[next++];
+            s.kind = EventKind::Sample;
+            apply(s);
+        }
+    };
+    const uint64_t total = control.progress ? detail::progressTotal(reader) : 0;
+    uint64_t done = 0;
+    auto cancelled = [&] { return control.cancel && control.cancel->load(std::memory_order_relaxed); };
+    auto deliver = [&](detail::NamesChunk& c) {
+        if (c.empty()) return true; // a damaged chunk, skipped
+        for (size_t i = 0; i < c.kept.size(); ++i) {
+            samplesUpTo(std::max(newest, c.upTo[i]));
+            apply(c.kept[i]);
+        }
+        newest = std::max(newest, c.maxTs);
+        time(c.minTs);
+        done += c.events;
+        if (control.progress) control.progress(done, total);
+        return !cancelled();
+    };
+    std::vector<ChunkHeaderInfo> headers;
+    std::shared_ptr<const TraceReader::SharedScan> scan;
+    Error failed;
+    bool error = false, noThreads = true;
+    Status st;
+    if (detail::threadedChunks(reader, threads, headers, scan, failed, error)) {
+        noThreads = false;
+        st = detail::inOrder<detail::NamesChunk>(
+            reader, headers, scan, threads, 1,
+            [](std::vector<Event>& chunk, detail::NamesChunk& part) { detail::NamesFilter().reduce(chunk, part); },
+            [](detail::NamesChunk&) {}, deliver, noThreads);
+    } else if (error) {
+        return Out(failed);
+    }
+    if (noThreads) {
+        detail::NamesFilter filter;
+        detail::NamesChunk part;
+        st = detail::forEachChunk(reader, TraceReportOptions::defaultParallel(), [&](std::vector<Event>& chunk) {
+            filter.reduce(chunk, part);
+            return deliver(part);
+        });
+    }
+    if (cancelled()) return Out(Error{ErrorCode::Cancelled, "reading the trace was cancelled"});
+    if (!st) return Out(st.error());
+    samplesUpTo(std::numeric_limits<int64_t>::max());
+    if (!keeper.exactWithoutFreeMarks()) return std::nullopt;
+    out.names = keeper.names(replay, *devices);
+    out.madeFrom = keeper.describe(replay);
+    out.filtered = true;
+    return Out(std::move(out));
+}
+
+unsigned namesThreads() {
+    if (std::getenv("POOLSCOPE_DECODE_THREADS")) return decodingThreadsBeside();
+    return std::clamp(std::thread::hardware_concurrency(), 1u, ChunkTextOptions::kMaxThreads);
+}
+
 } // namespace
 
 Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live,
                                       const NamesPassControl& control) {
+    // The live blocks need every allocation replayed.
+    if (!live) {
+        const unsigned threads = control.threads ? control.threads : namesThreads();
+        if (threads > 1 || control.filterAlone)
+            if (auto filtered = filteredNamesPass(reader, control, threads)) return std::move(*filtered);
+    }
     // Set up as reportTrace sets up its replay: the same facts follow.
     replay::Replay replay;
     auto devices = detail::declareTraceEntities(reader, replay, true);
@@ -321,6 +420,7 @@ Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefor
     merge.rest(apply);
     if (live && !taken) live->blocks = sites.live(replay);
     out.names = keeper.names(replay, *devices);
+    out.madeFrom = keeper.describe(replay);
     return out;
 }
 

@@ -80,6 +80,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
 struct TraceNames {
     view::EntityNames names;
     int64_t t0 = 0;
+    bool filtered = false; // replayed only the events the names depend on (NamesPassControl)
+    // What the names were made from, in words (tests compare passes by it): the pools seen
+    // allocating and with reserved bytes, the (pool, stream) pairs that allocated, the streams
+    // waits joined, each stream's first failure.
+    std::string madeFrom;
 };
 // Asked of the names pass by a range's export (`export --from/--to`): the pool blocks live just
 // before the event with seq `beforeSeq` (the first of the range's first chunk), as allocations
@@ -90,14 +95,21 @@ struct LiveBlocksBefore {
     uint64_t beforeSeq = 0;
     std::vector<Allocation> blocks; // filled by the pass
 };
-// Long on a large trace (one replay on one thread): `progress` gets (events done, total) per
-// chunk, and `cancel`, once set, ends the pass with ErrorCode::Cancelled.
-// `threads` decode the chunks (decodeChunksInOrder, for a reader that skips damaged chunks and
-// reuses its header scan): 0 for decodingThreadsBeside(), 1 for one as reportTrace reads.
+// Long on a large trace: `progress` gets (events done, total) per chunk, and `cancel`, once
+// set, ends the pass with ErrorCode::Cancelled.
+// Without LiveBlocksBefore, `threads` decode the chunks and keep only the events the names
+// depend on (NamesFilter, for a reader that skips damaged chunks and reuses its header scan),
+// and one replay follows those: 0 for one per CPU (POOLSCOPE_DECODE_THREADS sets it), 1 for
+// a replay of every event on the calling thread. With it, every event is replayed, the chunks
+// decoded on `threads` (decodeChunksInOrder): 0 for decodingThreadsBeside(), 1 for one as
+// reportTrace reads.
 struct NamesPassControl {
     std::function<void(uint64_t, uint64_t)> progress;
     const std::atomic<bool>* cancel = nullptr;
     unsigned threads = 0;
+    // Tests: without LiveBlocksBefore, the pass over the filtered events (NamesFilter) even on
+    // one thread, as it runs on several.
+    bool filterAlone = false;
 };
 Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live = nullptr,
                                       const NamesPassControl& control = {});
