@@ -106,21 +106,33 @@ bool droppable(EventKind k) {
 }
 } // namespace
 
-bool NamesFilter::sight(std::vector<Handle>& seen, uint64_t handle, int device) {
-    for (Handle& h : seen)
-        if (h.handle == handle) {
-            if (h.withDevice || device < 0) return false;
-            h.withDevice = true;
-            return true;
-        }
-    seen.push_back({handle, device >= 0});
+namespace {
+// The index of the element `is` holds for, starting at `last` (then updated); v.size() if none.
+template <class T, class Is> size_t findFrom(const std::vector<T>& v, size_t& last, Is&& is) {
+    if (last < v.size() && is(v[last])) return last;
+    for (size_t i = 0; i < v.size(); ++i)
+        if (is(v[i])) return last = i;
+    return v.size();
+}
+} // namespace
+
+bool NamesFilter::sight(std::vector<Handle>& seen, size_t& last, uint64_t handle, int device) {
+    const size_t i = findFrom(seen, last, [&](const Handle& h) { return h.handle == handle; });
+    if (i == seen.size()) {
+        seen.push_back({handle, device >= 0});
+        last = i;
+        return true;
+    }
+    if (seen[i].withDevice || device < 0) return false;
+    seen[i].withDevice = true;
     return true;
 }
 
 NamesFilter::PoolMarks& NamesFilter::marks(uint64_t pool) {
-    for (PoolMarks& m : marks_)
-        if (m.pool == pool) return m;
+    const size_t i = findFrom(marks_, lastMarks_, [&](const PoolMarks& m) { return m.pool == pool; });
+    if (i < marks_.size()) return marks_[i];
     marks_.push_back({pool, false, INT64_MIN, kNone});
+    lastMarks_ = i;
     return marks_.back();
 }
 
@@ -146,27 +158,29 @@ void NamesFilter::reduce(const std::vector<Event>& chunk, NamesChunk& out) {
         switch (e.kind) {
         case EventKind::Alloc: {
             const bool failed = e.failed();
-            auto t = std::find_if(threads_.begin(), threads_.end(), [&](const Thread& x) { return x.tid == e.tid; });
-            if (t == threads_.end()) {
+            const size_t t = findFrom(threads_, lastThread_, [&](const Thread& x) { return x.tid == e.tid; });
+            if (t == threads_.size()) {
                 threads_.push_back({e.tid, failed});
+                lastThread_ = t;
                 k = true;
             } else {
-                k = t->lastFailed || failed;
-                t->lastFailed = failed;
+                k = threads_[t].lastFailed || failed;
+                threads_[t].lastFailed = failed;
             }
             if (!failed) {
                 const std::pair<uint64_t, uint64_t> pair{e.pool, e.stream};
-                if (std::find(pairs_.begin(), pairs_.end(), pair) == pairs_.end()) {
+                if (findFrom(pairs_, lastPair_, [&](const auto& x) { return x == pair; }) == pairs_.size()) {
+                    lastPair_ = pairs_.size();
                     pairs_.push_back(pair);
                     k = true;
                 }
             }
-            k = sight(pools_, e.pool, e.device) || k;
-            k = sight(streams_, e.stream, e.device) || k;
+            k = sight(pools_, lastPool_, e.pool, e.device) || k;
+            k = sight(streams_, lastStream_, e.stream, e.device) || k;
             break;
         }
         case EventKind::Free:
-        case EventKind::StreamSynchronize: k = sight(streams_, e.stream, e.device); break;
+        case EventKind::StreamSynchronize: k = sight(streams_, lastStream_, e.stream, e.device); break;
         case EventKind::ImplicitRelease:
             if (e.pool != 0) flush(marks(e.pool));
             k = true;
@@ -174,7 +188,7 @@ void NamesFilter::reduce(const std::vector<Event>& chunk, NamesChunk& out) {
         default: k = true; break;
         }
         if (droppable(e.kind) && e.has(kHasWatermarks) && e.pool != 0) {
-            k = sight(pools_, e.pool, e.device) || k;
+            k = sight(pools_, lastPool_, e.pool, e.device) || k;
             PoolMarks& m = marks(e.pool);
             if (!m.reservedSeen && e.reserved != 0) {
                 m.reservedSeen = true;
@@ -194,6 +208,8 @@ void NamesFilter::reduce(const std::vector<Event>& chunk, NamesChunk& out) {
         for (PoolMarks& m : marks_) flush(m);
     int64_t upTo = INT64_MIN;
     out.minTs = chunk.front().tsNs;
+    out.kept.reserve(whole ? chunk.size() : chunk.size() / 4);
+    out.upTo.reserve(out.kept.capacity());
     for (size_t i = 0; i < chunk.size(); ++i) {
         const Event& e = chunk[i];
         upTo = std::max(upTo, e.tsNs);

@@ -107,7 +107,8 @@ private:
     };
     static constexpr size_t kNone = ~size_t{0};
     // A handle's first sight (or first with a device): true when the event must be kept.
-    static bool sight(std::vector<Handle>& seen, uint64_t handle, int device);
+    // `last`: where the previous search found its handle (most events name the same ones).
+    static bool sight(std::vector<Handle>& seen, size_t& last, uint64_t handle, int device);
     PoolMarks& marks(uint64_t pool);
     void flush(PoolMarks& m);
 
@@ -116,6 +117,7 @@ private:
     std::vector<PoolMarks> marks_;
     std::vector<Thread> threads_;
     std::vector<std::pair<uint64_t, uint64_t>> pairs_;
+    size_t lastPool_ = 0, lastStream_ = 0, lastMarks_ = 0, lastThread_ = 0, lastPair_ = 0;
 };
 
 } // namespace poolscope::detail
