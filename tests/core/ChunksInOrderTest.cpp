@@ -315,13 +315,16 @@ TEST(ChunksInOrder, TheNamesPassGivesTheSameOnAnyNumberOfDecodingThreads) {
 TEST(ChunksInOrder, TheFilteredNamesPassReadsDamagedTracesAsOneRead) {
     test::ScratchDir dir;
     const std::string base = writeTrace(dir.file("base.poolscope"), 90000);
-    auto pass = [&](const std::string& path, NamesPassControl c, bool& filtered, ErrorCode* code = nullptr) {
+    auto pass = [&](const std::string& path, NamesPassControl c, bool& filtered, ErrorCode* code = nullptr,
+                    uint64_t liveBefore = 0) {
         auto r = TraceReader::open(path);
         EXPECT_TRUE(r);
         if (!r) return std::string();
         (*r)->setSkipDamaged(true);
         (*r)->setReuseHeaderScan(true);
-        auto got = traceNamesAndStart(**r, nullptr, c);
+        LiveBlocksBefore live;
+        live.beforeSeq = liveBefore;
+        auto got = traceNamesAndStart(**r, liveBefore ? &live : nullptr, c);
         if (code) *code = got ? ErrorCode::Io : got.error().code;
         if (!got) return std::string("failed");
         filtered = got->filtered;
@@ -329,6 +332,9 @@ TEST(ChunksInOrder, TheFilteredNamesPassReadsDamagedTracesAsOneRead) {
         for (uint64_t s : {0x7000, 0x7100, 0x7200}) text += got->names.streamWithHandle(s) + "\n";
         text += got->names.poolWithHandle(0x55aa00) + "\n";
         for (const TraceDamage& d : (*r)->damage()) text += d.what + " [" + std::to_string(d.events) + "]\n";
+        for (const Allocation& a : live.blocks)
+            text += std::to_string(a.ptr) + " " + std::to_string(a.allocSeq) + " " + std::to_string(a.size) + " " +
+                    std::to_string(a.pool) + " " + std::to_string(a.device) + " " + std::to_string(a.allocStream) + "\n";
         return text;
     };
     for (const DamageCase& c : damageCases()) {
@@ -346,6 +352,16 @@ TEST(ChunksInOrder, TheFilteredNamesPassReadsDamagedTracesAsOneRead) {
             f.filterAlone = true;
             filtered = false;
             EXPECT_EQ(pass(path, f, filtered), ref);
+            EXPECT_TRUE(filtered);
+        }
+        // With the blocks live before seq 50000, taken on threads from contiguous runs.
+        const std::string liveRef = pass(path, whole, filtered, nullptr, 50000);
+        EXPECT_GT(liveRef.size(), ref.size() + 1000) << "blocks are live there";
+        for (unsigned threads : {2u, 3u, 8u}) {
+            SCOPED_TRACE("live blocks, threads " + std::to_string(threads));
+            NamesPassControl f;
+            f.threads = threads;
+            EXPECT_EQ(pass(path, f, filtered, nullptr, 50000), liveRef);
             EXPECT_TRUE(filtered);
         }
     }

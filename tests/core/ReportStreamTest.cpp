@@ -70,6 +70,18 @@ std::string namesText(const TraceReader& r, const view::EntityNames& names) {
     return out;
 }
 
+// Every field of LiveBlocksBefore's blocks, one line each.
+std::string liveText(const std::vector<Allocation>& blocks) {
+    std::string out;
+    for (const Allocation& a : blocks)
+        out += std::to_string(a.ptr) + " " + std::to_string(a.size) + " " + std::to_string(a.pool) + " " +
+               std::to_string(a.device) + " " + std::to_string(a.allocStream) + " " +
+               std::to_string(a.allocTsNs) + " " + std::to_string(a.allocSeq) + " " + std::to_string(a.tid) +
+               " " + std::to_string(a.site) + " " + std::to_string(int(a.api)) + " " +
+               std::to_string(a.beforeLoaded) + " " + std::to_string(a.freeTsNs) + "\n";
+    return out;
+}
+
 // Whether expectSame's last names pass on three threads replayed only the filtered events.
 bool lastFiltered = false;
 
@@ -650,6 +662,21 @@ TEST(ReportStream, TheFilteredNamesPassNamesAsTheWholeReplayAcrossChunkBoundarie
             ASSERT_TRUE(ref);
             ASSERT_FALSE(ref->filtered);
             const std::string refText = namesText(**reader, ref->names);
+            // The blocks live before a stretch, taken by contiguous runs of chunks on threads.
+            for (uint64_t before : {uint64_t(1), uint64_t(1500), uint64_t(2700), uint64_t(1) << 40}) {
+                SCOPED_TRACE("live before seq " + std::to_string(before));
+                LiveBlocksBefore wholeLive, threadsLive;
+                wholeLive.beforeSeq = threadsLive.beforeSeq = before;
+                auto w = traceNamesAndStart(**reader, &wholeLive, whole);
+                NamesPassControl c;
+                c.threads = 3;
+                auto t = traceNamesAndStart(**reader, &threadsLive, c);
+                ASSERT_TRUE(w && t);
+                EXPECT_TRUE(t->filtered);
+                EXPECT_EQ(t->madeFrom, w->madeFrom);
+                EXPECT_EQ(liveText(threadsLive.blocks), liveText(wholeLive.blocks));
+                if (before == 1500) EXPECT_GT(wholeLive.blocks.size(), 10u);
+            }
             for (unsigned threads : {1u, 3u}) {
                 NamesPassControl c;
                 c.threads = threads;

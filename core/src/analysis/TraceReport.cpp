@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <sys/times.h>
 
 #include "../ChunkPipe.h"
@@ -274,13 +275,117 @@ private:
 };
 
 
+// What a run of chunks did to the live pool blocks: for each pointer it touched, the block it
+// left live there (allocated in the run) or none (freed, imported over). A pointer's state
+// after the run depends on its last event in it alone, whatever was live there before: an
+// allocation replaces a live block, a free or a cudaFree ends it, an import puts a mapping
+// there (which LiveBlocksBefore leaves out).
+struct LiveDelta {
+    struct Block {
+        uint64_t bytes = 0, allocSeq = 0, pool = 0, stream = 0;
+        int64_t allocTsNs = 0;
+        uint32_t tid = 0, site = 0;
+        uint8_t api = 0;
+        bool live = false;
+    };
+    std::unordered_map<uint64_t, Block> byPtr;
+    uint64_t events = 0;
+    bool empty() const { return events == 0; }
+
+    void add(const Event& e) {
+        ++events;
+        if (e.failed() || e.ptr == 0) return;
+        switch (e.kind) {
+        case EventKind::Alloc: {
+            const AllocFields a = AllocFields::of(e);
+            Block& b = byPtr[a.ptr];
+            b = Block{a.bytes, e.seq, e.pool, e.stream, e.tsNs, e.tid, e.site, static_cast<uint8_t>(a.api), true};
+            break;
+        }
+        case EventKind::Free:
+        case EventKind::DeviceFree:
+        case EventKind::PointerImport: byPtr[e.ptr].live = false; break;
+        default: break;
+        }
+    }
+};
+
+// LiveBlocksBefore's blocks from the chunks before `beforeSeq`, split in as many contiguous runs
+// as threads (each run's LiveDelta made on its thread through a reader adopting `scan`, the one
+// the names pass's threads adopted, applied in order on this one), or read on this thread
+// without a scan. Pool devices as the replay knew them at `beforeSeq` (`deviceOf`).
+Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<ChunkHeaderInfo> headers,
+                  const std::shared_ptr<const TraceReader::SharedScan>& scan, LiveBlocksBefore& live,
+                  const std::unordered_map<uint64_t, int>& deviceOf, const std::atomic<bool>* cancel) {
+    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+    bool noThreads = true;
+    std::unordered_map<uint64_t, LiveDelta::Block> blocks;
+    auto apply = [&](const LiveDelta& d) {
+        for (const auto& [ptr, b] : d.byPtr)
+            if (b.live)
+                blocks[ptr] = b;
+            else
+                blocks.erase(ptr);
+        return !cancelled();
+    };
+    Status st;
+    if (scan) {
+        std::erase_if(headers, [&](const ChunkHeaderInfo& h) { return h.firstSeq >= live.beforeSeq; });
+        noThreads = false;
+        if (!headers.empty())
+            st = detail::inOrder<LiveDelta>(
+                reader, headers, scan, threads, (headers.size() + threads - 1) / threads,
+                [&](std::vector<Event>& chunk, LiveDelta& d) {
+                    for (const Event& e : chunk)
+                        if (e.seq < live.beforeSeq) d.add(e);
+                },
+                [](LiveDelta&) {}, apply, noThreads);
+    }
+    if (noThreads) {
+        blocks.clear();
+        LiveDelta d;
+        bool past = false;
+        st = reader.forEachChunk([&](std::vector<Event>& chunk) {
+            past = !chunk.empty() && chunk.front().seq >= live.beforeSeq;
+            if (past) return false;
+            for (const Event& e : chunk)
+                if (e.seq < live.beforeSeq) d.add(e);
+            return !cancelled();
+        });
+        if (past) st = {};
+        apply(d);
+    }
+    if (!st) return st;
+    live.blocks.clear();
+    live.blocks.reserve(blocks.size());
+    for (const auto& [ptr, b] : blocks) {
+        Allocation a;
+        a.ptr = ptr;
+        a.size = b.bytes;
+        a.pool = b.pool;
+        auto d = deviceOf.find(b.pool);
+        a.device = static_cast<int16_t>(d == deviceOf.end() ? -1 : d->second);
+        a.allocStream = b.stream;
+        a.allocTsNs = b.allocTsNs;
+        a.allocSeq = b.allocSeq;
+        a.tid = b.tid;
+        a.site = b.site;
+        a.api = b.api;
+        a.beforeLoaded = true;
+        live.blocks.push_back(a);
+    }
+    std::sort(live.blocks.begin(), live.blocks.end(),
+              [](const Allocation& x, const Allocation& y) { return x.allocSeq < y.allocSeq; });
+    return {};
+}
+
 // The names pass over the events NamesFilter keeps of each chunk (LaneNames.h), the chunks
 // filtered on `threads` threads while the calling thread replays what they keep (with
 // `threads` 1, or where the trace cannot be read on threads, all on the calling thread).
 // Empty where the trace must be replayed whole instead: frees marked a pool as reserved that
 // nothing else marked.
-std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, const NamesPassControl& control,
-                                                    unsigned threads) {
+std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, LiveBlocksBefore* live,
+                                                    const NamesPassControl& control, unsigned threads) {
     using Out = std::optional<Result<TraceNames>>;
     replay::Replay replay;
     auto devices = detail::declareTraceEntities(reader, replay, true);
@@ -314,10 +419,19 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, c
     const uint64_t total = control.progress ? detail::progressTotal(reader) : 0;
     uint64_t done = 0;
     auto cancelled = [&] { return control.cancel && control.cancel->load(std::memory_order_relaxed); };
+    // The pools' devices where the live blocks are taken: before the first event at or after
+    // beforeSeq (the events dropped before it change no pool's device).
+    std::unordered_map<uint64_t, int> deviceOf;
+    bool taken = false;
+    auto take = [&] {
+        for (const replay::PoolState& p : replay.pools()) deviceOf[p.info.handle] = p.info.device;
+        taken = true;
+    };
     auto deliver = [&](detail::NamesChunk& c) {
         if (c.empty()) return true; // a damaged chunk, skipped
         for (size_t i = 0; i < c.kept.size(); ++i) {
             samplesUpTo(std::max(newest, c.upTo[i]));
+            if (live && !taken && c.kept[i].seq >= live->beforeSeq) take();
             apply(c.kept[i]);
         }
         newest = std::max(newest, c.maxTs);
@@ -333,6 +447,7 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, c
     Status st;
     if (detail::threadedChunks(reader, threads, headers, scan, failed, error)) {
         noThreads = false;
+        // (Not moved: the live blocks' runs read the same chunks through the same scan.)
         st = detail::inOrder<detail::NamesChunk>(
             reader, headers, scan, threads, 1,
             [](std::vector<Event>& chunk, detail::NamesChunk& part) { detail::NamesFilter().reduce(chunk, part); },
@@ -341,6 +456,7 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, c
         return Out(failed);
     }
     if (noThreads) {
+        scan.reset();
         detail::NamesFilter filter;
         detail::NamesChunk part;
         st = detail::forEachChunk(reader, TraceReportOptions::defaultParallel(), [&](std::vector<Event>& chunk) {
@@ -352,6 +468,12 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, c
     if (!st) return Out(st.error());
     samplesUpTo(std::numeric_limits<int64_t>::max());
     if (!keeper.exactWithoutFreeMarks()) return std::nullopt;
+    if (live) {
+        if (!taken) take();
+        const Status blocks = liveBlocks(reader, threads, std::move(headers), scan, *live, deviceOf, control.cancel);
+        if (cancelled()) return Out(Error{ErrorCode::Cancelled, "reading the trace was cancelled"});
+        if (!blocks) return Out(blocks.error());
+    }
     out.names = keeper.names(replay, *devices);
     out.madeFrom = keeper.describe(replay);
     out.filtered = true;
@@ -367,11 +489,12 @@ unsigned namesThreads() {
 
 Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live,
                                       const NamesPassControl& control) {
-    // The live blocks need every allocation replayed.
-    if (!live) {
+    // The live blocks before a stretch come from contiguous runs of chunks on threads of their
+    // own (liveBlocksOnThreads): not on the calling thread alone.
+    {
         const unsigned threads = control.threads ? control.threads : namesThreads();
-        if (threads > 1 || control.filterAlone)
-            if (auto filtered = filteredNamesPass(reader, control, threads)) return std::move(*filtered);
+        if (threads > 1 || (control.filterAlone && !live))
+            if (auto filtered = filteredNamesPass(reader, live, control, threads)) return std::move(*filtered);
     }
     // Set up as reportTrace sets up its replay: the same facts follow.
     replay::Replay replay;

@@ -97,12 +97,11 @@ struct LiveBlocksBefore {
 };
 // Long on a large trace: `progress` gets (events done, total) per chunk, and `cancel`, once
 // set, ends the pass with ErrorCode::Cancelled.
-// Without LiveBlocksBefore, `threads` decode the chunks and keep only the events the names
-// depend on (NamesFilter, for a reader that skips damaged chunks and reuses its header scan),
-// and one replay follows those: 0 for one per CPU (POOLSCOPE_DECODE_THREADS sets it), 1 for
-// a replay of every event on the calling thread. With it, every event is replayed, the chunks
-// decoded on `threads` (decodeChunksInOrder): 0 for decodingThreadsBeside(), 1 for one as
-// reportTrace reads.
+// `threads` decode the chunks and keep only the events the names depend on (NamesFilter, for
+// a reader that skips damaged chunks and reuses its header scan), and one replay follows
+// those; LiveBlocksBefore's blocks come from contiguous runs of chunks on as many threads.
+// 0 for one per CPU (POOLSCOPE_DECODE_THREADS sets it); 1 for a replay of every event on the
+// calling thread, the chunks decoded ahead as reportTrace reads them.
 struct NamesPassControl {
     std::function<void(uint64_t, uint64_t)> progress;
     const std::atomic<bool>* cancel = nullptr;
