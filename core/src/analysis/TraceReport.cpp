@@ -275,20 +275,21 @@ private:
 };
 
 
-// What a run of chunks did to the live pool blocks: for each pointer it touched, the block it
-// left live there (allocated in the run) or none (freed, imported over). A pointer's state
-// after the run depends on its last event in it alone, whatever was live there before: an
-// allocation replaces a live block, a free or a cudaFree ends it, an import puts a mapping
-// there (which LiveBlocksBefore leaves out).
+// What a run of chunks did to the live pool blocks. A pointer's state after the run depends on
+// its last event in it alone, whatever was live there before: an allocation replaces a live
+// block, a free or a cudaFree ends it, an import puts a mapping there (which LiveBlocksBefore
+// leaves out). So the run's effect is the blocks it left live (allocated in it) and the
+// pointers whose block it ended (a pointer in both was allocated again after).
 struct LiveDelta {
     struct Block {
         uint64_t bytes = 0, allocSeq = 0, pool = 0, stream = 0;
         int64_t allocTsNs = 0;
         uint32_t tid = 0, site = 0;
         uint8_t api = 0;
-        bool live = false;
     };
-    std::unordered_map<uint64_t, Block> byPtr;
+    std::unordered_map<uint64_t, Block> live;
+    std::vector<uint64_t> ended; // sorted and without repeats past `compactAt` entries
+    size_t compactAt = 1 << 16;
     uint64_t events = 0;
     bool empty() const { return events == 0; }
 
@@ -298,13 +299,22 @@ struct LiveDelta {
         switch (e.kind) {
         case EventKind::Alloc: {
             const AllocFields a = AllocFields::of(e);
-            Block& b = byPtr[a.ptr];
-            b = Block{a.bytes, e.seq, e.pool, e.stream, e.tsNs, e.tid, e.site, static_cast<uint8_t>(a.api), true};
+            live[a.ptr] = Block{a.bytes, e.seq, e.pool, e.stream, e.tsNs, e.tid, e.site, static_cast<uint8_t>(a.api)};
             break;
         }
         case EventKind::Free:
         case EventKind::DeviceFree:
-        case EventKind::PointerImport: byPtr[e.ptr].live = false; break;
+        case EventKind::PointerImport:
+            live.erase(e.ptr);
+            ended.push_back(e.ptr);
+            // A run's frees mostly end pointers it allocated, again and again: its memory is
+            // bounded by the pointers it touched, not by its frees.
+            if (ended.size() >= compactAt) {
+                std::sort(ended.begin(), ended.end());
+                ended.erase(std::unique(ended.begin(), ended.end()), ended.end());
+                compactAt = std::max(compactAt, 2 * ended.size());
+            }
+            break;
         default: break;
         }
     }
@@ -321,11 +331,9 @@ Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<Chunk
     bool noThreads = true;
     std::unordered_map<uint64_t, LiveDelta::Block> blocks;
     auto apply = [&](const LiveDelta& d) {
-        for (const auto& [ptr, b] : d.byPtr)
-            if (b.live)
-                blocks[ptr] = b;
-            else
-                blocks.erase(ptr);
+        for (uint64_t ptr : d.ended)
+            if (!d.live.count(ptr)) blocks.erase(ptr);
+        for (const auto& [ptr, b] : d.live) blocks[ptr] = b;
         return !cancelled();
     };
     Status st;
