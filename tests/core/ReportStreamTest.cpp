@@ -82,6 +82,16 @@ std::string liveText(const std::vector<Allocation>& blocks) {
     return out;
 }
 
+// The names pass on `threads`: replaying every event with 1 (filterAlone false), else only
+// what NamesFilter keeps (with 1 too, where filterAlone).
+Result<TraceNames> namesPass(const TraceReader& r, unsigned threads, bool filterAlone,
+                             LiveBlocksBefore* live = nullptr) {
+    NamesPassControl c;
+    c.threads = threads;
+    c.filterAlone = filterAlone;
+    return traceNamesAndStart(r, live, c);
+}
+
 // Whether expectSame's last names pass on three threads replayed only the filtered events.
 bool lastFiltered = false;
 
@@ -127,10 +137,7 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     std::string madeFrom;
     for (int way = 0; way < 3; ++way) {
         SCOPED_TRACE(way == 0 ? "every event" : way == 1 ? "filtered, one thread" : "filtered, three threads");
-        NamesPassControl c;
-        c.threads = way == 2 ? 3 : 1;
-        c.filterAlone = way == 1;
-        auto names = traceNamesAndStart(**reader, nullptr, c);
+        auto names = namesPass(**reader, way == 2 ? 3 : 1, way == 1);
         EXPECT_TRUE(names);
         if (!names) continue;
         EXPECT_EQ(names->t0, now->report.t0);
@@ -656,9 +663,7 @@ TEST(ReportStream, TheFilteredNamesPassNamesAsTheWholeReplayAcrossChunkBoundarie
             ASSERT_TRUE(reader);
             (*reader)->setSkipDamaged(true);
             (*reader)->setReuseHeaderScan(true);
-            NamesPassControl whole;
-            whole.threads = 1;
-            auto ref = traceNamesAndStart(**reader, nullptr, whole);
+            auto ref = namesPass(**reader, 1, false);
             ASSERT_TRUE(ref);
             ASSERT_FALSE(ref->filtered);
             const std::string refText = namesText(**reader, ref->names);
@@ -667,10 +672,8 @@ TEST(ReportStream, TheFilteredNamesPassNamesAsTheWholeReplayAcrossChunkBoundarie
                 SCOPED_TRACE("live before seq " + std::to_string(before));
                 LiveBlocksBefore wholeLive, threadsLive;
                 wholeLive.beforeSeq = threadsLive.beforeSeq = before;
-                auto w = traceNamesAndStart(**reader, &wholeLive, whole);
-                NamesPassControl c;
-                c.threads = 3;
-                auto t = traceNamesAndStart(**reader, &threadsLive, c);
+                auto w = namesPass(**reader, 1, false, &wholeLive);
+                auto t = namesPass(**reader, 3, false, &threadsLive);
                 ASSERT_TRUE(w && t);
                 EXPECT_TRUE(t->filtered);
                 EXPECT_EQ(t->madeFrom, w->madeFrom);
@@ -678,10 +681,7 @@ TEST(ReportStream, TheFilteredNamesPassNamesAsTheWholeReplayAcrossChunkBoundarie
                 if (before == 1500) EXPECT_GT(wholeLive.blocks.size(), 10u);
             }
             for (unsigned threads : {1u, 3u}) {
-                NamesPassControl c;
-                c.threads = threads;
-                c.filterAlone = true;
-                auto got = traceNamesAndStart(**reader, nullptr, c);
+                auto got = namesPass(**reader, threads, true);
                 ASSERT_TRUE(got);
                 EXPECT_EQ(got->t0, ref->t0);
                 EXPECT_EQ(namesText(**reader, got->names), refText);
@@ -740,9 +740,7 @@ TEST(ReportStream, TheFilteredNamesPassKeepsWhatLaterEventsNeed) {
     (*reader)->setSkipDamaged(true);
     (*reader)->setReuseHeaderScan(true);
     ASSERT_EQ((*reader)->chunkHeaders()->size(), 2u);
-    NamesPassControl whole;
-    whole.threads = 1;
-    auto ref = traceNamesAndStart(**reader, nullptr, whole);
+    auto ref = namesPass(**reader, 1, false);
     ASSERT_TRUE(ref);
     EXPECT_EQ(ref->madeFrom, "allocating pools: 0xa00 0xb00 0xc00 0xd00\n"
                              "reserved pools: 0xa00\n"
@@ -750,10 +748,7 @@ TEST(ReportStream, TheFilteredNamesPassKeepsWhatLaterEventsNeed) {
                              "waits:\n"
                              "first failures:\n");
     for (unsigned threads : {1u, 2u}) {
-        NamesPassControl c;
-        c.threads = threads;
-        c.filterAlone = true;
-        auto got = traceNamesAndStart(**reader, nullptr, c);
+        auto got = namesPass(**reader, threads, true);
         ASSERT_TRUE(got);
         EXPECT_TRUE(got->filtered);
         EXPECT_EQ(got->madeFrom, ref->madeFrom);
