@@ -357,10 +357,11 @@ TEST(ChunksInOrder, TheFilteredNamesPassReadsDamagedTracesAsOneRead) {
         // With the blocks live before seq 50000, taken on threads from contiguous runs.
         const std::string liveRef = pass(path, whole, filtered, nullptr, 50000);
         EXPECT_GT(liveRef.size(), ref.size() + 1000) << "blocks are live there";
-        for (unsigned threads : {2u, 3u, 8u}) {
+        for (unsigned threads : {1u, 2u, 3u, 8u}) {
             SCOPED_TRACE("live blocks, threads " + std::to_string(threads));
             NamesPassControl f;
             f.threads = threads;
+            f.filterAlone = true;
             EXPECT_EQ(pass(path, f, filtered, nullptr, 50000), liveRef);
             EXPECT_TRUE(filtered);
         }

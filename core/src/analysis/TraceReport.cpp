@@ -274,7 +274,6 @@ private:
     std::vector<uint32_t> free_;
 };
 
-
 // What a run of chunks did to the live pool blocks. A pointer's state after the run depends on
 // its last event in it alone, whatever was live there before: an allocation replaces a live
 // block, a free or a cudaFree ends it, an import puts a mapping there (which LiveBlocksBefore
@@ -322,11 +321,13 @@ struct LiveDelta {
 
 // LiveBlocksBefore's blocks from the chunks before `beforeSeq`, split in as many contiguous runs
 // as threads (each run's LiveDelta made on its thread through a reader adopting `scan`, the one
-// the names pass's threads adopted, applied in order on this one), or read on this thread
-// without a scan. Pool devices as the replay knew them at `beforeSeq` (`deviceOf`).
+// the names pass's threads adopted, applied in order on this one), or, without a scan, from
+// `read`, which the names pass made as it read on this thread. Pool devices as the replay knew
+// them at `beforeSeq` (`deviceOf`).
 Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<ChunkHeaderInfo> headers,
-                  const std::shared_ptr<const TraceReader::SharedScan>& scan, LiveBlocksBefore& live,
-                  const std::unordered_map<uint64_t, int>& deviceOf, const std::atomic<bool>* cancel) {
+                  const std::shared_ptr<const TraceReader::SharedScan>& scan, const LiveDelta& read,
+                  LiveBlocksBefore& live, const std::unordered_map<uint64_t, int>& deviceOf,
+                  const std::atomic<bool>* cancel) {
     auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
     bool noThreads = true;
     std::unordered_map<uint64_t, LiveDelta::Block> blocks;
@@ -351,17 +352,7 @@ Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<Chunk
     }
     if (noThreads) {
         blocks.clear();
-        LiveDelta d;
-        bool past = false;
-        st = reader.forEachChunk([&](std::vector<Event>& chunk) {
-            past = !chunk.empty() && chunk.front().seq >= live.beforeSeq;
-            if (past) return false;
-            for (const Event& e : chunk)
-                if (e.seq < live.beforeSeq) d.add(e);
-            return !cancelled();
-        });
-        if (past) st = {};
-        apply(d);
+        apply(read);
     }
     if (!st) return st;
     live.blocks.clear();
@@ -463,11 +454,15 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, L
     } else if (error) {
         return Out(failed);
     }
+    LiveDelta liveRead; // the blocks live before the stretch, where this thread reads alone
     if (noThreads) {
         scan.reset();
         detail::NamesFilter filter;
         detail::NamesChunk part;
         st = detail::forEachChunk(reader, TraceReportOptions::defaultParallel(), [&](std::vector<Event>& chunk) {
+            if (live)
+                for (const Event& e : chunk)
+                    if (e.seq < live->beforeSeq) liveRead.add(e);
             filter.reduce(chunk, part);
             return deliver(part);
         });
@@ -478,7 +473,8 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, L
     if (!keeper.exactWithoutFreeMarks()) return std::nullopt;
     if (live) {
         if (!taken) take();
-        const Status blocks = liveBlocks(reader, threads, std::move(headers), scan, *live, deviceOf, control.cancel);
+        const Status blocks = liveBlocks(reader, threads, std::move(headers), scan, liveRead, *live, deviceOf,
+                                         control.cancel);
         if (cancelled()) return Out(Error{ErrorCode::Cancelled, "reading the trace was cancelled"});
         if (!blocks) return Out(blocks.error());
     }
@@ -497,11 +493,9 @@ unsigned namesThreads() {
 
 Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live,
                                       const NamesPassControl& control) {
-    // The live blocks before a stretch come from contiguous runs of chunks on threads of their
-    // own (liveBlocksOnThreads): not on the calling thread alone.
     {
         const unsigned threads = control.threads ? control.threads : namesThreads();
-        if (threads > 1 || (control.filterAlone && !live))
+        if (threads > 1 || control.filterAlone)
             if (auto filtered = filteredNamesPass(reader, live, control, threads)) return std::move(*filtered);
     }
     // Set up as reportTrace sets up its replay: the same facts follow.

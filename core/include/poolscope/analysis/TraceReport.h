@@ -106,8 +106,8 @@ struct NamesPassControl {
     std::function<void(uint64_t, uint64_t)> progress;
     const std::atomic<bool>* cancel = nullptr;
     unsigned threads = 0;
-    // Tests: without LiveBlocksBefore, the pass over the filtered events (NamesFilter) even on
-    // one thread, as it runs on several.
+    // Tests: the pass over the filtered events (NamesFilter) even on one thread, as it runs
+    // on several.
     bool filterAlone = false;
 };
 Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live = nullptr,
