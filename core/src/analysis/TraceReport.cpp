@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -324,10 +325,12 @@ struct LiveDelta {
 // the names pass's threads adopted, applied in order on this one), or, without a scan, from
 // `read`, which the names pass made as it read on this thread. Pool devices as the replay knew
 // them at `beforeSeq` (`deviceOf`).
+// `advanced` gets the events of each run as it is applied. (Four runs a thread: progress in
+// steps that short, and each run's delta a quarter as large.)
 Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<ChunkHeaderInfo> headers,
                   const std::shared_ptr<const TraceReader::SharedScan>& scan, const LiveDelta& read,
                   LiveBlocksBefore& live, const std::unordered_map<uint64_t, int>& deviceOf,
-                  const std::atomic<bool>* cancel) {
+                  const std::atomic<bool>* cancel, const std::function<void(uint64_t)>& advanced) {
     auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
     bool noThreads = true;
     std::unordered_map<uint64_t, LiveDelta::Block> blocks;
@@ -341,14 +344,20 @@ Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<Chunk
     if (scan) {
         std::erase_if(headers, [&](const ChunkHeaderInfo& h) { return h.firstSeq >= live.beforeSeq; });
         noThreads = false;
+        const size_t runs = size_t{threads} * 4;
         if (!headers.empty())
             st = detail::inOrder<LiveDelta>(
-                reader, headers, scan, threads, (headers.size() + threads - 1) / threads,
+                reader, headers, scan, threads, (headers.size() + runs - 1) / runs,
                 [&](std::vector<Event>& chunk, LiveDelta& d) {
                     for (const Event& e : chunk)
                         if (e.seq < live.beforeSeq) d.add(e);
                 },
-                [](LiveDelta&) {}, apply, noThreads);
+                [](LiveDelta&) {},
+                [&](const LiveDelta& d) {
+                    if (advanced) advanced(d.events);
+                    return apply(d);
+                },
+                noThreads);
     }
     if (noThreads) {
         blocks.clear();
@@ -415,7 +424,7 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, L
             apply(s);
         }
     };
-    const uint64_t total = control.progress ? detail::progressTotal(reader) : 0;
+    uint64_t total = control.progress ? detail::progressTotal(reader) : 0;
     uint64_t done = 0;
     auto cancelled = [&] { return control.cancel && control.cancel->load(std::memory_order_relaxed); };
     // The pools' devices where the live blocks are taken: before the first event at or after
@@ -446,6 +455,10 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, L
     Status st;
     if (detail::threadedChunks(reader, threads, headers, scan, failed, error)) {
         noThreads = false;
+        // The live blocks' runs read the chunks before the stretch again, after this pass.
+        if (live && control.progress)
+            for (const ChunkHeaderInfo& h : headers)
+                if (h.firstSeq < live->beforeSeq) total += h.count;
         // (Not moved: the live blocks' runs read the same chunks through the same scan.)
         st = detail::inOrder<detail::NamesChunk>(
             reader, headers, scan, threads, 1,
@@ -473,8 +486,12 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, L
     if (!keeper.exactWithoutFreeMarks()) return std::nullopt;
     if (live) {
         if (!taken) take();
+        auto advanced = [&](uint64_t events) {
+            done += events;
+            if (control.progress) control.progress(std::min(done, total), total);
+        };
         const Status blocks = liveBlocks(reader, threads, std::move(headers), scan, liveRead, *live, deviceOf,
-                                         control.cancel);
+                                         control.cancel, advanced);
         if (cancelled()) return Out(Error{ErrorCode::Cancelled, "reading the trace was cancelled"});
         if (!blocks) return Out(blocks.error());
     }
