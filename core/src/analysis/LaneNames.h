@@ -52,9 +52,9 @@ private:
     std::unordered_map<uint32_t, std::pair<uint64_t, uint32_t>> pending_; // tid -> (seq, stream)
 };
 
-// The events of one chunk the names depend on, for a names pass that replays only those
-// (issue #15: the replay of every event on one thread bounded the names pass, ~11 s at 100 M
-// events). Run on the decoding threads, a chunk at a time and knowing nothing of other chunks,
+// The events of one chunk the names depend on, for a names pass that replays only those (a
+// replay of every event, on one thread, bounds the pass on a long trace). Run on the decoding
+// threads, a chunk at a time and knowing nothing of other chunks,
 // it keeps every event but allocations, frees and stream synchronizations (the bulk of a
 // trace), and of those the ones whose facts LaneNameKeeper reads or whose replay state a later
 // event's fact depends on:
