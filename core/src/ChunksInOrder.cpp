@@ -2,7 +2,6 @@
 #include "poolscope/ChunksInOrder.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -93,20 +92,15 @@ Status formatChunksInOrder(TraceReader& reader,
     // A strict read stops at the first damaged chunk; the threads' reads skip them.
     if (n <= 1 || !reader.skipDamaged()) return sequential(reader, format, write, options);
     reader.setReuseHeaderScan(true);
-    auto headersRead = reader.chunkHeaders();
-    if (!headersRead) return headersRead.error();
-    std::vector<ChunkHeaderInfo> headers = std::move(*headersRead);
-    if (options.ranged())
-        std::erase_if(headers, [&](const ChunkHeaderInfo& h) {
-            return !(h.tMin < options.untilNs && h.tMax >= options.fromNs);
-        });
-    // No scan to share: an image in memory, a live trace (its rows change).
-    std::shared_ptr<const TraceReader::SharedScan> scan = reader.sharedScan();
-    if (!scan || headers.size() < 2) return sequential(reader, format, write, options);
+    auto chunks = detail::threadedChunks(reader, n, [&](const ChunkHeaderInfo& h) {
+        return !options.ranged() || (h.tMin < options.untilNs && h.tMax >= options.fromNs);
+    });
+    if (!chunks) return chunks.error();
+    if (!*chunks) return sequential(reader, format, write, options);
 
     bool noThreads = false;
     const Status st = inOrder<std::string>(
-        reader, headers, scan, n, std::max<size_t>(1, options.chunksPerBatch),
+        reader, (*chunks)->headers, (*chunks)->scan, n, std::max<size_t>(1, options.chunksPerBatch),
         [&](std::vector<Event>& chunk, std::string& text) {
             keepRange(chunk, options);
             format(chunk, text);
@@ -129,14 +123,10 @@ Status decodeChunksInOrder(const TraceReader& reader, const std::function<bool(s
     const unsigned n = threadsFor(threads);
     auto alone = [&] { return detail::forEachChunk(reader, readAheadAlone, consume); };
     // (Without a scan to share, the threads' readers would each scan again.)
-    std::vector<ChunkHeaderInfo> headers;
-    std::shared_ptr<const TraceReader::SharedScan> scan;
-    Error failed;
-    bool error = false;
-    if (!detail::threadedChunks(reader, n, headers, scan, failed, error)) {
-        if (error) return failed;
-        return alone();
-    }
+    auto chunks = detail::threadedChunks(reader, n);
+    if (!chunks) return chunks.error();
+    if (!*chunks) return alone();
+    const std::vector<ChunkHeaderInfo>& headers = (*chunks)->headers;
 
     // Decoded buffers go back to the threads once consumed, so that a chunk is decoded into
     // memory already allocated.
@@ -144,7 +134,7 @@ Status decodeChunksInOrder(const TraceReader& reader, const std::function<bool(s
     std::vector<std::vector<Event>> spares;
     bool noThreads = false;
     const Status st = inOrder<std::vector<Event>>(
-        reader, headers, scan, n, 1,
+        reader, headers, (*chunks)->scan, n, 1,
         [](std::vector<Event>& chunk, std::vector<Event>& part) { part.swap(chunk); },
         [&](std::vector<Event>& part) {
             std::lock_guard lk(sparesMutex);

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -195,23 +197,24 @@ Status inOrder(const TraceReader& reader, const std::vector<ChunkHeaderInfo>& he
     return result;
 }
 
-// The chunks' headers and the scan the threads' readers adopt, where `reader` can be read on
-// `threads` threads (2 or more, a reader that skips damaged chunks and reuses its header scan,
-// a file with at least two chunks); false where it is read alone instead. An error reading the
-// headers is `failed`.
-inline bool threadedChunks(const TraceReader& reader, unsigned threads, std::vector<ChunkHeaderInfo>& headers,
-                           std::shared_ptr<const TraceReader::SharedScan>& scan, Error& failed, bool& error) {
-    error = false;
-    if (threads <= 1 || !reader.skipDamaged() || !reader.reusesHeaderScan()) return false;
-    auto headersRead = reader.chunkHeaders();
-    if (!headersRead) {
-        failed = headersRead.error();
-        error = true;
-        return false;
-    }
-    headers = std::move(*headersRead);
-    scan = reader.sharedScan();
-    return scan && headers.size() >= 2;
+// What the threads' readers need: the chunks' headers and the scan they adopt.
+struct ThreadedChunks {
+    std::vector<ChunkHeaderInfo> headers;
+    std::shared_ptr<const TraceReader::SharedScan> scan;
+};
+// Those of `reader`'s chunks that `keep` keeps (all without it), where they can be read on
+// `threads` threads: 2 or more, a reader that skips damaged chunks and reuses its header scan,
+// at least two chunks. Empty where they are read alone instead; an error reading the headers.
+inline Result<std::optional<ThreadedChunks>> threadedChunks(
+    const TraceReader& reader, unsigned threads, const std::function<bool(const ChunkHeaderInfo&)>& keep = {}) {
+    if (threads <= 1 || !reader.skipDamaged() || !reader.reusesHeaderScan()) return std::optional<ThreadedChunks>();
+    auto headers = reader.chunkHeaders();
+    if (!headers) return headers.error();
+    ThreadedChunks out{std::move(*headers), reader.sharedScan()};
+    if (keep) std::erase_if(out.headers, [&](const ChunkHeaderInfo& h) { return !keep(h); });
+    // (No scan to share: an image in memory, a live trace (its rows change).)
+    if (!out.scan || out.headers.size() < 2) return std::optional<ThreadedChunks>();
+    return std::optional<ThreadedChunks>(std::move(out));
 }
 
 } // namespace poolscope::detail

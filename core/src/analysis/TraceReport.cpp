@@ -326,13 +326,13 @@ struct LiveDelta {
 // `read`, which the names pass made as it read on this thread. Pool devices as the replay knew
 // them at `beforeSeq` (`deviceOf`).
 // `advanced` gets the events of each run as it is applied. (Four runs a thread: progress in
-// steps that short, and each run's delta a quarter as large.)
-Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<ChunkHeaderInfo> headers,
-                  const std::shared_ptr<const TraceReader::SharedScan>& scan, const LiveDelta& read,
-                  LiveBlocksBefore& live, const std::unordered_map<uint64_t, int>& deviceOf,
-                  const std::atomic<bool>* cancel, const std::function<void(uint64_t)>& advanced) {
+// steps that short, and each run's delta a quarter as large.) Empty where the runs' threads
+// could not be started: the blocks are then not known.
+std::optional<Status> liveBlocks(const TraceReader& reader, unsigned threads,
+                                 const std::optional<detail::ThreadedChunks>& chunks, const LiveDelta& read,
+                                 LiveBlocksBefore& live, const std::unordered_map<uint64_t, int>& deviceOf,
+                                 const std::atomic<bool>* cancel, const std::function<void(uint64_t)>& advanced) {
     auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
-    bool noThreads = true;
     std::unordered_map<uint64_t, LiveDelta::Block> blocks;
     auto apply = [&](const LiveDelta& d) {
         for (uint64_t ptr : d.ended)
@@ -341,13 +341,16 @@ Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<Chunk
         return !cancelled();
     };
     Status st;
-    if (scan) {
+    if (!chunks) {
+        apply(read);
+    } else {
+        std::vector<ChunkHeaderInfo> headers = chunks->headers;
         std::erase_if(headers, [&](const ChunkHeaderInfo& h) { return h.firstSeq >= live.beforeSeq; });
-        noThreads = false;
         const size_t runs = size_t{threads} * 4;
+        bool noThreads = false;
         if (!headers.empty())
             st = detail::inOrder<LiveDelta>(
-                reader, headers, scan, threads, (headers.size() + runs - 1) / runs,
+                reader, headers, chunks->scan, threads, (headers.size() + runs - 1) / runs,
                 [&](std::vector<Event>& chunk, LiveDelta& d) {
                     for (const Event& e : chunk)
                         if (e.seq < live.beforeSeq) d.add(e);
@@ -358,10 +361,7 @@ Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<Chunk
                     return apply(d);
                 },
                 noThreads);
-    }
-    if (noThreads) {
-        blocks.clear();
-        apply(read);
+        if (noThreads) return std::nullopt;
     }
     if (!st) return st;
     live.blocks.clear();
@@ -384,14 +384,14 @@ Status liveBlocks(const TraceReader& reader, unsigned threads, std::vector<Chunk
     }
     std::sort(live.blocks.begin(), live.blocks.end(),
               [](const Allocation& x, const Allocation& y) { return x.allocSeq < y.allocSeq; });
-    return {};
+    return Status{};
 }
 
 // The names pass over the events NamesFilter keeps of each chunk (LaneNames.h), the chunks
 // filtered on `threads` threads while the calling thread replays what they keep (with
 // `threads` 1, or where the trace cannot be read on threads, all on the calling thread).
 // Empty where the trace must be replayed whole instead: frees marked a pool as reserved that
-// nothing else marked.
+// nothing else marked, or the live blocks' threads could not be started.
 std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, LiveBlocksBefore* live,
                                                     const NamesPassControl& control, unsigned threads) {
     using Out = std::optional<Result<TraceNames>>;
@@ -448,28 +448,24 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, L
         if (control.progress) control.progress(done, total);
         return !cancelled();
     };
-    std::vector<ChunkHeaderInfo> headers;
-    std::shared_ptr<const TraceReader::SharedScan> scan;
-    Error failed;
-    bool error = false, noThreads = true;
+    auto chunks = detail::threadedChunks(reader, threads);
+    if (!chunks) return Out(chunks.error());
+    bool noThreads = !*chunks;
     Status st;
-    if (detail::threadedChunks(reader, threads, headers, scan, failed, error)) {
-        noThreads = false;
-        // The live blocks' runs read the chunks before the stretch again, after this pass.
+    if (*chunks) {
+        // The live blocks' runs read the chunks before the stretch again, after this pass,
+        // through the same scan.
         if (live && control.progress)
-            for (const ChunkHeaderInfo& h : headers)
+            for (const ChunkHeaderInfo& h : (*chunks)->headers)
                 if (h.firstSeq < live->beforeSeq) total += h.count;
-        // (Not moved: the live blocks' runs read the same chunks through the same scan.)
         st = detail::inOrder<detail::NamesChunk>(
-            reader, headers, scan, threads, 1,
+            reader, (*chunks)->headers, (*chunks)->scan, threads, 1,
             [](std::vector<Event>& chunk, detail::NamesChunk& part) { detail::NamesFilter().reduce(chunk, part); },
             [](detail::NamesChunk&) {}, deliver, noThreads);
-    } else if (error) {
-        return Out(failed);
     }
     LiveDelta liveRead; // the blocks live before the stretch, where this thread reads alone
     if (noThreads) {
-        scan.reset();
+        chunks->reset();
         detail::NamesFilter filter;
         detail::NamesChunk part;
         st = detail::forEachChunk(reader, TraceReportOptions::defaultParallel(), [&](std::vector<Event>& chunk) {
@@ -490,13 +486,13 @@ std::optional<Result<TraceNames>> filteredNamesPass(const TraceReader& reader, L
             done += events;
             if (control.progress) control.progress(std::min(done, total), total);
         };
-        const Status blocks = liveBlocks(reader, threads, std::move(headers), scan, liveRead, *live, deviceOf,
-                                         control.cancel, advanced);
+        const auto blocks = liveBlocks(reader, threads, *chunks, liveRead, *live, deviceOf, control.cancel, advanced);
+        if (!blocks) return std::nullopt;
         if (cancelled()) return Out(Error{ErrorCode::Cancelled, "reading the trace was cancelled"});
-        if (!blocks) return Out(blocks.error());
+        if (!*blocks) return Out(blocks->error());
     }
     out.names = keeper.names(replay, *devices);
-    out.madeFrom = keeper.describe(replay);
+    if (control.describe) out.madeFrom = keeper.describe(replay);
     out.filtered = true;
     return Out(std::move(out));
 }
@@ -562,7 +558,7 @@ Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefor
     merge.rest(apply);
     if (live && !taken) live->blocks = sites.live(replay);
     out.names = keeper.names(replay, *devices);
-    out.madeFrom = keeper.describe(replay);
+    if (control.describe) out.madeFrom = keeper.describe(replay);
     return out;
 }
 

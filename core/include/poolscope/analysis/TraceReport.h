@@ -81,9 +81,9 @@ struct TraceNames {
     view::EntityNames names;
     int64_t t0 = 0;
     bool filtered = false; // replayed only the events the names depend on (NamesPassControl)
-    // What the names were made from, in words (tests compare passes by it): the pools seen
-    // allocating and with reserved bytes, the (pool, stream) pairs that allocated, the streams
-    // waits joined, each stream's first failure.
+    // What the names were made from, in words, with NamesPassControl::describe (tests compare
+    // passes by it): the pools seen allocating and with reserved bytes, the (pool, stream)
+    // pairs that allocated, the streams waits joined, each stream's first failure.
     std::string madeFrom;
 };
 // Asked of the names pass by a range's export (`export --from/--to`): the pool blocks live just
@@ -109,6 +109,8 @@ struct NamesPassControl {
     // Tests: the pass over the filtered events (NamesFilter) even on one thread, as it runs
     // on several.
     bool filterAlone = false;
+    // Tests: TraceNames::madeFrom filled in.
+    bool describe = false;
 };
 Result<TraceNames> traceNamesAndStart(const TraceReader& reader, LiveBlocksBefore* live = nullptr,
                                       const NamesPassControl& control = {});
