@@ -235,7 +235,9 @@ TEST(ChunksInOrder, DecodingThreadsGiveTheOneThreadReadOfIntactAndDamagedTraces)
         ASSERT_TRUE(ref.ok);
         EXPECT_EQ(ref.decoders, 0u);
         EXPECT_GT(ref.chunks, 10u);
-        if (std::string(c.name) != "intact") EXPECT_NE(ref.damage, "") << "the damage must be one a read finds";
+        if (std::string(c.name) != "intact") {
+            EXPECT_NE(ref.damage, "") << "the damage must be one a read finds";
+        }
         for (unsigned threads : {2u, 3u, 8u}) {
             SCOPED_TRACE("threads " + std::to_string(threads));
             const Decoded got = decode(path, threads);

@@ -89,6 +89,7 @@ Result<TraceNames> namesPass(const TraceReader& r, unsigned threads, bool filter
     NamesPassControl c;
     c.threads = threads;
     c.filterAlone = filterAlone;
+    c.describe = true;
     return traceNamesAndStart(r, live, c);
 }
 
@@ -678,7 +679,9 @@ TEST(ReportStream, TheFilteredNamesPassNamesAsTheWholeReplayAcrossChunkBoundarie
                 EXPECT_TRUE(t->filtered);
                 EXPECT_EQ(t->madeFrom, w->madeFrom);
                 EXPECT_EQ(liveText(threadsLive.blocks), liveText(wholeLive.blocks));
-                if (before == 1500) EXPECT_GT(wholeLive.blocks.size(), 10u);
+                if (before == 1500) {
+                    EXPECT_GT(wholeLive.blocks.size(), 10u);
+                }
             }
             for (unsigned threads : {1u, 3u}) {
                 auto got = namesPass(**reader, threads, true);
