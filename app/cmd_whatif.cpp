@@ -349,7 +349,7 @@ void registerAdvise(CLI::App& app, int& exitCode) {
         reader->setReuseHeaderScan(true); // the models' decoding threads share its scan
         NamesBeside beside(*reader);
         auto advice = [&] {
-            TtyProgress progress("advising (two reads of the trace)");
+            TtyProgress progress("advising");
             return whatif::advise(*reader, {}, progress.callback());
         }();
         if (!advice) {

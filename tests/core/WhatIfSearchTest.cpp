@@ -168,6 +168,37 @@ std::vector<whatif::PoolAdvice> adviceAfter(const TraceReader& reader, bool same
     return a ? *a : std::vector<whatif::PoolAdvice>{};
 }
 
+// advise(): one read, then the questions over its spill. The same advice as every question on
+// every event over two reads, every racing pool's range included (the verb prints them all), and
+// its progress only ever moves forward, within its total.
+void expectAdviseAsTwoReads(const TraceReader& reader, const std::vector<whatif::PoolAdvice>& full) {
+    std::vector<std::pair<uint64_t, uint64_t>> seen;
+    const auto before = whatif::detail::spillCounts();
+    auto got = whatif::advise(reader, {}, [&](uint64_t done, uint64_t total) {
+        seen.emplace_back(done, total);
+    });
+    ASSERT_TRUE(got);
+    expectSameAdvice(*got, full);
+    bool decide = false;
+    for (size_t i = 0; i < got->size() && i < full.size(); ++i) {
+        const whatif::PoolAdvice &a = (*got)[i], &b = full[i];
+        ASSERT_EQ(a.race.has_value(), b.race.has_value());
+        if (a.race) {
+            EXPECT_EQ(a.race->threads, b.race->threads);
+            EXPECT_EQ(a.race->low, b.race->low);
+            EXPECT_EQ(a.race->high, b.race->high);
+        }
+        decide = decide || a.currentReleases >= 3 || !a.policies.empty();
+    }
+    // Where a pool had something to decide, its questions were asked over the spill.
+    if (decide) EXPECT_EQ(whatif::detail::spillCounts().replayed, before.replayed + 1);
+    ASSERT_FALSE(seen.empty());
+    for (size_t i = 0; i < seen.size(); ++i) {
+        EXPECT_LE(seen[i].first, seen[i].second);
+        if (i) EXPECT_LE(seen[i - 1].first * seen[i].second, seen[i].first * seen[i - 1].second);
+    }
+}
+
 TEST(WhatIfSearch, FedModelsWithOtherPoolsMutedAnswerAsSeparateModels) {
     for (uint64_t seed = 1; seed <= 4; ++seed) {
         SCOPED_TRACE(seed);
@@ -223,12 +254,13 @@ TEST(WhatIfSearch, AdviceAfterTheFirstReadIsTheAdviceOfTwoFullReads) {
         const test::Events ev = RandomTrace(seed, seed % 2 == 0).generate(seed == 1 ? 60'000 : 15'000);
         auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
         ASSERT_TRUE(reader);
-        auto full = whatif::advise(**reader);
+        auto full = whatif::adviseTwoReads(**reader);
         ASSERT_TRUE(full);
         for (bool same : {true, false}) {
             SCOPED_TRACE(same);
             expectSameAdvice(adviceAfter(**reader, same), *full);
         }
+        expectAdviseAsTwoReads(**reader, *full);
         for (const whatif::PoolAdvice& a : *full) {
             advised += a.thresholdAdvice;
             policies += a.policies.size();
@@ -246,9 +278,10 @@ TEST(WhatIfSearch, AdviceAfterTheFirstReadOnTheSamples) {
         SCOPED_TRACE(name);
         auto reader = TraceReader::open(std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope");
         ASSERT_TRUE(reader);
-        auto full = whatif::advise(**reader);
+        auto full = whatif::adviseTwoReads(**reader);
         ASSERT_TRUE(full);
         expectSameAdvice(adviceAfter(**reader, true), *full);
+        expectAdviseAsTwoReads(**reader, *full);
         for (const whatif::PoolAdvice& a : *full) advised += a.any();
     }
     EXPECT_GE(advised, 2u); // jax and churn

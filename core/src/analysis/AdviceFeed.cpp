@@ -2,8 +2,10 @@
 
 namespace poolscope::detail {
 
-AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill)
-    : neverReleasing_(whatif::neverReleasing()),
+AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
+                       const whatif::Calibration& c)
+    : asRecorded_({}, c), neverReleasing_(whatif::neverReleasing(), c),
+      races_(c.growthGranule, c.blockAlign),
       thread_(threaded ? std::make_unique<ReplayThread>([this] { step(); }) : nullptr),
       replay_(threaded ? &thread_->replay() : &report) {
     if (spill) spill_ = std::make_unique<whatif::TapeSpill>();

@@ -21,9 +21,9 @@ namespace poolscope::detail {
 
 class AdviceFeed {
 public:
-    // `report`: the reducer's replay, followed where not threaded. `spill`: keep the ops on disk
-    // for the questions after the read.
-    AdviceFeed(replay::Replay& report, bool threaded, bool spill);
+    // `report`: the reducer's replay (or `advise`'s), followed where not threaded. `spill`: keep
+    // the ops on disk for the questions after the read.
+    AdviceFeed(replay::Replay& report, bool threaded, bool spill, const whatif::Calibration& c = {});
     ~AdviceFeed();
     AdviceFeed(const AdviceFeed&) = delete;
     AdviceFeed& operator=(const AdviceFeed&) = delete;

@@ -18,6 +18,7 @@
 #include "poolscope/Units.h"
 #include "poolscope/whatif/PoolModel.h"
 
+#include "../analysis/AdviceFeed.h"
 #include "../analysis/ReplayThread.h"
 #include "../replay/TraceEntities.h"
 #include "TapeSpill.h"
@@ -288,17 +289,12 @@ Settings neverReleasing() {
     return s;
 }
 
-Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c,
-                                       const std::function<void(uint64_t, uint64_t)>& progress) {
-    auto pass = [&](int k) -> std::function<void(uint64_t, uint64_t)> {
-        if (!progress) return {};
-        return [&progress, k](uint64_t done, uint64_t total) { progress(k * total + done, 2 * total); };
-    };
+Result<std::vector<PoolAdvice>> adviseTwoReads(const TraceReader& reader, const Calibration& c) {
     // Pass 1: as recorded, never releasing, and each reuse policy forced on.
     std::vector<Question> q1(2);
     q1[1].all = neverReleasing();
     for (Question& q : policiesOn()) q1.push_back(std::move(q));
-    auto a1 = predict(reader, q1, c, /*races=*/true, pass(0));
+    auto a1 = predict(reader, q1, c, /*races=*/true);
     if (!a1) return a1.error();
     // Pass 2: the candidate thresholds.
     const std::vector<uint64_t> cands = candidates(a1->perQuestion[1], c);
@@ -306,13 +302,37 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     for (size_t i = 0; i < cands.size(); ++i) q2[i].all.releaseThreshold = cands[i];
     Answers a2;
     if (!q2.empty()) {
-        auto r2 = predict(reader, q2, c, false, pass(1));
+        auto r2 = predict(reader, q2, c, false);
         if (!r2) return r2.error();
         a2 = std::move(*r2);
     }
     const std::vector<PoolPrediction>* on[3] = {&a1->perQuestion[2], &a1->perQuestion[3],
                                                 &a1->perQuestion[4]};
     return adviceFrom(a1->perQuestion[0], on, cands, a2.perQuestion, a1->races);
+}
+
+Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c,
+                                       const std::function<void(uint64_t, uint64_t)>& progress) {
+    auto half = [&](uint64_t k) -> std::function<void(uint64_t, uint64_t)> {
+        if (!progress) return {};
+        return [&progress, k](uint64_t done, uint64_t total) {
+            if (total) progress(k * 1000 + done * 1000 / total, 2000);
+        };
+    };
+    // The first read: the recording model's ops (to the spill), the never-releasing model fed
+    // from them, the racing threads' ranges. Its replay declares no knobs, as a second read's.
+    replay::Replay replay;
+    poolscope::detail::AdviceFeed feed(replay, /*threaded=*/false, /*spill=*/true, c);
+    uint64_t events = 0;
+    Status st = replayTrace(reader, replay, events, nullptr, half(0), [&] {
+        feed.step();
+        return true;
+    });
+    if (!st) return st.error();
+    feed.end();
+    feed.finish();
+    return adviseAfter(reader, feed.recorded(), feed.neverReleasing(), feed.races(),
+                       /*sameReplay=*/true, c, feed.spill(), 0, half(1));
 }
 
 namespace {
@@ -394,10 +414,11 @@ std::vector<std::vector<Search::Asked*>> dealShares(Search& search, unsigned n) 
 // spill and its share of the open questions: a question's answer depends only on its own model
 // and the ops, and each steps at the same boundaries as on one thread, so the answers are the
 // same. False where a reader failed (the models are then part-fed: the caller starts over).
-bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads) {
+bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads,
+                     const std::function<void(uint64_t)>& stepped) {
     const std::vector<std::vector<Search::Asked*>> shares = dealShares(search, threads);
     std::atomic<bool> failed{false};
-    auto run = [&](const std::vector<Search::Asked*>& share) {
+    auto run = [&](const std::vector<Search::Asked*>& share, bool caller) {
         try {
             TapeSpill::Reader reader(spill);
             Tape tape;
@@ -411,6 +432,7 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads) {
             while (left && !failed.load(std::memory_order_relaxed) && reader.next(tape, handles)) {
                 for (Search::Asked* a : share) Search::stepOne(*a, tape, handles);
                 left = open();
+                if (caller && stepped) stepped(reader.steps());
             }
             if (!reader.ok() || (left && !reader.atEnd()))
                 failed.store(true, std::memory_order_relaxed);
@@ -421,11 +443,11 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads) {
     std::vector<std::thread> pool;
     pool.reserve(threads - 1);
     try {
-        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run, std::cref(shares[t]));
+        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run, std::cref(shares[t]), false);
     } catch (...) { // no thread to be had: what started finishes, the rest falls back
         failed.store(true, std::memory_order_relaxed);
     }
-    run(shares[0]);
+    run(shares[0], true);
     for (std::thread& t : pool) t.join();
     return !failed.load();
 }
@@ -437,7 +459,8 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads) {
 // once every thread still asking is past it, and the decoding stops once none is. The answers are
 // those of searchOnThreads (the same shares, stepped at the same boundaries). False where the
 // spill could not be read to its end while some question was open.
-bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads) {
+bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
+                     const std::function<void(uint64_t)>& stepped) {
     constexpr size_t kDepth = 4;
     struct Step {
         Tape tape;
@@ -518,12 +541,14 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads) {
             }
             for (Search::Asked* a : shares[c]) Search::stepOne(*a, step->tape, step->poolHandles);
             left = open();
+            uint64_t done;
             {
                 std::lock_guard lk(m);
-                ++next[c];
+                done = ++next[c];
                 asking[c] = left;
             }
             changed.notify_all();
+            if (c == 0 && stepped) stepped(done); // (consumer 0 is the calling thread)
         }
         std::lock_guard lk(m);
         asking[c] = 0;
@@ -602,13 +627,15 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& neverReleasing,
                                             const std::vector<RaceRange>& races,
                                             bool sameReplay, const Calibration& c,
-                                            TapeSpill* spill, unsigned threads) {
+                                            TapeSpill* spill, unsigned threads,
+                                            const std::function<void(uint64_t, uint64_t)>& progress) {
     bool decide = false;
     for (const PoolPrediction& b : asRecorded)
         decide = decide || (b.touched && (b.releases >= kMinReleases || !b.allowOpportunistic ||
                                           !b.followEventDependencies || !b.allowInternalDependencies));
     const std::vector<PoolPrediction>* none[3] = {nullptr, nullptr, nullptr};
-    if (!decide) return adviceFrom(asRecorded, none, {}, {}); // nothing to suggest to anyone
+    // Nothing to suggest to anyone (the racing pools' ranges still go with the answer).
+    if (!decide) return adviceFrom(asRecorded, none, {}, {}, races);
     const std::vector<uint64_t> cands = candidates(neverReleasing, c);
     Search search = ask(asRecorded, neverReleasing, cands, sameReplay, c);
 
@@ -623,9 +650,12 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         for (const Search::Asked& a : search.asked) open += a.left != 0;
         if (threads == 0) threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), 8u);
         threads = static_cast<unsigned>(std::min<size_t>(threads, open));
+        std::function<void(uint64_t)> stepped;
+        if (progress)
+            stepped = [&progress, steps = spill->steps()](uint64_t n) { progress(n, steps); };
         if (sameReplay) {
-            done = threads >= 4 ? searchBroadcast(search, *spill, threads)
-                                : searchOnThreads(search, *spill, threads); // 1: on this thread only
+            done = threads >= 4 ? searchBroadcast(search, *spill, threads, stepped)
+                                : searchOnThreads(search, *spill, threads, stepped); // 1: this thread
             left = search.anyLeft();
         }
         detail::countSpill(done);
@@ -655,7 +685,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
             return search.anyLeft();
         };
         uint64_t events = 0;
-        Status st = replayTrace(reader, replay, events, nullptr, {}, step);
+        Status st = replayTrace(reader, replay, events, nullptr, progress, step);
         if (!st) return st.error();
         whole = step();
         if (whole) lead.finishTape(tape, replay);

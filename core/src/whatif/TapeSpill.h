@@ -57,6 +57,7 @@ public:
         bool ok() const { return ok_; }
         bool next(Tape& tape, std::vector<uint64_t>& poolHandles);
         bool atEnd() const { return ok_ && readSteps_ == spill_->steps_; }
+        uint64_t steps() const { return readSteps_; } // read so far
 
     private:
         bool load();

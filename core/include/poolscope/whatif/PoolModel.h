@@ -356,10 +356,16 @@ struct PoolAdvice {
     std::optional<RaceRange> race;
     bool any() const { return thresholdAdvice || !policies.empty(); }
 };
-// Two reads of the trace: `progress` gets (events read, twice the events in the trace) over both
-// (it stops short of the end where the second read is not needed).
+// One read of the trace with the models the streaming report's read has (the ops kept in a
+// TapeSpill), then adviseAfter: the same advice as every question asked on every event over two
+// reads. `progress` gets (done, total) over both: the read's events, then the spill's steps, each
+// half of the total.
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {},
                                        const std::function<void(uint64_t, uint64_t)>& progress = {});
+// Every question on every event, over two reads of the trace (the first for the candidates'
+// never-releasing peak): what advise() answered before it asked fewer questions over one read.
+// Kept as the reference the tests hold advise() and adviseAfter() to.
+Result<std::vector<PoolAdvice>> adviseTwoReads(const TraceReader& reader, const Calibration& c = {});
 // The same advice for a reader that has already followed the trace once with two models
 // (the streaming report): PoolModel(Settings{}) and PoolModel(neverReleasing()), whose results
 // are given, and RaceBounds (`races`). Reads the trace again only where some pool has something
@@ -372,7 +378,8 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
 // and the spill is whole; otherwise the trace is read again. `threads`: how many threads step
 // the questions over the spill, each reading it itself (0: the hardware's, at most 8; 1: the
 // calling thread alone); the answers are the same whatever the number. Reading the trace again
-// is done on the calling thread.
+// is done on the calling thread. `progress` gets (steps of the spill, all of them) as the calling
+// thread's questions step over it, or (events, the trace's) where the trace is read again.
 Settings neverReleasing();
 class TapeSpill;
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
@@ -380,7 +387,8 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& neverReleasing,
                                             const std::vector<RaceRange>& races,
                                             bool sameReplay, const Calibration& c = {},
-                                            TapeSpill* spill = nullptr, unsigned threads = 0);
+                                            TapeSpill* spill = nullptr, unsigned threads = 0,
+                                            const std::function<void(uint64_t, uint64_t)>& progress = {});
 // The same from a tape (the same answers: the questions run over the recorded inputs). Setting
 // *cancel stops it between questions, with no advice.
 std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {},
