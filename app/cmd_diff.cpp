@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <string>
 
+#include "CliUtil.h"
 #include "Commands.h"
-#include "TraceInputs.h"
 #include "poolscope/Report.h"
+#include "poolscope/Symbolizer.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/interop/Diff.h"
 
 namespace poolscope::cli {
@@ -20,16 +23,60 @@ struct DiffOptions {
     size_t topSites = 20;
 };
 
+// A trace as the diff compares it: its report (as `report` prints it, less the advisor's
+// findings, which the diff does not compare) and the diff's facts, from one streaming read, in
+// memory bounded by the trace's entities (a whole Timeline of each took about 80 bytes an event).
+struct DiffInput {
+    std::unique_ptr<TraceReader> reader;
+    StackTables stacks;
+    interop::DiffFacts facts;
+    Report report;
+};
+
+// nullptr (message printed, exitCode set) when the trace cannot be read.
+std::unique_ptr<DiffInput> readForDiff(const std::string& path, const char* what, int& exitCode) {
+    auto in = std::make_unique<DiffInput>();
+    in->reader = openTraceOrReport(path, exitCode);
+    if (!in->reader) return nullptr;
+    in->reader->setSkipDamaged(true);
+    auto process = in->reader->process();
+    if (!process) {
+        reportError(process.error(), exitCode);
+        return nullptr;
+    }
+    auto stacks = in->reader->stacks();
+    if (!stacks) {
+        reportError(stacks.error(), exitCode);
+        return nullptr;
+    }
+    in->stacks = std::move(*stacks);
+    if (!in->stacks.sites.empty()) symbolize(in->stacks);
+    in->facts.keepSites(in->stacks);
+    auto meta = in->reader->meta();
+    TraceReportOptions options;
+    options.advice = false;
+    options.diffFacts = &in->facts;
+    TtyProgress progress(what);
+    options.progress = progress.callback();
+    auto r = reportTrace(*in->reader, options, path, std::move(*process),
+                         meta ? std::move(*meta) : std::map<std::string, std::string>{});
+    if (!r) {
+        (void)warnDamage(*in->reader);
+        reportError(r.error(), exitCode);
+        return nullptr;
+    }
+    in->report = std::move(r->report);
+    return in;
+}
+
 int runDiff(const DiffOptions& o) {
     int exitCode = 0;
-    auto ta = loadTrace(o.a, exitCode);
+    auto ta = readForDiff(o.a, "reading A", exitCode);
     if (!ta) return exitCode;
-    auto tb = loadTrace(o.b, exitCode);
+    auto tb = readForDiff(o.b, "reading B", exitCode);
     if (!tb) return exitCode;
-    const Report ra = interop::reportForDiff(*ta->reader, *ta->input.timeline, o.a);
-    const Report rb = interop::reportForDiff(*tb->reader, *tb->input.timeline, o.b);
-    const interop::TraceDiff d = interop::diffTraces({&ra, ta->input.timeline.get(), &ta->input.stacks},
-                                                     {&rb, tb->input.timeline.get(), &tb->input.stacks},
+    const interop::TraceDiff d = interop::diffTraces({&ta->report, nullptr, &ta->stacks, &ta->facts},
+                                                     {&tb->report, nullptr, &tb->stacks, &tb->facts},
                                                      o.topSites);
     const std::string text = o.json ? interop::diffToJson(d) + "\n" : interop::diffToText(d, o.all);
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -4,12 +4,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
+#include "GeneratedTraces.h"
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/Report.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/interop/Diff.h"
 
 namespace poolscope {
@@ -191,6 +195,127 @@ TEST(Diff, HandBuiltPairThresholdMaxThenZero) {
     EXPECT_NE(text.find("-56.0 MiB (-87.5 %)"), std::string::npos) << text; // final reserved
     EXPECT_NE(text.find("only in B"), std::string::npos);
     EXPECT_NE(text.find("trace B has no stacks"), std::string::npos);
+}
+
+// `poolscope diff` reads each trace once through the streaming report, gathering the diff's
+// facts beside it: those facts against a whole Timeline's, and the diff made from each side.
+struct Streamed {
+    Report report;
+    interop::DiffFacts facts;
+};
+
+Streamed streamed(const TraceReader& r, const StackTables& stacks, const std::string& path) {
+    Streamed s;
+    s.facts.keepSites(stacks);
+    TraceReportOptions o;
+    o.advice = false;
+    o.diffFacts = &s.facts;
+    auto rep = reportTrace(r, o, path);
+    EXPECT_TRUE(rep) << path;
+    if (rep) s.report = std::move(rep->report);
+    return s;
+}
+
+void expectSameFacts(const interop::DiffFacts& a, const interop::DiffFacts& b) {
+    EXPECT_EQ(a.releases, b.releases);
+    EXPECT_EQ(a.trims, b.trims);
+    EXPECT_EQ(a.firstUse, b.firstUse);
+    EXPECT_EQ(a.sitesKept, b.sitesKept);
+    EXPECT_EQ(a.sites, b.sites);
+}
+
+// Generated (not recorded): disorderly events (releases, trims, waits, failures, threads behind)
+// with call sites, one of them missing from the stacks table.
+std::string writeDisorderlyWithSites(test::ScratchDir& dir, uint64_t seed) {
+    test::Disorderly g(seed, 50'000'000);
+    g.generate(6000);
+    std::vector<Event> events = g.events();
+    std::mt19937_64 rng(seed);
+    for (Event& e : events)
+        if (e.kind == EventKind::Alloc) e.site = static_cast<uint32_t>(rng() % 4) * 7; // 0, 7, 14, 21
+    const std::string path = dir.file("disorderly_sites" + std::to_string(seed) + ".poolscope");
+    auto w = TraceWriter::create(path);
+    EXPECT_TRUE(w);
+    EXPECT_TRUE((*w)->addDevice(DeviceInfo{0, "generated device (not a recording)", 80ull << 30, ""}));
+    EXPECT_TRUE((*w)->addDevice(DeviceInfo{1, "generated device (not a recording)", 80ull << 30, ""}));
+    for (const PoolInfo& p : g.declared()) EXPECT_TRUE((*w)->addPool(p));
+    EXPECT_TRUE((*w)->append(events));
+    EXPECT_TRUE((*w)->append(g.samples()));
+    StackTables t; // sites 7 and 14; 21 is not in it
+    t.pythonStacks[1] = {PythonFrame{"train.py", "step", 12}};
+    t.pythonStacks[2] = {PythonFrame{"train.py", "forward", 40}};
+    t.sites[7] = SiteInfo{7, 0, 1, 0};
+    t.sites[14] = SiteInfo{14, 0, 2, 0};
+    EXPECT_TRUE((*w)->addStacks(t));
+    EXPECT_TRUE((*w)->close());
+    return path;
+}
+
+TEST(Diff, TheStreamingReadGathersTheTimelinesFacts) {
+    test::ScratchDir dir;
+    std::vector<std::string> paths;
+    for (const auto& f : std::filesystem::directory_iterator(kSamples))
+        if (f.path().extension() == ".poolscope") paths.push_back(f.path().string());
+    std::sort(paths.begin(), paths.end());
+    ASSERT_GE(paths.size(), 10u);
+    for (uint64_t seed = 1; seed <= 3; ++seed) paths.push_back(writeDisorderlyWithSites(dir, seed));
+    std::vector<Side> sides;
+    std::vector<Streamed> streams;
+    uint64_t releases = 0, trims = 0, streamsUsed = 0, unknownSites = 0;
+    for (const std::string& path : paths) {
+        SCOPED_TRACE(path);
+        sides.push_back(load(path));
+        const Side& s = sides.back();
+        const interop::DiffFacts fromTimeline = interop::diffFacts(*s.tl, &s.stacks);
+        streams.push_back(streamed(*s.reader, s.stacks, path));
+        expectSameFacts(streams.back().facts, fromTimeline);
+        for (const auto& [h, n] : fromTimeline.releases) releases += n;
+        for (const auto& [h, n] : fromTimeline.trims) trims += n;
+        streamsUsed += fromTimeline.firstUse.size();
+        if (auto it = fromTimeline.sites.find(0); it != fromTimeline.sites.end() && path.find("disorderly") != std::string::npos)
+            unknownSites += it->second.first;
+    }
+    // The facts were there to gather.
+    EXPECT_GT(releases, 0u);
+    EXPECT_GT(trims, 0u);
+    EXPECT_GT(streamsUsed, 10u);
+    EXPECT_GT(unknownSites, 0u);
+    // Each trace against the next (and the last against itself): the same diff either way.
+    for (size_t i = 0; i < paths.size(); ++i) {
+        const size_t j = std::min(i + 1, paths.size() - 1);
+        SCOPED_TRACE(paths[i] + " vs " + paths[j]);
+        const interop::TraceDiff whole = interop::diffTraces(sides[i].side(), sides[j].side());
+        const interop::TraceDiff streaming = interop::diffTraces(
+            {&streams[i].report, nullptr, &sides[i].stacks, &streams[i].facts},
+            {&streams[j].report, nullptr, &sides[j].stacks, &streams[j].facts});
+        EXPECT_EQ(interop::diffToText(streaming, true), interop::diffToText(whole, true));
+        EXPECT_EQ(interop::diffToJson(streaming), interop::diffToJson(whole));
+    }
+}
+
+// gpt2's Timeline has an unknown pool with nothing in it, which its Report leaves out: the diff
+// matches the Report's pools, so no entity stands for it (it was matched by the Timeline's index
+// to a Report pool that was not it, or past the Report's last).
+TEST(Diff, APoolTheReportLeavesOutIsNotCompared) {
+    const Side a = load(kSamples + "/beyond_pool.poolscope");
+    const Side b = load(kSamples + "/gpt2.poolscope");
+    ASSERT_LT(b.report.pools.size(), b.tl->pools.size());
+    for (const auto& [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+        const interop::TraceDiff d = interop::diffTraces(x->side(), y->side());
+        for (const interop::DiffEntity& e : d.pools) {
+            SCOPED_TRACE(e.key);
+            EXPECT_EQ(e.key.find("unknown pool"), std::string::npos);
+            for (const auto& [in, handle, name, r] :
+                 {std::tuple{e.inA, e.handleA, e.nameA, &x->report},
+                  std::tuple{e.inB, e.handleB, e.nameB, &y->report}}) {
+                if (!in) continue;
+                bool found = false;
+                for (const PoolReport& p : r->pools) found = found || p.info.handle == handle;
+                EXPECT_TRUE(found);
+                EXPECT_EQ(name, r->names.poolWithHandle(handle));
+            }
+        }
+    }
 }
 
 TEST(DiffCli, TextJsonAndErrors) {

@@ -403,7 +403,9 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
         {"dump", "--from", "0ns", "--to", "1s"}, {"export", "--from", "0ns", "--to", "1s", "-o", "/dev/null"},
         // On the threads a machine with more CPUs uses (threadedEnv): the names pass and the
         // models' replays decoded on several threads, the models over several replays.
-        {"dump", "--names"}, {"advise", "--json"}};
+        {"dump", "--names"}, {"advise", "--json"},
+        // The damaged file against itself: both sides' streaming reads and the diff's facts.
+        {"diff", "--json"}};
     const std::vector<std::string> threadedEnv = {"POOLSCOPE_DECODE_THREADS=3", "POOLSCOPE_PREDICT_REPLAYS=3"};
     auto threaded = [](const std::vector<std::string>& verb) {
         return verb == std::vector<std::string>{"dump", "--names"} || verb == std::vector<std::string>{"advise", "--json"};
@@ -435,6 +437,7 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
             for (const auto& verb : verbs) {
                 std::vector<std::string> args = verb;
                 args.push_back(c.file);
+                if (verb.front() == "diff") args.push_back(c.file);
                 const Run r = runCli(cli, args, tmp, threaded(verb) ? threadedEnv : std::vector<std::string>{});
                 std::string v;
                 for (const auto& a : verb) v += (v.empty() ? "" : " ") + a;

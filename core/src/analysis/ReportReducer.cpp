@@ -335,6 +335,8 @@ void ReportReducer::add(const Event& e) {
         return;
     }
     eventCount_++;
+    if (diffFacts_) [[unlikely]]
+        diffFacts_->see(e, f, replay_);
     if (f.watermarks) {
         const replay::PoolState& ps = replay_.pools()[f.pool];
         watermarks(f.pool, e.tsNs, ps.reserved, ps.used);

@@ -24,6 +24,7 @@
 #include "poolscope/analysis/Fragmentation.h"
 #include "poolscope/analysis/PendingFrees.h"
 #include "poolscope/analysis/StreamHazards.h"
+#include "poolscope/interop/Diff.h"
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope::detail {
@@ -95,6 +96,8 @@ public:
     void finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n);
 
     replay::Replay& replay() { return replay_; }
+    // `poolscope diff`'s facts, gathered from every event too (null: none).
+    void setDiffFacts(interop::DiffFacts* facts) { diffFacts_ = facts; }
     // The pending-frees, hazards and fragmentation analyses, taken off this replay for another
     // replay of the same events (another thread's) to drive instead, before the first event and
     // done before finish(). They use nothing of the reducer's, and the block tags they keep
@@ -228,6 +231,7 @@ private:
 
     size_t topN_;
     bool sites_;
+    interop::DiffFacts* diffFacts_ = nullptr;
     replay::Replay replay_;
     PendingFreesAnalysis pending_;
     StreamHazardsAnalysis hazards_;

@@ -104,6 +104,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     auto tables = detail::readTraceTables(reader);
     if (!tables) return tables.error();
     reducer.setEntities(tables->devices, tables->pools, tables->streams);
+    reducer.setDiffFacts(options.diffFacts);
     // The attributes read when each pool was first seen, as buildTimeline declares them.
     // (The advisor's second read declares none: where this one did, its answers may differ.)
     bool knobsDeclared = false;

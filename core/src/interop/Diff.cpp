@@ -7,6 +7,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/CallSites.h"
+#include "poolscope/replay/Replay.h"
 
 #include <algorithm>
 #include <cctype>
@@ -59,9 +60,10 @@ std::string thresholdText(const PoolReport& p) {
     return p.releaseThreshold == UINT64_MAX ? "max" : formatBytes(p.releaseThreshold);
 }
 
-std::string policyText(const Series& s) {
-    if (s.empty()) return "unknown";
-    return s.v.back() ? "on" : "off";
+// A reuse policy at the end (PoolReport: 1 on, 0 off, -1 never known).
+std::string policyText(int8_t v) {
+    if (v < 0) return "unknown";
+    return v ? "on" : "off";
 }
 
 template <class T> std::optional<T> maybe(bool known, T v) {
@@ -83,19 +85,19 @@ std::map<std::string, std::pair<int, int>> matchKeys(const std::vector<std::stri
 
 // Pool keys: "dev D kind #n", n counting the device's pools of that kind in creation order
 // (pools that existed before recording first, by handle: they have no creation time).
-std::vector<std::string> poolKeys(const Timeline& tl) {
-    std::vector<size_t> order(tl.pools.size());
+std::vector<std::string> poolKeys(const Report& r) {
+    std::vector<size_t> order(r.pools.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-        const PoolInfo& a = tl.pools[x].info;
-        const PoolInfo& b = tl.pools[y].info;
+        const PoolInfo& a = r.pools[x].info;
+        const PoolInfo& b = r.pools[y].info;
         if (a.createdTsNs != b.createdTsNs) return a.createdTsNs < b.createdTsNs;
         return a.handle < b.handle;
     });
     std::map<std::pair<int, int>, int> seen;
-    std::vector<std::string> keys(tl.pools.size());
+    std::vector<std::string> keys(r.pools.size());
     for (size_t i : order) {
-        const PoolInfo& p = tl.pools[i].info;
+        const PoolInfo& p = r.pools[i].info;
         const int n = ++seen[{p.device, static_cast<int>(p.kind)}];
         keys[i] = p.handle == 0 ? std::string("unknown pool (allocations whose pool is not known)")
                                 : "dev " + std::to_string(p.device) + " " + std::string(poolKindName(p.kind)) +
@@ -105,34 +107,29 @@ std::vector<std::string> poolKeys(const Timeline& tl) {
 }
 
 // Stream keys: the special handles by name; others "dev D stream #n" in order of first activity.
-std::vector<std::string> streamKeys(const Timeline& tl) {
-    std::map<uint64_t, int64_t> first;
-    auto see = [&](uint64_t s, int64_t t) {
-        auto [it, fresh] = first.emplace(s, t);
-        if (!fresh) it->second = std::min(it->second, t);
-    };
-    for (const Allocation& a : tl.allocations) see(a.allocStream, a.allocTsNs);
-    for (const FailedAllocation& f : tl.failed) see(f.stream, f.tsNs);
-    for (const Marker& m : tl.markers)
-        if (m.stream) see(m.stream, m.tsNs);
-    for (const WaitEdge& e : tl.edges) {
-        see(e.fromStream, e.recordTsNs);
-        see(e.toStream, e.waitTsNs);
-    }
-    std::vector<size_t> order(tl.streams.size());
+// Only the streams that streamKeys numbers by their first use: the runtime's special handles
+// (0-2) are named instead.
+void seeUse(std::map<uint64_t, int64_t>& first, uint64_t stream, int64_t t) {
+    if (stream <= 2) return;
+    auto [it, fresh] = first.emplace(stream, t);
+    if (!fresh) it->second = std::min(it->second, t);
+}
+
+std::vector<std::string> streamKeys(const Report& r, const DiffFacts& facts) {
+    std::vector<size_t> order(r.streams.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     auto firstOf = [&](size_t i) {
-        auto it = first.find(tl.streams[i].info.handle);
-        return it == first.end() ? INT64_MAX : it->second;
+        auto it = facts.firstUse.find(r.streams[i].info.handle);
+        return it == facts.firstUse.end() ? INT64_MAX : it->second;
     };
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
         return firstOf(x) != firstOf(y) ? firstOf(x) < firstOf(y)
-                                        : tl.streams[x].info.handle < tl.streams[y].info.handle;
+                                        : r.streams[x].info.handle < r.streams[y].info.handle;
     });
     std::map<int, int> seen;
-    std::vector<std::string> keys(tl.streams.size());
+    std::vector<std::string> keys(r.streams.size());
     for (size_t i : order) {
-        const StreamInfo& s = tl.streams[i].info;
+        const StreamInfo& s = r.streams[i].info;
         if (s.handle <= 2) {
             keys[i] = s.handle == 0 ? "default stream" : s.handle == 1 ? "legacy stream" : "per-thread stream";
             keys[i] += " (dev " + std::to_string(s.device) + ")";
@@ -143,17 +140,13 @@ std::vector<std::string> streamKeys(const Timeline& tl) {
     return keys;
 }
 
-std::vector<DiffValue> poolValues(const Report* ra, const PoolReport* a, const PoolTimeline* ta,
-                                  const Report* rb, const PoolReport* b, const PoolTimeline* tb,
-                                  const Timeline* tla, const Timeline* tlb) {
-    auto releases = [](const Timeline* tl, const PoolReport* p, EventKind k) -> std::optional<uint64_t> {
+std::vector<DiffValue> poolValues(const PoolReport* a, const DiffFacts& fa, const PoolReport* b,
+                                  const DiffFacts& fb) {
+    auto releases = [](const std::map<uint64_t, uint64_t>& n, const PoolReport* p) -> std::optional<uint64_t> {
         if (!p) return std::nullopt;
-        uint64_t n = 0;
-        for (const Marker& m : tl->markers) n += m.kind == k && m.pool == p->info.handle;
-        return n;
+        auto it = n.find(p->info.handle);
+        return it == n.end() ? 0 : it->second;
     };
-    (void)ra;
-    (void)rb;
     auto wm = [](const PoolReport* p) { return p && p->hasWatermarks; };
     std::vector<DiffValue> v;
     v.push_back(bytes("peak reserved", maybe(wm(a), a ? a->peakReserved : 0), maybe(wm(b), b ? b->peakReserved : 0)));
@@ -168,19 +161,18 @@ std::vector<DiffValue> poolValues(const Report* ra, const PoolReport* a, const P
     v.push_back(count("allocations", maybe(a != nullptr, a ? a->allocCount : 0), maybe(b != nullptr, b ? b->allocCount : 0)));
     v.push_back(count("failed allocations", maybe(a != nullptr, a ? a->failedCount : 0),
                       maybe(b != nullptr, b ? b->failedCount : 0)));
-    v.push_back(count("implicit releases", releases(tla, a, EventKind::ImplicitRelease),
-                      releases(tlb, b, EventKind::ImplicitRelease)));
-    v.push_back(count("trims", releases(tla, a, EventKind::PoolTrimTo), releases(tlb, b, EventKind::PoolTrimTo)));
+    v.push_back(count("implicit releases", releases(fa.releases, a), releases(fb.releases, b)));
+    v.push_back(count("trims", releases(fa.trims, a), releases(fb.trims, b)));
     v.push_back(count("growths", maybe(a != nullptr, a ? a->growths : 0), maybe(b != nullptr, b ? b->growths : 0)));
     v.push_back(bytes("live at end", maybe(a != nullptr, a ? a->liveAtEndBytes : 0),
                       maybe(b != nullptr, b ? b->liveAtEndBytes : 0)));
     v.push_back(text("release threshold", a ? thresholdText(*a) : "-", b ? thresholdText(*b) : "-"));
-    v.push_back(text("reuse follow event dependencies", ta ? policyText(ta->reuseFollowEventDependencies) : "-",
-                     tb ? policyText(tb->reuseFollowEventDependencies) : "-"));
-    v.push_back(text("reuse allow opportunistic", ta ? policyText(ta->reuseAllowOpportunistic) : "-",
-                     tb ? policyText(tb->reuseAllowOpportunistic) : "-"));
-    v.push_back(text("reuse allow internal dependencies", ta ? policyText(ta->reuseAllowInternalDependencies) : "-",
-                     tb ? policyText(tb->reuseAllowInternalDependencies) : "-"));
+    v.push_back(text("reuse follow event dependencies", a ? policyText(a->reuseFollowEventDependencies) : "-",
+                     b ? policyText(b->reuseFollowEventDependencies) : "-"));
+    v.push_back(text("reuse allow opportunistic", a ? policyText(a->reuseAllowOpportunistic) : "-",
+                     b ? policyText(b->reuseAllowOpportunistic) : "-"));
+    v.push_back(text("reuse allow internal dependencies", a ? policyText(a->reuseAllowInternalDependencies) : "-",
+                     b ? policyText(b->reuseAllowInternalDependencies) : "-"));
     return v;
 }
 
@@ -197,15 +189,9 @@ std::vector<DiffValue> streamValues(const StreamReport* a, const StreamReport* b
             bytes("live at end", f(a, &StreamReport::liveAtEndBytes), f(b, &StreamReport::liveAtEndBytes))};
 }
 
-std::map<std::string, std::pair<uint64_t, uint64_t>> siteTotals(const Timeline& tl, const StackTables& st) {
-    std::map<uint32_t, std::pair<uint64_t, uint64_t>> bySite;
-    for (const Allocation& a : tl.allocations) {
-        auto& s = bySite[a.site];
-        s.first++;
-        s.second += a.size;
-    }
+std::map<std::string, std::pair<uint64_t, uint64_t>> siteTotals(const DiffFacts& facts, const StackTables& st) {
     std::map<std::string, std::pair<uint64_t, uint64_t>> byText;
-    for (auto& [site, cb] : bySite) {
+    for (auto& [site, cb] : facts.sites) {
         auto& t = byText[analysis::siteText(st, site, 4)];
         t.first += cb.first;
         t.second += cb.second;
@@ -237,7 +223,66 @@ bool naturalLess(const std::string& a, const std::string& b) {
 
 } // namespace
 
+void DiffFacts::keepSites(const StackTables& stacks) {
+    sitesKept = !stacks.sites.empty();
+    knownSites.clear();
+    for (const auto& [site, s] : stacks.sites) knownSites.insert(site);
+}
+
+void DiffFacts::see(const Event& e, const replay::Fact& f, const replay::Replay& r) {
+    switch (e.kind) {
+    case EventKind::Alloc:
+        seeUse(firstUse, e.stream, e.tsNs);
+        if (f.failedAlloc) break;
+        if (sitesKept) {
+            auto& s = sites[knownSites.count(e.site) ? e.site : 0];
+            s.first++;
+            s.second += f.block.bytes;
+        }
+        break;
+    case EventKind::StreamSynchronize:
+    case EventKind::PeerCopy: seeUse(firstUse, e.stream, e.tsNs); break;
+    case EventKind::StreamWaitEvent:
+        if (f.edge) {
+            seeUse(firstUse, r.streams()[f.edgeFrom].info.handle, f.edgeRecordTsNs);
+            seeUse(firstUse, e.stream, e.tsNs);
+        }
+        break;
+    case EventKind::ImplicitRelease: releases[e.pool]++; break;
+    case EventKind::PoolTrimTo: trims[e.pool]++; break;
+    default: break;
+    }
+}
+
+DiffFacts diffFacts(const Timeline& tl, const StackTables* stacks) {
+    DiffFacts f;
+    for (const Allocation& a : tl.allocations) seeUse(f.firstUse, a.allocStream, a.allocTsNs);
+    for (const FailedAllocation& x : tl.failed) seeUse(f.firstUse, x.stream, x.tsNs);
+    for (const Marker& m : tl.markers) {
+        seeUse(f.firstUse, m.stream, m.tsNs);
+        if (m.kind == EventKind::ImplicitRelease) f.releases[m.pool]++;
+        if (m.kind == EventKind::PoolTrimTo) f.trims[m.pool]++;
+    }
+    for (const WaitEdge& e : tl.edges) {
+        seeUse(f.firstUse, e.fromStream, e.recordTsNs);
+        seeUse(f.firstUse, e.toStream, e.waitTsNs);
+    }
+    if (stacks) f.keepSites(*stacks);
+    if (f.sitesKept)
+        for (const Allocation& a : tl.allocations) {
+            auto& s = f.sites[f.knownSites.count(a.site) ? a.site : 0];
+            s.first++;
+            s.second += a.size;
+        }
+    return f;
+}
+
 TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
+    DiffFacts madeA, madeB;
+    if (!a.facts) madeA = diffFacts(*a.timeline, a.stacks);
+    if (!b.facts) madeB = diffFacts(*b.timeline, b.stacks);
+    const DiffFacts& fa = a.facts ? *a.facts : madeA;
+    const DiffFacts& fb = b.facts ? *b.facts : madeB;
     TraceDiff d;
     d.pathA = a.report->tracePath;
     d.pathB = b.report->tracePath;
@@ -261,8 +306,7 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
         count("unordered reuses", ra.unorderedReuses, rb.unorderedReuses),
     };
 
-    // Pools (Report::pools is in Timeline::pools order).
-    for (auto& [key, ix] : matchKeys(poolKeys(*a.timeline), poolKeys(*b.timeline))) {
+    for (auto& [key, ix] : matchKeys(poolKeys(ra), poolKeys(rb))) {
         DiffEntity e;
         e.key = key;
         e.inA = ix.first >= 0;
@@ -271,12 +315,11 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
         const PoolReport* pb = e.inB ? &rb.pools[ix.second] : nullptr;
         if (pa) e.nameA = ra.names.poolWithHandle(e.handleA = pa->info.handle);
         if (pb) e.nameB = rb.names.poolWithHandle(e.handleB = pb->info.handle);
-        e.values = poolValues(&ra, pa, e.inA ? &a.timeline->pools[ix.first] : nullptr, &rb, pb,
-                              e.inB ? &b.timeline->pools[ix.second] : nullptr, a.timeline, b.timeline);
+        e.values = poolValues(pa, fa, pb, fb);
         d.pools.push_back(std::move(e));
     }
 
-    for (auto& [key, ix] : matchKeys(streamKeys(*a.timeline), streamKeys(*b.timeline))) {
+    for (auto& [key, ix] : matchKeys(streamKeys(ra, fa), streamKeys(rb, fb))) {
         DiffEntity e;
         e.key = key;
         e.inA = ix.first >= 0;
@@ -301,7 +344,7 @@ TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
                       : !stacksA          ? "trace A has no stacks"
                                           : "trace B has no stacks";
     } else {
-        const auto ta = siteTotals(*a.timeline, *a.stacks), tb = siteTotals(*b.timeline, *b.stacks);
+        const auto ta = siteTotals(fa, *a.stacks), tb = siteTotals(fb, *b.stacks);
         std::map<std::string, SiteDiff> all;
         for (auto& [k, v] : ta) {
             SiteDiff& s = all[k];

@@ -30,6 +30,9 @@
 namespace poolscope {
 
 class TraceReader;
+namespace interop {
+struct DiffFacts;
+}
 
 struct TraceReportOptions {
     ReportOptions report;
@@ -53,6 +56,9 @@ struct TraceReportOptions {
     // hazards, fragmentation) on another, with a third replay (Auto: with 4 or more hardware
     // threads), else on the models' thread.
     FeedThread analysesThread = FeedThread::Auto;
+    // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
+    // beforehand where the trace's sites are compared).
+    interop::DiffFacts* diffFacts = nullptr;
 };
 
 struct TraceReport {

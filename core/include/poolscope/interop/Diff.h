@@ -15,8 +15,11 @@
 // What has no counterpart is listed as only in A or only in B.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "poolscope/Report.h"
@@ -25,14 +28,42 @@
 
 namespace poolscope {
 class TraceReader;
-}
+namespace replay {
+class Replay;
+struct Fact;
+} // namespace replay
+} // namespace poolscope
 
 namespace poolscope::interop {
 
+// What the diff reads of a trace beside its Report, as a Timeline has it: per pool (by handle)
+// its implicit releases and trims (the markers' count), per stream (by handle, above the
+// runtime's special handles 0-2, which are named rather than numbered by first use) the first
+// time it was used (an allocation, a failure, a synchronize or peer copy on it, either end of an
+// event wait), and per call site its allocations and bytes. Taken from a finished Timeline
+// (diffFacts), or event by event from the streaming report's replay (see(), through
+// TraceReportOptions::diffFacts), in memory bounded by the trace's entities and stacks.
+struct DiffFacts {
+    std::map<uint64_t, uint64_t> releases, trims;
+    std::map<uint64_t, int64_t> firstUse;
+    bool sitesKept = false; // only where the trace has stacks (the diff compares them then)
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> sites; // allocations, bytes
+    // With sitesKept: the stacks' sites; any other site is counted as site 0 ("(no stack)",
+    // as siteText names it), so that a trace's made-up site numbers cost no memory.
+    std::unordered_set<uint32_t> knownSites;
+
+    void keepSites(const StackTables& stacks);
+    // An event (not a sample) the replay `r` has just applied, with its fact.
+    void see(const Event& e, const replay::Fact& f, const replay::Replay& r);
+};
+DiffFacts diffFacts(const Timeline& tl, const StackTables* stacks = nullptr);
+
+// A trace's side of the diff: its Report, and its facts or (to take them from) its Timeline.
 struct DiffSide {
     const Report* report = nullptr;
     const Timeline* timeline = nullptr;
     const StackTables* stacks = nullptr; // may be empty
+    const DiffFacts* facts = nullptr;    // else from the timeline
 };
 
 // One compared quantity. `bytes`: shown in KiB/MiB with a signed delta; otherwise a count;
