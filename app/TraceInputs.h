@@ -1,10 +1,9 @@
 #pragma once
-// Loading a trace for the verbs that read it whole (export, diff, merge): the reader (damaged
-// parts skipped and warned about, as report does), its timeline, its call sites named where the
-// binaries are found, its process and threads.
+// What the verbs that export or combine traces (export, merge) read beside the events: the
+// process, threads, call sites (named where the binaries are found), label and IPC calls, and
+// whether an output would overwrite an input.
 #include "CliUtil.h"
 #include "poolscope/Symbolizer.h"
-#include "poolscope/TimelineBuilder.h"
 #include "poolscope/interop/Export.h"
 #include "poolscope/interop/ProcessTree.h"
 
@@ -15,11 +14,6 @@
 #include <vector>
 
 namespace poolscope::cli {
-
-struct LoadedTrace {
-    std::unique_ptr<TraceReader> reader;
-    interop::ExportInput input;
-};
 
 inline std::string baseName(const std::string& path) {
     const auto slash = path.rfind('/');
@@ -70,23 +64,6 @@ bool readInputParts(const TraceReader& reader, const std::string& path, Input& i
     }
     in.ipc = std::move(*ipc);
     return true;
-}
-
-// nullptr (message printed, exitCode set) when the trace cannot be read.
-inline std::unique_ptr<LoadedTrace> loadTrace(const std::string& path, int& exitCode) {
-    auto t = std::make_unique<LoadedTrace>();
-    t->reader = openTraceOrReport(path, exitCode);
-    if (!t->reader) return nullptr;
-    t->reader->setSkipDamaged(true);
-    auto tl = buildTimeline(*t->reader);
-    if (!tl) {
-        (void)warnDamage(*t->reader);
-        reportError(tl.error(), exitCode);
-        return nullptr;
-    }
-    t->input.timeline = std::move(*tl);
-    if (!readInputParts(*t->reader, path, t->input, exitCode)) return nullptr;
-    return t;
 }
 
 } // namespace poolscope::cli

@@ -2,7 +2,11 @@
 // site (core/include/poolscope/interop/Diff.h says how they are matched).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "CliUtil.h"
 #include "Commands.h"
@@ -27,15 +31,20 @@ struct DiffOptions {
 // findings, which the diff does not compare) and the diff's facts, from one streaming read, in
 // memory bounded by the trace's entities (a whole Timeline of each took about 80 bytes an event).
 struct DiffInput {
+    std::string path;
     std::unique_ptr<TraceReader> reader;
+    ProcessInfo process;
+    std::map<std::string, std::string> meta;
     StackTables stacks;
     interop::DiffFacts facts;
-    Report report;
+    Result<TraceReport> read = Error{ErrorCode::Cancelled, "not read"};
 };
 
-// nullptr (message printed, exitCode set) when the trace cannot be read.
-std::unique_ptr<DiffInput> readForDiff(const std::string& path, const char* what, int& exitCode) {
+// What the read needs beside the events; nullptr (message printed, exitCode set) when the trace
+// cannot be opened or those tables read.
+std::unique_ptr<DiffInput> openForDiff(const std::string& path, int& exitCode) {
     auto in = std::make_unique<DiffInput>();
+    in->path = path;
     in->reader = openTraceOrReport(path, exitCode);
     if (!in->reader) return nullptr;
     in->reader->setSkipDamaged(true);
@@ -44,6 +53,7 @@ std::unique_ptr<DiffInput> readForDiff(const std::string& path, const char* what
         reportError(process.error(), exitCode);
         return nullptr;
     }
+    in->process = std::move(*process);
     auto stacks = in->reader->stacks();
     if (!stacks) {
         reportError(stacks.error(), exitCode);
@@ -52,31 +62,65 @@ std::unique_ptr<DiffInput> readForDiff(const std::string& path, const char* what
     in->stacks = std::move(*stacks);
     if (!in->stacks.sites.empty()) symbolize(in->stacks);
     in->facts.keepSites(in->stacks);
-    auto meta = in->reader->meta();
+    if (auto meta = in->reader->meta()) in->meta = std::move(*meta);
+    return in;
+}
+
+void readForDiff(DiffInput& in, std::function<void(uint64_t, uint64_t)> progress) {
     TraceReportOptions options;
     options.advice = false;
-    options.diffFacts = &in->facts;
-    TtyProgress progress(what);
-    options.progress = progress.callback();
-    auto r = reportTrace(*in->reader, options, path, std::move(*process),
-                         meta ? std::move(*meta) : std::map<std::string, std::string>{});
-    if (!r) {
-        (void)warnDamage(*in->reader);
-        reportError(r.error(), exitCode);
-        return nullptr;
-    }
-    in->report = std::move(r->report);
-    return in;
+    options.diffFacts = &in.facts;
+    options.progress = std::move(progress);
+    in.read = reportTrace(*in.reader, options, in.path, in.process, in.meta);
 }
 
 int runDiff(const DiffOptions& o) {
     int exitCode = 0;
-    auto ta = readForDiff(o.a, "reading A", exitCode);
+    auto ta = openForDiff(o.a, exitCode);
     if (!ta) return exitCode;
-    auto tb = readForDiff(o.b, "reading B", exitCode);
+    auto tb = openForDiff(o.b, exitCode);
     if (!tb) return exitCode;
-    const interop::TraceDiff d = interop::diffTraces({&ta->report, nullptr, &ta->stacks, &ta->facts},
-                                                     {&tb->report, nullptr, &tb->stacks, &tb->facts},
+    {
+        // The two reads at once where the machine has the CPUs (each decodes on threads of its
+        // own from 4), with one progress line over both.
+        TtyProgress progress("reading both traces");
+        auto line = progress.callback();
+        std::mutex m;
+        uint64_t done[2] = {}, total[2] = {};
+        auto side = [&](int k) -> std::function<void(uint64_t, uint64_t)> {
+            if (!line) return {};
+            return [&, k](uint64_t d, uint64_t t) {
+                std::lock_guard lock(m);
+                done[k] = d;
+                total[k] = t;
+                line(done[0] + done[1], total[0] + total[1]);
+            };
+        };
+        std::thread second;
+        if (std::thread::hardware_concurrency() >= 4) {
+            try {
+                second = std::thread([&] { readForDiff(*tb, side(1)); });
+            } catch (const std::system_error&) { // no thread to be had: one after the other
+            }
+        }
+        struct Join { // (also where the first read throws)
+            std::thread& t;
+            ~Join() {
+                if (t.joinable()) t.join();
+            }
+        } join{second};
+        readForDiff(*ta, side(0));
+        if (second.joinable()) second.join();
+        else readForDiff(*tb, side(1));
+    }
+    for (DiffInput* in : {ta.get(), tb.get()})
+        if (!in->read) {
+            (void)warnDamage(*in->reader);
+            reportError(in->read.error(), exitCode);
+            return exitCode;
+        }
+    const interop::TraceDiff d = interop::diffTraces({&ta->read->report, nullptr, &ta->stacks, &ta->facts},
+                                                     {&tb->read->report, nullptr, &tb->stacks, &tb->facts},
                                                      o.topSites);
     const std::string text = o.json ? interop::diffToJson(d) + "\n" : interop::diffToText(d, o.all);
     std::fwrite(text.data(), 1, text.size(), stdout);

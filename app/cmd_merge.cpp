@@ -15,6 +15,8 @@
 #include "poolscope/JsonText.h"
 #include "poolscope/Report.h"
 #include "poolscope/Units.h"
+#include "poolscope/analysis/TraceReport.h"
+#include "poolscope/interop/Export.h"
 #include "poolscope/interop/ProcessTree.h"
 #include "poolscope/view/EntityNames.h"
 
@@ -28,12 +30,43 @@ struct MergeOptions {
     bool json = false;
 };
 
+// A trace of the tree: its process, threads, call sites, IPC calls, the lanes' names (the
+// names pass, which replays little of the trace) and its event count, never its events held:
+// the export below reads them again, twice, as `export` does.
+struct MergeInput {
+    std::unique_ptr<TraceReader> reader;
+    interop::StreamInput input;
+    uint64_t events = 0;
+};
+
+std::unique_ptr<MergeInput> readForMerge(const std::string& path, int& exitCode) {
+    auto t = std::make_unique<MergeInput>();
+    t->reader = openTraceOrReport(path, exitCode);
+    if (!t->reader) return nullptr;
+    t->reader->setSkipDamaged(true);
+    t->reader->setReuseHeaderScan(true); // the names pass's decoding threads share its scan
+    t->input.reader = t->reader.get();
+    auto names = [&] {
+        TtyProgress progress("naming the lanes");
+        return traceNamesAndStart(*t->reader, nullptr, {progress.callback()});
+    }();
+    if (!names) {
+        (void)warnDamage(*t->reader);
+        reportError(names.error(), exitCode);
+        return nullptr;
+    }
+    t->input.names = std::move(names->names);
+    if (!readInputParts(*t->reader, path, t->input, exitCode)) return nullptr;
+    if (auto sum = t->reader->summary()) t->events = sum->eventCount;
+    return t;
+}
+
 int runMerge(const MergeOptions& o) {
     int exitCode = 0;
     if (!o.output.empty() && outputIsAnInput(o.output, o.traces)) return exitCodeFor(ErrorCode::InvalidArgument);
-    std::vector<std::unique_ptr<LoadedTrace>> loaded;
+    std::vector<std::unique_ptr<MergeInput>> loaded;
     for (const std::string& p : o.traces) {
-        auto t = loadTrace(p, exitCode);
+        auto t = readForMerge(p, exitCode);
         if (!t) return exitCode;
         loaded.push_back(std::move(t));
     }
@@ -42,7 +75,7 @@ int runMerge(const MergeOptions& o) {
     const auto tree = interop::processTree(pe);
     const auto links = interop::findIpcLinks(pe);
     std::vector<view::EntityNames> names;
-    for (auto& t : loaded) names.push_back(view::EntityNames::fromTimeline(*t->input.timeline));
+    for (auto& t : loaded) names.push_back(*t->input.names);
     auto who = [&](size_t i) {
         return "pid " + std::to_string(loaded[i]->input.process.pid) + " (" + loaded[i]->input.label + ")";
     };
@@ -74,7 +107,7 @@ int runMerge(const MergeOptions& o) {
         for (const auto& n : tree) {
             const auto& in = loaded[n.input]->input;
             std::printf("  %*s%s  %s  (%s events)\n", n.depth * 2, "", who(n.input).c_str(),
-                        in.process.commandLine.c_str(), formatCount(in.timeline->eventCount).c_str());
+                        in.process.commandLine.c_str(), formatCount(loaded[n.input]->events).c_str());
         }
         std::printf("\nShared across processes\n");
         if (links.empty()) std::printf("  none (no pool or block exported by one input and imported by another)\n");
@@ -94,10 +127,10 @@ int runMerge(const MergeOptions& o) {
             std::fprintf(stderr, "poolscope: cannot write '%s'\n", o.output.c_str());
             return exitCodeFor(ErrorCode::WriteFailed);
         }
-        std::vector<interop::ExportInput> inputs;
+        std::vector<interop::StreamInput> inputs;
         for (const auto& n : tree) inputs.push_back(loaded[n.input]->input); // parents first
         interop::PerfettoStats stats;
-        Status st = interop::writePerfettoJson(inputs, f, &stats);
+        Status st = interop::writePerfettoJsonStreaming(inputs, f, &stats);
         const bool closed = f == stdout ? std::fflush(f) == 0 : std::fclose(f) == 0;
         if (!st || !closed) {
             cli::removeFailedOutput(o.output);

@@ -573,6 +573,10 @@ TEST(MergeCli, TreeLinksAndErrors) {
     EXPECT_NE(ok.output.find("pid 526"), std::string::npos) << ok.output;
     EXPECT_NE(ok.output.find("block 0x302000000"), std::string::npos) << ok.output;
     EXPECT_NO_THROW((void)json::parse(readFile(dir.file("m.json"))));
+    // Its document is the streamed export's of the tree, parents first (neither trace held whole).
+    auto ex = test::runCli("export " + p + " " + c + " -o " + dir.file("e.json"));
+    EXPECT_EQ(ex.exitCode, 0) << ex.output;
+    EXPECT_EQ(readFile(dir.file("m.json")), readFile(dir.file("e.json")));
     auto js = test::runCli("merge --json " + p + " " + c);
     EXPECT_EQ(js.exitCode, 0);
     const json j = json::parse(js.output);
