@@ -21,7 +21,7 @@
 #include "ArgChecks.h"
 #include "Commands.h"
 #include "poolscope/Report.h"
-#include "poolscope/TimelineBuilder.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
 #include "poolscope/Units.h"
@@ -174,14 +174,16 @@ void printSummary(const std::string& path, bool quiet) {
                          it->second.c_str());
     }
     if (quiet) return;
-    auto timeline = buildTimeline(reader);
-    if (timeline) {
-        ReportOptions ro;
-        ro.topN = 3;
-        auto process = reader.process();
-        Report rep = buildReport(**timeline, ro, path, process ? *process : ProcessInfo{},
-                                 meta ? *meta : std::map<std::string, std::string>{});
-        std::fputs(reportToText(rep).c_str(), stderr);
+    // The report's streaming read without the what-if advice (`report` gives it): memory
+    // bounded by what is live, not by the hour of events just recorded.
+    TraceReportOptions ro;
+    ro.report.topN = 3;
+    ro.advice = false;
+    auto process = reader.process();
+    auto rep = reportTrace(reader, ro, path, process ? *process : ProcessInfo{},
+                           meta ? *meta : std::map<std::string, std::string>{});
+    if (rep) {
+        std::fputs(reportToText(rep->report).c_str(), stderr);
         return;
     }
     if (summary) {
