@@ -26,9 +26,15 @@ QString qs(const std::string& s) {
 
 QString describe(const TraceSnapshot& s) {
     const Timeline& tl = *s.timeline;
-    return QStringLiteral("%1 · %2 · %3 events over %4")
-        .arg(s.title, qs(interop::processTitle(s.process)), qs(formatCount(tl.eventCount)),
-             qs(formatDuration(nsBetween(tl.t0, tl.t1))));
+    const QString head = QStringLiteral("%1 · %2 · ").arg(s.title, qs(interop::processTitle(s.process)));
+    const QString span = qs(formatDuration(nsBetween(tl.t0, tl.t1)));
+    // A run larger than the window holds is plotted from its beginning; the table below still
+    // compares all of it (TraceLoadOptions::report).
+    if (tl.partial && tl.totalEvents > tl.eventCount)
+        return head + CompareView::tr("%1 events over %2; the first %3 plotted (as many as the "
+                                      "window holds), all of them compared in the table")
+                          .arg(qs(formatCount(tl.totalEvents)), span, qs(formatCount(tl.eventCount)));
+    return head + CompareView::tr("%1 events over %2").arg(qs(formatCount(tl.eventCount)), span);
 }
 } // namespace
 
@@ -167,8 +173,8 @@ void CompareView::setTraces(const TraceLoadResult& a, const TraceLoadResult& b) 
     a_ = a;
     b_ = b;
     auto d = std::make_shared<interop::TraceDiff>(
-        interop::diffTraces({a_.report.get(), a_.snap.timeline.get(), a_.snap.stacks.get()},
-                            {b_.report.get(), b_.snap.timeline.get(), b_.snap.stacks.get()}));
+        interop::diffTraces({a_.report.get(), a_.snap.timeline.get(), a_.snap.stacks.get(), a_.diffFacts.get()},
+                            {b_.report.get(), b_.snap.timeline.get(), b_.snap.stacks.get(), b_.diffFacts.get()}));
     model_->setDiff(d);
     header_->setText(tr("Comparing <b>A</b> %1 with <b>B</b> %2. Differences are B \u2212 A.")
                          .arg(a_.snap.title.toHtmlEscaped(), b_.snap.title.toHtmlEscaped()));

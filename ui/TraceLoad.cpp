@@ -1,5 +1,6 @@
 #include "TraceLoad.h"
 
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/interop/Diff.h"
@@ -152,9 +153,40 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
                                .arg(QString::fromStdString(ipc.error().message));
         }
     }
-    if (o.report)
-        out.report = std::make_shared<const Report>(
-            interop::reportForDiff(**reader, *snap.timeline, snap.path.toStdString()));
+    if (o.report) {
+        static const StackTables noStacks;
+        const StackTables& stacks = snap.stacks ? *snap.stacks : noStacks;
+        if (!snap.timeline->partial) {
+            out.report = std::make_shared<const Report>(
+                interop::reportForDiff(**reader, *snap.timeline, snap.path.toStdString()));
+            out.diffFacts = std::make_shared<const interop::DiffFacts>(
+                interop::diffFacts(*snap.timeline, &stacks));
+        } else {
+            // The timeline holds the trace's beginning only: the figures compared are the whole
+            // trace's, from one streaming read (as `poolscope diff` takes them).
+            auto facts = std::make_shared<interop::DiffFacts>();
+            facts->keepSites(stacks);
+            TraceReportOptions ro;
+            ro.advice = false;
+            ro.diffFacts = facts.get();
+            ro.cancel = &cancel;
+            auto process = (*reader)->process();
+            auto meta = (*reader)->meta();
+            auto r = reportTrace(**reader, ro, snap.path.toStdString(),
+                                 process ? std::move(*process) : ProcessInfo{},
+                                 meta ? std::move(*meta) : std::map<std::string, std::string>{});
+            if (!r) {
+                if (r.error().code == ErrorCode::Cancelled)
+                    out.cancelled = true;
+                else
+                    out.error = tr("could not read the whole trace for the comparison: %1")
+                                    .arg(QString::fromStdString(r.error().message));
+                return;
+            }
+            out.report = std::make_shared<const Report>(std::move(r->report));
+            out.diffFacts = std::move(facts);
+        }
+    }
 }
 
 // An event count from the environment; nullopt when unset or not a plain number.

@@ -7,6 +7,7 @@
 
 #include "TraceSnapshot.h"
 #include "poolscope/Report.h"
+#include "poolscope/interop/Diff.h"
 #include "poolscope/TimelineBuilder.h"
 
 #include <QString>
@@ -19,7 +20,9 @@ namespace poolscope::ui {
 
 struct TraceLoadOptions {
     bool ipc = false;    // read the PoolExport / PoolImport / PointerExport / PointerImport calls
-    bool report = false; // build the Report (interop::reportForDiff)
+    // Build the Report and the diff's facts (interop::reportForDiff and diffFacts, or where the
+    // timeline holds only part of the trace, the streaming report's read of all of it).
+    bool report = false;
     // Progress and a partial timeline while building (BuildOptions); the partial's snapshot
     // carries the path, title and process already read.
     std::function<void(uint64_t done, uint64_t total)> progress;
@@ -60,6 +63,7 @@ struct TraceLoadResult {
     bool cancelled = false;
     std::vector<Event> ipc;
     std::shared_ptr<const Report> report;
+    std::shared_ptr<const interop::DiffFacts> diffFacts; // with report
 };
 
 // Never throws: an internal error becomes `error`.

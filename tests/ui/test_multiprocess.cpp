@@ -10,11 +10,14 @@
 #include "ProcessSet.h"
 #include "ProcessTreeModel.h"
 #include "TimelineWidget.h"
+#include "TestTrace.h"
 #include "TraceLoad.h"
 #include "WatermarkPlot.h"
 #include "WindowModes.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
+#include "poolscope/Units.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/interop/Diff.h"
 #include "poolscope/interop/ProcessTree.h"
 
@@ -22,6 +25,7 @@
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFile>
+#include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -417,6 +421,65 @@ TEST(DiffTableModel, RealRunsUnderTheModelTesterMatchTheCoreDiff) {
         for (const auto& val : ent.values)
             changed += val.changed();
     EXPECT_EQ(size_t(shown), changed);
+}
+
+// Two runs larger than the window holds (POOLSCOPE_WINDOW_MAX_EVENTS at its floor; generated
+// traces of 300,000 and 400,000 events): the plots show their beginnings, and the table the whole
+// runs' figures, as `poolscope diff` takes them (one streaming read each), not the beginnings'.
+TEST(CompareView, RunsLargerThanTheWindowHoldsAreComparedWhole) {
+    const QString pa = synth::syntheticTracePath(300000), pb = synth::syntheticTracePath(400000);
+    auto whole = [](const QString& path, Report& report, interop::DiffFacts& facts) {
+        auto r = TraceReader::open(path.toStdString());
+        ASSERT_TRUE(r);
+        auto st = (*r)->stacks();
+        ASSERT_TRUE(st);
+        facts.keepSites(*st);
+        TraceReportOptions o;
+        o.advice = false;
+        o.diffFacts = &facts;
+        auto got = reportTrace(**r, o, path.toStdString());
+        ASSERT_TRUE(got);
+        report = std::move(got->report);
+    };
+    Report repA, repB;
+    interop::DiffFacts factsA, factsB;
+    whole(pa, repA, factsA);
+    whole(pb, repB, factsB);
+    const std::string want = interop::diffToJson(
+        interop::diffTraces({&repA, nullptr, nullptr, &factsA}, {&repB, nullptr, nullptr, &factsB}));
+    qputenv("POOLSCOPE_WINDOW_MAX_EVENTS", "100000");
+    {
+        MainWindow w;
+        w.resize(1600, 1000);
+        w.show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+        QSignalSpy shown(&w, &MainWindow::snapshotShown);
+        w.compareFiles(pa, pb);
+        ASSERT_TRUE(shown.wait(120000));
+        ASSERT_EQ(w.modes()->mode(), WindowModes::Mode::Compare);
+        CompareView* c = w.modes()->compare();
+        EXPECT_TRUE(c->snapshotA().timeline->limited);
+        EXPECT_TRUE(c->snapshotB().timeline->limited);
+        const auto d = c->model()->diff();
+        ASSERT_NE(d, nullptr);
+        EXPECT_EQ(interop::diffToJson(*d), want);
+        // The events compared are all of each trace's, not the 100,000 the plots hold.
+        ASSERT_FALSE(d->totals.empty());
+        const interop::DiffValue& events = d->totals[1];
+        ASSERT_EQ(events.metric, "events");
+        EXPECT_EQ(*events.a, repA.eventCount);
+        EXPECT_EQ(*events.b, repB.eventCount);
+        EXPECT_GT(*events.a, 200000u);
+        EXPECT_GT(*events.b, *events.a);
+        // Each plot's title says it holds the beginning and that the table compares everything.
+        const QString title = c->findChild<QLabel*>(QStringLiteral("plotTitleA"))->text();
+        EXPECT_TRUE(title.contains(QString::fromStdString(formatCount(repA.eventCount) + " events over")))
+            << title.toStdString();
+        EXPECT_TRUE(title.contains(QStringLiteral("all of them compared in the table")));
+        if (const char* dir = std::getenv("POOLSCOPE_SCREENSHOT_DIR"))
+            w.grab().save(QString::fromUtf8(dir) + QStringLiteral("/compare-large.png"));
+    }
+    qunsetenv("POOLSCOPE_WINDOW_MAX_EVENTS");
 }
 
 TEST(CompareView, TwoRunsPlotsAlignedAndTheDiffTable) {
