@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -119,17 +120,44 @@ int runCsvExport(const std::string& trace, const std::string& output, unsigned t
     return warnDamage(*reader);
 }
 
-void printPerfettoSummary(const std::string& output, const interop::PerfettoStats& stats) {
+void printPerfettoSummary(const std::string& output, const interop::PerfettoStats& stats, bool large) {
     if (output == "-") return;
     std::fprintf(stderr,
                  "poolscope: wrote %s: %llu trace events (%llu allocation slices on %llu rows, "
                  "%llu counter points, %llu flows, %llu instants, %llu NVTX ranges) in %llu "
-                 "tracks; open it at https://ui.perfetto.dev\n",
+                 "tracks; %s\n",
                  output.c_str(), (unsigned long long)stats.events,
                  (unsigned long long)stats.allocationSlices, (unsigned long long)stats.allocationRows,
                  (unsigned long long)stats.counterPoints, (unsigned long long)stats.flows,
                  (unsigned long long)stats.instants, (unsigned long long)stats.nvtxRanges,
-                 (unsigned long long)stats.tracks);
+                 (unsigned long long)stats.tracks,
+                 large ? "open it through trace_processor --httpd and https://ui.perfetto.dev"
+                       : "open it at https://ui.perfetto.dev");
+}
+
+// A whole trace's Perfetto JSON takes 250-390 bytes an event (the samples: gpt2 385, jax 249;
+// the generator 320). Past about a gigabyte of it the Perfetto UI, parsing in a browser tab,
+// runs out of memory (a 900 MB JSON trace crashed it: google/perfetto#99; a tab gets about
+// 2 GB, perfetto.dev/docs/visualization/large-traces), so the export says so before the
+// minutes such a file takes. POOLSCOPE_PERFETTO_LARGE_BYTES sets the size (tests).
+constexpr uint64_t kPerfettoBytesPerEvent = 300;
+
+// True (and said) where the JSON will be that large.
+bool notePerfettoSize(const std::vector<std::unique_ptr<TraceReader>>& readers) {
+    uint64_t events = 0;
+    for (const auto& r : readers)
+        if (auto sum = r->summary()) events += sum->eventCount;
+    uint64_t large = uint64_t{1} << 30;
+    if (const char* e = std::getenv("POOLSCOPE_PERFETTO_LARGE_BYTES")) large = std::strtoull(e, nullptr, 10);
+    const uint64_t bytes = events * kPerfettoBytesPerEvent;
+    if (bytes < large) return false;
+    std::fprintf(stderr,
+                 "poolscope: note: %s events make about %s of JSON; the Perfetto UI runs out of "
+                 "memory on JSON of about a gigabyte in a browser tab. Open it through Perfetto's "
+                 "trace_processor --httpd (perfetto.dev/docs/visualization/large-traces), or export "
+                 "a stretch with --from/--to.\n",
+                 formatCount(events).c_str(), formatBytes(bytes).c_str());
+    return true;
 }
 
 // Writes the Perfetto JSON to `output` through `write` and says what it wrote. 0, or the exit
@@ -137,7 +165,7 @@ void printPerfettoSummary(const std::string& output, const interop::PerfettoStat
 // `failed` first (the readers' damage, which may be why).
 int writePerfettoTo(const std::string& output,
                     const std::function<Status(std::FILE*, interop::PerfettoStats&)>& write,
-                    const std::function<void()>& failed = {}) {
+                    const std::function<void()>& failed = {}, bool large = false) {
     Output out(output);
     if (!out.file()) {
         std::fprintf(stderr, "poolscope: cannot write '%s': %s\n", output.c_str(), out.error().c_str());
@@ -154,7 +182,7 @@ int writePerfettoTo(const std::string& output,
         std::fprintf(stderr, "poolscope: could not write '%s' (disk full?)\n", output.c_str());
         return exitCodeFor(ErrorCode::WriteFailed);
     }
-    printPerfettoSummary(output, stats);
+    printPerfettoSummary(output, stats, large);
     return 0;
 }
 
@@ -251,6 +279,7 @@ int runExport(const ExportOptions& o) {
         inputs.push_back(std::move(in));
         readers.push_back(std::move(reader));
     }
+    const bool large = notePerfettoSize(readers);
     if (const int rc = writePerfettoTo(
             o.output,
             [&](std::FILE* f, interop::PerfettoStats& stats) {
@@ -258,7 +287,8 @@ int runExport(const ExportOptions& o) {
             },
             [&] {
                 for (auto& r : readers) (void)warnDamage(*r);
-            }))
+            },
+            large))
         return rc;
     int rc = 0;
     for (auto& r : readers) rc = std::max(rc, warnDamage(*r));

@@ -397,6 +397,32 @@ TEST(ExportCli, DamagedTraceExportsWhatIsIntactAndSaysSo) {
     EXPECT_EQ(d.exitCode, 9) << d.output;
 }
 
+// A whole export whose JSON would pass what the Perfetto UI loads in a browser says so first
+// (how many events, about how large, where to open it instead) and still writes the same file;
+// a smaller one says nothing. (The size is lowered for the test: gpt2's JSON is about 17 MB.)
+TEST(ExportCli, ALargeExportSaysWhereToOpenIt) {
+    test::ScratchDir dir;
+    const std::string gpt2 = kSamples + "/gpt2.poolscope";
+    auto reader = TraceReader::open(gpt2);
+    ASSERT_TRUE(reader);
+    auto sum = (*reader)->summary();
+    ASSERT_TRUE(sum);
+    auto quiet = test::runCli("export " + gpt2 + " -o " + dir.file("a.json"));
+    EXPECT_EQ(quiet.exitCode, 0) << quiet.output;
+    EXPECT_EQ(quiet.output.find("trace_processor"), std::string::npos) << quiet.output;
+    ::setenv("POOLSCOPE_PERFETTO_LARGE_BYTES", "1000000", 1);
+    auto noted = test::runCli("export " + gpt2 + " -o " + dir.file("b.json"));
+    ::unsetenv("POOLSCOPE_PERFETTO_LARGE_BYTES");
+    EXPECT_EQ(noted.exitCode, 0) << noted.output;
+    EXPECT_NE(noted.output.find(formatCount(sum->eventCount) + " events make about "), std::string::npos)
+        << noted.output;
+    EXPECT_NE(noted.output.find("trace_processor --httpd"), std::string::npos);
+    EXPECT_NE(noted.output.find("--from/--to"), std::string::npos);
+    EXPECT_EQ(noted.output.find("open it at https://ui.perfetto.dev"), std::string::npos) << noted.output;
+    EXPECT_NE(quiet.output.find("open it at https://ui.perfetto.dev"), std::string::npos) << quiet.output;
+    EXPECT_EQ(readFile(dir.file("a.json")), readFile(dir.file("b.json")));
+}
+
 // Bad input and bad output through the CLI: plain messages, the documented exit codes, no file
 // left behind.
 TEST(ExportCli, BadInputAndOutput) {
