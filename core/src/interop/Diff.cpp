@@ -279,8 +279,8 @@ DiffFacts diffFacts(const Timeline& tl, const StackTables* stacks) {
 
 TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {
     DiffFacts madeA, madeB;
-    if (!a.facts) madeA = diffFacts(*a.timeline, a.stacks);
-    if (!b.facts) madeB = diffFacts(*b.timeline, b.stacks);
+    if (!a.facts && a.timeline) madeA = diffFacts(*a.timeline, a.stacks);
+    if (!b.facts && b.timeline) madeB = diffFacts(*b.timeline, b.stacks);
     const DiffFacts& fa = a.facts ? *a.facts : madeA;
     const DiffFacts& fb = b.facts ? *b.facts : madeB;
     TraceDiff d;

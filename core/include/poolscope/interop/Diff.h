@@ -2,7 +2,8 @@
 // `poolscope diff A B` (issue #16): two runs side by side, typically the same training step
 // before and after a threshold change. Per pool and per stream: peaks, idle bytes, releases,
 // failures and knob settings; per call site when both traces have stacks. Computed from the two
-// Reports (and Timelines), so every number is the one `report` prints for that trace.
+// Reports and a few facts beside them (DiffFacts), so every number is the one `report` prints for
+// that trace.
 //
 // Pools and streams have new handles in every run, so they are matched by what stays:
 //   pools   (device, kind, creation order among the device's pools of that kind): the default
@@ -63,7 +64,7 @@ struct DiffSide {
     const Report* report = nullptr;
     const Timeline* timeline = nullptr;
     const StackTables* stacks = nullptr; // may be empty
-    const DiffFacts* facts = nullptr;    // else from the timeline
+    const DiffFacts* facts = nullptr;    // else from the timeline (with neither: none)
 };
 
 // One compared quantity. `bytes`: shown in KiB/MiB with a signed delta; otherwise a count;
