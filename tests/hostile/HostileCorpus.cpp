@@ -404,8 +404,9 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
         // On the threads a machine with more CPUs uses (threadedEnv): the names pass and the
         // models' replays decoded on several threads, the models over several replays.
         {"dump", "--names"}, {"advise", "--json"},
-        // The damaged file against itself: both sides' streaming reads and the diff's facts.
-        {"diff", "--json"}};
+        // The damaged file against itself: both sides' streaming reads and the diff's facts;
+        // and merged with itself (the names pass, the tables beside it).
+        {"diff", "--json"}, {"merge", "--json"}};
     const std::vector<std::string> threadedEnv = {"POOLSCOPE_DECODE_THREADS=3", "POOLSCOPE_PREDICT_REPLAYS=3"};
     auto threaded = [](const std::vector<std::string>& verb) {
         return verb == std::vector<std::string>{"dump", "--names"} || verb == std::vector<std::string>{"advise", "--json"};
@@ -437,7 +438,7 @@ int runCorpus(const std::string& samplesDir, const std::string& outDir, const st
             for (const auto& verb : verbs) {
                 std::vector<std::string> args = verb;
                 args.push_back(c.file);
-                if (verb.front() == "diff") args.push_back(c.file);
+                if (verb.front() == "diff" || verb.front() == "merge") args.push_back(c.file);
                 const Run r = runCli(cli, args, tmp, threaded(verb) ? threadedEnv : std::vector<std::string>{});
                 std::string v;
                 for (const auto& a : verb) v += (v.empty() ? "" : " ") + a;
