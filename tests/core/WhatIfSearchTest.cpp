@@ -585,6 +585,9 @@ TEST(WhatIfSpill, AFailedSpillFallsBackToASecondRead) {
     ASSERT_TRUE(reader);
     const ReportOut want = report(**reader);
     ASSERT_NE(want.text.find("what-if model"), std::string::npos);
+    auto wantAdvice = whatif::adviseTwoReads(**reader);
+    ASSERT_TRUE(wantAdvice);
+    // `report` and `advise` (which asks its questions over the spill too).
     auto fallsBack = [&](const char* how) {
         SCOPED_TRACE(how);
         const auto before = whatif::detail::spillCounts();
@@ -592,6 +595,10 @@ TEST(WhatIfSpill, AFailedSpillFallsBackToASecondRead) {
         EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 1);
         EXPECT_EQ(got.text, want.text);
         EXPECT_EQ(got.json, want.json);
+        auto advice = whatif::advise(**reader);
+        ASSERT_TRUE(advice);
+        EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 2);
+        expectSameAdvice(*advice, *wantAdvice);
     };
     {
         const char* old = std::getenv("TMPDIR");
