@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ArgChecks.h"
+#include "CliUtil.h"
 #include "Commands.h"
 #include "poolscope/Report.h"
 #include "poolscope/analysis/TraceReport.h"
@@ -180,8 +181,13 @@ void printSummary(const std::string& path, bool quiet) {
     ro.report.topN = 3;
     ro.advice = false;
     auto process = reader.process();
-    auto rep = reportTrace(reader, ro, path, process ? *process : ProcessInfo{},
+    auto rep = [&] {
+        // An hour's run takes tens of seconds to summarise: the terminal shows how far.
+        TtyProgress progress("summarising the trace");
+        ro.progress = progress.callback();
+        return reportTrace(reader, ro, path, process ? *process : ProcessInfo{},
                            meta ? *meta : std::map<std::string, std::string>{});
+    }();
     if (rep) {
         std::fputs(reportToText(rep->report).c_str(), stderr);
         return;
