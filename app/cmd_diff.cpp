@@ -13,7 +13,6 @@
 #include "poolscope/Report.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/TraceReader.h"
-#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/interop/Diff.h"
 
 namespace poolscope::cli {
@@ -27,17 +26,15 @@ struct DiffOptions {
     size_t topSites = 20;
 };
 
-// A trace as the diff compares it: its report (as `report` prints it, less the advisor's
-// findings, which the diff does not compare) and the diff's facts, from one streaming read, in
-// memory bounded by the trace's entities (a whole Timeline of each took about 80 bytes an event).
+// A trace as the diff compares it: its report and the diff's facts, from one streaming read
+// (interop::readForDiff; a whole Timeline of each took about 80 bytes an event).
 struct DiffInput {
     std::string path;
     std::unique_ptr<TraceReader> reader;
     ProcessInfo process;
     std::map<std::string, std::string> meta;
     StackTables stacks;
-    interop::DiffFacts facts;
-    Result<TraceReport> read = Error{ErrorCode::Cancelled, "not read"};
+    Result<interop::DiffRead> read = Error{ErrorCode::Cancelled, "not read"};
 };
 
 // What the read needs beside the events; nullptr (message printed, exitCode set) when the trace
@@ -61,17 +58,13 @@ std::unique_ptr<DiffInput> openForDiff(const std::string& path, int& exitCode) {
     }
     in->stacks = std::move(*stacks);
     if (!in->stacks.sites.empty()) symbolize(in->stacks);
-    in->facts.keepSites(in->stacks);
     if (auto meta = in->reader->meta()) in->meta = std::move(*meta);
     return in;
 }
 
 void readForDiff(DiffInput& in, std::function<void(uint64_t, uint64_t)> progress) {
-    TraceReportOptions options;
-    options.advice = false;
-    options.diffFacts = &in.facts;
-    options.progress = std::move(progress);
-    in.read = reportTrace(*in.reader, options, in.path, in.process, in.meta);
+    in.read = interop::readForDiff(*in.reader, &in.stacks, in.path, in.process, in.meta, nullptr,
+                                   std::move(progress));
 }
 
 int runDiff(const DiffOptions& o) {
@@ -119,8 +112,8 @@ int runDiff(const DiffOptions& o) {
             reportError(in->read.error(), exitCode);
             return exitCode;
         }
-    const interop::TraceDiff d = interop::diffTraces({&ta->read->report, nullptr, &ta->stacks, &ta->facts},
-                                                     {&tb->read->report, nullptr, &tb->stacks, &tb->facts},
+    const interop::TraceDiff d = interop::diffTraces({&ta->read->report, nullptr, &ta->stacks, &ta->read->facts},
+                                                     {&tb->read->report, nullptr, &tb->stacks, &tb->read->facts},
                                                      o.topSites);
     const std::string text = o.json ? interop::diffToJson(d) + "\n" : interop::diffToText(d, o.all);
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -1,6 +1,5 @@
 #include "TraceLoad.h"
 
-#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/interop/Diff.h"
@@ -154,27 +153,19 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
         }
     }
     if (o.report) {
-        static const StackTables noStacks;
-        const StackTables& stacks = snap.stacks ? *snap.stacks : noStacks;
         if (!snap.timeline->partial) {
             out.report = std::make_shared<const Report>(
                 interop::reportForDiff(**reader, *snap.timeline, snap.path.toStdString()));
             out.diffFacts = std::make_shared<const interop::DiffFacts>(
-                interop::diffFacts(*snap.timeline, &stacks));
+                interop::diffFacts(*snap.timeline, snap.stacks.get()));
         } else {
             // The timeline holds the trace's beginning only: the figures compared are the whole
             // trace's, from one streaming read (as `poolscope diff` takes them).
-            auto facts = std::make_shared<interop::DiffFacts>();
-            facts->keepSites(stacks);
-            TraceReportOptions ro;
-            ro.advice = false;
-            ro.diffFacts = facts.get();
-            ro.cancel = &cancel;
-            auto process = (*reader)->process();
             auto meta = (*reader)->meta();
-            auto r = reportTrace(**reader, ro, snap.path.toStdString(),
-                                 process ? std::move(*process) : ProcessInfo{},
-                                 meta ? std::move(*meta) : std::map<std::string, std::string>{});
+            auto r = interop::readForDiff(**reader, snap.stacks.get(), snap.path.toStdString(),
+                                          snap.process,
+                                          meta ? std::move(*meta) : std::map<std::string, std::string>{},
+                                          &cancel);
             if (!r) {
                 if (r.error().code == ErrorCode::Cancelled)
                     out.cancelled = true;
@@ -184,7 +175,7 @@ void load(const QString& path, const std::atomic<bool>& cancel, const TraceLoadO
                 return;
             }
             out.report = std::make_shared<const Report>(std::move(r->report));
-            out.diffFacts = std::move(facts);
+            out.diffFacts = std::make_shared<const interop::DiffFacts>(std::move(r->facts));
         }
     }
 }

@@ -14,7 +14,6 @@
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
-#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/interop/Diff.h"
 
 namespace poolscope {
@@ -200,21 +199,10 @@ TEST(Diff, HandBuiltPairThresholdMaxThenZero) {
 
 // `poolscope diff` reads each trace once through the streaming report, gathering the diff's
 // facts beside it: those facts against a whole Timeline's, and the diff made from each side.
-struct Streamed {
-    Report report;
-    interop::DiffFacts facts;
-};
-
-Streamed streamed(const TraceReader& r, const StackTables& stacks, const std::string& path) {
-    Streamed s;
-    s.facts.keepSites(stacks);
-    TraceReportOptions o;
-    o.advice = false;
-    o.diffFacts = &s.facts;
-    auto rep = reportTrace(r, o, path);
-    EXPECT_TRUE(rep) << path;
-    if (rep) s.report = std::move(rep->report);
-    return s;
+interop::DiffRead streamed(const TraceReader& r, const StackTables& stacks, const std::string& path) {
+    auto got = interop::readForDiff(r, &stacks, path, {}, {});
+    EXPECT_TRUE(got) << path;
+    return got ? std::move(*got) : interop::DiffRead{};
 }
 
 void expectSameFacts(const interop::DiffFacts& a, const interop::DiffFacts& b) {
@@ -261,7 +249,7 @@ TEST(Diff, TheStreamingReadGathersTheTimelinesFacts) {
     ASSERT_GE(paths.size(), 10u);
     for (uint64_t seed = 1; seed <= 3; ++seed) paths.push_back(writeDisorderlyWithSites(dir, seed));
     std::vector<Side> sides;
-    std::vector<Streamed> streams;
+    std::vector<interop::DiffRead> streams;
     uint64_t releases = 0, trims = 0, streamsUsed = 0, unknownSites = 0;
     for (const std::string& path : paths) {
         SCOPED_TRACE(path);
@@ -300,10 +288,10 @@ TEST(Diff, TwoStreamingReadsAtOnceGiveWhatEachGivesAlone) {
     test::ScratchDir dir;
     const std::string pa = writeDisorderlyWithSites(dir, 5), pb = kSamples + "/gpt2.poolscope";
     const Side a = load(pa), b = load(pb);
-    const Streamed aloneA = streamed(*a.reader, a.stacks, pa), aloneB = streamed(*b.reader, b.stacks, pb);
-    Streamed togetherB;
+    const interop::DiffRead aloneA = streamed(*a.reader, a.stacks, pa), aloneB = streamed(*b.reader, b.stacks, pb);
+    interop::DiffRead togetherB;
     std::thread second([&] { togetherB = streamed(*b.reader, b.stacks, pb); });
-    const Streamed togetherA = streamed(*a.reader, a.stacks, pa);
+    const interop::DiffRead togetherA = streamed(*a.reader, a.stacks, pa);
     second.join();
     expectSameFacts(togetherA.facts, aloneA.facts);
     expectSameFacts(togetherB.facts, aloneB.facts);

@@ -17,7 +17,6 @@
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
-#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/interop/Diff.h"
 #include "poolscope/interop/ProcessTree.h"
 
@@ -433,13 +432,10 @@ TEST(CompareView, RunsLargerThanTheWindowHoldsAreComparedWhole) {
         ASSERT_TRUE(r);
         auto st = (*r)->stacks();
         ASSERT_TRUE(st);
-        facts.keepSites(*st);
-        TraceReportOptions o;
-        o.advice = false;
-        o.diffFacts = &facts;
-        auto got = reportTrace(**r, o, path.toStdString());
+        auto got = interop::readForDiff(**r, &*st, path.toStdString(), {}, {});
         ASSERT_TRUE(got);
         report = std::move(got->report);
+        facts = std::move(got->facts);
     };
     Report repA, repB;
     interop::DiffFacts factsA, factsB;

@@ -7,6 +7,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/Units.h"
 #include "poolscope/analysis/CallSites.h"
+#include "poolscope/analysis/TraceReport.h"
 #include "poolscope/replay/Replay.h"
 
 #include <algorithm>
@@ -229,16 +230,18 @@ void DiffFacts::keepSites(const StackTables& stacks) {
     for (const auto& [site, s] : stacks.sites) knownSites.insert(site);
 }
 
+// Sites not in the stacks table are counted as site 0: siteText names them all "(no stack)".
+void DiffFacts::addSite(uint32_t site, uint64_t bytes) {
+    auto& s = sites[knownSites.count(site) ? site : 0];
+    s.first++;
+    s.second += bytes;
+}
+
 void DiffFacts::see(const Event& e, const replay::Fact& f, const replay::Replay& r) {
     switch (e.kind) {
     case EventKind::Alloc:
         seeUse(firstUse, e.stream, e.tsNs);
-        if (f.failedAlloc) break;
-        if (sitesKept) {
-            auto& s = sites[knownSites.count(e.site) ? e.site : 0];
-            s.first++;
-            s.second += f.block.bytes;
-        }
+        if (!f.failedAlloc && sitesKept) addSite(e.site, f.block.bytes);
         break;
     case EventKind::StreamSynchronize:
     case EventKind::PeerCopy: seeUse(firstUse, e.stream, e.tsNs); break;
@@ -269,12 +272,25 @@ DiffFacts diffFacts(const Timeline& tl, const StackTables* stacks) {
     }
     if (stacks) f.keepSites(*stacks);
     if (f.sitesKept)
-        for (const Allocation& a : tl.allocations) {
-            auto& s = f.sites[f.knownSites.count(a.site) ? a.site : 0];
-            s.first++;
-            s.second += a.size;
-        }
+        for (const Allocation& a : tl.allocations) f.addSite(a.site, a.size);
     return f;
+}
+
+Result<DiffRead> readForDiff(const TraceReader& reader, const StackTables* stacks, std::string path,
+                             ProcessInfo process, std::map<std::string, std::string> meta,
+                             const std::atomic<bool>* cancel,
+                             std::function<void(uint64_t, uint64_t)> progress) {
+    DiffRead out;
+    if (stacks) out.facts.keepSites(*stacks);
+    TraceReportOptions options;
+    options.advice = false;
+    options.diffFacts = &out.facts;
+    options.cancel = cancel;
+    options.progress = std::move(progress);
+    auto r = reportTrace(reader, options, std::move(path), std::move(process), std::move(meta));
+    if (!r) return r.error();
+    out.report = std::move(r->report);
+    return out;
 }
 
 TraceDiff diffTraces(const DiffSide& a, const DiffSide& b, size_t topSites) {

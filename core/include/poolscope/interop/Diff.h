@@ -15,7 +15,9 @@
 //   sites   by their text (frames and NVTX path, as `report --top-sites` prints them).
 // What has no counterpart is listed as only in A or only in B.
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "poolscope/Report.h"
+#include "poolscope/Result.h"
 #include "poolscope/Stacks.h"
 #include "poolscope/Timeline.h"
 
@@ -56,8 +59,25 @@ struct DiffFacts {
     void keepSites(const StackTables& stacks);
     // An event (not a sample) the replay `r` has just applied, with its fact.
     void see(const Event& e, const replay::Fact& f, const replay::Replay& r);
+
+private:
+    void addSite(uint32_t site, uint64_t bytes);
+    friend DiffFacts diffFacts(const Timeline& tl, const StackTables* stacks);
 };
 DiffFacts diffFacts(const Timeline& tl, const StackTables* stacks = nullptr);
+
+// A whole trace's Report and DiffFacts from one streaming read (reportTrace without the what-if
+// advice, which the diff does not compare), in memory bounded by the trace's entities: `poolscope
+// diff`, and the compare mode where the window holds only a trace's beginning. `stacks` (may be
+// null): the trace's call sites, whose totals are kept.
+struct DiffRead {
+    Report report;
+    DiffFacts facts;
+};
+Result<DiffRead> readForDiff(const TraceReader& reader, const StackTables* stacks, std::string path,
+                             ProcessInfo process, std::map<std::string, std::string> meta,
+                             const std::atomic<bool>* cancel = nullptr,
+                             std::function<void(uint64_t, uint64_t)> progress = {});
 
 // A trace's side of the diff: its Report, and its facts or (to take them from) its Timeline.
 struct DiffSide {
