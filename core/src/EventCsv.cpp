@@ -1,5 +1,6 @@
 #include "poolscope/EventCsv.h"
 
+#include "poolscope/EventFields.h"
 #include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
 
@@ -16,6 +17,15 @@ void appendCsvField(std::string& out, std::string_view s) {
         out += c;
     }
     out += '"';
+}
+
+void appendEventDetails(std::string& out, const Event& e) {
+    // Most rows are allocations, whose text is their API's name: no string of its own.
+    if (e.kind == EventKind::Alloc && !e.failed()) {
+        appendCsvField(out, allocApiName(AllocFields::of(e).api));
+        return;
+    }
+    appendCsvField(out, describeEvent(e));
 }
 
 void appendEventCsv(std::string& out, const Event& e) {
@@ -42,7 +52,7 @@ void appendEventCsv(std::string& out, const Event& e) {
     num(uint64_t(e.reserved));
     num(uint64_t(e.used));
     num(unsigned(e.site));
-    appendCsvField(out, describeEvent(e));
+    appendEventDetails(out, e);
 }
 
 } // namespace poolscope

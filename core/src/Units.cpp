@@ -12,35 +12,83 @@ namespace poolscope {
 
 namespace {
 // Three significant digits: "1.50 KiB", "20.3 GiB", "512 MiB". std::to_chars with a precision
-// writes what printf's "%.*f" writes in the C locale, without printf's cost (the CSV export
-// formats two or three of these per event).
-std::string threeDigits(double v, const char* unit) {
+// writes what printf's "%.*f" writes in the C locale, without printf's cost.
+void threeDigits(std::string& out, double v, const char* unit) {
     const int precision = v >= 100.0 ? 0 : v >= 10.0 ? 1 : 2;
     char buf[48];
     const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
-    std::string out(buf, r.ec == std::errc() ? r.ptr : buf);
+    out.append(buf, r.ec == std::errc() ? r.ptr : buf);
     out += ' ';
     out += unit;
-    return out;
+}
+
+// threeDigits of num / den, where that double is the exact quotient or the one nearest to it,
+// in integers: the double's to_chars was most of a CSV row's time (four an event). Rounding the
+// exact quotient agrees with rounding the double everywhere except where the quotient lies
+// exactly halfway between two outputs (the double, a hair to either side, decides there): false
+// then, and nothing appended. Callers keep num * 100 within 2^64 and den within 2^53.
+bool threeDigitsExact(std::string& out, uint64_t num, uint64_t den, const char* unit) {
+    const int precision = num >= 100 * den ? 0 : num >= 10 * den ? 1 : 2;
+    const uint64_t scale = precision == 0 ? 1 : precision == 1 ? 10 : 100;
+    const uint64_t n = num * scale;
+    uint64_t q = n / den;
+    const uint64_t r = n % den;
+    if (2 * r == den) return false;
+    if (2 * r > den) ++q;
+    char buf[32];
+    char* p = std::to_chars(buf, buf + sizeof buf, q / scale).ptr;
+    if (precision > 0) {
+        const uint64_t frac = q % scale;
+        *p++ = '.';
+        if (precision == 2) *p++ = static_cast<char>('0' + frac / 10);
+        *p++ = static_cast<char>('0' + frac % 10);
+    }
+    out.append(buf, static_cast<size_t>(p - buf));
+    out += ' ';
+    out += unit;
+    return true;
 }
 } // namespace
 
-std::string formatBytes(uint64_t bytes) {
-    if (bytes == std::numeric_limits<uint64_t>::max()) return "max (UINT64_MAX)";
+void appendBytes(std::string& out, uint64_t bytes) {
+    if (bytes == std::numeric_limits<uint64_t>::max()) {
+        out += "max (UINT64_MAX)";
+        return;
+    }
     static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (bytes < 1024) return std::to_string(bytes) + " B";
+    if (bytes < 1024) {
+        char buf[8];
+        out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, bytes).ptr - buf));
+        out += " B";
+        return;
+    }
+    // Below 2^53 the double is the byte count itself and each division by 1024 exact, so the
+    // value threeDigits is given is bytes / 1024^k exactly.
+    if (bytes < (uint64_t{1} << 53)) {
+        int u = 0;
+        uint64_t den = 1024;
+        while (bytes >= den * 1024 && u < 5) den *= 1024, ++u;
+        // Rounding can produce "1024 KiB": move up a unit instead (v >= 999.5).
+        if (2 * bytes >= 1999 * den && u < 5) den *= 1024, ++u;
+        if (threeDigitsExact(out, bytes, den, kUnits[u])) return;
+    }
     double v = static_cast<double>(bytes);
     int u = -1;
     while (v >= 1024.0 && u < 5) {
         v /= 1024.0;
         ++u;
     }
-    // Rounding can produce "1024 KiB": move up a unit instead.
     if (v >= 999.5 && u < 5) {
         v /= 1024.0;
         ++u;
     }
-    return threeDigits(v, kUnits[u]);
+    threeDigits(out, v, kUnits[u]);
+}
+
+std::string formatBytes(uint64_t bytes) {
+    std::string out;
+    appendBytes(out, bytes);
+    return out;
 }
 
 std::string formatBytesSigned(int64_t bytes) {
@@ -90,18 +138,38 @@ int64_t nsBetween(int64_t from, int64_t to) {
     return to > from ? INT64_MAX : INT64_MIN;
 }
 
-std::string formatDuration(int64_t ns) {
-    // -INT64_MIN overflows: one nanosecond less reads the same.
-    if (ns < 0) return "-" + formatDuration(ns == INT64_MIN ? INT64_MAX : -ns);
-    if (ns < 1000) return std::to_string(ns) + " ns";
-    double v = static_cast<double>(ns);
-    if (ns < 1000000) return threeDigits(v / 1e3, "\xC2\xB5s");
-    if (ns < 1000000000) return threeDigits(v / 1e6, "ms");
-    if (ns < 60LL * 1000000000) return threeDigits(v / 1e9, "s");
+void appendDuration(std::string& out, int64_t ns) {
+    if (ns < 0) {
+        // -INT64_MIN overflows: one nanosecond less reads the same.
+        out += '-';
+        ns = ns == INT64_MIN ? INT64_MAX : -ns;
+    }
+    if (ns < 1000) {
+        char buf[8];
+        out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, ns).ptr - buf));
+        out += " ns";
+        return;
+    }
+    if (ns < 60LL * 1000000000) {
+        // The double ns / unit is the quotient correctly rounded; below a minute its error is
+        // far smaller than the distance from any quotient that is not a tie to a rounding edge.
+        const uint64_t n = static_cast<uint64_t>(ns);
+        const uint64_t den = ns < 1000000 ? 1000 : ns < 1000000000 ? 1000000 : 1000000000;
+        const char* unit = den == 1000 ? "\xC2\xB5s" : den == 1000000 ? "ms" : "s";
+        if (threeDigitsExact(out, n, den, unit)) return;
+        threeDigits(out, static_cast<double>(ns) / static_cast<double>(den), unit);
+        return;
+    }
     char buf[48];
     long long s = ns / 1000000000;
     std::snprintf(buf, sizeof buf, "%lld min %02lld s", s / 60, s % 60);
-    return buf;
+    out += buf;
+}
+
+std::string formatDuration(int64_t ns) {
+    std::string out;
+    appendDuration(out, ns);
+    return out;
 }
 
 bool parseBytes(const std::string& text, uint64_t& out) {

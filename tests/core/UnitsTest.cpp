@@ -69,6 +69,71 @@ TEST(Units, ThreeDigitsAreWhatPrintfWrites) {
     EXPECT_GT(checked, 100000u);
 }
 
+// formatBytes and formatDuration round in integers where the quotient is not a tie (Units.cpp):
+// every value of whole ranges around each unit's and precision's edges against printf of the
+// double, where exact ties (1.125 KiB, 1.005 us) are frequent; and the append forms add the same
+// text after what is there.
+TEST(Units, IntegerRoundingIsPrintfsOnWholeRanges) {
+    auto viaPrintf = [](double v, const char* unit) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, v >= 100.0 ? "%.0f %s" : v >= 10.0 ? "%.1f %s" : "%.2f %s", v, unit);
+        return std::string(buf);
+    };
+    static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    auto wantBytes = [&](uint64_t bytes) {
+        double v = double(bytes);
+        int u = -1;
+        while (v >= 1024.0 && u < 5) v /= 1024.0, ++u;
+        if (v >= 999.5 && u < 5) v /= 1024.0, ++u;
+        return viaPrintf(v, kUnits[u]);
+    };
+    size_t ties = 0, checked = 0;
+    auto bytesFrom = [&](uint64_t first, uint64_t count, uint64_t step) {
+        for (uint64_t b = first, i = 0; i < count; ++i, b += step) {
+            ASSERT_EQ(formatBytes(b), wantBytes(b)) << b;
+            ++checked;
+            // A tie: the quotient times 10^precision ends in exactly one half.
+            for (uint64_t den = 1024; den <= b && den <= (uint64_t{1} << 50); den *= 1024)
+                if (b % (den / 8) == 0 && (b * 100) % den == den / 2) ++ties;
+        }
+    };
+    bytesFrom(1024, 300000, 1);                      // KiB at every precision, up to 293 KiB
+    bytesFrom(1000 * 1024 - 5000, 60000, 1);         // across 999.5 KiB to MiB
+    for (uint64_t unit : {uint64_t{1} << 20, uint64_t{1} << 30, uint64_t{1} << 40, uint64_t{1} << 50}) {
+        bytesFrom(unit, 20000, unit / 4096);         // each unit's values in steps that tie often
+        bytesFrom(unit * 10 - 20000, 40000, 1);      // the 10.0 edge
+        bytesFrom(unit * 999 + unit / 2 - 20000, 40000, 1); // the 999.5 edge
+    }
+    bytesFrom((uint64_t{1} << 53) - 2000, 4000, 1);  // where the double stops being exact
+    EXPECT_GT(ties, 1000u);
+    auto wantDuration = [&](int64_t ns) {
+        const double d = double(ns);
+        return ns < 1000000 ? viaPrintf(d / 1e3, "\xC2\xB5s")
+               : ns < 1000000000 ? viaPrintf(d / 1e6, "ms")
+                                 : viaPrintf(d / 1e9, "s");
+    };
+    auto durationsFrom = [&](int64_t first, int64_t count, int64_t step) {
+        for (int64_t ns = first, i = 0; i < count; ++i, ns += step) {
+            ASSERT_EQ(formatDuration(ns), wantDuration(ns)) << ns;
+            ASSERT_EQ(formatDuration(-ns), "-" + wantDuration(ns)) << ns;
+            ++checked;
+        }
+    };
+    durationsFrom(1000, 1000000, 1);                 // every µs value up to 1 ms
+    durationsFrom(1000000, 100000, 5);               // ms, ties (x.xx5) included
+    durationsFrom(9'990'000, 20000, 1);              // the 10 ms edge
+    durationsFrom(99'900'000, 200000, 1);            // the 100 ms edge
+    durationsFrom(1'000'000'000, 100000, 5000);      // s, ties included
+    durationsFrom(9'995'000'000 - 100000, 200000, 1);
+    durationsFrom(59'999'000'000, 1000, 1000);       // up to the minutes
+    EXPECT_GT(checked, 1500000u);
+    std::string row = "a,";
+    appendBytes(row, 1536);
+    row += ',';
+    appendDuration(row, -12400);
+    EXPECT_EQ(row, "a,1.50 KiB,-12.4 \xC2\xB5s");
+}
+
 TEST(Units, FormatBytesSigned) {
     EXPECT_EQ(formatBytesSigned(1 << 20), "+1.00 MiB");
     EXPECT_EQ(formatBytesSigned(-(32LL << 20)), "-32.0 MiB");

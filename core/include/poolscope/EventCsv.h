@@ -11,6 +11,9 @@ namespace poolscope {
 // RFC 4180: quoted when it holds a comma, a quote or a line break, its quotes doubled.
 void appendCsvField(std::string& out, std::string_view s);
 
+// describeEvent(e) as a field.
+void appendEventDetails(std::string& out, const Event& e);
+
 // seq,ts_ns,kind,variant,tid,device,correlation,result,stream,pool,ptr,size,aux,attr,flags,
 // reserved,used,site,details (no newline).
 void appendEventCsv(std::string& out, const Event& e);

@@ -9,6 +9,9 @@ namespace poolscope {
 std::string formatBytes(uint64_t bytes);      // "512 B", "1.50 KiB", "20.3 GiB"
 std::string formatBytesSigned(int64_t bytes); // "+1.00 MiB", "-32.0 MiB"
 std::string formatDuration(int64_t ns);       // "850 ns", "12.4 µs", "3.20 ms", "1.25 s"
+// The same texts appended to `out`, for writers of one row an event (the CSV export).
+void appendBytes(std::string& out, uint64_t bytes);
+void appendDuration(std::string& out, int64_t ns);
 // A driver result code by its name, the number after it: "CUDA_ERROR_OUT_OF_MEMORY (2)";
 // "CUresult 12345" for a code this build does not name.
 std::string formatCuResult(int result);

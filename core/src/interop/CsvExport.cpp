@@ -86,7 +86,7 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
             const bool wm = e.has(kHasWatermarks);
             appendNumber(buf, e.seq);
             comma();
-            appendCsvField(buf, formatDuration(since));
+            appendDuration(buf, since); // no character of it needs quoting, nor below
             comma();
             appendNumber(buf, since);
             comma();
@@ -106,7 +106,7 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
             comma();
             if (e.pool) handle(buf, e.pool);
             comma();
-            if (sizeIsBytes(e)) appendCsvField(buf, formatBytes(e.size));
+            if (sizeIsBytes(e)) appendBytes(buf, e.size);
             comma();
             appendNumber(buf, e.size);
             comma();
@@ -117,7 +117,7 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
             appendNumber(buf, e.result);
             comma();
             for (const uint64_t v : {e.reserved, e.used}) { // human, then bytes
-                if (wm) appendCsvField(buf, formatBytes(v));
+                if (wm) appendBytes(buf, v);
                 comma();
                 if (wm) appendNumber(buf, v);
                 comma();
@@ -126,7 +126,7 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
             comma();
             appendNumber(buf, e.site);
             comma();
-            appendCsvField(buf, describeEvent(e));
+            appendEventDetails(buf, e);
             buf += '\n';
         }
     };
