@@ -87,14 +87,21 @@ TEST(Units, IntegerRoundingIsPrintfsOnWholeRanges) {
         if (v >= 999.5 && u < 5) v /= 1024.0, ++u;
         return viaPrintf(v, kUnits[u]);
     };
-    size_t ties = 0, checked = 0;
+    // Whether num / den, at the precision it is printed with, lies exactly halfway between two
+    // outputs: the cases the integers leave to the double.
+    auto tie = [](uint64_t num, uint64_t den) {
+        const uint64_t scale = num >= 100 * den ? 1 : num >= 10 * den ? 10 : 100;
+        return (num * scale) % den * 2 == den;
+    };
+    size_t byteTies = 0, durationTies = 0, checked = 0;
     auto bytesFrom = [&](uint64_t first, uint64_t count, uint64_t step) {
         for (uint64_t b = first, i = 0; i < count; ++i, b += step) {
             ASSERT_EQ(formatBytes(b), wantBytes(b)) << b;
             ++checked;
-            // A tie: the quotient times 10^precision ends in exactly one half.
-            for (uint64_t den = 1024; den <= b && den <= (uint64_t{1} << 50); den *= 1024)
-                if (b % (den / 8) == 0 && (b * 100) % den == den / 2) ++ties;
+            uint64_t den = 1024; // the unit the value is printed in
+            while (b >= den * 1024 && den < (uint64_t{1} << 50)) den *= 1024;
+            if (2 * b >= 1999 * den && den < (uint64_t{1} << 50)) den *= 1024;
+            byteTies += b < (uint64_t{1} << 53) && tie(b, den);
         }
     };
     bytesFrom(1024, 300000, 1);                      // KiB at every precision, up to 293 KiB
@@ -105,7 +112,6 @@ TEST(Units, IntegerRoundingIsPrintfsOnWholeRanges) {
         bytesFrom(unit * 999 + unit / 2 - 20000, 40000, 1); // the 999.5 edge
     }
     bytesFrom((uint64_t{1} << 53) - 2000, 4000, 1);  // where the double stops being exact
-    EXPECT_GT(ties, 1000u);
     auto wantDuration = [&](int64_t ns) {
         const double d = double(ns);
         return ns < 1000000 ? viaPrintf(d / 1e3, "\xC2\xB5s")
@@ -117,6 +123,8 @@ TEST(Units, IntegerRoundingIsPrintfsOnWholeRanges) {
             ASSERT_EQ(formatDuration(ns), wantDuration(ns)) << ns;
             ASSERT_EQ(formatDuration(-ns), "-" + wantDuration(ns)) << ns;
             ++checked;
+            const uint64_t den = ns < 1000000 ? 1000 : ns < 1000000000 ? 1000000 : 1000000000;
+            durationTies += tie(uint64_t(ns), den);
         }
     };
     durationsFrom(1000, 1000000, 1);                 // every µs value up to 1 ms
@@ -126,7 +134,9 @@ TEST(Units, IntegerRoundingIsPrintfsOnWholeRanges) {
     durationsFrom(1'000'000'000, 100000, 5000);      // s, ties included
     durationsFrom(9'995'000'000 - 100000, 200000, 1);
     durationsFrom(59'999'000'000, 1000, 1000);       // up to the minutes
-    EXPECT_GT(checked, 1500000u);
+    EXPECT_GT(checked, 2000000u);
+    EXPECT_GT(byteTies, 400u);      // 494 in these ranges
+    EXPECT_GT(durationTies, 2500u); // 2,803
     std::string row = "a,";
     appendBytes(row, 1536);
     row += ',';
