@@ -3,7 +3,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -11,56 +10,61 @@
 namespace poolscope {
 
 namespace {
+char* put(char* p, const char* text) {
+    while (*text) *p++ = *text++;
+    return p;
+}
+
 // Three significant digits: "1.50 KiB", "20.3 GiB", "512 MiB". std::to_chars with a precision
 // writes what printf's "%.*f" writes in the C locale, without printf's cost.
-void threeDigits(std::string& out, double v, const char* unit) {
+char* threeDigits(char* p, double v, const char* unit) {
     const int precision = v >= 100.0 ? 0 : v >= 10.0 ? 1 : 2;
-    char buf[48];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
-    out.append(buf, r.ec == std::errc() ? r.ptr : buf);
-    out += ' ';
-    out += unit;
+    // Every value given here is below 1024 * 1024 (EiB holds the rest): a few digits.
+    const auto r = std::to_chars(p, p + 24, v, std::chars_format::fixed, precision);
+    if (r.ec == std::errc()) p = r.ptr;
+    *p++ = ' ';
+    return put(p, unit);
 }
 
 // threeDigits of num / den, where that double is the exact quotient or the one nearest to it,
 // in integers: the double's to_chars was most of a CSV row's time (four an event). Rounding the
 // exact quotient agrees with rounding the double everywhere except where the quotient lies
-// exactly halfway between two outputs (the double, a hair to either side, decides there): false
-// then, and nothing appended. Callers keep num * 100 within 2^64 and den within 2^53.
-bool threeDigitsExact(std::string& out, uint64_t num, uint64_t den, const char* unit) {
+// exactly halfway between two outputs (the double, a hair to either side, decides there):
+// nullptr then, and nothing written. Callers keep num * 100 within 2^64 and den within 2^53.
+// `divide(n)` is {n / den, n % den}: given as a constant or a shift, the divisions cost a
+// multiplication each instead of a division's tens of cycles (two a call, four calls a row).
+template <class Divide>
+[[gnu::always_inline]] inline char* threeDigitsExact(char* p, uint64_t num, uint64_t den, const char* unit,
+                                                     Divide divide) {
     const int precision = num >= 100 * den ? 0 : num >= 10 * den ? 1 : 2;
-    const uint64_t scale = precision == 0 ? 1 : precision == 1 ? 10 : 100;
-    const uint64_t n = num * scale;
-    uint64_t q = n / den;
-    const uint64_t r = n % den;
-    if (2 * r == den) return false;
+    const uint64_t n = precision == 0 ? num : precision == 1 ? num * 10 : num * 100;
+    auto [q, r] = divide(n);
+    if (2 * r == den) return nullptr;
     if (2 * r > den) ++q;
-    char buf[32];
-    char* p = std::to_chars(buf, buf + sizeof buf, q / scale).ptr;
+    uint64_t whole = q, frac = 0;
+    if (precision == 1) whole = q / 10, frac = q % 10;
+    else if (precision == 2) whole = q / 100, frac = q % 100;
+    p = std::to_chars(p, p + 24, whole).ptr;
     if (precision > 0) {
-        const uint64_t frac = q % scale;
         *p++ = '.';
         if (precision == 2) *p++ = static_cast<char>('0' + frac / 10);
         *p++ = static_cast<char>('0' + frac % 10);
     }
-    out.append(buf, static_cast<size_t>(p - buf));
-    out += ' ';
-    out += unit;
-    return true;
+    *p++ = ' ';
+    return put(p, unit);
 }
+
+struct Pair {
+    uint64_t q, r;
+};
 } // namespace
 
-void appendBytes(std::string& out, uint64_t bytes) {
-    if (bytes == std::numeric_limits<uint64_t>::max()) {
-        out += "max (UINT64_MAX)";
-        return;
-    }
+char* writeBytes(char* p, uint64_t bytes) {
+    if (bytes == std::numeric_limits<uint64_t>::max()) return put(p, "max (UINT64_MAX)");
     static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     if (bytes < 1024) {
-        char buf[8];
-        out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, bytes).ptr - buf));
-        out += " B";
-        return;
+        p = std::to_chars(p, p + 8, bytes).ptr;
+        return put(p, " B");
     }
     // Below 2^53 the double is the byte count itself and each division by 1024 exact, so the
     // value threeDigits is given is bytes / 1024^k exactly.
@@ -70,7 +74,9 @@ void appendBytes(std::string& out, uint64_t bytes) {
         while (bytes >= den * 1024 && u < 5) den *= 1024, ++u;
         // Rounding can produce "1024 KiB": move up a unit instead (v >= 999.5).
         if (2 * bytes >= 1999 * den && u < 5) den *= 1024, ++u;
-        if (threeDigitsExact(out, bytes, den, kUnits[u])) return;
+        const unsigned shift = 10 * (static_cast<unsigned>(u) + 1); // den = 2^shift
+        auto divide = [&](uint64_t n) { return Pair{n >> shift, n & (den - 1)}; };
+        if (char* end = threeDigitsExact(p, bytes, den, kUnits[u], divide)) return end;
     }
     double v = static_cast<double>(bytes);
     int u = -1;
@@ -82,7 +88,12 @@ void appendBytes(std::string& out, uint64_t bytes) {
         v /= 1024.0;
         ++u;
     }
-    threeDigits(out, v, kUnits[u]);
+    return threeDigits(p, v, kUnits[u]);
+}
+
+void appendBytes(std::string& out, uint64_t bytes) {
+    char buf[kUnitTextMax];
+    out.append(buf, static_cast<size_t>(writeBytes(buf, bytes) - buf));
 }
 
 std::string formatBytes(uint64_t bytes) {
@@ -138,32 +149,46 @@ int64_t nsBetween(int64_t from, int64_t to) {
     return to > from ? INT64_MAX : INT64_MIN;
 }
 
-void appendDuration(std::string& out, int64_t ns) {
+char* writeDuration(char* p, int64_t ns) {
     if (ns < 0) {
         // -INT64_MIN overflows: one nanosecond less reads the same.
-        out += '-';
+        *p++ = '-';
         ns = ns == INT64_MIN ? INT64_MAX : -ns;
     }
     if (ns < 1000) {
-        char buf[8];
-        out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, ns).ptr - buf));
-        out += " ns";
-        return;
+        p = std::to_chars(p, p + 8, ns).ptr;
+        return put(p, " ns");
     }
     if (ns < 60LL * 1000000000) {
         // The double ns / unit is the quotient correctly rounded; below a minute its error is
         // far smaller than the distance from any quotient that is not a tie to a rounding edge.
         const uint64_t n = static_cast<uint64_t>(ns);
+        char* end;
+        if (ns < 1000000)
+            end = threeDigitsExact(p, n, 1000, "\xC2\xB5s", [](uint64_t v) { return Pair{v / 1000, v % 1000}; });
+        else if (ns < 1000000000)
+            end = threeDigitsExact(p, n, 1000000, "ms", [](uint64_t v) { return Pair{v / 1000000, v % 1000000}; });
+        else
+            end = threeDigitsExact(p, n, 1000000000, "s",
+                                   [](uint64_t v) { return Pair{v / 1000000000, v % 1000000000}; });
+        if (end) return end;
         const uint64_t den = ns < 1000000 ? 1000 : ns < 1000000000 ? 1000000 : 1000000000;
         const char* unit = den == 1000 ? "\xC2\xB5s" : den == 1000000 ? "ms" : "s";
-        if (threeDigitsExact(out, n, den, unit)) return;
-        threeDigits(out, static_cast<double>(ns) / static_cast<double>(den), unit);
-        return;
+        return threeDigits(p, static_cast<double>(ns) / static_cast<double>(den), unit);
     }
-    char buf[48];
-    long long s = ns / 1000000000;
-    std::snprintf(buf, sizeof buf, "%lld min %02lld s", s / 60, s % 60);
-    out += buf;
+    // "%lld min %02lld s": at most 153,722,867 minutes.
+    const long long s = ns / 1000000000;
+    p = std::to_chars(p, p + 12, s / 60).ptr;
+    p = put(p, " min ");
+    const long long sec = s % 60;
+    *p++ = static_cast<char>('0' + sec / 10);
+    *p++ = static_cast<char>('0' + sec % 10);
+    return put(p, " s");
+}
+
+void appendDuration(std::string& out, int64_t ns) {
+    char buf[kUnitTextMax];
+    out.append(buf, static_cast<size_t>(writeDuration(buf, ns) - buf));
 }
 
 std::string formatDuration(int64_t ns) {

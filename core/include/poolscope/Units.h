@@ -1,6 +1,7 @@
 #pragma once
 // Human units for every front end (CLI, GUI, reports): KiB/MiB/GiB and ns/µs/ms/s.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -12,6 +13,10 @@ std::string formatDuration(int64_t ns);       // "850 ns", "12.4 µs", "3.20 ms"
 // The same texts appended to `out`, for writers of one row an event (the CSV export).
 void appendBytes(std::string& out, uint64_t bytes);
 void appendDuration(std::string& out, int64_t ns);
+// The same texts written at `p`, which has room for kUnitTextMax chars; returns their end.
+inline constexpr size_t kUnitTextMax = 32;
+char* writeBytes(char* p, uint64_t bytes);
+char* writeDuration(char* p, int64_t ns);
 // A driver result code by its name, the number after it: "CUDA_ERROR_OUT_OF_MEMORY (2)";
 // "CUresult 12345" for a code this build does not name.
 std::string formatCuResult(int result);

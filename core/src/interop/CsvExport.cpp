@@ -7,6 +7,8 @@
 
 #include <charconv>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "poolscope/ChunksInOrder.h"
 #include "poolscope/EventCsv.h"
@@ -17,6 +19,7 @@
 #include "poolscope/Units.h"
 #include "poolscope/analysis/CallSites.h"
 #include "poolscope/view/EntityNames.h"
+#include "../TextCursor.h"
 
 namespace poolscope::interop {
 
@@ -64,19 +67,36 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
         for (const PoolInfo& p : *pools) appendCsvField(poolField[p.handle], names.pool(p.handle));
     if (auto streams = reader.streams(); streams)
         for (const StreamInfo& st : *streams) appendCsvField(streamField[st.handle], names.stream(st.handle));
-    auto nameField = [](std::string& buf, const std::unordered_map<uint64_t, std::string>& known, uint64_t h,
-                        auto&& name) {
-        if (auto it = known.find(h); it != known.end()) buf += it->second;
-        else appendCsvField(buf, name(h));
+    // Few handles (a stream per thread or so) are found faster by a scan than by hashing.
+    struct Known {
+        std::vector<std::pair<uint64_t, const std::string*>> few; // all of them, where few
+        const std::unordered_map<uint64_t, std::string>* all;
+        explicit Known(const std::unordered_map<uint64_t, std::string>& m) : all(&m) {
+            if (m.size() <= 16)
+                for (const auto& [h, field] : m) few.emplace_back(h, &field);
+        }
+        const std::string* find(uint64_t h) const {
+            if (few.size() == all->size()) {
+                for (const auto& [k, field] : few)
+                    if (k == h) return field;
+                return nullptr;
+            }
+            auto it = all->find(h);
+            return it == all->end() ? nullptr : &it->second;
+        }
     };
-    auto handle = [](std::string& buf, uint64_t h) { // hexHandle's text, appended
-        char hex[24] = {'0', 'x'};
-        buf.append(hex, static_cast<size_t>(std::to_chars(hex + 2, hex + sizeof hex, h, 16).ptr - hex));
+    const Known pools(poolField), streams(streamField);
+    auto nameField = [](detail::TextCursor& c, const Known& known, uint64_t h, auto&& name) {
+        if (const std::string* field = known.find(h)) c.put(*field);
+        else c.csvField(name(h));
     };
+    // An allocation's details column is its API's name (appendEventDetails), made once per value.
+    std::vector<std::string> apiField(256);
+    for (size_t a = 0; a < apiField.size(); ++a) appendCsvField(apiField[a], allocApiName(static_cast<AllocApi>(a)));
     // A row is its event's alone (the names, stacks and the maps above are only read): the chunks
     // are formatted on several threads (ChunksInOrder.h).
     auto format = [&](const std::vector<Event>& chunk, std::string& buf) {
-        auto comma = [&] { buf += ','; };
+        detail::TextCursor c(buf);
         for (const Event& e : chunk) {
             const int64_t since = nsBetween(t0, e.tsNs);
             const bool hasStream = e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
@@ -84,50 +104,51 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
                                    e.kind == EventKind::StreamSynchronize ||
                                    e.kind == EventKind::StreamCreate || e.kind == EventKind::StreamDestroy;
             const bool wm = e.has(kHasWatermarks);
-            appendNumber(buf, e.seq);
-            comma();
-            appendDuration(buf, since); // no character of it needs quoting, nor below
-            comma();
-            appendNumber(buf, since);
-            comma();
-            appendNumber(buf, e.tsNs);
-            comma();
-            buf += eventKindName(e.kind);
-            comma();
-            appendNumber(buf, e.tid);
-            comma();
-            appendNumber(buf, int(e.device));
-            comma();
-            if (hasStream) nameField(buf, streamField, e.stream, [&](uint64_t h) { return names.stream(h); });
-            comma();
-            if (hasStream) handle(buf, e.stream);
-            comma();
-            if (e.pool) nameField(buf, poolField, e.pool, [&](uint64_t h) { return names.pool(h); });
-            comma();
-            if (e.pool) handle(buf, e.pool);
-            comma();
-            if (sizeIsBytes(e)) appendBytes(buf, e.size);
-            comma();
-            appendNumber(buf, e.size);
-            comma();
-            if (e.ptr) handle(buf, e.ptr);
-            comma();
-            if (e.result) appendCsvField(buf, formatCuResult(e.result));
-            comma();
-            appendNumber(buf, e.result);
-            comma();
+            c.number(e.seq);
+            c.put(',');
+            c.duration(since); // no character of it needs quoting, nor below
+            c.put(',');
+            c.number(since);
+            c.put(',');
+            c.number(e.tsNs);
+            c.put(',');
+            c.put(eventKindName(e.kind));
+            c.put(',');
+            c.number(e.tid);
+            c.put(',');
+            c.number(int(e.device));
+            c.put(',');
+            if (hasStream) nameField(c, streams, e.stream, [&](uint64_t h) { return names.stream(h); });
+            c.put(',');
+            if (hasStream) c.hex(e.stream);
+            c.put(',');
+            if (e.pool) nameField(c, pools, e.pool, [&](uint64_t h) { return names.pool(h); });
+            c.put(',');
+            if (e.pool) c.hex(e.pool);
+            c.put(',');
+            if (sizeIsBytes(e)) c.bytes(e.size);
+            c.put(',');
+            c.number(e.size);
+            c.put(',');
+            if (e.ptr) c.hex(e.ptr);
+            c.put(',');
+            if (e.result) c.csvField(formatCuResult(e.result));
+            c.put(',');
+            c.number(e.result);
+            c.put(',');
             for (const uint64_t v : {e.reserved, e.used}) { // human, then bytes
-                if (wm) appendBytes(buf, v);
-                comma();
-                if (wm) appendNumber(buf, v);
-                comma();
+                if (wm) c.bytes(v);
+                c.put(',');
+                if (wm) c.number(v);
+                c.put(',');
             }
-            if (e.site) appendCsvField(buf, analysis::siteText(stacks, e.site, 8));
-            comma();
-            appendNumber(buf, e.site);
-            comma();
-            appendEventDetails(buf, e);
-            buf += '\n';
+            if (e.site) c.csvField(analysis::siteText(stacks, e.site, 8));
+            c.put(',');
+            c.number(e.site);
+            c.put(',');
+            if (e.kind == EventKind::Alloc && !e.failed()) c.put(apiField[static_cast<uint8_t>(AllocFields::of(e).api)]);
+            else c.csvField(describeEvent(e));
+            c.put('\n');
         }
     };
     const Status st = formatChunksInOrder(reader, format, write, threads);
