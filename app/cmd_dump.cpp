@@ -22,6 +22,7 @@
 #include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
 #include "poolscope/JsonText.h"
+#include "poolscope/TextCursor.h"
 #include "poolscope/Symbolizer.h"
 #include "poolscope/analysis/CallSites.h"
 #include "poolscope/analysis/TraceReport.h"
@@ -169,20 +170,24 @@ int runDump(const DumpOptions& o) {
     // Each event's row depends on the event (and the names) alone: the chunks are formatted on
     // several threads and written in order (ChunksInOrder.h).
     auto format = [&](const std::vector<Event>& events, std::string& out) {
+        TextCursor c(out);
         for (const Event& e : events) {
             if (csv) {
-                appendEventCsv(out, e);
+                writeEventCsv(c, e);
                 if (o.names) {
                     const Names n = namesOf(names, e);
-                    out += "," + csvQuoted(n.stream) + "," + csvQuoted(n.pool);
+                    c.put(',');
+                    c.put(csvQuoted(n.stream));
+                    c.put(',');
+                    c.put(csvQuoted(n.pool));
                 }
             } else if (o.names) {
                 const Names n = namesOf(names, e);
-                appendEventJson(out, e, &n.stream, &n.pool);
+                writeEventJson(c, e, &n.stream, &n.pool);
             } else {
-                appendEventJson(out, e);
+                writeEventJson(c, e);
             }
-            out += '\n';
+            c.put('\n');
         }
     };
     int writeErrno = 0;

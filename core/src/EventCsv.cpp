@@ -3,6 +3,7 @@
 #include "poolscope/EventFields.h"
 #include "poolscope/EventJson.h"
 #include "poolscope/EventText.h"
+#include "poolscope/TextCursor.h"
 
 namespace poolscope {
 
@@ -19,24 +20,29 @@ void appendCsvField(std::string& out, std::string_view s) {
     out += '"';
 }
 
-void appendEventDetails(std::string& out, const Event& e) {
+void writeEventDetails(TextCursor& c, const Event& e) {
     // Most rows are allocations, whose text is their API's name: no string of its own.
     if (e.kind == EventKind::Alloc && !e.failed()) {
-        appendCsvField(out, allocApiName(AllocFields::of(e).api));
+        c.csvField(allocApiName(AllocFields::of(e).api));
         return;
     }
-    appendCsvField(out, describeEvent(e));
+    c.csvField(describeEvent(e));
 }
 
-void appendEventCsv(std::string& out, const Event& e) {
+void appendEventDetails(std::string& out, const Event& e) {
+    TextCursor c(out, 256);
+    writeEventDetails(c, e);
+}
+
+void writeEventCsv(TextCursor& c, const Event& e) {
     auto num = [&](auto v) {
-        appendNumber(out, v);
-        out += ',';
+        c.number(v);
+        c.put(',');
     };
     num(e.seq);
     num(e.tsNs);
-    out += eventKindName(e.kind);
-    out += ',';
+    c.put(eventKindName(e.kind));
+    c.put(',');
     num(unsigned(e.variant));
     num(unsigned(e.tid));
     num(int(e.device));
@@ -52,7 +58,12 @@ void appendEventCsv(std::string& out, const Event& e) {
     num(uint64_t(e.reserved));
     num(uint64_t(e.used));
     num(unsigned(e.site));
-    appendEventDetails(out, e);
+    writeEventDetails(c, e);
+}
+
+void appendEventCsv(std::string& out, const Event& e) {
+    TextCursor c(out, 512);
+    writeEventCsv(c, e);
 }
 
 } // namespace poolscope

@@ -18,4 +18,9 @@ void appendEventDetails(std::string& out, const Event& e);
 // reserved,used,site,details (no newline).
 void appendEventCsv(std::string& out, const Event& e);
 
+// The same, through a cursor that lives over a chunk's rows (`dump --format csv`).
+class TextCursor;
+void writeEventDetails(TextCursor& c, const Event& e);
+void writeEventCsv(TextCursor& c, const Event& e);
+
 } // namespace poolscope

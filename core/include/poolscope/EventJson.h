@@ -21,6 +21,12 @@ void appendEventJson(std::string& out, const Event& e, const std::string* stream
 // s as a JSON string, quotes included, escaped as nlohmann::json escapes it.
 void appendJsonString(std::string& out, std::string_view s);
 
+// The same, through a cursor that lives over a chunk's rows (`dump`).
+class TextCursor;
+void writeEventJson(TextCursor& c, const Event& e, const std::string* streamName = nullptr,
+                    const std::string* poolName = nullptr);
+void writeJsonString(TextCursor& c, std::string_view s);
+
 // An integer as nlohmann::json writes it.
 template <class T> void appendNumber(std::string& out, T v) {
     char buf[24];

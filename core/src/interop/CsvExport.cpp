@@ -19,7 +19,7 @@
 #include "poolscope/Units.h"
 #include "poolscope/analysis/CallSites.h"
 #include "poolscope/view/EntityNames.h"
-#include "../TextCursor.h"
+#include "poolscope/TextCursor.h"
 
 namespace poolscope::interop {
 
@@ -86,7 +86,7 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
         }
     };
     const Known pools(poolField), streams(streamField);
-    auto nameField = [](detail::TextCursor& c, const Known& known, uint64_t h, auto&& name) {
+    auto nameField = [](TextCursor& c, const Known& known, uint64_t h, auto&& name) {
         if (const std::string* field = known.find(h)) c.put(*field);
         else c.csvField(name(h));
     };
@@ -96,7 +96,7 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
     // A row is its event's alone (the names, stacks and the maps above are only read): the chunks
     // are formatted on several threads (ChunksInOrder.h).
     auto format = [&](const std::vector<Event>& chunk, std::string& buf) {
-        detail::TextCursor c(buf);
+        TextCursor c(buf);
         for (const Event& e : chunk) {
             const int64_t since = nsBetween(t0, e.tsNs);
             const bool hasStream = e.kind == EventKind::Alloc || e.kind == EventKind::Free ||
