@@ -31,52 +31,39 @@ void appendJsonString(std::string& out, std::string_view s) {
 
 void writeEventJson(TextCursor& c, const Event& e, const std::string* streamName,
                     const std::string* poolName) {
-    c.lit("{\"attr\":");
-    c.number(unsigned(e.attr));
-    c.lit(",\"aux\":");
-    c.number(e.aux);
-    c.lit(",\"correlation\":");
-    c.number(e.correlation);
+    auto num = [&c]<size_t N>(const char (&key)[N], auto v) {
+        c.lit(key);
+        c.number(v);
+    };
+    num("{\"attr\":", unsigned(e.attr));
+    num(",\"aux\":", e.aux);
+    num(",\"correlation\":", e.correlation);
     c.lit(",\"details\":");
     writeJsonString(c, describeEvent(e));
-    c.lit(",\"device\":");
-    c.number(int(e.device));
-    c.lit(",\"flags\":");
-    c.number(unsigned(e.flags));
+    num(",\"device\":", int(e.device));
+    num(",\"flags\":", unsigned(e.flags));
     c.lit(",\"kind\":");
     writeJsonString(c, eventKindName(e.kind));
-    c.lit(",\"pool\":");
-    c.number(e.pool);
+    num(",\"pool\":", e.pool);
     if (poolName && !poolName->empty()) {
         c.lit(",\"pool_name\":");
         writeJsonString(c, *poolName);
     }
-    c.lit(",\"ptr\":");
-    c.number(e.ptr);
-    c.lit(",\"reserved\":");
-    c.number(e.reserved);
-    c.lit(",\"result\":");
-    c.number(e.result);
-    c.lit(",\"seq\":");
-    c.number(e.seq);
-    c.lit(",\"site\":");
-    c.number(e.site);
-    c.lit(",\"size\":");
-    c.number(e.size);
-    c.lit(",\"stream\":");
-    c.number(e.stream);
+    num(",\"ptr\":", e.ptr);
+    num(",\"reserved\":", e.reserved);
+    num(",\"result\":", e.result);
+    num(",\"seq\":", e.seq);
+    num(",\"site\":", e.site);
+    num(",\"size\":", e.size);
+    num(",\"stream\":", e.stream);
     if (streamName) {
         c.lit(",\"stream_name\":");
         writeJsonString(c, *streamName);
     }
-    c.lit(",\"tid\":");
-    c.number(e.tid);
-    c.lit(",\"ts_ns\":");
-    c.number(e.tsNs);
-    c.lit(",\"used\":");
-    c.number(e.used);
-    c.lit(",\"variant\":");
-    c.number(unsigned(e.variant));
+    num(",\"tid\":", e.tid);
+    num(",\"ts_ns\":", e.tsNs);
+    num(",\"used\":", e.used);
+    num(",\"variant\":", unsigned(e.variant));
     c.put('}');
 }
 
