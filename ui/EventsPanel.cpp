@@ -143,8 +143,10 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     table->addWidget(view_, 1);
     table->addWidget(scroll_);
     lay->addLayout(table, 1);
+    // The user moved the bar (setBase moves it silently).
     connect(scroll_, &QScrollBar::valueChanged, this, [this](int v) {
-        model_->setBase(uint64_t(std::max(v, 0)));
+        const uint64_t units = uint64_t(std::max(v, 0));
+        model_->setBase(v >= scroll_->maximum() ? maxBase() : std::min(units * scrollScale_, maxBase()));
         reselect();
     });
     connect(model_, &EventTableModel::pageWanted, this,
@@ -441,8 +443,7 @@ void EventsPanel::apply(quint64 g, const std::shared_ptr<Answer>& a) {
                                                                           a->rows.begin() + long(e)));
         }
         updateWindow();
-        scroll_->setValue(0);
-        model_->setBase(0);
+        setBase(0);
         fitSeqColumn(std::max({snap_.timeline->totalEvents, snap_.timeline->eventCount,
                                n ? a->rows.back().seq : 0}));
         text = tr("%L1 events").arg(a->total);

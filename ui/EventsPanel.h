@@ -84,6 +84,10 @@ private:
     void apply(quint64 generation, const std::shared_ptr<Answer>& a);
     void setPagedUi(bool paged);
     void updateWindow();       // paged: rows that fit, the scroll bar's range
+    // Paged: the window's first row (of all matches), clamped to the last full window; the
+    // scroll bar follows in its units (rows, or scrollScale_ rows each past INT_MAX rows).
+    void setBase(uint64_t base);
+    uint64_t maxBase() const;
     void reselect();           // paged: the selected row (of all) in the window
     void setCurrentRow(int64_t row, bool notify);
     void pumpPages();
@@ -106,6 +110,10 @@ private:
     QCheckBox* follow_;
     QLabel* status_;
     QScrollBar* scroll_;
+    // Rows a unit of scroll_ stands for: a QScrollBar counts in int, and a day's trace holds
+    // about 2^31 events. 1 up to INT_MAX rows.
+    uint64_t scrollScale_ = 1;
+    double wheelRows_ = 0; // a wheel's part-rows not scrolled yet (scrollScale_ > 1)
     QTimer debounce_;
 
     TraceSnapshot snap_;

@@ -46,13 +46,32 @@ void EventsPanel::updateWindow() {
     const int rowH = std::max(1, view_->verticalHeader()->defaultSectionSize());
     const int rows = std::max(1, view_->viewport()->height() / rowH);
     model_->setWindowRows(rows);
+    const uint64_t max = maxBase();
+    scrollScale_ = max > uint64_t(INT_MAX) ? max / uint64_t(INT_MAX) + 1 : 1;
+    {
+        const QSignalBlocker b(scroll_);
+        scroll_->setRange(0, int((max + scrollScale_ - 1) / scrollScale_));
+        scroll_->setPageStep(int(std::max<uint64_t>(1, uint64_t(rows) / scrollScale_)));
+        scroll_->setSingleStep(1);
+    }
+    setBase(model_->base());
+}
+
+uint64_t EventsPanel::maxBase() const {
     const uint64_t total = model_->totalRows();
-    const uint64_t max = total > uint64_t(rows) ? total - uint64_t(rows) : 0;
-    const QSignalBlocker b(scroll_);
-    scroll_->setRange(0, int(std::min<uint64_t>(max, INT_MAX)));
-    scroll_->setPageStep(rows);
-    scroll_->setSingleStep(1);
-    model_->setBase(uint64_t(scroll_->value()));
+    const auto rows = uint64_t(std::max(model_->rowCount(), 1));
+    return total > rows ? total - rows : 0;
+}
+
+void EventsPanel::setBase(uint64_t base) {
+    const uint64_t max = maxBase();
+    base = std::min(base, max);
+    model_->setBase(base);
+    {
+        const QSignalBlocker b(scroll_);
+        // The last window is the bar's end even where the scale does not divide it.
+        scroll_->setValue(base == max ? scroll_->maximum() : int(base / scrollScale_));
+    }
     reselect();
 }
 
@@ -77,8 +96,8 @@ void EventsPanel::scrollToRow(uint64_t row) {
         view_->scrollTo(model_->index(int(row), 0), QAbstractItemView::PositionAtCenter);
         return;
     }
-    const int half = model_->rowCount() / 2;
-    scroll_->setValue(int(std::clamp<int64_t>(int64_t(row) - half, 0, scroll_->maximum())));
+    const auto half = uint64_t(model_->rowCount() / 2);
+    setBase(row > half ? row - half : 0);
 }
 
 void EventsPanel::setCurrentRow(int64_t row, bool notify) {
@@ -87,10 +106,11 @@ void EventsPanel::setCurrentRow(int64_t row, bool notify) {
     currentAbs_ = std::clamp<int64_t>(row, 0, int64_t(total) - 1);
     const int64_t base = int64_t(model_->base());
     if (currentAbs_ < base)
-        scroll_->setValue(int(currentAbs_));
+        setBase(uint64_t(currentAbs_));
     else if (currentAbs_ >= base + model_->rowCount())
-        scroll_->setValue(int(currentAbs_ - model_->rowCount() + 1));
-    reselect();
+        setBase(uint64_t(currentAbs_ - model_->rowCount() + 1));
+    else
+        reselect();
     if (notify)
         if (const Event* e = model_->eventAtAbsolute(uint64_t(currentAbs_))) emit eventSelected(*e);
 }
@@ -100,7 +120,18 @@ bool EventsPanel::eventFilter(QObject* o, QEvent* e) {
         if (o == view_->viewport() && e->type() == QEvent::Resize) {
             QMetaObject::invokeMethod(this, &EventsPanel::updateWindow, Qt::QueuedConnection);
         } else if (o == view_->viewport() && e->type() == QEvent::Wheel) {
-            QApplication::sendEvent(scroll_, e); // the window scrolls, not the view
+            // The window scrolls, not the view: by the bar's steps, or where a unit of the bar
+            // is several rows, by the rows a notch scrolls.
+            if (scrollScale_ == 1) {
+                QApplication::sendEvent(scroll_, e);
+            } else {
+                wheelRows_ += double(static_cast<QWheelEvent*>(e)->angleDelta().y()) / 120.0 *
+                              QApplication::wheelScrollLines();
+                const auto whole = int64_t(wheelRows_);
+                wheelRows_ -= double(whole);
+                const int64_t to = int64_t(model_->base()) - whole;
+                setBase(uint64_t(std::max<int64_t>(to, 0)));
+            }
             return true;
         } else if (o == view_ && e->type() == QEvent::KeyPress) {
             // Keys that would leave the window move it instead.
@@ -119,11 +150,11 @@ bool EventsPanel::eventFilter(QObject* o, QEvent* e) {
                 setCurrentRow(cur - 1, true);
                 return true;
             case Qt::Key_PageDown:
-                scroll_->setValue(scroll_->value() + rows);
+                setBase(model_->base() + uint64_t(rows));
                 setCurrentRow(cur + rows, true);
                 return true;
             case Qt::Key_PageUp:
-                scroll_->setValue(scroll_->value() - rows);
+                setBase(model_->base() > uint64_t(rows) ? model_->base() - uint64_t(rows) : 0);
                 setCurrentRow(cur - rows, true);
                 return true;
             case Qt::Key_Home:

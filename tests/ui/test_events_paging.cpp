@@ -7,6 +7,7 @@
 #include "poolscope/TraceReader.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHeaderView>
@@ -18,6 +19,8 @@
 #include <QTest>
 #include <QThread>
 #include <QToolButton>
+#include <QWheelEvent>
+#include <climits>
 #include <gtest/gtest.h>
 
 using namespace poolscope;
@@ -322,4 +325,92 @@ TEST_F(EventsPaging, KeysMoveTheWindowPastItsEdges) {
     QTest::keyClick(panel_.view(), Qt::Key_Home, Qt::ControlModifier);
     EXPECT_EQ(panel_.currentRow(), 0);
     EXPECT_EQ(m->base(), 0u);
+}
+
+// More matches than a QScrollBar's int counts (a day's trace holds about 2^31 events): a
+// hand-built source, not a recorded trace, answers 5,000,000,000 matches, each row's seq its
+// row number (the file's first event copied). Every row stays reachable: the bar's end is the
+// last window, the keys and the wheel move by rows, and an event far past 2^31 is found.
+namespace {
+class HugeSource final : public EventSource {
+public:
+    static constexpr uint64_t kTotal = 5'000'000'000;
+    explicit HugeSource(Event like) : like_(like) {}
+    EventCountResult count(const EventFilter&, const std::atomic<bool>&) const override { return {kTotal, {}}; }
+    EventQueryResult page(const EventFilter&, uint64_t skip, size_t cap, const std::atomic<bool>&) const override {
+        EventQueryResult r;
+        for (uint64_t row = skip; row < kTotal && row < skip + cap; ++row) {
+            Event e = like_;
+            e.seq = row;
+            r.events.push_back(e);
+        }
+        r.truncated = skip + cap < kTotal;
+        return r;
+    }
+    bool countsCheaply(const EventFilter&) const override { return true; }
+
+private:
+    Event like_;
+};
+} // namespace
+
+TEST_F(EventsPaging, RowsPastTwoToThe31AreReachable) {
+    QSignalSpy done(&panel_, &EventsPanel::queryFinished);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(tl_, "hand-built: 5 G matches");
+    s.path = path_;
+    auto first = reader_->events(view::EventFilter{}, 1);
+    ASSERT_TRUE(first.ok());
+    ASSERT_FALSE(first->empty());
+    panel_.setSource(s, std::make_shared<HugeSource>(first->front()));
+    ASSERT_TRUE(done.wait(30000));
+    ASSERT_TRUE(panel_.paged());
+    const uint64_t total = HugeSource::kTotal;
+    ASSERT_EQ(panel_.rowTotal(), total);
+    EventTableModel* m = panel_.model();
+    const auto rows = uint64_t(m->rowCount());
+    ASSERT_GT(rows, 1u);
+    auto shows = [&](uint64_t row) { return m->base() <= row && row < m->base() + rows; };
+
+    // The bar's end is the last window.
+    QScrollBar* bar = panel_.pageScrollBar();
+    EXPECT_LE(bar->maximum(), INT_MAX);
+    bar->setValue(bar->maximum());
+    EXPECT_EQ(m->base(), total - rows);
+    ASSERT_TRUE(windowLoaded());
+    EXPECT_EQ(m->eventAt(int(rows) - 1)->seq, total - 1);
+    // Its middle is the middle of the rows, not of the first 2^31.
+    bar->setValue(bar->maximum() / 2);
+    EXPECT_GT(m->base(), total / 2 - total / 100);
+    EXPECT_LT(m->base(), total / 2 + total / 100);
+
+    // Ctrl+End: the last row selected and in view; Page Up moves the window by its rows.
+    panel_.view()->setFocus();
+    QTest::keyClick(panel_.view(), Qt::Key_End, Qt::ControlModifier);
+    EXPECT_EQ(panel_.currentRow(), int64_t(total - 1));
+    EXPECT_TRUE(shows(total - 1)) << m->base();
+    const uint64_t before = m->base();
+    QTest::keyClick(panel_.view(), Qt::Key_PageUp);
+    EXPECT_EQ(m->base(), before - rows);
+    EXPECT_TRUE(shows(uint64_t(panel_.currentRow())));
+
+    // A wheel notch down: three rows, as on a trace of fewer rows.
+    const uint64_t atWheel = m->base();
+    QPoint mid = panel_.view()->viewport()->rect().center();
+    QWheelEvent wheel(mid, panel_.view()->viewport()->mapToGlobal(mid), QPoint(), QPoint(0, -120),
+                      Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(panel_.view()->viewport(), &wheel);
+    EXPECT_EQ(m->base(), atWheel + uint64_t(QApplication::wheelScrollLines()));
+
+    // An event found by its seq, far past 2^31, from the start of the table.
+    QTest::keyClick(panel_.view(), Qt::Key_Home, Qt::ControlModifier);
+    EXPECT_EQ(m->base(), 0u);
+    const uint64_t far = 4'321'000'123;
+    QSignalSpy located(&panel_, &EventsPanel::seqLocated);
+    panel_.selectSeq(far);
+    ASSERT_TRUE(located.count() > 0 || located.wait(30000));
+    EXPECT_EQ(located.takeFirst().at(0).toLongLong(), qint64(far));
+    EXPECT_EQ(panel_.currentRow(), int64_t(far));
+    EXPECT_TRUE(shows(far)) << m->base();
+    ASSERT_TRUE(windowLoaded());
+    EXPECT_EQ(m->eventAt(int(far - m->base()))->seq, far);
 }
