@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "TimeTicker.h"
 #include "poolscope/Units.h"
 
 #include <QCheckBox>
@@ -63,6 +64,7 @@ EventsPanel::EventsPanel(QWidget* parent) : QWidget(parent) {
     for (int i = 0; i < 9; ++i)
         view_->setColumnWidth(i, widths[i] * cw + 12);
     autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
+    defaultTimeWidth_ = autoTimeWidth_ = view_->columnWidth(EventTableModel::Time);
     // Size right after the kind: with the Pools & streams dock beside it, the table shows about
     // five columns before it scrolls sideways, and an allocation's size matters more than the
     // names of its stream and pool (which the timeline's lanes also give).
@@ -423,7 +425,7 @@ void EventsPanel::apply(quint64 g, const std::shared_ptr<Answer>& a) {
             }
         uint64_t topOf = 0;
         for (const Event& e : *events) topOf = std::max(topOf, e.seq);
-        fitSeqColumn(topOf);
+        fitNumberColumns(topOf);
         if (live_ && atEnd)
             view_->scrollToBottom();
         else if ((live_ || wasPaged) && topSeq != ~0ull)
@@ -444,7 +446,7 @@ void EventsPanel::apply(quint64 g, const std::shared_ptr<Answer>& a) {
         }
         updateWindow();
         setBase(0);
-        fitSeqColumn(std::max({snap_.timeline->totalEvents, snap_.timeline->eventCount,
+        fitNumberColumns(std::max({snap_.timeline->totalEvents, snap_.timeline->eventCount,
                                n ? a->rows.back().seq : 0}));
         text = tr("%L1 events").arg(a->total);
         if (a->total > rowCap_)
@@ -460,17 +462,26 @@ void EventsPanel::apply(quint64 g, const std::shared_ptr<Answer>& a) {
     if (a->final) emit queryFinished(int(std::min<uint64_t>(a->total, INT_MAX)));
 }
 
-void EventsPanel::fitSeqColumn(uint64_t top) {
-    // As wide as the largest sequence number listed (9 digits' width left 4 unused on most
-    // traces, which the table beside the Pools & streams dock cannot spare); never over a
-    // width the user dragged.
-    if (view_->columnWidth(EventTableModel::Seq) != autoSeqWidth_) return;
-    const int digits = std::max(3, int(QString::number(top).size()));
+void EventsPanel::fitNumberColumns(uint64_t top) {
+    // Each as wide as its widest text, and never over a width the user dragged. Seq: the largest
+    // sequence number listed (9 digits' width left 4 unused on most traces, which the table
+    // beside the Pools & streams dock cannot spare).
     const int cw = view_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
-    const int w = std::max(view_->horizontalHeader()->sectionSizeHint(EventTableModel::Seq),
-                           digits * cw + 16);
-    view_->setColumnWidth(EventTableModel::Seq, w);
-    autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
+    if (view_->columnWidth(EventTableModel::Seq) == autoSeqWidth_) {
+        const int digits = std::max(3, int(QString::number(top).size()));
+        const int w = std::max(view_->horizontalHeader()->sectionSizeHint(EventTableModel::Seq),
+                               digits * cw + 16);
+        view_->setColumnWidth(EventTableModel::Seq, w);
+        autoSeqWidth_ = view_->columnWidth(EventTableModel::Seq);
+    }
+    // Time: the trace's last instant at the column's microseconds ("1621.110965 s" past 1000 s:
+    // an hour's trace read "1621.11096..." in the default width).
+    if (snap_.valid() && view_->columnWidth(EventTableModel::Time) == autoTimeWidth_) {
+        const int64_t span = snap_.timeline->t1 > snap_.timeline->t0 ? snap_.timeline->t1 - snap_.timeline->t0 : 0;
+        const int text = view_->fontMetrics().horizontalAdvance(timeTickLabel(span, 1000, span));
+        view_->setColumnWidth(EventTableModel::Time, std::max(defaultTimeWidth_, text + 16));
+        autoTimeWidth_ = view_->columnWidth(EventTableModel::Time);
+    }
 }
 
 } // namespace poolscope::ui

@@ -79,7 +79,7 @@ private:
     void scheduleQuery();
     void runQuery();
     void rebuildFilterChoices();
-    void fitSeqColumn(uint64_t topSeq);
+    void fitNumberColumns(uint64_t topSeq); // Seq and Time, to their widest text
     struct Answer;
     void apply(quint64 generation, const std::shared_ptr<Answer>& a);
     void setPagedUi(bool paged);
@@ -122,6 +122,7 @@ private:
     quint64 generation_ = 0;
     bool live_ = false;
     int autoSeqWidth_ = 0; // the Seq column's width as last set here
+    int autoTimeWidth_ = 0, defaultTimeWidth_ = 0; // the Time column's, and as first set
     std::shared_ptr<Job> running_;
     std::vector<std::shared_ptr<Job>> jobs_;
 

@@ -329,12 +329,15 @@ TEST_F(EventsPaging, KeysMoveTheWindowPastItsEdges) {
 
 // More matches than a QScrollBar's int counts (a day's trace holds about 2^31 events): a
 // hand-built source, not a recorded trace, answers 5,000,000,000 matches, each row's seq its
-// row number (the file's first event copied). Every row stays reachable: the bar's end is the
-// last window, the keys and the wheel move by rows, and an event far past 2^31 is found.
+// row number and its time 700 ns after the one before (the file's first event copied), over
+// the file's timeline stretched to their 58 minutes. Every row stays reachable: the bar's end is
+// the last window, the keys and the wheel move by rows, and an event far past 2^31 is found.
+// The last rows' times ("3499.999999 s") fit their column.
 namespace {
 class HugeSource final : public EventSource {
 public:
     static constexpr uint64_t kTotal = 5'000'000'000;
+    static constexpr int64_t kGapNs = 700;
     explicit HugeSource(Event like) : like_(like) {}
     EventCountResult count(const EventFilter&, const std::atomic<bool>&) const override { return {kTotal, {}}; }
     EventQueryResult page(const EventFilter&, uint64_t skip, size_t cap, const std::atomic<bool>&) const override {
@@ -342,6 +345,7 @@ public:
         for (uint64_t row = skip; row < kTotal && row < skip + cap; ++row) {
             Event e = like_;
             e.seq = row;
+            e.tsNs = like_.tsNs + int64_t(row) * kGapNs;
             r.events.push_back(e);
         }
         r.truncated = skip + cap < kTotal;
@@ -356,11 +360,13 @@ private:
 
 TEST_F(EventsPaging, RowsPastTwoToThe31AreReachable) {
     QSignalSpy done(&panel_, &EventsPanel::queryFinished);
-    TraceSnapshot s = TraceSnapshot::fromTimeline(tl_, "hand-built: 5 G matches");
-    s.path = path_;
     auto first = reader_->events(view::EventFilter{}, 1);
     ASSERT_TRUE(first.ok());
     ASSERT_FALSE(first->empty());
+    auto stretched = std::make_shared<Timeline>(*tl_);
+    stretched->t1 = std::max(stretched->t1, first->front().tsNs + int64_t(HugeSource::kTotal) * HugeSource::kGapNs);
+    TraceSnapshot s = TraceSnapshot::fromTimeline(stretched, "hand-built: 5 G matches");
+    s.path = path_;
     panel_.setSource(s, std::make_shared<HugeSource>(first->front()));
     ASSERT_TRUE(done.wait(30000));
     ASSERT_TRUE(panel_.paged());
@@ -388,6 +394,12 @@ TEST_F(EventsPaging, RowsPastTwoToThe31AreReachable) {
     QTest::keyClick(panel_.view(), Qt::Key_End, Qt::ControlModifier);
     EXPECT_EQ(panel_.currentRow(), int64_t(total - 1));
     EXPECT_TRUE(shows(total - 1)) << m->base();
+    ASSERT_TRUE(windowLoaded());
+    const QString lastTime = m->data(m->index(int(rows) - 1, EventTableModel::Time)).toString();
+    EXPECT_TRUE(lastTime.startsWith(QStringLiteral("3499.99"))) << lastTime.toStdString();
+    EXPECT_GE(panel_.view()->columnWidth(EventTableModel::Time),
+              panel_.view()->fontMetrics().horizontalAdvance(lastTime) + 8)
+        << lastTime.toStdString() << " is cut off";
     const uint64_t before = m->base();
     QTest::keyClick(panel_.view(), Qt::Key_PageUp);
     EXPECT_EQ(m->base(), before - rows);
