@@ -3,6 +3,7 @@
 #include "poolscope/TraceReader.h"
 
 #include <algorithm>
+#include <thread>
 #include <mutex>
 #include <vector>
 
@@ -21,6 +22,8 @@ public:
         if (!ranged(f, r)) return out;
         auto reader = open(out.error);
         if (!reader) return out;
+        // The chunks counted from their kind counts are checked on every CPU first (up to 8).
+        reader->verifyAhead(r, std::clamp(std::thread::hardware_concurrency(), 1u, 8u), &cancel);
         // countMatching's read, with a place to cancel between chunks.
         FilteredReadStats stats;
         Status st = reader->forEachMatchingChunk(

@@ -5,6 +5,7 @@
 #include "SqlStmt.h"
 
 #include <algorithm>
+#include <thread>
 #include <sqlite3.h>
 
 #include "poolscope/EventCodec.h"
@@ -253,6 +254,62 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
         if (!fn(matches)) return Error{ErrorCode::Cancelled, "cancelled"};
     }
     return {};
+}
+
+size_t TraceReader::verifyAhead(const view::EventFilter& filter, unsigned threads,
+                                const std::atomic<bool>* cancel, size_t minPerThread) const {
+    const bool kindOnly =
+        !filter.failedOnly && !filter.stream && !filter.pool && !filter.sizeActive();
+    if (threads < 2 || !kindOnly || !reuseScan_ || schemaVersion_ < schema::kChunkChecksumVersion ||
+        distrustCopy_.load() || path_.empty())
+        return 0;
+    auto idx = indexForReading();
+    if (!idx) return 0;
+    std::shared_ptr<detail::VerifiedChunks> verified;
+    {
+        std::lock_guard lock(mutex_);
+        if (index_ != *idx) return 0;
+        if (!verified_ || verified_->of != index_)
+            verified_ = std::make_shared<detail::VerifiedChunks>(index_, (*idx)->chunks.size());
+        verified = verified_;
+    }
+    // The chunks forEachMatchingChunk would count from their kind counts, not yet found intact.
+    const ChunkIndex& index = **idx;
+    std::vector<size_t> todo;
+    for (size_t p = 0; p < index.chunks.size(); ++p) {
+        const ChunkRef& c = index.chunks[p];
+        if (c.kindCountsAt == UINT32_MAX || !(c.h.tMin >= filter.t0 && c.h.tMax < filter.t1) ||
+            verified->ok[p].load(std::memory_order_relaxed))
+            continue;
+        if (filter.mayMatch(view::ChunkFacts{c.h.tMin, c.h.tMax, c.h.kinds, nullptr})) todo.push_back(p);
+    }
+    // Below a few hundred chunks (a million events) one thread's count is already short.
+    threads = static_cast<unsigned>(std::min<size_t>(threads, todo.size() / std::max<size_t>(minPerThread, 1)));
+    if (threads < 2) return 0;
+    // Contiguous shares: each reads its chunks' rows in order.
+    auto share = [&](unsigned k) {
+        const size_t b = todo.size() * k / threads, e = todo.size() * (k + 1) / threads;
+        return std::vector<size_t>(todo.begin() + std::ptrdiff_t(b), todo.begin() + std::ptrdiff_t(e));
+    };
+    auto run = [&](unsigned k) {
+        try {
+            // A connection of its own (a reader's belongs to one thread): its findings are its
+            // own and go with it; only the intact chunks' marks stay.
+            auto r = TraceReader::open(path_);
+            if (r) (*r)->verifyChunks(index, share(k), *verified, cancel);
+        } catch (...) { // (memory) those chunks are left for the count
+        }
+    };
+    std::vector<std::thread> pool;
+    try {
+        for (unsigned k = 1; k < threads; ++k) pool.emplace_back(run, k);
+    } catch (...) { // no thread to be had: the count reads what is left
+    }
+    run(0);
+    for (std::thread& t : pool) t.join();
+    size_t intact = 0;
+    for (size_t p : todo) intact += verified->ok[p].load(std::memory_order_relaxed);
+    return intact;
 }
 
 Result<std::vector<Event>> TraceReader::events(const view::EventFilter& filter, size_t cap,

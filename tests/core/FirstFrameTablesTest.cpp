@@ -503,3 +503,70 @@ TEST(FirstFrameTables, HandBuiltCountsSharingAScanReadOnlyChunksNotYetFoundIntac
 
 } // namespace
 } // namespace poolscope
+
+namespace poolscope {
+namespace {
+
+// verifyAhead: the chunks a kind filter's count reads only for their checksum, read first on
+// several threads. The count that follows reads none of those found intact again, gives the
+// number a reader alone gives, and still reads, leaves out and reports a damaged chunk; a reader
+// sharing the scan counts from the same marks; a cancelled read ahead marks nothing.
+TEST(FirstFrameTables, HandBuiltChunksCheckedAheadOnThreadsCountAsOneReaderCounts) {
+    test::ScratchDir dir;
+    const std::string path = writeHandBuilt(dir.file("t.poolscope"), 11, 200'000);
+    view::EventFilter f;
+    f.kindMask = 1u << unsigned(EventKind::Alloc);
+    auto prepare = [](TraceReader& r) {
+        r.setReuseHeaderScan(true);
+        r.setSkipDamaged(true);
+    };
+    auto count = [&](TraceReader& r, FilteredReadStats& st) {
+        auto n = r.countMatching(f, &st);
+        EXPECT_TRUE(n) << (n ? "" : n.error().message);
+        return n ? *n : 0;
+    };
+    for (const bool damage : {false, true}) {
+        SCOPED_TRACE(damage ? "one chunk's data damaged" : "intact");
+        const std::string file = dir.file(damage ? "d.poolscope" : "i.poolscope");
+        std::filesystem::copy_file(path, file);
+        if (damage)
+            test::execSql(file, "UPDATE event_chunks SET data = zeroblob(length(data)) "
+                                "WHERE id = (SELECT id FROM event_chunks ORDER BY id LIMIT 1 OFFSET 7)");
+        auto alone = openTrace(file);
+        prepare(*alone);
+        FilteredReadStats a;
+        const uint64_t n = count(*alone, a);
+        ASSERT_GT(a.answeredByCounts, 20u);
+        const size_t intact = a.answeredByCounts - (damage ? 1 : 0);
+
+        auto first = openTrace(file);
+        prepare(*first);
+        EXPECT_EQ(first->verifyAhead(f, 4, nullptr, 4), intact);
+        EXPECT_TRUE(first->damage().empty()) << "the read ahead reports nothing";
+        FilteredReadStats b;
+        EXPECT_EQ(count(*first, b), n);
+        EXPECT_EQ(b.answeredByCounts, a.answeredByCounts);
+        EXPECT_EQ(b.answeredFromVerified, intact) << "the count read them again";
+        EXPECT_EQ(first->damage().size(), alone->damage().size());
+        EXPECT_EQ(first->damage().empty(), !damage);
+
+        auto second = openTrace(file);
+        prepare(*second);
+        second->adoptScan(first->sharedScan());
+        FilteredReadStats c;
+        EXPECT_EQ(count(*second, c), n);
+        EXPECT_EQ(c.answeredFromVerified, intact);
+
+        // Cancelled: nothing marked, the count reads every chunk as a reader alone does.
+        auto third = openTrace(file);
+        prepare(*third);
+        const std::atomic<bool> cancelled{true};
+        EXPECT_EQ(third->verifyAhead(f, 4, &cancelled, 4), 0u);
+        FilteredReadStats d;
+        EXPECT_EQ(count(*third, d), n);
+        EXPECT_EQ(d.answeredFromVerified, 0u);
+    }
+}
+
+} // namespace
+} // namespace poolscope
