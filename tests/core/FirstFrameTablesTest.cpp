@@ -448,6 +448,28 @@ TEST(FirstFrameTables, HandBuiltAReaderAdoptingTheLoadsScanReadsNeitherAgainAndA
 namespace poolscope {
 namespace {
 
+// A copy of `path` in dir, intact ("i.poolscope") or with the data of its chunk at `offset` (by
+// id) zeroed ("d.poolscope"); and the count of Alloc events both tests below ask for, through a
+// reader that reuses its scan and passes over damaged chunks.
+std::string copyOf(test::ScratchDir& dir, const std::string& path, bool damage, int offset) {
+    const std::string file = dir.file(damage ? "d.poolscope" : "i.poolscope");
+    std::filesystem::copy_file(path, file);
+    if (damage)
+        test::execSql(file, "UPDATE event_chunks SET data = zeroblob(length(data)) WHERE id = "
+                            "(SELECT id FROM event_chunks ORDER BY id LIMIT 1 OFFSET " + std::to_string(offset) + ")");
+    return file;
+}
+
+uint64_t countAllocs(TraceReader& r, FilteredReadStats& st) {
+    view::EventFilter f;
+    f.kindMask = 1u << unsigned(EventKind::Alloc);
+    r.setReuseHeaderScan(true);
+    r.setSkipDamaged(true);
+    auto n = r.countMatching(f, &st);
+    EXPECT_TRUE(n) << (n ? "" : n.error().message);
+    return n ? *n : 0;
+}
+
 // The window's events table opens a reader per query and shares the first one's scan: a kind
 // filter's count then reads no chunk whose data an earlier read found intact, gives the same
 // number, still re-reads (and leaves out) a chunk found damaged, and starts over on a file that
@@ -455,22 +477,10 @@ namespace {
 TEST(FirstFrameTables, HandBuiltCountsSharingAScanReadOnlyChunksNotYetFoundIntact) {
     test::ScratchDir dir;
     const std::string path = writeHandBuilt(dir.file("t.poolscope"), 9, 200'000);
-    view::EventFilter f;
-    f.kindMask = 1u << unsigned(EventKind::Alloc);
-    auto count = [&](TraceReader& r, FilteredReadStats& st) {
-        r.setReuseHeaderScan(true);
-        r.setSkipDamaged(true);
-        auto n = r.countMatching(f, &st);
-        EXPECT_TRUE(n) << (n ? "" : n.error().message);
-        return n ? *n : 0;
-    };
+    auto count = countAllocs;
     for (const bool damage : {false, true}) {
         SCOPED_TRACE(damage ? "one chunk's data damaged" : "intact");
-        const std::string file = dir.file(damage ? "d.poolscope" : "i.poolscope");
-        std::filesystem::copy_file(path, file);
-        if (damage)
-            test::execSql(file, "UPDATE event_chunks SET data = zeroblob(length(data)) "
-                                "WHERE id = (SELECT id FROM event_chunks ORDER BY id LIMIT 1 OFFSET 5)");
+        const std::string file = copyOf(dir, path, damage, 5);
         auto first = openTrace(file);
         FilteredReadStats a;
         const uint64_t n = count(*first, a);
@@ -520,18 +530,10 @@ TEST(FirstFrameTables, HandBuiltChunksCheckedAheadOnThreadsCountAsOneReaderCount
         r.setReuseHeaderScan(true);
         r.setSkipDamaged(true);
     };
-    auto count = [&](TraceReader& r, FilteredReadStats& st) {
-        auto n = r.countMatching(f, &st);
-        EXPECT_TRUE(n) << (n ? "" : n.error().message);
-        return n ? *n : 0;
-    };
+    auto count = countAllocs;
     for (const bool damage : {false, true}) {
         SCOPED_TRACE(damage ? "one chunk's data damaged" : "intact");
-        const std::string file = dir.file(damage ? "d.poolscope" : "i.poolscope");
-        std::filesystem::copy_file(path, file);
-        if (damage)
-            test::execSql(file, "UPDATE event_chunks SET data = zeroblob(length(data)) "
-                                "WHERE id = (SELECT id FROM event_chunks ORDER BY id LIMIT 1 OFFSET 7)");
+        const std::string file = copyOf(dir, path, damage, 7);
         auto alone = openTrace(file);
         prepare(*alone);
         FilteredReadStats a;
