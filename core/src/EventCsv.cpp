@@ -8,30 +8,19 @@
 namespace poolscope {
 
 void appendCsvField(std::string& out, std::string_view s) {
-    if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
-        out += s;
-        return;
-    }
-    out += '"';
-    for (char c : s) {
-        if (c == '"') out += '"';
-        out += c;
-    }
-    out += '"';
+    TextCursor c(out, 2 * s.size() + 2);
+    c.csvField(s);
 }
 
 void writeEventDetails(TextCursor& c, const Event& e) {
-    // Most rows are allocations, whose text is their API's name: no string of its own.
+    // Most rows are allocations, whose text is their API's name: no string of its own, and
+    // nothing to quote (lower-case words; EventCsv.FieldsAtTheirLimitsAndEveryKindAreThePrintfRow
+    // quotes every variant's name as printf's row would).
     if (e.kind == EventKind::Alloc && !e.failed()) {
-        c.csvField(allocApiName(AllocFields::of(e).api));
+        c.put(allocApiName(AllocFields::of(e).api));
         return;
     }
     c.csvField(describeEvent(e));
-}
-
-void appendEventDetails(std::string& out, const Event& e) {
-    TextCursor c(out, 256);
-    writeEventDetails(c, e);
 }
 
 void writeEventCsv(TextCursor& c, const Event& e) {

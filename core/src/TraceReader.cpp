@@ -1068,8 +1068,8 @@ Status TraceReader::decodeChunks(const std::vector<ChunkRef>& list, bool byRowid
         [this](const char* w) { return sqlError(w); });
 }
 
-bool TraceReader::verifyChunks(const ChunkIndex& idx, const std::vector<size_t>& positions,
-                               detail::VerifiedChunks& v, const std::atomic<bool>* cancel) const {
+bool TraceReader::markIntact(const ChunkIndex& idx, const std::vector<size_t>& positions,
+                             detail::VerifiedChunks& v, const std::atomic<bool>* cancel) const {
     std::vector<ChunkRef> list;
     std::unordered_map<int64_t, size_t> positionOf;
     list.reserve(positions.size());

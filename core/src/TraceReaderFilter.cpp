@@ -135,6 +135,18 @@ void TraceReader::appendIndexDamage(std::vector<TraceDamage>& out) const {
                            "events such a row hides", 0});
 }
 
+namespace {
+// The filter asks only kinds and time: a chunk's matches may come from its kind counts.
+bool kindsAndTimeOnly(const view::EventFilter& f) {
+    return !f.failedOnly && !f.stream && !f.pool && !f.sizeActive();
+}
+// Such a filter's chunk whose kind counts are known and that lies wholly inside its range: its
+// matches are its counts once its data's checksum holds (forEachMatchingChunk, verifyAhead).
+bool countableByKinds(const TraceReader::ChunkRef& c, const view::EventFilter& f) {
+    return c.kindCountsAt != UINT32_MAX && c.h.tMin >= f.t0 && c.h.tMax < f.t1;
+}
+} // namespace
+
 Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
                                          const std::function<bool(std::vector<Event>&)>& fn,
                                          FilteredReadStats* stats,
@@ -158,8 +170,7 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
     if (!s.ok()) return sqlError("read events");
     std::vector<Event> chunk, matches;
     uint64_t skip = options.skip;
-    const bool kindOnly =
-        !filter.failedOnly && !filter.stream && !filter.pool && !filter.sizeActive();
+    const bool kindOnly = kindsAndTimeOnly(filter);
     std::shared_ptr<detail::VerifiedChunks> verified;
     if (reuseScan_ && checksummed && !distrustCopy_.load()) {
         std::lock_guard lock(mutex_);
@@ -182,8 +193,7 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
         // a full decode either).
         uint64_t counted = 0;
         bool byCounts = false;
-        if (may && (options.countOnly || skip > 0) && kindOnly && checksummed &&
-            c.kindCountsAt != UINT32_MAX && c.h.tMin >= filter.t0 && c.h.tMax < filter.t1) {
+        if (may && (options.countOnly || skip > 0) && kindOnly && checksummed && countableByKinds(c, filter)) {
             counted =
                 detail::countKinds(index.kindCounts, c.kindCountsAt, c.h.kinds, filter.kindMask);
             byCounts = options.countOnly || skip >= counted;
@@ -258,9 +268,7 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
 
 size_t TraceReader::verifyAhead(const view::EventFilter& filter, unsigned threads,
                                 const std::atomic<bool>* cancel, size_t minPerThread) const {
-    const bool kindOnly =
-        !filter.failedOnly && !filter.stream && !filter.pool && !filter.sizeActive();
-    if (threads < 2 || !kindOnly || !reuseScan_ || schemaVersion_ < schema::kChunkChecksumVersion ||
+    if (threads < 2 || !kindsAndTimeOnly(filter) || !reuseScan_ || schemaVersion_ < schema::kChunkChecksumVersion ||
         distrustCopy_.load() || path_.empty())
         return 0;
     auto idx = indexForReading();
@@ -278,9 +286,7 @@ size_t TraceReader::verifyAhead(const view::EventFilter& filter, unsigned thread
     std::vector<size_t> todo;
     for (size_t p = 0; p < index.chunks.size(); ++p) {
         const ChunkRef& c = index.chunks[p];
-        if (c.kindCountsAt == UINT32_MAX || !(c.h.tMin >= filter.t0 && c.h.tMax < filter.t1) ||
-            verified->ok[p].load(std::memory_order_relaxed))
-            continue;
+        if (!countableByKinds(c, filter) || verified->ok[p].load(std::memory_order_relaxed)) continue;
         if (filter.mayMatch(view::ChunkFacts{c.h.tMin, c.h.tMax, c.h.kinds, nullptr})) todo.push_back(p);
     }
     // Below a few hundred chunks (a million events) one thread's count is already short.
@@ -296,7 +302,7 @@ size_t TraceReader::verifyAhead(const view::EventFilter& filter, unsigned thread
             // A connection of its own (a reader's belongs to one thread): its findings are its
             // own and go with it; only the intact chunks' marks stay.
             auto r = TraceReader::open(path_);
-            if (r) (*r)->verifyChunks(index, share(k), *verified, cancel);
+            if (r) (*r)->markIntact(index, share(k), *verified, cancel);
         } catch (...) { // (memory) those chunks are left for the count
         }
     };

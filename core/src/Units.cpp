@@ -91,10 +91,13 @@ char* writeBytes(char* p, uint64_t bytes) {
     return threeDigits(p, v, kUnits[u]);
 }
 
-void appendBytes(std::string& out, uint64_t bytes) {
+// A write* form's text appended to out.
+template <class T> void appendWritten(std::string& out, char* (*write)(char*, T), T v) {
     char buf[kUnitTextMax];
-    out.append(buf, static_cast<size_t>(writeBytes(buf, bytes) - buf));
+    out.append(buf, static_cast<size_t>(write(buf, v) - buf));
 }
+
+void appendBytes(std::string& out, uint64_t bytes) { appendWritten(out, writeBytes, bytes); }
 
 std::string formatBytes(uint64_t bytes) {
     std::string out;
@@ -186,10 +189,7 @@ char* writeDuration(char* p, int64_t ns) {
     return put(p, " s");
 }
 
-void appendDuration(std::string& out, int64_t ns) {
-    char buf[kUnitTextMax];
-    out.append(buf, static_cast<size_t>(writeDuration(buf, ns) - buf));
-}
+void appendDuration(std::string& out, int64_t ns) { appendWritten(out, writeDuration, ns); }
 
 std::string formatDuration(int64_t ns) {
     std::string out;

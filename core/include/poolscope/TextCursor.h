@@ -134,7 +134,8 @@ public:
         room(kUnitTextMax);
         p_ = writeDuration(p_, ns);
     }
-    // RFC 4180 (appendCsvField): quoted when it holds a comma, a quote or a line break.
+    // RFC 4180 (appendCsvField writes through this): quoted when it holds a comma, a quote or a
+    // line break, its quotes doubled.
     void csvField(std::string_view v) {
         if (v.find_first_of(",\"\r\n") == std::string_view::npos) {
             put(v);

@@ -292,8 +292,8 @@ private:
     // verifyAhead's share: the data of idx's chunks at `positions` checked as a filtered read
     // checks them (own header, checksum), each that holds marked in `v`; false where the read
     // stopped (cancelled, or a row could not be read).
-    bool verifyChunks(const ChunkIndex& idx, const std::vector<size_t>& positions,
-                      detail::VerifiedChunks& v, const std::atomic<bool>* cancel) const;
+    bool markIntact(const ChunkIndex& idx, const std::vector<size_t>& positions,
+                    detail::VerifiedChunks& v, const std::atomic<bool>* cancel) const;
     // chunk_index rows of idx's chunks, by position; valid[i] when chunk i's row holds. What does
     // not hold is kept for tableDamage().
     Status chunkIndexRows(const ChunkIndex& idx, std::vector<view::ChunkIndexRow>& rows,

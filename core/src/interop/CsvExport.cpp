@@ -5,7 +5,6 @@
 
 #include "poolscope/interop/Export.h"
 
-#include <charconv>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -90,9 +89,6 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
         if (const std::string* field = known.find(h)) c.put(*field);
         else c.csvField(name(h));
     };
-    // An allocation's details column is its API's name (appendEventDetails), made once per value.
-    std::vector<std::string> apiField(256);
-    for (size_t a = 0; a < apiField.size(); ++a) appendCsvField(apiField[a], allocApiName(static_cast<AllocApi>(a)));
     // A row is its event's alone (the names, stacks and the maps above are only read): the chunks
     // are formatted on several threads (ChunksInOrder.h).
     auto format = [&](const std::vector<Event>& chunk, std::string& buf) {
@@ -146,8 +142,7 @@ Status writeEventsCsv(TraceReader& reader, const view::EntityNames& names, int64
             c.put(',');
             c.number(e.site);
             c.put(',');
-            if (e.kind == EventKind::Alloc && !e.failed()) c.put(apiField[static_cast<uint8_t>(AllocFields::of(e).api)]);
-            else c.csvField(describeEvent(e));
+            writeEventDetails(c, e);
             c.put('\n');
         }
     };
