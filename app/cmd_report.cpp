@@ -142,6 +142,12 @@ void registerReport(CLI::App& app, int& exitCode) {
                          "it %.2f s), advice %.2f s on %u thread(s)\n",
                          built->readSeconds, built->readWaitedForThreads, built->threadsWaitedForRead,
                          built->adviceSeconds, built->adviceThreads);
+        if (*timings) {
+            std::fprintf(stderr, "timings: read CPU %.2f s: the report's thread %.2f s", built->readProcessCpu,
+                         built->readCallerCpu);
+            for (double c : built->readThreadCpu) std::fprintf(stderr, ", a replay thread %.2f s", c);
+            std::fprintf(stderr, "\n");
+        }
         const Report& rep = built->report;
         std::string text = *json ? reportToJson(rep) + "\n" : reportToText(rep);
         if (*topSites > 0) {

@@ -7,7 +7,7 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
     : asRecorded_({}, c), neverReleasing_(whatif::neverReleasing(), c),
       races_(c.growthGranule, c.blockAlign),
       thread_(threaded ? std::make_unique<ReplayThread>([this] { step(); }) : nullptr),
-      replay_(threaded ? &thread_->replay() : &report) {
+      replay_(threaded ? &thread_->replay() : &report), racesReplay_(replay_) {
     if (spill) spill_ = std::make_unique<whatif::TapeSpill>();
     asRecorded_.recordInto(&tape_);
     replay_->subscribe(&asRecorded_, whatif::PoolModel::kindMask());
@@ -20,7 +20,13 @@ AdviceFeed::~AdviceFeed() {
         return;
     }
     replay_->unsubscribe(&asRecorded_);
-    replay_->unsubscribe(&races_);
+    racesReplay_->unsubscribe(&races_);
+}
+
+void AdviceFeed::racesOn(replay::Replay& other) {
+    racesReplay_->unsubscribe(&races_);
+    racesReplay_ = &other;
+    other.subscribe(&races_, whatif::RaceBounds::kindMask());
 }
 
 void AdviceFeed::step() {

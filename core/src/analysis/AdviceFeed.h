@@ -31,6 +31,10 @@ public:
     // Threaded: the thread, to be given the report's entities, knobs, samples (and any other
     // observers) and started; null otherwise.
     ReplayThread* thread() { return thread_.get(); }
+    // Threaded, before the threads start: the racing threads' ranges follow `other` instead, a
+    // replay of the same events on another thread (the report's analyses'), which must outlive
+    // this feed's use of them. They were a fifth of the models' thread, the read's slowest.
+    void racesOn(replay::Replay& other);
     // Not threaded: after the report's replay applied a chunk (its samples included).
     void step();
     // After the last chunk: the thread's end, or the last step.
@@ -41,7 +45,7 @@ public:
     // After finish(): the inputs adviseAfter takes.
     const std::vector<whatif::PoolPrediction>& recorded() const { return tape_.recorded; }
     std::vector<whatif::PoolPrediction> neverReleasing() { return neverReleasing_.collect(tape_); }
-    std::vector<whatif::RaceRange> races() const { return races_.result(*replay_); }
+    std::vector<whatif::RaceRange> races() const { return races_.result(*racesReplay_); }
     whatif::TapeSpill* spill() { return spill_.get(); }
 
 private:
@@ -52,6 +56,7 @@ private:
     const std::vector<uint8_t> noMute_;
     std::unique_ptr<ReplayThread> thread_; // after the models: stopped before they go
     replay::Replay* replay_;
+    replay::Replay* racesReplay_; // replay_, or the one racesOn() gave
 };
 
 } // namespace poolscope::detail

@@ -1,6 +1,7 @@
 #include "ReplayThread.h"
 
 #include <atomic>
+#include <ctime>
 #include <system_error>
 
 namespace poolscope::detail {
@@ -87,6 +88,12 @@ void ReplayThread::apply(const std::vector<Event>& chunk) {
     if (afterChunk_) afterChunk_();
 }
 
+double threadCpuSeconds() {
+    timespec ts{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 void ReplayThread::run() {
     for (;;) {
         SharedChunk c;
@@ -97,7 +104,10 @@ void ReplayThread::run() {
                 notEmpty_.wait(lk, [&] { return stop_ || done_ || !queue_.empty(); });
                 chunkWaited_ += std::chrono::steady_clock::now() - t;
             }
-            if (stop_ || queue_.empty()) return;
+            if (stop_ || queue_.empty()) {
+                cpuSeconds_ = threadCpuSeconds();
+                return;
+            }
             c = std::move(queue_.front());
             queue_.pop_front();
         }

@@ -103,6 +103,8 @@ public:
     // a chunk (the read was behind), in seconds.
     double pushWaited() const { return std::chrono::duration<double>(pushWaited_).count(); }
     double chunkWaited() const { return std::chrono::duration<double>(chunkWaited_).count(); }
+    // After end(): the CPU time its thread used (0 where it had none).
+    double cpuSeconds() const { return cpuSeconds_; }
 
 private:
     static constexpr size_t kDepth = 4;
@@ -119,7 +121,11 @@ private:
     std::deque<SharedChunk> queue_;
     bool stop_ = false, done_ = false;
     std::chrono::steady_clock::duration pushWaited_{}, chunkWaited_{}; // under m_
+    double cpuSeconds_ = 0; // written by the thread before it ends
     std::thread thread_;
 };
+
+// The calling thread's CPU time so far, in seconds (0 where it cannot be read).
+double threadCpuSeconds();
 
 } // namespace poolscope::detail

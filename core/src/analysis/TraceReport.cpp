@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -99,6 +100,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const CpuTicks started = options.adviceThreads == 0 ? cpuTicks() : CpuTicks{};
     using Clock = std::chrono::steady_clock;
     const Clock::time_point readStart = Clock::now();
+    auto processCpu = [] {
+        timespec ts{};
+        return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9 : 0.0;
+    };
+    const double callerCpuStart = detail::threadCpuSeconds(), processCpuStart = processCpu();
     auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     detail::ReportReducer reducer(options.report.topN, options.topSites > 0);
     auto tables = detail::readTraceTables(reader);
@@ -137,8 +143,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     // again). Where knobs were declared ahead, the advisor's replay would not see them, and its
     // ops would differ: it reads the trace again there.
     // The report's replay analyses (pending frees, hazards, fragmentation) follow a replay on
-    // another thread too: where there are 4 CPUs or more their own, else the models' (which had
-    // time to spare while the report's thread had none).
+    // another thread too: where there are 4 CPUs or more their own, with the racing threads'
+    // ranges (the models' thread was the slowest there), else the models' (which had time to
+    // spare while the report's thread had none).
     ChunkShelf shelf; // before the threads: their queued chunks give their buffers back to it
     std::unique_ptr<detail::AdviceFeed> feed;
     std::unique_ptr<ReplayThread> analyses;
@@ -157,6 +164,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                 analyses = std::make_unique<ReplayThread>();
                 threads.push_back(analyses.get());
                 lentTo = analyses.get();
+                feed->racesOn(analyses->replay());
             }
             for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
                 lentTo->replay().subscribe(l.observer, l.kindMask);
@@ -198,9 +206,12 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     detail::addFindings(rep);
     const Clock::time_point readEnd = Clock::now();
     out.readSeconds = seconds(readEnd - readStart);
+    out.readCallerCpu = detail::threadCpuSeconds() - callerCpuStart;
+    out.readProcessCpu = processCpu() - processCpuStart;
     for (ReplayThread* t : threads) {
         out.readWaitedForThreads += t->pushWaited();
         out.threadsWaitedForRead += t->chunkWaited();
+        out.readThreadCpu.push_back(t->cpuSeconds());
     }
     if (feed && adviceWorthIt(rep, reducer.anyPolicyOff())) {
         feed->finish();
