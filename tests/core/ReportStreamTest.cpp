@@ -73,15 +73,20 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     using Thread = TraceReportOptions::FeedThread;
     o.parallel = false;
     o.adviceFeedThread = Thread::Off;
+    o.mergeThread = Thread::Off;
     auto now = reportTrace(**reader, o, "t.poolscope");
     // The advisor's models and the report's analyses during the read on a second thread (with a
     // replay of their own); then decoding on a second thread, the models on a third, the
-    // analyses on a fourth, and the advisor's questions on several: the same report.
+    // analyses on a fourth, the time merge on a fifth, the spill on a sixth, and the advisor's
+    // questions on several: the same report.
     o.adviceFeedThread = Thread::On;
     o.analysesThread = Thread::Off;
+    o.spillThread = Thread::Off;
     auto two = reportTrace(**reader, o, "t.poolscope");
     o.parallel = true;
     o.analysesThread = Thread::On;
+    o.mergeThread = Thread::On; // the time merge's batches applied on a thread of its own
+    o.spillThread = Thread::On; // and the models' ops spilled and followed on another
     auto par = reportTrace(**reader, o, "t.poolscope");
     EXPECT_TRUE(old && now && two && par);
     if (!old || !now || !two || !par) return {};
@@ -240,6 +245,8 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
             o.parallel = parallel;
             o.adviceFeedThread = TraceReportOptions::FeedThread::On;
             o.analysesThread = TraceReportOptions::FeedThread::On;
+            o.mergeThread = TraceReportOptions::FeedThread::On;
+            o.spillThread = TraceReportOptions::FeedThread::On;
             o.cancel = &cancel;
             uint64_t seen = 0;
             o.progress = [&](uint64_t done, uint64_t) {
@@ -336,6 +343,8 @@ TEST(ReportStream, WithoutThreadsTheReplaysRunOnTheReportsThread) {
     EXPECT_GT(want->report.unorderedReuses, 0u); // the analyses have something to find
     o.adviceFeedThread = TraceReportOptions::FeedThread::On;
     o.analysesThread = TraceReportOptions::FeedThread::On;
+    o.mergeThread = TraceReportOptions::FeedThread::On;
+    o.spillThread = TraceReportOptions::FeedThread::On;
     detail::simulateNoReplayThreads(true);
     auto got = reportTrace(**reader, o, "t.poolscope");
     detail::simulateNoReplayThreads(false);
@@ -497,8 +506,15 @@ TEST(ReportStream, EventsBeyondTheHorizonAreCountedAndSaid) {
     TraceReportOptions o;
     o.topSites = 3;
     auto old = reportTraceViaTimeline(**reader, o);
+    o.mergeThread = TraceReportOptions::FeedThread::Off;
     auto now = reportTrace(**reader, o);
-    ASSERT_TRUE(old && now);
+    // The time merge on a thread of its own counts and approximates the same way: it is handed
+    // the points in the order and at the frontiers the reading side chose.
+    o.mergeThread = TraceReportOptions::FeedThread::On;
+    auto merged = reportTrace(**reader, o);
+    ASSERT_TRUE(old && now && merged);
+    EXPECT_EQ(reportToJson(merged->report), reportToJson(now->report));
+    EXPECT_EQ(sitesText(merged->sites), sitesText(now->sites));
     EXPECT_GT(now->report.outOfOrderEvents, 0u);
     EXPECT_EQ(old->report.outOfOrderEvents, 0u);
     bool said = false;

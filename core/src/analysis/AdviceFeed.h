@@ -6,7 +6,8 @@
 // They follow the report's own replay (the reducer's), or with `threaded` a replay of their own
 // on a thread of their own (ReplayThread.h): the models were about a third of the read.
 // step() turns what the recording model took from a chunk into the spill's and the
-// never-releasing model's input, on whichever thread follows.
+// never-releasing model's input, on whichever thread follows, or with a follower hands it to a
+// thread of its own that writes the spill and feeds the never-releasing model.
 
 #include <memory>
 #include <vector>
@@ -23,7 +24,9 @@ class AdviceFeed {
 public:
     // `report`: the reducer's replay (or `advise`'s), followed where not threaded. `spill`: keep
     // the ops on disk for the questions after the read.
-    AdviceFeed(replay::Replay& report, bool threaded, bool spill, const whatif::Calibration& c = {});
+    // `follower` (with `threaded`): the spill and the never-releasing model on another thread.
+    AdviceFeed(replay::Replay& report, bool threaded, bool spill, const whatif::Calibration& c = {},
+               bool follower = false);
     ~AdviceFeed();
     AdviceFeed(const AdviceFeed&) = delete;
     AdviceFeed& operator=(const AdviceFeed&) = delete;
@@ -49,11 +52,22 @@ public:
     whatif::TapeSpill* spill() { return spill_.get(); }
 
 private:
+    // One step's ops for the follower, and the streams and pools first seen in it.
+    struct Handed {
+        std::vector<whatif::Op> ops;
+        std::vector<uint64_t> allocSeq, newStreams, newPools;
+    };
+    struct Follower;
+    void follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles);
+    void stopFollower(bool drop);
+
     whatif::PoolModel asRecorded_, neverReleasing_;
     whatif::RaceBounds races_;
     whatif::Tape tape_;
     std::unique_ptr<whatif::TapeSpill> spill_;
     const std::vector<uint8_t> noMute_;
+    std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped
+    std::unique_ptr<Follower> follower_; // after the models: stopped before they go
     std::unique_ptr<ReplayThread> thread_; // after the models: stopped before they go
     replay::Replay* replay_;
     replay::Replay* racesReplay_; // replay_, or the one racesOn() gave

@@ -54,6 +54,7 @@ std::atomic<bool> noThreads{false};
 } // namespace
 
 void simulateNoReplayThreads(bool on) { noThreads = on; }
+bool replayThreadsSimulatedAway() { return noThreads; }
 
 void ReplayThread::start() {
     try {

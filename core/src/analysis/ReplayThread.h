@@ -62,6 +62,7 @@ private:
 
 // Tests: ReplayThread::start() finds no thread to be had (as std::thread's EAGAIN).
 void simulateNoReplayThreads(bool on);
+bool replayThreadsSimulatedAway();
 
 // The decoded chunks' buffers, shared between the read and the replay threads and given back
 // to the reader once all are done with them. Must outlive every SharedChunk it made.

@@ -20,9 +20,9 @@ uint32_t ReportReducer::deviceIndex(int device) {
 // The device its points are summed under: the pool's device when the first of them was applied.
 // Until a point above 0 went in, the pool may still move to the device it learns later (nothing
 // of it is in the sums); after that a move is counted as out of order in finish().
-ReportReducer::Device& ReportReducer::poolDevice(uint32_t pool) {
-    Pool& p = pools_[pool];
-    const int now = replay_.pools()[pool].info.device;
+ReportReducer::Device& ReportReducer::poolDevice(uint32_t pool, const Batch& b) {
+    MergePool& p = merge_[pool];
+    const int now = b.poolDevice[pool];
     if (p.device == replay::kNone || (!p.seen && p.deviceOrdinal != now)) {
         p.deviceOrdinal = now;
         p.device = deviceIndex(now);
@@ -40,28 +40,40 @@ void ReportReducer::advance() {
     flush(frontier, false);
 }
 
-// batch_ holds sorted runs (a series' points, the steps): merged pairwise, O(n log runs). Which
-// series goes first at one instant does not matter, every figure is taken once it is complete.
-void ReportReducer::mergeRuns() {
-    auto before = [](const Entry& a, const Entry& b) { return a.t < b.t; };
-    while (runs_.size() > 2) {
+// The batch holds sorted runs (a series' points, the steps): merged pairwise, O(n log runs).
+// Which series goes first at one instant does not matter, every figure is taken once it is
+// complete.
+void ReportReducer::mergeRuns(Batch& b) {
+    auto before = [](const Entry& x, const Entry& y) { return x.t < y.t; };
+    std::vector<size_t>& runs = b.runs;
+    while (runs.size() > 2) {
         size_t n = 1;
-        for (size_t i = 0; i + 2 < runs_.size(); i += 2) {
-            std::inplace_merge(batch_.begin() + static_cast<ptrdiff_t>(runs_[i]),
-                               batch_.begin() + static_cast<ptrdiff_t>(runs_[i + 1]),
-                               batch_.begin() + static_cast<ptrdiff_t>(runs_[i + 2]), before);
-            runs_[n++] = runs_[i + 2];
+        for (size_t i = 0; i + 2 < runs.size(); i += 2) {
+            std::inplace_merge(b.entries.begin() + static_cast<ptrdiff_t>(runs[i]),
+                               b.entries.begin() + static_cast<ptrdiff_t>(runs[i + 1]),
+                               b.entries.begin() + static_cast<ptrdiff_t>(runs[i + 2]), before);
+            runs[n++] = runs[i + 2];
         }
-        if (runs_.size() % 2 == 0) runs_[n++] = runs_.back();
-        runs_.resize(n);
+        if (runs.size() % 2 == 0) runs[n++] = runs.back();
+        runs.resize(n);
     }
 }
 
 void ReportReducer::flush(int64_t frontier, bool all) {
+    Batch b;
+    {
+        std::lock_guard lk(mergeM_);
+        if (!spares_.empty()) {
+            b = std::move(spares_.back());
+            spares_.pop_back();
+        }
+    }
+    std::vector<Entry>& batch_ = b.entries;
     batch_.clear();
-    runs_.assign(1, 0);
+    b.runs.assign(1, 0);
+    b.questions.clear();
     auto endRun = [&] {
-        if (batch_.size() != runs_.back()) runs_.push_back(batch_.size());
+        if (batch_.size() != b.runs.back()) b.runs.push_back(batch_.size());
     };
     size_t held = 0;
     auto keepActive = [&](std::vector<uint32_t>& list, auto&& emit) {
@@ -113,14 +125,27 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         steps_.pop();
     }
     endRun();
-    mergeRuns();
-    for (size_t i = 0; i < batch_.size();) {
-        const int64_t t = batch_[i].t;
-        answer(t, false);
-        for (; i < batch_.size() && batch_[i].t == t; ++i) apply(batch_[i]);
-        settleTouched(t);
+    // The questions due, with the pools' peaks as they are now (a flush on one thread answered
+    // them here, between the same events).
+    while (!questions_.empty() && (all || questions_.top().t < frontier)) {
+        const Question q = questions_.top();
+        questions_.pop();
+        if (q.peak && q.version != pools_[q.idx].peakVersion) continue; // a later peak replaced it
+        b.questions.push_back(q);
     }
-    answer(frontier, all);
+    if (!batch_.empty() || !b.questions.empty()) {
+        b.poolDevice.resize(pools_.size());
+        for (size_t i = 0; i < pools_.size(); ++i) b.poolDevice[i] = replay_.pools()[i].info.device;
+        b.outsideDevice.resize(outside_.size());
+        for (size_t i = 0; i < outside_.size(); ++i) b.outsideDevice[i] = outside_[i].device;
+        b.streams = streams_.size();
+        b.frontier = frontier;
+        b.all = all;
+        hand(std::move(b));
+    } else {
+        std::lock_guard lk(mergeM_);
+        spares_.push_back(std::move(b));
+    }
     if (!all) done_ = std::max(done_, frontier);
     // Hold at most kMaxHeld points: a denser trace gets a shorter horizon, while it lasts.
     held += steps_.size() + questions_.size();
@@ -128,14 +153,71 @@ void ReportReducer::flush(int64_t frontier, bool all) {
     else if (held < kMaxHeld / 4) horizon_ = std::min(horizon_ * 2, kHorizonNs);
 }
 
-void ReportReducer::apply(const Entry& e) {
-    auto touchPool = [&](Pool& p) {
+void ReportReducer::hand(Batch&& b) {
+    if (!merger_.joinable()) {
+        run(b);
+        std::lock_guard lk(mergeM_);
+        spares_.push_back(std::move(b));
+        return;
+    }
+    std::unique_lock lk(mergeM_);
+    mergeRoom_.wait(lk, [&] { return mergeQueue_.size() < kMergeDepth; });
+    mergeQueue_.push_back(std::move(b));
+    lk.unlock();
+    mergeReady_.notify_one();
+}
+
+void ReportReducer::mergeLoop() {
+    for (;;) {
+        Batch b;
+        {
+            std::unique_lock lk(mergeM_);
+            mergeReady_.wait(lk, [&] { return mergeEnd_ || !mergeQueue_.empty(); });
+            if (mergeQueue_.empty()) return; // ended, nothing left
+            b = std::move(mergeQueue_.front());
+            mergeQueue_.pop_front();
+        }
+        mergeRoom_.notify_one();
+        run(b);
+        std::lock_guard lk(mergeM_);
+        spares_.push_back(std::move(b));
+    }
+}
+
+// The merge's thread finishes what it was handed and ends.
+void ReportReducer::merged() {
+    if (!merger_.joinable()) return;
+    {
+        std::lock_guard lk(mergeM_);
+        mergeEnd_ = true;
+    }
+    mergeReady_.notify_all();
+    merger_.join();
+}
+
+void ReportReducer::run(Batch& b) {
+    if (merge_.size() < b.poolDevice.size()) merge_.resize(b.poolDevice.size());
+    if (streamCur_.size() < b.streams) streamCur_.resize(b.streams, 0);
+    mergeRuns(b);
+    const std::vector<Entry>& batch = b.entries;
+    size_t next = 0; // question
+    for (size_t i = 0; i < batch.size();) {
+        const int64_t t = batch[i].t;
+        answer(b, next, t, false);
+        for (; i < batch.size() && batch[i].t == t; ++i) apply(batch[i], b);
+        settleTouched(t);
+    }
+    answer(b, next, b.frontier, b.all);
+}
+
+void ReportReducer::apply(const Entry& e, const Batch& b) {
+    auto touchPool = [&](MergePool& p) {
         if (!p.idleTouched && !p.stepTouched) touchedPools_.push_back(e.idx);
     };
     switch (e.kind) {
     case Kind::Reserved: {
-        Pool& p = pools_[e.idx];
-        Device& d = poolDevice(e.idx);
+        MergePool& p = merge_[e.idx];
+        Device& d = poolDevice(e.idx, b);
         d.pools = d.pools - p.curReserved + e.v; // wraps as sumOf does
         p.curReserved = e.v;
         p.seen = p.seen || e.v != 0;
@@ -144,8 +226,8 @@ void ReportReducer::apply(const Entry& e) {
         break;
     }
     case Kind::Used: {
-        Pool& p = pools_[e.idx];
-        Device& d = poolDevice(e.idx);
+        MergePool& p = merge_[e.idx];
+        Device& d = poolDevice(e.idx, b);
         d.used = d.used - p.curUsed + e.v;
         p.curUsed = e.v;
         p.seen = p.seen || e.v != 0;
@@ -155,13 +237,13 @@ void ReportReducer::apply(const Entry& e) {
         break;
     }
     case Kind::StreamLive: {
-        Stream& s = streams_[e.idx];
-        streamsHolding_ += (s.cur == 0) - (e.v == 0);
-        s.cur = e.v;
+        uint64_t& cur = streamCur_[e.idx];
+        streamsHolding_ += (cur == 0) - (e.v == 0);
+        cur = e.v;
         break;
     }
     case Kind::OutsideLive: {
-        const uint32_t di = deviceIndex(outside_[e.idx].device);
+        const uint32_t di = deviceIndex(b.outsideDevice[e.idx]);
         Device& d = devices_[di];
         d.outside = e.v;
         if (!d.touched) touchedDevices_.push_back(di);
@@ -169,7 +251,7 @@ void ReportReducer::apply(const Entry& e) {
         break;
     }
     case Kind::Step: {
-        Pool& p = pools_[e.idx];
+        MergePool& p = merge_[e.idx];
         p.stepLive += static_cast<int64_t>(e.v);
         p.ledger.add(e.site, static_cast<int64_t>(e.v), e.count);
         touchPool(p);
@@ -183,7 +265,7 @@ void ReportReducer::apply(const Entry& e) {
 // sweep for the most live bytes, and finalize's device sums take their step here.
 void ReportReducer::settleTouched(int64_t t) {
     for (uint32_t i : touchedPools_) {
-        Pool& p = pools_[i];
+        MergePool& p = merge_[i];
         if (p.idleTouched) {
             const uint64_t g = p.curReserved > p.curUsed ? p.curReserved - p.curUsed : 0;
             if (g > p.maxIdle) {
@@ -231,17 +313,16 @@ void ReportReducer::settleTouched(int64_t t) {
     touchedDevices_.clear();
 }
 
-// Questions about instants before upTo (all of them with `all`): Series::valueAt there.
-void ReportReducer::answer(int64_t upTo, bool all) {
-    while (!questions_.empty() && (all || questions_.top().t < upTo)) {
-        const Question q = questions_.top();
-        questions_.pop();
+// The batch's questions about instants before upTo (all of them with `all`): Series::valueAt
+// there.
+void ReportReducer::answer(const Batch& b, size_t& next, int64_t upTo, bool all) {
+    while (next < b.questions.size() && (all || b.questions[next].t < upTo)) {
+        const Question q = b.questions[next++];
         if (!q.peak) {
             deviceSyncsDuringPoolWork_ += streamsHolding_ > 0;
             continue;
         }
-        Pool& p = pools_[q.idx];
-        if (q.version != p.peakVersion) continue; // a later peak replaced it
+        MergePool& p = merge_[q.idx];
         p.usedAtPeak = p.curUsed;
         if (sites_) p.ledger.snapshot(0);
     }
@@ -259,6 +340,8 @@ ReportReducer::KnobEnd ReportReducer::knobAtEnd(uint32_t pool, PoolAttr a) const
 
 void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n) {
     flush(INT64_MAX, true);
+    merged();
+    if (merge_.size() < pools_.size()) merge_.resize(pools_.size());
     r.t0 = t0_;
     r.t1 = t1_;
     r.eventCount = eventCount_;
@@ -296,19 +379,20 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     const EntityOrder order = entityOrder(replay_);
     for (uint32_t i : order.pools) {
         const Pool& p = pools_[i];
+        const MergePool& m = merge_[i];
         PoolReport pr;
         pr.info = replay_.pools()[i].info;
         // Its bytes were summed under the device known then; the Timeline sums them under the
         // last one (device totals, and the device's memory outside the pools with them).
-        if (p.seen && p.deviceOrdinal != pr.info.device) lateEvents_++;
+        if (m.seen && m.deviceOrdinal != pr.info.device) lateEvents_++;
         pr.hasWatermarks = !p.reserved.empty() || !p.used.empty();
         pr.peakReserved = p.peakReserved;
         pr.peakReservedTsNs = p.peakReservedTsNs;
-        pr.usedAtPeakReserved = p.peakVersion ? p.usedAtPeak : p.usedAtZero;
+        pr.usedAtPeakReserved = p.peakVersion ? m.usedAtPeak : m.usedAtZero;
         pr.idleAtPeak =
             pr.peakReserved > pr.usedAtPeakReserved ? pr.peakReserved - pr.usedAtPeakReserved : 0;
-        pr.maxIdle = p.maxIdle;
-        pr.maxIdleTsNs = p.maxIdleTsNs;
+        pr.maxIdle = m.maxIdle;
+        pr.maxIdleTsNs = m.maxIdleTsNs;
         pr.peakUsed = p.peakUsed;
         pr.peakUsedTsNs = p.peakUsedTsNs;
         pr.peakLive = p.peakLive;
@@ -332,10 +416,10 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         pr.reuseAllowOpportunistic = policy(PoolAttr::ReuseAllowOpportunistic);
         pr.reuseAllowInternalDependencies = policy(PoolAttr::ReuseAllowInternalDependencies);
         if (!p.reserved.empty())
-            pr.meanIdle = p.prev <= p.first
-                              ? p.gap
-                              : static_cast<uint64_t>(p.area / (static_cast<long double>(p.prev) -
-                                                                static_cast<long double>(p.first)));
+            pr.meanIdle = m.prev <= m.first
+                              ? m.gap
+                              : static_cast<uint64_t>(m.area / (static_cast<long double>(m.prev) -
+                                                                static_cast<long double>(m.first)));
         if (const Fragmentation::Pool* f = frag.pool(pr.info.handle)) {
             pr.growths = f->growths;
             pr.growthsWhileIdle = f->growthsWhileIdle;
@@ -454,6 +538,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     for (const PoolReport& rp : r.pools) {
         const uint32_t i = replay_.poolIndex(rp.info.handle);
         const Pool& p = pools_[i];
+        const MergePool& m = merge_[i];
         analysis::PoolSites ps;
         ps.pool = rp.info.handle;
         const bool reservedPeak = rp.hasWatermarks && rp.peakReserved > 0;
@@ -464,10 +549,10 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
             ps.reserved = rp.peakReserved;
         } else {
             ps.atPeakReserved = false;
-            ps.atTsNs = p.stepAt;
+            ps.atTsNs = m.stepAt;
             slot = 1;
         }
-        if (p.ledger.taken(slot)) ps.top = p.ledger.sites(slot, ps.liveBytes, ps.liveCount);
+        if (m.ledger.taken(slot)) ps.top = m.ledger.sites(slot, ps.liveBytes, ps.liveCount);
         std::sort(ps.top.begin(), ps.top.end(), [](const analysis::SiteBytes& a, const analysis::SiteBytes& b) {
             return a.bytes != b.bytes ? a.bytes > b.bytes : a.site < b.site;
         });

@@ -10,10 +10,14 @@
 // the frontier, kHorizonNs behind the newest timestamp, has passed them, then applied in time
 // order, and questions about an instant (a peak's) are answered once the merge reaches it.
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -80,9 +84,14 @@ public:
     static constexpr size_t kMaxHeld = size_t{1} << 18;
 
     ReportReducer(size_t topN, bool sites);
+    ~ReportReducer(); // stops the merge's thread (a read that ended early)
     ReportReducer(const ReportReducer&) = delete;
     ReportReducer& operator=(const ReportReducer&) = delete;
 
+    // Before the first event: the time merge's instants applied on a thread of its own, each
+    // flush's points handed over in order (the same figures; the report's thread was the read's
+    // slowest once the models' had help). Without a thread to be had, on this one.
+    void setMergeThread(bool on);
     void setEntities(std::vector<DeviceInfo> devices, const std::vector<PoolInfo>& pools,
                      const std::vector<StreamInfo>& streams);
     // The samples to come, read ahead: their high watermarks cap the `used` points before them.
@@ -120,7 +129,12 @@ private:
         uint64_t bytesAllocated = 0, allocCount = 0, freeCount = 0, failedCount = 0;
         uint64_t withPointer = 0; // allocations that got a pointer (call sites look at those)
         bool active = false;      // some series holds points
-        // In the time merge: reserved and used at the merge's instant, the idle figures.
+        uint32_t peakVersion = 0; // raised at each new peak reserved: the instant asked about
+        std::vector<PoolAccess> access; // applyPoolAccess, as the Timeline keeps it
+    };
+    // A pool in the time merge (its side alone reads and writes these): reserved and used at
+    // the merge's instant, the idle figures, the call sites' ledger.
+    struct MergePool {
         uint64_t curReserved = 0, curUsed = 0, gap = 0;
         uint32_t device = replay::kNone; // devices_ index its reserved and used bytes are summed under
         int deviceOrdinal = -1;
@@ -129,18 +143,15 @@ private:
         uint64_t maxIdle = 0;
         int64_t maxIdleTsNs = 0, first = 0, prev = 0;
         long double area = 0;
-        uint32_t peakVersion = 0; // raised at each new peak reserved: the instant asked about
         uint64_t usedAtPeak = 0;
         uint64_t usedAtZero = 0;  // Series::valueAt(0): the instant of a peak never raised
         // Live bytes of its allocations by time (the call sites' instant without watermarks).
         int64_t stepLive = 0, stepBest = -1, stepAt = 0;
         SiteLedger ledger; // slot 0: at the peak reserved; slot 1: at the most live bytes
-        std::vector<PoolAccess> access; // applyPoolAccess, as the Timeline keeps it
     };
     struct Stream {
         StepTail live;
         bool active = false;
-        uint64_t cur = 0;
         uint64_t allocCount = 0, bytesAllocated = 0, freeCount = 0, crossStreamFrees = 0;
         uint64_t failedCount = 0, peakLive = 0;
         int64_t peakLiveTsNs = 0;
@@ -184,6 +195,19 @@ private:
         bool peak;
         bool operator>(const Question& o) const { return t > o.t; }
     };
+    // One flush's share of the merge: the points and steps before its frontier (sorted runs),
+    // the questions due, asked of the state as the reading side had it then (a peak replaced
+    // since is dropped here), and the devices the replay knew the pools and the memory outside
+    // them on.
+    struct Batch {
+        std::vector<Entry> entries;
+        std::vector<size_t> runs; // where each sorted run of entries starts, then its end
+        std::vector<Question> questions; // in time order
+        std::vector<int> poolDevice, outsideDevice;
+        size_t streams = 0;
+        int64_t frontier = 0;
+        bool all = false;
+    };
     // A live allocation's fields the replay's block does not carry, by the block's tag.
     struct Slot {
         uint32_t site;
@@ -220,14 +244,19 @@ private:
     Allocation allocationOf(const replay::Block& b) const;
     void topLeaks(std::vector<Allocation>& leaks) const; // the largest topN, in the report's order
 
-    // The time merge.
+    // The time merge: flush() on the reading side makes a batch, run() applies it, here or on
+    // the merge's thread (merged(): the thread's work is done, its state may be read).
     void flush(int64_t frontier, bool all);
-    void mergeRuns();
-    void apply(const Entry& e);
+    void hand(Batch&& b);
+    void merged();
+    void mergeLoop();
+    void run(Batch& b);
+    static void mergeRuns(Batch& b);
+    void apply(const Entry& e, const Batch& b);
     void settleTouched(int64_t t);
-    void answer(int64_t upTo, bool all);
+    void answer(const Batch& b, size_t& next, int64_t upTo, bool all);
     uint32_t deviceIndex(int device);
-    Device& poolDevice(uint32_t pool); // the device the pool's points are summed under
+    Device& poolDevice(uint32_t pool, const Batch& b); // the device the pool's points are summed under
 
     size_t topN_;
     bool sites_;
@@ -284,18 +313,30 @@ private:
     std::pair<uint64_t, uint64_t> lastPair_{~uint64_t{0}, ~uint64_t{0}};
     std::set<std::pair<uint64_t, uint64_t>> edgeStreams_;
 
-    // Time merge state.
+    // Time merge state, the reading side's.
     int64_t horizon_ = kHorizonNs;
-    int64_t done_ = INT64_MIN; // everything before this instant is applied
+    int64_t done_ = INT64_MIN; // everything before this instant is handed to the merge
     std::vector<uint32_t> activePools_, activeStreams_, activeOutside_;
     std::priority_queue<Entry, std::vector<Entry>, Later> steps_;
     std::priority_queue<Question, std::vector<Question>, std::greater<>> questions_;
-    std::vector<Entry> batch_;
-    std::vector<size_t> runs_; // where each sorted run of batch_ starts, then its end
-    std::vector<uint32_t> touchedPools_, touchedDevices_;
-    uint64_t streamsHolding_ = 0; // streams whose live bytes are above 0 at the merge's instant
     bool late_ = false;           // this event came more than the horizon out of order
     uint64_t lateEvents_ = 0;
+
+    // The merge's side (run(); on its thread, if any, until merged()).
+    std::vector<MergePool> merge_;   // replay pool order
+    std::vector<uint64_t> streamCur_; // each stream's live bytes at the merge's instant
+    std::vector<uint32_t> touchedPools_, touchedDevices_;
+    uint64_t streamsHolding_ = 0; // streams whose live bytes are above 0 at the merge's instant
+
+    // The merge's thread: batches handed over in order, at most kMergeDepth waiting; spent
+    // ones come back for their buffers.
+    static constexpr size_t kMergeDepth = 4;
+    std::mutex mergeM_;
+    std::condition_variable mergeReady_, mergeRoom_;
+    std::deque<Batch> mergeQueue_;
+    std::vector<Batch> spares_; // under mergeM_
+    bool mergeEnd_ = false;     // under mergeM_
+    std::thread merger_;
 };
 
 } // namespace poolscope::detail

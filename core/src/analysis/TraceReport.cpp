@@ -109,6 +109,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     detail::ReportReducer reducer(options.report.topN, options.topSites > 0);
     auto tables = detail::readTraceTables(reader);
     if (!tables) return tables.error();
+    reducer.setMergeThread(options.mergeThread == TraceReportOptions::FeedThread::Auto
+                               ? std::thread::hardware_concurrency() >= 6
+                               : options.mergeThread == TraceReportOptions::FeedThread::On);
     reducer.setEntities(tables->devices, tables->pools, tables->streams);
     reducer.setDiffFacts(options.diffFacts);
     // The attributes read when each pool was first seen, as buildTimeline declares them.
@@ -155,7 +158,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         const bool threaded = options.adviceFeedThread == TraceReportOptions::FeedThread::Auto
                                   ? cpus >= 2
                                   : options.adviceFeedThread == TraceReportOptions::FeedThread::On;
-        feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), threaded, !knobsDeclared);
+        const bool follower = options.spillThread == TraceReportOptions::FeedThread::Auto
+                                  ? cpus >= 6
+                                  : options.spillThread == TraceReportOptions::FeedThread::On;
+        feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), threaded, !knobsDeclared,
+                                                    whatif::Calibration{}, follower);
         if (ReplayThread* t = feed->thread()) {
             threads.push_back(t);
             ReplayThread* lentTo = t;

@@ -134,8 +134,15 @@ void TapeSpill::flush() {
 }
 
 void TapeSpill::append(const Tape& tape, const replay::Replay& r) {
+    std::vector<uint64_t> handles;
+    handles.reserve(r.pools().size());
+    for (const replay::PoolState& p : r.pools()) handles.push_back(p.info.handle);
+    append(tape, handles);
+}
+
+void TapeSpill::append(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
     if (!ok_ || finishedSet_) return;
-    const size_t nStreams = tape.streamHandles.size(), nPools = r.pools().size();
+    const size_t nStreams = tape.streamHandles.size(), nPools = poolHandles.size();
     if (nStreams < streamsWritten_ || nPools < poolsWritten_) return fail();
     uint8_t* p = room(kSlack);
     p = putVar(p, tape.ops.size());
@@ -147,7 +154,7 @@ void TapeSpill::append(const Tape& tape, const replay::Replay& r) {
         pos_ = static_cast<size_t>(p - raw_.data());
     }
     for (; poolsWritten_ < nPools; ++poolsWritten_) {
-        p = putVar(room(kSlack), r.pools()[poolsWritten_].info.handle);
+        p = putVar(room(kSlack), poolHandles[poolsWritten_]);
         pos_ = static_cast<size_t>(p - raw_.data());
     }
     size_t seqAt = 0;

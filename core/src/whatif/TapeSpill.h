@@ -34,8 +34,10 @@ public:
 
     bool ok() const { return ok_; }
     // One step of the first read (where the advisor's search steps too): the ops and allocSeq
-    // taken since the last (tape.streamHandles already seen), and the replay's pools by now.
-    void append(const Tape& tape, const replay::Replay& r);
+    // taken since the last (tape.streamHandles already seen), and the handles of the replay's
+    // pools by now, in its order.
+    void append(const Tape& tape, const std::vector<uint64_t>& poolHandles);
+    void append(const Tape& tape, const replay::Replay& r); // the replay's pools
     // After the last step: what the recording model made of the whole read (finishTape), kept
     // as a recordOnly, keepRecorded(false) recording model would have finished it.
     void finish(const Tape& finished);

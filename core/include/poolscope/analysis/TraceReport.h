@@ -56,6 +56,13 @@ struct TraceReportOptions {
     // hazards, fragmentation) on another, with a third replay (Auto: with 4 or more hardware
     // threads), else on the models' thread.
     FeedThread analysesThread = FeedThread::Auto;
+    // The report's time merge (the figures taken over time: idle bytes, device sums, call sites
+    // at a peak) on a thread of its own, fed by the report's (Auto: with 6 or more hardware
+    // threads, where decoding, the report's replay, the models' and the analyses' have theirs).
+    FeedThread mergeThread = FeedThread::Auto;
+    // With the models on their thread: the spill of their ops and the never-releasing model that
+    // follows them on another (Auto: with 6 or more hardware threads).
+    FeedThread spillThread = FeedThread::Auto;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
     interop::DiffFacts* diffFacts = nullptr;
