@@ -1139,15 +1139,34 @@ Status TraceReader::forEachChunk(const std::function<bool(std::vector<Event>&)>&
     return decodeChunks((*idx)->chunks, (*idx)->byRowid, true, !skipDamaged_, fn);
 }
 
-Status TraceReader::verifyChunks() const {
+Status TraceReader::verifyChunks(unsigned threads, size_t minPerThread, size_t* onThreads) const {
     auto idx = scanChunks();
     if (!idx) return idx.error();
     {
         std::lock_guard lock(mutex_);
         index_ = *idx;
     }
+    const ChunkIndex& index = **idx;
+    // Below a few hundred chunks a thread (a million events) one thread is already short.
+    threads = static_cast<unsigned>(
+        std::min<size_t>(threads, index.chunks.size() / std::max<size_t>(minPerThread, 1)));
+    if (onThreads) *onThreads = 0;
+    bool whole = true;
+    std::vector<ChunkRef> rest;
+    if (threads >= 2 && schemaVersion_ >= schema::kChunkChecksumVersion && !path_.empty()) {
+        // A checksum's answer does not depend on who reads it: the chunks found intact on the
+        // threads are read no more, the rest is read here and reported as before.
+        detail::VerifiedChunks marks(*idx, index.chunks.size());
+        std::vector<size_t> all(index.chunks.size());
+        for (size_t p = 0; p < all.size(); ++p) all[p] = p;
+        markIntactOnThreads(index, all, threads, marks, nullptr);
+        for (size_t p = 0; p < all.size(); ++p)
+            if (!marks.ok[p].load(std::memory_order_relaxed)) rest.push_back(index.chunks[p]);
+        if (onThreads) *onThreads = all.size() - rest.size();
+        whole = false;
+    }
     // Damage is only recorded here (damage()), never a failure.
-    Status st = decodeChunks((*idx)->chunks, (*idx)->byRowid, false, false,
+    Status st = decodeChunks(whole ? index.chunks : rest, whole && index.byRowid, false, false,
                              [](std::vector<Event>&) { return true; });
     if (!st) return st;
     // The chunk_index rows too (their damage is lossless: filters decode those chunks).

@@ -266,6 +266,32 @@ Status TraceReader::forEachMatchingChunk(const view::EventFilter& filter,
     return {};
 }
 
+void TraceReader::markIntactOnThreads(const ChunkIndex& index, const std::vector<size_t>& todo,
+                                      unsigned threads, detail::VerifiedChunks& verified,
+                                      const std::atomic<bool>* cancel) const {
+    // Contiguous shares: each reads its chunks' rows in order.
+    auto share = [&](unsigned k) {
+        const size_t b = todo.size() * k / threads, e = todo.size() * (k + 1) / threads;
+        return std::vector<size_t>(todo.begin() + std::ptrdiff_t(b), todo.begin() + std::ptrdiff_t(e));
+    };
+    auto run = [&](unsigned k) {
+        try {
+            // A connection of its own (a reader's belongs to one thread): its findings are its
+            // own and go with it; only the intact chunks' marks stay.
+            auto r = TraceReader::open(path_);
+            if (r) (*r)->markIntact(index, share(k), verified, cancel);
+        } catch (...) { // (memory) those chunks are left for the caller's read
+        }
+    };
+    std::vector<std::thread> pool;
+    try {
+        for (unsigned k = 1; k < threads; ++k) pool.emplace_back(run, k);
+    } catch (...) { // no thread to be had: the caller reads what is left
+    }
+    run(0);
+    for (std::thread& t : pool) t.join();
+}
+
 size_t TraceReader::verifyAhead(const view::EventFilter& filter, unsigned threads,
                                 const std::atomic<bool>* cancel, size_t minPerThread) const {
     if (threads < 2 || !kindsAndTimeOnly(filter) || !reuseScan_ || schemaVersion_ < schema::kChunkChecksumVersion ||
@@ -292,27 +318,7 @@ size_t TraceReader::verifyAhead(const view::EventFilter& filter, unsigned thread
     // Below a few hundred chunks (a million events) one thread's count is already short.
     threads = static_cast<unsigned>(std::min<size_t>(threads, todo.size() / std::max<size_t>(minPerThread, 1)));
     if (threads < 2) return 0;
-    // Contiguous shares: each reads its chunks' rows in order.
-    auto share = [&](unsigned k) {
-        const size_t b = todo.size() * k / threads, e = todo.size() * (k + 1) / threads;
-        return std::vector<size_t>(todo.begin() + std::ptrdiff_t(b), todo.begin() + std::ptrdiff_t(e));
-    };
-    auto run = [&](unsigned k) {
-        try {
-            // A connection of its own (a reader's belongs to one thread): its findings are its
-            // own and go with it; only the intact chunks' marks stay.
-            auto r = TraceReader::open(path_);
-            if (r) (*r)->markIntact(index, share(k), *verified, cancel);
-        } catch (...) { // (memory) those chunks are left for the count
-        }
-    };
-    std::vector<std::thread> pool;
-    try {
-        for (unsigned k = 1; k < threads; ++k) pool.emplace_back(run, k);
-    } catch (...) { // no thread to be had: the count reads what is left
-    }
-    run(0);
-    for (std::thread& t : pool) t.join();
+    markIntactOnThreads(index, todo, threads, *verified, cancel);
     size_t intact = 0;
     for (size_t p : todo) intact += verified->ok[p].load(std::memory_order_relaxed);
     return intact;

@@ -570,5 +570,44 @@ TEST(FirstFrameTables, HandBuiltChunksCheckedAheadOnThreadsCountAsOneReaderCount
     }
 }
 
+// `info`'s check of every chunk on several threads: the chunks found intact there are not read
+// again, and the damage found (a chunk's data changed) and the summary are a lone reader's.
+TEST(FirstFrameTables, HandBuiltChunksVerifiedOnThreadsReportAsOneReaderReports) {
+    test::ScratchDir dir;
+    const std::string path = writeHandBuilt(dir.file("t.poolscope"), 13, 200'000);
+    for (const bool damage : {false, true}) {
+        SCOPED_TRACE(damage ? "one chunk's data damaged" : "intact");
+        const std::string file = copyOf(dir, path, damage, 3);
+        auto alone = openTrace(file);
+        alone->setSkipDamaged(true);
+        ASSERT_TRUE(alone->verifyChunks());
+        auto headers = alone->chunkHeaders();
+        ASSERT_TRUE(headers);
+        const size_t chunks = headers->size();
+        ASSERT_GT(chunks, 20u);
+        auto threaded = openTrace(file);
+        threaded->setSkipDamaged(true);
+        size_t onThreads = 0;
+        ASSERT_TRUE(threaded->verifyChunks(4, 4, &onThreads));
+        EXPECT_EQ(onThreads, chunks - (damage ? 1 : 0));
+        const auto a = alone->damage(), b = threaded->damage();
+        EXPECT_EQ(a.empty(), !damage);
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+            EXPECT_EQ(a[i].what, b[i].what);
+            EXPECT_EQ(a[i].events, b[i].events);
+        }
+        auto sa = alone->summary(), sb = threaded->summary();
+        ASSERT_TRUE(sa && sb);
+        EXPECT_EQ(sa->eventCount, sb->eventCount);
+        // Too few chunks a thread: read here alone.
+        auto few = openTrace(file);
+        few->setSkipDamaged(true);
+        ASSERT_TRUE(few->verifyChunks(4, chunks, &onThreads));
+        EXPECT_EQ(onThreads, 0u);
+        EXPECT_EQ(few->damage().size(), a.size());
+    }
+}
+
 } // namespace
 } // namespace poolscope

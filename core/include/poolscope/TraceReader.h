@@ -158,7 +158,11 @@ public:
     // Reads every chunk's data without building anything: checks the checksum (format 3) or,
     // for older files, decodes and compares with the header. Afterwards summary() and damage()
     // are exact. Fails only on I/O errors and newer codecs; damage goes to damage().
-    Status verifyChunks() const;
+    // With `threads` (format 3, a file opened by path, a few hundred chunks a thread), the
+    // checksums are read on that many threads first, each through a connection of its own, and
+    // this reader reads and reports only the chunks they did not find intact (onThreads, when
+    // given: how many those were).
+    Status verifyChunks(unsigned threads = 1, size_t minPerThread = 256, size_t* onThreads = nullptr) const;
     // Filtered reads (issue #15): the events that match `filter` (view::EventFilter::matches),
     // seq order: the same as events(filter.t0, filter.t1) tested one by one, damage handled the
     // same way (skipDamaged), but a chunk no event of which can match is not decoded
@@ -294,6 +298,10 @@ private:
     // stopped (cancelled, or a row could not be read).
     bool markIntact(const ChunkIndex& idx, const std::vector<size_t>& positions,
                     detail::VerifiedChunks& v, const std::atomic<bool>* cancel) const;
+    // markIntact over `todo` in contiguous shares on `threads` threads (the calling one among
+    // them), each through a reader of its own on this file.
+    void markIntactOnThreads(const ChunkIndex& idx, const std::vector<size_t>& todo, unsigned threads,
+                             detail::VerifiedChunks& v, const std::atomic<bool>* cancel) const;
     // chunk_index rows of idx's chunks, by position; valid[i] when chunk i's row holds. What does
     // not hold is kept for tableDamage().
     Status chunkIndexRows(const ChunkIndex& idx, std::vector<view::ChunkIndexRow>& rows,
