@@ -511,7 +511,7 @@ TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
         ASSERT_TRUE(first.spill && first.spill->ok()) << zstd::unavailableReason();
         auto reread = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true);
         ASSERT_TRUE(reread);
-        for (unsigned threads : {1u, 2u, 3u, 4u, 5u, 8u}) {
+        for (unsigned threads : {1u, 2u, 3u, 4u, 5u, 8u, 16u}) {
             SCOPED_TRACE(threads);
             const auto before = whatif::detail::spillCounts();
             auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,

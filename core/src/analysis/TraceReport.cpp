@@ -87,7 +87,7 @@ unsigned adviceThreads(const CpuTicks& before) {
     const double own = std::max(double(now.own - before.own), ticks / hw);
     const double freeCpus = (double(now.idle - before.idle) + own) / ticks * hw;
     const unsigned n = static_cast<unsigned>(std::max(1.0, freeCpus + 0.3));
-    return std::min(n, 8u);
+    return std::min(n, whatif::kMaxAdviceThreads);
 }
 
 } // namespace

@@ -648,7 +648,8 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         bool left = true;
         size_t open = 0;
         for (const Search::Asked& a : search.asked) open += a.left != 0;
-        if (threads == 0) threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), 8u);
+        if (threads == 0)
+            threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxAdviceThreads);
         threads = static_cast<unsigned>(std::min<size_t>(threads, open));
         std::function<void(uint64_t)> stepped;
         if (progress)

@@ -46,7 +46,7 @@ struct TraceReportOptions {
     static bool defaultParallel();
     // Threads for the advisor's questions after the read (whatif::adviseAfter's `threads`; the
     // same report whatever the number). 0: one plus the CPUs left idle while the first read ran
-    // (/proc/stat), at most 8.
+    // (/proc/stat), at most whatif::kMaxAdviceThreads.
     unsigned adviceThreads = 0;
     // The advisor's models during the read on a thread of their own (with a second replay):
     // Auto where the machine has 2 or more hardware threads. The same report either way.

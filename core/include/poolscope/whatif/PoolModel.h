@@ -376,11 +376,14 @@ Result<std::vector<PoolAdvice>> adviseTwoReads(const TraceReader& reader, const 
 // thresholds at or above a pool's never-releasing peak. `spill`: the first read's ops on disk
 // (the report's TapeSpill, internal to core), read instead of the trace where sameReplay holds
 // and the spill is whole; otherwise the trace is read again. `threads`: how many threads step
-// the questions over the spill, each reading it itself (0: the hardware's, at most 8; 1: the
-// calling thread alone); the answers are the same whatever the number. Reading the trace again
-// is done on the calling thread. `progress` gets (steps of the spill, all of them) as the calling
+// the questions over the spill, each reading it itself (0: the hardware's, at most
+// kMaxAdviceThreads; 1: the calling thread alone); the answers are the same whatever the
+// number. Reading the trace again is done on the calling thread. `progress` gets (steps of the spill, all of them) as the calling
 // thread's questions step over it, or (events, the trace's) where the trace is read again.
 Settings neverReleasing();
+// The most threads the questions get: a 16-core host still gained from 8 to 16
+// (docs/PERFORMANCE.md).
+inline constexpr unsigned kMaxAdviceThreads = 16;
 class TapeSpill;
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
