@@ -261,9 +261,11 @@ void ReportReducer::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
         return;
     }
     const replay::Block& b = f.block;
-    if (const std::pair<uint64_t, uint64_t> key{e.pool, e.stream}; key != lastPair_) {
-        pairs_.insert(key);
-        lastPair_ = key;
+    // A stream keeps to a pool or two, and streams take turns: each remembers its last.
+    if (streamLastPool_.size() <= f.stream) streamLastPool_.resize(size_t(f.stream) + 1, replay::kNone);
+    if (streamLastPool_[f.stream] != f.pool) {
+        pairs_.insert({e.pool, e.stream});
+        streamLastPool_[f.stream] = f.pool;
     }
     if (b.ptr != 0) {
         // The slot the tag named is now this block's.

@@ -310,7 +310,7 @@ private:
     // For the names (EntityNames numbers lanes): (pool, stream) pairs that allocated, and the
     // streams joined by wait edges.
     std::set<std::pair<uint64_t, uint64_t>> pairs_;
-    std::pair<uint64_t, uint64_t> lastPair_{~uint64_t{0}, ~uint64_t{0}};
+    std::vector<uint32_t> streamLastPool_; // by replay stream index: the pool last paired with it
     std::set<std::pair<uint64_t, uint64_t>> edgeStreams_;
 
     // Time merge state, the reading side's.
