@@ -72,6 +72,15 @@ public:
         if (!tty_) return {};
         return [this](uint64_t d, uint64_t t) { (*this)(d, t); };
     }
+    // The next pass of the same command: its own words on the same line, from 0%.
+    void phase(const char* what) {
+        if (what_ == what) return;
+        what_ = what;
+        if (!tty_ || !shown_) return;
+        std::fprintf(stderr, "\r%60s", "");
+        last_ = {}; // shown at its first call
+        (*this)(0, 1);
+    }
     void operator()(uint64_t done, uint64_t total) {
         if (!tty_ || total == 0) return;
         const auto now = Clock::now();

@@ -126,6 +126,11 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.topSites = *topSites;
             options.adviceThreads = *adviceThreads;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
+            // The what-if questions after the read: 5-10 s of a 100 M-event trace.
+            options.adviceProgress = [&](uint64_t d, uint64_t t) {
+                progress.phase("what-if questions");
+                progress(d, t);
+            };
             return *viaTimeline ? reportTraceViaTimeline(r, options, *path, std::move(*process),
                                                          std::move(*meta))
                                 : reportTrace(r, options, *path, std::move(*process),

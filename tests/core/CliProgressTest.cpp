@@ -75,7 +75,7 @@ std::pair<std::string, int> onTerminal(const std::string& args) {
     return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
-TEST(CliProgress, WhatifAndAdviseShowTheirPassesOnATerminalAndNothingElsewhere) {
+TEST(CliProgress, WhatifAdviseAndReportShowTheirPassesOnATerminalAndNothingElsewhere) {
     test::ScratchDir dir;
     const std::string trace = writeTrace(dir.file("t.poolscope"));
     struct Case {
@@ -91,6 +91,10 @@ TEST(CliProgress, WhatifAndAdviseShowTheirPassesOnATerminalAndNothingElsewhere) 
          {"reading the trace for the names: ", "predicting: "},
          "pool #1"},
         {"advise '" + trace + "'", {"advising: "}, "pool #1"},
+        // The read, then the what-if questions on the same line (the sample has advice).
+        {"report '" + std::string(POOLSCOPE_SAMPLES_DIR) + "/churn.poolscope'",
+         {"reading events: ", "what-if questions: "},
+         "what-if model"},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.args);

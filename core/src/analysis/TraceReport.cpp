@@ -225,7 +225,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         out.adviceThreads = options.adviceThreads ? options.adviceThreads : adviceThreads(started);
         addAdvice(rep, whatif::adviseAfter(reader, feed->recorded(), feed->neverReleasing(),
                                            feed->races(), !knobsDeclared, {}, feed->spill(),
-                                           out.adviceThreads));
+                                           out.adviceThreads, options.adviceProgress));
         out.adviceSeconds = seconds(Clock::now() - readEnd);
     }
     return out;

@@ -48,6 +48,8 @@ struct TraceReportOptions {
     // same report whatever the number). 0: one plus the CPUs left idle while the first read ran
     // (/proc/stat), at most whatif::kMaxAdviceThreads.
     unsigned adviceThreads = 0;
+    // After the read, while the advisor's questions run (where they do): (steps done, steps).
+    std::function<void(uint64_t, uint64_t)> adviceProgress;
     // The advisor's models during the read on a thread of their own (with a second replay):
     // Auto where the machine has 2 or more hardware threads. The same report either way.
     enum class FeedThread : uint8_t { Auto, On, Off };
