@@ -293,9 +293,9 @@ private:
     Status decodeChunks(const std::vector<ChunkRef>& list, bool byRowid, bool decode, bool strict,
                         const std::function<bool(std::vector<Event>&)>& fn) const;
     void addDamage(int64_t chunkId, TraceDamage d) const;
-    // verifyAhead's share: the data of idx's chunks at `positions` checked as a filtered read
-    // checks them (own header, checksum), each that holds marked in `v`; false where the read
-    // stopped (cancelled, or a row could not be read).
+    // A thread's share of verifyAhead or verifyChunks: the data of idx's chunks at `positions`
+    // checked as a filtered read checks them (own header, checksum), each that holds marked in
+    // `v`; false where the read stopped (cancelled, or a row could not be read).
     bool markIntact(const ChunkIndex& idx, const std::vector<size_t>& positions,
                     detail::VerifiedChunks& v, const std::atomic<bool>* cancel) const;
     // markIntact over `todo` in contiguous shares on `threads` threads (the calling one among

@@ -1,25 +1,22 @@
 #include "AdviceFeed.h"
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <system_error>
-#include <thread>
-
 namespace poolscope::detail {
 
-// The spill and the never-releasing model on a thread of their own: steps handed over in
-// order, at most kDepth waiting, their buffers given back for the next.
+// The spill and the never-releasing model on a thread of their own, given each step's ops.
 struct AdviceFeed::Follower {
-    static constexpr size_t kDepth = 4;
-    std::mutex m;
-    std::condition_variable ready, room;
-    std::deque<Handed> queue;
-    std::vector<Handed> spares;
-    bool end = false, drop = false;
-    std::thread thread;
-    whatif::Tape tape;                   // the step being followed, with every stream seen
-    std::vector<uint64_t> poolHandles;   // every pool seen
+    explicit Follower(AdviceFeed& feed)
+        : steps([this, &feed](Handed& h) {
+              tape.streamHandles.insert(tape.streamHandles.end(), h.newStreams.begin(), h.newStreams.end());
+              poolHandles.insert(poolHandles.end(), h.newPools.begin(), h.newPools.end());
+              tape.ops.swap(h.ops);
+              tape.allocSeq.swap(h.allocSeq);
+              feed.follow(tape, poolHandles);
+              tape.ops.swap(h.ops);
+              tape.allocSeq.swap(h.allocSeq);
+          }) {}
+    whatif::Tape tape;                 // the step being followed, with every stream seen
+    std::vector<uint64_t> poolHandles; // every pool seen
+    HandOff<Handed> steps;             // last: stopped before the tape goes
 };
 
 AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
@@ -33,36 +30,9 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
     replay_->subscribe(&asRecorded_, whatif::PoolModel::kindMask());
     replay_->subscribe(&races_, whatif::RaceBounds::kindMask());
     if (threaded && follower) {
-        follower_ = std::make_unique<Follower>();
-        try {
-            if (replayThreadsSimulatedAway())
-                throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
-            follower_->thread = std::thread([this] {
-                Follower& f = *follower_;
-                for (;;) {
-                    Handed h;
-                    {
-                        std::unique_lock lk(f.m);
-                        f.ready.wait(lk, [&] { return f.end || !f.queue.empty(); });
-                        if (f.queue.empty() || f.drop) return;
-                        h = std::move(f.queue.front());
-                        f.queue.pop_front();
-                    }
-                    f.room.notify_one();
-                    f.tape.streamHandles.insert(f.tape.streamHandles.end(), h.newStreams.begin(), h.newStreams.end());
-                    f.poolHandles.insert(f.poolHandles.end(), h.newPools.begin(), h.newPools.end());
-                    f.tape.ops.swap(h.ops);
-                    f.tape.allocSeq.swap(h.allocSeq);
-                    follow(f.tape, f.poolHandles);
-                    f.tape.ops.swap(h.ops);
-                    f.tape.allocSeq.swap(h.allocSeq);
-                    std::lock_guard lk(f.m);
-                    f.spares.push_back(std::move(h));
-                }
-            });
-        } catch (const std::system_error&) {
-            follower_.reset(); // no thread to be had: step() follows on the models' thread
-        }
+        // Without a thread to be had, the steps are followed on the models' thread as given.
+        follower_ = std::make_unique<Follower>(*this);
+        follower_->steps.start();
     }
 }
 
@@ -99,15 +69,7 @@ void AdviceFeed::step() {
         tape_.dropOps();
         return;
     }
-    Follower& f = *follower_;
-    Handed h;
-    {
-        std::lock_guard lk(f.m);
-        if (!f.spares.empty()) {
-            h = std::move(f.spares.back());
-            f.spares.pop_back();
-        }
-    }
+    Handed h = follower_->steps.spare();
     h.ops.clear();
     h.allocSeq.clear();
     h.ops.swap(tape_.ops); // the recording model goes on into the spare buffers
@@ -115,25 +77,13 @@ void AdviceFeed::step() {
     h.newStreams.assign(tape_.streamHandles.begin() + static_cast<ptrdiff_t>(streamsBefore),
                         tape_.streamHandles.end());
     h.newPools.assign(poolHandles_.begin() + static_cast<ptrdiff_t>(poolsBefore), poolHandles_.end());
-    std::unique_lock lk(f.m);
-    f.room.wait(lk, [&] { return f.queue.size() < Follower::kDepth; });
-    f.queue.push_back(std::move(h));
-    lk.unlock();
-    f.ready.notify_one();
+    follower_->steps.give(std::move(h));
 }
 
 // Ends the follower once it has followed every step handed over (`drop`: at once, a read that
 // ended early).
 void AdviceFeed::stopFollower(bool drop) {
-    if (!follower_) return;
-    {
-        std::lock_guard lk(follower_->m);
-        follower_->end = true;
-        follower_->drop = drop;
-    }
-    follower_->ready.notify_all();
-    if (follower_->thread.joinable()) follower_->thread.join();
-    follower_.reset();
+    if (follower_) follower_->steps.stop(drop);
 }
 
 void AdviceFeed::end() {

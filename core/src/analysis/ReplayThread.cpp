@@ -1,7 +1,6 @@
 #include "ReplayThread.h"
 
 #include <atomic>
-#include <ctime>
 #include <system_error>
 
 namespace poolscope::detail {
@@ -89,9 +88,9 @@ void ReplayThread::apply(const std::vector<Event>& chunk) {
     if (afterChunk_) afterChunk_();
 }
 
-double threadCpuSeconds() {
+double cpuSeconds(clockid_t clock) {
     timespec ts{};
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    if (clock_gettime(clock, &ts) != 0) return 0;
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
@@ -106,7 +105,7 @@ void ReplayThread::run() {
                 chunkWaited_ += std::chrono::steady_clock::now() - t;
             }
             if (stop_ || queue_.empty()) {
-                cpuSeconds_ = threadCpuSeconds();
+                cpuSeconds_ = detail::cpuSeconds(CLOCK_THREAD_CPUTIME_ID);
                 return;
             }
             c = std::move(queue_.front());

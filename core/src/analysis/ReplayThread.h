@@ -9,11 +9,13 @@
 // until every thread is done with it, and at most kDepth wait for one thread.
 
 #include <chrono>
+#include <ctime>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -60,9 +62,94 @@ private:
     size_t next_ = 0;
 };
 
-// Tests: ReplayThread::start() finds no thread to be had (as std::thread's EAGAIN).
+// Tests: ReplayThread::start() and HandOff::start() find no thread to be had (as std::thread's
+// EAGAIN).
 void simulateNoReplayThreads(bool on);
 bool replayThreadsSimulatedAway();
+
+// Work handed over in order to a thread of its own (the report's time merge, the models' spill):
+// at most kDepth items wait, and a spent item comes back (spare()) for its buffers. Without a
+// thread (none started, or none to be had) give() does the work on the caller's.
+template <class T> class HandOff {
+public:
+    explicit HandOff(std::function<void(T&)> work) : work_(std::move(work)) {}
+    ~HandOff() { stop(true); }
+    HandOff(const HandOff&) = delete;
+    HandOff& operator=(const HandOff&) = delete;
+
+    void start() {
+        if (thread_.joinable()) return;
+        try {
+            if (replayThreadsSimulatedAway())
+                throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+            thread_ = std::thread([this] { run(); });
+        } catch (const std::system_error&) {
+        }
+    }
+    // An item to fill: a spent one (cleared by the caller as it needs), or a new one.
+    T spare() {
+        std::lock_guard lk(m_);
+        if (spares_.empty()) return T{};
+        T x = std::move(spares_.back());
+        spares_.pop_back();
+        return x;
+    }
+    void give(T&& x) {
+        if (!thread_.joinable()) {
+            work_(x);
+            recycle(std::move(x));
+            return;
+        }
+        std::unique_lock lk(m_);
+        room_.wait(lk, [&] { return queue_.size() < kDepth; });
+        queue_.push_back(std::move(x));
+        lk.unlock();
+        ready_.notify_one();
+    }
+    void recycle(T&& x) {
+        std::lock_guard lk(m_);
+        spares_.push_back(std::move(x));
+    }
+    // Ends the thread once it has done what it was given (`drop`: what still waits is dropped,
+    // a read that ended early). Afterwards the work's own state may be read.
+    void stop(bool drop) {
+        if (!thread_.joinable()) return;
+        {
+            std::lock_guard lk(m_);
+            end_ = true;
+            if (drop) queue_.clear();
+        }
+        ready_.notify_all();
+        thread_.join();
+    }
+
+private:
+    static constexpr size_t kDepth = 4;
+
+    void run() {
+        for (;;) {
+            T x;
+            {
+                std::unique_lock lk(m_);
+                ready_.wait(lk, [&] { return end_ || !queue_.empty(); });
+                if (queue_.empty()) return;
+                x = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            room_.notify_one();
+            work_(x);
+            recycle(std::move(x));
+        }
+    }
+
+    std::function<void(T&)> work_;
+    std::mutex m_;
+    std::condition_variable ready_, room_;
+    std::deque<T> queue_;
+    std::vector<T> spares_;
+    bool end_ = false;
+    std::thread thread_;
+};
 
 // The decoded chunks' buffers, shared between the read and the replay threads and given back
 // to the reader once all are done with them. Must outlive every SharedChunk it made.
@@ -126,7 +213,8 @@ private:
     std::thread thread_;
 };
 
-// The calling thread's CPU time so far, in seconds (0 where it cannot be read).
-double threadCpuSeconds();
+// A CPU-time clock's reading (CLOCK_THREAD_CPUTIME_ID: the calling thread's,
+// CLOCK_PROCESS_CPUTIME_ID: the process's), in seconds; 0 where it cannot be read.
+double cpuSeconds(clockid_t clock);
 
 } // namespace poolscope::detail

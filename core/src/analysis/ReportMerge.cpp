@@ -60,20 +60,13 @@ void ReportReducer::mergeRuns(Batch& b) {
 }
 
 void ReportReducer::flush(int64_t frontier, bool all) {
-    Batch b;
-    {
-        std::lock_guard lk(mergeM_);
-        if (!spares_.empty()) {
-            b = std::move(spares_.back());
-            spares_.pop_back();
-        }
-    }
-    std::vector<Entry>& batch_ = b.entries;
-    batch_.clear();
+    Batch b = merger_.spare();
+    std::vector<Entry>& entries = b.entries;
+    entries.clear();
     b.runs.assign(1, 0);
     b.questions.clear();
     auto endRun = [&] {
-        if (batch_.size() != b.runs.back()) b.runs.push_back(batch_.size());
+        if (entries.size() != b.runs.back()) b.runs.push_back(entries.size());
     };
     size_t held = 0;
     auto keepActive = [&](std::vector<uint32_t>& list, auto&& emit) {
@@ -85,11 +78,11 @@ void ReportReducer::flush(int64_t frontier, bool all) {
     keepActive(activePools_, [&](uint32_t i) {
         Pool& p = pools_[i];
         p.reserved.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
-            batch_.push_back(Entry{t, v, i, 0, Kind::Reserved, 0});
+            entries.push_back(Entry{t, v, i, 0, Kind::Reserved, 0});
         });
         endRun();
         p.used.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
-            batch_.push_back(Entry{t, v, i, 0, Kind::Used, 0});
+            entries.push_back(Entry{t, v, i, 0, Kind::Used, 0});
         });
         endRun();
         size_t left = p.reserved.buffered() + p.used.buffered();
@@ -105,7 +98,7 @@ void ReportReducer::flush(int64_t frontier, bool all) {
     keepActive(activeStreams_, [&](uint32_t i) {
         Stream& s = streams_[i];
         s.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
-            batch_.push_back(Entry{t, v, i, 0, Kind::StreamLive, 0});
+            entries.push_back(Entry{t, v, i, 0, Kind::StreamLive, 0});
         });
         endRun();
         held += s.live.buffered();
@@ -114,14 +107,14 @@ void ReportReducer::flush(int64_t frontier, bool all) {
     keepActive(activeOutside_, [&](uint32_t i) {
         Outside& o = outside_[i];
         o.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
-            batch_.push_back(Entry{t, v, i, 0, Kind::OutsideLive, 0});
+            entries.push_back(Entry{t, v, i, 0, Kind::OutsideLive, 0});
         });
         endRun();
         held += o.live.buffered();
         return o.active = o.live.buffered() != 0;
     });
     while (!steps_.empty() && (all || steps_.top().t < frontier)) {
-        batch_.push_back(steps_.top());
+        entries.push_back(steps_.top());
         steps_.pop();
     }
     endRun();
@@ -133,7 +126,7 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         if (q.peak && q.version != pools_[q.idx].peakVersion) continue; // a later peak replaced it
         b.questions.push_back(q);
     }
-    if (!batch_.empty() || !b.questions.empty()) {
+    if (!entries.empty() || !b.questions.empty()) {
         b.poolDevice.resize(pools_.size());
         for (size_t i = 0; i < pools_.size(); ++i) b.poolDevice[i] = replay_.pools()[i].info.device;
         b.outsideDevice.resize(outside_.size());
@@ -141,10 +134,9 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         b.streams = streams_.size();
         b.frontier = frontier;
         b.all = all;
-        hand(std::move(b));
+        merger_.give(std::move(b));
     } else {
-        std::lock_guard lk(mergeM_);
-        spares_.push_back(std::move(b));
+        merger_.recycle(std::move(b));
     }
     if (!all) done_ = std::max(done_, frontier);
     // Hold at most kMaxHeld points: a denser trace gets a shorter horizon, while it lasts.
@@ -153,47 +145,8 @@ void ReportReducer::flush(int64_t frontier, bool all) {
     else if (held < kMaxHeld / 4) horizon_ = std::min(horizon_ * 2, kHorizonNs);
 }
 
-void ReportReducer::hand(Batch&& b) {
-    if (!merger_.joinable()) {
-        run(b);
-        std::lock_guard lk(mergeM_);
-        spares_.push_back(std::move(b));
-        return;
-    }
-    std::unique_lock lk(mergeM_);
-    mergeRoom_.wait(lk, [&] { return mergeQueue_.size() < kMergeDepth; });
-    mergeQueue_.push_back(std::move(b));
-    lk.unlock();
-    mergeReady_.notify_one();
-}
-
-void ReportReducer::mergeLoop() {
-    for (;;) {
-        Batch b;
-        {
-            std::unique_lock lk(mergeM_);
-            mergeReady_.wait(lk, [&] { return mergeEnd_ || !mergeQueue_.empty(); });
-            if (mergeQueue_.empty()) return; // ended, nothing left
-            b = std::move(mergeQueue_.front());
-            mergeQueue_.pop_front();
-        }
-        mergeRoom_.notify_one();
-        run(b);
-        std::lock_guard lk(mergeM_);
-        spares_.push_back(std::move(b));
-    }
-}
-
 // The merge's thread finishes what it was handed and ends.
-void ReportReducer::merged() {
-    if (!merger_.joinable()) return;
-    {
-        std::lock_guard lk(mergeM_);
-        mergeEnd_ = true;
-    }
-    mergeReady_.notify_all();
-    merger_.join();
-}
+void ReportReducer::merged() { merger_.stop(false); }
 
 void ReportReducer::run(Batch& b) {
     if (merge_.size() < b.poolDevice.size()) merge_.resize(b.poolDevice.size());

@@ -4,9 +4,7 @@
 #include "ReportReducer.h"
 
 #include <algorithm>
-#include <system_error>
 
-#include "ReplayThread.h"
 #include "poolscope/EventFields.h"
 
 namespace poolscope::detail {
@@ -57,26 +55,8 @@ ReportReducer::ReportReducer(size_t topN, bool sites) : topN_(topN), sites_(site
     replay_.subscribe(&fragmentation_, FragmentationAnalysis::kindMask());
 }
 
-ReportReducer::~ReportReducer() {
-    if (!merger_.joinable()) return;
-    {
-        std::lock_guard lk(mergeM_);
-        mergeEnd_ = true;
-        mergeQueue_.clear(); // a read that ended early: what is left does not count
-    }
-    mergeReady_.notify_all();
-    mergeRoom_.notify_all();
-    merger_.join();
-}
-
 void ReportReducer::setMergeThread(bool on) {
-    if (!on || merger_.joinable()) return;
-    try {
-        if (replayThreadsSimulatedAway()) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
-        merger_ = std::thread([this] { mergeLoop(); });
-    } catch (const std::system_error&) {
-        // No thread to be had: flush() applies its batches on the reading thread.
-    }
+    if (on) merger_.start();
 }
 
 std::vector<ReportReducer::Lent> ReportReducer::lendAnalyses() {

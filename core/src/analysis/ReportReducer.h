@@ -10,18 +10,15 @@
 // the frontier, kHorizonNs behind the newest timestamp, has passed them, then applied in time
 // order, and questions about an instant (a peak's) are answered once the merge reaches it.
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
-#include <mutex>
 #include <queue>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "ReplayThread.h"
 #include "SiteLedger.h"
 #include "StepTail.h"
 #include "poolscope/Report.h"
@@ -84,7 +81,6 @@ public:
     static constexpr size_t kMaxHeld = size_t{1} << 18;
 
     ReportReducer(size_t topN, bool sites);
-    ~ReportReducer(); // stops the merge's thread (a read that ended early)
     ReportReducer(const ReportReducer&) = delete;
     ReportReducer& operator=(const ReportReducer&) = delete;
 
@@ -247,9 +243,7 @@ private:
     // The time merge: flush() on the reading side makes a batch, run() applies it, here or on
     // the merge's thread (merged(): the thread's work is done, its state may be read).
     void flush(int64_t frontier, bool all);
-    void hand(Batch&& b);
     void merged();
-    void mergeLoop();
     void run(Batch& b);
     static void mergeRuns(Batch& b);
     void apply(const Entry& e, const Batch& b);
@@ -328,15 +322,8 @@ private:
     std::vector<uint32_t> touchedPools_, touchedDevices_;
     uint64_t streamsHolding_ = 0; // streams whose live bytes are above 0 at the merge's instant
 
-    // The merge's thread: batches handed over in order, at most kMergeDepth waiting; spent
-    // ones come back for their buffers.
-    static constexpr size_t kMergeDepth = 4;
-    std::mutex mergeM_;
-    std::condition_variable mergeReady_, mergeRoom_;
-    std::deque<Batch> mergeQueue_;
-    std::vector<Batch> spares_; // under mergeM_
-    bool mergeEnd_ = false;     // under mergeM_
-    std::thread merger_;
+    // The merge's thread, if any (last: stopped before the state it works on goes).
+    HandOff<Batch> merger_{[this](Batch& b) { run(b); }};
 };
 
 } // namespace poolscope::detail

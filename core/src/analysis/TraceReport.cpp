@@ -100,18 +100,19 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const CpuTicks started = options.adviceThreads == 0 ? cpuTicks() : CpuTicks{};
     using Clock = std::chrono::steady_clock;
     const Clock::time_point readStart = Clock::now();
-    auto processCpu = [] {
-        timespec ts{};
-        return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9 : 0.0;
-    };
-    const double callerCpuStart = detail::threadCpuSeconds(), processCpuStart = processCpu();
+    const double callerCpuStart = detail::cpuSeconds(CLOCK_THREAD_CPUTIME_ID),
+                 processCpuStart = detail::cpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
     auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     detail::ReportReducer reducer(options.report.topN, options.topSites > 0);
     auto tables = detail::readTraceTables(reader);
     if (!tables) return tables.error();
-    reducer.setMergeThread(options.mergeThread == TraceReportOptions::FeedThread::Auto
-                               ? std::thread::hardware_concurrency() >= 6
-                               : options.mergeThread == TraceReportOptions::FeedThread::On);
+    const unsigned cpus = std::thread::hardware_concurrency();
+    // A thread asked for, or by default (Auto) with at least `fromCpus` hardware threads.
+    auto wanted = [cpus](TraceReportOptions::FeedThread f, unsigned fromCpus) {
+        return f == TraceReportOptions::FeedThread::Auto ? cpus >= fromCpus
+                                                         : f == TraceReportOptions::FeedThread::On;
+    };
+    reducer.setMergeThread(wanted(options.mergeThread, 6));
     reducer.setEntities(tables->devices, tables->pools, tables->streams);
     reducer.setDiffFacts(options.diffFacts);
     // The attributes read when each pool was first seen, as buildTimeline declares them.
@@ -154,20 +155,13 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::unique_ptr<ReplayThread> analyses;
     std::vector<ReplayThread*> threads;
     if (options.advice) {
-        const unsigned cpus = std::thread::hardware_concurrency();
-        const bool threaded = options.adviceFeedThread == TraceReportOptions::FeedThread::Auto
-                                  ? cpus >= 2
-                                  : options.adviceFeedThread == TraceReportOptions::FeedThread::On;
-        const bool follower = options.spillThread == TraceReportOptions::FeedThread::Auto
-                                  ? cpus >= 6
-                                  : options.spillThread == TraceReportOptions::FeedThread::On;
-        feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), threaded, !knobsDeclared,
-                                                    whatif::Calibration{}, follower);
+        feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
+                                                    !knobsDeclared, whatif::Calibration{},
+                                                    wanted(options.spillThread, 6));
         if (ReplayThread* t = feed->thread()) {
             threads.push_back(t);
             ReplayThread* lentTo = t;
-            if (options.analysesThread == TraceReportOptions::FeedThread::On ||
-                (options.analysesThread == TraceReportOptions::FeedThread::Auto && cpus >= 4)) {
+            if (wanted(options.analysesThread, 4)) {
                 analyses = std::make_unique<ReplayThread>();
                 threads.push_back(analyses.get());
                 lentTo = analyses.get();
@@ -213,8 +207,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     detail::addFindings(rep);
     const Clock::time_point readEnd = Clock::now();
     out.readSeconds = seconds(readEnd - readStart);
-    out.readCallerCpu = detail::threadCpuSeconds() - callerCpuStart;
-    out.readProcessCpu = processCpu() - processCpuStart;
+    out.readCallerCpu = detail::cpuSeconds(CLOCK_THREAD_CPUTIME_ID) - callerCpuStart;
+    out.readProcessCpu = detail::cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - processCpuStart;
     for (ReplayThread* t : threads) {
         out.readWaitedForThreads += t->pushWaited();
         out.threadsWaitedForRead += t->chunkWaited();

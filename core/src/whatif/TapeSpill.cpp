@@ -133,13 +133,6 @@ void TapeSpill::flush() {
     rawBytes_ += n;
 }
 
-void TapeSpill::append(const Tape& tape, const replay::Replay& r) {
-    std::vector<uint64_t> handles;
-    handles.reserve(r.pools().size());
-    for (const replay::PoolState& p : r.pools()) handles.push_back(p.info.handle);
-    append(tape, handles);
-}
-
 void TapeSpill::append(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
     if (!ok_ || finishedSet_) return;
     const size_t nStreams = tape.streamHandles.size(), nPools = poolHandles.size();

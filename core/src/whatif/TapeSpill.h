@@ -37,7 +37,6 @@ public:
     // taken since the last (tape.streamHandles already seen), and the handles of the replay's
     // pools by now, in its order.
     void append(const Tape& tape, const std::vector<uint64_t>& poolHandles);
-    void append(const Tape& tape, const replay::Replay& r); // the replay's pools
     // After the last step: what the recording model made of the whole read (finishTape), kept
     // as a recordOnly, keepRecorded(false) recording model would have finished it.
     void finish(const Tape& finished);
