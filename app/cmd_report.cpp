@@ -150,7 +150,8 @@ void registerReport(CLI::App& app, int& exitCode) {
         if (*timings) {
             std::fprintf(stderr, "timings: read CPU %.2f s: the report's thread %.2f s", built->readProcessCpu,
                          built->readCallerCpu);
-            for (double c : built->readThreadCpu) std::fprintf(stderr, ", a replay thread %.2f s", c);
+            for (const TraceReport::ThreadCpu& c : built->readThreadCpu)
+                std::fprintf(stderr, ", %s %.2f s", c.name, c.seconds);
             std::fprintf(stderr, "\n");
         }
         const Report& rep = built->report;

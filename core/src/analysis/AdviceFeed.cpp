@@ -30,6 +30,8 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
     replay_->subscribe(&asRecorded_, whatif::PoolModel::kindMask());
     replay_->subscribe(&races_, whatif::RaceBounds::kindMask());
     if (threaded && follower) {
+        asRecorded_.recordOnly(true);
+        asRecordedOps_ = std::make_unique<whatif::PoolModel>(whatif::Settings{}, c);
         // Without a thread to be had, the steps are followed on the models' thread as given.
         follower_ = std::make_unique<Follower>(*this);
         follower_->steps.start();
@@ -57,7 +59,12 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
     const whatif::Op* ops = tape.ops.data();
     neverReleasing_.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
                          tape.streamHandles, noMute_);
+    if (asRecordedOps_)
+        asRecordedOps_->feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
+                             tape.streamHandles, noMute_);
 }
+
+double AdviceFeed::followerCpu() const { return follower_ ? follower_->steps.cpuSeconds() : 0; }
 
 void AdviceFeed::step() {
     const size_t streamsBefore = tape_.streamHandles.size(), poolsBefore = poolHandles_.size();
@@ -94,6 +101,8 @@ void AdviceFeed::end() {
 
 void AdviceFeed::finish() {
     asRecorded_.finishTape(tape_, *replay_);
+    // The recorded side from the recording, the predictions from the model that followed its ops.
+    if (asRecordedOps_) tape_.recorded = asRecordedOps_->collect(tape_);
     if (spill_) spill_->finish(tape_);
 }
 

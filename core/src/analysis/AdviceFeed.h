@@ -7,7 +7,10 @@
 // on a thread of their own (ReplayThread.h): the models were about a third of the read.
 // step() turns what the recording model took from a chunk into the spill's and the
 // never-releasing model's input, on whichever thread follows, or with a follower hands it to a
-// thread of its own that writes the spill and feeds the never-releasing model.
+// thread of its own that writes the spill and feeds the never-releasing model. With a follower
+// the recording model only records, and the recorded settings' predictions come from a third
+// model fed the same ops on the follower's thread (PoolModel::run's answers are those of
+// following the replay): modelling was about two fifths of the models' thread.
 
 #include <memory>
 #include <vector>
@@ -47,6 +50,10 @@ public:
 
     // After finish(): the inputs adviseAfter takes.
     const std::vector<whatif::PoolPrediction>& recorded() const { return tape_.recorded; }
+    // With a follower (its thread, or its work on the models' thread where none could be had).
+    bool hasFollower() const { return follower_ != nullptr; }
+    // After end(): the CPU time of the follower's thread (0 without one).
+    double followerCpu() const;
     std::vector<whatif::PoolPrediction> neverReleasing() { return neverReleasing_.collect(tape_); }
     std::vector<whatif::RaceRange> races() const { return races_.result(*racesReplay_); }
     whatif::TapeSpill* spill() { return spill_.get(); }
@@ -62,6 +69,8 @@ private:
     void stopFollower(bool drop);
 
     whatif::PoolModel asRecorded_, neverReleasing_;
+    // With a follower: the recorded settings' model, fed the ops (asRecorded_ only records).
+    std::unique_ptr<whatif::PoolModel> asRecordedOps_;
     whatif::RaceBounds races_;
     whatif::Tape tape_;
     std::unique_ptr<whatif::TapeSpill> spill_;

@@ -62,6 +62,10 @@ private:
     size_t next_ = 0;
 };
 
+// A CPU-time clock's reading (CLOCK_THREAD_CPUTIME_ID: the calling thread's,
+// CLOCK_PROCESS_CPUTIME_ID: the process's), in seconds; 0 where it cannot be read.
+double cpuSeconds(clockid_t clock);
+
 // Tests: ReplayThread::start() and HandOff::start() find no thread to be had (as std::thread's
 // EAGAIN).
 void simulateNoReplayThreads(bool on);
@@ -110,6 +114,8 @@ public:
         std::lock_guard lk(m_);
         spares_.push_back(std::move(x));
     }
+    // After stop(): the CPU time its thread used (0 where it had none).
+    double cpuSeconds() const { return cpuSeconds_; }
     // Ends the thread once it has done what it was given (`drop`: what still waits is dropped,
     // a read that ended early). Afterwards the work's own state may be read.
     void stop(bool drop) {
@@ -132,7 +138,10 @@ private:
             {
                 std::unique_lock lk(m_);
                 ready_.wait(lk, [&] { return end_ || !queue_.empty(); });
-                if (queue_.empty()) return;
+                if (queue_.empty()) {
+                    cpuSeconds_ = detail::cpuSeconds(CLOCK_THREAD_CPUTIME_ID);
+                    return;
+                }
                 x = std::move(queue_.front());
                 queue_.pop_front();
             }
@@ -148,6 +157,7 @@ private:
     std::deque<T> queue_;
     std::vector<T> spares_;
     bool end_ = false;
+    double cpuSeconds_ = 0; // written by the thread before it ends
     std::thread thread_;
 };
 
@@ -212,9 +222,5 @@ private:
     double cpuSeconds_ = 0; // written by the thread before it ends
     std::thread thread_;
 };
-
-// A CPU-time clock's reading (CLOCK_THREAD_CPUTIME_ID: the calling thread's,
-// CLOCK_PROCESS_CPUTIME_ID: the process's), in seconds; 0 where it cannot be read.
-double cpuSeconds(clockid_t clock);
 
 } // namespace poolscope::detail

@@ -114,6 +114,8 @@ public:
     std::vector<Lent> lendAnalyses();
     // A reuse policy recorded off at some time (cmd_report's condition for the advisor).
     bool anyPolicyOff() const;
+    // After finish(): the CPU time of the time merge's thread (0 without one).
+    double mergeCpu() const { return merger_.cpuSeconds(); }
 
 private:
     struct Pool {

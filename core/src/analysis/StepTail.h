@@ -34,8 +34,10 @@ public:
     const T& back() const { return v_.back(); }
     void push_back(const T& x) { v_.push_back(x); }
     void pop_back() { v_.pop_back(); }
-    void pop_front() {
-        if (++head_ == v_.size()) {
+    // The first n gone at once: the rest moves down at most once (per call, not per point).
+    void drop_front(size_t n) {
+        head_ += n;
+        if (head_ == v_.size()) {
             v_.clear();
             head_ = 0;
         } else if (head_ >= 256 && head_ * 2 >= v_.size()) {
@@ -83,9 +85,10 @@ public:
 
     // Hands the points older than `frontier` (or all) to sink(t, v), oldest first. Capped points that merge with the one before are not handed out.
     template <class Sink> void emitBefore(int64_t frontier, bool all, Sink&& sink) {
-        while (!win_.empty() && (all || win_.front().t < frontier)) {
-            const Pt p = win_.front();
-            win_.pop_front();
+        const size_t n = win_.size();
+        size_t i = 0;
+        for (; i < n && (all || win_[i].t < frontier); ++i) {
+            const Pt p = win_[i];
             uint64_t v = p.v;
             if (p.eligible && capAhead_) v = std::min(v, *capAhead_);
             outRaw_ = p.v;
@@ -101,6 +104,7 @@ public:
             }
             sink(p.t, v);
         }
+        win_.drop_front(i);
     }
 
     size_t size() const { return size_; } // Series::size() of the Timeline's series now

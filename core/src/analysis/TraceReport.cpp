@@ -147,9 +147,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     // again). Where knobs were declared ahead, the advisor's replay would not see them, and its
     // ops would differ: it reads the trace again there.
     // The report's replay analyses (pending frees, hazards, fragmentation) follow a replay on
-    // another thread too: where there are 4 CPUs or more their own, with the racing threads'
-    // ranges (the models' thread was the slowest there), else the models' (which had time to
-    // spare while the report's thread had none).
+    // another thread too: where there are 4 CPUs or more their own, else the models' (which had
+    // time to spare while the report's thread had none). The racing threads' ranges go with
+    // them there, unless the models have a follower (6 CPUs or more), which takes a model off
+    // their thread: then the models' thread has the lighter load.
     ChunkShelf shelf; // before the threads: their queued chunks give their buffers back to it
     std::unique_ptr<detail::AdviceFeed> feed;
     std::unique_ptr<ReplayThread> analyses;
@@ -165,7 +166,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                 analyses = std::make_unique<ReplayThread>();
                 threads.push_back(analyses.get());
                 lentTo = analyses.get();
-                feed->racesOn(analyses->replay());
+                if (!feed->hasFollower()) feed->racesOn(analyses->replay());
             }
             for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
                 lentTo->replay().subscribe(l.observer, l.kindMask);
@@ -212,8 +213,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     for (ReplayThread* t : threads) {
         out.readWaitedForThreads += t->pushWaited();
         out.threadsWaitedForRead += t->chunkWaited();
-        out.readThreadCpu.push_back(t->cpuSeconds());
+        out.readThreadCpu.push_back({t == analyses.get() ? "the analyses' replay" : "the models' replay",
+                                     t->cpuSeconds()});
     }
+    if (feed && feed->followerCpu() > 0) out.readThreadCpu.push_back({"the models' follower", feed->followerCpu()});
+    if (reducer.mergeCpu() > 0) out.readThreadCpu.push_back({"the time merge", reducer.mergeCpu()});
     if (feed && adviceWorthIt(rep, reducer.anyPolicyOff())) {
         feed->finish();
         out.adviceThreads = options.adviceThreads ? options.adviceThreads : adviceThreads(started);

@@ -399,14 +399,25 @@ struct Search {
     }
 };
 
-// The open questions in n shares, dealt round-robin in the questions' order: the candidates'
-// thresholds rise along it, and with them how long they survive (the highest ones often to the
-// end), so neighbours cost about the same and each share gets every n-th.
+// The open questions in n shares. Later questions cost more (the candidates' thresholds rise
+// along the order, and with them how long they survive, the highest often to the end), so they
+// are dealt from the last, each to the share with the least so far, a question's place in the
+// order standing for its cost: the costliest alone, the cheapest paired up. (Dealt round-robin,
+// a share held every n-th, and at 105.9 M events on 16 threads the shares holding two of the
+// later ones took 2.9 times the cheapest: docs/PERFORMANCE.md.)
 std::vector<std::vector<Search::Asked*>> dealShares(Search& search, unsigned n) {
-    std::vector<std::vector<Search::Asked*>> shares(n);
-    size_t dealt = 0;
+    std::vector<Search::Asked*> open;
     for (Search::Asked& a : search.asked)
-        if (a.left) shares[dealt++ % n].push_back(&a);
+        if (a.left) open.push_back(&a);
+    std::vector<std::vector<Search::Asked*>> shares(n);
+    std::vector<size_t> load(n, 0);
+    for (size_t k = open.size(); k-- > 0;) {
+        size_t least = 0;
+        for (size_t s = 1; s < n; ++s)
+            if (load[s] < load[least]) least = s;
+        shares[least].push_back(open[k]);
+        load[least] += k + 1;
+    }
     return shares;
 }
 
@@ -461,7 +472,10 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads,
 // spill could not be read to its end while some question was open.
 bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
                      const std::function<void(uint64_t)>& stepped) {
-    constexpr size_t kDepth = 4;
+    // Steps held at once: the threads' questions cost more on some steps than on others, and
+    // with 4 held the fastest waited for the slowest at nearly every step (16 threads, 105.9 M
+    // events: 7.5-10.6 s against 5.4 s with 32; a step is a chunk's ops, at most ~4 k).
+    constexpr size_t kDepth = 32;
     struct Step {
         Tape tape;
         std::vector<uint64_t> poolHandles;
@@ -471,7 +485,10 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
 
     std::mutex m;
     std::condition_variable changed;
-    std::deque<std::shared_ptr<const Step>> window; // steps first .. first + size - 1
+    std::deque<std::shared_ptr<Step>> window; // steps first .. first + size - 1
+    // Steps every thread is done with, for their buffers: the next steps' ops are read into
+    // memory already allocated instead of a new allocation per step.
+    std::vector<std::shared_ptr<Step>> spent;
     uint64_t first = 0;
     std::vector<uint64_t> next(consumers, 0);
     std::vector<char> asking(consumers, 1);
@@ -485,14 +502,18 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
             Tape running; // the handles accumulate from step to step
             std::vector<uint64_t> handles;
             for (;;) {
+                std::shared_ptr<Step> step;
                 {
                     std::unique_lock lk(m);
                     for (;;) {
-                        // Drop the steps every thread still asking is done with.
+                        // Drop the steps every thread still asking is done with (kept for
+                        // their buffers: a thread lets go of its step before it counts it
+                        // done under this lock, so no thread reads one kept).
                         uint64_t low = UINT64_MAX;
                         for (unsigned c = 0; c < consumers; ++c)
                             if (asking[c]) low = std::min(low, next[c]);
                         while (!window.empty() && first < low) {
+                            if (window.front().use_count() == 1) spent.push_back(std::move(window.front()));
                             window.pop_front();
                             ++first;
                         }
@@ -500,11 +521,16 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
                         if (window.size() < kDepth) break;
                         changed.wait(lk);
                     }
+                    if (!spent.empty()) {
+                        step = std::move(spent.back());
+                        spent.pop_back();
+                    }
                 }
                 if (!reader.next(running, handles)) break;
-                auto step = std::make_shared<Step>();
-                step->tape.ops = std::move(running.ops);
-                step->tape.allocSeq = std::move(running.allocSeq);
+                if (!step) step = std::make_shared<Step>();
+                // The spent step's buffers go back to `running`, which next() refills.
+                step->tape.ops.swap(running.ops);
+                step->tape.allocSeq.swap(running.allocSeq);
                 step->tape.streamHandles = running.streamHandles;
                 step->poolHandles = handles;
                 {
@@ -540,6 +566,7 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
                 step = window[next[c] - first];
             }
             for (Search::Asked* a : shares[c]) Search::stepOne(*a, step->tape, step->poolHandles);
+            step.reset(); // before the lock: a step past every thread's is the producer's to reuse
             left = open();
             uint64_t done;
             {

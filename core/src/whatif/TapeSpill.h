@@ -69,6 +69,10 @@ public:
             return true;
         }
         bool getVar(uint64_t& v);
+        // One op's code (what append() wrote for it) into `op` through `src`: the reader's own
+        // get() and getVar() (each byte checked against the block's end), or a pointer into the
+        // block where at least kSlack bytes are left (an op's code is never longer).
+        template <class Src> bool readOp(Src& src, Tape& tape, Op& op);
         bool bad() {
             ok_ = false;
             std::string().swap(block_);

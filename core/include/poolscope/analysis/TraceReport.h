@@ -81,10 +81,15 @@ struct TraceReport {
     // With replays on threads of their own during the read (the advisor's models, the
     // analyses): how long the report's thread waited for them, and they for it, summed.
     double readWaitedForThreads = 0, threadsWaitedForRead = 0;
-    // CPU seconds during the read: the calling thread's, each replay thread's (the models', then
-    // the analyses'), and the whole process's (decoding included).
+    // CPU seconds during the read: the calling thread's, each other thread's that had one (the
+    // models' and the analyses' replays, the models' follower, the time merge), and the whole
+    // process's (decoding included).
     double readCallerCpu = 0, readProcessCpu = 0;
-    std::vector<double> readThreadCpu;
+    struct ThreadCpu {
+        const char* name;
+        double seconds;
+    };
+    std::vector<ThreadCpu> readThreadCpu;
 };
 
 Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOptions& options,
