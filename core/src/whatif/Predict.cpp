@@ -402,9 +402,8 @@ struct Search {
 // The open questions in n shares. Later questions cost more (the candidates' thresholds rise
 // along the order, and with them how long they survive, the highest often to the end), so they
 // are dealt from the last, each to the share with the least so far, a question's place in the
-// order standing for its cost: the costliest alone, the cheapest paired up. (Dealt round-robin,
-// a share held every n-th, and at 105.9 M events on 16 threads the shares holding two of the
-// later ones took 2.9 times the cheapest: docs/PERFORMANCE.md.)
+// order standing for its cost: the costliest alone, the cheapest paired up, and no share left
+// holding two of the costliest while others hold one cheap one.
 std::vector<std::vector<Search::Asked*>> dealShares(Search& search, unsigned n) {
     std::vector<Search::Asked*> open;
     for (Search::Asked& a : search.asked)
@@ -472,9 +471,9 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads,
 // spill could not be read to its end while some question was open.
 bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
                      const std::function<void(uint64_t)>& stepped) {
-    // Steps held at once: the threads' questions cost more on some steps than on others, and
-    // with 4 held the fastest waited for the slowest at nearly every step (16 threads, 105.9 M
-    // events: 7.5-10.6 s against 5.4 s with 32; a step is a chunk's ops, at most ~4 k).
+    // Steps held at once: each thread's questions cost more on some steps than on others, and
+    // with few held the fastest thread waits for the slowest at nearly every step
+    // (docs/PERFORMANCE.md). A step is one chunk's ops, at most ~4 k: 32 hold a few MiB.
     constexpr size_t kDepth = 32;
     struct Step {
         Tape tape;

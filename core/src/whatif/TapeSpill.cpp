@@ -261,7 +261,7 @@ bool TapeSpill::Reader::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
     }
     tape.ops.clear();
     tape.allocSeq.clear();
-    // Sized ahead and written in place: push_back's call per op was a third of the decoding.
+    // Sized ahead and written in place: no capacity check and call per op.
     tape.ops.resize(nOps);
     // The reader's own get/getVar, checked against the block's end byte by byte.
     struct Checked {
@@ -270,8 +270,8 @@ bool TapeSpill::Reader::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
         bool var(uint64_t& v) { return r.getVar(v); }
     } checked{*this};
     // Straight from the block: an op's code takes at most kSlack bytes, so none of its reads
-    // can pass the block's end (decoding the spill bounded the advisor's questions on 16
-    // threads: docs/PERFORMANCE.md).
+    // can pass the block's end. (One thread decodes the spill for all those asking the
+    // advisor's questions: its pace is theirs.)
     struct InBlock {
         const uint8_t* p;
         bool get(uint8_t& b) {
