@@ -69,6 +69,16 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         if (entries.size() != b.runs.back()) b.runs.push_back(entries.size());
     };
     size_t held = 0;
+    // A series' points before the frontier as one sorted run, written in place (sized by
+    // dueBefore, cut to what was handed out): no call per point.
+    auto emitRun = [&](StepTail& s, uint32_t i, Kind kind) {
+        const size_t at = entries.size();
+        entries.resize(at + s.dueBefore(frontier, all));
+        Entry* out = entries.data() + at;
+        s.emitBefore(frontier, all, [&](int64_t t, uint64_t v) { *out++ = Entry{t, v, i, 0, kind, 0}; });
+        entries.resize(static_cast<size_t>(out - entries.data()));
+        endRun();
+    };
     auto keepActive = [&](std::vector<uint32_t>& list, auto&& emit) {
         size_t n = 0;
         for (uint32_t i : list)
@@ -77,14 +87,8 @@ void ReportReducer::flush(int64_t frontier, bool all) {
     };
     keepActive(activePools_, [&](uint32_t i) {
         Pool& p = pools_[i];
-        p.reserved.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
-            entries.push_back(Entry{t, v, i, 0, Kind::Reserved, 0});
-        });
-        endRun();
-        p.used.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
-            entries.push_back(Entry{t, v, i, 0, Kind::Used, 0});
-        });
-        endRun();
+        emitRun(p.reserved, i, Kind::Reserved);
+        emitRun(p.used, i, Kind::Used);
         size_t left = p.reserved.buffered() + p.used.buffered();
         for (int k = 0; k < 4; ++k) {
             p.knobs[k].emitBefore(frontier, all, [&](int64_t, uint64_t v) {
@@ -97,19 +101,13 @@ void ReportReducer::flush(int64_t frontier, bool all) {
     });
     keepActive(activeStreams_, [&](uint32_t i) {
         Stream& s = streams_[i];
-        s.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
-            entries.push_back(Entry{t, v, i, 0, Kind::StreamLive, 0});
-        });
-        endRun();
+        emitRun(s.live, i, Kind::StreamLive);
         held += s.live.buffered();
         return s.active = s.live.buffered() != 0;
     });
     keepActive(activeOutside_, [&](uint32_t i) {
         Outside& o = outside_[i];
-        o.live.emitBefore(frontier, all, [&](int64_t t, uint64_t v) {
-            entries.push_back(Entry{t, v, i, 0, Kind::OutsideLive, 0});
-        });
-        endRun();
+        emitRun(o.live, i, Kind::OutsideLive);
         held += o.live.buffered();
         return o.active = o.live.buffered() != 0;
     });

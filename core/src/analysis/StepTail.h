@@ -20,36 +20,39 @@
 
 namespace poolscope::detail {
 
-// A queue in one vector (points are added at the back, handed out from the front): no
-// allocation per block as std::deque has, the front part given back in one move once it is
-// half the vector.
+// A queue in one vector used as a circle (points are added at the back, handed out from the
+// front): no allocation per block as std::deque has, and nothing moved when the front goes.
 template <class T> class Ring {
 public:
-    bool empty() const { return head_ == v_.size(); }
-    size_t size() const { return v_.size() - head_; }
-    T& operator[](size_t i) { return v_[head_ + i]; }
-    const T& operator[](size_t i) const { return v_[head_ + i]; }
-    T& front() { return v_[head_]; }
-    T& back() { return v_.back(); }
-    const T& back() const { return v_.back(); }
-    void push_back(const T& x) { v_.push_back(x); }
-    void pop_back() { v_.pop_back(); }
-    // The first n gone at once: the rest moves down at most once (per call, not per point).
-    void drop_front(size_t n) {
-        head_ += n;
-        if (head_ == v_.size()) {
-            v_.clear();
-            head_ = 0;
-        } else if (head_ >= 256 && head_ * 2 >= v_.size()) {
-            v_.erase(v_.begin(), v_.begin() + static_cast<ptrdiff_t>(head_));
-            head_ = 0;
-        }
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    T& operator[](size_t i) { return v_[(head_ + i) & mask_]; }
+    const T& operator[](size_t i) const { return v_[(head_ + i) & mask_]; }
+    T& back() { return (*this)[size_ - 1]; }
+    const T& back() const { return (*this)[size_ - 1]; }
+    void push_back(const T& x) {
+        if (size_ == v_.size()) [[unlikely]]
+            grow();
+        v_[(head_ + size_) & mask_] = x;
+        ++size_;
     }
-    void truncate(size_t n) { v_.resize(head_ + n); }
+    void pop_back() { --size_; }
+    void drop_front(size_t n) {
+        head_ = (head_ + n) & mask_;
+        size_ -= n;
+    }
+    void truncate(size_t n) { size_ = n; }
 
 private:
-    std::vector<T> v_;
-    size_t head_ = 0;
+    void grow() {
+        std::vector<T> w(v_.empty() ? 16 : 2 * v_.size());
+        for (size_t i = 0; i < size_; ++i) w[i] = (*this)[i];
+        v_.swap(w);
+        head_ = 0;
+        mask_ = v_.size() - 1;
+    }
+    std::vector<T> v_; // a power of two long
+    size_t head_ = 0, size_ = 0, mask_ = 0;
 };
 
 class StepTail {
@@ -81,6 +84,19 @@ public:
         if (outRaw_ == value) return true; // what Series::push would do changes nothing
         append(outT_ + 1, value);
         return false;
+    }
+
+    // How many points emitBefore(frontier, all) would take from the window (an upper bound on
+    // what it hands out: capped points may merge away). The window's times only rise.
+    size_t dueBefore(int64_t frontier, bool all) const {
+        if (all) return win_.size();
+        size_t lo = 0, hi = win_.size();
+        while (lo < hi) {
+            const size_t mid = (lo + hi) / 2;
+            if (win_[mid].t < frontier) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
     }
 
     // Hands the points older than `frontier` (or all) to sink(t, v), oldest first. Capped points that merge with the one before are not handed out.
