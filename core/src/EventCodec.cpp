@@ -688,18 +688,8 @@ bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, 
 
 // ---- versions 1 and 2 (LEB128 varints) -------------------------------------------------------
 
+using detail::getVarint;
 using detail::putVarint;
-
-inline bool getVarint(const unsigned char*& p, const unsigned char* end, uint64_t& z) {
-    z = 0;
-    for (int shift = 0; shift <= 63; shift += 7) {
-        if (p == end) return false;
-        unsigned char b = *p++;
-        z |= static_cast<uint64_t>(b & 0x7F) << shift;
-        if (!(b & 0x80)) return true;
-    }
-    return false;
-}
 
 // Kept so tests and benchmarks can produce version-2 data (what traces before codec 3 hold).
 void encodeRunV2(std::span<const Event> events, std::string& out) {

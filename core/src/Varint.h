@@ -27,4 +27,17 @@ inline size_t putVarint(unsigned char* buf, uint64_t z) {
     return n;
 }
 
+// Reads one varint at p (at most 10 bytes, none at or past `end`), moving p past it. False on
+// running into `end` or on an eleventh byte.
+inline bool getVarint(const unsigned char*& p, const unsigned char* end, uint64_t& z) {
+    z = 0;
+    for (int shift = 0; shift <= 63; shift += 7) {
+        if (p == end) return false;
+        const unsigned char b = *p++;
+        z |= static_cast<uint64_t>(b & 0x7F) << shift;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
 } // namespace poolscope::detail

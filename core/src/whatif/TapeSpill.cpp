@@ -273,26 +273,17 @@ bool TapeSpill::Reader::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
     // can pass the block's end. (One thread decodes the spill for all those asking the
     // advisor's questions: its pace is theirs.)
     struct InBlock {
-        const uint8_t* p;
+        const uint8_t *p, *end;
         bool get(uint8_t& b) {
             b = *p++;
             return true;
         }
-        bool var(uint64_t& v) {
-            uint64_t b = *p++;
-            v = b & 0x7F;
-            for (unsigned shift = 7; b & 0x80; shift += 7) {
-                if (shift >= 64) return false;
-                b = *p++;
-                v |= (b & 0x7F) << shift;
-            }
-            return true;
-        }
+        bool var(uint64_t& v) { return poolscope::detail::getVarint(p, end, v); }
     };
     for (uint64_t i = 0; i < nOps; ++i) {
         if (block_.size() - rpos_ >= TapeSpill::kSlack) {
             const auto* base = reinterpret_cast<const uint8_t*>(block_.data());
-            InBlock src{base + rpos_};
+            InBlock src{base + rpos_, base + block_.size()};
             const bool good = readOp(src, tape, tape.ops[i]);
             rpos_ = static_cast<size_t>(src.p - base);
             if (!good) return bad();

@@ -1,0 +1,223 @@
+// The advisor's questions stepped over the report's spill on several threads
+// (QuestionSearch.h).
+#include "QuestionSearch.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace poolscope::whatif {
+
+namespace {
+
+// The open questions in n shares. Later questions cost more (the candidates' thresholds rise
+// along the order, and with them how long they survive, the highest often to the end), so they
+// are dealt from the last, each to the share with the least so far, a question's place in the
+// order standing for its cost: the costliest alone, the cheapest paired up, and no share left
+// holding two of the costliest while others hold one cheap one.
+std::vector<std::vector<Search::Asked*>> dealShares(Search& search, unsigned n) {
+    std::vector<Search::Asked*> open;
+    for (Search::Asked& a : search.asked)
+        if (a.left) open.push_back(&a);
+    std::vector<std::vector<Search::Asked*>> shares(n);
+    std::vector<size_t> load(n, 0);
+    for (size_t k = open.size(); k-- > 0;) {
+        size_t least = 0;
+        for (size_t s = 1; s < n; ++s)
+            if (load[s] < load[least]) least = s;
+        shares[least].push_back(open[k]);
+        load[least] += k + 1;
+    }
+    return shares;
+}
+
+} // namespace
+
+// The search over the spill on `threads` threads (2 or more), each with its own reader of the
+// spill and its share of the open questions: a question's answer depends only on its own model
+// and the ops, and each steps at the same boundaries as on one thread, so the answers are the
+// same. False where a reader failed (the models are then part-fed: the caller starts over).
+bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads,
+                     const std::function<void(uint64_t)>& stepped) {
+    const std::vector<std::vector<Search::Asked*>> shares = dealShares(search, threads);
+    std::atomic<bool> failed{false};
+    auto run = [&](const std::vector<Search::Asked*>& share, bool caller) {
+        try {
+            TapeSpill::Reader reader(spill);
+            Tape tape;
+            std::vector<uint64_t> handles;
+            auto open = [&] {
+                for (const Search::Asked* a : share)
+                    if (a->left) return true;
+                return false;
+            };
+            bool left = open();
+            while (left && !failed.load(std::memory_order_relaxed) && reader.next(tape, handles)) {
+                for (Search::Asked* a : share) Search::stepOne(*a, tape, handles);
+                left = open();
+                if (caller && stepped) stepped(reader.steps());
+            }
+            if (!reader.ok() || (left && !reader.atEnd()))
+                failed.store(true, std::memory_order_relaxed);
+        } catch (...) { // (memory) the trace is read again on one thread instead
+            failed.store(true, std::memory_order_relaxed);
+        }
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(threads - 1);
+    try {
+        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(run, std::cref(shares[t]), false);
+    } catch (...) { // no thread to be had: what started finishes, the rest falls back
+        failed.store(true, std::memory_order_relaxed);
+    }
+    run(shares[0], true);
+    for (std::thread& t : pool) t.join();
+    return !failed.load();
+}
+
+// The search over the spill with one thread decoding it and `threads` - 1 others stepping their
+// shares of the questions over each step it decoded (4 or more threads: with a reader each, every
+// thread decoded the whole spill, which at 8 threads cost about as much as its models). A step
+// is decoded once into a shared, read-only Tape; at most kDepth steps are held, a step dropped
+// once every thread still asking is past it, and the decoding stops once none is. The answers are
+// those of searchOnThreads (the same shares, stepped at the same boundaries). False where the
+// spill could not be read to its end while some question was open.
+bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
+                     const std::function<void(uint64_t)>& stepped) {
+    // Steps held at once: each thread's questions cost more on some steps than on others, and
+    // with few held the fastest thread waits for the slowest at nearly every step
+    // (docs/PERFORMANCE.md). A step is one chunk's ops, at most ~4 k: 32 hold a few MiB.
+    constexpr size_t kDepth = 32;
+    struct Step {
+        Tape tape;
+        std::vector<uint64_t> poolHandles;
+    };
+    const unsigned consumers = threads - 1;
+    const std::vector<std::vector<Search::Asked*>> shares = dealShares(search, consumers);
+
+    std::mutex m;
+    std::condition_variable changed;
+    std::deque<std::shared_ptr<Step>> window; // steps first .. first + size - 1
+    // Steps every thread is done with, for their buffers: the next steps' ops are read into
+    // memory already allocated instead of a new allocation per step.
+    std::vector<std::shared_ptr<Step>> spent;
+    uint64_t first = 0;
+    std::vector<uint64_t> next(consumers, 0);
+    std::vector<char> asking(consumers, 1);
+    bool ended = false, failed = false;
+    auto anyAsking = [&] {
+        return std::find(asking.begin(), asking.end(), 1) != asking.end();
+    };
+    auto produce = [&] {
+        try {
+            TapeSpill::Reader reader(spill);
+            Tape running; // the handles accumulate from step to step
+            std::vector<uint64_t> handles;
+            for (;;) {
+                std::shared_ptr<Step> step;
+                {
+                    std::unique_lock lk(m);
+                    for (;;) {
+                        // Drop the steps every thread still asking is done with (kept for
+                        // their buffers: a thread lets go of its step before it counts it
+                        // done under this lock, so no thread reads one kept).
+                        uint64_t low = UINT64_MAX;
+                        for (unsigned c = 0; c < consumers; ++c)
+                            if (asking[c]) low = std::min(low, next[c]);
+                        while (!window.empty() && first < low) {
+                            spent.push_back(std::move(window.front()));
+                            window.pop_front();
+                            ++first;
+                        }
+                        if (!anyAsking() || failed) return;
+                        if (window.size() < kDepth) break;
+                        changed.wait(lk);
+                    }
+                    if (!spent.empty()) {
+                        step = std::move(spent.back());
+                        spent.pop_back();
+                    }
+                }
+                if (!reader.next(running, handles)) break;
+                if (!step) step = std::make_shared<Step>();
+                // The spent step's buffers go back to `running`, which next() refills.
+                step->tape.ops.swap(running.ops);
+                step->tape.allocSeq.swap(running.allocSeq);
+                step->tape.streamHandles = running.streamHandles;
+                step->poolHandles = handles;
+                {
+                    std::lock_guard lk(m);
+                    window.push_back(std::move(step));
+                }
+                changed.notify_all();
+            }
+            std::lock_guard lk(m);
+            if (!reader.ok() || !reader.atEnd()) failed = true;
+            ended = true;
+        } catch (...) { // (memory) the trace is read again on one thread instead
+            std::lock_guard lk(m);
+            failed = true;
+            ended = true;
+        }
+        changed.notify_all();
+    };
+    auto consumeShare = [&](unsigned c) {
+        auto open = [&] {
+            for (const Search::Asked* a : shares[c])
+                if (a->left) return true;
+            return false;
+        };
+        bool left = open();
+        while (left) {
+            std::shared_ptr<const Step> step;
+            {
+                std::unique_lock lk(m);
+                changed.wait(lk, [&] { return failed || ended || next[c] < first + window.size(); });
+                if (failed) return;
+                if (next[c] >= first + window.size()) break; // ended: every step seen
+                step = window[next[c] - first];
+            }
+            for (Search::Asked* a : shares[c]) Search::stepOne(*a, step->tape, step->poolHandles);
+            step.reset(); // before the lock: a step past every thread's is the producer's to reuse
+            left = open();
+            uint64_t done;
+            {
+                std::lock_guard lk(m);
+                done = ++next[c];
+                asking[c] = left;
+            }
+            changed.notify_all();
+            if (c == 0 && stepped) stepped(done); // (consumer 0 is the calling thread)
+        }
+        std::lock_guard lk(m);
+        asking[c] = 0;
+    };
+    auto consume = [&](unsigned c) {
+        try {
+            consumeShare(c);
+        } catch (...) { // (memory) the models are part-fed: the trace is read again instead
+            std::lock_guard lk(m);
+            failed = true;
+            asking[c] = 0;
+        }
+        changed.notify_all();
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(consumers);
+    try {
+        pool.emplace_back(produce);
+        for (unsigned c = 1; c < consumers; ++c) pool.emplace_back(consume, c);
+    } catch (...) { // no thread to be had: what started finishes, the rest falls back
+        std::lock_guard lk(m);
+        failed = true;
+    }
+    changed.notify_all();
+    if (!pool.empty()) consume(0);
+    for (std::thread& t : pool) t.join();
+    return !failed && !pool.empty();
+}
+
+} // namespace poolscope::whatif
