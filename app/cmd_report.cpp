@@ -98,10 +98,13 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The advisor's threads forced (0: as many as stood idle), for measuring them: not for users.
     auto adviceThreads = std::make_shared<unsigned>(0);
     sub->add_option("--advice-threads", *adviceThreads)->group("")->check(CLI::Range(0, 64));
+    // The advisor's questions during the read forced on or off, for measuring them: not for users.
+    auto askAhead = std::make_shared<std::string>("auto");
+    sub->add_option("--ask-ahead", *askAhead)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -125,6 +128,8 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.report.topN = *top;
             options.topSites = *topSites;
             options.adviceThreads = *adviceThreads;
+            using F = TraceReportOptions::FeedThread;
+            options.askAhead = *askAhead == "on" ? F::On : *askAhead == "off" ? F::Off : F::Auto;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {
@@ -147,6 +152,11 @@ void registerReport(CLI::App& app, int& exitCode) {
                          "it %.2f s), advice %.2f s on %u thread(s)\n",
                          built->readSeconds, built->readWaitedForThreads, built->threadsWaitedForRead,
                          built->adviceSeconds, built->adviceThreads);
+        if (*timings && built->aheadThreads)
+            std::fprintf(stderr, "timings: questions asked during the read on %u thread(s): %llu answered "
+                         "there, %llu asked after it\n",
+                         built->aheadThreads, (unsigned long long)built->aheadGiven,
+                         (unsigned long long)built->aheadAsked);
         if (*timings) {
             std::fprintf(stderr, "timings: read CPU %.2f s: the report's thread %.2f s", built->readProcessCpu,
                          built->readCallerCpu);

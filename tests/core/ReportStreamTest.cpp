@@ -58,6 +58,9 @@ std::string sitesText(const std::vector<analysis::PoolSites>& pools) {
 
 // Whether expectSame's last names pass on three threads replayed only the filtered events.
 bool lastFiltered = false;
+// Over expectSame's reports with questions asked during the read: those answered there, and
+// those asked after it.
+uint64_t aheadGiven = 0, aheadAsked = 0;
 
 // Both ways, compared; returns the streamed one.
 TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
@@ -87,13 +90,22 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.analysesThread = Thread::On;
     o.mergeThread = Thread::On; // the time merge's batches applied on a thread of its own
     o.spillThread = Thread::On; // and the models' ops spilled and followed on another
+    o.askAhead = Thread::Off;
     auto par = reportTrace(**reader, o, "t.poolscope");
-    EXPECT_TRUE(old && now && two && par);
-    if (!old || !now || !two || !par) return {};
+    // And the advisor's questions asked during the read, following the spill as it is written.
+    o.askAhead = Thread::On;
+    auto ahead = reportTrace(**reader, o, "t.poolscope");
+    EXPECT_TRUE(old && now && two && par && ahead);
+    if (!old || !now || !two || !par || !ahead) return {};
     EXPECT_EQ(reportToJson(now->report), reportToJson(two->report));
     EXPECT_EQ(sitesText(now->sites), sitesText(two->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(par->report));
     EXPECT_EQ(sitesText(now->sites), sitesText(par->sites));
+    { const std::string a = reportToJson(now->report), b = reportToJson(ahead->report); EXPECT_TRUE(a == b) << firstDifference(a, b); }
+    EXPECT_EQ(sitesText(now->sites), sitesText(ahead->sites));
+    EXPECT_EQ(par->aheadThreads, 0u);
+    aheadGiven += ahead->aheadGiven;
+    aheadAsked += ahead->aheadAsked;
     EXPECT_EQ(now->report.outOfOrderEvents, 0u);
     const std::string ot = reportToText(old->report), nt = reportToText(now->report);
     EXPECT_TRUE(ot == nt) << firstDifference(ot, nt);
@@ -125,6 +137,7 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
 
 TEST(ReportStream, EverySampleMatchesTheTimelineReport) {
     int n = 0;
+    const uint64_t given = aheadGiven;
     for (const auto& entry : std::filesystem::directory_iterator(kSamples)) {
         if (entry.path().extension() != ".poolscope") continue;
         expectSame(entry.path().string(), 10, 0);
@@ -133,6 +146,8 @@ TEST(ReportStream, EverySampleMatchesTheTimelineReport) {
         ++n;
     }
     EXPECT_GE(n, 15);
+    // The samples whose advisor asks something had it asked during the read.
+    EXPECT_GT(aheadGiven, given);
 }
 
 // StepTail (the streaming report's series) against Series itself, capped at high watermarks the
@@ -247,6 +262,7 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
             o.analysesThread = TraceReportOptions::FeedThread::On;
             o.mergeThread = TraceReportOptions::FeedThread::On;
             o.spillThread = TraceReportOptions::FeedThread::On;
+            o.askAhead = TraceReportOptions::FeedThread::On;
             o.cancel = &cancel;
             uint64_t seen = 0;
             o.progress = [&](uint64_t done, uint64_t) {

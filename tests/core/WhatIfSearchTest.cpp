@@ -10,13 +10,16 @@
 // the same where the spill fails and the trace is read again.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 #include <linux/magic.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <random>
 
+#include "../../core/src/whatif/QuestionSearch.h"
 #include "../../core/src/whatif/TapeSpill.h"
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
@@ -415,6 +418,84 @@ TEST(WhatIfSpill, ASpillPastItsCapFails) {
     EXPECT_FALSE(whatif::TapeSpill::Reader(spill).ok());
 }
 
+// Random steps of ops, some large enough to fill several of the spill's blocks.
+std::vector<whatif::Tape> randomSteps(uint64_t seed, int n) {
+    std::mt19937_64 rng(seed);
+    std::vector<whatif::Tape> steps;
+    whatif::Tape tape;
+    for (int s = 0; s < n; ++s) {
+        if (s % 5 == 0) tape.streamHandles.push_back(rng());
+        tape.ops.clear();
+        tape.allocSeq.clear();
+        const size_t ops = rng() % 4 == 0 ? 60'000 : rng() % 3'000;
+        for (size_t i = 0; i < ops; ++i) {
+            whatif::Op op;
+            op.kind = static_cast<whatif::Op::Kind>(rng() % 12);
+            op.ts = static_cast<int64_t>(rng() % (uint64_t{1} << 40));
+            op.value = rng();
+            op.pool = static_cast<uint32_t>(rng() % 3);
+            op.stream = static_cast<uint32_t>(rng() % 7);
+            tape.ops.push_back(op);
+            if (op.kind == whatif::Op::Kind::Alloc) tape.allocSeq.push_back(rng());
+        }
+        steps.push_back(tape);
+    }
+    return steps;
+}
+
+// A reader made before the spill is written follows it from another thread: every step as
+// written, each once the blocks holding it are written, and the end once the spill is finished.
+// Abandoned part-way, a following reader stops, failed.
+TEST(WhatIfSpill, AReaderFollowsTheWriting) {
+    const std::vector<whatif::Tape> steps = randomSteps(5, 40);
+    for (bool abandon : {false, true}) {
+        SCOPED_TRACE(abandon ? "abandoned" : "finished");
+        whatif::TapeSpill spill;
+        ASSERT_TRUE(spill.ok()) << zstd::unavailableReason();
+        whatif::TapeSpill::Reader reader(spill);
+        ASSERT_TRUE(reader.ok());
+        const size_t written = abandon ? steps.size() / 2 : steps.size();
+        std::thread writer([&] {
+            std::vector<uint64_t> pools{11, 22, 33};
+            for (size_t s = 0; s < written; ++s) {
+                spill.append(steps[s], pools);
+                if (s % 7 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+            if (abandon) {
+                spill.abandon();
+            } else {
+                whatif::Tape end;
+                end.lastTs = 7;
+                spill.finish(end);
+            }
+        });
+        whatif::Tape got;
+        std::vector<uint64_t> handles;
+        size_t read = 0;
+        bool same = true;
+        while (reader.next(got, handles)) {
+            const whatif::Tape& want = steps[read++];
+            same = same && got.ops.size() == want.ops.size() && got.allocSeq == want.allocSeq &&
+                   got.streamHandles == want.streamHandles;
+            for (size_t i = 0; same && i < want.ops.size(); ++i)
+                same = got.ops[i].ts == want.ops[i].ts && got.ops[i].value == want.ops[i].value &&
+                       got.ops[i].kind == want.ops[i].kind;
+        }
+        writer.join();
+        EXPECT_TRUE(same);
+        if (abandon) {
+            EXPECT_FALSE(reader.ok());
+            EXPECT_FALSE(reader.atEnd());
+            EXPECT_LE(read, written);
+        } else {
+            EXPECT_TRUE(reader.ok());
+            EXPECT_TRUE(reader.atEnd());
+            EXPECT_EQ(read, steps.size());
+            EXPECT_EQ(handles, (std::vector<uint64_t>{11, 22, 33}));
+        }
+    }
+}
+
 // The spill's cap follows where it lands: a tmpfs gets the memory budget, a disk keeps its
 // reserve. /dev/shm is the tmpfs every Linux test machine has.
 TEST(WhatIfSpill, ASpillOnATmpfsKeepsToTheMemoryBudget) {
@@ -527,6 +608,54 @@ TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
     }
     EXPECT_GT(advised, 0u);
     EXPECT_GT(policies, 0u);
+}
+
+// Questions asked ahead (whatif::Speculation: every pool, none decided on the way) answer as the
+// same questions asked after the read, a candidate's decided pools included: with waves that
+// cover every question the search would ask, and with waves that leave some out (asked after,
+// over the spill) or ask thresholds it would not. On generated random traces (not recordings).
+TEST(WhatIfSpill, QuestionsAskedAheadAnswerAsAfterTheRead) {
+    uint64_t given = 0, asked = 0, decided = 0;
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+        SCOPED_TRACE(seed);
+        test::ScratchDir dir;
+        const test::Events ev = RandomTrace(seed, seed % 2 == 0).generate(seed == 1 ? 60'000 : 15'000);
+        auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
+        ASSERT_TRUE(reader);
+        FirstRead first = firstRead(**reader);
+        ASSERT_TRUE(first.spill && first.spill->ok()) << zstd::unavailableReason();
+        auto after = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true,
+                                         {}, first.spill.get(), 4);
+        ASSERT_TRUE(after);
+        for (const whatif::PoolAdvice& a : *after) decided += a.thresholdAdvice;
+        uint64_t top = 0;
+        for (const PoolPrediction& p : first.never) top = std::max(top, p.peakReserved);
+        const std::vector<uint64_t> cands = whatif::candidatesUpTo(top, {});
+        for (bool whole : {true, false}) {
+            SCOPED_TRACE(whole ? "every question ahead" : "some left for after");
+            // Two waves, as the report asks them: the first with the policies.
+            std::vector<uint64_t> one, two;
+            for (size_t i = 0; i < cands.size(); ++i) {
+                if (!whole && i == cands.size() / 2) continue;
+                (i % 2 ? two : one).push_back(cands[i]);
+            }
+            one.push_back(top + 12345); // a threshold the search does not ask
+            whatif::Speculation waveOne(*first.spill, whole, one, {}, 4);
+            whatif::Speculation waveTwo(*first.spill, false, two, {}, 5);
+            const auto before = whatif::detail::aheadCounts();
+            auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
+                                           true, {}, first.spill.get(), 4, {}, {&waveOne, &waveTwo});
+            ASSERT_TRUE(got);
+            expectSameAdvice(*got, *after);
+            const auto counts = whatif::detail::aheadCounts();
+            given += counts.given - before.given;
+            asked += counts.asked - before.asked;
+            if (whole) EXPECT_EQ(counts.asked, before.asked);
+        }
+    }
+    EXPECT_GT(decided, 0u);
+    EXPECT_GT(given, 0u);
+    EXPECT_GT(asked, 0u);
 }
 
 struct ReportOut {

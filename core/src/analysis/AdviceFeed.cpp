@@ -1,5 +1,7 @@
 #include "AdviceFeed.h"
 
+#include <algorithm>
+
 namespace poolscope::detail {
 
 // The spill and the never-releasing model on a thread of their own, given each step's ops.
@@ -10,7 +12,7 @@ struct AdviceFeed::Follower {
               poolHandles.insert(poolHandles.end(), h.newPools.begin(), h.newPools.end());
               tape.ops.swap(h.ops);
               tape.allocSeq.swap(h.allocSeq);
-              feed.follow(tape, poolHandles);
+              feed.follow(tape, poolHandles, h.events);
               tape.ops.swap(h.ops);
               tape.allocSeq.swap(h.allocSeq);
           }) {}
@@ -22,7 +24,7 @@ struct AdviceFeed::Follower {
 AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
                        const whatif::Calibration& c, bool follower)
     : asRecorded_({}, c), neverReleasing_(whatif::neverReleasing(), c),
-      races_(c.growthGranule, c.blockAlign),
+      races_(c.growthGranule, c.blockAlign), cal_(c),
       thread_(threaded ? std::make_unique<ReplayThread>([this] { step(); }) : nullptr),
       replay_(threaded ? &thread_->replay() : &report), racesReplay_(replay_) {
     if (spill) spill_ = std::make_unique<whatif::TapeSpill>();
@@ -42,10 +44,59 @@ AdviceFeed::~AdviceFeed() {
     if (thread_) {
         thread_.reset(); // its replay and the models' last calls go with it
         stopFollower(true);
-        return;
+    } else {
+        replay_->unsubscribe(&asRecorded_);
+        racesReplay_->unsubscribe(&races_);
     }
-    replay_->unsubscribe(&asRecorded_);
-    racesReplay_->unsubscribe(&races_);
+    // Questions still following an unfinished spill stop there.
+    if (spill_) spill_->abandon();
+    ahead_.clear();
+}
+
+void AdviceFeed::askAhead(unsigned threads, uint64_t events) {
+    aheadThreads_ = threads;
+    aheadEvents_ = events;
+}
+
+std::vector<whatif::Speculation*> AdviceFeed::ahead() const {
+    std::vector<whatif::Speculation*> out;
+    for (const auto& w : ahead_) out.push_back(w.get());
+    return out;
+}
+
+// At each sixth of the trace, the never-releasing peak; at the second and fourth, a wave of
+// questions: the candidates of the peak so far, and of the peak the trace would end with if it
+// went on rising as it did over the last sixth (a program holding more and more), those not
+// asked yet. The first wave asks the reuse policies too.
+void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t events) {
+    const uint64_t top = neverReleasing_.peakReservedSoFar();
+    tops_.push_back({events, top});
+    const size_t n = tops_.size();
+    if (n != 2 && n != 4) return;
+    // Every question follows every pool there: a program with many pools gets them after the
+    // read, asked only of the pools with something to decide.
+    if (poolHandles.size() > kMaxAheadPools) return;
+    const TopAt& before = tops_[n - 2];
+    uint64_t rising = top;
+    if (top > before.top && events > before.events && aheadEvents_ > events) {
+        const long double slope = static_cast<long double>(top - before.top) /
+                                  static_cast<long double>(events - before.events);
+        rising = top + static_cast<uint64_t>(slope * static_cast<long double>(aheadEvents_ - events));
+    }
+    std::vector<uint64_t> ask;
+    for (uint64_t peak : {top, rising})
+        for (uint64_t t : whatif::candidatesUpTo(peak, cal_))
+            if (std::find(askedAhead_.begin(), askedAhead_.end(), t) == askedAhead_.end() &&
+                std::find(ask.begin(), ask.end(), t) == ask.end())
+                ask.push_back(t);
+    std::sort(ask.begin(), ask.end()); // the search deals the last (the highest) first
+    if (ask.empty() && !ahead_.empty()) return;
+    try {
+        ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, ahead_.empty(), ask, cal_,
+                                                               aheadThreads_));
+        askedAhead_.insert(askedAhead_.end(), ask.begin(), ask.end());
+    } catch (...) { // (memory) asked after the read instead
+    }
 }
 
 void AdviceFeed::racesOn(replay::Replay& other) {
@@ -54,7 +105,8 @@ void AdviceFeed::racesOn(replay::Replay& other) {
     other.subscribe(&races_, whatif::RaceBounds::kindMask());
 }
 
-void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles) {
+void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
+                        uint64_t events) {
     if (spill_) spill_->append(tape, poolHandles);
     const whatif::Op* ops = tape.ops.data();
     neverReleasing_.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
@@ -62,6 +114,9 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
     if (asRecordedOps_)
         asRecordedOps_->feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
                              tape.streamHandles, noMute_);
+    if (aheadThreads_ && spill_ && spill_->ok() &&
+        events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 6)
+        askWave(poolHandles, events);
 }
 
 double AdviceFeed::followerCpu() const { return follower_ ? follower_->steps.cpuSeconds() : 0; }
@@ -72,7 +127,7 @@ void AdviceFeed::step() {
     for (size_t i = poolHandles_.size(); i < replay_->pools().size(); ++i)
         poolHandles_.push_back(replay_->pools()[i].info.handle);
     if (!follower_) {
-        follow(tape_, poolHandles_);
+        follow(tape_, poolHandles_, replay_->eventCount());
         tape_.dropOps();
         return;
     }
@@ -84,6 +139,7 @@ void AdviceFeed::step() {
     h.newStreams.assign(tape_.streamHandles.begin() + static_cast<ptrdiff_t>(streamsBefore),
                         tape_.streamHandles.end());
     h.newPools.assign(poolHandles_.begin() + static_cast<ptrdiff_t>(poolsBefore), poolHandles_.end());
+    h.events = replay_->eventCount();
     follower_->steps.give(std::move(h));
 }
 

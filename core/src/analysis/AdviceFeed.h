@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "../whatif/QuestionSearch.h"
 #include "../whatif/TapeSpill.h"
 #include "ReplayThread.h"
 #include "poolscope/replay/Replay.h"
@@ -25,6 +26,8 @@ namespace poolscope::detail {
 
 class AdviceFeed {
 public:
+    // askAhead() asks no question ahead of a trace with more pools than this by then.
+    static constexpr size_t kMaxAheadPools = 64;
     // `report`: the reducer's replay (or `advise`'s), followed where not threaded. `spill`: keep
     // the ops on disk for the questions after the read.
     // `follower` (with `threaded`): the spill and the never-releasing model on another thread.
@@ -41,6 +44,9 @@ public:
     // replay of the same events on another thread (the report's analyses'), which must outlive
     // this feed's use of them. They were a fifth of the models' thread, the read's slowest.
     void racesOn(replay::Replay& other);
+    // Before the read, with a spill: the advisor's questions asked during it
+    // (whatif::Speculation) on `threads` threads a wave, of a trace of `events` events.
+    void askAhead(unsigned threads, uint64_t events);
     // Not threaded: after the report's replay applied a chunk (its samples included).
     void step();
     // After the last chunk: the thread's end, or the last step.
@@ -57,15 +63,18 @@ public:
     std::vector<whatif::PoolPrediction> neverReleasing() { return neverReleasing_.collect(tape_); }
     std::vector<whatif::RaceRange> races() const { return races_.result(*racesReplay_); }
     whatif::TapeSpill* spill() { return spill_.get(); }
+    // After end(): the questions asked during the read, if any were (for adviseAfter).
+    std::vector<whatif::Speculation*> ahead() const;
 
 private:
     // One step's ops for the follower, and the streams and pools first seen in it.
     struct Handed {
         std::vector<whatif::Op> ops;
         std::vector<uint64_t> allocSeq, newStreams, newPools;
+        uint64_t events = 0; // the replay's, by the step's end
     };
     struct Follower;
-    void follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles);
+    void follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles, uint64_t events);
     void stopFollower(bool drop);
 
     whatif::PoolModel asRecorded_, neverReleasing_;
@@ -74,6 +83,18 @@ private:
     whatif::RaceBounds races_;
     whatif::Tape tape_;
     std::unique_ptr<whatif::TapeSpill> spill_;
+    // Questions asked during the read, in waves (after the spill: they go first, the spill
+    // abandoned), and the never-releasing peak at each sixth of the trace so far.
+    void askWave(const std::vector<uint64_t>& poolHandles, uint64_t events);
+    std::vector<std::unique_ptr<whatif::Speculation>> ahead_;
+    std::vector<uint64_t> askedAhead_; // thresholds
+    struct TopAt {
+        uint64_t events, top;
+    };
+    std::vector<TopAt> tops_;
+    whatif::Calibration cal_;
+    unsigned aheadThreads_ = 0;
+    uint64_t aheadEvents_ = 0;
     const std::vector<uint8_t> noMute_;
     std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped
     std::unique_ptr<Follower> follower_; // after the models: stopped before they go

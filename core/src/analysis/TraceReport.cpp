@@ -159,6 +159,12 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
                                                     !knobsDeclared, whatif::Calibration{},
                                                     wanted(options.spillThread, 6));
+        if (feed->spill() && wanted(options.askAhead, 12)) {
+            // The read's own threads: decoding, the report's, the models', the analyses', the
+            // follower, the time merge.
+            out.aheadThreads = std::clamp(cpus > 6 ? cpus - 6 : 0u, 4u, whatif::kMaxAdviceThreads);
+            feed->askAhead(out.aheadThreads, total);
+        }
         if (ReplayThread* t = feed->thread()) {
             threads.push_back(t);
             ReplayThread* lentTo = t;
@@ -221,9 +227,13 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (feed && adviceWorthIt(rep, reducer.anyPolicyOff())) {
         feed->finish();
         out.adviceThreads = options.adviceThreads ? options.adviceThreads : adviceThreads(started);
+        const whatif::detail::AheadCounts before = whatif::detail::aheadCounts();
         addAdvice(rep, whatif::adviseAfter(reader, feed->recorded(), feed->neverReleasing(),
                                            feed->races(), !knobsDeclared, {}, feed->spill(),
-                                           out.adviceThreads, options.adviceProgress));
+                                           out.adviceThreads, options.adviceProgress,
+                                           feed->ahead()));
+        out.aheadGiven = whatif::detail::aheadCounts().given - before.given;
+        out.aheadAsked = whatif::detail::aheadCounts().asked - before.asked;
         out.adviceSeconds = seconds(Clock::now() - readEnd);
     }
     return out;

@@ -759,6 +759,12 @@ uint64_t PoolModel::releasesOf(uint32_t i) const {
     return i < pools_.size() ? pools_[i].out.releases : 0;
 }
 
+uint64_t PoolModel::peakReservedSoFar() const {
+    uint64_t top = 0;
+    for (const Pool& p : pools_) top = std::max(top, p.out.peakReserved);
+    return top;
+}
+
 std::vector<PoolPrediction> PoolModel::collect(const Tape& tape, uint32_t only) {
     lastTs_ = std::max(lastTs_, tape.lastTs);
     std::vector<PoolPrediction> out;

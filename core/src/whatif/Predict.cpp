@@ -199,14 +199,28 @@ namespace {
 // A release or two (the program's last synchronize) costs nothing worth a change.
 constexpr uint64_t kMinReleases = 3;
 
+// The candidates for the never-releasing model's answers (candidatesUpTo).
+std::vector<uint64_t> candidates(const std::vector<PoolPrediction>& never, const Calibration& c) {
+    uint64_t top = 0;
+    for (const PoolPrediction& p : never) top = std::max(top, p.peakReserved);
+    return candidatesUpTo(top, c);
+}
+
+// Each reuse policy forced on (the first pass's questions 2 to 4).
+std::vector<Question> policiesOn() {
+    std::vector<Question> q(3);
+    for (int k = 0; k < 3; ++k) q[size_t(k)].all = policyOn(k);
+    return q;
+}
+
+} // namespace
+
 // Candidate thresholds in granule steps up to the largest never-release peak (at most
 // kCandidates + 1 of them, evenly spread, the peak itself last: each is a model on every event,
 // and `report` runs this too).
-std::vector<uint64_t> candidates(const std::vector<PoolPrediction>& never, const Calibration& c) {
+std::vector<uint64_t> candidatesUpTo(uint64_t top, const Calibration& c) {
     const uint64_t g = std::max<uint64_t>(c.growthGranule, 1);
     constexpr uint64_t kCandidates = 24;
-    uint64_t top = 0;
-    for (const PoolPrediction& p : never) top = std::max(top, p.peakReserved);
     std::vector<uint64_t> cands;
     if (top > 0) {
         const uint64_t steps = (top + g - 1) / g;
@@ -217,14 +231,15 @@ std::vector<uint64_t> candidates(const std::vector<PoolPrediction>& never, const
     return cands;
 }
 
-// Each reuse policy forced on (the first pass's questions 2 to 4).
-std::vector<Question> policiesOn() {
-    std::vector<Question> q(3);
-    q[0].all.allowOpportunistic = true;
-    q[1].all.followEventDependencies = true;
-    q[2].all.allowInternalDependencies = true;
-    return q;
+Settings policyOn(int k) {
+    Settings s;
+    if (k == 0) s.allowOpportunistic = true;
+    if (k == 1) s.followEventDependencies = true;
+    if (k == 2) s.allowInternalDependencies = true;
+    return s;
 }
+
+namespace {
 
 // policyOn[k]: the answers with policy k forced on (opportunistic, follow event dependencies,
 // internal dependencies); byCandidate[i]: with cands[i] as every pool's threshold.
@@ -377,6 +392,35 @@ Search ask(const std::vector<PoolPrediction>& asRecorded,
     return search;
 }
 
+// What the search would have answered for `a`, from the same question asked ahead (`s`, every
+// pool, over the whole spill, `end` its finish()): its answers for a's pools, and where a
+// candidate's releases for a pool passed what a allows at a step's end, the releases there (the
+// search decides a pool at the first step's end they pass it, and asks no more of it).
+std::vector<PoolPrediction> answeredAhead(Search::Asked& s, const Search::Asked& a, const Tape& end) {
+    const std::vector<PoolPrediction> got = s.model->collect(end);
+    std::vector<PoolPrediction> out;
+    for (size_t k = 0; k < a.pools.size(); ++k) {
+        if (a.candidate) {
+            uint32_t index = replay::kNone;
+            for (size_t j = 0; j < end.recorded.size() && j < end.poolIndex.size(); ++j)
+                if (end.recorded[j].handle == a.pools[k]) index = end.poolIndex[j];
+            if (index < s.releasesAtSteps.size()) {
+                const std::vector<uint32_t>& seen = s.releasesAtSteps[index];
+                auto past = std::upper_bound(seen.begin(), seen.end(), a.allowed[k]);
+                if (past != seen.end()) {
+                    PoolPrediction p;
+                    p.handle = a.pools[k];
+                    p.releases = *past;
+                    out.push_back(p);
+                    continue;
+                }
+            }
+        }
+        if (const PoolPrediction* p = find(got, a.pools[k])) out.push_back(*p);
+    }
+    return out;
+}
+
 } // namespace
 
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
@@ -385,7 +429,8 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<RaceRange>& races,
                                             bool sameReplay, const Calibration& c,
                                             TapeSpill* spill, unsigned threads,
-                                            const std::function<void(uint64_t, uint64_t)>& progress) {
+                                            const std::function<void(uint64_t, uint64_t)>& progress,
+                                            const std::vector<Speculation*>& ahead) {
     bool decide = false;
     for (const PoolPrediction& b : asRecorded)
         decide = decide || (b.touched && (b.releases >= kMinReleases || !b.allowOpportunistic ||
@@ -395,6 +440,26 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     if (!decide) return adviceFrom(asRecorded, none, {}, {}, races);
     const std::vector<uint64_t> cands = candidates(neverReleasing, c);
     Search search = ask(asRecorded, neverReleasing, cands, sameReplay, c);
+    // The questions asked during the read: answered here, and not asked again.
+    std::vector<std::optional<std::vector<PoolPrediction>>> given(search.asked.size());
+    for (Speculation* wave : ahead) {
+        if (!spill || !sameReplay || !search.anyLeft() || !wave->wait()) continue;
+        for (size_t q = 0; q < search.asked.size(); ++q) {
+            Search::Asked& a = search.asked[q];
+            Search::Asked* s = q < 3 ? wave->policy(int(q)) : wave->threshold(cands[q - 3]);
+            if (!a.left || !s) continue;
+            given[q] = answeredAhead(*s, a, spill->finished());
+            a.left = 0;
+        }
+    }
+    {
+        uint64_t taken = 0, open = 0;
+        for (size_t q = 0; q < given.size(); ++q) {
+            taken += given[q].has_value();
+            open += search.asked[q].left != 0;
+        }
+        detail::countAhead(taken, open);
+    }
 
     Tape tape;               // one step's ops at a time
     const Tape* end = &tape; // at the end, what the models' collect() reads
@@ -467,7 +532,8 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         return out;
     };
     std::vector<std::vector<PoolPrediction>> perQuestion;
-    for (Search::Asked& a : search.asked) perQuestion.push_back(answers(a));
+    for (size_t q = 0; q < search.asked.size(); ++q)
+        perQuestion.push_back(given[q] ? std::move(*given[q]) : answers(search.asked[q]));
     for (size_t i = 0; i < cands.size(); ++i)
         for (const PoolPrediction& b : asRecorded) {
             if (!b.touched || b.releases < kMinReleases || !sameReplay) continue;

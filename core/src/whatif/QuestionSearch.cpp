@@ -220,4 +220,72 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
     return !failed && !pool.empty();
 }
 
+namespace {
+std::atomic<uint64_t> gGiven{0}, gAsked{0};
+} // namespace
+
+namespace detail {
+AheadCounts aheadCounts() { return {gGiven.load(), gAsked.load()}; }
+void countAhead(uint64_t given, uint64_t asked) {
+    gGiven.fetch_add(given);
+    gAsked.fetch_add(asked);
+}
+} // namespace detail
+
+Speculation::Speculation(const TapeSpill& spill, bool policies,
+                         const std::vector<uint64_t>& thresholds, const Calibration& c,
+                         unsigned threads)
+    : policies_(policies), thresholds_(thresholds) {
+    auto add = [&](const Settings& s, bool candidate) {
+        Search::Asked a;
+        a.model = std::make_unique<PoolModel>(s, c);
+        a.model->keepRecorded(false);
+        a.candidate = candidate;
+        a.ahead = true;
+        a.left = 1; // never decided: asked to the spill's end
+        search_.asked.push_back(std::move(a));
+    };
+    if (policies_)
+        for (int k = 0; k < 3; ++k) add(policyOn(k), false);
+    for (uint64_t t : thresholds_) {
+        Settings s;
+        s.releaseThreshold = t;
+        add(s, true);
+    }
+    threads = std::max(threads, 4u);
+    try {
+        thread_ = std::thread([this, &spill, threads] {
+            bool ok = false;
+            try {
+                ok = searchBroadcast(search_, spill, threads, {});
+            } catch (...) { // (memory, threads) the questions are asked after the read instead
+            }
+            ok_ = ok;
+        });
+    } catch (...) { // no thread to be had: nothing asked ahead
+    }
+}
+
+Speculation::~Speculation() {
+    if (thread_.joinable()) thread_.join();
+}
+
+bool Speculation::wait() {
+    if (thread_.joinable()) thread_.join();
+    return ok_;
+}
+
+Search::Asked* Speculation::policy(int k) {
+    return ok_ && policies_ && k >= 0 && k < 3 ? &search_.asked[size_t(k)] : nullptr;
+}
+
+Search::Asked* Speculation::threshold(uint64_t t) {
+    if (!ok_) return nullptr;
+    const size_t first = policies_ ? 3 : 0;
+    for (size_t i = 0; i < thresholds_.size(); ++i)
+        if (thresholds_[i] == t)
+            return search_.asked[first + i].spoiled ? nullptr : &search_.asked[first + i];
+    return nullptr;
+}
+
 } // namespace poolscope::whatif

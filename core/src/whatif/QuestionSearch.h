@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "TapeSpill.h"
@@ -31,6 +32,12 @@ struct Search {
         std::vector<uint64_t> diedAt;         // per pool: releases when decided, 0 while asked
         size_t left = 0;                      // pools still asked
         bool candidate = false;
+        // Asked ahead (Speculation below): every pool, none decided on the way; instead each
+        // pool's releases where they had risen at a step's end (by replay pool index), from
+        // which the decision at any allowance is read afterwards (diedAt()).
+        // (Four bytes a value: at most one a step each; a count past them spoils the question.)
+        bool ahead = false, spoiled = false;
+        std::vector<std::vector<uint32_t>> releasesAtSteps;
     };
     std::vector<Asked> asked;
 
@@ -43,7 +50,7 @@ struct Search {
     // the question answers for them.
     static void seePools(Asked& a, const std::vector<uint64_t>& handles) {
         for (uint32_t i = static_cast<uint32_t>(a.mute.size()); i < handles.size(); ++i) {
-            uint8_t mute = 1;
+            uint8_t mute = a.ahead ? 0 : 1;
             for (size_t k = 0; k < a.pools.size(); ++k)
                 if (a.pools[k] == handles[i] && a.index[k] == replay::kNone &&
                     a.diedAt[k] == 0) {
@@ -58,6 +65,18 @@ struct Search {
         seePools(a, poolHandles);
         a.model->feed(tape.ops.data(), tape.ops.data() + tape.ops.size(), tape.allocSeq.data(),
                       tape.allocSeq.size(), tape.streamHandles, a.mute);
+        if (a.ahead) {
+            if (!a.candidate) return;
+            a.releasesAtSteps.resize(a.mute.size());
+            for (uint32_t i = 0; i < a.releasesAtSteps.size(); ++i) {
+                std::vector<uint32_t>& seen = a.releasesAtSteps[i];
+                const uint64_t n = a.model->releasesOf(i);
+                if (n <= (seen.empty() ? 0 : seen.back())) continue;
+                if (n > UINT32_MAX) a.spoiled = true;
+                else seen.push_back(static_cast<uint32_t>(n));
+            }
+            return;
+        }
         if (!a.candidate) return;
         for (size_t k = 0; k < a.pools.size(); ++k) {
             if (a.diedAt[k] || a.index[k] == replay::kNone) continue;
@@ -84,5 +103,57 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads,
 // was open.
 bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
                      const std::function<void(uint64_t)>& stepped);
+
+// The questions' settings (Predict.cpp): reuse policy k (0: opportunistic, 1: follow event
+// dependencies, 2: internal dependencies) forced on; the candidate thresholds for a largest
+// never-releasing peak of `top`.
+Settings policyOn(int k);
+std::vector<uint64_t> candidatesUpTo(uint64_t top, const Calibration& c);
+
+// The advisor's questions asked during the report's read, on cores the read leaves idle, so
+// that few or none are left to ask after it. Which pools a question asks about, and the
+// candidates themselves, are known only once the read is done (a pool's recorded releases, the
+// largest never-releasing peak); so each is asked of every pool, decided for none on the way
+// (Asked::ahead), and the candidates are those of the largest never-releasing peak so far.
+// After the read adviseAfter takes the answers of the questions it would ask that were asked
+// ahead (the same model over the same steps: the same answers, a pool's decision read from its
+// releases at each step), and asks only the rest.
+class Speculation {
+public:
+    // Starts following `spill` as it is written, on `threads` threads (4 or more, as
+    // searchBroadcast takes them): each reuse policy on (`policies`), and each of `thresholds`.
+    // The spill must be finished or abandoned before the speculation goes.
+    Speculation(const TapeSpill& spill, bool policies, const std::vector<uint64_t>& thresholds,
+                const Calibration& c, unsigned threads);
+    ~Speculation();
+    Speculation(const Speculation&) = delete;
+    Speculation& operator=(const Speculation&) = delete;
+
+    // Waits until the questions have followed the whole spill (after its finish()): false where
+    // they could not (the spill failed or was abandoned, no thread to be had).
+    bool wait();
+    // After wait() returned true: the question asked with policy k on, or with threshold t
+    // (null where none was).
+    Search::Asked* policy(int k);
+    Search::Asked* threshold(uint64_t t);
+    const std::vector<uint64_t>& thresholds() const { return thresholds_; }
+
+private:
+    Search search_;
+    bool policies_;
+    std::vector<uint64_t> thresholds_;
+    std::thread thread_;
+    bool ok_ = false;
+};
+
+namespace detail {
+// Since the process started (tests, `report --timings`): the questions adviseAfter took from
+// those asked ahead, and those it asked itself over the spill or the trace.
+struct AheadCounts {
+    uint64_t given = 0, asked = 0;
+};
+AheadCounts aheadCounts();
+void countAhead(uint64_t given, uint64_t asked);
+} // namespace detail
 
 } // namespace poolscope::whatif

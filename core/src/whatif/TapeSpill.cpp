@@ -95,12 +95,14 @@ uint64_t capFor(int fd, uint64_t cap) {
 
 TapeSpill::TapeSpill(uint64_t cap) : cap_(cap), zc_(1) {
     if (const uint64_t forced = gCapForTests.load(std::memory_order_relaxed)) cap_ = forced;
+    pub_.closed = pub_.failed = true; // until it opens
     if (!zstd::available()) return;
     fd_ = openAnonymous();
     if (fd_ < 0) return;
     if (!gCapForTests.load(std::memory_order_relaxed)) cap_ = capFor(fd_, cap_);
     raw_.resize(kBlock);
     ok_ = true;
+    pub_.closed = pub_.failed = false;
 }
 
 TapeSpill::~TapeSpill() {
@@ -110,10 +112,36 @@ TapeSpill::~TapeSpill() {
 void TapeSpill::fail() {
     ok_ = false;
     pos_ = 0; // later writes land in the buffer harmlessly
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
+    // The disk space goes now; the descriptor stays until the spill does, for readers
+    // following it may still be reading (they find nothing there and stop).
+    if (fd_ >= 0) (void)!::ftruncate(fd_, 0);
     std::string().swap(packed_);
+    publish(true, true);
 }
+
+TapeSpill::Published TapeSpill::published(bool wait, uint64_t steps) const {
+    std::unique_lock lk(pubMutex_);
+    if (wait) grew_.wait(lk, [&] { return pub_.closed || pub_.steps > steps; });
+    return pub_;
+}
+
+void TapeSpill::publish(bool close, bool failed) {
+    {
+        std::lock_guard lk(pubMutex_);
+        if (pub_.closed) return;
+        if (!failed) {
+            pub_.fileBytes = fileBytes_;
+            pub_.rawBytes = rawBytes_;
+            pub_.steps = steps_; // appends are whole before they count: flushed mid-step, the
+                                 // step being written is not among them
+        }
+        pub_.closed = close;
+        pub_.failed = failed;
+    }
+    grew_.notify_all();
+}
+
+void TapeSpill::abandon() { publish(true, true); }
 
 void TapeSpill::flush() {
     if (!ok_ || pos_ == 0) {
@@ -131,6 +159,7 @@ void TapeSpill::flush() {
         return fail();
     fileBytes_ += add;
     rawBytes_ += n;
+    publish(false, false);
 }
 
 void TapeSpill::append(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
@@ -207,16 +236,18 @@ void TapeSpill::finish(const Tape& finished) {
                                             : std::numeric_limits<int64_t>::min());
     }
     std::vector<uint8_t>().swap(raw_); // the writing is over
+    publish(true, false);
 }
 
 TapeSpill::Reader::Reader(const TapeSpill& spill) : spill_(&spill) {
-    ok_ = spill.ok_ && spill.finishedSet_;
+    pub_ = spill.published(false, 0);
+    ok_ = !pub_.failed;
 }
 
 bool TapeSpill::Reader::load() {
     if (const uint64_t at = gFailLoadAt.load(std::memory_order_relaxed))
         if (gLoads.fetch_add(1, std::memory_order_relaxed) + 1 == at) return false;
-    const uint64_t fileBytes = spill_->fileBytes_;
+    const uint64_t fileBytes = pub_.fileBytes; // the step being read is wholly within it
     uint32_t head[2];
     if (readAt_ + sizeof head > fileBytes || !readAll(spill_->fd_, head, sizeof head, readAt_))
         return false;
@@ -243,8 +274,14 @@ bool TapeSpill::Reader::getVar(uint64_t& v) {
 }
 
 bool TapeSpill::Reader::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
-    if (!ok_ || readSteps_ >= spill_->steps_) return false;
-    const uint64_t rawBytes = spill_->rawBytes_;
+    if (!ok_) return false;
+    if (readSteps_ >= pub_.steps) {
+        if (pub_.closed) return false;
+        pub_ = spill_->published(true, readSteps_);
+        if (pub_.failed) return bad();
+        if (readSteps_ >= pub_.steps) return false; // finished here
+    }
+    const uint64_t rawBytes = pub_.rawBytes;
     uint64_t nOps, nStreams, nPools;
     if (!getVar(nOps) || !getVar(nStreams) || !getVar(nPools)) return bad();
     // The file is this process's own; still, nothing it says allocates without bound.

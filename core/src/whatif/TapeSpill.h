@@ -10,7 +10,9 @@
 // Any failure (no temporary directory, a write error, a full disk, no libzstd, the size cap)
 // leaves the spill !ok(), and the advisor reads the trace again as before.
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,18 +48,33 @@ public:
 
     // finish()'s tape, without ops: for the models' collect().
     const Tape& finished() const { return finished_; }
+    // Ends the writing without finish() (a read that stopped early): readers following the
+    // spill stop, failed. Nothing once finished.
+    void abandon();
 
-    // An independent reader over the finished spill, from its start, for one thread: the file
+    // What readers may read: the blocks written so far, their raw bytes, the steps wholly in
+    // them; closed once no more come (finished, failed or abandoned). The writer's own
+    // counters run ahead of it and are its alone.
+    struct Published {
+        uint64_t fileBytes = 0, rawBytes = 0, steps = 0;
+        bool closed = false, failed = false;
+    };
+
+    // An independent reader over the spill, from its start, for one thread: the file
     // is read by pread at the reader's own offsets, into its own block (zstd's decompression
     // context is per thread), so that several threads each step their own models over the
     // same ops. Memory: a block per reader. A failure ends that reader (!ok()), not the spill,
-    // which no reader changes: the readers may outlive no spill and start after finish().
+    // which no reader changes: the readers may outlive no spill.
+    //
+    // A reader made before finish() follows the writing: next() waits for the blocks of its
+    // step to be written (a step is read once the blocks holding all of it are: at most one
+    // block behind the writer), until finish() or abandon().
     class Reader {
     public:
         explicit Reader(const TapeSpill& spill);
         bool ok() const { return ok_; }
         bool next(Tape& tape, std::vector<uint64_t>& poolHandles);
-        bool atEnd() const { return ok_ && readSteps_ == spill_->steps_; }
+        bool atEnd() const { return ok_ && pub_.closed && readSteps_ == pub_.steps; }
         uint64_t steps() const { return readSteps_; } // read so far
 
     private:
@@ -81,6 +98,7 @@ public:
         }
 
         const TapeSpill* spill_;
+        Published pub_; // the spill's as last seen
         bool ok_ = false;
         uint64_t readAt_ = 0;
         uint64_t readSteps_ = 0;
@@ -92,6 +110,10 @@ public:
     };
 
 private:
+    // The published state, once it holds a step past `steps` or is closed (wait), or as it is.
+    Published published(bool wait, uint64_t steps) const;
+    void publish(bool close, bool failed);
+
     static constexpr size_t kBlock = size_t{1} << 20; // raw bytes per zstd frame
     static constexpr size_t kSlack = 64;               // one op's code at most
 
@@ -119,6 +141,9 @@ private:
     uint64_t prevSeq_ = 0;
     bool finishedSet_ = false;
     Tape finished_;
+    mutable std::mutex pubMutex_;
+    mutable std::condition_variable grew_;
+    Published pub_;
 };
 
 namespace detail {

@@ -65,6 +65,10 @@ struct TraceReportOptions {
     // With the models on their thread: the spill of their ops and the never-releasing model that
     // follows them on another (Auto: with 6 or more hardware threads).
     FeedThread spillThread = FeedThread::Auto;
+    // With the spill: the advisor's questions asked during the read too, on the cores it leaves
+    // idle (Auto: with 12 or more hardware threads, on all but the read's 6, at most
+    // whatif::kMaxAdviceThreads; On: at least 4). The same report either way.
+    FeedThread askAhead = FeedThread::Auto;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
     interop::DiffFacts* diffFacts = nullptr;
@@ -78,6 +82,10 @@ struct TraceReport {
     // count could not be chosen).
     double readSeconds = 0, adviceSeconds = 0;
     unsigned adviceThreads = 0;
+    // Threads asking the advisor's questions during the read (0: none did), and of the
+    // questions after it, those answered there and those asked after it.
+    unsigned aheadThreads = 0;
+    uint64_t aheadGiven = 0, aheadAsked = 0;
     // With replays on threads of their own during the read (the advisor's models, the
     // analyses): how long the report's thread waited for them, and they for it, summed.
     double readWaitedForThreads = 0, threadsWaitedForRead = 0;

@@ -245,6 +245,8 @@ public:
     std::vector<PoolPrediction> collect(const Tape& tape, uint32_t only = replay::kNone);
     // The implicit releases the model predicted for pool i so far.
     uint64_t releasesOf(uint32_t i) const;
+    // The largest peak reserved it predicted for any pool so far.
+    uint64_t peakReservedSoFar() const;
 
 private:
     struct Pool;
@@ -385,13 +387,18 @@ Settings neverReleasing();
 // (docs/PERFORMANCE.md).
 inline constexpr unsigned kMaxAdviceThreads = 16;
 class TapeSpill;
+class Speculation;
+// `ahead`: questions already asked over the spill during the read (the report's, internal to
+// core), whose answers are taken where they are the ones this would ask; with the same
+// calibration.
 Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
                                             const std::vector<PoolPrediction>& asRecorded,
                                             const std::vector<PoolPrediction>& neverReleasing,
                                             const std::vector<RaceRange>& races,
                                             bool sameReplay, const Calibration& c = {},
                                             TapeSpill* spill = nullptr, unsigned threads = 0,
-                                            const std::function<void(uint64_t, uint64_t)>& progress = {});
+                                            const std::function<void(uint64_t, uint64_t)>& progress = {},
+                                            const std::vector<Speculation*>& ahead = {});
 // The same from a tape (the same answers: the questions run over the recorded inputs). Setting
 // *cancel stops it between questions, with no advice.
 std::vector<PoolAdvice> advise(const Tape& tape, const Calibration& c = {},
