@@ -84,16 +84,32 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
         rising = top + static_cast<uint64_t>(slope * static_cast<long double>(aheadEvents_ - events));
     }
     std::vector<uint64_t> ask;
-    for (uint64_t peak : {top, rising})
-        for (uint64_t t : whatif::candidatesUpTo(peak, cal_))
+    for (uint64_t peak : {top, rising}) {
+        std::vector<uint64_t> cands = whatif::candidatesUpTo(peak, cal_);
+        // The last is at or above every pool's never-releasing peak where it is the trace's:
+        // never asked (the never-releasing answer stands for it).
+        if (!cands.empty()) cands.pop_back();
+        for (uint64_t t : cands)
             if (std::find(askedAhead_.begin(), askedAhead_.end(), t) == askedAhead_.end() &&
                 std::find(ask.begin(), ask.end(), t) == ask.end())
                 ask.push_back(t);
+    }
     std::sort(ask.begin(), ask.end()); // the search deals the last (the highest) first
-    if (ask.empty() && !ahead_.empty()) return;
+    // A policy is asked only of the pools that ran with it off: the first wave asks those some
+    // pool has off by then (one turned off later is asked after the read).
+    unsigned policies = 0;
+    if (ahead_.empty()) {
+        const whatif::PoolModel& recorded = asRecordedOps_ ? *asRecordedOps_ : asRecorded_;
+        const PoolAttr attrs[3] = {PoolAttr::ReuseAllowOpportunistic,
+                                   PoolAttr::ReuseFollowEventDependencies,
+                                   PoolAttr::ReuseAllowInternalDependencies};
+        for (unsigned k = 0; k < 3; ++k)
+            if (recorded.policyOffSoFar(attrs[k])) policies |= 1u << k;
+    }
+    if (ask.empty() && policies == 0) return;
     try {
-        ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, ahead_.empty(), ask, cal_,
-                                                               aheadThreads_));
+        ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, policies, ask, cal_,
+                                                               aheadThreads_, aheadEvents_));
         askedAhead_.insert(askedAhead_.end(), ask.begin(), ask.end());
     } catch (...) { // (memory) asked after the read instead
     }
@@ -107,13 +123,24 @@ void AdviceFeed::racesOn(replay::Replay& other) {
 
 void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
                         uint64_t events) {
-    if (spill_) spill_->append(tape, poolHandles);
     const whatif::Op* ops = tape.ops.data();
-    neverReleasing_.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
-                         tape.streamHandles, noMute_);
     if (asRecordedOps_)
         asRecordedOps_->feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
                              tape.streamHandles, noMute_);
+    if (spill_) {
+        // For the questions asked ahead: how far the read is, and each pool's releases under
+        // the recorded settings so far (a twentieth of them at the end is what the advice
+        // allows a candidate).
+        notes_.clear();
+        if (aheadThreads_) {
+            const whatif::PoolModel& recorded = asRecordedOps_ ? *asRecordedOps_ : asRecorded_;
+            notes_.push_back(events);
+            for (uint32_t i = 0; i < poolHandles.size(); ++i) notes_.push_back(recorded.releasesOf(i));
+        }
+        spill_->append(tape, poolHandles, notes_);
+    }
+    neverReleasing_.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
+                         tape.streamHandles, noMute_);
     if (aheadThreads_ && spill_ && spill_->ok() &&
         events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 6)
         askWave(poolHandles, events);

@@ -95,6 +95,7 @@ private:
     whatif::Calibration cal_;
     unsigned aheadThreads_ = 0;
     uint64_t aheadEvents_ = 0;
+    std::vector<uint64_t> notes_; // the spill's, a step's
     const std::vector<uint8_t> noMute_;
     std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped
     std::unique_ptr<Follower> follower_; // after the models: stopped before they go

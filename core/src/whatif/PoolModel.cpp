@@ -759,6 +759,12 @@ uint64_t PoolModel::releasesOf(uint32_t i) const {
     return i < pools_.size() ? pools_[i].out.releases : 0;
 }
 
+bool PoolModel::policyOffSoFar(PoolAttr a) const {
+    for (const Pool& p : pools_)
+        if (p.init && !p.policy(std::nullopt, a)) return true;
+    return false;
+}
+
 uint64_t PoolModel::peakReservedSoFar() const {
     uint64_t top = 0;
     for (const Pool& p : pools_) top = std::max(top, p.out.peakReserved);

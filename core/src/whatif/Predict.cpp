@@ -395,28 +395,34 @@ Search ask(const std::vector<PoolPrediction>& asRecorded,
 // What the search would have answered for `a`, from the same question asked ahead (`s`, every
 // pool, over the whole spill, `end` its finish()): its answers for a's pools, and where a
 // candidate's releases for a pool passed what a allows at a step's end, the releases there (the
-// search decides a pool at the first step's end they pass it, and asks no more of it).
-std::vector<PoolPrediction> answeredAhead(Search::Asked& s, const Search::Asked& a, const Tape& end) {
+// search decides a pool at the first step's end they pass it, and asks no more of it). None
+// where s stopped following one of a's pools before its releases passed that.
+std::optional<std::vector<PoolPrediction>> answeredAhead(Search::Asked& s, const Search::Asked& a,
+                                                         const Tape& end) {
+    std::vector<uint64_t> decided(a.pools.size(), 0); // releases where decided; 0: not
+    for (size_t k = 0; k < a.pools.size() && a.candidate; ++k) {
+        uint32_t index = replay::kNone;
+        for (size_t j = 0; j < end.recorded.size() && j < end.poolIndex.size(); ++j)
+            if (end.recorded[j].handle == a.pools[k]) index = end.poolIndex[j];
+        if (index < s.releasesAtSteps.size()) {
+            const std::vector<uint32_t>& seen = s.releasesAtSteps[index];
+            auto past = std::upper_bound(seen.begin(), seen.end(), a.allowed[k]);
+            if (past != seen.end()) decided[k] = *past;
+        }
+        if (!decided[k] && (index >= s.poolsAtStop || (index < s.stopped.size() && s.stopped[index])))
+            return std::nullopt;
+    }
     const std::vector<PoolPrediction> got = s.model->collect(end);
     std::vector<PoolPrediction> out;
     for (size_t k = 0; k < a.pools.size(); ++k) {
-        if (a.candidate) {
-            uint32_t index = replay::kNone;
-            for (size_t j = 0; j < end.recorded.size() && j < end.poolIndex.size(); ++j)
-                if (end.recorded[j].handle == a.pools[k]) index = end.poolIndex[j];
-            if (index < s.releasesAtSteps.size()) {
-                const std::vector<uint32_t>& seen = s.releasesAtSteps[index];
-                auto past = std::upper_bound(seen.begin(), seen.end(), a.allowed[k]);
-                if (past != seen.end()) {
-                    PoolPrediction p;
-                    p.handle = a.pools[k];
-                    p.releases = *past;
-                    out.push_back(p);
-                    continue;
-                }
-            }
+        if (decided[k]) {
+            PoolPrediction p;
+            p.handle = a.pools[k];
+            p.releases = decided[k];
+            out.push_back(p);
+        } else if (const PoolPrediction* p = find(got, a.pools[k])) {
+            out.push_back(*p);
         }
-        if (const PoolPrediction* p = find(got, a.pools[k])) out.push_back(*p);
     }
     return out;
 }
@@ -449,7 +455,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
             Search::Asked* s = q < 3 ? wave->policy(int(q)) : wave->threshold(cands[q - 3]);
             if (!a.left || !s) continue;
             given[q] = answeredAhead(*s, a, spill->finished());
-            a.left = 0;
+            if (given[q]) a.left = 0;
         }
     }
     {

@@ -93,7 +93,7 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
     constexpr size_t kDepth = 32;
     struct Step {
         Tape tape;
-        std::vector<uint64_t> poolHandles;
+        std::vector<uint64_t> poolHandles, notes;
     };
     const unsigned consumers = threads - 1;
     const std::vector<std::vector<Search::Asked*>> shares = dealShares(search, consumers);
@@ -115,7 +115,7 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
         try {
             TapeSpill::Reader reader(spill);
             Tape running; // the handles accumulate from step to step
-            std::vector<uint64_t> handles;
+            std::vector<uint64_t> handles, notes;
             for (;;) {
                 std::shared_ptr<Step> step;
                 {
@@ -141,13 +141,14 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
                         spent.pop_back();
                     }
                 }
-                if (!reader.next(running, handles)) break;
+                if (!reader.next(running, handles, &notes)) break;
                 if (!step) step = std::make_shared<Step>();
                 // The spent step's buffers go back to `running`, which next() refills.
                 step->tape.ops.swap(running.ops);
                 step->tape.allocSeq.swap(running.allocSeq);
                 step->tape.streamHandles = running.streamHandles;
                 step->poolHandles = handles;
+                step->notes.swap(notes);
                 {
                     std::lock_guard lk(m);
                     window.push_back(std::move(step));
@@ -180,7 +181,8 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
                 if (next[c] >= first + window.size()) break; // ended: every step seen
                 step = window[next[c] - first];
             }
-            for (Search::Asked* a : shares[c]) Search::stepOne(*a, step->tape, step->poolHandles);
+            for (Search::Asked* a : shares[c])
+                Search::stepOne(*a, step->tape, step->poolHandles, &step->notes);
             step.reset(); // before the lock: a step past every thread's is the producer's to reuse
             left = open();
             uint64_t done;
@@ -232,21 +234,26 @@ void countAhead(uint64_t given, uint64_t asked) {
 }
 } // namespace detail
 
-Speculation::Speculation(const TapeSpill& spill, bool policies,
+Speculation::Speculation(const TapeSpill& spill, unsigned policies,
                          const std::vector<uint64_t>& thresholds, const Calibration& c,
-                         unsigned threads)
-    : policies_(policies), thresholds_(thresholds) {
+                         unsigned threads, uint64_t events, uint64_t slack)
+    : thresholds_(thresholds) {
     auto add = [&](const Settings& s, bool candidate) {
         Search::Asked a;
         a.model = std::make_unique<PoolModel>(s, c);
         a.model->keepRecorded(false);
         a.candidate = candidate;
         a.ahead = true;
-        a.left = 1; // never decided: asked to the spill's end
+        a.aheadEvents = events;
+        a.aheadSlack = slack;
+        a.left = 1; // never decided: asked to the spill's end (or stopped, see stepAhead)
         search_.asked.push_back(std::move(a));
     };
-    if (policies_)
-        for (int k = 0; k < 3; ++k) add(policyOn(k), false);
+    for (int k = 0; k < 3; ++k)
+        if (policies & (1u << k)) {
+            policyAt_[k] = static_cast<int>(search_.asked.size());
+            add(policyOn(k), false);
+        }
     for (uint64_t t : thresholds_) {
         Settings s;
         s.releaseThreshold = t;
@@ -276,12 +283,14 @@ bool Speculation::wait() {
 }
 
 Search::Asked* Speculation::policy(int k) {
-    return ok_ && policies_ && k >= 0 && k < 3 ? &search_.asked[size_t(k)] : nullptr;
+    return ok_ && k >= 0 && k < 3 && policyAt_[k] >= 0 ? &search_.asked[size_t(policyAt_[k])]
+                                                       : nullptr;
 }
 
 Search::Asked* Speculation::threshold(uint64_t t) {
     if (!ok_) return nullptr;
-    const size_t first = policies_ ? 3 : 0;
+    size_t first = 0;
+    for (int at : policyAt_) first += at >= 0;
     for (size_t i = 0; i < thresholds_.size(); ++i)
         if (thresholds_[i] == t)
             return search_.asked[first + i].spoiled ? nullptr : &search_.asked[first + i];

@@ -12,6 +12,7 @@
 // its predicted releases pass what the advice allows (they only grow): the read ends once
 // nothing is left to ask.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -38,6 +39,15 @@ struct Search {
         // (Four bytes a value: at most one a step each; a count past them spoils the question.)
         bool ahead = false, spoiled = false;
         std::vector<std::vector<uint32_t>> releasesAtSteps;
+        // A candidate asked ahead stops following a pool whose releases are far past what the
+        // advice could allow at the trace's end (`stopped`, by pool index): the allowance is a
+        // twentieth of the recorded settings' releases, which the spill's notes give so far, and
+        // `aheadEvents` the trace's events to extrapolate them to. Where it stopped short of the
+        // allowance found after the read, the question is asked again. All its pools stopped,
+        // it stops (knowing the first `poolsAtStop` pools).
+        uint64_t aheadEvents = 0, aheadSlack = 0;
+        std::vector<uint8_t> stopped;
+        size_t poolsAtStop = SIZE_MAX;
     };
     std::vector<Asked> asked;
 
@@ -60,21 +70,15 @@ struct Search {
             a.mute.push_back(mute);
         }
     }
-    static void stepOne(Asked& a, const Tape& tape, const std::vector<uint64_t>& poolHandles) {
+    // `notes`: the spill's for the step (TapeSpill::append), where it has them.
+    static void stepOne(Asked& a, const Tape& tape, const std::vector<uint64_t>& poolHandles,
+                        const std::vector<uint64_t>* notes = nullptr) {
         if (!a.left) return;
         seePools(a, poolHandles);
         a.model->feed(tape.ops.data(), tape.ops.data() + tape.ops.size(), tape.allocSeq.data(),
                       tape.allocSeq.size(), tape.streamHandles, a.mute);
         if (a.ahead) {
-            if (!a.candidate) return;
-            a.releasesAtSteps.resize(a.mute.size());
-            for (uint32_t i = 0; i < a.releasesAtSteps.size(); ++i) {
-                std::vector<uint32_t>& seen = a.releasesAtSteps[i];
-                const uint64_t n = a.model->releasesOf(i);
-                if (n <= (seen.empty() ? 0 : seen.back())) continue;
-                if (n > UINT32_MAX) a.spoiled = true;
-                else seen.push_back(static_cast<uint32_t>(n));
-            }
+            if (a.candidate) stepAhead(a, notes);
             return;
         }
         if (!a.candidate) return;
@@ -86,6 +90,42 @@ struct Search {
                 a.mute[a.index[k]] = 1;
                 a.left--;
             }
+        }
+    }
+    // A candidate asked ahead, after a step: each pool's releases where they rose, and the
+    // pools far past any allowance stopped (AdviceFeed's notes: the events so far, then each
+    // pool's releases under the recorded settings).
+    static void stepAhead(Asked& a, const std::vector<uint64_t>* notes) {
+        a.releasesAtSteps.resize(a.mute.size());
+        a.stopped.resize(a.mute.size());
+        const bool bounded = notes && !notes->empty() && (*notes)[0] > 0 && a.aheadEvents > 0;
+        bool all = true;
+        for (uint32_t i = 0; i < a.releasesAtSteps.size(); ++i) {
+            if (a.stopped[i]) continue;
+            std::vector<uint32_t>& seen = a.releasesAtSteps[i];
+            const uint64_t n = a.model->releasesOf(i);
+            if (n > (seen.empty() ? 0 : seen.back())) {
+                if (n > UINT32_MAX) a.spoiled = true;
+                else seen.push_back(static_cast<uint32_t>(n));
+            }
+            // Four times the recorded releases' twentieth, as if they went on at their pace so
+            // far to the trace's end, and a margin for the few early on.
+            if (bounded && i + 1 < notes->size()) {
+                const long double rate = static_cast<long double>((*notes)[i + 1]) /
+                                         static_cast<long double>((*notes)[0]);
+                const long double far = rate * static_cast<long double>(a.aheadEvents) / 5 +
+                                        static_cast<long double>(a.aheadSlack);
+                if (static_cast<long double>(n) > far) {
+                    a.stopped[i] = 1;
+                    a.mute[i] = 1;
+                    continue;
+                }
+            }
+            all = false;
+        }
+        if (all && !a.stopped.empty()) {
+            a.left = 0;
+            a.poolsAtStop = a.stopped.size();
         }
     }
     void step(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
@@ -121,10 +161,14 @@ std::vector<uint64_t> candidatesUpTo(uint64_t top, const Calibration& c);
 class Speculation {
 public:
     // Starts following `spill` as it is written, on `threads` threads (4 or more, as
-    // searchBroadcast takes them): each reuse policy on (`policies`), and each of `thresholds`.
-    // The spill must be finished or abandoned before the speculation goes.
-    Speculation(const TapeSpill& spill, bool policies, const std::vector<uint64_t>& thresholds,
-                const Calibration& c, unsigned threads);
+    // searchBroadcast takes them): reuse policy k on where bit k of `policies` is set (k as in
+    // policyOn), and each of `thresholds`. The spill must be finished or abandoned before the
+    // speculation goes. `events`: the trace's (0: unknown, no candidate stops early); `slack`:
+    // the releases a candidate follows a pool past four times its allowance so far, at least.
+    static constexpr uint64_t kSlack = 64;
+    Speculation(const TapeSpill& spill, unsigned policies, const std::vector<uint64_t>& thresholds,
+                const Calibration& c, unsigned threads, uint64_t events = 0,
+                uint64_t slack = kSlack);
     ~Speculation();
     Speculation(const Speculation&) = delete;
     Speculation& operator=(const Speculation&) = delete;
@@ -140,7 +184,7 @@ public:
 
 private:
     Search search_;
-    bool policies_;
+    int policyAt_[3] = {-1, -1, -1}; // index into search_.asked
     std::vector<uint64_t> thresholds_;
     std::thread thread_;
     bool ok_ = false;

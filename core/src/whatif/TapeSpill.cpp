@@ -2,7 +2,7 @@
 //
 // The file is a run of blocks: u32 compressed size, u32 raw size, one zstd frame. The raw bytes
 // are steps, which may cross blocks: varint op count, varint new streams, varint new pools, the
-// new streams' and pools' handles (varints), then the ops. An op is a byte (kind in the low four
+// new streams' and pools' handles (varints), varint note count and the notes, then the ops. An op is a byte (kind in the low four
 // bits; 0x10: a flag byte follows, 0x20: an attr byte, 0x40: aux), its time as a zigzag varint
 // from the previous op's, value, pool + 1 and stream + 1 (kNone becomes 0) as varints, aux, attr,
 // flag, and for an Alloc its seq as a zigzag varint from the previous Alloc's: about 9 bytes
@@ -162,7 +162,8 @@ void TapeSpill::flush() {
     publish(false, false);
 }
 
-void TapeSpill::append(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
+void TapeSpill::append(const Tape& tape, const std::vector<uint64_t>& poolHandles,
+                       const std::vector<uint64_t>& notes) {
     if (!ok_ || finishedSet_) return;
     const size_t nStreams = tape.streamHandles.size(), nPools = poolHandles.size();
     if (nStreams < streamsWritten_ || nPools < poolsWritten_) return fail();
@@ -177,6 +178,12 @@ void TapeSpill::append(const Tape& tape, const std::vector<uint64_t>& poolHandle
     }
     for (; poolsWritten_ < nPools; ++poolsWritten_) {
         p = putVar(room(kSlack), poolHandles[poolsWritten_]);
+        pos_ = static_cast<size_t>(p - raw_.data());
+    }
+    p = putVar(room(kSlack), notes.size());
+    pos_ = static_cast<size_t>(p - raw_.data());
+    for (uint64_t n : notes) {
+        p = putVar(room(kSlack), n);
         pos_ = static_cast<size_t>(p - raw_.data());
     }
     size_t seqAt = 0;
@@ -273,7 +280,8 @@ bool TapeSpill::Reader::getVar(uint64_t& v) {
     return false;
 }
 
-bool TapeSpill::Reader::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
+bool TapeSpill::Reader::next(Tape& tape, std::vector<uint64_t>& poolHandles,
+                             std::vector<uint64_t>* notes) {
     if (!ok_) return false;
     if (readSteps_ >= pub_.steps) {
         if (pub_.closed) return false;
@@ -295,6 +303,14 @@ bool TapeSpill::Reader::next(Tape& tape, std::vector<uint64_t>& poolHandles) {
         uint64_t h;
         if (!getVar(h)) return bad();
         poolHandles.push_back(h);
+    }
+    uint64_t nNotes;
+    if (!getVar(nNotes) || nNotes > rawBytes) return bad();
+    if (notes) notes->clear();
+    for (uint64_t i = 0; i < nNotes; ++i) {
+        uint64_t n;
+        if (!getVar(n)) return bad();
+        if (notes) notes->push_back(n);
     }
     tape.ops.clear();
     tape.allocSeq.clear();

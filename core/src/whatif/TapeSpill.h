@@ -37,8 +37,10 @@ public:
     bool ok() const { return ok_; }
     // One step of the first read (where the advisor's search steps too): the ops and allocSeq
     // taken since the last (tape.streamHandles already seen), and the handles of the replay's
-    // pools by now, in its order.
-    void append(const Tape& tape, const std::vector<uint64_t>& poolHandles);
+    // pools by now, in its order; `notes`, numbers the writer keeps with the step for the
+    // readers (AdviceFeed: the events so far and each pool's releases as recorded).
+    void append(const Tape& tape, const std::vector<uint64_t>& poolHandles,
+                const std::vector<uint64_t>& notes = {});
     // After the last step: what the recording model made of the whole read (finishTape), kept
     // as a recordOnly, keepRecorded(false) recording model would have finished it.
     void finish(const Tape& finished);
@@ -73,7 +75,8 @@ public:
     public:
         explicit Reader(const TapeSpill& spill);
         bool ok() const { return ok_; }
-        bool next(Tape& tape, std::vector<uint64_t>& poolHandles);
+        bool next(Tape& tape, std::vector<uint64_t>& poolHandles,
+                  std::vector<uint64_t>* notes = nullptr);
         bool atEnd() const { return ok_ && pub_.closed && readSteps_ == pub_.steps; }
         uint64_t steps() const { return readSteps_; } // read so far
 

@@ -247,6 +247,8 @@ public:
     uint64_t releasesOf(uint32_t i) const;
     // The largest peak reserved it predicted for any pool so far.
     uint64_t peakReservedSoFar() const;
+    // Whether some pool ran with reuse policy `a` off so far, as the recorded knobs tell it.
+    bool policyOffSoFar(PoolAttr a) const;
 
 private:
     struct Pool;
