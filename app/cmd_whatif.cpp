@@ -342,7 +342,10 @@ void registerAdvise(CLI::App& app, int& exitCode) {
     auto json = std::make_shared<bool>(false);
     sub->add_option("TRACE", *path, "a .poolscope trace file")->required();
     sub->add_flag("--json", *json, "print JSON for scripts");
-    sub->callback([&exitCode, path, json] {
+    // The questions during the read forced on or off, for measuring them: not for users.
+    auto askAhead = std::make_shared<std::string>("auto");
+    sub->add_option("--ask-ahead", *askAhead)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
+    sub->callback([&exitCode, path, json, askAhead] {
         auto reader = openTraceOrReport(*path, exitCode);
         if (!reader) return;
         reader->setSkipDamaged(true);
@@ -350,7 +353,9 @@ void registerAdvise(CLI::App& app, int& exitCode) {
         NamesBeside beside(*reader);
         auto advice = [&] {
             TtyProgress progress("advising");
-            return whatif::advise(*reader, {}, progress.callback());
+            std::optional<bool> ahead;
+            if (*askAhead != "auto") ahead = *askAhead == "on";
+            return whatif::advise(*reader, {}, progress.callback(), ahead);
         }();
         if (!advice) {
             (void)warnDamage(*reader);

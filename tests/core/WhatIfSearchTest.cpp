@@ -195,6 +195,10 @@ void expectAdviseAsTwoReads(const TraceReader& reader, const std::vector<whatif:
     }
     // Where a pool had something to decide, its questions were asked over the spill.
     if (decide) EXPECT_EQ(whatif::detail::spillCounts().replayed, before.replayed + 1);
+    // And with the questions asked during the read (as on 12 or more CPUs): the same advice.
+    auto ahead = whatif::advise(reader, {}, {}, /*askAhead=*/true);
+    ASSERT_TRUE(ahead);
+    expectSameAdvice(*ahead, full);
     ASSERT_FALSE(seen.empty());
     for (size_t i = 0; i < seen.size(); ++i) {
         EXPECT_LE(seen[i].first, seen[i].second);

@@ -325,7 +325,8 @@ Result<std::vector<PoolAdvice>> adviseTwoReads(const TraceReader& reader, const 
 }
 
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c,
-                                       const std::function<void(uint64_t, uint64_t)>& progress) {
+                                       const std::function<void(uint64_t, uint64_t)>& progress,
+                                       std::optional<bool> askAhead) {
     auto half = [&](uint64_t k) -> std::function<void(uint64_t, uint64_t)> {
         if (!progress) return {};
         return [&progress, k](uint64_t done, uint64_t total) {
@@ -336,6 +337,10 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     // from them, the racing threads' ranges. Its replay declares no knobs, as a second read's.
     replay::Replay replay;
     poolscope::detail::AdviceFeed feed(replay, /*threaded=*/false, /*spill=*/true, c);
+    const unsigned cpus = std::thread::hardware_concurrency();
+    if (askAhead.value_or(cpus >= 12))
+        feed.askAhead(std::clamp(cpus > 6 ? cpus - 6 : 0u, 4u, kMaxAdviceThreads),
+                      poolscope::detail::progressTotal(reader));
     uint64_t events = 0;
     Status st = replayTrace(reader, replay, events, nullptr, half(0), [&] {
         feed.step();
@@ -345,7 +350,7 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     feed.end();
     feed.finish();
     return adviseAfter(reader, feed.recorded(), feed.neverReleasing(), feed.races(),
-                       /*sameReplay=*/true, c, feed.spill(), 0, half(1));
+                       /*sameReplay=*/true, c, feed.spill(), 0, half(1), feed.ahead());
 }
 
 namespace {

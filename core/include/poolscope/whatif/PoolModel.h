@@ -363,9 +363,11 @@ struct PoolAdvice {
 // One read of the trace with the models the streaming report's read has (the ops kept in a
 // TapeSpill), then adviseAfter: the same advice as every question asked on every event over two
 // reads. `progress` gets (done, total) over both: the read's events, then the spill's steps, each
-// half of the total.
+// half of the total. `askAhead`: the questions asked during the read too, on the cores it leaves
+// idle (as `report` asks them; unset: with 12 or more hardware threads). The same advice.
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {},
-                                       const std::function<void(uint64_t, uint64_t)>& progress = {});
+                                       const std::function<void(uint64_t, uint64_t)>& progress = {},
+                                       std::optional<bool> askAhead = std::nullopt);
 // Every question on every event, over two reads of the trace (the first for the candidates'
 // never-releasing peak): what advise() answered before it asked fewer questions over one read.
 // Kept as the reference the tests hold advise() and adviseAfter() to.
