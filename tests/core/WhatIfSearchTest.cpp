@@ -680,10 +680,11 @@ struct ReportOut {
     std::string text, json;
 };
 
-ReportOut report(const TraceReader& reader, unsigned adviceThreads = 0) {
+ReportOut report(const TraceReader& reader, unsigned adviceThreads = 0, bool askAhead = false) {
     TraceReportOptions o;
     o.parallel = false;
     o.adviceThreads = adviceThreads;
+    o.askAhead = askAhead ? TraceReportOptions::FeedThread::On : TraceReportOptions::FeedThread::Off;
     auto r = reportTrace(reader, o, "generated.poolscope");
     EXPECT_TRUE(r);
     if (!r) return {};
@@ -734,18 +735,22 @@ TEST(WhatIfSpill, AFailedSpillFallsBackToASecondRead) {
     ASSERT_NE(want.text.find("what-if model"), std::string::npos);
     auto wantAdvice = whatif::adviseTwoReads(**reader);
     ASSERT_TRUE(wantAdvice);
-    // `report` and `advise` (which asks its questions over the spill too).
+    // `report` and `advise` (which asks its questions over the spill too), and both with the
+    // questions asked during the read, which follow the failed spill no further.
     auto fallsBack = [&](const char* how) {
         SCOPED_TRACE(how);
-        const auto before = whatif::detail::spillCounts();
-        const ReportOut got = report(**reader);
-        EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 1);
-        EXPECT_EQ(got.text, want.text);
-        EXPECT_EQ(got.json, want.json);
-        auto advice = whatif::advise(**reader);
-        ASSERT_TRUE(advice);
-        EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 2);
-        expectSameAdvice(*advice, *wantAdvice);
+        for (bool ahead : {false, true}) {
+            SCOPED_TRACE(ahead ? "asked ahead" : "asked after");
+            const auto before = whatif::detail::spillCounts();
+            const ReportOut got = report(**reader, 0, ahead);
+            EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 1);
+            EXPECT_EQ(got.text, want.text);
+            EXPECT_EQ(got.json, want.json);
+            auto advice = whatif::advise(**reader, {}, {}, ahead);
+            ASSERT_TRUE(advice);
+            EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 2);
+            expectSameAdvice(*advice, *wantAdvice);
+        }
     };
     {
         const char* old = std::getenv("TMPDIR");

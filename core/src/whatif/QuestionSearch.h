@@ -154,10 +154,11 @@ std::vector<uint64_t> candidatesUpTo(uint64_t top, const Calibration& c);
 // that few or none are left to ask after it. Which pools a question asks about, and the
 // candidates themselves, are known only once the read is done (a pool's recorded releases, the
 // largest never-releasing peak); so each is asked of every pool, decided for none on the way
-// (Asked::ahead), and the candidates are those of the largest never-releasing peak so far.
-// After the read adviseAfter takes the answers of the questions it would ask that were asked
-// ahead (the same model over the same steps: the same answers, a pool's decision read from its
-// releases at each step), and asks only the rest.
+// (Asked::ahead: a candidate only stops following a pool far past its likely allowance), and
+// the candidates are those the caller foresees (AdviceFeed::askWave). After the read
+// adviseAfter takes the answers of the questions it would ask that were asked ahead (the same
+// model over the same steps: the same answers, a pool's decision read from its releases at
+// each step), and asks only the rest.
 class Speculation {
 public:
     // Starts following `spill` as it is written, on `threads` threads (4 or more, as
