@@ -676,6 +676,36 @@ TEST(WhatIfSpill, QuestionsAskedAheadAnswerAsAfterTheRead) {
     EXPECT_GT(stoppedShort, 0u);
 }
 
+// A candidate asked ahead keeps at most so many step counts: past them it stops, spoiled, and
+// is asked after the read (the same advice), its counts let go.
+TEST(WhatIfSpill, ACandidateAskedAheadKeepsBoundedCounts) {
+    test::ScratchDir dir;
+    const test::Events ev = RandomTrace(1, false).generate(60'000);
+    auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
+    ASSERT_TRUE(reader);
+    FirstRead first = firstRead(**reader);
+    ASSERT_TRUE(first.spill && first.spill->ok()) << zstd::unavailableReason();
+    auto after = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true,
+                                     {}, first.spill.get(), 4);
+    ASSERT_TRUE(after);
+    uint64_t top = 0;
+    for (const PoolPrediction& p : first.never) top = std::max(top, p.peakReserved);
+    const std::vector<uint64_t> cands = whatif::candidatesUpTo(top, {});
+    whatif::detail::setAheadKeptForTests(2);
+    whatif::Speculation wave(*first.spill, 7, cands, {}, 4, first.events);
+    whatif::detail::setAheadKeptForTests(0);
+    ASSERT_TRUE(wave.wait());
+    size_t spoiled = 0;
+    for (uint64_t t : cands) spoiled += wave.threshold(t) == nullptr;
+    EXPECT_GT(spoiled, 0u);
+    const auto before = whatif::detail::aheadCounts();
+    auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true, {},
+                                   first.spill.get(), 4, {}, {&wave});
+    ASSERT_TRUE(got);
+    expectSameAdvice(*got, *after);
+    EXPECT_GT(whatif::detail::aheadCounts().asked, before.asked);
+}
+
 struct ReportOut {
     std::string text, json;
 };

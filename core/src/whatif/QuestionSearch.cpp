@@ -224,6 +224,7 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
 
 namespace {
 std::atomic<uint64_t> gGiven{0}, gAsked{0};
+std::atomic<size_t> gMaxKept{0};
 } // namespace
 
 namespace detail {
@@ -232,6 +233,7 @@ void countAhead(uint64_t given, uint64_t asked) {
     gGiven.fetch_add(given);
     gAsked.fetch_add(asked);
 }
+void setAheadKeptForTests(size_t n) { gMaxKept.store(n); }
 } // namespace detail
 
 Speculation::Speculation(const TapeSpill& spill, unsigned policies,
@@ -246,6 +248,7 @@ Speculation::Speculation(const TapeSpill& spill, unsigned policies,
         a.ahead = true;
         a.aheadEvents = events;
         a.aheadSlack = slack;
+        if (const size_t cap = gMaxKept.load()) a.maxKept = cap;
         a.left = 1; // never decided: asked to the spill's end (or stopped, see stepAhead)
         search_.asked.push_back(std::move(a));
     };

@@ -36,9 +36,13 @@ struct Search {
         // Asked ahead (Speculation below): every pool, none decided on the way; instead each
         // pool's releases where they had risen at a step's end (by replay pool index), from
         // which the decision at any allowance is read afterwards (diedAt()).
-        // (Four bytes a value: at most one a step each; a count past them spoils the question.)
+        // (Four bytes a value, at most one a step each, at most kMaxKept in all: a count past
+        // four bytes, or more values than that, spoil the question, which stops and is asked
+        // after the read instead.)
+        static constexpr size_t kMaxKept = size_t{1} << 18;
         bool ahead = false, spoiled = false;
         std::vector<std::vector<uint32_t>> releasesAtSteps;
+        size_t kept = 0, maxKept = kMaxKept;
         // A candidate asked ahead stops following a pool whose releases are far past what the
         // advice could allow at the trace's end (`stopped`, by pool index): the allowance is a
         // twentieth of the recorded settings' releases, which the spill's notes give so far, and
@@ -105,8 +109,13 @@ struct Search {
             std::vector<uint32_t>& seen = a.releasesAtSteps[i];
             const uint64_t n = a.model->releasesOf(i);
             if (n > (seen.empty() ? 0 : seen.back())) {
-                if (n > UINT32_MAX) a.spoiled = true;
-                else seen.push_back(static_cast<uint32_t>(n));
+                if (n > UINT32_MAX || ++a.kept > a.maxKept) {
+                    a.spoiled = true;
+                    a.left = 0;
+                    std::vector<std::vector<uint32_t>>().swap(a.releasesAtSteps);
+                    return;
+                }
+                seen.push_back(static_cast<uint32_t>(n));
             }
             // Four times the recorded releases' twentieth, as if they went on at their pace so
             // far to the trace's end, and a margin for the few early on.
@@ -199,6 +208,9 @@ struct AheadCounts {
 };
 AheadCounts aheadCounts();
 void countAhead(uint64_t given, uint64_t asked);
+// Tests only: the values a candidate asked ahead keeps at most, instead of Asked::kMaxKept
+// (0: that).
+void setAheadKeptForTests(size_t n);
 } // namespace detail
 
 } // namespace poolscope::whatif
