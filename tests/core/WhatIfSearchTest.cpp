@@ -586,6 +586,27 @@ FirstRead firstRead(const TraceReader& reader) {
     return out;
 }
 
+// A generated random trace (not a recording), written, then read once as the report's first
+// read is: the advisor's inputs and the spill.
+struct Spilled {
+    test::ScratchDir dir;
+    std::unique_ptr<TraceReader> reader;
+    FirstRead first;
+};
+
+std::unique_ptr<Spilled> spilledTrace(uint64_t seed, bool policyOff, size_t events) {
+    auto s = std::make_unique<Spilled>();
+    const test::Events ev = RandomTrace(seed, policyOff).generate(events);
+    auto reader = TraceReader::open(write(s->dir.file("random.poolscope"), ev.all()));
+    EXPECT_TRUE(reader);
+    if (!reader) return nullptr;
+    s->reader = std::move(*reader);
+    s->first = firstRead(*s->reader);
+    EXPECT_TRUE(s->first.spill && s->first.spill->ok()) << zstd::unavailableReason();
+    if (!s->first.spill || !s->first.spill->ok()) return nullptr;
+    return s;
+}
+
 // The advisor's questions stepped over the spill on 2 to 8 threads (on 2 and 3 each its own
 // reader and share of the questions; from 4 one thread decodes the spill for the others) answer
 // as on one thread, and as a second read of the trace, on
@@ -594,12 +615,10 @@ TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
     size_t advised = 0, policies = 0;
     for (uint64_t seed = 1; seed <= 6; ++seed) {
         SCOPED_TRACE(seed);
-        test::ScratchDir dir;
-        const test::Events ev = RandomTrace(seed, seed % 2 == 0).generate(seed == 1 ? 60'000 : 15'000);
-        auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
-        ASSERT_TRUE(reader);
-        FirstRead first = firstRead(**reader);
-        ASSERT_TRUE(first.spill && first.spill->ok()) << zstd::unavailableReason();
+        auto spilled = spilledTrace(seed, seed % 2 == 0, seed == 1 ? 60'000 : 15'000);
+        ASSERT_TRUE(spilled);
+        auto reader = &spilled->reader;
+        FirstRead& first = spilled->first;
         auto reread = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true);
         ASSERT_TRUE(reread);
         for (unsigned threads : {1u, 2u, 3u, 4u, 5u, 8u, 16u}) {
@@ -631,12 +650,10 @@ TEST(WhatIfSpill, QuestionsAskedAheadAnswerAsAfterTheRead) {
     uint64_t given = 0, asked = 0, decided = 0, stoppedShort = 0;
     for (uint64_t seed = 1; seed <= 6; ++seed) {
         SCOPED_TRACE(seed);
-        test::ScratchDir dir;
-        const test::Events ev = RandomTrace(seed, seed % 2 == 0).generate(seed == 1 ? 60'000 : 15'000);
-        auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
-        ASSERT_TRUE(reader);
-        FirstRead first = firstRead(**reader);
-        ASSERT_TRUE(first.spill && first.spill->ok()) << zstd::unavailableReason();
+        auto spilled = spilledTrace(seed, seed % 2 == 0, seed == 1 ? 60'000 : 15'000);
+        ASSERT_TRUE(spilled);
+        auto reader = &spilled->reader;
+        FirstRead& first = spilled->first;
         auto after = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true,
                                          {}, first.spill.get(), 4);
         ASSERT_TRUE(after);
@@ -679,12 +696,10 @@ TEST(WhatIfSpill, QuestionsAskedAheadAnswerAsAfterTheRead) {
 // A candidate asked ahead keeps at most so many step counts: past them it stops, spoiled, and
 // is asked after the read (the same advice), its counts let go.
 TEST(WhatIfSpill, ACandidateAskedAheadKeepsBoundedCounts) {
-    test::ScratchDir dir;
-    const test::Events ev = RandomTrace(1, false).generate(60'000);
-    auto reader = TraceReader::open(write(dir.file("random.poolscope"), ev.all()));
-    ASSERT_TRUE(reader);
-    FirstRead first = firstRead(**reader);
-    ASSERT_TRUE(first.spill && first.spill->ok()) << zstd::unavailableReason();
+    auto spilled = spilledTrace(1, false, 60'000);
+    ASSERT_TRUE(spilled);
+    auto reader = &spilled->reader;
+    FirstRead& first = spilled->first;
     auto after = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true,
                                      {}, first.spill.get(), 4);
     ASSERT_TRUE(after);
