@@ -53,9 +53,10 @@ AdviceFeed::~AdviceFeed() {
     ahead_.clear();
 }
 
-void AdviceFeed::askAhead(unsigned threads, uint64_t events) {
+void AdviceFeed::askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle) {
     aheadThreads_ = threads;
     aheadEvents_ = events;
+    aheadIdle_ = std::move(idle);
 }
 
 std::vector<whatif::Speculation*> AdviceFeed::ahead() const {
@@ -107,9 +108,11 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
             if (recorded.policyOffSoFar(attrs[k])) policies |= 1u << k;
     }
     if (ask.empty() && policies == 0) return;
+    const unsigned threads = aheadIdle_ ? std::min(aheadThreads_, aheadIdle_()) : aheadThreads_;
+    if (threads < 4) return; // (what is not asked here is asked after the read)
     try {
         ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, policies, ask, cal_,
-                                                               aheadThreads_, aheadEvents_));
+                                                               threads, aheadEvents_));
         askedAhead_.insert(askedAhead_.end(), ask.begin(), ask.end());
     } catch (...) { // (memory) asked after the read instead
     }

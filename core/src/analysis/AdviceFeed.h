@@ -12,6 +12,7 @@
 // model fed the same ops on the follower's thread (PoolModel::run's answers are those of
 // following the replay): modelling was about two fifths of the models' thread.
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -45,8 +46,9 @@ public:
     // this feed's use of them. They were a fifth of the models' thread, the read's slowest.
     void racesOn(replay::Replay& other);
     // Before the read, with a spill: the advisor's questions asked during it
-    // (whatif::Speculation) on `threads` threads a wave, of a trace of `events` events.
-    void askAhead(unsigned threads, uint64_t events);
+    // (whatif::Speculation) on `threads` threads a wave, of a trace of `events` events; with
+    // `idle` (the CPUs idle of late), no more than those, and no wave below 4.
+    void askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle = {});
     // Not threaded: after the report's replay applied a chunk (its samples included).
     void step();
     // After the last chunk: the thread's end, or the last step.
@@ -95,6 +97,7 @@ private:
     whatif::Calibration cal_;
     unsigned aheadThreads_ = 0;
     uint64_t aheadEvents_ = 0;
+    std::function<unsigned()> aheadIdle_;
     std::vector<uint64_t> notes_; // the spill's, a step's
     const std::vector<uint8_t> noMute_;
     std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped

@@ -76,6 +76,14 @@ CpuTicks cpuTicks() {
 // beyond those only adds its own read of the spill (measured slower there,
 // docs/PERFORMANCE.md). A read too short to measure (within a clock tick) gets one: its advisor
 // is as short. 0 (the hardware's) where /proc/stat cannot be read.
+// The CPUs that stood idle, on average, since `before` (the hardware's where it cannot be told).
+unsigned idleCpus(const CpuTicks& before) {
+    const CpuTicks now = cpuTicks();
+    const unsigned hw = std::thread::hardware_concurrency();
+    if (before.total == 0 || now.total <= before.total || now.idle < before.idle) return hw;
+    return static_cast<unsigned>(double(now.idle - before.idle) / double(now.total - before.total) * hw);
+}
+
 unsigned adviceThreads(const CpuTicks& before) {
     const CpuTicks now = cpuTicks();
     const unsigned hw = std::thread::hardware_concurrency();
@@ -163,7 +171,12 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             // The read's own threads: decoding, the report's, the models', the analyses', the
             // follower, the time merge.
             out.aheadThreads = std::clamp(cpus > 6 ? cpus - 6 : 0u, 4u, whatif::kMaxAdviceThreads);
-            feed->askAhead(out.aheadThreads, total);
+            // By default each wave takes only the CPUs that stood idle since the read began: on
+            // a machine busy with other work the questions wait for the read's end instead.
+            std::function<unsigned()> idle;
+            if (options.askAhead == TraceReportOptions::FeedThread::Auto)
+                idle = [readCpu = cpuTicks()] { return idleCpus(readCpu); };
+            feed->askAhead(out.aheadThreads, total, idle);
         }
         if (ReplayThread* t = feed->thread()) {
             threads.push_back(t);
