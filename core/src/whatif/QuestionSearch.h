@@ -35,7 +35,7 @@ struct Search {
         bool candidate = false;
         // Asked ahead (Speculation below): every pool, none decided on the way; instead each
         // pool's releases where they had risen at a step's end (by replay pool index), from
-        // which the decision at any allowance is read afterwards (diedAt()).
+        // which adviseAfter reads the decision at the allowance it knows after the read.
         // (Four bytes a value, at most one a step each, at most kMaxKept in all: a count past
         // four bytes, or more values than that, spoil the question, which stops and is asked
         // after the read instead.)
@@ -44,7 +44,7 @@ struct Search {
         std::vector<std::vector<uint32_t>> releasesAtSteps;
         size_t kept = 0, maxKept = kMaxKept;
         // A candidate asked ahead stops following a pool whose releases are far past what the
-        // advice could allow at the trace's end (`stopped`, by pool index): the allowance is a
+        // advice is likely to allow at the trace's end (`stopped`, by pool index): the allowance is a
         // twentieth of the recorded settings' releases, which the spill's notes give so far, and
         // `aheadEvents` the trace's events to extrapolate them to. Where it stopped short of the
         // allowance found after the read, the question is asked again. All its pools stopped,
@@ -97,8 +97,8 @@ struct Search {
         }
     }
     // A candidate asked ahead, after a step: each pool's releases where they rose, and the
-    // pools far past any allowance stopped (AdviceFeed's notes: the events so far, then each
-    // pool's releases under the recorded settings).
+    // pools far past their likely allowance stopped (AdviceFeed's notes: the events so far, then
+    // each pool's releases under the recorded settings).
     static void stepAhead(Asked& a, const std::vector<uint64_t>* notes) {
         a.releasesAtSteps.resize(a.mute.size());
         a.stopped.resize(a.mute.size());
