@@ -48,9 +48,8 @@ AdviceFeed::~AdviceFeed() {
         replay_->unsubscribe(&asRecorded_);
         racesReplay_->unsubscribe(&races_);
     }
-    // Questions still following an unfinished spill stop there.
+    // Questions still following an unfinished spill stop there (they go before it).
     if (spill_) spill_->abandon();
-    ahead_.clear();
 }
 
 void AdviceFeed::askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle) {
@@ -65,10 +64,10 @@ std::vector<whatif::Speculation*> AdviceFeed::ahead() const {
     return out;
 }
 
-// At each sixth of the trace, the never-releasing peak; at the second and fourth, a wave of
-// questions: the candidates of the peak so far, and of the peak the trace would end with if it
-// went on rising as it did over the last sixth (a program holding more and more), those not
-// asked yet. The first wave asks the reuse policies too.
+// At each of the first four sixths of the trace, the never-releasing peak; at the second and
+// fourth, a wave of questions: the candidates of the peak so far, and of the peak the trace
+// would end with if it went on rising as it did over the last sixth (a program holding more and
+// more), those not asked yet. The first wave asks the reuse policies some pool has off.
 void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t events) {
     const uint64_t top = neverReleasing_.peakReservedSoFar();
     tops_.push_back({events, top});
@@ -100,7 +99,7 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
     // pool has off by then (one turned off later is asked after the read).
     unsigned policies = 0;
     if (ahead_.empty()) {
-        const whatif::PoolModel& recorded = asRecordedOps_ ? *asRecordedOps_ : asRecorded_;
+        const whatif::PoolModel& recorded = recordedModel();
         const PoolAttr attrs[3] = {PoolAttr::ReuseAllowOpportunistic,
                                    PoolAttr::ReuseFollowEventDependencies,
                                    PoolAttr::ReuseAllowInternalDependencies};
@@ -136,7 +135,7 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
         // allows a candidate).
         notes_.clear();
         if (aheadThreads_) {
-            const whatif::PoolModel& recorded = asRecordedOps_ ? *asRecordedOps_ : asRecorded_;
+            const whatif::PoolModel& recorded = recordedModel();
             notes_.push_back(events);
             for (uint32_t i = 0; i < poolHandles.size(); ++i) notes_.push_back(recorded.releasesOf(i));
         }
@@ -145,7 +144,7 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
     neverReleasing_.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
                          tape.streamHandles, noMute_);
     if (aheadThreads_ && spill_ && spill_->ok() &&
-        events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 6)
+        events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 4)
         askWave(poolHandles, events);
 }
 

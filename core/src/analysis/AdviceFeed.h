@@ -86,8 +86,12 @@ private:
     whatif::Tape tape_;
     std::unique_ptr<whatif::TapeSpill> spill_;
     // Questions asked during the read, in waves (after the spill: they go first, the spill
-    // abandoned), and the never-releasing peak at each sixth of the trace so far.
+    // abandoned), and the never-releasing peak at each of the trace's first four sixths.
     void askWave(const std::vector<uint64_t>& poolHandles, uint64_t events);
+    // The model giving the recorded settings' predictions (the follower's, where there is one).
+    const whatif::PoolModel& recordedModel() const {
+        return asRecordedOps_ ? *asRecordedOps_ : asRecorded_;
+    }
     std::vector<std::unique_ptr<whatif::Speculation>> ahead_;
     std::vector<uint64_t> askedAhead_; // thresholds
     struct TopAt {

@@ -71,11 +71,6 @@ CpuTicks cpuTicks() {
     return t;
 }
 
-// Threads for the advisor's questions: the CPUs that this process used or that stood idle, on
-// average, while the first read ran (at least one). On a machine busy with other work, a thread
-// beyond those only adds its own read of the spill (measured slower there,
-// docs/PERFORMANCE.md). A read too short to measure (within a clock tick) gets one: its advisor
-// is as short. 0 (the hardware's) where /proc/stat cannot be read.
 // The CPUs that stood idle, on average, since `before` (the hardware's where it cannot be told).
 unsigned idleCpus(const CpuTicks& before) {
     const CpuTicks now = cpuTicks();
@@ -84,6 +79,11 @@ unsigned idleCpus(const CpuTicks& before) {
     return static_cast<unsigned>(double(now.idle - before.idle) / double(now.total - before.total) * hw);
 }
 
+// Threads for the advisor's questions: the CPUs that this process used or that stood idle, on
+// average, while the first read ran (at least one). On a machine busy with other work, a thread
+// beyond those only adds its own read of the spill (measured slower there,
+// docs/PERFORMANCE.md). A read too short to measure (within a clock tick) gets one: its advisor
+// is as short. 0 (the hardware's) where /proc/stat cannot be read.
 unsigned adviceThreads(const CpuTicks& before) {
     const CpuTicks now = cpuTicks();
     const unsigned hw = std::thread::hardware_concurrency();
@@ -167,10 +167,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
                                                     !knobsDeclared, whatif::Calibration{},
                                                     wanted(options.spillThread, 6));
-        if (feed->spill() && wanted(options.askAhead, 12)) {
-            // The read's own threads: decoding, the report's, the models', the analyses', the
-            // follower, the time merge.
-            out.aheadThreads = std::clamp(cpus > 6 ? cpus - 6 : 0u, 4u, whatif::kMaxAdviceThreads);
+        if (feed->spill() && wanted(options.askAhead, whatif::Speculation::kFromCpus)) {
+            out.aheadThreads = whatif::Speculation::threadsFor(cpus);
             // By default each wave takes only the CPUs that stood idle since the read began: on
             // a machine busy with other work the questions wait for the read's end instead.
             std::function<unsigned()> idle;

@@ -338,9 +338,8 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     replay::Replay replay;
     poolscope::detail::AdviceFeed feed(replay, /*threaded=*/false, /*spill=*/true, c);
     const unsigned cpus = std::thread::hardware_concurrency();
-    if (askAhead.value_or(cpus >= 12))
-        feed.askAhead(std::clamp(cpus > 6 ? cpus - 6 : 0u, 4u, kMaxAdviceThreads),
-                      poolscope::detail::progressTotal(reader));
+    if (askAhead.value_or(cpus >= Speculation::kFromCpus))
+        feed.askAhead(Speculation::threadsFor(cpus), poolscope::detail::progressTotal(reader));
     uint64_t events = 0;
     Status st = replayTrace(reader, replay, events, nullptr, half(0), [&] {
         feed.step();

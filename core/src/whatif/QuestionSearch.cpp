@@ -276,6 +276,10 @@ Speculation::Speculation(const TapeSpill& spill, unsigned policies,
     }
 }
 
+unsigned Speculation::threadsFor(unsigned cpus) {
+    return std::clamp(cpus > 6 ? cpus - 6 : 0u, 4u, kMaxAdviceThreads);
+}
+
 Speculation::~Speculation() {
     if (thread_.joinable()) thread_.join();
 }

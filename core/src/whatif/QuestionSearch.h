@@ -183,6 +183,13 @@ public:
     Speculation(const Speculation&) = delete;
     Speculation& operator=(const Speculation&) = delete;
 
+    // Threads a wave takes on a machine of `cpus` hardware threads: all but the report's read's
+    // own 6 (decoding, the report's, the models', the analyses', the follower, the time merge),
+    // at least 4, at most kMaxAdviceThreads; and from how many the questions are asked ahead
+    // by default.
+    static unsigned threadsFor(unsigned cpus);
+    static constexpr unsigned kFromCpus = 12;
+
     // Waits until the questions have followed the whole spill (after its finish()): false where
     // they could not (the spill failed or was abandoned, no thread to be had).
     bool wait();
@@ -190,7 +197,6 @@ public:
     // (null where none was).
     Search::Asked* policy(int k);
     Search::Asked* threshold(uint64_t t);
-    const std::vector<uint64_t>& thresholds() const { return thresholds_; }
 
 private:
     Search search_;
