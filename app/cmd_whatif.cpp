@@ -345,7 +345,10 @@ void registerAdvise(CLI::App& app, int& exitCode) {
     // The questions during the read forced on or off, for measuring them: not for users.
     auto askAhead = std::make_shared<std::string>("auto");
     sub->add_option("--ask-ahead", *askAhead)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
-    sub->callback([&exitCode, path, json, askAhead] {
+    // The read's models on threads of their own forced on or off, likewise.
+    auto readThreads = std::make_shared<std::string>("auto");
+    sub->add_option("--read-threads", *readThreads)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
+    sub->callback([&exitCode, path, json, askAhead, readThreads] {
         auto reader = openTraceOrReport(*path, exitCode);
         if (!reader) return;
         reader->setSkipDamaged(true);
@@ -353,9 +356,10 @@ void registerAdvise(CLI::App& app, int& exitCode) {
         NamesBeside beside(*reader);
         auto advice = [&] {
             TtyProgress progress("advising");
-            std::optional<bool> ahead;
-            if (*askAhead != "auto") ahead = *askAhead == "on";
-            return whatif::advise(*reader, {}, progress.callback(), ahead);
+            auto forced = [](const std::string& v) {
+                return v == "auto" ? std::optional<bool>{} : std::optional<bool>{v == "on"};
+            };
+            return whatif::advise(*reader, {}, progress.callback(), forced(*askAhead), forced(*readThreads));
         }();
         if (!advice) {
             (void)warnDamage(*reader);

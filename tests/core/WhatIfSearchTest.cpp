@@ -195,10 +195,16 @@ void expectAdviseAsTwoReads(const TraceReader& reader, const std::vector<whatif:
     }
     // Where a pool had something to decide, its questions were asked over the spill.
     if (decide) EXPECT_EQ(whatif::detail::spillCounts().replayed, before.replayed + 1);
-    // And with the questions asked during the read (as on 12 or more CPUs): the same advice.
-    auto ahead = whatif::advise(reader, {}, {}, /*askAhead=*/true);
-    ASSERT_TRUE(ahead);
-    expectSameAdvice(*ahead, full);
+    // And with the questions asked during the read (as on 12 or more CPUs), and with the read's
+    // models on threads of their own (6 or more), with and without them: the same advice.
+    for (bool threaded : {false, true})
+        for (bool askAhead : {false, true}) {
+            if (!threaded && !askAhead) continue; // (the first call above, on this machine's CPUs)
+            SCOPED_TRACE(testing::Message() << "threaded " << threaded << ", asked ahead " << askAhead);
+            auto again = whatif::advise(reader, {}, {}, askAhead, threaded);
+            ASSERT_TRUE(again);
+            expectSameAdvice(*again, full);
+        }
     ASSERT_FALSE(seen.empty());
     for (size_t i = 0; i < seen.size(); ++i) {
         EXPECT_LE(seen[i].first, seen[i].second);
@@ -767,6 +773,33 @@ TEST(WhatIfSpill, TheReportFromTheSpillIsTheReportOfASecondRead) {
 
 // Wherever the spill fails (no temporary directory, no libzstd, its cap), the advisor reads the
 // trace again: the same report.
+// A strict read that meets a damaged chunk part-way ends with that error, on one thread or with
+// the models on threads of their own (stopped there, before the samples and models they use go;
+// ThreadSanitizer runs this too), and the same read of the intact trace advises.
+TEST(WhatIfSearch, AdviseOfADamagedTraceSaysSoWithItsModelsOnThreads) {
+    test::ScratchDir dir;
+    const test::Events ev = RandomTrace(3, true).generate(40'000);
+    const std::string path = write(dir.file("random.poolscope"), ev.all());
+    {
+        auto intact = TraceReader::open(path);
+        ASSERT_TRUE(intact);
+        ASSERT_TRUE(whatif::advise(**intact, {}, {}, false, true));
+    }
+    test::execSql(path, "UPDATE event_chunks SET data = CAST(substr(data,1,99) || CASE WHEN "
+                        "substr(data,100,1) = x'5a' THEN x'a5' ELSE x'5a' END || substr(data,101) "
+                        "AS BLOB) WHERE id = (SELECT max(id) - 1 FROM event_chunks)");
+    for (bool threaded : {false, true})
+        for (bool askAhead : {false, true}) {
+            SCOPED_TRACE(testing::Message() << "threaded " << threaded << ", asked ahead " << askAhead);
+            auto reader = TraceReader::open(path);
+            ASSERT_TRUE(reader);
+            (*reader)->setSkipDamaged(false);
+            auto advice = whatif::advise(**reader, {}, {}, askAhead, threaded);
+            ASSERT_FALSE(advice);
+            EXPECT_NE(advice.error().message.find("damaged"), std::string::npos) << advice.error().message;
+        }
+}
+
 TEST(WhatIfSpill, AFailedSpillFallsBackToASecondRead) {
     test::ScratchDir dir;
     const test::Events ev = RandomTrace(5, true).generate(30'000);
@@ -791,10 +824,14 @@ TEST(WhatIfSpill, AFailedSpillFallsBackToASecondRead) {
             EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 1);
             EXPECT_EQ(got.text, want.text);
             EXPECT_EQ(got.json, want.json);
-            auto advice = whatif::advise(**reader, {}, {}, ahead);
-            ASSERT_TRUE(advice);
-            EXPECT_EQ(whatif::detail::spillCounts().fellBack, before.fellBack + 2);
-            expectSameAdvice(*advice, *wantAdvice);
+            for (bool threaded : {false, true}) {
+                SCOPED_TRACE(threaded ? "advise's models on threads" : "advise on one thread");
+                const auto advised = whatif::detail::spillCounts();
+                auto advice = whatif::advise(**reader, {}, {}, ahead, threaded);
+                ASSERT_TRUE(advice);
+                EXPECT_EQ(whatif::detail::spillCounts().fellBack, advised.fellBack + 1);
+                expectSameAdvice(*advice, *wantAdvice);
+            }
         }
     };
     {

@@ -28,7 +28,10 @@ SharedChunk ChunkShelf::hold(std::vector<Event>& chunk) {
 
 ReplayThread::ReplayThread(std::function<void()> afterChunk) : afterChunk_(std::move(afterChunk)) {}
 
-ReplayThread::~ReplayThread() {
+ReplayThread::~ReplayThread() { abort(); }
+
+void ReplayThread::abort() {
+    ended_ = true;
     if (thread_.joinable()) {
         {
             std::lock_guard lk(m_);
@@ -117,6 +120,8 @@ void ReplayThread::run() {
 }
 
 void ReplayThread::end() {
+    if (ended_) return;
+    ended_ = true;
     if (thread_.joinable()) {
         {
             std::lock_guard lk(m_);

@@ -194,8 +194,12 @@ public:
 
     // Hands a chunk over, waiting while kDepth are queued.
     void push(SharedChunk chunk);
-    // After the last chunk: joins, then the rest of the samples and a last afterChunk.
+    // After the last chunk: joins, then the rest of the samples and a last afterChunk. Once:
+    // a later call does nothing (a read may end the threads its owner ends again).
     void end();
+    // A read that ended early: the chunks still queued are dropped and the thread joined, so
+    // that what it uses (the samples, the observers) may go. end() then does nothing.
+    void abort();
 
     // After end(): how long push() waited (this thread was behind) and this thread waited for
     // a chunk (the read was behind), in seconds.
@@ -218,6 +222,7 @@ private:
     std::condition_variable notEmpty_, notFull_;
     std::deque<SharedChunk> queue_;
     bool stop_ = false, done_ = false;
+    bool ended_ = false; // end() or abort() ran
     std::chrono::steady_clock::duration pushWaited_{}, chunkWaited_{}; // under m_
     double cpuSeconds_ = 0; // written by the thread before it ends
     std::thread thread_;

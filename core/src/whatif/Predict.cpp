@@ -32,7 +32,8 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
                    const std::atomic<bool>* cancel = nullptr,
                    const std::function<void(uint64_t, uint64_t)>& progress = {},
                    const std::function<bool()>& afterChunk = {},
-                   std::vector<std::unique_ptr<poolscope::detail::ReplayThread>>* beside = nullptr) {
+                   std::vector<std::unique_ptr<poolscope::detail::ReplayThread>>* beside = nullptr,
+                   const std::vector<poolscope::detail::ReplayThread*>& lent = {}) {
     if (auto devices = poolscope::detail::declareTraceEntities(reader, replay, false); !devices)
         return devices.error();
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
@@ -42,23 +43,29 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
     poolscope::detail::ChunkShelf shelf;
     std::vector<poolscope::detail::ReplayThread*> threads;
     // Unless every replay ends, the threads are stopped here, before the samples and the chunks'
-    // shelf they use go (and the caller's observers they call).
+    // shelf they use go (and the caller's observers they call). `lent` threads are the caller's
+    // (with its observers): stopped, not destroyed.
     bool ended = false;
     struct Stop {
         std::vector<std::unique_ptr<poolscope::detail::ReplayThread>>* beside;
+        const std::vector<poolscope::detail::ReplayThread*>& lent;
         const bool& ended;
         ~Stop() {
-            if (beside && !ended) beside->clear();
+            if (ended) return;
+            for (poolscope::detail::ReplayThread* t : lent) t->abort();
+            if (beside) beside->clear();
         }
-    } stop{beside, ended};
-    if (beside && !beside->empty()) {
+    } stop{beside, lent, ended};
+    if ((beside && !beside->empty()) || !lent.empty()) {
         auto tables = poolscope::detail::readTraceTables(reader);
         if (!tables) return tables.error();
-        for (auto& t : *beside) {
+        if (beside)
+            for (auto& t : *beside) threads.push_back(t.get());
+        threads.insert(threads.end(), lent.begin(), lent.end());
+        for (poolscope::detail::ReplayThread* t : threads) {
             t->setEntities(tables->devices, tables->pools, tables->streams);
             t->expectSamples(&ss);
             t->start();
-            threads.push_back(t.get());
         }
     }
     poolscope::detail::SampleMerge merge;
@@ -326,7 +333,7 @@ Result<std::vector<PoolAdvice>> adviseTwoReads(const TraceReader& reader, const 
 
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c,
                                        const std::function<void(uint64_t, uint64_t)>& progress,
-                                       std::optional<bool> askAhead) {
+                                       std::optional<bool> askAhead, std::optional<bool> threaded) {
     auto half = [&](uint64_t k) -> std::function<void(uint64_t, uint64_t)> {
         if (!progress) return {};
         return [&progress, k](uint64_t done, uint64_t total) {
@@ -335,16 +342,26 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
     };
     // The first read: the recording model's ops (to the spill), the never-releasing model fed
     // from them, the racing threads' ranges. Its replay declares no knobs, as a second read's.
-    replay::Replay replay;
-    poolscope::detail::AdviceFeed feed(replay, /*threaded=*/false, /*spill=*/true, c);
+    // With CPUs to spare, as `report` has them: the recording model on a replay of its own, the
+    // spill and the two models that follow its ops on another thread, the racing threads'
+    // ranges on the calling thread's replay (the read was the recording model, the spill and
+    // both models on one thread).
     const unsigned cpus = std::thread::hardware_concurrency();
+    const bool onThreads = threaded.value_or(cpus >= kThreadedFromCpus);
+    replay::Replay replay;
+    poolscope::detail::AdviceFeed feed(replay, onThreads, /*spill=*/true, c, /*follower=*/onThreads);
+    std::vector<poolscope::detail::ReplayThread*> lent;
+    if (poolscope::detail::ReplayThread* t = feed.thread()) {
+        feed.racesOn(replay);
+        lent.push_back(t);
+    }
     if (askAhead.value_or(cpus >= Speculation::kFromCpus))
         feed.askAhead(Speculation::threadsFor(cpus), poolscope::detail::progressTotal(reader));
     uint64_t events = 0;
     Status st = replayTrace(reader, replay, events, nullptr, half(0), [&] {
-        feed.step();
+        if (!feed.thread()) feed.step();
         return true;
-    });
+    }, nullptr, lent);
     if (!st) return st.error();
     feed.end();
     feed.finish();

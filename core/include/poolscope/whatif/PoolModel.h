@@ -364,10 +364,14 @@ struct PoolAdvice {
 // TapeSpill), then adviseAfter: the same advice as every question asked on every event over two
 // reads. `progress` gets (done, total) over both: the read's events, then the spill's steps, each
 // half of the total. `askAhead`: the questions asked during the read too, on the cores it leaves
-// idle (as `report` asks them; unset: with 12 or more hardware threads). The same advice.
+// idle (as `report` asks them; unset: with 12 or more hardware threads). `threaded`: the read's
+// models on threads beside the calling one, as `report` has them (unset: with
+// kThreadedFromCpus or more hardware threads). The same advice either way.
+inline constexpr unsigned kThreadedFromCpus = 6;
 Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibration& c = {},
                                        const std::function<void(uint64_t, uint64_t)>& progress = {},
-                                       std::optional<bool> askAhead = std::nullopt);
+                                       std::optional<bool> askAhead = std::nullopt,
+                                       std::optional<bool> threaded = std::nullopt);
 // Every question on every event, over two reads of the trace (the first for the candidates'
 // never-releasing peak): what advise() answered before it asked fewer questions over one read.
 // Kept as the reference the tests hold advise() and adviseAfter() to.
