@@ -41,6 +41,9 @@ void ReplayThread::abort() {
         notFull_.notify_all();
         thread_.join();
     }
+    // The chunks still queued go back to their shelf now, while it is sure to exist (a lent
+    // thread outlives the read's shelf).
+    queue_.clear();
 }
 
 void ReplayThread::setEntities(const std::vector<DeviceInfo>& devices,
