@@ -535,6 +535,47 @@ TEST(WhatIfSpill, ASpillOnATmpfsKeepsToTheMemoryBudget) {
     else ::unsetenv("TMPDIR");
 }
 
+// Without $TMPDIR, a /tmp held in memory leaves the spill to /var/tmp where that is a disk (a
+// long trace's spill is gigabytes), and to the memory budget where neither is.
+TEST(WhatIfSpill, ASpillLeavesATmpfsTmpForADiskVarTmp) {
+    struct statfs fs {};
+    if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC)
+        GTEST_SKIP() << "skipped: /dev/shm is not a tmpfs here";
+    if (::statfs(".", &fs) != 0 || fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)
+        GTEST_SKIP() << "skipped: the build tree is held in memory here";
+    struct statvfs vs {};
+    ASSERT_EQ(::statvfs(".", &vs), 0);
+    const uint64_t avail = uint64_t(vs.f_bavail) * vs.f_frsize;
+    const uint64_t diskCap = std::min(whatif::TapeSpill::kDefaultCap,
+                                      avail > whatif::TapeSpill::kKeepFree ? (avail - whatif::TapeSpill::kKeepFree) / 2 : 0);
+    if (diskCap < 4 * whatif::TapeSpill::kMemoryCap)
+        GTEST_SKIP() << "skipped: too little free disk here to tell the two budgets apart";
+    const char* old = std::getenv("TMPDIR");
+    const std::string saved = old ? old : "";
+    ::unsetenv("TMPDIR");
+    whatif::detail::setSpillDirsForTests("/dev/shm", ".");
+    {
+        whatif::TapeSpill spill;
+        ASSERT_TRUE(spill.ok());
+        EXPECT_GT(spill.cap(), 2 * whatif::TapeSpill::kMemoryCap) << "the spill stayed on the tmpfs";
+        EXPECT_LE(spill.cap(), whatif::TapeSpill::kDefaultCap);
+    }
+    whatif::detail::setSpillDirsForTests("/dev/shm", "/dev/shm");
+    {
+        whatif::TapeSpill spill;
+        ASSERT_TRUE(spill.ok());
+        EXPECT_LE(spill.cap(), whatif::TapeSpill::kMemoryCap);
+    }
+    whatif::detail::setSpillDirsForTests("/dev/shm", "./no such directory");
+    {
+        whatif::TapeSpill spill; // /var/tmp missing: the tmpfs, within its budget
+        ASSERT_TRUE(spill.ok());
+        EXPECT_LE(spill.cap(), whatif::TapeSpill::kMemoryCap);
+    }
+    whatif::detail::setSpillDirsForTests({}, {});
+    if (old) ::setenv("TMPDIR", saved.c_str(), 1);
+}
+
 // The streaming report's first read, as far as the advisor sees it (TraceReport.cpp): the
 // as-recorded model recording each chunk's ops into a spill, the never-releasing model
 // following them, the racing threads' range; then the spill finished.

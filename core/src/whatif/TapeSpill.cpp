@@ -31,9 +31,15 @@ std::atomic<uint64_t> gCapForTests{0};
 std::atomic<uint64_t> gReplayed{0}, gFellBack{0};
 std::atomic<uint64_t> gFailLoadAt{0}, gLoads{0};
 
-int openAnonymous() {
-    const char* env = std::getenv("TMPDIR");
-    const std::string dir = env && *env ? env : "/tmp";
+std::mutex gDirsMutex;
+std::string gTmpForTests, gVarTmpForTests; // empty: /tmp and /var/tmp
+
+bool inMemory(int fd) {
+    struct statfs fs {};
+    return ::fstatfs(fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+}
+
+int openIn(const std::string& dir) {
 #ifdef O_TMPFILE
     const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0) return fd;
@@ -43,6 +49,29 @@ int openAnonymous() {
     const int named = ::mkostemp(path.data(), O_CLOEXEC);
     if (named >= 0) ::unlink(path.c_str());
     return named;
+}
+
+// $TMPDIR where it is set (the user's choice, memory or not). Otherwise /tmp, unless /tmp is
+// held in memory (a tmpfs: Debian 13's default and many others') and /var/tmp, the place for
+// large temporary files, is on a disk: a long trace's spill is gigabytes (about 4 bytes an
+// event), which a tmpfs would keep to the memory budget and then give up on.
+int openAnonymous() {
+    const char* env = std::getenv("TMPDIR");
+    if (env && *env) return openIn(env);
+    std::string tmp = "/tmp", varTmp = "/var/tmp";
+    {
+        std::lock_guard lk(gDirsMutex);
+        if (!gTmpForTests.empty()) tmp = gTmpForTests, varTmp = gVarTmpForTests;
+    }
+    const int fd = openIn(tmp);
+    if (fd >= 0 && !inMemory(fd)) return fd;
+    const int onDisk = openIn(varTmp);
+    if (onDisk >= 0 && !inMemory(onDisk)) {
+        if (fd >= 0) ::close(fd);
+        return onDisk;
+    }
+    if (onDisk >= 0) ::close(onDisk);
+    return fd;
 }
 
 bool writeAll(int fd, const void* p, size_t n) {
@@ -79,9 +108,7 @@ using poolscope::detail::zigzag;
 // it keeps to a memory-sized budget (past it the advisor reads the trace again, in bounded
 // memory), and elsewhere it leaves the disk at least kKeepFree plus half of what was free.
 uint64_t capFor(int fd, uint64_t cap) {
-    struct statfs fs {};
-    if (::fstatfs(fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC))
-        cap = std::min(cap, TapeSpill::kMemoryCap);
+    if (inMemory(fd)) cap = std::min(cap, TapeSpill::kMemoryCap);
     struct statvfs vs {};
     if (::fstatvfs(fd, &vs) == 0) {
         const uint64_t avail = uint64_t(vs.f_bavail) * uint64_t(vs.f_frsize);
@@ -376,6 +403,11 @@ template <class Src> bool TapeSpill::Reader::readOp(Src& src, Tape& tape, Op& op
 namespace detail {
 
 void setSpillCapForTests(uint64_t cap) { gCapForTests.store(cap); }
+void setSpillDirsForTests(std::string tmp, std::string varTmp) {
+    std::lock_guard lk(gDirsMutex);
+    gTmpForTests = std::move(tmp);
+    gVarTmpForTests = std::move(varTmp);
+}
 
 SpillCounts spillCounts() { return {gReplayed.load(), gFellBack.load()}; }
 

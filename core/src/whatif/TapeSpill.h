@@ -23,13 +23,15 @@ namespace poolscope::whatif {
 
 class TapeSpill {
 public:
-    // Opens the file in $TMPDIR (or /tmp); `cap`: the most it may take on disk.
+    // Opens the file in $TMPDIR, or where that is not set in /tmp, or in /var/tmp where /tmp is
+    // held in memory and /var/tmp is not; `cap`: the most it may take on disk.
     explicit TapeSpill(uint64_t cap = kDefaultCap);
     ~TapeSpill();
     TapeSpill(const TapeSpill&) = delete;
     TapeSpill& operator=(const TapeSpill&) = delete;
 
-    static constexpr uint64_t kDefaultCap = uint64_t{4} << 30;
+    // About 16 G events (a week of training); capFor() keeps it to half the disk's free space.
+    static constexpr uint64_t kDefaultCap = uint64_t{64} << 30;
     // Where $TMPDIR is tmpfs or ramfs (the file is memory), and the disk space always left.
     static constexpr uint64_t kMemoryCap = uint64_t{256} << 20;
     static constexpr uint64_t kKeepFree = uint64_t{1} << 30;
@@ -152,6 +154,9 @@ private:
 namespace detail {
 // Tests only: the cap every TapeSpill gets instead of its own (0: each its own).
 void setSpillCapForTests(uint64_t cap);
+// Tests only: the directories openAnonymous() takes for /tmp and /var/tmp where $TMPDIR is not
+// set (empty: those two).
+void setSpillDirsForTests(std::string tmp, std::string varTmp);
 // Tests only: how many advisor searches read a spill to their end (or early stop) and how many
 // fell back to reading the trace again, since the process started.
 struct SpillCounts {
