@@ -19,6 +19,7 @@
 #include <sys/statvfs.h>
 #include <random>
 
+#include "../../core/src/analysis/ReplayThread.h"
 #include "../../core/src/whatif/QuestionSearch.h"
 #include "../../core/src/whatif/TapeSpill.h"
 #include "TestTraces.h"
@@ -686,6 +687,42 @@ TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
     EXPECT_GT(policies, 0u);
 }
 
+// Without a spill the advisor reads the trace again: its questions stepped on other threads
+// beside that read answer as on the reading thread, whichever replay the first read had (the
+// never-releasing answers taken or not), and where no thread can be had they are asked on the
+// reading thread after all.
+TEST(WhatIfSearch, TheSecondReadsQuestionsOnThreadsAnswerAsOnOneThread) {
+    size_t advised = 0;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+        SCOPED_TRACE(seed);
+        auto spilled = spilledTrace(seed, seed % 2 == 0, seed == 1 ? 60'000 : 15'000);
+        ASSERT_TRUE(spilled);
+        auto reader = &spilled->reader;
+        FirstRead& first = spilled->first;
+        for (bool sameReplay : {true, false}) {
+            SCOPED_TRACE(sameReplay ? "the first read's replay" : "another replay");
+            auto one = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
+                                           sameReplay, {}, nullptr, 1);
+            ASSERT_TRUE(one);
+            for (const whatif::PoolAdvice& a : *one) advised += a.thresholdAdvice;
+            for (unsigned threads : {3u, 4u, 5u, 8u, 16u}) {
+                SCOPED_TRACE(threads);
+                auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
+                                               sameReplay, {}, nullptr, threads);
+                ASSERT_TRUE(got);
+                expectSameAdvice(*got, *one);
+            }
+            poolscope::detail::simulateNoReplayThreads(true);
+            auto alone = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
+                                             sameReplay, {}, nullptr, 8);
+            poolscope::detail::simulateNoReplayThreads(false);
+            ASSERT_TRUE(alone);
+            expectSameAdvice(*alone, *one);
+        }
+    }
+    EXPECT_GT(advised, 0u);
+}
+
 // Questions asked ahead (whatif::Speculation: every pool, none decided on the way) answer as the
 // same questions asked after the read, a candidate's decided pools included: with waves that
 // cover every question the search would ask, and with waves that leave some out (asked after,
@@ -812,8 +849,6 @@ TEST(WhatIfSpill, TheReportFromTheSpillIsTheReportOfASecondRead) {
     EXPECT_GT(advised, 0u); // the advice is there to compare
 }
 
-// Wherever the spill fails (no temporary directory, no libzstd, its cap), the advisor reads the
-// trace again: the same report.
 // A strict read that meets a damaged chunk part-way ends with that error, on one thread or with
 // the models on threads of their own (stopped there, before the samples and models they use go;
 // ThreadSanitizer runs this too), and the same read of the intact trace advises.
@@ -841,6 +876,52 @@ TEST(WhatIfSearch, AdviseOfADamagedTraceSaysSoWithItsModelsOnThreads) {
         }
 }
 
+// A trace that records the pools' attributes at first sight (pool_initial_attributes: what the
+// collector writes since format 6) has the report's advisor read it again, the spill not standing
+// in for that read: the same report with its questions on several threads as on one. The
+// bundled recordings with the table, and generated traces given one (by hand, here).
+TEST(WhatIfSearch, TheReportOfATraceWithInitialAttributesIsTheSameOnThreads) {
+    size_t advised = 0;
+    auto compare = [&](const TraceReader& reader) {
+        const auto before = whatif::detail::spillCounts();
+        const ReportOut one = report(reader, 1);
+        const ReportOut many = report(reader, 6);
+        EXPECT_EQ(whatif::detail::spillCounts().replayed, before.replayed); // no spill read
+        EXPECT_EQ(one.text, many.text);
+        EXPECT_EQ(one.json, many.json);
+        advised += one.text.find("a release threshold of") != std::string::npos;
+    };
+    for (const char* name : {"callsites", "churn_format7", "threads_race_indexed", "torchrun-rank0"}) {
+        SCOPED_TRACE(name);
+        auto reader = TraceReader::open(std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope");
+        ASSERT_TRUE(reader);
+        auto attrs = (*reader)->poolAttributes();
+        ASSERT_TRUE(attrs);
+        EXPECT_FALSE(attrs->empty());
+        compare(**reader);
+    }
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+        SCOPED_TRACE(seed);
+        test::ScratchDir dir;
+        const test::Events ev = RandomTrace(seed, true).generate(20'000);
+        const std::string path = write(dir.file("random.poolscope"), ev.all());
+        // The pools declared, every reuse policy recorded on at first sight (the generator turns
+        // one off later) and the threshold 0.
+        test::execSql(path, "INSERT OR IGNORE INTO pools(handle) VALUES (2560), (2816), (3072);"
+                            "INSERT INTO pool_initial_attributes SELECT handle, a, a < 4 FROM pools, "
+                            "(SELECT 1 AS a UNION SELECT 2 UNION SELECT 3 UNION SELECT 4)");
+        auto reader = TraceReader::open(path);
+        ASSERT_TRUE(reader);
+        auto attrs = (*reader)->poolAttributes();
+        ASSERT_TRUE(attrs);
+        ASSERT_FALSE(attrs->empty());
+        compare(**reader);
+    }
+    EXPECT_GT(advised, 0u); // the advice is there to compare
+}
+
+// Wherever the spill fails (no temporary directory, no libzstd, its cap), the advisor reads the
+// trace again: the same report.
 TEST(WhatIfSpill, AFailedSpillFallsBackToASecondRead) {
     test::ScratchDir dir;
     const test::Events ev = RandomTrace(5, true).generate(30'000);

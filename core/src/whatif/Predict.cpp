@@ -518,7 +518,18 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
             tape = Tape{};
         }
     }
-    if (!done) {
+    // Reading the trace again: one recording model on the calling thread's replay, the
+    // questions stepped over its ops a chunk at a time, on other threads where there are CPUs
+    // for them (the same answers: each question's model gets the same steps).
+    const unsigned stepping = [&] {
+        size_t open = 0;
+        for (const Search::Asked& a : search.asked) open += a.left != 0;
+        const unsigned n = threads ? threads
+                                   : std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxAdviceThreads);
+        return static_cast<unsigned>(std::min<size_t>(n > 1 ? n - 1 : 0, open));
+    }();
+    for (bool onThreads : {stepping >= 2, false}) {
+        if (done) break;
         replay::Replay replay;
         PoolModel lead;
         lead.keepRecorded(false);
@@ -526,19 +537,44 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         lead.recordOnly(true);
         replay.subscribe(&lead, PoolModel::kindMask());
         std::vector<uint64_t> handles;
-        auto step = [&] {
+        auto seen = [&] {
             tape.seeStreams(replay);
             for (size_t i = handles.size(); i < replay.pools().size(); ++i)
                 handles.push_back(replay.pools()[i].info.handle);
-            search.step(tape, handles);
-            tape.dropOps();
-            return search.anyLeft();
         };
         uint64_t events = 0;
-        Status st = replayTrace(reader, replay, events, nullptr, progress, step);
-        if (!st) return st.error();
-        whole = step();
+        Status st;
+        if (onThreads) {
+            const bool stepped = searchWhileReading(search, stepping, [&](const GiveStep& give) {
+                st = replayTrace(reader, replay, events, nullptr, progress, [&] {
+                    seen();
+                    return give(tape, handles);
+                });
+                if (!st) return false;
+                seen();
+                give(tape, handles); // the samples after the last chunk
+                return true;
+            });
+            if (!st) return st.error();
+            if (!stepped) { // no threads to be had, or no memory on one: asked again on this one
+                search = ask(asRecorded, neverReleasing, cands, sameReplay, c);
+                tape = Tape{};
+                continue;
+            }
+            whole = search.anyLeft();
+        } else {
+            auto step = [&] {
+                seen();
+                search.step(tape, handles);
+                tape.dropOps();
+                return search.anyLeft();
+            };
+            st = replayTrace(reader, replay, events, nullptr, progress, step);
+            if (!st) return st.error();
+            whole = step();
+        }
         if (whole) lead.finishTape(tape, replay);
+        done = true;
     }
     // The answers adviceFrom reads: a decided candidate's releases (past what is allowed), the
     // never-releasing prediction at and above a pool's never-releasing peak.

@@ -2,11 +2,14 @@
 // (QuestionSearch.h).
 #include "QuestionSearch.h"
 
+#include "../analysis/ReplayThread.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace poolscope::whatif {
@@ -78,96 +81,105 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads,
     return !failed.load();
 }
 
-// The search over the spill with one thread decoding it and `threads` - 1 others stepping their
-// shares of the questions over each step it decoded (4 or more threads: with a reader each, every
-// thread decoded the whole spill, which at 8 threads cost about as much as its models). A step
-// is decoded once into a shared, read-only Tape; at most kDepth steps are held, a step dropped
-// once every thread still asking is past it, and the decoding stops once none is. The answers are
-// those of searchOnThreads (the same shares, stepped at the same boundaries). False where the
-// spill could not be read to its end while some question was open.
-bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
-                     const std::function<void(uint64_t)>& stepped) {
+namespace {
+
+// Steps of ops handed from one producer (a reader of the spill, or a second read of the trace)
+// to `consumers` threads, each stepping its share of the open questions over every step (the
+// shares dealShares makes, stepped at the same boundaries as on one thread: the same answers).
+// A step is held, read-only, until every thread still asking is past it; at most kDepth are
+// held, and the producer is told to stop once no thread asks any more.
+class Broadcast {
+public:
     // Steps held at once: each thread's questions cost more on some steps than on others, and
     // with few held the fastest thread waits for the slowest at nearly every step
     // (docs/PERFORMANCE.md). A step is one chunk's ops, at most ~4 k: 32 hold a few MiB.
-    constexpr size_t kDepth = 32;
+    static constexpr size_t kDepth = 32;
+
+    Broadcast(Search& search, unsigned consumers)
+        : consumers_(consumers), shares_(dealShares(search, consumers)), next_(consumers, 0),
+          asking_(consumers, 1) {}
+
+    // The producer's: `running`'s ops and allocation seqs go to the threads (`running` gets
+    // empty buffers back, a spent step's), with copies of its stream handles, `handles` and
+    // `notes` (swapped out). False once no thread asks any more or the search failed: nothing
+    // more is wanted.
+    bool give(Tape& running, const std::vector<uint64_t>& handles, std::vector<uint64_t>* notes) {
+        std::shared_ptr<Step> step;
+        {
+            std::unique_lock lk(m_);
+            for (;;) {
+                // Drop the steps every thread still asking is done with (kept for their
+                // buffers: a thread lets go of its step before it counts it done under this
+                // lock, so no thread reads one kept).
+                uint64_t low = UINT64_MAX;
+                for (unsigned c = 0; c < consumers_; ++c)
+                    if (asking_[c]) low = std::min(low, next_[c]);
+                while (!window_.empty() && first_ < low) {
+                    spent_.push_back(std::move(window_.front()));
+                    window_.pop_front();
+                    ++first_;
+                }
+                if (!anyAsking() || failed_) return false;
+                if (window_.size() < kDepth) break;
+                changed_.wait(lk);
+            }
+            if (!spent_.empty()) {
+                step = std::move(spent_.back());
+                spent_.pop_back();
+            }
+        }
+        if (!step) step = std::make_shared<Step>();
+        step->tape.ops.swap(running.ops);
+        step->tape.allocSeq.swap(running.allocSeq);
+        running.ops.clear();
+        running.allocSeq.clear();
+        step->tape.streamHandles = running.streamHandles;
+        step->poolHandles = handles;
+        step->notes.clear();
+        if (notes) step->notes.swap(*notes);
+        {
+            std::lock_guard lk(m_);
+            window_.push_back(std::move(step));
+        }
+        changed_.notify_all();
+        return true;
+    }
+    // The producer's, once it has given every step (ok) or could not (the search fails).
+    void end(bool ok) {
+        {
+            std::lock_guard lk(m_);
+            failed_ = failed_ || !ok;
+            ended_ = true;
+        }
+        changed_.notify_all();
+    }
+    void fail() { end(false); }
+    // Consumer c's thread: its share over every step given. `stepped` gets the steps it has
+    // done, where given.
+    void consume(unsigned c, const std::function<void(uint64_t)>& stepped) {
+        try {
+            consumeShare(c, stepped);
+        } catch (...) { // (memory) the models are part-fed: the caller asks again
+            std::lock_guard lk(m_);
+            failed_ = true;
+            asking_[c] = 0;
+        }
+        changed_.notify_all();
+    }
+    bool failed() {
+        std::lock_guard lk(m_);
+        return failed_;
+    }
+
+private:
     struct Step {
         Tape tape;
         std::vector<uint64_t> poolHandles, notes;
     };
-    const unsigned consumers = threads - 1;
-    const std::vector<std::vector<Search::Asked*>> shares = dealShares(search, consumers);
-
-    std::mutex m;
-    std::condition_variable changed;
-    std::deque<std::shared_ptr<Step>> window; // steps first .. first + size - 1
-    // Steps every thread is done with, for their buffers: the next steps' ops are read into
-    // memory already allocated instead of a new allocation per step.
-    std::vector<std::shared_ptr<Step>> spent;
-    uint64_t first = 0;
-    std::vector<uint64_t> next(consumers, 0);
-    std::vector<char> asking(consumers, 1);
-    bool ended = false, failed = false;
-    auto anyAsking = [&] {
-        return std::find(asking.begin(), asking.end(), 1) != asking.end();
-    };
-    auto produce = [&] {
-        try {
-            TapeSpill::Reader reader(spill);
-            Tape running; // the handles accumulate from step to step
-            std::vector<uint64_t> handles, notes;
-            for (;;) {
-                std::shared_ptr<Step> step;
-                {
-                    std::unique_lock lk(m);
-                    for (;;) {
-                        // Drop the steps every thread still asking is done with (kept for
-                        // their buffers: a thread lets go of its step before it counts it
-                        // done under this lock, so no thread reads one kept).
-                        uint64_t low = UINT64_MAX;
-                        for (unsigned c = 0; c < consumers; ++c)
-                            if (asking[c]) low = std::min(low, next[c]);
-                        while (!window.empty() && first < low) {
-                            spent.push_back(std::move(window.front()));
-                            window.pop_front();
-                            ++first;
-                        }
-                        if (!anyAsking() || failed) return;
-                        if (window.size() < kDepth) break;
-                        changed.wait(lk);
-                    }
-                    if (!spent.empty()) {
-                        step = std::move(spent.back());
-                        spent.pop_back();
-                    }
-                }
-                if (!reader.next(running, handles, &notes)) break;
-                if (!step) step = std::make_shared<Step>();
-                // The spent step's buffers go back to `running`, which next() refills.
-                step->tape.ops.swap(running.ops);
-                step->tape.allocSeq.swap(running.allocSeq);
-                step->tape.streamHandles = running.streamHandles;
-                step->poolHandles = handles;
-                step->notes.swap(notes);
-                {
-                    std::lock_guard lk(m);
-                    window.push_back(std::move(step));
-                }
-                changed.notify_all();
-            }
-            std::lock_guard lk(m);
-            if (!reader.ok() || !reader.atEnd()) failed = true;
-            ended = true;
-        } catch (...) { // (memory) the trace is read again on one thread instead
-            std::lock_guard lk(m);
-            failed = true;
-            ended = true;
-        }
-        changed.notify_all();
-    };
-    auto consumeShare = [&](unsigned c) {
+    bool anyAsking() const { return std::find(asking_.begin(), asking_.end(), 1) != asking_.end(); }
+    void consumeShare(unsigned c, const std::function<void(uint64_t)>& stepped) {
         auto open = [&] {
-            for (const Search::Asked* a : shares[c])
+            for (const Search::Asked* a : shares_[c])
                 if (a->left) return true;
             return false;
         };
@@ -175,51 +187,105 @@ bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
         while (left) {
             std::shared_ptr<const Step> step;
             {
-                std::unique_lock lk(m);
-                changed.wait(lk, [&] { return failed || ended || next[c] < first + window.size(); });
-                if (failed) return;
-                if (next[c] >= first + window.size()) break; // ended: every step seen
-                step = window[next[c] - first];
+                std::unique_lock lk(m_);
+                changed_.wait(lk, [&] { return failed_ || ended_ || next_[c] < first_ + window_.size(); });
+                if (failed_) return;
+                if (next_[c] >= first_ + window_.size()) break; // ended: every step seen
+                step = window_[next_[c] - first_];
             }
-            for (Search::Asked* a : shares[c])
+            for (Search::Asked* a : shares_[c])
                 Search::stepOne(*a, step->tape, step->poolHandles, &step->notes);
             step.reset(); // before the lock: a step past every thread's is the producer's to reuse
             left = open();
             uint64_t done;
             {
-                std::lock_guard lk(m);
-                done = ++next[c];
-                asking[c] = left;
+                std::lock_guard lk(m_);
+                done = ++next_[c];
+                asking_[c] = left;
             }
-            changed.notify_all();
-            if (c == 0 && stepped) stepped(done); // (consumer 0 is the calling thread)
+            changed_.notify_all();
+            if (stepped) stepped(done);
         }
-        std::lock_guard lk(m);
-        asking[c] = 0;
-    };
-    auto consume = [&](unsigned c) {
+        std::lock_guard lk(m_);
+        asking_[c] = 0;
+    }
+
+    const unsigned consumers_;
+    const std::vector<std::vector<Search::Asked*>> shares_;
+    std::mutex m_;
+    std::condition_variable changed_;
+    std::deque<std::shared_ptr<Step>> window_; // steps first_ .. first_ + size - 1
+    // Steps every thread is done with, for their buffers: the next steps' ops go into memory
+    // already allocated instead of a new allocation per step.
+    std::vector<std::shared_ptr<Step>> spent_;
+    uint64_t first_ = 0;
+    std::vector<uint64_t> next_;
+    std::vector<char> asking_;
+    bool ended_ = false, failed_ = false;
+};
+
+} // namespace
+
+// The search over the spill with one thread decoding it and `threads` - 1 others stepping their
+// shares of the questions over each step it decoded (4 or more threads: with a reader each, every
+// thread decoded the whole spill, which at 8 threads cost about as much as its models), the
+// calling thread one of them. A step is decoded once, and the decoding stops once no thread asks
+// any more. The answers are those of searchOnThreads (the same shares, stepped at the same
+// boundaries). False where the spill could not be read to its end while some question was open.
+bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
+                     const std::function<void(uint64_t)>& stepped) {
+    const unsigned consumers = threads - 1;
+    Broadcast b(search, consumers);
+    auto produce = [&] {
         try {
-            consumeShare(c);
-        } catch (...) { // (memory) the models are part-fed: the trace is read again instead
-            std::lock_guard lk(m);
-            failed = true;
-            asking[c] = 0;
+            TapeSpill::Reader reader(spill);
+            Tape running; // the handles accumulate from step to step
+            std::vector<uint64_t> handles, notes;
+            while (reader.next(running, handles, &notes))
+                if (!b.give(running, handles, &notes)) return b.end(true);
+            b.end(reader.ok() && reader.atEnd());
+        } catch (...) { // (memory) the trace is read again on one thread instead
+            b.fail();
         }
-        changed.notify_all();
     };
     std::vector<std::thread> pool;
     pool.reserve(consumers);
     try {
         pool.emplace_back(produce);
-        for (unsigned c = 1; c < consumers; ++c) pool.emplace_back(consume, c);
+        for (unsigned c = 1; c < consumers; ++c) pool.emplace_back([&b, c] { b.consume(c, {}); });
     } catch (...) { // no thread to be had: what started finishes, the rest falls back
-        std::lock_guard lk(m);
-        failed = true;
+        b.fail();
     }
-    changed.notify_all();
-    if (!pool.empty()) consume(0);
+    if (!pool.empty()) b.consume(0, stepped);
     for (std::thread& t : pool) t.join();
-    return !failed && !pool.empty();
+    return !b.failed() && !pool.empty();
+}
+
+bool searchWhileReading(Search& search, unsigned threads,
+                        const std::function<bool(const GiveStep&)>& read) {
+    Broadcast b(search, threads);
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    try {
+        if (poolscope::detail::replayThreadsSimulatedAway())
+            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+        for (unsigned c = 0; c < threads; ++c) pool.emplace_back([&b, c] { b.consume(c, {}); });
+    } catch (...) { // no thread to be had: the caller asks on its own thread instead
+        b.fail();
+    }
+    bool ok = false;
+    if (!b.failed()) {
+        try {
+            ok = read([&b](Tape& running, const std::vector<uint64_t>& handles) {
+                return b.give(running, handles, nullptr);
+            });
+        } catch (...) {
+            ok = false;
+        }
+    }
+    b.end(ok);
+    for (std::thread& t : pool) t.join();
+    return ok && !b.failed();
 }
 
 namespace {

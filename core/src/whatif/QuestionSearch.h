@@ -152,6 +152,16 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads,
 // was open.
 bool searchBroadcast(Search& search, const TapeSpill& spill, unsigned threads,
                      const std::function<void(uint64_t)>& stepped);
+// The search over a read of the trace made on the calling thread, `threads` others (2 or more)
+// stepping their shares of the questions over each step it gives, as searchBroadcast does over
+// the spill. `read` makes the steps: it calls the given function with each step's ops (taken
+// out of the tape: it gets empty buffers back) and the replay's pool handles, which answers
+// false once nothing more is wanted; it returns false where it failed. False where the read
+// failed, or a thread could not be had or ran out of memory (the models are then part-fed: the
+// caller asks again).
+using GiveStep = std::function<bool(Tape& running, const std::vector<uint64_t>& poolHandles)>;
+bool searchWhileReading(Search& search, unsigned threads,
+                        const std::function<bool(const GiveStep&)>& read);
 
 // The questions' settings (Predict.cpp): reuse policy k (0: opportunistic, 1: follow event
 // dependencies, 2: internal dependencies) forced on; the candidate thresholds for a largest
