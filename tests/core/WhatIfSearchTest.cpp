@@ -877,19 +877,65 @@ TEST(WhatIfSearch, AdviseOfADamagedTraceSaysSoWithItsModelsOnThreads) {
 }
 
 // A trace that records the pools' attributes at first sight (pool_initial_attributes: what the
-// collector writes since format 6) has the report's advisor read it again, the spill not standing
-// in for that read: the same report with its questions on several threads as on one. The
-// bundled recordings with the table, and generated traces given one (by hand, here).
-TEST(WhatIfSearch, TheReportOfATraceWithInitialAttributesIsTheSameOnThreads) {
+// collector writes since format 6) has them declared to every replay of it: the report's, the
+// models' beside it and the advisor's own (`advise`). So the spill stands in for the advisor's
+// second read whichever replay the models follow, and where the spill fails the trace read
+// again, its questions on threads, answers the same. The same report every way, and the same
+// as the report from a whole Timeline (whose advisor is `advise`). The bundled recordings with
+// the table, and generated traces given one by hand here, one attribute unlike the driver's
+// defaults (a model that did not see it predicts otherwise).
+TEST(WhatIfSearch, TheReportOfATraceWithInitialAttributesIsTheSameEveryWay) {
+    using F = TraceReportOptions::FeedThread;
     size_t advised = 0;
     auto compare = [&](const TraceReader& reader) {
-        const auto before = whatif::detail::spillCounts();
-        const ReportOut one = report(reader, 1);
-        const ReportOut many = report(reader, 6);
-        EXPECT_EQ(whatif::detail::spillCounts().replayed, before.replayed); // no spill read
-        EXPECT_EQ(one.text, many.text);
-        EXPECT_EQ(one.json, many.json);
-        advised += one.text.find("a release threshold of") != std::string::npos;
+        // spillsRead: the advisor's questions were asked over the spill after the read (1), or
+        // of the trace read again (0); with ahead On, they may have all been answered during the
+        // read instead.
+        auto run = [&](F models, F analyses, F ahead, unsigned threads, uint64_t spillsRead) {
+            SCOPED_TRACE(testing::Message() << "models " << int(models) << ", analyses "
+                                            << int(analyses) << ", ahead " << int(ahead)
+                                            << ", threads " << threads);
+            TraceReportOptions o;
+            o.parallel = false;
+            o.adviceFeedThread = models;
+            o.analysesThread = analyses;
+            o.askAhead = ahead;
+            o.adviceThreads = threads;
+            const auto before = whatif::detail::spillCounts();
+            const auto aheadBefore = whatif::detail::aheadCounts();
+            auto r = reportTrace(reader, o, "generated.poolscope");
+            EXPECT_TRUE(r);
+            if (!r) return ReportOut{};
+            const uint64_t read = whatif::detail::spillCounts().replayed - before.replayed;
+            if (ahead == F::On && spillsRead)
+                EXPECT_GT(read + whatif::detail::aheadCounts().given - aheadBefore.given, 0u);
+            else
+                EXPECT_EQ(read, spillsRead);
+            return ReportOut{reportToText(r->report), reportToJson(r->report)};
+        };
+        TraceReportOptions via;
+        via.parallel = false;
+        auto timeline = reportTraceViaTimeline(reader, via, "generated.poolscope");
+        EXPECT_TRUE(timeline);
+        if (!timeline) return;
+        const ReportOut want{reportToText(timeline->report), reportToJson(timeline->report)};
+        const uint64_t asks = want.text.find("what-if model") != std::string::npos;
+        advised += want.text.find("a release threshold of") != std::string::npos;
+        std::vector<ReportOut> got = {
+            run(F::Off, F::Off, F::Off, 1, asks), // the models on the report's replay
+            run(F::On, F::Off, F::Off, 1, asks),  // a replay of their own, lent to the analyses
+            run(F::On, F::On, F::Off, 6, asks),   // beside the analyses', 6 threads after
+            run(F::On, F::On, F::On, 6, asks),    // the questions asked during the read
+        };
+        whatif::detail::setSpillCapForTests(1); // the spill fails: the trace is read again
+        got.push_back(run(F::On, F::On, F::Off, 1, 0));
+        got.push_back(run(F::On, F::On, F::Off, 6, 0));
+        whatif::detail::setSpillCapForTests(0);
+        for (size_t i = 0; i < got.size(); ++i) {
+            SCOPED_TRACE(i);
+            EXPECT_EQ(got[i].text, want.text);
+            EXPECT_EQ(got[i].json, want.json);
+        }
     };
     for (const char* name : {"callsites", "churn_format7", "threads_race_indexed", "torchrun-rank0"}) {
         SCOPED_TRACE(name);
@@ -906,10 +952,12 @@ TEST(WhatIfSearch, TheReportOfATraceWithInitialAttributesIsTheSameOnThreads) {
         const test::Events ev = RandomTrace(seed, true).generate(20'000);
         const std::string path = write(dir.file("random.poolscope"), ev.all());
         // The pools declared, every reuse policy recorded on at first sight (the generator turns
-        // one off later) and the threshold 0.
+        // one off later), the thresholds 0 but the first pool's (not what the advisor, which
+        // does not see them, takes for it).
         test::execSql(path, "INSERT OR IGNORE INTO pools(handle) VALUES (2560), (2816), (3072);"
                             "INSERT INTO pool_initial_attributes SELECT handle, a, a < 4 FROM pools, "
-                            "(SELECT 1 AS a UNION SELECT 2 UNION SELECT 3 UNION SELECT 4)");
+                            "(SELECT 1 AS a UNION SELECT 2 UNION SELECT 3 UNION SELECT 4);"
+                            "UPDATE pool_initial_attributes SET value = 33554432 WHERE pool = 2560 AND attr = 4");
         auto reader = TraceReader::open(path);
         ASSERT_TRUE(reader);
         auto attrs = (*reader)->poolAttributes();

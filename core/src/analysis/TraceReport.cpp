@@ -123,14 +123,12 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     reducer.setMergeThread(wanted(options.mergeThread, 6));
     reducer.setEntities(tables->devices, tables->pools, tables->streams);
     reducer.setDiffFacts(options.diffFacts);
-    // The attributes read when each pool was first seen, as buildTimeline declares them.
-    // (The advisor's second read declares none: where this one did, its answers may differ.)
-    bool knobsDeclared = false;
+    // The attributes read when each pool was first seen, as buildTimeline (and the advisor's
+    // own read) declares them.
     std::vector<PoolAttributeValue> declared;
     if (auto attrs = reader.poolAttributes(); attrs) {
         declared = std::move(*attrs);
-        for (const PoolAttributeValue& a : declared)
-            knobsDeclared = reducer.replay().declareKnob(a.pool, a.attr, a.value) || knobsDeclared;
+        for (const PoolAttributeValue& a : declared) reducer.replay().declareKnob(a.pool, a.attr, a.value);
     }
     TraceReport out;
     Report& rep = out.report;
@@ -152,8 +150,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     // The advisor's first two models and the racing threads' ranges follow the same events, on
     // a thread of their own where the machine has a second CPU (AdviceFeed.h). Their ops go to
     // disk too, for the advisor's questions after this read (instead of reading the trace
-    // again). Where knobs were declared ahead, the advisor's replay would not see them, and its
-    // ops would differ: it reads the trace again there.
+    // again): the advisor's own replay declares the pools' first attributes as this one does.
     // The report's replay analyses (pending frees, hazards, fragmentation) follow a replay on
     // another thread too: where there are 4 CPUs or more their own, else the models' (which had
     // time to spare while the report's thread had none). The racing threads' ranges go with
@@ -165,7 +162,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::vector<ReplayThread*> threads;
     if (options.advice) {
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
-                                                    !knobsDeclared, whatif::Calibration{},
+                                                    /*spill=*/true, whatif::Calibration{},
                                                     wanted(options.spillThread, 6));
         if (feed->spill() && wanted(options.askAhead, whatif::Speculation::kFromCpus)) {
             out.aheadThreads = whatif::Speculation::threadsFor(cpus);
@@ -240,7 +237,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         out.adviceThreads = options.adviceThreads ? options.adviceThreads : adviceThreads(started);
         const whatif::detail::AheadCounts before = whatif::detail::aheadCounts();
         addAdvice(rep, whatif::adviseAfter(reader, feed->recorded(), feed->neverReleasing(),
-                                           feed->races(), !knobsDeclared, {}, feed->spill(),
+                                           feed->races(), /*sameReplay=*/true, {}, feed->spill(),
                                            out.adviceThreads, options.adviceProgress,
                                            feed->ahead()));
         out.aheadGiven = whatif::detail::aheadCounts().given - before.given;

@@ -34,8 +34,13 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
                    const std::function<bool()>& afterChunk = {},
                    std::vector<std::unique_ptr<poolscope::detail::ReplayThread>>* beside = nullptr,
                    const std::vector<poolscope::detail::ReplayThread*>& lent = {}) {
-    if (auto devices = poolscope::detail::declareTraceEntities(reader, replay, false); !devices)
+    // The pools' attributes as the driver reported them at first sight, as every other replay of
+    // the trace declares them (the report's, the window's): a model's recorded settings before
+    // the first change the trace records are those.
+    if (auto devices = poolscope::detail::declareTraceEntities(reader, replay, true); !devices)
         return devices.error();
+    std::vector<PoolAttributeValue> knobs;
+    if (auto attrs = reader.poolAttributes(); attrs) knobs = std::move(*attrs);
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
                                   std::numeric_limits<int64_t>::max());
     if (!samples) return samples.error();
@@ -64,6 +69,7 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
         threads.insert(threads.end(), lent.begin(), lent.end());
         for (poolscope::detail::ReplayThread* t : threads) {
             t->setEntities(tables->devices, tables->pools, tables->streams);
+            for (const PoolAttributeValue& a : knobs) t->replay().declareKnob(a.pool, a.attr, a.value);
             t->expectSamples(&ss);
             t->start();
         }
@@ -341,7 +347,7 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
         };
     };
     // The first read: the recording model's ops (to the spill), the never-releasing model fed
-    // from them, the racing threads' ranges. Its replay declares no knobs, as a second read's.
+    // from them, the racing threads' ranges.
     // With CPUs to spare, as `report` has them: the recording model on a replay of its own, the
     // spill and the two models that follow its ops on another thread, the racing threads'
     // ranges on the calling thread's replay (the read was the recording model, the spill and
@@ -492,7 +498,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     const Tape* end = &tape; // at the end, what the models' collect() reads
     bool whole = false, done = !search.anyLeft();
     // The first read's ops, where they are the ones this read would make: its replay declared
-    // the same (no knobs ahead) and the spill holds every step.
+    // the same and the spill holds every step.
     if (!done && spill) {
         bool left = true;
         size_t open = 0;

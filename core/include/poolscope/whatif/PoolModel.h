@@ -382,13 +382,14 @@ Result<std::vector<PoolAdvice>> adviseTwoReads(const TraceReader& reader, const 
 // to decide (3 or more predicted releases, or a reuse policy off), for the candidate thresholds
 // (they depend on the whole trace's never-releasing peak) and the reuse policies turned on, and
 // only as far as an answer is still open. sameReplay: the first read's replay saw what this
-// one's sees (no knobs declared ahead), so the never-releasing answers stand for the candidate
+// one's sees (the same entities and first attributes declared), so the never-releasing answers stand for the candidate
 // thresholds at or above a pool's never-releasing peak. `spill`: the first read's ops on disk
 // (the report's TapeSpill, internal to core), read instead of the trace where sameReplay holds
 // and the spill is whole; otherwise the trace is read again. `threads`: how many threads step
 // the questions over the spill, each reading it itself (0: the hardware's, at most
 // kMaxAdviceThreads; 1: the calling thread alone); the answers are the same whatever the
-// number. Reading the trace again is done on the calling thread. `progress` gets (steps of the spill, all of them) as the calling
+// number. Reading the trace again is done on the calling thread, its questions stepped on
+// `threads` - 1 others beside it where that is 3 or more. `progress` gets (steps of the spill, all of them) as the calling
 // thread's questions step over it, or (events, the trace's) where the trace is read again.
 Settings neverReleasing();
 // The most threads the questions get: a 16-core host still gained from 8 to 16
