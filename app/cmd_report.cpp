@@ -80,8 +80,9 @@ void registerReport(CLI::App& app, int& exitCode) {
     auto top = std::make_shared<size_t>(10);
     auto topSites = std::make_shared<size_t>(0);
     sub->footer("The what-if advice keeps the replayed operations in an unnamed temporary file in "
-                "$TMPDIR (or /tmp) while the report runs: about 4 bytes an event, at most 4 GiB, "
-                "256 MiB where $TMPDIR is in memory (tmpfs), and always leaving 1 GiB plus half of "
+                "$TMPDIR, or without it in /tmp (in /var/tmp where /tmp is in memory and /var/tmp "
+                "is not) while the report runs: about 4 bytes an event, at most 64 GiB, 256 MiB "
+                "where the directory is in memory (tmpfs), and always leaving 1 GiB plus half of "
                 "the free space. Where it does not fit, the trace is read a second time instead.");
     sub->add_option("TRACE", *path, "a .poolscope trace file")->required();
     sub->add_flag("--json", *json, "print JSON for scripts");
