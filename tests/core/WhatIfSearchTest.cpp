@@ -655,10 +655,13 @@ std::unique_ptr<Spilled> spilledTrace(uint64_t seed, bool policyOff, size_t even
     return s;
 }
 
-// The advisor's questions stepped over the spill on 2 to 8 threads (on 2 and 3 each its own
+// The advisor's questions stepped over the spill on 2 to 16 threads (on 2 and 3 each its own
 // reader and share of the questions; from 4 one thread decodes the spill for the others) answer
-// as on one thread, and as a second read of the trace, on
-// workloads with predicted implicit releases, with a reuse policy off and with none off.
+// as on one thread, and as a second read of the trace, on workloads with predicted implicit
+// releases, with a reuse policy off and with none off. Without a spill the trace is read again,
+// its questions stepped on 2 to 15 other threads beside that read, or on the reading thread
+// where no thread can be had: the same answers, whichever replay the first read had (the
+// never-releasing answers taken or not).
 TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
     size_t advised = 0, policies = 0;
     for (uint64_t seed = 1; seed <= 6; ++seed) {
@@ -667,60 +670,33 @@ TEST(WhatIfSpill, TheAdviceOnThreadsIsTheAdviceOnOneThread) {
         ASSERT_TRUE(spilled);
         auto reader = &spilled->reader;
         FirstRead& first = spilled->first;
-        auto reread = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true);
-        ASSERT_TRUE(reread);
-        for (unsigned threads : {1u, 2u, 3u, 4u, 5u, 8u, 16u}) {
-            SCOPED_TRACE(threads);
-            const auto before = whatif::detail::spillCounts();
-            auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
-                                           true, {}, first.spill.get(), threads);
-            ASSERT_TRUE(got);
-            EXPECT_EQ(whatif::detail::spillCounts().replayed, before.replayed + 1);
-            expectSameAdvice(*got, *reread);
-        }
-        for (const whatif::PoolAdvice& a : *reread) {
-            advised += a.thresholdAdvice;
-            policies += a.policies.size();
+        for (bool sameReplay : {true, false}) {
+            SCOPED_TRACE(sameReplay ? "the first read's replay" : "another replay");
+            auto advise = [&](whatif::TapeSpill* spill, unsigned threads) {
+                auto a = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
+                                             sameReplay, {}, spill, threads);
+                EXPECT_TRUE(a);
+                return a ? *a : std::vector<whatif::PoolAdvice>{};
+            };
+            const auto reread = advise(nullptr, 1);
+            for (unsigned threads : {1u, 2u, 3u, 4u, 5u, 8u, 16u}) {
+                SCOPED_TRACE(threads);
+                const auto before = whatif::detail::spillCounts();
+                expectSameAdvice(advise(first.spill.get(), threads), reread);
+                EXPECT_EQ(whatif::detail::spillCounts().replayed, before.replayed + sameReplay);
+                if (threads > 2) expectSameAdvice(advise(nullptr, threads), reread);
+            }
+            poolscope::detail::simulateNoReplayThreads(true);
+            expectSameAdvice(advise(nullptr, 8), reread);
+            poolscope::detail::simulateNoReplayThreads(false);
+            for (const whatif::PoolAdvice& a : reread) {
+                advised += a.thresholdAdvice;
+                policies += a.policies.size();
+            }
         }
     }
     EXPECT_GT(advised, 0u);
     EXPECT_GT(policies, 0u);
-}
-
-// Without a spill the advisor reads the trace again: its questions stepped on other threads
-// beside that read answer as on the reading thread, whichever replay the first read had (the
-// never-releasing answers taken or not), and where no thread can be had they are asked on the
-// reading thread after all.
-TEST(WhatIfSearch, TheSecondReadsQuestionsOnThreadsAnswerAsOnOneThread) {
-    size_t advised = 0;
-    for (uint64_t seed = 1; seed <= 4; ++seed) {
-        SCOPED_TRACE(seed);
-        auto spilled = spilledTrace(seed, seed % 2 == 0, seed == 1 ? 60'000 : 15'000);
-        ASSERT_TRUE(spilled);
-        auto reader = &spilled->reader;
-        FirstRead& first = spilled->first;
-        for (bool sameReplay : {true, false}) {
-            SCOPED_TRACE(sameReplay ? "the first read's replay" : "another replay");
-            auto one = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
-                                           sameReplay, {}, nullptr, 1);
-            ASSERT_TRUE(one);
-            for (const whatif::PoolAdvice& a : *one) advised += a.thresholdAdvice;
-            for (unsigned threads : {3u, 4u, 5u, 8u, 16u}) {
-                SCOPED_TRACE(threads);
-                auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
-                                               sameReplay, {}, nullptr, threads);
-                ASSERT_TRUE(got);
-                expectSameAdvice(*got, *one);
-            }
-            poolscope::detail::simulateNoReplayThreads(true);
-            auto alone = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
-                                             sameReplay, {}, nullptr, 8);
-            poolscope::detail::simulateNoReplayThreads(false);
-            ASSERT_TRUE(alone);
-            expectSameAdvice(*alone, *one);
-        }
-    }
-    EXPECT_GT(advised, 0u);
 }
 
 // Questions asked ahead (whatif::Speculation: every pool, none decided on the way) answer as the
