@@ -26,8 +26,9 @@ namespace poolscope::whatif {
 namespace {
 
 // Declares the trace's entities to a replay and runs every event (samples merged in by time, as
-// the timeline does) through it; and through the replays `beside` on threads of their own, the
-// same chunks shared (a Replay is a function of its inputs: theirs make the same facts).
+// the timeline does) through it; and through the replays `beside` on threads of their own and
+// the caller's `lent` ones (with its observers), the same chunks shared (a Replay is a
+// function of its inputs: theirs make the same facts).
 Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& events,
                    const std::atomic<bool>* cancel = nullptr,
                    const std::function<void(uint64_t, uint64_t)>& progress = {},
@@ -37,10 +38,14 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
     // The pools' attributes as the driver reported them at first sight, as every other replay of
     // the trace declares them (the report's, the window's): a model's recorded settings before
     // the first change the trace records are those.
-    if (auto devices = poolscope::detail::declareTraceEntities(reader, replay, true); !devices)
+    if (auto devices = poolscope::detail::declareTraceEntities(reader, replay, false); !devices)
         return devices.error();
     std::vector<PoolAttributeValue> knobs;
     if (auto attrs = reader.poolAttributes(); attrs) knobs = std::move(*attrs);
+    auto declareKnobs = [&](replay::Replay& r) {
+        for (const PoolAttributeValue& a : knobs) r.declareKnob(a.pool, a.attr, a.value);
+    };
+    declareKnobs(replay);
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
                                   std::numeric_limits<int64_t>::max());
     if (!samples) return samples.error();
@@ -69,7 +74,7 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
         threads.insert(threads.end(), lent.begin(), lent.end());
         for (poolscope::detail::ReplayThread* t : threads) {
             t->setEntities(tables->devices, tables->pools, tables->streams);
-            for (const PoolAttributeValue& a : knobs) t->replay().declareKnob(a.pool, a.attr, a.value);
+            declareKnobs(t->replay());
             t->expectSamples(&ss);
             t->start();
         }
@@ -347,11 +352,10 @@ Result<std::vector<PoolAdvice>> advise(const TraceReader& reader, const Calibrat
         };
     };
     // The first read: the recording model's ops (to the spill), the never-releasing model fed
-    // from them, the racing threads' ranges.
-    // With CPUs to spare, as `report` has them: the recording model on a replay of its own, the
-    // spill and the two models that follow its ops on another thread, the racing threads'
-    // ranges on the calling thread's replay (the read was the recording model, the spill and
-    // both models on one thread).
+    // from them, the racing threads' ranges. With CPUs to spare they are spread as `report`
+    // spreads them: the recording model on a replay of its own, the spill and the two models
+    // that follow its ops on another thread, the racing threads' ranges on the calling thread's
+    // replay (all on one thread, the read was bound by them).
     const unsigned cpus = std::thread::hardware_concurrency();
     const bool onThreads = threaded.value_or(cpus >= kThreadedFromCpus);
     replay::Replay replay;
@@ -497,14 +501,15 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     Tape tape;               // one step's ops at a time
     const Tape* end = &tape; // at the end, what the models' collect() reads
     bool whole = false, done = !search.anyLeft();
+    // No more threads than open questions (each steps a share of them).
+    if (threads == 0)
+        threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxAdviceThreads);
+    size_t open = 0;
+    for (const Search::Asked& a : search.asked) open += a.left != 0;
     // The first read's ops, where they are the ones this read would make: its replay declared
     // the same and the spill holds every step.
     if (!done && spill) {
         bool left = true;
-        size_t open = 0;
-        for (const Search::Asked& a : search.asked) open += a.left != 0;
-        if (threads == 0)
-            threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxAdviceThreads);
         threads = static_cast<unsigned>(std::min<size_t>(threads, open));
         std::function<void(uint64_t)> stepped;
         if (progress)
@@ -525,15 +530,9 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         }
     }
     // Reading the trace again: one recording model on the calling thread's replay, the
-    // questions stepped over its ops a chunk at a time, on other threads where there are CPUs
-    // for them (the same answers: each question's model gets the same steps).
-    const unsigned stepping = [&] {
-        size_t open = 0;
-        for (const Search::Asked& a : search.asked) open += a.left != 0;
-        const unsigned n = threads ? threads
-                                   : std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxAdviceThreads);
-        return static_cast<unsigned>(std::min<size_t>(n > 1 ? n - 1 : 0, open));
-    }();
+    // questions stepped over its ops a chunk at a time, on the other threads where there are 2
+    // or more (the same answers: each question's model gets the same steps).
+    const unsigned stepping = static_cast<unsigned>(std::min<size_t>(threads - 1, open));
     for (bool onThreads : {stepping >= 2, false}) {
         if (done) break;
         replay::Replay replay;
