@@ -655,6 +655,26 @@ std::unique_ptr<Spilled> spilledTrace(uint64_t seed, bool policyOff, size_t even
     return s;
 }
 
+// The questions asked after the read over a spilled trace's spill (on 4 threads), the reference
+// the questions asked ahead are held to, and the candidate thresholds of its largest
+// never-releasing peak (`top`).
+struct AfterTheRead {
+    std::vector<whatif::PoolAdvice> advice;
+    uint64_t top = 0;
+    std::vector<uint64_t> cands;
+};
+AfterTheRead afterTheRead(Spilled& s) {
+    AfterTheRead out;
+    FirstRead& first = s.first;
+    auto after = whatif::adviseAfter(*s.reader, first.asRecorded, first.never, first.races, true,
+                                     {}, first.spill.get(), 4);
+    EXPECT_TRUE(after);
+    if (after) out.advice = std::move(*after);
+    for (const PoolPrediction& p : first.never) out.top = std::max(out.top, p.peakReserved);
+    out.cands = whatif::candidatesUpTo(out.top, {});
+    return out;
+}
+
 // The advisor's questions stepped over the spill on 2 to 16 threads (on 2 and 3 each its own
 // reader and share of the questions; from 4 one thread decodes the spill for the others) answer
 // as on one thread, and as a second read of the trace, on workloads with predicted implicit
@@ -714,13 +734,10 @@ TEST(WhatIfSpill, QuestionsAskedAheadAnswerAsAfterTheRead) {
         ASSERT_TRUE(spilled);
         auto reader = &spilled->reader;
         FirstRead& first = spilled->first;
-        auto after = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true,
-                                         {}, first.spill.get(), 4);
-        ASSERT_TRUE(after);
-        for (const whatif::PoolAdvice& a : *after) decided += a.thresholdAdvice;
-        uint64_t top = 0;
-        for (const PoolPrediction& p : first.never) top = std::max(top, p.peakReserved);
-        const std::vector<uint64_t> cands = whatif::candidatesUpTo(top, {});
+        const AfterTheRead ref = afterTheRead(*spilled);
+        for (const whatif::PoolAdvice& a : ref.advice) decided += a.thresholdAdvice;
+        const uint64_t top = ref.top;
+        const std::vector<uint64_t>& cands = ref.cands;
         for (uint64_t events : {first.events, uint64_t{0}, uint64_t{1}})
         for (bool whole : {true, false}) {
             SCOPED_TRACE(std::string(whole ? "every question ahead" : "some left for after") +
@@ -739,7 +756,7 @@ TEST(WhatIfSpill, QuestionsAskedAheadAnswerAsAfterTheRead) {
             auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
                                            true, {}, first.spill.get(), 4, {}, {&waveOne, &waveTwo});
             ASSERT_TRUE(got);
-            expectSameAdvice(*got, *after);
+            expectSameAdvice(*got, ref.advice);
             const auto counts = whatif::detail::aheadCounts();
             given += counts.given - before.given;
             asked += counts.asked - before.asked;
@@ -760,12 +777,8 @@ TEST(WhatIfSpill, ACandidateAskedAheadKeepsBoundedCounts) {
     ASSERT_TRUE(spilled);
     auto reader = &spilled->reader;
     FirstRead& first = spilled->first;
-    auto after = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true,
-                                     {}, first.spill.get(), 4);
-    ASSERT_TRUE(after);
-    uint64_t top = 0;
-    for (const PoolPrediction& p : first.never) top = std::max(top, p.peakReserved);
-    const std::vector<uint64_t> cands = whatif::candidatesUpTo(top, {});
+    const AfterTheRead ref = afterTheRead(*spilled);
+    const std::vector<uint64_t>& cands = ref.cands;
     whatif::detail::setAheadKeptForTests(2);
     whatif::Speculation wave(*first.spill, 7, cands, {}, 4, first.events);
     whatif::detail::setAheadKeptForTests(0);
@@ -777,7 +790,7 @@ TEST(WhatIfSpill, ACandidateAskedAheadKeepsBoundedCounts) {
     auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races, true, {},
                                    first.spill.get(), 4, {}, {&wave});
     ASSERT_TRUE(got);
-    expectSameAdvice(*got, *after);
+    expectSameAdvice(*got, ref.advice);
     EXPECT_GT(whatif::detail::aheadCounts().asked, before.asked);
 }
 

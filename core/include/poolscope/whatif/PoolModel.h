@@ -382,8 +382,9 @@ Result<std::vector<PoolAdvice>> adviseTwoReads(const TraceReader& reader, const 
 // to decide (3 or more predicted releases, or a reuse policy off), for the candidate thresholds
 // (they depend on the whole trace's never-releasing peak) and the reuse policies turned on, and
 // only as far as an answer is still open. sameReplay: the first read's replay saw what this
-// one's sees (the same entities and first attributes declared), so the never-releasing answers stand for the candidate
-// thresholds at or above a pool's never-releasing peak. `spill`: the first read's ops on disk
+// one's sees (the same entities and first attributes declared, as every read of the trace
+// declares them), so the never-releasing answers stand for the candidate thresholds at or
+// above a pool's never-releasing peak; false asks those too, the tests' check of that shortcut. `spill`: the first read's ops on disk
 // (the report's TapeSpill, internal to core), read instead of the trace where sameReplay holds
 // and the spill is whole; otherwise the trace is read again. `threads`: how many threads step
 // the questions over the spill, each reading it itself (0: the hardware's, at most
