@@ -102,10 +102,14 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The advisor's questions during the read forced on or off, for measuring them: not for users.
     auto askAhead = std::make_shared<std::string>("auto");
     sub->add_option("--ask-ahead", *askAhead)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
+    // The leading replay (TraceReportOptions::leadThread) forced on or off, for measuring it: not
+    // for users.
+    auto leadReplay = std::make_shared<std::string>("auto");
+    sub->add_option("--lead-replay", *leadReplay)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -131,6 +135,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.adviceThreads = *adviceThreads;
             using F = TraceReportOptions::FeedThread;
             options.askAhead = *askAhead == "on" ? F::On : *askAhead == "off" ? F::Off : F::Auto;
+            options.leadThread = *leadReplay == "on" ? F::On : *leadReplay == "off" ? F::Off : F::Auto;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {

@@ -17,6 +17,7 @@ int exitCodeFor(ErrorCode c) {
     case ErrorCode::Cancelled: return 11;
     case ErrorCode::Protocol: return 12;
     case ErrorCode::Io: return 13;
+    case ErrorCode::Internal: return 1;
     }
     return 1;
 }

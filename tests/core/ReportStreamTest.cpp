@@ -85,11 +85,13 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.adviceFeedThread = Thread::On;
     o.analysesThread = Thread::Off;
     o.spillThread = Thread::Off;
+    o.leadThread = Thread::Off;
     auto two = reportTrace(**reader, o, "t.poolscope");
     o.parallel = true;
     o.analysesThread = Thread::On;
     o.mergeThread = Thread::On; // the time merge's batches applied on a thread of its own
     o.spillThread = Thread::On; // and the models' ops spilled and followed on another
+    o.leadThread = Thread::On;  // one replay keeping the live set, the others following it
     o.askAhead = Thread::Off;
     auto par = reportTrace(**reader, o, "t.poolscope");
     // And the advisor's questions asked during the read, following the spill as it is written.
@@ -263,6 +265,7 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
             o.mergeThread = TraceReportOptions::FeedThread::On;
             o.spillThread = TraceReportOptions::FeedThread::On;
             o.askAhead = TraceReportOptions::FeedThread::On;
+            o.leadThread = TraceReportOptions::FeedThread::On;
             o.cancel = &cancel;
             uint64_t seen = 0;
             o.progress = [&](uint64_t done, uint64_t) {
@@ -286,12 +289,14 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
     test::execSql(path, "UPDATE event_chunks SET crc = -1 WHERE id = 3");
     auto damaged = TraceReader::open(path);
     ASSERT_TRUE(damaged);
-    for (bool parallel : {false, true}) {
-        o.parallel = parallel;
-        auto r = reportTrace(**damaged, o);
-        ASSERT_FALSE(r);
-        EXPECT_EQ(r.error().code, ErrorCode::Corrupt) << r.error().message;
-    }
+    for (bool parallel : {false, true})
+        for (auto lead : {TraceReportOptions::FeedThread::Off, TraceReportOptions::FeedThread::On}) {
+            o.parallel = parallel;
+            o.leadThread = lead;
+            auto r = reportTrace(**damaged, o);
+            ASSERT_FALSE(r);
+            EXPECT_EQ(r.error().code, ErrorCode::Corrupt) << r.error().message;
+        }
 }
 
 // The advisor's models and the report's analyses on threads of their own follow replays of their
@@ -361,6 +366,7 @@ TEST(ReportStream, WithoutThreadsTheReplaysRunOnTheReportsThread) {
     o.analysesThread = TraceReportOptions::FeedThread::On;
     o.mergeThread = TraceReportOptions::FeedThread::On;
     o.spillThread = TraceReportOptions::FeedThread::On;
+    o.leadThread = TraceReportOptions::FeedThread::On;
     detail::simulateNoReplayThreads(true);
     auto got = reportTrace(**reader, o, "t.poolscope");
     detail::simulateNoReplayThreads(false);

@@ -23,6 +23,7 @@ enum class ErrorCode {
     Cancelled,
     Protocol,        // malformed or unexpected control message
     Io,
+    Internal,        // a fault of PoolScope's own (exit code 1): a check that should never fail
 };
 
 // Distinct exit codes per error so scripts can tell them apart.

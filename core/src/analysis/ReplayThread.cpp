@@ -71,9 +71,14 @@ void ReplayThread::start() {
     }
 }
 
-void ReplayThread::push(SharedChunk chunk) {
+void ReplayThread::lead(std::function<void(const SharedChunk&, const SharedTape&)> out) {
+    out_ = std::move(out);
+    replay_.recordLive(nullptr);
+}
+
+void ReplayThread::push(SharedChunk chunk, SharedTape tape) {
     if (!thread_.joinable()) {
-        apply(*chunk);
+        apply(Work{std::move(chunk), std::move(tape)});
         return;
     }
     {
@@ -84,14 +89,30 @@ void ReplayThread::push(SharedChunk chunk) {
             pushWaited_ += std::chrono::steady_clock::now() - t;
         }
         if (stop_) return;
-        queue_.push_back(std::move(chunk));
+        queue_.push_back(Work{std::move(chunk), std::move(tape)});
     }
     notEmpty_.notify_one();
 }
 
-void ReplayThread::apply(const std::vector<Event>& chunk) {
-    merge_.chunk(chunk, replay_, [this](const Event& e) { replay_.apply(e); });
+void ReplayThread::apply(const Work& w) {
+    std::shared_ptr<std::vector<replay::Replay::LiveOp>> record;
+    if (out_) {
+        // About one operation an event (an alloc's put, a free's take).
+        record = std::make_shared<std::vector<replay::Replay::LiveOp>>();
+        record->reserve(w.chunk->size() + w.chunk->size() / 4);
+        replay_.recordLive(record.get());
+    } else if (w.tape) {
+        replay_.followLive(w.tape->data(), w.tape->size());
+    }
+    const uint64_t missing = replay_.liveOpsMissing();
+    merge_.chunk(*w.chunk, replay_, [this](const Event& e) { replay_.apply(e); });
+    if (w.tape && (replay_.liveOpsLeft() != 0 || replay_.liveOpsMissing() != missing)) [[unlikely]]
+        tapeMismatches_++;
     if (afterChunk_) afterChunk_();
+    if (out_) {
+        replay_.recordLive(nullptr);
+        out_(w.chunk, std::move(record));
+    }
 }
 
 double cpuSeconds(clockid_t clock) {
@@ -102,7 +123,7 @@ double cpuSeconds(clockid_t clock) {
 
 void ReplayThread::run() {
     for (;;) {
-        SharedChunk c;
+        Work c;
         {
             std::unique_lock lk(m_);
             if (!stop_ && !done_ && queue_.empty()) {
@@ -118,7 +139,7 @@ void ReplayThread::run() {
             queue_.pop_front();
         }
         notFull_.notify_one();
-        apply(*c);
+        apply(c);
     }
 }
 

@@ -26,6 +26,8 @@
 namespace poolscope::detail {
 
 using SharedChunk = std::shared_ptr<const std::vector<Event>>;
+// A chunk's live-set operations as the leading replay made them (Replay::recordLive).
+using SharedTape = std::shared_ptr<const std::vector<replay::Replay::LiveOp>>;
 
 // The report's order of events and samples, the same on every replay of a read: before each
 // event, the samples due by its time (as buildTimeline merges them), each marked a Sample
@@ -189,11 +191,16 @@ public:
                      const std::vector<StreamInfo>& streams);
     // The samples the report merges in by time, merged the same way here. Must outlive end().
     void expectSamples(const std::vector<Event>* samples) { merge_.expect(samples); }
+    // Before start(): this replay leads (Replay::recordLive): each chunk's live-set operations
+    // are recorded, and `out` gets the chunk and that record once it is applied, in order, on
+    // this thread (for replays that follow it).
+    void lead(std::function<void(const SharedChunk&, const SharedTape&)> out);
     // Starts the thread; where none can be had, push() applies each chunk on the caller's.
     void start();
 
-    // Hands a chunk over, waiting while kDepth are queued.
-    void push(SharedChunk chunk);
+    // Hands a chunk over, waiting while kDepth are queued. With a tape (the leading replay's
+    // record of the chunk), this replay follows it.
+    void push(SharedChunk chunk, SharedTape tape = {});
     // After the last chunk: joins, then the rest of the samples and a last afterChunk. Once:
     // a later call does nothing (a read may end the threads its owner ends again).
     void end();
@@ -207,25 +214,67 @@ public:
     double chunkWaited() const { return std::chrono::duration<double>(chunkWaited_).count(); }
     // After end(): the CPU time its thread used (0 where it had none).
     double cpuSeconds() const { return cpuSeconds_; }
+    // After end(): chunks whose tape was not of their events (a fault: the facts may differ).
+    uint64_t tapeMismatches() const { return tapeMismatches_; }
 
 private:
     static constexpr size_t kDepth = 4;
+    struct Work {
+        SharedChunk chunk;
+        SharedTape tape;
+    };
 
     void run();
-    void apply(const std::vector<Event>& chunk);
+    void apply(const Work& w);
 
     std::function<void()> afterChunk_;
+    std::function<void(const SharedChunk&, const SharedTape&)> out_;
     replay::Replay replay_;
     SampleMerge merge_;
+    uint64_t tapeMismatches_ = 0;
 
     std::mutex m_;
     std::condition_variable notEmpty_, notFull_;
-    std::deque<SharedChunk> queue_;
+    std::deque<Work> queue_;
     bool stop_ = false, done_ = false;
     bool ended_ = false; // end() or abort() ran
     std::chrono::steady_clock::duration pushWaited_{}, chunkWaited_{}; // under m_
     double cpuSeconds_ = 0; // written by the thread before it ends
     std::thread thread_;
+};
+
+// The leading replay's chunks and tapes, in order, for the thread that reads the trace to
+// follow: unbounded (its owner keeps at most a few outstanding), so the leading thread never
+// waits on the reader, which may itself be waiting to hand it a chunk.
+class TapeQueue {
+public:
+    struct Item {
+        SharedChunk chunk;
+        SharedTape tape;
+    };
+    void push(const SharedChunk& c, const SharedTape& t) {
+        {
+            std::lock_guard lk(m_);
+            items_.push_back({c, t});
+        }
+        ready_.notify_one();
+    }
+    Item pop() { // waits for one
+        std::unique_lock lk(m_);
+        ready_.wait(lk, [&] { return !items_.empty(); });
+        Item x = std::move(items_.front());
+        items_.pop_front();
+        return x;
+    }
+    bool ready() {
+        std::lock_guard lk(m_);
+        return !items_.empty();
+    }
+
+private:
+    std::mutex m_;
+    std::condition_variable ready_;
+    std::deque<Item> items_;
 };
 
 } // namespace poolscope::detail

@@ -200,7 +200,7 @@ void ReportReducer::close(const replay::Block& b, int64_t ts, uint64_t seq, uint
     }
     if (seq != 0 && freeStream != replay_.streams()[b.stream].info.handle) s.crossStreamFrees++;
     step(freeTs, b.pool, slots_[b.tag].site, -static_cast<int64_t>(b.bytes), -1);
-    freeSlots_.push_back(b.tag);
+    if (!lead_) freeSlots_.push_back(b.tag);
 }
 
 // Mirrors Replay's retry bookkeeping: a thread's failure with 201 may turn out the runtime's own
@@ -249,8 +249,14 @@ void ReportReducer::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
     }
     if (b.ptr != 0) {
         // The slot the tag named is now this block's.
-        if (tag == slots_.size()) slots_.emplace_back();
-        else freeSlots_.pop_back();
+        if (lead_) {
+            tag = b.tag;
+            if (tag >= slots_.size()) slots_.resize(size_t{tag} + 1);
+        } else if (tag == slots_.size()) {
+            slots_.emplace_back();
+        } else {
+            freeSlots_.pop_back();
+        }
         slots_[tag] = Slot{e.site, e.device, static_cast<uint8_t>(AllocFields::of(e).api)};
     }
     // An imported mapping the pointer replaces has no allocation record (like its free).
@@ -288,23 +294,20 @@ void ReportReducer::knob(uint32_t pool, const Event& e, const replay::Fact& f) {
     poolActive(pool);
 }
 
-// A pointer import that replaces a live block of this trace: the replay drops the block, the
-// Timeline never ends its allocation, so it stays live to the end (a leak in the report).
-void ReportReducer::orphan(const Event& e) {
-    const uint64_t ptr = SharedPointerFields::of(e).ptr;
-    if (e.failed() || ptr == 0) return;
-    const replay::Block* b = replay_.liveBlock(ptr);
-    if (!b || b->imported) return;
-    const Allocation a = allocationOf(*b);
+// A pointer import that replaced a live block of this trace (`b`): the replay dropped the block,
+// the Timeline never ends its allocation, so it stays live to the end (a leak in the report).
+void ReportReducer::orphan(const replay::Block& b) {
+    if (b.imported) return;
+    const Allocation a = allocationOf(b);
     orphanCount_++;
     orphanBytes_ += a.size;
     orphanTop_.push_back(a);
     if (orphanTop_.size() >= 2 * topN_ + 16) topLeaks(orphanTop_);
-    orphanPools_[b->pool].bytes += a.size;
-    orphanPools_[b->pool].count++;
-    orphanStreams_[b->stream].bytes += a.size;
-    orphanStreams_[b->stream].count++;
-    freeSlots_.push_back(b->tag);
+    orphanPools_[b.pool].bytes += a.size;
+    orphanPools_[b.pool].count++;
+    orphanStreams_[b.stream].bytes += a.size;
+    orphanStreams_[b.stream].count++;
+    if (!lead_) freeSlots_.push_back(b.tag);
 }
 
 // The leak order: largest first, then the earlier allocation.
@@ -326,11 +329,11 @@ void ReportReducer::add(const Event& e) {
         t1_ = std::max(t1_, e.tsNs);
     }
     late_ = false;
-    if (e.kind == EventKind::PointerImport) [[unlikely]]
-        orphan(e);
-    // The block this event may hand out gets the next free slot.
-    const uint32_t tag = freeSlots_.empty() ? static_cast<uint32_t>(slots_.size()) : freeSlots_.back();
+    // The block this event may hand out gets the next free slot (following: the lead's).
+    const uint32_t tag = lead_ || freeSlots_.empty() ? static_cast<uint32_t>(slots_.size()) : freeSlots_.back();
     const replay::Fact& f = replay_.apply(e, tag);
+    if (f.importReplaced) [[unlikely]]
+        orphan(f.closed);
     if (f.newPool || f.newStream) [[unlikely]]
         mirror();
     if (e.kind == EventKind::Sample) {

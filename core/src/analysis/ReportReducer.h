@@ -101,6 +101,10 @@ public:
     void finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n);
 
     replay::Replay& replay() { return replay_; }
+    // Before the first event: this reducer's replay follows `lead`, which records on another
+    // thread (Replay::recordLive): the blocks' tags are the leading replay's slots, and the
+    // blocks still live at the end are taken from it (ended by then).
+    void follow(const replay::Replay* lead) { lead_ = lead; }
     // `poolscope diff`'s facts, gathered from every event too (null: none).
     void setDiffFacts(interop::DiffFacts* facts) { diffFacts_ = facts; }
     // The pending-frees, hazards and fragmentation analyses, taken off this replay for another
@@ -229,7 +233,7 @@ private:
     void alloc(const Event& e, const replay::Fact& f, uint32_t tag);
     void failures(const Event& e, const replay::Fact& f);
     void knob(uint32_t pool, const Event& e, const replay::Fact& f);
-    void orphan(const Event& e);
+    void orphan(const replay::Block& b);
     void beyondPool(const Event& e, const replay::Fact& f);
     Outside& outsideAt(uint32_t idx);
     void memSeries(const Event& e, const replay::MemBlock& m);
@@ -258,6 +262,7 @@ private:
     bool sites_;
     interop::DiffFacts* diffFacts_ = nullptr;
     replay::Replay replay_;
+    const replay::Replay* lead_ = nullptr; // follow()
     PendingFreesAnalysis pending_;
     StreamHazardsAnalysis hazards_;
     FragmentationAnalysis fragmentation_;

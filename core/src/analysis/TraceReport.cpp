@@ -192,28 +192,74 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             t->start();
         }
     }
+    // One replay keeps the live set for all (Replay::recordLive): it leads on a thread of its own,
+    // and the report's replay (on this thread) and the others follow its record of each chunk.
+    detail::TapeQueue toFollow;
+    std::unique_ptr<ReplayThread> lead;
+    if (!threads.empty() && wanted(options.leadThread, 8)) {
+        lead = std::make_unique<ReplayThread>();
+        lead->setEntities(tables->devices, tables->pools, tables->streams);
+        for (const PoolAttributeValue& a : declared) lead->replay().declareKnob(a.pool, a.attr, a.value);
+        lead->expectSamples(&ss);
+        lead->lead([&threads, &toFollow](const SharedChunk& c, const detail::SharedTape& t) {
+            for (ReplayThread* th : threads) th->push(c, t);
+            toFollow.push(c, t);
+        });
+        reducer.follow(&lead->replay());
+        lead->start();
+    }
     detail::SampleMerge merge;
     merge.expect(&ss);
     auto add = [&](const Event& e) { reducer.add(e); };
-    uint64_t done = 0;
+    uint64_t done = 0, tapeMismatches = 0;
     auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
-    auto consume = [&](std::vector<Event>& chunk) {
-        SharedChunk shared;
-        if (!threads.empty()) {
-            shared = shelf.hold(chunk);
-            for (ReplayThread* t : threads) t->push(shared);
-        }
-        const std::vector<Event>& events = shared ? *shared : chunk;
+    auto reduce = [&](const std::vector<Event>& events) {
         merge.chunk(events, reducer.replay(), add);
         reducer.advance();
         if (feed && !feed->thread()) feed->step();
         done += events.size();
         if (options.progress) options.progress(done, total);
+    };
+    // Following the lead: its chunks handed back in order, at most kAhead ahead of this thread.
+    constexpr size_t kAhead = 8;
+    size_t outstanding = 0;
+    auto follow = [&] {
+        const detail::TapeQueue::Item it = toFollow.pop();
+        outstanding--;
+        replay::Replay& r = reducer.replay();
+        const uint64_t missing = r.liveOpsMissing();
+        r.followLive(it.tape->data(), it.tape->size());
+        reduce(*it.chunk);
+        if (r.liveOpsLeft() != 0 || r.liveOpsMissing() != missing) [[unlikely]]
+            tapeMismatches++;
+    };
+    auto consume = [&](std::vector<Event>& chunk) {
+        if (lead) {
+            lead->push(shelf.hold(chunk));
+            outstanding++;
+            while (outstanding > kAhead || (outstanding > 0 && toFollow.ready())) follow();
+            return !cancelled();
+        }
+        SharedChunk shared;
+        if (!threads.empty()) {
+            shared = shelf.hold(chunk);
+            for (ReplayThread* t : threads) t->push(shared);
+        }
+        reduce(shared ? *shared : chunk);
         return !cancelled();
     };
     const Status st = detail::forEachChunk(reader, options.parallel, consume);
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
+    if (lead) {
+        lead->end();
+        while (outstanding > 0) follow();
+        for (ReplayThread* t : threads) tapeMismatches += t->tapeMismatches();
+        // A record that was not of the events it came with would make other facts: not a report
+        // to print.
+        if (tapeMismatches != 0)
+            return Error{ErrorCode::Internal, "internal fault: the replays following the leading one went out of step"};
+    }
     merge.rest(add);
     if (analyses) analyses->end();
     if (feed) feed->end();
@@ -224,6 +270,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     out.readSeconds = seconds(readEnd - readStart);
     out.readCallerCpu = detail::cpuSeconds(CLOCK_THREAD_CPUTIME_ID) - callerCpuStart;
     out.readProcessCpu = detail::cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - processCpuStart;
+    if (lead) out.readThreadCpu.push_back({"the leading replay", lead->cpuSeconds()});
     for (ReplayThread* t : threads) {
         out.readWaitedForThreads += t->pushWaited();
         out.threadsWaitedForRead += t->chunkWaited();

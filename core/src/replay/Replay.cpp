@@ -274,7 +274,7 @@ void Replay::memRelease(const Event& e) {
     const uint64_t ptr = e.ptr;
     if (e.failed() || ptr == 0) return; // a failed call released nothing; free(NULL) is a no-op
     if (e.kind == EventKind::DeviceFree) {
-        if (d_->live.take(ptr, fact_.block)) {
+        if (liveTake(ptr, fact_.block)) {
             // A stream-ordered block freed with cudaFree: the driver takes it back at once,
             // without a synchronization (the program vouches its work on it is done).
             release(fact_.block);
@@ -399,12 +399,12 @@ void Replay::alloc(const Event& e, uint32_t tag) {
     b.imported = false; // fact_.block may hold an imported mapping a free released before
     fact_.allocated = true;
     if (a.ptr == 0) return; // a zero-byte request: nothing to free later
-    if (d_->live.take(a.ptr, fact_.closed)) {
+    if (liveTake(a.ptr, fact_.closed)) {
         reusedWithoutFree_++;
         fact_.replacedLive = true;
         release(fact_.closed);
     }
-    d_->live.put(a.ptr, b);
+    livePut(a.ptr, b);
     PoolState& p = pools_[pi];
     p.liveBytes += a.bytes;
     p.liveCount++;
@@ -421,7 +421,7 @@ void Replay::free(const Event& e) {
     const uint32_t si = streamAt(e.stream, e.device, ns);
     fact_.stream = si;
     fact_.newStream = ns;
-    if (!d_->live.take(f.ptr, fact_.block)) {
+    if (!liveTake(f.ptr, fact_.block)) {
         if (!d_->deviceMem.empty()) [[unlikely]] {
             // cudaFreeAsync may free cudaMalloc memory (the guide allows it).
             auto it = d_->deviceMem.find(f.ptr);
@@ -460,7 +460,74 @@ void Replay::free(const Event& e) {
     }
 }
 
+bool Replay::liveTake(uint64_t ptr, Block& out) {
+    if (follow_) [[unlikely]]
+        return tapeTake(out);
+    const bool hit = d_->live.take(ptr, out);
+    if (record_) [[unlikely]]
+        recordTake(hit, out);
+    return hit;
+}
+
+void Replay::livePut(uint64_t ptr, Block& b) {
+    if (follow_) [[unlikely]] {
+        tapePut(b);
+        return;
+    }
+    if (record_) [[unlikely]]
+        recordPut(b);
+    d_->live.put(ptr, b);
+}
+
+void Replay::recordLive(std::vector<LiveOp>* ops) {
+    record_ = true;
+    recordOps_ = ops;
+}
+
+// A block that leaves the live set gives its slot back (imported mappings never had one).
+void Replay::recordTake(bool hit, const Block& b) {
+    if (hit && !b.imported) freeTags_.push_back(b.tag);
+    if (recordOps_) recordOps_->push_back(LiveOp{hit ? b : Block{}, hit});
+}
+
+void Replay::recordPut(Block& b) {
+    if (!b.imported) {
+        if (freeTags_.empty()) {
+            b.tag = nextTag_++;
+        } else {
+            b.tag = freeTags_.back();
+            freeTags_.pop_back();
+        }
+    }
+    if (recordOps_) recordOps_->push_back(LiveOp{b, false});
+}
+
+void Replay::followLive(const LiveOp* ops, size_t n) {
+    follow_ = true;
+    followNext_ = ops;
+    followEnd_ = ops + n;
+}
+
+bool Replay::tapeTake(Block& out) {
+    if (followNext_ == followEnd_) {
+        followMissing_++;
+        return false;
+    }
+    const LiveOp& op = *followNext_++;
+    if (op.hit) out = op.block;
+    return op.hit;
+}
+
+void Replay::tapePut(Block& b) {
+    if (followNext_ == followEnd_) {
+        followMissing_++;
+        return;
+    }
+    b.tag = (followNext_++)->block.tag;
+}
+
 void Replay::prefetch(const Event& e) const {
+    if (follow_) return;
     if ((e.kind == EventKind::Alloc || e.kind == EventKind::Free) && e.ptr != 0)
         d_->live.prefetch(e.ptr);
 }
@@ -662,8 +729,11 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         b.pool = fact_.pool;
         b.tid = e.tid;
         b.imported = true;
-        if (d_->live.take(ptr, fact_.closed)) release(fact_.closed);
-        d_->live.put(ptr, b);
+        if (liveTake(ptr, fact_.closed)) {
+            release(fact_.closed);
+            fact_.importReplaced = true;
+        }
+        livePut(ptr, b);
         break;
     }
     case EventKind::PoolExport:

@@ -177,6 +177,8 @@ struct Fact {
     bool memAllocated = false;
     bool memReleased = false;
     bool memUnmatched = false;
+    // PointerImport: the pointer was a live block, `closed`, which the mapping replaced
+    bool importReplaced = false;
     // A DeviceFree that synchronized its device (everything but a pool block, which the driver
     // frees without a synchronization): outside is its device's index in outside().
     bool deviceSync = false;
@@ -203,7 +205,7 @@ struct Fact {
         allocated = failedAlloc = replacedLive = retry = false;
         freed = unmatchedFree = crossStream = orderedByWait = false;
         knobChanged = edge = pendingCleared = false;
-        memAllocated = memReleased = memUnmatched = deviceSync = false;
+        memAllocated = memReleased = memUnmatched = deviceSync = importReplaced = false;
         outside = kNone;
     }
 };
@@ -242,6 +244,32 @@ public:
     // order (an exact value: the driver moves the pool's used bytes by exactly the requested
     // size), or loses its watermarks when no exact value can be given.
     const Fact& complete(Event& e);
+
+    // One replay's live set shared with replays on other threads (issue #15). A replay that
+    // records gives each block it hands out a tag of its own (a slot: a number no live block
+    // holds, reused once its block has left the live set; the tag passed to apply() is then
+    // ignored) and writes down the outcome of each operation on its live set. A replay that
+    // follows such a record keeps no live set: it takes each outcome from the record, in the same
+    // order. Given the same entities, knobs, events and samples, the two make the same facts and
+    // the same state (pools, streams, memory outside the pools, counts), the follower without the
+    // live set's lookups, which are most of a replay's time on a long trace. A follower's
+    // liveBlock(), liveBlockCount() and forEachLive() know nothing: ask the recording replay.
+    struct LiveOp {
+        Block block;      // a take: the block taken (when hit); a put: the block put
+        bool hit = false; // a take that found a live block
+    };
+    // From now on, appends its operations' outcomes to `ops` (nullptr: stops appending; the tags
+    // are still handed out as slots).
+    void recordLive(std::vector<LiveOp>* ops);
+    // The outcomes of the next operations (the events of one chunk), held by the caller until
+    // they are taken. Makes this replay a follower for good.
+    void followLive(const LiveOp* ops, size_t n);
+    bool following() const { return follow_; }
+    // Of the last followLive's outcomes, those not taken yet (0 once the chunk's events are in),
+    // and how many operations found none left (each taken as a miss): either means the record
+    // was not of these events.
+    size_t liveOpsLeft() const { return static_cast<size_t>(followEnd_ - followNext_); }
+    uint64_t liveOpsMissing() const { return followMissing_; }
 
     // Analyses follow the replay: each is called after every applied event whose kind is in
     // its mask (bit 1 << EventKind). Not owned; must outlive the replay or be removed.
@@ -290,6 +318,12 @@ private:
     void releaseMem(const MemBlock& m);
     void clearPending(uint32_t stream, uint64_t upTo);
     void notify();
+    bool liveTake(uint64_t ptr, Block& out);
+    void livePut(uint64_t ptr, Block& b);
+    [[gnu::noinline]] bool tapeTake(Block& out);
+    [[gnu::noinline]] void tapePut(Block& b);
+    [[gnu::noinline]] void recordTake(bool hit, const Block& b);
+    [[gnu::noinline]] void recordPut(Block& b);
 
     std::vector<PoolState> pools_;
     std::vector<StreamState> streams_;
@@ -316,6 +350,14 @@ private:
     uint64_t reusedWithoutFree_ = 0;
     uint64_t pendingFreeBytes_ = 0;
     bool anyObserver_ = false;
+    // recordLive / followLive
+    bool record_ = false, follow_ = false;
+    std::vector<LiveOp>* recordOps_ = nullptr;
+    std::vector<uint32_t> freeTags_;
+    uint32_t nextTag_ = 0;
+    const LiveOp* followNext_ = nullptr;
+    const LiveOp* followEnd_ = nullptr;
+    uint64_t followMissing_ = 0;
 };
 
 // An analysis driven by the replay: sees each applied event's fact with the state after it.

@@ -1,0 +1,293 @@
+// A replay that follows another's record of its live set (Replay::recordLive / followLive) makes
+// the same facts and state as the recording one, event for event, on every sample, the
+// benchmarks' generated workload and hand-built disorderly traces (generated here, not recorded),
+// split into chunks of every size; and a record that is not of the events it comes with is
+// noticed, not silently followed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "../../core/src/analysis/ReplayThread.h"
+#include "../../core/src/replay/TraceEntities.h"
+#include "../bench/SyntheticTrace.h"
+#include "GeneratedTraces.h"
+#include "TestTraces.h"
+#include "poolscope/EventFields.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/replay/Replay.h"
+
+namespace poolscope {
+namespace {
+
+using replay::Block;
+using replay::Fact;
+using replay::Replay;
+using Op = Replay::LiveOp;
+
+std::string blockText(const Block& b) {
+    std::ostringstream s;
+    s << b.ptr << '/' << b.bytes << '/' << b.allocSeq << '/' << b.allocTsNs << '/' << b.pool << '/' << b.stream
+      << '/' << b.tag << '/' << b.tid << '/' << b.imported;
+    return s.str();
+}
+
+// Every member a fact's flags make meaningful. withTags false: the blocks' tags left out (a replay
+// that neither records nor follows keeps the caller's).
+std::string factText(const Fact& f, bool withTags) {
+    auto block = [&](Block b) {
+        if (!withTags) b.tag = 0;
+        return blockText(b);
+    };
+    std::ostringstream s;
+    s << f.event->seq << ' ' << f.pool << ' ' << f.stream << ' ' << f.newPool << f.newStream << f.watermarks
+      << f.watermarksBefore << f.reservedOnly << f.allocated << f.failedAlloc << f.replacedLive << f.retry
+      << f.freed << f.unmatchedFree << f.crossStream << f.orderedByWait << f.knobChanged << f.edge
+      << f.pendingCleared << f.memAllocated << f.memReleased << f.memUnmatched << f.deviceSync
+      << f.importReplaced << ' ' << f.outside;
+    if (f.orderedByWait) s << " order " << f.orderRecordTsNs << ' ' << f.orderWaitTsNs;
+    if (f.knobChanged)
+        s << " knob " << static_cast<int>(f.knobAttr) << ' ' << f.knobBefore.value << f.knobBefore.known;
+    if (f.edge) s << " edge " << f.edgeFrom << ' ' << f.edgeRecordTsNs;
+    if (f.pendingCleared) s << " cleared " << f.clearedStream;
+    if (f.retry) s << " retried " << f.retriedSeq;
+    if (f.watermarksBefore) s << " before " << f.reservedBefore << ' ' << f.usedBefore;
+    if (f.allocated || f.freed) s << " block " << block(f.block);
+    if (f.replacedLive || f.importReplaced) s << " closed " << block(f.closed);
+    if (f.memAllocated || f.memReleased)
+        s << " mem " << f.mem.ptr << '/' << f.mem.bytes << '/' << f.mem.allocSeq << '/'
+          << static_cast<int>(f.mem.kind) << '/' << f.mem.device;
+    return s.str();
+}
+
+// The state a replay keeps besides its live set.
+std::string stateText(const Replay& r) {
+    std::ostringstream s;
+    for (const replay::PoolState& p : r.pools()) {
+        s << "pool " << p.info.handle << ' ' << p.info.device << ' ' << static_cast<int>(p.info.kind) << ' '
+          << p.reserved << ' ' << p.used << ' ' << p.watermarksKnown << ' ' << p.readTsNs << ' ' << p.rederive
+          << ' ' << p.liveBytes << ' ' << p.liveCount;
+        for (const replay::Knob& k : p.knobs) s << ' ' << k.value << k.known;
+        s << '\n';
+    }
+    for (const replay::StreamState& st : r.streams())
+        s << "stream " << st.info.handle << ' ' << st.info.device << ' ' << st.liveBytes << ' ' << st.liveCount
+          << ' ' << st.freedBytes << ' ' << st.clearedBytes << '\n';
+    for (const replay::OutsideState& o : r.outside())
+        s << "outside " << o.device << ' ' << o.liveBytes << ' ' << o.liveCount << ' ' << o.peakBytes << ' '
+          << o.peakTsNs << ' ' << o.managedLiveBytes << ' ' << o.allocs << ' ' << o.frees << ' ' << o.syncFrees
+          << '\n';
+    const replay::PinnedState& p = r.pinned();
+    s << "pinned " << p.allocatedBytes << ' ' << p.registeredBytes << ' ' << p.totalPeak << ' ' << p.allocs << ' '
+      << p.frees << '\n';
+    s << r.eventCount() << ' ' << r.unmatchedFrees() << ' ' << r.reusedWithoutFree() << ' ' << r.pendingFreeBytes();
+    return s.str();
+}
+
+struct Input {
+    std::vector<DeviceInfo> devices;
+    std::vector<PoolInfo> pools;
+    std::vector<StreamInfo> streams;
+    std::vector<PoolAttributeValue> knobs;
+    std::vector<Event> events, samples; // events in seq order
+};
+
+void declare(Replay& r, const Input& in) {
+    r.setDevices(in.devices);
+    for (const PoolInfo& p : in.pools) r.declarePool(p);
+    for (const StreamInfo& s : in.streams) r.declareStream(s);
+    for (const PoolAttributeValue& a : in.knobs) r.declareKnob(a.pool, a.attr, a.value);
+}
+
+// Three replays over the same chunks, the samples merged in by time as the report merges them: one
+// recording, one following its record, one plain. Every fact and, at each chunk's end, the state
+// compared. Returns how many facts the followed operations touched (blocks taken or replaced).
+uint64_t expectFollowerSame(const Input& in, size_t maxChunk, uint64_t seed) {
+    Replay lead, follower, plain;
+    declare(lead, in);
+    declare(follower, in);
+    declare(plain, in);
+    lead.recordLive(nullptr);
+    detail::SampleMerge mLead, mFollower, mPlain;
+    mLead.expect(&in.samples);
+    mFollower.expect(&in.samples);
+    mPlain.expect(&in.samples);
+    std::mt19937_64 rng(seed);
+    uint64_t touched = 0, facts = 0;
+    std::vector<Op> tape;
+    for (size_t at = 0; at < in.events.size();) {
+        const size_t n = std::min(in.events.size() - at, 1 + static_cast<size_t>(rng() % maxChunk));
+        const std::vector<Event> chunk(in.events.begin() + static_cast<ptrdiff_t>(at),
+                                       in.events.begin() + static_cast<ptrdiff_t>(at + n));
+        at += n;
+        tape.clear();
+        lead.recordLive(&tape);
+        std::vector<std::string> leadFacts, leadUntagged, followerFacts, plainFacts;
+        mLead.chunk(chunk, lead, [&](const Event& e) {
+            const Fact& f = lead.apply(e);
+            leadFacts.push_back(factText(f, true));
+            leadUntagged.push_back(factText(f, false));
+        });
+        follower.followLive(tape.data(), tape.size());
+        mFollower.chunk(chunk, follower, [&](const Event& e) {
+            const Fact& f = follower.apply(e);
+            followerFacts.push_back(factText(f, true));
+            touched += f.freed || f.replacedLive || f.importReplaced;
+        });
+        // The lead's facts are a plain replay's but for the tags it hands out itself.
+        mPlain.chunk(chunk, plain, [&](const Event& e) { plainFacts.push_back(factText(plain.apply(e), false)); });
+        EXPECT_EQ(follower.liveOpsLeft(), 0u);
+        EXPECT_EQ(follower.liveOpsMissing(), 0u);
+        EXPECT_EQ(leadFacts.size(), followerFacts.size());
+        EXPECT_EQ(leadFacts.size(), plainFacts.size());
+        for (size_t i = 0; i < leadFacts.size() && i < followerFacts.size() && i < plainFacts.size(); ++i) {
+            EXPECT_EQ(leadFacts[i], followerFacts[i]) << "fact " << facts + i;
+            EXPECT_EQ(leadUntagged[i], plainFacts[i]) << "fact " << facts + i;
+            if (leadFacts[i] != followerFacts[i] || leadUntagged[i] != plainFacts[i]) return touched;
+        }
+        facts += leadFacts.size();
+        const std::string want = stateText(lead);
+        EXPECT_EQ(want, stateText(follower));
+        EXPECT_EQ(want, stateText(plain));
+        if (want != stateText(follower) || want != stateText(plain)) return touched;
+    }
+    mLead.rest([&](const Event& e) { lead.apply(e); });
+    mFollower.rest([&](const Event& e) { follower.apply(e); });
+    mPlain.rest([&](const Event& e) { plain.apply(e); });
+    EXPECT_EQ(stateText(lead), stateText(follower));
+    EXPECT_EQ(stateText(lead), stateText(plain));
+    EXPECT_EQ(lead.liveBlockCount(), plain.liveBlockCount());
+    EXPECT_EQ(follower.liveBlockCount(), 0u); // a follower keeps no live set
+    return touched;
+}
+
+Input fromTrace(const std::string& path) {
+    Input in;
+    auto reader = TraceReader::open(path);
+    EXPECT_TRUE(reader) << path;
+    if (!reader) return in;
+    (*reader)->setSkipDamaged(true);
+    auto tables = detail::readTraceTables(**reader);
+    EXPECT_TRUE(tables) << path;
+    if (!tables) return in;
+    in.devices = tables->devices;
+    in.pools = tables->pools;
+    in.streams = tables->streams;
+    if (auto a = (*reader)->poolAttributes(); a) in.knobs = *a;
+    auto samples = (*reader)->samples(0, INT64_MIN, INT64_MAX);
+    if (samples) in.samples = *samples;
+    EXPECT_TRUE((*reader)->forEachChunk([&](std::vector<Event>& c) {
+        in.events.insert(in.events.end(), c.begin(), c.end());
+        return true;
+    }));
+    return in;
+}
+
+TEST(ReplayFollow, EverySampleFollowsItsLeadFactForFact) {
+    int n = 0;
+    uint64_t touched = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(POOLSCOPE_SAMPLES_DIR)) {
+        if (entry.path().extension() != ".poolscope") continue;
+        SCOPED_TRACE(entry.path().string());
+        const Input in = fromTrace(entry.path().string());
+        for (size_t maxChunk : {size_t{5}, size_t{4096}})
+            touched += expectFollowerSame(in, maxChunk, static_cast<uint64_t>(n) * 31 + maxChunk);
+        ++n;
+    }
+    EXPECT_GE(n, 10);
+    EXPECT_GT(touched, 1000u);
+}
+
+TEST(ReplayFollow, GeneratedWorkloadsFollowTheirLead) {
+    Input synthetic;
+    for (const Event& e : bench::SyntheticTrace(5).generate(150'000))
+        (e.kind == EventKind::Sample ? synthetic.samples : synthetic.events).push_back(e);
+    EXPECT_GT(expectFollowerSame(synthetic, 3000, 1), 10'000u);
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+        SCOPED_TRACE("disorderly " + std::to_string(seed));
+        test::Disorderly g(seed, 50'000'000); // imports, cudaFree of pool blocks, memory outside
+        g.generate(30'000);
+        Input in;
+        in.events = g.events();
+        in.samples = g.samples();
+        in.pools = g.declared();
+        std::stable_sort(in.events.begin(), in.events.end(),
+                         [](const Event& a, const Event& b) { return a.seq < b.seq; });
+        uint64_t imports = 0, deviceFrees = 0;
+        for (const Event& e : in.events) {
+            imports += e.kind == EventKind::PointerImport;
+            deviceFrees += e.kind == EventKind::DeviceFree;
+        }
+        EXPECT_GT(imports + deviceFrees, 0u); // the operations besides alloc and free are there
+        EXPECT_GT(expectFollowerSame(in, 500, seed), 100u);
+    }
+}
+
+// An alloc over a live pointer, a pointer import over a live block, cudaFree of a pool block and
+// of cudaMalloc memory, an unmatched free: each live-set operation's outcome, followed.
+TEST(ReplayFollow, HandBuiltEveryLiveSetOperationFollows) {
+    test::Events ev;
+    constexpr uint64_t kPool = 0x100, kS = 0x11;
+    ev.alloc(10, kS, kPool, 0xA000, 100);
+    ev.alloc(20, kS, kPool, 0xA000, 200); // replaces the live block (its free was not recorded)
+    ev.alloc(30, kS, kPool, 0xB000, 300);
+    Event& imp = ev.add(EventKind::PointerImport, 40);
+    imp.pool = kPool;
+    SharedPointerFields{0xB000}.into(imp);
+    Event& df = ev.add(EventKind::DeviceFree, 50);
+    df.ptr = 0xA000;
+    df.pool = kPool;
+    ev.free(60, kS, kPool, 0xC000); // nothing live there
+    ev.alloc(70, kS, kPool, 0xC000, 400);
+    ev.free(80, kS, kPool, 0xC000);
+    Input in;
+    in.events = ev.all();
+    Replay lead, follower;
+    std::vector<Op> tape;
+    lead.recordLive(&tape);
+    std::vector<std::string> want;
+    for (const Event& e : in.events) want.push_back(factText(lead.apply(e), true));
+    follower.followLive(tape.data(), tape.size());
+    for (size_t i = 0; i < in.events.size(); ++i) EXPECT_EQ(factText(follower.apply(in.events[i]), true), want[i]);
+    EXPECT_EQ(follower.liveOpsLeft(), 0u);
+    EXPECT_EQ(stateText(lead), stateText(follower));
+    // The facts say what happened: a replaced block, an import over a live one, the freed ones.
+    Replay check;
+    check.recordLive(nullptr);
+    EXPECT_TRUE(check.apply(in.events[0]).allocated);
+    EXPECT_TRUE(check.apply(in.events[1]).replacedLive);
+    check.apply(in.events[2]);
+    const Fact& f = check.apply(in.events[3]);
+    EXPECT_TRUE(f.importReplaced);
+    EXPECT_EQ(f.closed.ptr, 0xB000u);
+    EXPECT_TRUE(check.apply(in.events[4]).freed);
+    EXPECT_TRUE(check.apply(in.events[5]).unmatchedFree);
+    // Slots: the replaced block's and the imported-over block's are given back and reused.
+    const Fact& again = check.apply(in.events[6]);
+    EXPECT_LE(again.block.tag, 2u);
+    EXPECT_GE(expectFollowerSame(in, 2, 9), 3u);
+}
+
+// A record of other events: the follower takes what it is given and says it went out of step.
+TEST(ReplayFollow, ARecordOfOtherEventsIsNoticed) {
+    test::Events ev;
+    ev.alloc(10, 0x11, 0x100, 0xA000, 100);
+    ev.free(20, 0x11, 0x100, 0xA000);
+    ev.alloc(30, 0x11, 0x100, 0xB000, 100);
+    Replay lead;
+    std::vector<Op> tape;
+    lead.recordLive(&tape);
+    for (const Event& e : ev.all()) lead.apply(e);
+    Replay shortTape;
+    shortTape.followLive(tape.data(), 1); // fewer operations than the events make
+    for (const Event& e : ev.all()) shortTape.apply(e);
+    EXPECT_GT(shortTape.liveOpsMissing(), 0u);
+    Replay longTape;
+    longTape.followLive(tape.data(), tape.size());
+    longTape.apply(ev.all()[0]); // more than these make
+    EXPECT_GT(longTape.liveOpsLeft(), 0u);
+}
+
+} // namespace
+} // namespace poolscope
