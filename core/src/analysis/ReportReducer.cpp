@@ -60,9 +60,9 @@ void ReportReducer::setMergeThread(bool on) {
 }
 
 std::vector<ReportReducer::Lent> ReportReducer::lendAnalyses() {
-    std::vector<Lent> out = {{&pending_, PendingFreesAnalysis::kindMask()},
-                             {&hazards_, StreamHazardsAnalysis::kindMask()},
-                             {&fragmentation_, FragmentationAnalysis::kindMask()}};
+    std::vector<Lent> out = {{&pending_, PendingFreesAnalysis::kindMask(), false},
+                             {&hazards_, StreamHazardsAnalysis::kindMask(), true},
+                             {&fragmentation_, FragmentationAnalysis::kindMask(), false}};
     for (const Lent& l : out) replay_.unsubscribe(l.observer);
     return out;
 }

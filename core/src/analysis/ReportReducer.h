@@ -114,6 +114,7 @@ public:
     struct Lent {
         replay::Observer* observer;
         uint32_t kindMask;
+        bool heaviest; // the stream hazards: about four times the other two together
     };
     std::vector<Lent> lendAnalyses();
     // A reuse policy recorded off at some time (cmd_report's condition for the advisor).

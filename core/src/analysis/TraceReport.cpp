@@ -158,8 +158,12 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     // their thread: then the models' thread has the lighter load.
     ChunkShelf shelf; // before the threads: their queued chunks give their buffers back to it
     std::unique_ptr<detail::AdviceFeed> feed;
-    std::unique_ptr<ReplayThread> analyses;
+    std::unique_ptr<ReplayThread> analyses, analyses2;
     std::vector<ReplayThread*> threads;
+    // With a leading replay (below) a replay that follows it costs about a third of its own work
+    // less, so the analyses take two: the stream hazards on one, the pending frees, the
+    // fragmentation and the racing threads' ranges on the other.
+    const bool leadWanted = wanted(options.leadThread, 8);
     if (options.advice) {
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
                                                     /*spill=*/true, whatif::Calibration{},
@@ -175,15 +179,22 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         }
         if (ReplayThread* t = feed->thread()) {
             threads.push_back(t);
-            ReplayThread* lentTo = t;
+            ReplayThread *heavy = t, *light = t;
             if (wanted(options.analysesThread, 4)) {
                 analyses = std::make_unique<ReplayThread>();
                 threads.push_back(analyses.get());
-                lentTo = analyses.get();
-                if (!feed->hasFollower()) feed->racesOn(analyses->replay());
+                heavy = light = analyses.get();
+                if (leadWanted) {
+                    analyses2 = std::make_unique<ReplayThread>();
+                    threads.push_back(analyses2.get());
+                    light = analyses2.get();
+                    feed->racesOn(light->replay());
+                } else if (!feed->hasFollower()) {
+                    feed->racesOn(analyses->replay());
+                }
             }
             for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
-                lentTo->replay().subscribe(l.observer, l.kindMask);
+                (l.heaviest ? heavy : light)->replay().subscribe(l.observer, l.kindMask);
         }
         for (ReplayThread* t : threads) {
             t->setEntities(tables->devices, tables->pools, tables->streams);
@@ -196,7 +207,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     // and the report's replay (on this thread) and the others follow its record of each chunk.
     detail::TapeQueue toFollow;
     std::unique_ptr<ReplayThread> lead;
-    if (!threads.empty() && wanted(options.leadThread, 8)) {
+    if (!threads.empty() && leadWanted) {
         lead = std::make_unique<ReplayThread>();
         lead->setEntities(tables->devices, tables->pools, tables->streams);
         for (const PoolAttributeValue& a : declared) lead->replay().declareKnob(a.pool, a.attr, a.value);
@@ -262,6 +273,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     }
     merge.rest(add);
     if (analyses) analyses->end();
+    if (analyses2) analyses2->end();
     if (feed) feed->end();
     reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);
     detail::dropEmptyUnknownPool(rep);
@@ -274,7 +286,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     for (ReplayThread* t : threads) {
         out.readWaitedForThreads += t->pushWaited();
         out.threadsWaitedForRead += t->chunkWaited();
-        out.readThreadCpu.push_back({t == analyses.get() ? "the analyses' replay" : "the models' replay",
+        out.readThreadCpu.push_back({t == analyses.get()    ? "the analyses' replay"
+                                     : t == analyses2.get() ? "the other analyses' replay"
+                                                            : "the models' replay",
                                      t->cpuSeconds()});
     }
     if (feed && feed->followerCpu() > 0) out.readThreadCpu.push_back({"the models' follower", feed->followerCpu()});
