@@ -95,11 +95,28 @@ void ReplayThread::push(SharedChunk chunk, SharedTape tape) {
 }
 
 void ReplayThread::apply(const Work& w) {
-    std::shared_ptr<std::vector<replay::Replay::LiveOp>> record;
+    using Ops = std::vector<replay::Replay::LiveOp>;
+    std::shared_ptr<Ops> record;
     if (out_) {
-        // About one operation an event (an alloc's put, a free's take).
-        record = std::make_shared<std::vector<replay::Replay::LiveOp>>();
-        record->reserve(w.chunk->size() + w.chunk->size() / 4);
+        auto* ops = new Ops();
+        {
+            std::lock_guard lk(tapeSpares_->m);
+            if (!tapeSpares_->spares.empty()) {
+                *ops = std::move(tapeSpares_->spares.back());
+                tapeSpares_->spares.pop_back();
+            }
+        }
+        record = std::shared_ptr<Ops>(ops, [spares = tapeSpares_](Ops* p) {
+            p->clear();
+            {
+                std::lock_guard lk(spares->m);
+                if (spares->spares.size() < 16) spares->spares.push_back(std::move(*p));
+            }
+            delete p;
+        });
+        // About 1.3 operations an event on the generator's trace (an alloc's take and put, a
+        // free's take).
+        record->reserve(w.chunk->size() * 3 / 2 + 16);
         replay_.recordLive(record.get());
     } else if (w.tape) {
         replay_.followLive(w.tape->data(), w.tape->size());

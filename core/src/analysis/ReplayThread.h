@@ -227,6 +227,14 @@ private:
     void run();
     void apply(const Work& w);
 
+    // Spent tapes' buffers for the next chunks: shared with the deleters of the tapes handed
+    // out, which may outlive this thread's owner (a follower's queue).
+    struct TapeSpares {
+        std::mutex m;
+        std::vector<std::vector<replay::Replay::LiveOp>> spares;
+    };
+    std::shared_ptr<TapeSpares> tapeSpares_ = std::make_shared<TapeSpares>();
+
     std::function<void()> afterChunk_;
     std::function<void(const SharedChunk&, const SharedTape&)> out_;
     replay::Replay replay_;
