@@ -102,7 +102,7 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The advisor's questions during the read forced on or off, for measuring them: not for users.
     auto askAhead = std::make_shared<std::string>("auto");
     sub->add_option("--ask-ahead", *askAhead)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
-    // The leading replay (TraceReportOptions::leadThread) forced on or off, for measuring it: not
+    // The live set kept once (TraceReportOptions::leadThread) forced on or off, for measuring it: not
     // for users.
     auto leadReplay = std::make_shared<std::string>("auto");
     sub->add_option("--lead-replay", *leadReplay)->group("")->check(CLI::IsMember({"auto", "on", "off"}));

@@ -1,15 +1,17 @@
-// A replay that follows another's record of its live set (Replay::recordLive / followLive) makes
-// the same facts and state as the recording one, event for event, on every sample, the
-// benchmarks' generated workload and hand-built disorderly traces (generated here, not recorded),
-// split into chunks of every size; and a record that is not of the events it comes with is
-// noticed, not silently followed.
+// A replay that follows a live set kept elsewhere (replay::LiveLead, Replay::followLive) makes the
+// same facts and state as a replay of its own, event for event, but for the blocks' tags (their
+// slots), on every sample, the benchmarks' generated workload and hand-built disorderly traces
+// (generated here, not recorded), split into chunks of every size; and a record that is not of
+// the events it comes with is noticed, not silently followed.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "../../core/src/analysis/ReplayThread.h"
+#include "../../core/src/replay/LiveLead.h"
 #include "../../core/src/replay/TraceEntities.h"
 #include "../bench/SyntheticTrace.h"
 #include "GeneratedTraces.h"
@@ -24,7 +26,6 @@ namespace {
 using replay::Block;
 using replay::Fact;
 using replay::Replay;
-using Op = Replay::LiveOp;
 
 std::string blockText(const Block& b) {
     std::ostringstream s;
@@ -100,65 +101,79 @@ void declare(Replay& r, const Input& in) {
     for (const PoolAttributeValue& a : in.knobs) r.declareKnob(a.pool, a.attr, a.value);
 }
 
-// Three replays over the same chunks, the samples merged in by time as the report merges them: one
-// recording, one following its record, one plain. Every fact and, at each chunk's end, the state
-// compared. Returns how many facts the followed operations touched (blocks taken or replaced).
+// Every live block, tags left out, in pointer order.
+std::string liveText(const Replay& r) {
+    std::vector<std::string> blocks;
+    r.forEachLive([&](const Block& b) {
+        Block c = b;
+        c.tag = 0;
+        blocks.push_back(blockText(c));
+    });
+    std::sort(blocks.begin(), blocks.end());
+    std::string s;
+    for (const std::string& b : blocks) s += b + "\n";
+    return s;
+}
+
+// A live set kept by a LiveLead and a replay following it, and a plain replay, over the same
+// chunks, the samples merged in by time as the report merges them. Every fact and, at each
+// chunk's end, the state and the live blocks compared. Returns how many facts took or replaced a
+// live block.
 uint64_t expectFollowerSame(const Input& in, size_t maxChunk, uint64_t seed) {
-    Replay lead, follower, plain;
-    declare(lead, in);
+    replay::LiveLead lead;
+    Replay follower, plain;
     declare(follower, in);
     declare(plain, in);
-    lead.recordLive(nullptr);
-    detail::SampleMerge mLead, mFollower, mPlain;
-    mLead.expect(&in.samples);
+    detail::SampleMerge mFollower, mPlain;
     mFollower.expect(&in.samples);
     mPlain.expect(&in.samples);
     std::mt19937_64 rng(seed);
     uint64_t touched = 0, facts = 0;
-    std::vector<Op> tape;
+    std::vector<uint32_t> tape;
     for (size_t at = 0; at < in.events.size();) {
         const size_t n = std::min(in.events.size() - at, 1 + static_cast<size_t>(rng() % maxChunk));
         const std::vector<Event> chunk(in.events.begin() + static_cast<ptrdiff_t>(at),
                                        in.events.begin() + static_cast<ptrdiff_t>(at + n));
         at += n;
         tape.clear();
-        lead.recordLive(&tape);
-        std::vector<std::string> leadFacts, leadUntagged, followerFacts, plainFacts;
-        mLead.chunk(chunk, lead, [&](const Event& e) {
-            const Fact& f = lead.apply(e);
-            leadFacts.push_back(factText(f, true));
-            leadUntagged.push_back(factText(f, false));
-        });
+        for (const Event& e : chunk) lead.apply(e, tape);
+        std::vector<std::string> followerFacts, plainFacts;
         follower.followLive(tape.data(), tape.size());
         mFollower.chunk(chunk, follower, [&](const Event& e) {
             const Fact& f = follower.apply(e);
-            followerFacts.push_back(factText(f, true));
+            followerFacts.push_back(factText(f, false));
             touched += f.freed || f.replacedLive || f.importReplaced;
+            // A block's tag is the slot it holds in the lead's live set.
+            if (f.allocated && f.block.ptr != 0) EXPECT_LT(f.block.tag, follower.liveBlockCount() + 64 * 1024);
         });
-        // The lead's facts are a plain replay's but for the tags it hands out itself.
         mPlain.chunk(chunk, plain, [&](const Event& e) { plainFacts.push_back(factText(plain.apply(e), false)); });
         EXPECT_EQ(follower.liveOpsLeft(), 0u);
         EXPECT_EQ(follower.liveOpsMissing(), 0u);
-        EXPECT_EQ(leadFacts.size(), followerFacts.size());
-        EXPECT_EQ(leadFacts.size(), plainFacts.size());
-        for (size_t i = 0; i < leadFacts.size() && i < followerFacts.size() && i < plainFacts.size(); ++i) {
-            EXPECT_EQ(leadFacts[i], followerFacts[i]) << "fact " << facts + i;
-            EXPECT_EQ(leadUntagged[i], plainFacts[i]) << "fact " << facts + i;
-            if (leadFacts[i] != followerFacts[i] || leadUntagged[i] != plainFacts[i]) return touched;
+        EXPECT_EQ(followerFacts.size(), plainFacts.size());
+        for (size_t i = 0; i < followerFacts.size() && i < plainFacts.size(); ++i) {
+            EXPECT_EQ(plainFacts[i], followerFacts[i]) << "fact " << facts + i;
+            if (plainFacts[i] != followerFacts[i]) return touched;
         }
-        facts += leadFacts.size();
-        const std::string want = stateText(lead);
+        facts += followerFacts.size();
+        const std::string want = stateText(plain);
         EXPECT_EQ(want, stateText(follower));
-        EXPECT_EQ(want, stateText(plain));
-        if (want != stateText(follower) || want != stateText(plain)) return touched;
+        EXPECT_EQ(plain.liveBlockCount(), follower.liveBlockCount());
+        EXPECT_EQ(plain.liveBlockCount(), lead.liveCount());
+        if (want != stateText(follower)) return touched;
     }
-    mLead.rest([&](const Event& e) { lead.apply(e); });
     mFollower.rest([&](const Event& e) { follower.apply(e); });
     mPlain.rest([&](const Event& e) { plain.apply(e); });
-    EXPECT_EQ(stateText(lead), stateText(follower));
-    EXPECT_EQ(stateText(lead), stateText(plain));
-    EXPECT_EQ(lead.liveBlockCount(), plain.liveBlockCount());
-    EXPECT_EQ(follower.liveBlockCount(), 0u); // a follower keeps no live set
+    EXPECT_EQ(stateText(plain), stateText(follower));
+    EXPECT_EQ(liveText(plain), liveText(follower));
+    // Each live block's tag is its own slot.
+    std::set<uint32_t> tags;
+    size_t owned = 0;
+    follower.forEachLive([&](const Block& b) {
+        if (b.imported) return;
+        tags.insert(b.tag);
+        owned++;
+    });
+    EXPECT_EQ(tags.size(), owned);
     return touched;
 }
 
@@ -243,29 +258,32 @@ TEST(ReplayFollow, HandBuiltEveryLiveSetOperationFollows) {
     ev.free(80, kS, kPool, 0xC000);
     Input in;
     in.events = ev.all();
-    Replay lead, follower;
-    std::vector<Op> tape;
-    lead.recordLive(&tape);
-    std::vector<std::string> want;
-    for (const Event& e : in.events) want.push_back(factText(lead.apply(e), true));
+    replay::LiveLead lead;
+    std::vector<uint32_t> tape;
+    for (const Event& e : in.events) lead.apply(e, tape);
+    // take+put, take+put (hit), take+put, take+put (the import, hit), take (hit), take (miss),
+    // take+put, take (hit)
+    EXPECT_EQ(tape.size(), 13u);
+    Replay follower, check;
     follower.followLive(tape.data(), tape.size());
-    for (size_t i = 0; i < in.events.size(); ++i) EXPECT_EQ(factText(follower.apply(in.events[i]), true), want[i]);
+    for (size_t i = 0; i < in.events.size(); ++i)
+        EXPECT_EQ(factText(follower.apply(in.events[i]), false), factText(check.apply(in.events[i]), false));
     EXPECT_EQ(follower.liveOpsLeft(), 0u);
-    EXPECT_EQ(stateText(lead), stateText(follower));
+    EXPECT_EQ(stateText(follower), stateText(check));
     // The facts say what happened: a replaced block, an import over a live one, the freed ones.
-    Replay check;
-    check.recordLive(nullptr);
-    EXPECT_TRUE(check.apply(in.events[0]).allocated);
-    EXPECT_TRUE(check.apply(in.events[1]).replacedLive);
-    check.apply(in.events[2]);
-    const Fact& f = check.apply(in.events[3]);
+    Replay again;
+    again.followLive(tape.data(), tape.size());
+    EXPECT_TRUE(again.apply(in.events[0]).allocated);
+    EXPECT_TRUE(again.apply(in.events[1]).replacedLive);
+    again.apply(in.events[2]);
+    const Fact& f = again.apply(in.events[3]);
     EXPECT_TRUE(f.importReplaced);
     EXPECT_EQ(f.closed.ptr, 0xB000u);
-    EXPECT_TRUE(check.apply(in.events[4]).freed);
-    EXPECT_TRUE(check.apply(in.events[5]).unmatchedFree);
-    // Slots: the replaced block's and the imported-over block's are given back and reused.
-    const Fact& again = check.apply(in.events[6]);
-    EXPECT_LE(again.block.tag, 2u);
+    EXPECT_TRUE(again.apply(in.events[4]).freed);
+    EXPECT_TRUE(again.apply(in.events[5]).unmatchedFree);
+    // Slots are given back and handed out again: 0xC000 takes the one the cudaFree gave back.
+    const uint32_t freedSlot = tape[8]; // the cudaFree's take
+    EXPECT_EQ(again.apply(in.events[6]).block.tag, freedSlot);
     EXPECT_GE(expectFollowerSame(in, 2, 9), 3u);
 }
 
@@ -275,10 +293,9 @@ TEST(ReplayFollow, ARecordOfOtherEventsIsNoticed) {
     ev.alloc(10, 0x11, 0x100, 0xA000, 100);
     ev.free(20, 0x11, 0x100, 0xA000);
     ev.alloc(30, 0x11, 0x100, 0xB000, 100);
-    Replay lead;
-    std::vector<Op> tape;
-    lead.recordLive(&tape);
-    for (const Event& e : ev.all()) lead.apply(e);
+    replay::LiveLead lead;
+    std::vector<uint32_t> tape;
+    for (const Event& e : ev.all()) lead.apply(e, tape);
     Replay shortTape;
     shortTape.followLive(tape.data(), 1); // fewer operations than the events make
     for (const Event& e : ev.all()) shortTape.apply(e);
@@ -287,6 +304,11 @@ TEST(ReplayFollow, ARecordOfOtherEventsIsNoticed) {
     longTape.followLive(tape.data(), tape.size());
     longTape.apply(ev.all()[0]); // more than these make
     EXPECT_GT(longTape.liveOpsLeft(), 0u);
+    Replay wrongSlot; // a take of a slot no block holds
+    const std::vector<uint32_t> bogus = {Replay::kNoSlot, 0, 7};
+    wrongSlot.followLive(bogus.data(), bogus.size());
+    for (const Event& e : ev.all()) wrongSlot.apply(e);
+    EXPECT_GT(wrongSlot.liveOpsMissing(), 0u);
 }
 
 } // namespace

@@ -73,7 +73,6 @@ void ReplayThread::start() {
 
 void ReplayThread::lead(std::function<void(const SharedChunk&, const SharedTape&)> out) {
     out_ = std::move(out);
-    replay_.recordLive(nullptr);
 }
 
 void ReplayThread::push(SharedChunk chunk, SharedTape tape) {
@@ -95,9 +94,8 @@ void ReplayThread::push(SharedChunk chunk, SharedTape tape) {
 }
 
 void ReplayThread::apply(const Work& w) {
-    using Ops = std::vector<replay::Replay::LiveOp>;
-    std::shared_ptr<Ops> record;
     if (out_) {
+        using Ops = std::vector<uint32_t>;
         auto* ops = new Ops();
         {
             std::lock_guard lk(tapeSpares_->m);
@@ -106,7 +104,7 @@ void ReplayThread::apply(const Work& w) {
                 tapeSpares_->spares.pop_back();
             }
         }
-        record = std::shared_ptr<Ops>(ops, [spares = tapeSpares_](Ops* p) {
+        std::shared_ptr<Ops> tape(ops, [spares = tapeSpares_](Ops* p) {
             p->clear();
             {
                 std::lock_guard lk(spares->m);
@@ -116,20 +114,22 @@ void ReplayThread::apply(const Work& w) {
         });
         // About 1.3 operations an event on the generator's trace (an alloc's take and put, a
         // free's take).
-        record->reserve(w.chunk->size() * 3 / 2 + 16);
-        replay_.recordLive(record.get());
-    } else if (w.tape) {
-        replay_.followLive(w.tape->data(), w.tape->size());
+        tape->reserve(w.chunk->size() * 3 / 2 + 16);
+        const std::vector<Event>& events = *w.chunk;
+        const size_t n = events.size();
+        for (size_t i = 0; i < n; ++i) {
+            if (i + SampleMerge::kAhead < n) lead_.prefetch(events[i + SampleMerge::kAhead]);
+            lead_.apply(events[i], *tape);
+        }
+        out_(w.chunk, std::move(tape));
+        return;
     }
+    if (w.tape) replay_.followLive(w.tape->data(), w.tape->size());
     const uint64_t missing = replay_.liveOpsMissing();
     merge_.chunk(*w.chunk, replay_, [this](const Event& e) { replay_.apply(e); });
     if (w.tape && (replay_.liveOpsLeft() != 0 || replay_.liveOpsMissing() != missing)) [[unlikely]]
         tapeMismatches_++;
     if (afterChunk_) afterChunk_();
-    if (out_) {
-        replay_.recordLive(nullptr);
-        out_(w.chunk, std::move(record));
-    }
 }
 
 double cpuSeconds(clockid_t clock) {
@@ -171,6 +171,7 @@ void ReplayThread::end() {
         notEmpty_.notify_all();
         thread_.join();
     }
+    if (out_) return; // leading: samples make no operation on the live set
     merge_.rest([this](const Event& e) { replay_.apply(e); });
     if (afterChunk_) afterChunk_();
 }

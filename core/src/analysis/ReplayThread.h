@@ -21,13 +21,15 @@
 
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
+#include "../replay/LiveLead.h"
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope::detail {
 
 using SharedChunk = std::shared_ptr<const std::vector<Event>>;
-// A chunk's live-set operations as the leading replay made them (Replay::recordLive).
-using SharedTape = std::shared_ptr<const std::vector<replay::Replay::LiveOp>>;
+// A chunk's live-set operations' slots as the live set kept once made them (replay::LiveLead,
+// Replay::followLive).
+using SharedTape = std::shared_ptr<const std::vector<uint32_t>>;
 
 // The report's order of events and samples, the same on every replay of a read: before each
 // event, the samples due by its time (as buildTimeline merges them), each marked a Sample
@@ -191,15 +193,15 @@ public:
                      const std::vector<StreamInfo>& streams);
     // The samples the report merges in by time, merged the same way here. Must outlive end().
     void expectSamples(const std::vector<Event>* samples) { merge_.expect(samples); }
-    // Before start(): this replay leads (Replay::recordLive): each chunk's live-set operations
-    // are recorded, and `out` gets the chunk and that record once it is applied, in order, on
-    // this thread (for replays that follow it).
+    // Before start(): this thread keeps the live set for replays that follow it instead of
+    // replaying (replay::LiveLead): `out` gets each chunk and its operations' slots once they are
+    // made, in order, on this thread.
     void lead(std::function<void(const SharedChunk&, const SharedTape&)> out);
     // Starts the thread; where none can be had, push() applies each chunk on the caller's.
     void start();
 
-    // Hands a chunk over, waiting while kDepth are queued. With a tape (the leading replay's
-    // record of the chunk), this replay follows it.
+    // Hands a chunk over, waiting while kDepth are queued. With a tape (the live set's record
+    // of the chunk, replay::LiveLead), this replay follows it.
     void push(SharedChunk chunk, SharedTape tape = {});
     // After the last chunk: joins, then the rest of the samples and a last afterChunk. Once:
     // a later call does nothing (a read may end the threads its owner ends again).
@@ -231,12 +233,13 @@ private:
     // out, which may outlive this thread's owner (a follower's queue).
     struct TapeSpares {
         std::mutex m;
-        std::vector<std::vector<replay::Replay::LiveOp>> spares;
+        std::vector<std::vector<uint32_t>> spares;
     };
     std::shared_ptr<TapeSpares> tapeSpares_ = std::make_shared<TapeSpares>();
 
     std::function<void()> afterChunk_;
     std::function<void(const SharedChunk&, const SharedTape&)> out_;
+    replay::LiveLead lead_;
     replay::Replay replay_;
     SampleMerge merge_;
     uint64_t tapeMismatches_ = 0;
@@ -251,7 +254,7 @@ private:
     std::thread thread_;
 };
 
-// The leading replay's chunks and tapes, in order, for the thread that reads the trace to
+// The live set's chunks and tapes (lead()), in order, for the thread that reads the trace to
 // follow: unbounded (its owner keeps at most a few outstanding), so the leading thread never
 // waits on the reader, which may itself be waiting to hand it a chunk.
 class TapeQueue {

@@ -312,7 +312,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     r.leakBytes = orphanBytes_;
     for (const auto& [i, h] : orphanPools_) poolHeld[i] = h;
     for (const auto& [i, h] : orphanStreams_) streamHeld[i] = h;
-    (lead_ ? *lead_ : replay_).forEachLive([&](const replay::Block& b) {
+    replay_.forEachLive([&](const replay::Block& b) {
         if (b.imported) return;
         const Allocation a = allocationOf(b);
         r.leakCount++;

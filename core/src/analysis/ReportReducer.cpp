@@ -200,7 +200,7 @@ void ReportReducer::close(const replay::Block& b, int64_t ts, uint64_t seq, uint
     }
     if (seq != 0 && freeStream != replay_.streams()[b.stream].info.handle) s.crossStreamFrees++;
     step(freeTs, b.pool, slots_[b.tag].site, -static_cast<int64_t>(b.bytes), -1);
-    if (!lead_) freeSlots_.push_back(b.tag);
+    if (!replay_.following()) freeSlots_.push_back(b.tag);
 }
 
 // Mirrors Replay's retry bookkeeping: a thread's failure with 201 may turn out the runtime's own
@@ -249,7 +249,7 @@ void ReportReducer::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
     }
     if (b.ptr != 0) {
         // The slot the tag named is now this block's.
-        if (lead_) {
+        if (replay_.following()) {
             tag = b.tag;
             if (tag >= slots_.size()) slots_.resize(size_t{tag} + 1);
         } else if (tag == slots_.size()) {
@@ -307,7 +307,7 @@ void ReportReducer::orphan(const replay::Block& b) {
     orphanPools_[b.pool].count++;
     orphanStreams_[b.stream].bytes += a.size;
     orphanStreams_[b.stream].count++;
-    if (!lead_) freeSlots_.push_back(b.tag);
+    if (!replay_.following()) freeSlots_.push_back(b.tag);
 }
 
 // The leak order: largest first, then the earlier allocation.
@@ -329,8 +329,9 @@ void ReportReducer::add(const Event& e) {
         t1_ = std::max(t1_, e.tsNs);
     }
     late_ = false;
-    // The block this event may hand out gets the next free slot (following: the lead's).
-    const uint32_t tag = lead_ || freeSlots_.empty() ? static_cast<uint32_t>(slots_.size()) : freeSlots_.back();
+    // The block this event may hand out gets the next free slot (following a live set kept
+    // elsewhere: the slot it holds there, Replay::followLive).
+    const uint32_t tag = freeSlots_.empty() ? static_cast<uint32_t>(slots_.size()) : freeSlots_.back();
     const replay::Fact& f = replay_.apply(e, tag);
     if (f.importReplaced) [[unlikely]]
         orphan(f.closed);

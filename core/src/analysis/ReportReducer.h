@@ -101,10 +101,6 @@ public:
     void finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n);
 
     replay::Replay& replay() { return replay_; }
-    // Before the first event: this reducer's replay follows `lead`, which records on another
-    // thread (Replay::recordLive): the blocks' tags are the leading replay's slots, and the
-    // blocks still live at the end are taken from it (ended by then).
-    void follow(const replay::Replay* lead) { lead_ = lead; }
     // `poolscope diff`'s facts, gathered from every event too (null: none).
     void setDiffFacts(interop::DiffFacts* facts) { diffFacts_ = facts; }
     // The pending-frees, hazards and fragmentation analyses, taken off this replay for another
@@ -263,7 +259,6 @@ private:
     bool sites_;
     interop::DiffFacts* diffFacts_ = nullptr;
     replay::Replay replay_;
-    const replay::Replay* lead_ = nullptr; // follow()
     PendingFreesAnalysis pending_;
     StreamHazardsAnalysis hazards_;
     FragmentationAnalysis fragmentation_;

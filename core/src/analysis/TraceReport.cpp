@@ -160,8 +160,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::unique_ptr<detail::AdviceFeed> feed;
     std::unique_ptr<ReplayThread> analyses, analyses2;
     std::vector<ReplayThread*> threads;
-    // With a leading replay (below) a replay that follows it costs about a third of its own work
-    // less, so the analyses take two: the stream hazards on one, the pending frees, the
+    // With the live set kept once (below), a replay that follows it costs about a quarter of its
+    // own work less, so the analyses take two: the stream hazards on one, the pending frees, the
     // fragmentation and the racing threads' ranges on the other.
     const bool leadWanted = wanted(options.leadThread, 8);
     if (options.advice) {
@@ -203,20 +203,16 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             t->start();
         }
     }
-    // One replay keeps the live set for all (Replay::recordLive): it leads on a thread of its own,
-    // and the report's replay (on this thread) and the others follow its record of each chunk.
+    // The live set kept once for all (replay::LiveLead) on a thread of its own, and the report's
+    // replay (on this thread) and the others following its record of each chunk.
     detail::TapeQueue toFollow;
     std::unique_ptr<ReplayThread> lead;
     if (!threads.empty() && leadWanted) {
         lead = std::make_unique<ReplayThread>();
-        lead->setEntities(tables->devices, tables->pools, tables->streams);
-        for (const PoolAttributeValue& a : declared) lead->replay().declareKnob(a.pool, a.attr, a.value);
-        lead->expectSamples(&ss);
         lead->lead([&threads, &toFollow](const SharedChunk& c, const detail::SharedTape& t) {
             for (ReplayThread* th : threads) th->push(c, t);
             toFollow.push(c, t);
         });
-        reducer.follow(&lead->replay());
         lead->start();
     }
     detail::SampleMerge merge;
@@ -282,7 +278,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     out.readSeconds = seconds(readEnd - readStart);
     out.readCallerCpu = detail::cpuSeconds(CLOCK_THREAD_CPUTIME_ID) - callerCpuStart;
     out.readProcessCpu = detail::cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - processCpuStart;
-    if (lead) out.readThreadCpu.push_back({"the leading replay", lead->cpuSeconds()});
+    if (lead) out.readThreadCpu.push_back({"the live set", lead->cpuSeconds()});
     for (ReplayThread* t : threads) {
         out.readWaitedForThreads += t->pushWaited();
         out.threadsWaitedForRead += t->chunkWaited();

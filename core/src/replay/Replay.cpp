@@ -149,13 +149,18 @@ uint32_t Replay::streamIndex(uint64_t handle) const {
 }
 
 const Block* Replay::liveBlock(uint64_t ptr) const {
-    if (ptr == 0) return nullptr;
+    if (ptr == 0 || follow_) return nullptr;
     return d_->live.find(ptr);
 }
 
-size_t Replay::liveBlockCount() const { return d_->live.size(); }
+size_t Replay::liveBlockCount() const { return follow_ ? slotsLive_ : d_->live.size(); }
 
 void Replay::forEachLive(const std::function<void(const Block&)>& f) const {
+    if (follow_) {
+        for (size_t i = 0; i < slots_.size(); ++i)
+            if (slotLive_[i]) f(slots_[i]);
+        return;
+    }
     d_->live.forEach(f);
 }
 
@@ -463,10 +468,7 @@ void Replay::free(const Event& e) {
 bool Replay::liveTake(uint64_t ptr, Block& out) {
     if (follow_) [[unlikely]]
         return tapeTake(out);
-    const bool hit = d_->live.take(ptr, out);
-    if (record_) [[unlikely]]
-        recordTake(hit, out);
-    return hit;
+    return d_->live.take(ptr, out);
 }
 
 void Replay::livePut(uint64_t ptr, Block& b) {
@@ -474,35 +476,10 @@ void Replay::livePut(uint64_t ptr, Block& b) {
         tapePut(b);
         return;
     }
-    if (record_) [[unlikely]]
-        recordPut(b);
     d_->live.put(ptr, b);
 }
 
-void Replay::recordLive(std::vector<LiveOp>* ops) {
-    record_ = true;
-    recordOps_ = ops;
-}
-
-// A block that leaves the live set gives its slot back (imported mappings never had one).
-void Replay::recordTake(bool hit, const Block& b) {
-    if (hit && !b.imported) freeTags_.push_back(b.tag);
-    if (recordOps_) recordOps_->push_back(LiveOp{hit ? b : Block{}, hit});
-}
-
-void Replay::recordPut(Block& b) {
-    if (!b.imported) {
-        if (freeTags_.empty()) {
-            b.tag = nextTag_++;
-        } else {
-            b.tag = freeTags_.back();
-            freeTags_.pop_back();
-        }
-    }
-    if (recordOps_) recordOps_->push_back(LiveOp{b, false});
-}
-
-void Replay::followLive(const LiveOp* ops, size_t n) {
+void Replay::followLive(const uint32_t* ops, size_t n) {
     follow_ = true;
     followNext_ = ops;
     followEnd_ = ops + n;
@@ -513,9 +490,16 @@ bool Replay::tapeTake(Block& out) {
         followMissing_++;
         return false;
     }
-    const LiveOp& op = *followNext_++;
-    if (op.hit) out = op.block;
-    return op.hit;
+    const uint32_t slot = *followNext_++;
+    if (slot == kNoSlot) return false;
+    if (slot >= slots_.size() || !slotLive_[slot]) {
+        followMissing_++;
+        return false;
+    }
+    out = slots_[slot];
+    slotLive_[slot] = 0;
+    slotsLive_--;
+    return true;
 }
 
 void Replay::tapePut(Block& b) {
@@ -523,7 +507,19 @@ void Replay::tapePut(Block& b) {
         followMissing_++;
         return;
     }
-    b.tag = (followNext_++)->block.tag;
+    const uint32_t slot = *followNext_++;
+    if (slot == kNoSlot) {
+        followMissing_++;
+        return;
+    }
+    if (slot >= slots_.size()) {
+        slots_.resize(size_t{slot} + 1);
+        slotLive_.resize(size_t{slot} + 1, 0);
+    }
+    if (!b.imported) b.tag = slot;
+    slots_[slot] = b;
+    slotsLive_ += !slotLive_[slot];
+    slotLive_[slot] = 1;
 }
 
 void Replay::prefetch(const Event& e) const {

@@ -69,10 +69,11 @@ struct TraceReportOptions {
     // idle (Auto: with 12 or more hardware threads, on all but the read's 6, at most
     // whatif::kMaxAdviceThreads; On: at least 4). The same report either way.
     FeedThread askAhead = FeedThread::Auto;
-    // With the models on their thread: one replay that keeps the live set, on a thread of its own,
-    // and the report's, the models' and the analyses' replays following its record of each
-    // chunk (Replay::recordLive) instead of each looking every block up again (Auto: with 8 or
-    // more hardware threads). The same report either way.
+    // With the models on their thread: the live set kept once, on a thread of its own
+    // (replay::LiveLead), the report's, the models' and the analyses' replays following its
+    // record of each chunk (Replay::followLive) instead of each looking every block up again,
+    // and the analyses on two threads (Auto: with 8 or more hardware threads). The same report
+    // either way.
     FeedThread leadThread = FeedThread::Auto;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).

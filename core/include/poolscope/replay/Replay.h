@@ -245,29 +245,24 @@ public:
     // size), or loses its watermarks when no exact value can be given.
     const Fact& complete(Event& e);
 
-    // One replay's live set shared with replays on other threads (issue #15). A replay that
-    // records gives each block it hands out a tag of its own (a slot: a number no live block
-    // holds, reused once its block has left the live set; the tag passed to apply() is then
-    // ignored) and writes down the outcome of each operation on its live set. A replay that
-    // follows such a record keeps no live set: it takes each outcome from the record, in the same
-    // order. Given the same entities, knobs, events and samples, the two make the same facts and
-    // the same state (pools, streams, memory outside the pools, counts), the follower without the
-    // live set's lookups, which are most of a replay's time on a long trace. A follower's
-    // liveBlock(), liveBlockCount() and forEachLive() know nothing: ask the recording replay.
-    struct LiveOp {
-        Block block;      // a take: the block taken (when hit); a put: the block put
-        bool hit = false; // a take that found a live block
-    };
-    // From now on, appends its operations' outcomes to `ops` (nullptr: stops appending; the tags
-    // are still handed out as slots).
-    void recordLive(std::vector<LiveOp>* ops);
+    // Following a live set kept on another thread (issue #15, core/src/replay/LiveLead.h): the
+    // live set's lookups are most of a replay's time on a long trace, and a trace read by several
+    // replays on several threads paid for them in each. A LiveLead keeps only which slot (a
+    // number no live block holds, reused once its block has left) each live pointer has, and
+    // writes down, for each operation the events make on the live set, the slot it put or took
+    // (or that a take found nothing). A following replay takes each operation's outcome from that
+    // record instead of looking the pointer up, and keeps its blocks in a table by slot; each
+    // block's tag is its slot (imported mappings keep tag 0). The facts and the state are those
+    // of a replay of its own but for the tags, and forEachLive() and liveBlockCount() answer from
+    // the table; liveBlock() knows nothing (nullptr).
+    static constexpr uint32_t kNoSlot = ~uint32_t{0}; // a take that found no live block
     // The outcomes of the next operations (the events of one chunk), held by the caller until
-    // they are taken. Makes this replay a follower for good.
-    void followLive(const LiveOp* ops, size_t n);
+    // they are taken. Makes this replay a follower for good (before its first event).
+    void followLive(const uint32_t* ops, size_t n);
     bool following() const { return follow_; }
     // Of the last followLive's outcomes, those not taken yet (0 once the chunk's events are in),
-    // and how many operations found none left (each taken as a miss): either means the record
-    // was not of these events.
+    // and how many operations found none left or an outcome that cannot be (each taken as a
+    // miss): either means the record was not of these events.
     size_t liveOpsLeft() const { return static_cast<size_t>(followEnd_ - followNext_); }
     uint64_t liveOpsMissing() const { return followMissing_; }
 
@@ -322,8 +317,6 @@ private:
     void livePut(uint64_t ptr, Block& b);
     [[gnu::noinline]] bool tapeTake(Block& out);
     [[gnu::noinline]] void tapePut(Block& b);
-    [[gnu::noinline]] void recordTake(bool hit, const Block& b);
-    [[gnu::noinline]] void recordPut(Block& b);
 
     std::vector<PoolState> pools_;
     std::vector<StreamState> streams_;
@@ -350,13 +343,13 @@ private:
     uint64_t reusedWithoutFree_ = 0;
     uint64_t pendingFreeBytes_ = 0;
     bool anyObserver_ = false;
-    // recordLive / followLive
-    bool record_ = false, follow_ = false;
-    std::vector<LiveOp>* recordOps_ = nullptr;
-    std::vector<uint32_t> freeTags_;
-    uint32_t nextTag_ = 0;
-    const LiveOp* followNext_ = nullptr;
-    const LiveOp* followEnd_ = nullptr;
+    // followLive: the blocks by slot, and whether each is live.
+    bool follow_ = false;
+    std::vector<Block> slots_;
+    std::vector<uint8_t> slotLive_;
+    size_t slotsLive_ = 0;
+    const uint32_t* followNext_ = nullptr;
+    const uint32_t* followEnd_ = nullptr;
     uint64_t followMissing_ = 0;
 };
 
