@@ -304,8 +304,8 @@ TEST(ReplayFollow, ARecordOfOtherEventsIsNoticed) {
     longTape.followLive(tape.data(), tape.size());
     longTape.apply(ev.all()[0]); // more than these make
     EXPECT_GT(longTape.liveOpsLeft(), 0u);
-    Replay wrongSlot; // a take of a slot no block holds
-    const std::vector<uint32_t> bogus = {Replay::kNoSlot, 0, 7};
+    Replay wrongSlot; // a take of a slot no block holds, a put far past the slots handed out
+    const std::vector<uint32_t> bogus = {Replay::kNoSlot, 4'000'000'000u, 7};
     wrongSlot.followLive(bogus.data(), bogus.size());
     for (const Event& e : ev.all()) wrongSlot.apply(e);
     EXPECT_GT(wrongSlot.liveOpsMissing(), 0u);

@@ -507,14 +507,16 @@ void Replay::tapePut(Block& b) {
         followMissing_++;
         return;
     }
+    // A LiveLead hands out a slot given back before or the next new one: anything past that is
+    // a record of other events (and would grow the table without bound).
     const uint32_t slot = *followNext_++;
-    if (slot == kNoSlot) {
+    if (slot == kNoSlot || slot > slots_.size()) {
         followMissing_++;
         return;
     }
-    if (slot >= slots_.size()) {
-        slots_.resize(size_t{slot} + 1);
-        slotLive_.resize(size_t{slot} + 1, 0);
+    if (slot == slots_.size()) {
+        slots_.emplace_back();
+        slotLive_.push_back(0);
     }
     if (!b.imported) b.tag = slot;
     slots_[slot] = b;
