@@ -4,6 +4,8 @@
 // policy, per-pool settings, the opportunistic lower bound), whole and one pool at a time.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <limits>
 
 #include "TestTraces.h"
@@ -91,6 +93,18 @@ TEST(WhatIfTape, SamplesGiveTheSameAnswersFromTheTapeAsFromTheTrace) {
         const std::vector<Question> qs = questions();
         auto direct = whatif::predict(**reader, qs);
         ASSERT_TRUE(direct);
+        // Spread over four replays, the live set kept once and followed by all: the same answers.
+        ::setenv("POOLSCOPE_PREDICT_REPLAYS", "4", 1);
+        auto spread = whatif::predict(**reader, qs);
+        ::unsetenv("POOLSCOPE_PREDICT_REPLAYS");
+        ASSERT_TRUE(spread) << spread.error().message;
+        ASSERT_EQ(spread->perQuestion.size(), direct->perQuestion.size());
+        for (size_t qi = 0; qi < qs.size(); ++qi) {
+            ASSERT_EQ(spread->perQuestion[qi].size(), direct->perQuestion[qi].size());
+            for (size_t k = 0; k < direct->perQuestion[qi].size(); ++k)
+                expectSame(spread->perQuestion[qi][k], direct->perQuestion[qi][k],
+                           std::string(name) + " four replays, question " + std::to_string(qi));
+        }
         auto tape = whatif::recordTape(**reader);
         ASSERT_TRUE(tape);
         EXPECT_EQ(tape->events, direct->events);

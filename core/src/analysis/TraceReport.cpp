@@ -261,16 +261,19 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (lead) {
         lead->end();
         while (outstanding > 0) follow();
-        for (ReplayThread* t : threads) tapeMismatches += t->tapeMismatches();
-        // A record that was not of the events it came with would make other facts: not a report
-        // to print.
-        if (tapeMismatches != 0)
-            return Error{ErrorCode::Internal, "internal fault: the replays following the leading one went out of step"};
     }
     merge.rest(add);
     if (analyses) analyses->end();
     if (analyses2) analyses2->end();
     if (feed) feed->end();
+    if (lead) {
+        for (ReplayThread* t : threads) tapeMismatches += t->tapeMismatches(); // (ended)
+        // A record that was not of the events it came with would make other facts: not a report
+        // to print.
+        if (tapeMismatches != 0)
+            return Error{ErrorCode::Internal,
+                         "internal fault: the replays following the live set went out of step"};
+    }
     reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);
     detail::dropEmptyUnknownPool(rep);
     detail::addFindings(rep);
