@@ -163,7 +163,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     // With the live set kept once (below), a replay that follows it costs about a quarter of its
     // own work less, so the analyses take two: the stream hazards on one, the pending frees, the
     // fragmentation and the racing threads' ranges on the other.
-    const bool leadWanted = wanted(options.leadThread, 8);
+    const bool leadWanted = options.leadThread == TraceReportOptions::FeedThread::On;
     if (options.advice) {
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
                                                     /*spill=*/true, whatif::Calibration{},

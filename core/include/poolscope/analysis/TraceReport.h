@@ -72,8 +72,9 @@ struct TraceReportOptions {
     // With the models on their thread: the live set kept once, on a thread of its own
     // (replay::LiveLead), the report's, the models' and the analyses' replays following its
     // record of each chunk (Replay::followLive) instead of each looking every block up again,
-    // and the analyses on two threads (Auto: with 8 or more hardware threads). The same report
-    // either way.
+    // and the analyses on two threads. Auto: off. On a 16-core host it lightened the models'
+    // thread by a third but the report's own, whose reducer bounds the read, by 7 %: the read no
+    // faster, for more CPU (docs/PERFORMANCE.md). The same report either way.
     FeedThread leadThread = FeedThread::Auto;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
