@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "../replay/LiveLead.h"
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
-#include "../replay/LiveLead.h"
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope::detail {
