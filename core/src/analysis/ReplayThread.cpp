@@ -176,4 +176,58 @@ void ReplayThread::end() {
     if (afterChunk_) afterChunk_();
 }
 
+LiveFollow::LiveFollow(std::vector<ReplayThread*> followers, replay::Replay& mine,
+                       std::function<bool(const std::vector<Event>&)> apply)
+    : mine_(mine), apply_(std::move(apply)), lead_(std::make_unique<ReplayThread>()) {
+    lead_->lead([this, followers = std::move(followers)](const SharedChunk& c, const SharedTape& t) {
+        for (ReplayThread* f : followers) f->push(c, t);
+        {
+            std::lock_guard lk(m_);
+            items_.emplace_back(c, t);
+        }
+        ready_.notify_one();
+    });
+    lead_->start();
+}
+
+LiveFollow::~LiveFollow() { lead_->abort(); }
+
+void LiveFollow::followOne() {
+    std::pair<SharedChunk, SharedTape> it;
+    {
+        std::unique_lock lk(m_);
+        ready_.wait(lk, [&] { return !items_.empty(); });
+        it = std::move(items_.front());
+        items_.pop_front();
+    }
+    outstanding_--;
+    if (stopped_) return;
+    const uint64_t missing = mine_.liveOpsMissing();
+    mine_.followLive(it.second->data(), it.second->size());
+    stopped_ = !apply_(*it.first);
+    if (mine_.liveOpsLeft() != 0 || mine_.liveOpsMissing() != missing) [[unlikely]]
+        mismatches_++;
+}
+
+bool LiveFollow::push(SharedChunk chunk) {
+    lead_->push(std::move(chunk));
+    outstanding_++;
+    for (;;) {
+        bool ready;
+        {
+            std::lock_guard lk(m_);
+            ready = !items_.empty();
+        }
+        if (stopped_ || outstanding_ == 0 || (outstanding_ <= kAhead && !ready)) break;
+        followOne();
+    }
+    return !stopped_;
+}
+
+bool LiveFollow::finish() {
+    lead_->end();
+    while (outstanding_ > 0 && !stopped_) followOne();
+    return !stopped_;
+}
+
 } // namespace poolscope::detail

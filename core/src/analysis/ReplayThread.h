@@ -254,38 +254,44 @@ private:
     std::thread thread_;
 };
 
-// The live set's chunks and tapes (lead()), in order, for the thread that reads the trace to
-// follow: unbounded (its owner keeps at most a few outstanding), so the leading thread never
-// waits on the reader, which may itself be waiting to hand it a chunk.
-class TapeQueue {
+// The live set kept once on a thread of its own (ReplayThread::lead) for `followers`, each
+// handed every chunk with its record, and for the reading thread's replay `mine`, which follows
+// it at most kAhead chunks behind through `apply` (TraceReport.cpp, Predict.cpp).
+class LiveFollow {
 public:
-    struct Item {
-        SharedChunk chunk;
-        SharedTape tape;
-    };
-    void push(const SharedChunk& c, const SharedTape& t) {
-        {
-            std::lock_guard lk(m_);
-            items_.push_back({c, t});
-        }
-        ready_.notify_one();
-    }
-    Item pop() { // waits for one
-        std::unique_lock lk(m_);
-        ready_.wait(lk, [&] { return !items_.empty(); });
-        Item x = std::move(items_.front());
-        items_.pop_front();
-        return x;
-    }
-    bool ready() {
-        std::lock_guard lk(m_);
-        return !items_.empty();
-    }
+    static constexpr size_t kAhead = 8;
+    // `apply` applies a chunk on `mine` (its record already given to it); false stops the read:
+    // the chunks still to come are dropped.
+    LiveFollow(std::vector<ReplayThread*> followers, replay::Replay& mine,
+               std::function<bool(const std::vector<Event>&)> apply);
+    ~LiveFollow(); // a read that ended early: the live set's thread stopped first
+    LiveFollow(const LiveFollow&) = delete;
+    LiveFollow& operator=(const LiveFollow&) = delete;
+
+    // A chunk read, to the live set; then whatever of `mine`'s share is ready, or due. False once
+    // `apply` stopped the read.
+    bool push(SharedChunk chunk);
+    // After the last chunk: the live set's thread ended, the rest followed. False as push().
+    bool finish();
+    // Chunks whose record `mine` did not take in step (a fault: its facts may differ).
+    uint64_t mismatches() const { return mismatches_; }
+    // After finish(): the CPU time of the live set's thread.
+    double cpuSeconds() const { return lead_->cpuSeconds(); }
 
 private:
+    void followOne();
+
+    replay::Replay& mine_;
+    std::function<bool(const std::vector<Event>&)> apply_;
+    // The live set's chunks and records in order: unbounded (at most kAhead are outstanding), so
+    // the live set's thread never waits on the reader, which may be waiting to hand it a chunk.
     std::mutex m_;
     std::condition_variable ready_;
-    std::deque<Item> items_;
+    std::deque<std::pair<SharedChunk, SharedTape>> items_;
+    size_t outstanding_ = 0;
+    uint64_t mismatches_ = 0;
+    bool stopped_ = false;
+    std::unique_ptr<ReplayThread> lead_; // last: its thread, which pushes to the above, goes first
 };
 
 } // namespace poolscope::detail

@@ -203,22 +203,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             t->start();
         }
     }
-    // The live set kept once for all (replay::LiveLead) on a thread of its own, and the report's
-    // replay (on this thread) and the others following its record of each chunk.
-    detail::TapeQueue toFollow;
-    std::unique_ptr<ReplayThread> lead;
-    if (!threads.empty() && leadWanted) {
-        lead = std::make_unique<ReplayThread>();
-        lead->lead([&threads, &toFollow](const SharedChunk& c, const detail::SharedTape& t) {
-            for (ReplayThread* th : threads) th->push(c, t);
-            toFollow.push(c, t);
-        });
-        lead->start();
-    }
     detail::SampleMerge merge;
     merge.expect(&ss);
     auto add = [&](const Event& e) { reducer.add(e); };
-    uint64_t done = 0, tapeMismatches = 0;
+    uint64_t done = 0;
     auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
     auto reduce = [&](const std::vector<Event>& events) {
         merge.chunk(events, reducer.replay(), add);
@@ -226,25 +214,15 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         if (feed && !feed->thread()) feed->step();
         done += events.size();
         if (options.progress) options.progress(done, total);
+        return true;
     };
-    // Following the lead: its chunks handed back in order, at most kAhead ahead of this thread.
-    constexpr size_t kAhead = 8;
-    size_t outstanding = 0;
-    auto follow = [&] {
-        const detail::TapeQueue::Item it = toFollow.pop();
-        outstanding--;
-        replay::Replay& r = reducer.replay();
-        const uint64_t missing = r.liveOpsMissing();
-        r.followLive(it.tape->data(), it.tape->size());
-        reduce(*it.chunk);
-        if (r.liveOpsLeft() != 0 || r.liveOpsMissing() != missing) [[unlikely]]
-            tapeMismatches++;
-    };
+    // The live set kept once for all (replay::LiveLead) on a thread of its own, the report's
+    // replay (on this thread) and the others following its record of each chunk.
+    std::unique_ptr<detail::LiveFollow> live;
+    if (!threads.empty() && leadWanted) live = std::make_unique<detail::LiveFollow>(threads, reducer.replay(), reduce);
     auto consume = [&](std::vector<Event>& chunk) {
-        if (lead) {
-            lead->push(shelf.hold(chunk));
-            outstanding++;
-            while (outstanding > kAhead || (outstanding > 0 && toFollow.ready())) follow();
+        if (live) {
+            live->push(shelf.hold(chunk));
             return !cancelled();
         }
         SharedChunk shared;
@@ -258,15 +236,13 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const Status st = detail::forEachChunk(reader, options.parallel, consume);
     if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
     if (!st) return st.error();
-    if (lead) {
-        lead->end();
-        while (outstanding > 0) follow();
-    }
+    if (live) live->finish();
     merge.rest(add);
     if (analyses) analyses->end();
     if (analyses2) analyses2->end();
     if (feed) feed->end();
-    if (lead) {
+    if (live) {
+        uint64_t tapeMismatches = live->mismatches();
         for (ReplayThread* t : threads) tapeMismatches += t->tapeMismatches(); // (ended)
         // A record that was not of the events it came with would make other facts: not a report
         // to print.
@@ -281,7 +257,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     out.readSeconds = seconds(readEnd - readStart);
     out.readCallerCpu = detail::cpuSeconds(CLOCK_THREAD_CPUTIME_ID) - callerCpuStart;
     out.readProcessCpu = detail::cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - processCpuStart;
-    if (lead) out.readThreadCpu.push_back({"the live set", lead->cpuSeconds()});
+    if (live) out.readThreadCpu.push_back({"the live set", live->cpuSeconds()});
     for (ReplayThread* t : threads) {
         out.readWaitedForThreads += t->pushWaited();
         out.threadsWaitedForRead += t->chunkWaited();

@@ -479,51 +479,6 @@ void Replay::livePut(uint64_t ptr, Block& b) {
     d_->live.put(ptr, b);
 }
 
-void Replay::followLive(const uint32_t* ops, size_t n) {
-    follow_ = true;
-    followNext_ = ops;
-    followEnd_ = ops + n;
-}
-
-bool Replay::tapeTake(Block& out) {
-    if (followNext_ == followEnd_) {
-        followMissing_++;
-        return false;
-    }
-    const uint32_t slot = *followNext_++;
-    if (slot == kNoSlot) return false;
-    if (slot >= slots_.size() || !slotLive_[slot]) {
-        followMissing_++;
-        return false;
-    }
-    out = slots_[slot];
-    slotLive_[slot] = 0;
-    slotsLive_--;
-    return true;
-}
-
-void Replay::tapePut(Block& b) {
-    if (followNext_ == followEnd_) {
-        followMissing_++;
-        return;
-    }
-    // A LiveLead hands out a slot given back before or the next new one: anything past that is
-    // a record of other events (and would grow the table without bound).
-    const uint32_t slot = *followNext_++;
-    if (slot == kNoSlot || slot > slots_.size()) {
-        followMissing_++;
-        return;
-    }
-    if (slot == slots_.size()) {
-        slots_.emplace_back();
-        slotLive_.push_back(0);
-    }
-    if (!b.imported) b.tag = slot;
-    slots_[slot] = b;
-    slotsLive_ += !slotLive_[slot];
-    slotLive_[slot] = 1;
-}
-
 void Replay::prefetch(const Event& e) const {
     if (follow_) return;
     if ((e.kind == EventKind::Alloc || e.kind == EventKind::Free) && e.ptr != 0)

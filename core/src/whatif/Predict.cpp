@@ -79,26 +79,10 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
             t->start();
         }
     }
-    // Three replays or more: the live set kept once on a thread of its own (replay::LiveLead),
-    // every replay following its record of each chunk instead of looking each block up itself
-    // (TraceReport.cpp does the same). Declared after `stop`: it pushes to the threads, so it
-    // goes first.
-    poolscope::detail::TapeQueue toFollow;
-    std::unique_ptr<poolscope::detail::ReplayThread> lead;
-    if (threads.size() >= 2) {
-        lead = std::make_unique<poolscope::detail::ReplayThread>();
-        lead->lead([&threads, &toFollow](const poolscope::detail::SharedChunk& c,
-                                         const poolscope::detail::SharedTape& t) {
-            for (poolscope::detail::ReplayThread* th : threads) th->push(c, t);
-            toFollow.push(c, t);
-        });
-        lead->start();
-    }
     poolscope::detail::SampleMerge merge;
     merge.expect(&ss);
     const uint64_t total = progress ? poolscope::detail::progressTotal(reader) : 0;
     bool cancelled = false, stopped = false;
-    uint64_t mismatches = 0;
     // One chunk on this thread's replay; false where afterChunk stops the read.
     auto applyChunk = [&](const std::vector<Event>& ev) {
         merge.chunk(ev, replay, [&](const Event& e) { replay.apply(e); });
@@ -110,29 +94,18 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
         }
         return true;
     };
-    constexpr size_t kAhead = 8; // chunks the live set may be ahead of this thread
-    size_t outstanding = 0;
-    auto followOne = [&] {
-        const poolscope::detail::TapeQueue::Item it = toFollow.pop();
-        outstanding--;
-        if (stopped) return;
-        const uint64_t missing = replay.liveOpsMissing();
-        replay.followLive(it.tape->data(), it.tape->size());
-        applyChunk(*it.chunk);
-        if (replay.liveOpsLeft() != 0 || replay.liveOpsMissing() != missing) [[unlikely]]
-            mismatches++;
-    };
+    // Three replays or more: the live set kept once on a thread of its own (replay::LiveLead),
+    // every replay following its record of each chunk instead of looking each block up itself
+    // (TraceReport.cpp does the same). Declared after `stop`: it pushes to the threads, so it
+    // goes first.
+    std::unique_ptr<poolscope::detail::LiveFollow> live;
+    if (threads.size() >= 2) live = std::make_unique<poolscope::detail::LiveFollow>(threads, replay, applyChunk);
     Status st = decodeChunksInOrder(reader, [&](std::vector<Event>& chunk) {
         if (cancel && cancel->load(std::memory_order_relaxed)) {
             cancelled = true;
             return false;
         }
-        if (lead) {
-            lead->push(shelf.hold(chunk));
-            outstanding++;
-            while (!stopped && (outstanding > kAhead || (outstanding > 0 && toFollow.ready()))) followOne();
-            return !stopped;
-        }
+        if (live) return live->push(shelf.hold(chunk));
         poolscope::detail::SharedChunk shared;
         if (!threads.empty()) {
             shared = shelf.hold(chunk);
@@ -143,14 +116,11 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
     if (stopped) return {}; // (forEachChunk calls it a cancel)
     if (!st) return st.error();
     if (cancelled) return Error{ErrorCode::Cancelled, "cancelled"};
-    if (lead) {
-        lead->end();
-        while (outstanding > 0 && !stopped) followOne();
-        if (stopped) return {};
-    }
+    if (live && !live->finish()) return {};
     merge.rest([&](const Event& e) { replay.apply(e); });
     for (poolscope::detail::ReplayThread* t : threads) t->end();
     ended = true;
+    uint64_t mismatches = live ? live->mismatches() : 0;
     for (poolscope::detail::ReplayThread* t : threads) mismatches += t->tapeMismatches(); // (ended)
     if (mismatches != 0)
         return Error{ErrorCode::Internal,

@@ -1,0 +1,52 @@
+// A replay following a live set kept elsewhere (Replay::followLive, replay::LiveLead): each
+// operation's outcome taken from the record, the blocks kept in a table by slot.
+#include "poolscope/replay/Replay.h"
+
+namespace poolscope::replay {
+
+void Replay::followLive(const uint32_t* ops, size_t n) {
+    follow_ = true;
+    followNext_ = ops;
+    followEnd_ = ops + n;
+}
+
+bool Replay::tapeTake(Block& out) {
+    if (followNext_ == followEnd_) {
+        followMissing_++;
+        return false;
+    }
+    const uint32_t slot = *followNext_++;
+    if (slot == kNoSlot) return false;
+    if (slot >= slots_.size() || !slotLive_[slot]) {
+        followMissing_++;
+        return false;
+    }
+    out = slots_[slot];
+    slotLive_[slot] = 0;
+    slotsLive_--;
+    return true;
+}
+
+void Replay::tapePut(Block& b) {
+    if (followNext_ == followEnd_) {
+        followMissing_++;
+        return;
+    }
+    // A LiveLead hands out a slot given back before or the next new one: anything past that is
+    // a record of other events (and would grow the table without bound).
+    const uint32_t slot = *followNext_++;
+    if (slot == kNoSlot || slot > slots_.size()) {
+        followMissing_++;
+        return;
+    }
+    if (slot == slots_.size()) {
+        slots_.emplace_back();
+        slotLive_.push_back(0);
+    }
+    if (!b.imported) b.tag = slot;
+    slots_[slot] = b;
+    slotsLive_ += !slotLive_[slot];
+    slotLive_[slot] = 1;
+}
+
+} // namespace poolscope::replay
