@@ -555,5 +555,32 @@ TEST(ReportStream, EventsBeyondTheHorizonAreCountedAndSaid) {
     EXPECT_EQ(old->report.failedCount, now->report.failedCount);
 }
 
+// A hand-built trace (not a recording): an allocation on pool A six seconds behind the newest
+// event (pool B's), in a later chunk, after A's points were used: its reserved, used, stream
+// live bytes and new peak all come too late. It is one event out of time order, not four, on
+// the reading thread and with the series on threads of their own.
+TEST(ReportStream, AnEventWithSeveralLatePointsIsCountedOnce) {
+    test::ScratchDir dir;
+    test::Events ev;
+    test::Events::wm(ev.alloc(100'000'000, 0x10, 0xA00, 0x1000, 4 * MiB), 32 * MiB, 4 * MiB);
+    test::Events::wm(ev.alloc(7'000'000'000, 0x20, 0xB00, 0x2000, 4 * MiB), 64 * MiB, 8 * MiB);
+    test::Events::wm(ev.alloc(1'000'000'000, 0x10, 0xA00, 0x3000, 4 * MiB), 96 * MiB, 12 * MiB);
+    test::Events::wm(ev.free(7'100'000'000, 0x20, 0xB00, 0x2000), 64 * MiB, 4 * MiB);
+    const std::string path =
+        test::writeEvents(dir.file("handbuilt_late_event.poolscope"), ev.all(), {}, {}, /*perChunk=*/2);
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    for (auto thread : {TraceReportOptions::FeedThread::Off, TraceReportOptions::FeedThread::On}) {
+        TraceReportOptions o;
+        o.mergeThread = thread;
+        auto r = reportTrace(**reader, o);
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->report.outOfOrderEvents, 1u);
+        ASSERT_EQ(r->report.pools.size(), 2u);
+        EXPECT_EQ(r->report.pools[0].peakReserved, 96 * MiB);
+        EXPECT_EQ(r->report.pools[0].peakUsed, 12 * MiB);
+    }
+}
+
 } // namespace
 } // namespace poolscope

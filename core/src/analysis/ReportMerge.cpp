@@ -33,12 +33,7 @@ ReportReducer::Device& ReportReducer::poolDevice(uint32_t pool, const Batch& b) 
     return d;
 }
 
-void ReportReducer::advance() {
-    if (!anyTime_) return;
-    int64_t frontier;
-    if (__builtin_sub_overflow(t1_, horizon_, &frontier)) frontier = INT64_MIN;
-    flush(frontier, false);
-}
+void ReportReducer::advance() { handOver(false); }
 
 // The batch holds sorted runs (a series' points, the steps): merged pairwise, O(n log runs).
 // Which series goes first at one instant does not matter, every figure is taken once it is
@@ -59,7 +54,7 @@ void ReportReducer::mergeRuns(Batch& b) {
     }
 }
 
-void ReportReducer::flush(int64_t frontier, bool all) {
+void ReportReducer::flush(int64_t frontier, bool all, const Commands& c) {
     Batch b = merger_.spare();
     std::vector<Entry>& entries = b.entries;
     entries.clear();
@@ -86,7 +81,7 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         list.resize(n);
     };
     keepActive(activePools_, [&](uint32_t i) {
-        Pool& p = pools_[i];
+        SeriesPool& p = sPools_[i];
         emitRun(p.reserved, i, Kind::Reserved);
         emitRun(p.used, i, Kind::Used);
         size_t left = p.reserved.buffered() + p.used.buffered();
@@ -100,13 +95,13 @@ void ReportReducer::flush(int64_t frontier, bool all) {
         return p.active = left != 0;
     });
     keepActive(activeStreams_, [&](uint32_t i) {
-        Stream& s = streams_[i];
+        SeriesLive& s = sStreams_[i];
         emitRun(s.live, i, Kind::StreamLive);
         held += s.live.buffered();
         return s.active = s.live.buffered() != 0;
     });
     keepActive(activeOutside_, [&](uint32_t i) {
-        Outside& o = outside_[i];
+        SeriesLive& o = sOutside_[i];
         emitRun(o.live, i, Kind::OutsideLive);
         held += o.live.buffered();
         return o.active = o.live.buffered() != 0;
@@ -121,15 +116,13 @@ void ReportReducer::flush(int64_t frontier, bool all) {
     while (!questions_.empty() && (all || questions_.top().t < frontier)) {
         const Question q = questions_.top();
         questions_.pop();
-        if (q.peak && q.version != pools_[q.idx].peakVersion) continue; // a later peak replaced it
+        if (q.peak && q.version != sPools_[q.idx].peakVersion) continue; // a later peak replaced it
         b.questions.push_back(q);
     }
     if (!entries.empty() || !b.questions.empty()) {
-        b.poolDevice.resize(pools_.size());
-        for (size_t i = 0; i < pools_.size(); ++i) b.poolDevice[i] = replay_.pools()[i].info.device;
-        b.outsideDevice.resize(outside_.size());
-        for (size_t i = 0; i < outside_.size(); ++i) b.outsideDevice[i] = outside_[i].device;
-        b.streams = streams_.size();
+        b.poolDevice = c.poolDevice;
+        b.outsideDevice = c.outsideDevice;
+        b.streams = c.streams;
         b.frontier = frontier;
         b.all = all;
         merger_.give(std::move(b));
@@ -283,16 +276,18 @@ void ReportReducer::answer(const Batch& b, size_t& next, int64_t upTo, bool all)
 // the replay knows without any change in the trace (read by the collector when it first saw the
 // pool, or a created pool's default), which the Timeline puts at the pool's start.
 ReportReducer::KnobEnd ReportReducer::knobAtEnd(uint32_t pool, PoolAttr a) const {
-    const StepTail& s = pools_[pool].knobs[replay::PoolState::knobIndex(a)];
+    const StepTail& s = sPools_[pool].knobs[replay::PoolState::knobIndex(a)];
     if (!s.empty()) return KnobEnd{s.size(), s.back()};
     const replay::Knob& k = replay_.pools()[pool].knob(a);
     return k.known ? KnobEnd{1, k.value} : KnobEnd{0, 0};
 }
 
 void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, size_t n) {
-    flush(INT64_MAX, true);
+    handOver(true);
+    series_.stop(false); // its last flush handed to the merge
     merged();
     if (merge_.size() < pools_.size()) merge_.resize(pools_.size());
+    if (sPools_.size() < pools_.size()) sPools_.resize(pools_.size());
     r.t0 = t0_;
     r.t1 = t1_;
     r.eventCount = eventCount_;
@@ -330,22 +325,23 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     const EntityOrder order = entityOrder(replay_);
     for (uint32_t i : order.pools) {
         const Pool& p = pools_[i];
+        const SeriesPool& sp = sPools_[i];
         const MergePool& m = merge_[i];
         PoolReport pr;
         pr.info = replay_.pools()[i].info;
         // Its bytes were summed under the device known then; the Timeline sums them under the
         // last one (device totals, and the device's memory outside the pools with them).
         if (m.seen && m.deviceOrdinal != pr.info.device) lateEvents_++;
-        pr.hasWatermarks = !p.reserved.empty() || !p.used.empty();
-        pr.peakReserved = p.peakReserved;
-        pr.peakReservedTsNs = p.peakReservedTsNs;
-        pr.usedAtPeakReserved = p.peakVersion ? m.usedAtPeak : m.usedAtZero;
+        pr.hasWatermarks = !sp.reserved.empty() || !sp.used.empty();
+        pr.peakReserved = sp.peakReserved;
+        pr.peakReservedTsNs = sp.peakReservedTsNs;
+        pr.usedAtPeakReserved = sp.peakVersion ? m.usedAtPeak : m.usedAtZero;
         pr.idleAtPeak =
             pr.peakReserved > pr.usedAtPeakReserved ? pr.peakReserved - pr.usedAtPeakReserved : 0;
         pr.maxIdle = m.maxIdle;
         pr.maxIdleTsNs = m.maxIdleTsNs;
-        pr.peakUsed = p.peakUsed;
-        pr.peakUsedTsNs = p.peakUsedTsNs;
+        pr.peakUsed = sp.peakUsed;
+        pr.peakUsedTsNs = sp.peakUsedTsNs;
         pr.peakLive = p.peakLive;
         pr.bytesAllocated = p.bytesAllocated;
         pr.allocCount = p.allocCount;
@@ -353,8 +349,8 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         pr.failedCount = p.failedCount;
         pr.liveAtEndBytes = poolHeld[i].bytes;
         pr.liveAtEndCount = poolHeld[i].count;
-        pr.finalReserved = p.reserved.empty() ? 0 : p.reserved.back();
-        pr.finalUsed = p.used.empty() ? 0 : p.used.back();
+        pr.finalReserved = sp.reserved.empty() ? 0 : sp.reserved.back();
+        pr.finalUsed = sp.used.empty() ? 0 : sp.used.back();
         const KnobEnd th = knobAtEnd(i, PoolAttr::ReleaseThreshold);
         pr.thresholdKnown = th.points != 0;
         pr.releaseThreshold = th.value;
@@ -366,7 +362,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
         pr.reuseFollowEventDependencies = policy(PoolAttr::ReuseFollowEventDependencies);
         pr.reuseAllowOpportunistic = policy(PoolAttr::ReuseAllowOpportunistic);
         pr.reuseAllowInternalDependencies = policy(PoolAttr::ReuseAllowInternalDependencies);
-        if (!p.reserved.empty())
+        if (!sp.reserved.empty())
             pr.meanIdle = m.prev <= m.first
                               ? m.gap
                               : static_cast<uint64_t>(m.area / (static_cast<long double>(m.prev) -
@@ -482,7 +478,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     r.outOfOrderEvents = lateEvents_;
 
     std::vector<std::pair<uint64_t, uint64_t>> poolCounts(pools_.size());
-    for (size_t i = 0; i < pools_.size(); ++i) poolCounts[i] = {pools_[i].allocCount, pools_[i].peakReserved};
+    for (size_t i = 0; i < pools_.size(); ++i) poolCounts[i] = {pools_[i].allocCount, sPools_[i].peakReserved};
     r.names = laneNames(replay_, order, deviceInfo_, poolCounts, pairs_, edgeStreams_, streamFailed_);
 
     if (!sites) return;

@@ -56,7 +56,9 @@ ReportReducer::ReportReducer(size_t topN, bool sites) : topN_(topN), sites_(site
 }
 
 void ReportReducer::setMergeThread(bool on) {
-    if (on) merger_.start();
+    if (!on) return;
+    merger_.start();
+    series_.start();
 }
 
 std::vector<ReportReducer::Lent> ReportReducer::lendAnalyses() {
@@ -84,93 +86,67 @@ void ReportReducer::expectSamples(const std::vector<Event>& samples) {
         const SampleFields h = SampleFields::of(e);
         if (h.reservedHigh != 0 || h.usedHigh != 0) highCaps_[e.pool].push_back(h.usedHigh);
     }
-    for (uint32_t i = 0; i < pools_.size(); ++i) poolSeries(i);
-}
-
-// The cap the next high watermark of the pool will put on its `used` points.
-void ReportReducer::poolSeries(uint32_t pool) {
-    auto it = highCaps_.find(replay_.pools()[pool].info.handle);
-    std::optional<uint64_t> cap;
-    if (it != highCaps_.end()) {
-        const size_t next = highNext_[it->first];
-        if (next < it->second.size()) cap = it->second[next];
-    }
-    pools_[pool].used.setCapAhead(cap);
+    // (The pools known so far get their caps when the series' side applies their NewPool.)
 }
 
 void ReportReducer::mirror() {
     while (pools_.size() < replay_.pools().size()) {
+        const auto i = static_cast<uint32_t>(pools_.size());
         pools_.emplace_back();
-        poolSeries(static_cast<uint32_t>(pools_.size() - 1));
+        cmd(Op::NewPool, 0, replay_.pools()[i].info.handle, i);
     }
     while (streams_.size() < replay_.streams().size()) streams_.emplace_back();
 }
 
-void ReportReducer::push(StepTail& s, int64_t ts, uint64_t v, bool merged) {
-    const bool inOrder = s.push(ts, v, merged ? done_ : INT64_MIN);
-    late_ = late_ || !inOrder;
-}
-
-void ReportReducer::poolActive(uint32_t pool) {
-    Pool& p = pools_[pool];
-    if (!p.active) {
-        p.active = true;
-        activePools_.push_back(pool);
-    }
-}
-
 void ReportReducer::reservedPoint(uint32_t pool, int64_t ts, uint64_t reserved) {
     Pool& p = pools_[pool];
-    push(p.reserved, ts, reserved);
-    poolActive(pool);
-    if (reserved > p.peakReserved) {
-        p.peakReserved = reserved;
-        p.peakReservedTsNs = ts;
-        ++p.peakVersion;
-        ask(ts, pool, true);
-    }
+    if (p.reservedKnown && p.lastReserved == reserved) return;
+    p.reservedKnown = true;
+    p.lastReserved = reserved;
+    cmd(Op::Reserved, ts, reserved, pool);
 }
 
 void ReportReducer::watermarks(uint32_t pool, int64_t ts, uint64_t reserved, uint64_t used) {
     reservedPoint(pool, ts, reserved);
     Pool& p = pools_[pool];
-    push(p.used, ts, used);
-    if (used > p.peakUsed) {
-        p.peakUsed = used;
-        p.peakUsedTsNs = ts;
-    }
+    if (p.usedKnown && p.lastUsed == used) return;
+    p.usedKnown = true;
+    p.lastUsed = used;
+    cmd(Op::Used, ts, used, pool);
 }
 
 void ReportReducer::driverHighs(uint32_t pool, const Event& e) {
     const SampleFields h = SampleFields::of(e);
     if (h.reservedHigh == 0 && h.usedHigh == 0) return;
-    Pool& p = pools_[pool];
-    ++highNext_[replay_.pools()[pool].info.handle];
-    uint64_t peak = 0;
-    int64_t peakTs = 0;
-    p.used.capSinceHigh(h.usedHigh, peak, peakTs);
-    poolSeries(pool); // the next sample's cap, for the points from here on
-    if (h.usedHigh > peak) peak = h.usedHigh, peakTs = e.tsNs;
-    p.peakUsed = peak;
-    p.peakUsedTsNs = peakTs;
-    p.used.setHighPeak(peak, peakTs);
-    if (h.reservedHigh > p.peakReserved) {
-        p.peakReserved = h.reservedHigh;
-        p.peakReservedTsNs = e.tsNs;
-        ++p.peakVersion;
-        ask(e.tsNs, pool, true);
-    }
+    pools_[pool].usedKnown = false; // the used points may be capped below what was handed over
+    cmd(Op::HighUsed, e.tsNs, h.usedHigh, pool);
+    cmd(Op::HighReserved, e.tsNs, h.reservedHigh, pool);
 }
 
-void ReportReducer::ask(int64_t t, uint32_t idx, bool peak) {
-    if (t < done_) late_ = true; // answered as of now, in the next merge
-    questions_.push(Question{t, idx, peak ? pools_[idx].peakVersion : 0u, peak});
+void ReportReducer::knobPoint(uint32_t pool, int k, int64_t ts, uint64_t v) {
+    pools_[pool].knobPushed[k] = true;
+    cmd(Op::Knob, ts, v, pool, static_cast<uint32_t>(k));
 }
 
 void ReportReducer::step(int64_t t, uint32_t pool, uint32_t site, int64_t bytes, int8_t count) {
-    if (!sites_) return;
-    if (t < done_) late_ = true;
-    steps_.push(Entry{t, static_cast<uint64_t>(bytes), pool, site, Kind::Step, count});
+    if (sites_) cmd(Op::Step, t, static_cast<uint64_t>(bytes), pool, site, count);
+}
+
+void ReportReducer::handOver(bool last) {
+    Commands& c = cmds_;
+    c.poolDevice.resize(pools_.size());
+    for (size_t i = 0; i < pools_.size(); ++i) c.poolDevice[i] = replay_.pools()[i].info.device;
+    c.outsideDevice.resize(outside_.size());
+    for (size_t i = 0; i < outside_.size(); ++i) c.outsideDevice[i] = outside_[i].device;
+    c.streams = streams_.size();
+    c.t1 = t1_;
+    c.anyTime = anyTime_;
+    c.last = last;
+    Commands next = series_.spare();
+    next.cmds.clear();
+    series_.give(std::move(c));
+    cmds_ = std::move(next);
+    event_ = 0;
 }
 
 Allocation ReportReducer::allocationOf(const replay::Block& b) const {
@@ -193,11 +169,7 @@ void ReportReducer::close(const replay::Block& b, int64_t ts, uint64_t seq, uint
     const int64_t freeTs = std::max(ts, b.allocTsNs);
     pools_[b.pool].freeCount++;
     Stream& s = streams_[b.stream];
-    push(s.live, freeTs, replay_.streams()[b.stream].liveBytes);
-    if (!s.active) {
-        s.active = true;
-        activeStreams_.push_back(b.stream);
-    }
+    cmd(Op::StreamLive, freeTs, replay_.streams()[b.stream].liveBytes, b.stream);
     if (seq != 0 && freeStream != replay_.streams()[b.stream].info.handle) s.crossStreamFrees++;
     step(freeTs, b.pool, slots_[b.tag].site, -static_cast<int64_t>(b.bytes), -1);
     if (!replay_.following()) freeSlots_.push_back(b.tag);
@@ -269,11 +241,7 @@ void ReportReducer::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
     p.withPointer++;
     step(e.tsNs, f.pool, e.site, static_cast<int64_t>(b.bytes), 1);
     const uint64_t streamLive = replay_.streams()[f.stream].liveBytes;
-    push(s.live, e.tsNs, streamLive);
-    if (!s.active) {
-        s.active = true;
-        activeStreams_.push_back(f.stream);
-    }
+    cmd(Op::StreamLive, e.tsNs, streamLive, f.stream);
     if (streamLive > s.peakLive) {
         s.peakLive = streamLive;
         s.peakLiveTsNs = e.tsNs;
@@ -288,10 +256,9 @@ void ReportReducer::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
 void ReportReducer::knob(uint32_t pool, const Event& e, const replay::Fact& f) {
     const int k = replay::PoolState::knobIndex(f.knobAttr);
     if (k < 0) return;
-    StepTail& s = pools_[pool].knobs[k];
-    if (s.empty() && f.knobBefore.known && e.tsNs > t0_) push(s, t0_, f.knobBefore.value, false);
-    push(s, e.tsNs, replay_.pools()[pool].knob(f.knobAttr).value, false);
-    poolActive(pool);
+    if (!pools_[pool].knobPushed[k] && f.knobBefore.known && e.tsNs > t0_)
+        knobPoint(pool, k, t0_, f.knobBefore.value);
+    knobPoint(pool, k, e.tsNs, replay_.pools()[pool].knob(f.knobAttr).value);
 }
 
 // A pointer import that replaced a live block of this trace (`b`): the replay dropped the block,
@@ -328,7 +295,7 @@ void ReportReducer::add(const Event& e) {
         t0_ = std::min(t0_, e.tsNs);
         t1_ = std::max(t1_, e.tsNs);
     }
-    late_ = false;
+    ++event_;
     // The block this event may hand out gets the next free slot (following a live set kept
     // elsewhere: the slot it holds there, Replay::followLive).
     const uint32_t tag = freeSlots_.empty() ? static_cast<uint32_t>(slots_.size()) : freeSlots_.back();
@@ -341,7 +308,6 @@ void ReportReducer::add(const Event& e) {
         sampleCount_++;
         watermarks(f.pool, e.tsNs, e.reserved, e.used);
         driverHighs(f.pool, e);
-        lateEvents_ += late_;
         return;
     }
     eventCount_++;
@@ -369,9 +335,8 @@ void ReportReducer::add(const Event& e) {
         for (PoolAttr a : {PoolAttr::ReleaseThreshold, PoolAttr::ReuseFollowEventDependencies,
                            PoolAttr::ReuseAllowOpportunistic,
                            PoolAttr::ReuseAllowInternalDependencies})
-            if (StepTail& s = p.knobs[replay::PoolState::knobIndex(a)]; s.empty())
-                push(s, e.tsNs, ps.knob(a).value, false);
-        poolActive(f.pool);
+            if (const int k = replay::PoolState::knobIndex(a); !p.knobPushed[k])
+                knobPoint(f.pool, k, e.tsNs, ps.knob(a).value);
         break;
     }
     case EventKind::PoolSetAttribute:
@@ -410,7 +375,6 @@ void ReportReducer::add(const Event& e) {
     }
     if (f.memReleased && e.kind == EventKind::Free) [[unlikely]]
         memReleased(e, f.mem); // cudaFreeAsync of a cudaMalloc pointer
-    lateEvents_ += late_;
 }
 
 ReportReducer::Outside& ReportReducer::outsideAt(uint32_t idx) {
@@ -433,11 +397,7 @@ void ReportReducer::memSeries(const Event& e, const replay::MemBlock& m) {
         if (m.api == static_cast<uint8_t>(DeviceAllocApi::Managed)) {
             o.managedPeakBytes = os.managedPeakBytes;
         } else {
-            push(o.live, e.tsNs, os.liveBytes);
-            if (!o.active) {
-                o.active = true;
-                activeOutside_.push_back(idx);
-            }
+            cmd(Op::OutsideLive, e.tsNs, os.liveBytes, idx);
             if (os.peakBytes > o.peakBytes) {
                 o.peakBytes = os.peakBytes;
                 o.peakTsNs = os.peakTsNs;
@@ -491,7 +451,7 @@ void ReportReducer::beyondPool(const Event& e, const replay::Fact& f) {
             const uint64_t callNs = ReleaseMemFields::of(e).callNs;
             o.syncFrees++;
             o.syncCallNs += callNs;
-            ask(e.tsNs, 0, false);
+            cmd(Op::Ask, e.tsNs, 0, 0);
         }
         break;
     case EventKind::HostFree:
@@ -508,10 +468,10 @@ void ReportReducer::beyondPool(const Event& e, const replay::Fact& f) {
 }
 
 bool ReportReducer::anyPolicyOff() const {
-    for (uint32_t i = 0; i < pools_.size(); ++i)
+    for (uint32_t i = 0; i < sPools_.size(); ++i)
         for (PoolAttr a : {PoolAttr::ReuseFollowEventDependencies, PoolAttr::ReuseAllowOpportunistic,
                            PoolAttr::ReuseAllowInternalDependencies}) {
-            const Pool& p = pools_[i];
+            const SeriesPool& p = sPools_[i];
             const int k = replay::PoolState::knobIndex(a);
             if (p.knobZero[k]) return true;
             // Off from the start without any change: the value the Timeline puts there.

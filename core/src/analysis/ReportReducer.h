@@ -84,9 +84,11 @@ public:
     ReportReducer(const ReportReducer&) = delete;
     ReportReducer& operator=(const ReportReducer&) = delete;
 
-    // Before the first event: the time merge's instants applied on a thread of its own, each
-    // flush's points handed over in order (the same figures; the report's thread was the read's
-    // slowest once the models' had help). Without a thread to be had, on this one.
+    // Before the first event: the series' points (StepTail), their peaks and the time merge on
+    // threads of their own (the same figures: the reading thread hands each chunk's points over
+    // as commands, the series' thread keeps them and hands each flush's points to the merge's
+    // thread in order; the reading thread, the read's slowest, keeps the counts and the replay).
+    // Without threads to be had, on this one.
     void setMergeThread(bool on);
     void setEntities(std::vector<DeviceInfo> devices, const std::vector<PoolInfo>& pools,
                      const std::vector<StreamInfo>& streams);
@@ -113,24 +115,86 @@ public:
         bool heaviest; // the stream hazards: about four times the other two together
     };
     std::vector<Lent> lendAnalyses();
-    // A reuse policy recorded off at some time (cmd_report's condition for the advisor).
+    // After finish(): a reuse policy recorded off at some time (cmd_report's condition for the
+    // advisor).
     bool anyPolicyOff() const;
-    // After finish(): the CPU time of the time merge's thread (0 without one).
+    // After finish(): the CPU time of the series' and the time merge's threads (0 without them).
+    double seriesCpu() const { return series_.cpuSeconds(); }
     double mergeCpu() const { return merger_.cpuSeconds(); }
 
 private:
+    // ---- The reading side: the replay and the counts, event by event.
     struct Pool {
+        uint64_t peakLive = 0;
+        int64_t peakLiveTsNs = 0;
+        uint64_t bytesAllocated = 0, allocCount = 0, freeCount = 0, failedCount = 0;
+        uint64_t withPointer = 0; // allocations that got a pointer (call sites look at those)
+        bool knobPushed[4] = {};  // a point went to the knob's series (StepTail::empty())
+        // The last reserved and used handed to the series (each series' back()): an equal one
+        // changes nothing there (StepTail::push), so it is not handed over. Unknown once a high
+        // watermark capped the used points.
+        uint64_t lastReserved = 0, lastUsed = 0;
+        bool reservedKnown = false, usedKnown = false;
+        std::vector<PoolAccess> access; // applyPoolAccess, as the Timeline keeps it
+    };
+    struct Stream {
+        uint64_t allocCount = 0, bytesAllocated = 0, freeCount = 0, crossStreamFrees = 0;
+        uint64_t failedCount = 0, peakLive = 0;
+        int64_t peakLiveTsNs = 0;
+    };
+    struct Outside {
+        int device = -1;
+        uint64_t peakBytes = 0, managedPeakBytes = 0;
+        int64_t peakTsNs = 0;
+        uint64_t allocCount = 0, freeCount = 0, failedCount = 0, syncFrees = 0, syncCallNs = 0;
+    };
+
+    // ---- The series' side: a chunk's points and questions as commands, applied in order.
+    enum class Op : uint8_t {
+        NewPool,      // idx: the pool, v: its handle
+        Reserved,     // watermarks(): reservedPoint()
+        Used,         // watermarks(): the used point
+        HighUsed,     // driverHighs(), v: the sample's UsedMemHigh
+        HighReserved, // driverHighs(), v: its ReservedMemHigh
+        StreamLive,
+        OutsideLive,
+        Knob,         // site: the knob index; not through the time merge
+        Step,         // the call sites' step: v the bytes (int64), site, count
+        Ask,          // a device-wide cudaFree's instant
+    };
+    struct Cmd {
+        int64_t t;
+        uint64_t v;
+        uint32_t idx;
+        uint32_t site;
+        uint32_t event; // the event's number in its chunk: an event with late points counts once
+        Op op;
+        int8_t count;
+    };
+    struct Commands {
+        std::vector<Cmd> cmds;
+        std::vector<int> poolDevice, outsideDevice; // as the replay knew them at the chunk's end
+        size_t streams = 0;
+        int64_t t1 = 0; // the newest timestamp so far
+        bool anyTime = false;
+        bool last = false; // finish(): every point and question due
+    };
+    // A pool's series and the figures taken from them.
+    struct SeriesPool {
         StepTail reserved, used;
         StepTail knobs[4]; // by PoolState::knobIndex
         bool knobZero[4] = {};
-        uint64_t peakReserved = 0, peakUsed = 0, peakLive = 0;
-        int64_t peakReservedTsNs = 0, peakUsedTsNs = 0, peakLiveTsNs = 0;
-        uint64_t bytesAllocated = 0, allocCount = 0, freeCount = 0, failedCount = 0;
-        uint64_t withPointer = 0; // allocations that got a pointer (call sites look at those)
+        uint64_t peakReserved = 0, peakUsed = 0;
+        int64_t peakReservedTsNs = 0, peakUsedTsNs = 0;
+        uint64_t handle = 0;
         bool active = false;      // some series holds points
         uint32_t peakVersion = 0; // raised at each new peak reserved: the instant asked about
-        std::vector<PoolAccess> access; // applyPoolAccess, as the Timeline keeps it
     };
+    struct SeriesLive {
+        StepTail live;
+        bool active = false;
+    };
+
     // A pool in the time merge (its side alone reads and writes these): reserved and used at
     // the merge's instant, the idle figures, the call sites' ledger.
     struct MergePool {
@@ -147,21 +211,6 @@ private:
         // Live bytes of its allocations by time (the call sites' instant without watermarks).
         int64_t stepLive = 0, stepBest = -1, stepAt = 0;
         SiteLedger ledger; // slot 0: at the peak reserved; slot 1: at the most live bytes
-    };
-    struct Stream {
-        StepTail live;
-        bool active = false;
-        uint64_t allocCount = 0, bytesAllocated = 0, freeCount = 0, crossStreamFrees = 0;
-        uint64_t failedCount = 0, peakLive = 0;
-        int64_t peakLiveTsNs = 0;
-    };
-    struct Outside {
-        int device = -1;
-        StepTail live;
-        bool active = false;
-        uint64_t peakBytes = 0, managedPeakBytes = 0;
-        int64_t peakTsNs = 0;
-        uint64_t allocCount = 0, freeCount = 0, failedCount = 0, syncFrees = 0, syncCallNs = 0;
     };
     // A device's sums at the merge's instant and their peaks (Timeline's DeviceTotals and
     // OutsideTimeline::withPools: peaks of the sum at one instant, first reached).
@@ -195,7 +244,7 @@ private:
         bool operator>(const Question& o) const { return t > o.t; }
     };
     // One flush's share of the merge: the points and steps before its frontier (sorted runs),
-    // the questions due, asked of the state as the reading side had it then (a peak replaced
+    // the questions due, asked of the state as the series' side had it then (a peak replaced
     // since is dropped here), and the devices the replay knew the pools and the memory outside
     // them on.
     struct Batch {
@@ -214,17 +263,15 @@ private:
         uint8_t api;
     };
 
+    // The reading side.
     void mirror();
-    void poolSeries(uint32_t pool);
-    void streamSeries(uint32_t stream);
-    void outsideSeries(uint32_t outside);
-    // A point into a series; merged: its points go through the time merge (not a knob's).
-    void push(StepTail& s, int64_t ts, uint64_t v, bool merged = true);
-    void poolActive(uint32_t pool);
-    void reservedPoint(uint32_t pool, int64_t ts, uint64_t reserved);
+    void cmd(Op op, int64_t t, uint64_t v, uint32_t idx, uint32_t site = 0, int8_t count = 0) {
+        cmds_.cmds.push_back(Cmd{t, v, idx, site, event_, op, count});
+    }
     void watermarks(uint32_t pool, int64_t ts, uint64_t reserved, uint64_t used);
+    void reservedPoint(uint32_t pool, int64_t ts, uint64_t reserved);
     void driverHighs(uint32_t pool, const Event& e);
-    void ask(int64_t t, uint32_t idx, bool peak);
+    void knobPoint(uint32_t pool, int k, int64_t ts, uint64_t v);
     void step(int64_t t, uint32_t pool, uint32_t site, int64_t bytes, int8_t count);
     void close(const replay::Block& b, int64_t ts, uint64_t seq, uint64_t freeStream);
     void alloc(const Event& e, const replay::Fact& f, uint32_t tag);
@@ -235,6 +282,8 @@ private:
     Outside& outsideAt(uint32_t idx);
     void memSeries(const Event& e, const replay::MemBlock& m);
     void memReleased(const Event& e, const replay::MemBlock& m);
+    // The chunk's commands to the series' side (`last`: with every point due).
+    void handOver(bool last);
     struct KnobEnd {
         size_t points; // 0: unknown
         uint64_t value;
@@ -243,9 +292,25 @@ private:
     Allocation allocationOf(const replay::Block& b) const;
     void topLeaks(std::vector<Allocation>& leaks) const; // the largest topN, in the report's order
 
-    // The time merge: flush() on the reading side makes a batch, run() applies it, here or on
+    // The series' side: seriesRun() applies a chunk's commands, then flushes the points the
+    // frontier passed, here or on the series' thread (seriesDone(): its work is done, its state
+    // may be read).
+    void seriesRun(Commands& c);
+    SeriesPool& seriesPool(uint32_t pool);
+    SeriesLive& seriesLive(std::vector<SeriesLive>& v, uint32_t idx);
+    void capAhead(uint32_t pool);
+    // A point into a series; merged: its points go through the time merge (not a knob's).
+    void push(StepTail& s, int64_t ts, uint64_t v, bool merged = true);
+    void poolActive(uint32_t pool);
+    void seriesReserved(uint32_t pool, int64_t ts, uint64_t reserved);
+    void seriesHighUsed(uint32_t pool, int64_t ts, uint64_t usedHigh);
+    void seriesHighReserved(uint32_t pool, int64_t ts, uint64_t reservedHigh);
+    void liveActive(std::vector<SeriesLive>& v, std::vector<uint32_t>& active, uint32_t idx);
+    void ask(int64_t t, uint32_t idx, bool peak);
+
+    // The time merge: flush() on the series' side makes a batch, run() applies it, there or on
     // the merge's thread (merged(): the thread's work is done, its state may be read).
-    void flush(int64_t frontier, bool all);
+    void flush(int64_t frontier, bool all, const Commands& c);
     void merged();
     void run(Batch& b);
     static void mergeRuns(Batch& b);
@@ -265,16 +330,12 @@ private:
     std::vector<Pool> pools_;       // replay order
     std::vector<Stream> streams_;   // replay order
     std::vector<Outside> outside_;  // replay order, mirrored as the builder does
-    std::vector<Device> devices_;   // device-wide sums, by first sight
     std::vector<DeviceInfo> deviceInfo_;
-    std::unordered_map<uint64_t, std::vector<uint64_t>> highCaps_; // pool -> coming UsedMemHighs
-    std::unordered_map<uint64_t, size_t> highNext_;                // pool -> index into those
 
     bool anyTime_ = false;
     int64_t t0_ = 0, t1_ = 0;
     uint64_t eventCount_ = 0, sampleCount_ = 0, unmatchedFrees_ = 0, waitEdges_ = 0;
     uint64_t syncCount_ = 0, implicitReleases_ = 0, trims_ = 0, unmatchedMemReleases_ = 0;
-    uint64_t deviceSyncsDuringPoolWork_ = 0;
     uint64_t accessGrants_ = 0; // PoolSetAccess events (descriptors)
     std::map<std::pair<int, int>, PeerCopyTotal> peerCopies_; // by (source, destination)
     struct PinnedAgg : PinnedCounts {
@@ -310,23 +371,37 @@ private:
     std::vector<uint32_t> streamLastPool_; // by replay stream index: the pool last paired with it
     std::set<std::pair<uint64_t, uint64_t>> edgeStreams_;
 
-    // Time merge state, the reading side's.
+    // The chunk's commands so far, and the number of its current event.
+    Commands cmds_;
+    uint32_t event_ = 0;
+
+    // The series' side's state (seriesRun(); on its thread, if any, until the last commands).
+    std::vector<SeriesPool> sPools_;                   // replay pool order
+    std::vector<SeriesLive> sStreams_, sOutside_;      // replay order
+    std::unordered_map<uint64_t, std::vector<uint64_t>> highCaps_; // pool -> coming UsedMemHighs
+    std::unordered_map<uint64_t, size_t> highNext_;                // pool -> index into those
     int64_t horizon_ = kHorizonNs;
     int64_t done_ = INT64_MIN; // everything before this instant is handed to the merge
     std::vector<uint32_t> activePools_, activeStreams_, activeOutside_;
     std::priority_queue<Entry, std::vector<Entry>, Later> steps_;
     std::priority_queue<Question, std::vector<Question>, std::greater<>> questions_;
-    bool late_ = false;           // this event came more than the horizon out of order
+    bool late_ = false;           // the current command's event came more than the horizon out of order
+    uint32_t lateEvent_ = 0;      // the last event counted late, in the chunk being applied
+    bool anyLate_ = false;        // one was, in that chunk
     uint64_t lateEvents_ = 0;
 
     // The merge's side (run(); on its thread, if any, until merged()).
     std::vector<MergePool> merge_;   // replay pool order
+    std::vector<Device> devices_;    // device-wide sums, by first sight
     std::vector<uint64_t> streamCur_; // each stream's live bytes at the merge's instant
     std::vector<uint32_t> touchedPools_, touchedDevices_;
     uint64_t streamsHolding_ = 0; // streams whose live bytes are above 0 at the merge's instant
+    uint64_t deviceSyncsDuringPoolWork_ = 0;
 
-    // The merge's thread, if any (last: stopped before the state it works on goes).
+    // The threads, if any (last: stopped before the state they work on goes; the series' first,
+    // as it hands work to the merge's).
     HandOff<Batch> merger_{[this](Batch& b) { run(b); }};
+    HandOff<Commands> series_{[this](Commands& c) { seriesRun(c); }};
 };
 
 } // namespace poolscope::detail

@@ -267,6 +267,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                      t->cpuSeconds()});
     }
     if (feed && feed->followerCpu() > 0) out.readThreadCpu.push_back({"the models' follower", feed->followerCpu()});
+    if (reducer.seriesCpu() > 0) out.readThreadCpu.push_back({"the series' points", reducer.seriesCpu()});
     if (reducer.mergeCpu() > 0) out.readThreadCpu.push_back({"the time merge", reducer.mergeCpu()});
     if (feed && adviceWorthIt(rep, reducer.anyPolicyOff())) {
         feed->finish();
