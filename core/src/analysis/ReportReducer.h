@@ -302,9 +302,8 @@ private:
     // A point into a series; merged: its points go through the time merge (not a knob's).
     void push(StepTail& s, int64_t ts, uint64_t v, bool merged = true);
     void poolActive(uint32_t pool);
-    void seriesReserved(uint32_t pool, int64_t ts, uint64_t reserved);
+    void raisePeakReserved(uint32_t pool, int64_t ts, uint64_t reserved);
     void seriesHighUsed(uint32_t pool, int64_t ts, uint64_t usedHigh);
-    void seriesHighReserved(uint32_t pool, int64_t ts, uint64_t reservedHigh);
     void liveActive(std::vector<SeriesLive>& v, std::vector<uint32_t>& active, uint32_t idx);
     void ask(int64_t t, uint32_t idx, bool peak);
 

@@ -49,16 +49,15 @@ void ReportReducer::liveActive(std::vector<SeriesLive>& v, std::vector<uint32_t>
     }
 }
 
-void ReportReducer::seriesReserved(uint32_t pool, int64_t ts, uint64_t reserved) {
+// A new peak reserved (a point's, or a sample's high watermark): the instant the time merge is
+// asked about.
+void ReportReducer::raisePeakReserved(uint32_t pool, int64_t ts, uint64_t reserved) {
     SeriesPool& p = sPools_[pool];
-    push(p.reserved, ts, reserved);
-    poolActive(pool);
-    if (reserved > p.peakReserved) {
-        p.peakReserved = reserved;
-        p.peakReservedTsNs = ts;
-        ++p.peakVersion;
-        ask(ts, pool, true);
-    }
+    if (reserved <= p.peakReserved) return;
+    p.peakReserved = reserved;
+    p.peakReservedTsNs = ts;
+    ++p.peakVersion;
+    ask(ts, pool, true);
 }
 
 // A sample with high watermarks (driverHighs): the used points since the last one capped, the
@@ -76,16 +75,6 @@ void ReportReducer::seriesHighUsed(uint32_t pool, int64_t ts, uint64_t usedHigh)
     p.used.setHighPeak(peak, peakTs);
 }
 
-void ReportReducer::seriesHighReserved(uint32_t pool, int64_t ts, uint64_t reservedHigh) {
-    SeriesPool& p = sPools_[pool];
-    if (reservedHigh > p.peakReserved) {
-        p.peakReserved = reservedHigh;
-        p.peakReservedTsNs = ts;
-        ++p.peakVersion;
-        ask(ts, pool, true);
-    }
-}
-
 void ReportReducer::ask(int64_t t, uint32_t idx, bool peak) {
     if (t < done_) late_ = true; // answered as of now, in the next merge
     questions_.push(Question{t, idx, peak ? sPools_[idx].peakVersion : 0u, peak});
@@ -101,7 +90,11 @@ void ReportReducer::seriesRun(Commands& c) {
             seriesPool(x.idx).handle = x.v;
             capAhead(x.idx);
             break;
-        case Op::Reserved: seriesReserved(x.idx, x.t, x.v); break;
+        case Op::Reserved:
+            push(sPools_[x.idx].reserved, x.t, x.v);
+            poolActive(x.idx);
+            raisePeakReserved(x.idx, x.t, x.v);
+            break;
         case Op::Used: {
             SeriesPool& p = sPools_[x.idx];
             push(p.used, x.t, x.v);
@@ -113,7 +106,7 @@ void ReportReducer::seriesRun(Commands& c) {
             break;
         }
         case Op::HighUsed: seriesHighUsed(x.idx, x.t, x.v); break;
-        case Op::HighReserved: seriesHighReserved(x.idx, x.t, x.v); break;
+        case Op::HighReserved: raisePeakReserved(x.idx, x.t, x.v); break;
         case Op::StreamLive:
             push(seriesLive(sStreams_, x.idx).live, x.t, x.v);
             liveActive(sStreams_, activeStreams_, x.idx);
