@@ -105,7 +105,8 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The live set kept once (TraceReportOptions::leadThread) forced on or off, for measuring it: not
     // for users.
     auto leadReplay = std::make_shared<std::string>("auto");
-    sub->add_option("--lead-replay", *leadReplay)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
+    // "report": the report's own replay keeps it for the others (TraceReportOptions::reportLeads).
+    sub->add_option("--lead-replay", *leadReplay)->group("")->check(CLI::IsMember({"auto", "on", "off", "report"}));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
@@ -135,7 +136,8 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.adviceThreads = *adviceThreads;
             using F = TraceReportOptions::FeedThread;
             options.askAhead = *askAhead == "on" ? F::On : *askAhead == "off" ? F::Off : F::Auto;
-            options.leadThread = *leadReplay == "on" ? F::On : *leadReplay == "off" ? F::Off : F::Auto;
+            options.leadThread = *leadReplay == "on" ? F::On : *leadReplay == "auto" ? F::Auto : F::Off;
+            if (*leadReplay == "report") options.reportLeads = F::On;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {

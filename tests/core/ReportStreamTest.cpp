@@ -94,11 +94,19 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.leadThread = Thread::On;  // one replay keeping the live set, the others following it
     o.askAhead = Thread::Off;
     auto par = reportTrace(**reader, o, "t.poolscope");
+    // The report's own replay keeping the live set for the others instead.
+    o.leadThread = Thread::Off;
+    o.reportLeads = Thread::On;
+    auto led = reportTrace(**reader, o, "t.poolscope");
+    o.reportLeads = Thread::Auto;
+    o.leadThread = Thread::On;
     // And the advisor's questions asked during the read, following the spill as it is written.
     o.askAhead = Thread::On;
     auto ahead = reportTrace(**reader, o, "t.poolscope");
-    EXPECT_TRUE(old && now && two && par && ahead);
-    if (!old || !now || !two || !par || !ahead) return {};
+    EXPECT_TRUE(old && now && two && par && led && ahead);
+    if (!old || !now || !two || !par || !led || !ahead) return {};
+    EXPECT_EQ(reportToJson(now->report), reportToJson(led->report));
+    EXPECT_EQ(sitesText(now->sites), sitesText(led->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(two->report));
     EXPECT_EQ(sitesText(now->sites), sitesText(two->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(par->report));
@@ -255,7 +263,7 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
     ASSERT_TRUE(reader);
     ASSERT_GT((*reader)->chunkedEventCount(), 0u);
     for (bool parallel : {false, true}) {
-        for (uint64_t stopAfter : {uint64_t{1}, uint64_t{100'000}}) {
+        for (uint64_t stopAfter : {uint64_t{1}, uint64_t{100'000}, uint64_t{50'000}}) {
             SCOPED_TRACE(std::to_string(parallel) + " after " + std::to_string(stopAfter));
             std::atomic<bool> cancel{false};
             TraceReportOptions o;
@@ -265,7 +273,10 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
             o.mergeThread = TraceReportOptions::FeedThread::On;
             o.spillThread = TraceReportOptions::FeedThread::On;
             o.askAhead = TraceReportOptions::FeedThread::On;
-            o.leadThread = TraceReportOptions::FeedThread::On;
+            // The last: the report's replay keeping the live set instead of a thread of its own.
+            const bool reportLeads = stopAfter == 50'000;
+            o.leadThread = reportLeads ? TraceReportOptions::FeedThread::Off : TraceReportOptions::FeedThread::On;
+            if (reportLeads) o.reportLeads = TraceReportOptions::FeedThread::On;
             o.cancel = &cancel;
             uint64_t seen = 0;
             o.progress = [&](uint64_t done, uint64_t) {
@@ -293,6 +304,8 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
         for (auto lead : {TraceReportOptions::FeedThread::Off, TraceReportOptions::FeedThread::On}) {
             o.parallel = parallel;
             o.leadThread = lead;
+            o.reportLeads = lead == TraceReportOptions::FeedThread::Off ? TraceReportOptions::FeedThread::On
+                                                                        : TraceReportOptions::FeedThread::Off;
             auto r = reportTrace(**damaged, o);
             ASSERT_FALSE(r);
             EXPECT_EQ(r.error().code, ErrorCode::Corrupt) << r.error().message;
@@ -369,10 +382,15 @@ TEST(ReportStream, WithoutThreadsTheReplaysRunOnTheReportsThread) {
     o.leadThread = TraceReportOptions::FeedThread::On;
     detail::simulateNoReplayThreads(true);
     auto got = reportTrace(**reader, o, "t.poolscope");
+    // The report's replay keeping the live set, the others following it on this thread.
+    o.leadThread = TraceReportOptions::FeedThread::Off;
+    o.reportLeads = TraceReportOptions::FeedThread::On;
+    auto led = reportTrace(**reader, o, "t.poolscope");
     detail::simulateNoReplayThreads(false);
-    ASSERT_TRUE(got);
+    ASSERT_TRUE(got && led);
     EXPECT_EQ(reportToText(got->report), reportToText(want->report));
     EXPECT_EQ(reportToJson(got->report), reportToJson(want->report));
+    EXPECT_EQ(reportToJson(led->report), reportToJson(want->report));
 }
 
 TEST(ReportStream, DisorderlyTracesMatch) {

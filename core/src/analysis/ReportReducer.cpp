@@ -172,7 +172,7 @@ void ReportReducer::close(const replay::Block& b, int64_t ts, uint64_t seq, uint
     cmd(Op::StreamLive, freeTs, replay_.streams()[b.stream].liveBytes, b.stream);
     if (seq != 0 && freeStream != replay_.streams()[b.stream].info.handle) s.crossStreamFrees++;
     step(freeTs, b.pool, slots_[b.tag].site, -static_cast<int64_t>(b.bytes), -1);
-    if (!replay_.following()) freeSlots_.push_back(b.tag);
+    if (!replay_.slotTags()) freeSlots_.push_back(b.tag);
 }
 
 // Mirrors Replay's retry bookkeeping: a thread's failure with 201 may turn out the runtime's own
@@ -221,7 +221,7 @@ void ReportReducer::alloc(const Event& e, const replay::Fact& f, uint32_t tag) {
     }
     if (b.ptr != 0) {
         // The slot the tag named is now this block's.
-        if (replay_.following()) {
+        if (replay_.slotTags()) {
             tag = b.tag;
             if (tag >= slots_.size()) slots_.resize(size_t{tag} + 1);
         } else if (tag == slots_.size()) {
@@ -274,7 +274,7 @@ void ReportReducer::orphan(const replay::Block& b) {
     orphanPools_[b.pool].count++;
     orphanStreams_[b.stream].bytes += a.size;
     orphanStreams_[b.stream].count++;
-    if (!replay_.following()) freeSlots_.push_back(b.tag);
+    if (!replay_.slotTags()) freeSlots_.push_back(b.tag);
 }
 
 // The leak order: largest first, then the earlier allocation.
@@ -296,8 +296,8 @@ void ReportReducer::add(const Event& e) {
         t1_ = std::max(t1_, e.tsNs);
     }
     ++event_;
-    // The block this event may hand out gets the next free slot (following a live set kept
-    // elsewhere: the slot it holds there, Replay::followLive).
+    // The block this event may hand out gets the next free slot (following or keeping a live set
+    // for others: the slot it holds there, Replay::followLive, Replay::leadLive).
     const uint32_t tag = freeSlots_.empty() ? static_cast<uint32_t>(slots_.size()) : freeSlots_.back();
     const replay::Fact& f = replay_.apply(e, tag);
     if (f.importReplaced) [[unlikely]]

@@ -220,6 +220,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     // replay (on this thread) and the others following its record of each chunk.
     std::unique_ptr<detail::LiveFollow> live;
     if (!threads.empty() && leadWanted) live = std::make_unique<detail::LiveFollow>(threads, reducer.replay(), reduce);
+    // Or the report's replay keeps it for them, each chunk's record handed over with the chunk.
+    const bool reportLeads = !live && !threads.empty() && options.reportLeads == TraceReportOptions::FeedThread::On;
+    std::vector<uint32_t> ops;
+    if (reportLeads) reducer.replay().leadLive(&ops);
     auto consume = [&](std::vector<Event>& chunk) {
         if (live) {
             live->push(shelf.hold(chunk));
@@ -228,9 +232,17 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         SharedChunk shared;
         if (!threads.empty()) {
             shared = shelf.hold(chunk);
-            for (ReplayThread* t : threads) t->push(shared);
+            if (!reportLeads)
+                for (ReplayThread* t : threads) t->push(shared);
         }
         reduce(shared ? *shared : chunk);
+        if (reportLeads) {
+            const size_t n = ops.size();
+            auto tape = std::make_shared<const std::vector<uint32_t>>(std::move(ops));
+            ops = std::vector<uint32_t>();
+            ops.reserve(n + 64);
+            for (ReplayThread* t : threads) t->push(shared, tape);
+        }
         return !cancelled();
     };
     const Status st = detail::forEachChunk(reader, options.parallel, consume);
@@ -241,8 +253,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (analyses) analyses->end();
     if (analyses2) analyses2->end();
     if (feed) feed->end();
-    if (live) {
-        uint64_t tapeMismatches = live->mismatches();
+    if (live || reportLeads) {
+        uint64_t tapeMismatches = live ? live->mismatches() : 0;
         for (ReplayThread* t : threads) tapeMismatches += t->tapeMismatches(); // (ended)
         // A record that was not of the events it came with would make other facts: not a report
         // to print.

@@ -468,7 +468,10 @@ void Replay::free(const Event& e) {
 bool Replay::liveTake(uint64_t ptr, Block& out) {
     if (follow_) [[unlikely]]
         return tapeTake(out);
-    return d_->live.take(ptr, out);
+    const bool found = d_->live.take(ptr, out);
+    if (leadOut_) [[unlikely]]
+        leadTake(found ? &out : nullptr);
+    return found;
 }
 
 void Replay::livePut(uint64_t ptr, Block& b) {
@@ -476,6 +479,8 @@ void Replay::livePut(uint64_t ptr, Block& b) {
         tapePut(b);
         return;
     }
+    if (leadOut_) [[unlikely]]
+        leadPut(b);
     d_->live.put(ptr, b);
 }
 

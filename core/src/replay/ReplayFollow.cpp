@@ -1,5 +1,6 @@
-// A replay following a live set kept elsewhere (Replay::followLive, replay::LiveLead): each
-// operation's outcome taken from the record, the blocks kept in a table by slot.
+// A replay following a live set kept elsewhere (Replay::followLive, replay::LiveLead, or another
+// replay's Replay::leadLive): each operation's outcome taken from the record, the blocks kept in
+// a table by slot; and a replay making that record.
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope::replay {
@@ -43,10 +44,30 @@ void Replay::tapePut(Block& b) {
         slots_.emplace_back();
         slotLive_.push_back(0);
     }
-    if (!b.imported) b.tag = slot;
+    b.tag = slot;
     slots_[slot] = b;
     slotsLive_ += !slotLive_[slot];
     slotLive_[slot] = 1;
+}
+
+// Leading (leadLive): a slot given back is the next one handed out, as a LiveLead does.
+void Replay::leadTake(const Block* found) {
+    if (!found) {
+        leadOut_->push_back(kNoSlot);
+        return;
+    }
+    leadOut_->push_back(found->tag);
+    leadFree_.push_back(found->tag);
+}
+
+void Replay::leadPut(Block& b) {
+    if (leadFree_.empty()) {
+        b.tag = leadNext_++;
+    } else {
+        b.tag = leadFree_.back();
+        leadFree_.pop_back();
+    }
+    leadOut_->push_back(b.tag);
 }
 
 } // namespace poolscope::replay

@@ -76,6 +76,10 @@ struct TraceReportOptions {
     // thread by a third but the report's own, whose reducer bounds the read, by 7 %: the read no
     // faster, for more CPU (docs/PERFORMANCE.md). The same report either way.
     FeedThread leadThread = FeedThread::Auto;
+    // Without it, with the read's replays on threads: the report's own replay, which looks every
+    // block up anyway, writes down each chunk's live-set operations (Replay::leadLive) and the
+    // models' and the analyses' replays follow that record, a chunk behind. Auto: off.
+    FeedThread reportLeads = FeedThread::Auto;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
     interop::DiffFacts* diffFacts = nullptr;

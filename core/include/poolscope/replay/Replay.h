@@ -252,7 +252,7 @@ public:
     // writes down, for each operation the events make on the live set, the slot it put or took
     // (or that a take found nothing). A following replay takes each operation's outcome from that
     // record instead of looking the pointer up, and keeps its blocks in a table by slot; each
-    // block's tag is its slot (imported mappings keep tag 0). The facts and the state are those
+    // block's tag is its slot. The facts and the state are those
     // of a replay of its own but for the tags, and forEachLive() and liveBlockCount() answer from
     // the table; liveBlock() knows nothing (nullptr).
     static constexpr uint32_t kNoSlot = ~uint32_t{0}; // a take that found no live block
@@ -260,6 +260,13 @@ public:
     // they are taken. Makes this replay a follower for good (before its first event).
     void followLive(const uint32_t* ops, size_t n);
     bool following() const { return follow_; }
+    // The same record made by this replay, which keeps its own live set and looks every pointer
+    // up anyway: each block it hands out gets a slot as its tag (the caller's tag unused), and
+    // each operation's slot is appended to `*out`, which the caller takes chunk by chunk. For
+    // good, before the first event.
+    void leadLive(std::vector<uint32_t>* out) { leadOut_ = out; }
+    // The blocks' tags are their slots (following or leading), not the caller's.
+    bool slotTags() const { return follow_ || leadOut_ != nullptr; }
     // Of the last followLive's outcomes, those not taken yet (0 once the chunk's events are in),
     // and how many operations found none left or an outcome that cannot be (each taken as a
     // miss): either means the record was not of these events.
@@ -317,6 +324,8 @@ private:
     void livePut(uint64_t ptr, Block& b);
     [[gnu::noinline]] bool tapeTake(Block& out);
     [[gnu::noinline]] void tapePut(Block& b);
+    [[gnu::noinline]] void leadTake(const Block* found);
+    [[gnu::noinline]] void leadPut(Block& b);
 
     std::vector<PoolState> pools_;
     std::vector<StreamState> streams_;
@@ -351,6 +360,10 @@ private:
     const uint32_t* followNext_ = nullptr;
     const uint32_t* followEnd_ = nullptr;
     uint64_t followMissing_ = 0;
+    // leadLive: the record, the slots given back, the next new one.
+    std::vector<uint32_t>* leadOut_ = nullptr;
+    std::vector<uint32_t> leadFree_;
+    uint32_t leadNext_ = 0;
 };
 
 // An analysis driven by the replay: sees each applied event's fact with the state after it.
