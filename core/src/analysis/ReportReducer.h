@@ -293,8 +293,8 @@ private:
     void topLeaks(std::vector<Allocation>& leaks) const; // the largest topN, in the report's order
 
     // The series' side: seriesRun() applies a chunk's commands, then flushes the points the
-    // frontier passed, here or on the series' thread (seriesDone(): its work is done, its state
-    // may be read).
+    // frontier passed, here or on the series' thread (stopped in finish(): its state may then be
+    // read).
     void seriesRun(Commands& c);
     SeriesPool& seriesPool(uint32_t pool);
     SeriesLive& seriesLive(std::vector<SeriesLive>& v, uint32_t idx);
@@ -385,8 +385,6 @@ private:
     std::priority_queue<Entry, std::vector<Entry>, Later> steps_;
     std::priority_queue<Question, std::vector<Question>, std::greater<>> questions_;
     bool late_ = false;           // the current command's event came more than the horizon out of order
-    uint32_t lateEvent_ = 0;      // the last event counted late, in the chunk being applied
-    bool anyLate_ = false;        // one was, in that chunk
     uint64_t lateEvents_ = 0;
 
     // The merge's side (run(); on its thread, if any, until merged()).
