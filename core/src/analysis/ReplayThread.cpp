@@ -224,6 +224,14 @@ bool LiveFollow::push(SharedChunk chunk) {
     return !stopped_;
 }
 
+Status followersInStep(const LiveFollow* live, const std::vector<ReplayThread*>& threads) {
+    uint64_t mismatches = live ? live->mismatches() : 0;
+    for (const ReplayThread* t : threads) mismatches += t->tapeMismatches();
+    if (mismatches != 0)
+        return Error{ErrorCode::Internal, "internal fault: the replays following the live set went out of step"};
+    return {};
+}
+
 bool LiveFollow::finish() {
     lead_->end();
     while (outstanding_ > 0 && !stopped_) followOne();

@@ -22,6 +22,7 @@
 #include "../replay/LiveLead.h"
 #include "poolscope/Entities.h"
 #include "poolscope/Event.h"
+#include "poolscope/Result.h"
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope::detail {
@@ -293,5 +294,10 @@ private:
     bool stopped_ = false;
     std::unique_ptr<ReplayThread> lead_; // last: its thread, which pushes to the above, goes first
 };
+
+// After a read whose replays followed a live set's record (`live`'s, or the reading replay's,
+// Replay::leadLive), with `threads` ended: a record that was not of the events it came with would
+// have made other facts, so the read's result is not to be used (ErrorCode::Internal).
+Status followersInStep(const LiveFollow* live, const std::vector<ReplayThread*>& threads);
 
 } // namespace poolscope::detail

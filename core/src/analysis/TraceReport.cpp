@@ -253,15 +253,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (analyses) analyses->end();
     if (analyses2) analyses2->end();
     if (feed) feed->end();
-    if (live || reportLeads) {
-        uint64_t tapeMismatches = live ? live->mismatches() : 0;
-        for (ReplayThread* t : threads) tapeMismatches += t->tapeMismatches(); // (ended)
-        // A record that was not of the events it came with would make other facts: not a report
-        // to print.
-        if (tapeMismatches != 0)
-            return Error{ErrorCode::Internal,
-                         "internal fault: the replays following the live set went out of step"};
-    }
+    if (live || reportLeads)
+        if (Status inStep = detail::followersInStep(live.get(), threads); !inStep) return inStep.error();
     reducer.finish(rep, options.topSites > 0 ? &out.sites : nullptr, options.topSites);
     detail::dropEmptyUnknownPool(rep);
     detail::addFindings(rep);

@@ -33,10 +33,11 @@ void Replay::tapePut(Block& b) {
         followMissing_++;
         return;
     }
-    // A LiveLead hands out a slot given back before or the next new one: anything past that is
-    // a record of other events (and would grow the table without bound).
+    // A LiveLead (or a leading replay) hands out a slot given back before or the next new one:
+    // anything past that, or a slot a block still holds, is a record of other events (and the
+    // first would grow the table without bound).
     const uint32_t slot = *followNext_++;
-    if (slot == kNoSlot || slot > slots_.size()) {
+    if (slot == kNoSlot || slot > slots_.size() || (slot < slots_.size() && slotLive_[slot])) {
         followMissing_++;
         return;
     }
@@ -46,7 +47,7 @@ void Replay::tapePut(Block& b) {
     }
     b.tag = slot;
     slots_[slot] = b;
-    slotsLive_ += !slotLive_[slot];
+    slotsLive_++;
     slotLive_[slot] = 1;
 }
 

@@ -120,12 +120,7 @@ Status replayTrace(const TraceReader& reader, replay::Replay& replay, uint64_t& 
     merge.rest([&](const Event& e) { replay.apply(e); });
     for (poolscope::detail::ReplayThread* t : threads) t->end();
     ended = true;
-    uint64_t mismatches = live ? live->mismatches() : 0;
-    for (poolscope::detail::ReplayThread* t : threads) mismatches += t->tapeMismatches(); // (ended)
-    if (mismatches != 0)
-        return Error{ErrorCode::Internal,
-                     "internal fault: the replays following the live set went out of step"};
-    return {};
+    return poolscope::detail::followersInStep(live.get(), threads);
 }
 
 // How many replays a pass with `observers` models and bounds follows: one per CPU in two (the

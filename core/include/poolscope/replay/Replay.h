@@ -252,9 +252,9 @@ public:
     // writes down, for each operation the events make on the live set, the slot it put or took
     // (or that a take found nothing). A following replay takes each operation's outcome from that
     // record instead of looking the pointer up, and keeps its blocks in a table by slot; each
-    // block's tag is its slot. The facts and the state are those
-    // of a replay of its own but for the tags, and forEachLive() and liveBlockCount() answer from
-    // the table; liveBlock() knows nothing (nullptr).
+    // block's tag is its slot. The facts and the state are those of a replay of its own but for
+    // the tags, and forEachLive() and liveBlockCount() answer from the table; liveBlock() knows
+    // nothing (nullptr).
     static constexpr uint32_t kNoSlot = ~uint32_t{0}; // a take that found no live block
     // The outcomes of the next operations (the events of one chunk), held by the caller until
     // they are taken. Makes this replay a follower for good (before its first event).
