@@ -107,10 +107,14 @@ void registerReport(CLI::App& app, int& exitCode) {
     auto leadReplay = std::make_shared<std::string>("auto");
     // "report": the report's own replay keeps it for the others (TraceReportOptions::reportLeads).
     sub->add_option("--lead-replay", *leadReplay)->group("")->check(CLI::IsMember({"auto", "on", "off", "report"}));
+    // The analyses over two threads (TraceReportOptions::analysesSplit) forced on or off, for
+    // measuring it: not for users.
+    auto splitAnalyses = std::make_shared<std::string>("auto");
+    sub->add_option("--split-analyses", *splitAnalyses)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -138,6 +142,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.askAhead = *askAhead == "on" ? F::On : *askAhead == "off" ? F::Off : F::Auto;
             options.leadThread = *leadReplay == "on" ? F::On : *leadReplay == "auto" ? F::Auto : F::Off;
             if (*leadReplay == "report") options.reportLeads = F::On;
+            options.analysesSplit = *splitAnalyses == "on" ? F::On : *splitAnalyses == "off" ? F::Off : F::Auto;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {

@@ -98,15 +98,21 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.leadThread = Thread::Off;
     o.reportLeads = Thread::On;
     auto led = reportTrace(**reader, o, "t.poolscope");
+    // Neither keeping it: the analyses over two threads, each with a replay of its own.
     o.reportLeads = Thread::Auto;
+    o.analysesSplit = Thread::On;
+    auto split = reportTrace(**reader, o, "t.poolscope");
+    o.analysesSplit = Thread::Auto;
     o.leadThread = Thread::On;
     // And the advisor's questions asked during the read, following the spill as it is written.
     o.askAhead = Thread::On;
     auto ahead = reportTrace(**reader, o, "t.poolscope");
-    EXPECT_TRUE(old && now && two && par && led && ahead);
-    if (!old || !now || !two || !par || !led || !ahead) return {};
+    EXPECT_TRUE(old && now && two && par && led && split && ahead);
+    if (!old || !now || !two || !par || !led || !split || !ahead) return {};
     EXPECT_EQ(reportToJson(now->report), reportToJson(led->report));
     EXPECT_EQ(sitesText(now->sites), sitesText(led->sites));
+    EXPECT_EQ(reportToJson(now->report), reportToJson(split->report));
+    EXPECT_EQ(sitesText(now->sites), sitesText(split->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(two->report));
     EXPECT_EQ(sitesText(now->sites), sitesText(two->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(par->report));

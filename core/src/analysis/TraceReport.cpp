@@ -160,10 +160,12 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::unique_ptr<detail::AdviceFeed> feed;
     std::unique_ptr<ReplayThread> analyses, analyses2;
     std::vector<ReplayThread*> threads;
-    // With the live set kept once (below), a replay that follows it costs about a quarter of its
-    // own work less, so the analyses take two: the stream hazards on one, the pending frees, the
-    // fragmentation and the racing threads' ranges on the other.
+    // With the live set kept once (below, either way), a replay that follows it costs about a
+    // quarter of its own work less, so the analyses take two: the stream hazards on one, the
+    // pending frees, the fragmentation and the racing threads' ranges on the other.
     const bool leadWanted = options.leadThread == TraceReportOptions::FeedThread::On;
+    const bool reportLeadWanted = !leadWanted && options.reportLeads == TraceReportOptions::FeedThread::On;
+    const bool splitWanted = leadWanted || reportLeadWanted || options.analysesSplit == TraceReportOptions::FeedThread::On;
     if (options.advice) {
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
                                                     /*spill=*/true, whatif::Calibration{},
@@ -184,7 +186,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                 analyses = std::make_unique<ReplayThread>();
                 threads.push_back(analyses.get());
                 heavy = light = analyses.get();
-                if (leadWanted) {
+                if (splitWanted) {
                     analyses2 = std::make_unique<ReplayThread>();
                     threads.push_back(analyses2.get());
                     light = analyses2.get();
@@ -221,7 +223,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::unique_ptr<detail::LiveFollow> live;
     if (!threads.empty() && leadWanted) live = std::make_unique<detail::LiveFollow>(threads, reducer.replay(), reduce);
     // Or the report's replay keeps it for them, each chunk's record handed over with the chunk.
-    const bool reportLeads = !live && !threads.empty() && options.reportLeads == TraceReportOptions::FeedThread::On;
+    const bool reportLeads = !live && !threads.empty() && reportLeadWanted;
     std::vector<uint32_t> ops;
     if (reportLeads) reducer.replay().leadLive(&ops);
     auto consume = [&](std::vector<Event>& chunk) {

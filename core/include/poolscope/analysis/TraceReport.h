@@ -58,6 +58,11 @@ struct TraceReportOptions {
     // hazards, fragmentation) on another, with a third replay (Auto: with 4 or more hardware
     // threads), else on the models' thread.
     FeedThread analysesThread = FeedThread::Auto;
+    // With the analyses on a thread of their own: the stream hazards there, the pending frees,
+    // the fragmentation and the racing threads' ranges on another with a replay of its own,
+    // which takes the ranges off the models' thread (Auto: off; with the live set kept once,
+    // either way, always).
+    FeedThread analysesSplit = FeedThread::Auto;
     // The report's time merge (the figures taken over time: idle bytes, device sums, call sites
     // at a peak) on a thread of its own, fed by the report's (Auto: with 6 or more hardware
     // threads, where decoding, the report's replay, the models' and the analyses' have theirs).
@@ -78,7 +83,8 @@ struct TraceReportOptions {
     FeedThread leadThread = FeedThread::Auto;
     // Without it, with the read's replays on threads: the report's own replay, which looks every
     // block up anyway, writes down each chunk's live-set operations (Replay::leadLive) and the
-    // models' and the analyses' replays follow that record, a chunk behind. Auto: off.
+    // models' and the analyses' replays follow that record, a chunk behind, and the analyses
+    // take two threads, as with leadThread. Auto: off.
     FeedThread reportLeads = FeedThread::Auto;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
