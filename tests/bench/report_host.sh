@@ -1,32 +1,36 @@
 #!/usr/bin/env bash
-# `report` on a GPU host (no /usr/bin/time there), two builds of the CLI and the live set kept
-# once off, on (a thread of its own) and by the report's own replay (`--lead-replay report`): both generated traces written there, one `report --timings` of each setting
-# on the large one (each read thread's CPU), then report_rounds.py at both sizes.
+# `report` on a GPU host (no /usr/bin/time there): the default against other settings of one
+# build, and against an older build where one is given. Both generated traces are written there,
+# one `report --timings` of each setting at 105.9 M events (each read thread's CPU), then
+# report_rounds.py at both sizes, the settings alternated round by round.
 #
-#   tests/bench/report_host.sh BIN_DIR [OUT_DIR]
+#   tests/bench/report_host.sh BIN_DIR [NAME=ARG[,ARG...] ...]
+#   e.g. tests/bench/report_host.sh .carry/x/bin led=--lead-replay,report split=--split-analyses,on
 #
-# BIN_DIR holds poolscope-base, poolscope-new and poolscope_bench_gentrace (stripped, carried
-# with the device tool), and lib/ beside it any library the host lacks (libsqlite3.so.0).
+# BIN_DIR holds poolscope and poolscope_bench_gentrace (stripped, carried with the device tool),
+# optionally poolscope-base (an older build, measured as `base`), and lib/ beside it any library
+# the host lacks (libsqlite3.so.0). ROUNDS100 (default 5) and ROUNDS10 (default 5): rounds at
+# each size; about 21 s a round at 105.9 M events on the slower hosts, so keep a device call's
+# 10 minutes in mind with several settings.
 set -u
-B=$(cd "${1:?usage: $0 BIN_DIR [OUT_DIR]}" && pwd)
+B=$(cd "${1:?usage: $0 BIN_DIR [NAME=ARG[,ARG...] ...]}" && pwd); shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 [[ -d $B/../lib ]] && export LD_LIBRARY_PATH=$(cd "$B/../lib" && pwd)
 T=/tmp/ps; mkdir -p $T
-O=${2:-${OUT:-/tmp/out}}; mkdir -p "$O"
-nproc; lscpu | grep -E 'Model name|^CPU\(s\)|Thread' | head -3
-( time $B/poolscope_bench_gentrace $T/z10.poolscope 4700000 ) 2>&1 | tail -4   # 10.5 M events
-( time $B/poolscope_bench_gentrace $T/z100.poolscope 47000000 ) 2>&1 | tail -4 # 105.9 M events
-for bin in base new; do for lead in off on report; do
-  [[ $bin == base && $lead == report ]] && continue # (not in 5118b6d)
-  echo "== $bin, live set kept once $lead, 105.9 M events"
-  { time $B/poolscope-$bin report --timings --lead-replay $lead $T/z100.poolscope > "$O/z100-$bin-$lead.txt" 2> "$O/z100-$bin-$lead.err" ; } 2>&1 | tail -3
-  tail -3 "$O/z100-$bin-$lead.err"
-done; done
-md5sum "$O"/z100-*.txt
-# (About 9 minutes on the faster hosts with 5 rounds at both sizes: ROUNDS100=2 stays within a
-# device call's 10 minutes on the slower ones.)
-for t in z10 z100; do
-  rounds=5; [[ $t == z100 ]] && rounds=${ROUNDS100:-5}
-  python3 "$HERE/report_rounds.py" $T/$t.poolscope $rounds base=$B/poolscope-base new=$B/poolscope-new \
-    newlead=$B/poolscope-new,report,--lead-replay,on led=$B/poolscope-new,report,--lead-replay,report 2>&1 | tail -13
+O=${OUT:-/tmp/out}; mkdir -p "$O"
+nproc; lscpu | grep -E 'Model name' | head -1
+[[ -f $T/z10.poolscope ]] || $B/poolscope_bench_gentrace $T/z10.poolscope 4700000 | tail -1    # 10.5 M events
+[[ -f $T/z100.poolscope ]] || $B/poolscope_bench_gentrace $T/z100.poolscope 47000000 | tail -1 # 105.9 M events
+builds=(default=$B/poolscope)
+[[ -x $B/poolscope-base ]] && builds=(base=$B/poolscope-base "${builds[@]}")
+for s in "$@"; do builds+=("${s%%=*}=$B/poolscope,report,${s#*=}"); done
+for b in "${builds[@]}"; do
+  name=${b%%=*}; IFS=, read -r -a cmd <<< "${b#*=}"
+  [[ ${#cmd[@]} -gt 1 ]] || cmd+=(report)
+  echo "== $name, 105.9 M events"
+  "${cmd[@]}" --timings $T/z100.poolscope > "$O/z100-$name.txt" 2> "$O/z100-$name.err"
+  tail -3 "$O/z100-$name.err"
 done
+md5sum "$O"/z100-*.txt
+python3 "$HERE/report_rounds.py" $T/z100.poolscope ${ROUNDS100:-5} "${builds[@]}" 2>&1 | tail -$((6 + ${#builds[@]}))
+python3 "$HERE/report_rounds.py" $T/z10.poolscope ${ROUNDS10:-5} "${builds[@]}" 2>&1 | tail -$((6 + ${#builds[@]}))

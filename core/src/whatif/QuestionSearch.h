@@ -193,10 +193,10 @@ public:
     Speculation(const Speculation&) = delete;
     Speculation& operator=(const Speculation&) = delete;
 
-    // Threads a wave takes on a machine of `cpus` hardware threads: all but the report's read's
-    // own 6 (decoding, the report's, the models', the analyses', the follower, the time merge),
-    // at least 4, at most kMaxAdviceThreads; and from how many the questions are asked ahead
-    // by default.
+    // Threads a wave takes on a machine of `cpus` hardware threads: all but 6 for the report's
+    // read (decoding, the report's, the models', the analyses', the follower, the time merge;
+    // its seventh, the series', needs about a quarter of a core), at least 4, at most
+    // kMaxAdviceThreads; and from how many the questions are asked ahead by default.
     static unsigned threadsFor(unsigned cpus);
     static constexpr unsigned kFromCpus = 12;
 
