@@ -162,7 +162,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::vector<ReplayThread*> threads;
     // With the live set kept once (below, either way), a replay that follows it costs about a
     // quarter of its own work less, so the analyses take two: the stream hazards on one, the
-    // pending frees, the fragmentation and the racing threads' ranges on the other.
+    // pending frees, the fragmentation and the racing threads' ranges on the other. Asked for
+    // (analysesSplit), they take two without it too.
     const bool leadWanted = options.leadThread == TraceReportOptions::FeedThread::On;
     const bool reportLeadWanted = !leadWanted && options.reportLeads == TraceReportOptions::FeedThread::On;
     const bool splitWanted = leadWanted || reportLeadWanted || options.analysesSplit == TraceReportOptions::FeedThread::On;
