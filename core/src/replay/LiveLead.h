@@ -6,7 +6,7 @@
 // the order Replay::apply makes them (an alloc takes its pointer, then puts it; a free and a
 // cudaFree of a pool block take it; a pointer import takes it, then puts the mapping), the slot
 // put or taken is written down, or Replay::kNoSlot for a take that found nothing. A slot is
-// given back when its block is taken and handed out again, the most recently given back first.
+// given back when its block is taken and handed out again (LiveSlots).
 // The conditions under which an event touches the live set are Replay::apply's; ReplayFollowTest
 // holds the two to the same facts on every sample and generated trace.
 
@@ -62,24 +62,17 @@ public:
 private:
     void take(uint64_t ptr, std::vector<uint32_t>& ops) {
         uint32_t slot = Replay::kNoSlot;
-        if (live_.take(ptr, slot)) free_.push_back(slot);
+        if (live_.take(ptr, slot)) slots_.giveBack(slot);
         ops.push_back(slot);
     }
     void put(uint64_t ptr, std::vector<uint32_t>& ops) {
-        uint32_t slot;
-        if (free_.empty()) {
-            slot = next_++;
-        } else {
-            slot = free_.back();
-            free_.pop_back();
-        }
+        const uint32_t slot = slots_.hand();
         live_.put(ptr, slot);
         ops.push_back(slot);
     }
 
     detail::FlatPtrMap<uint32_t> live_;
-    std::vector<uint32_t> free_;
-    uint32_t next_ = 0;
+    LiveSlots slots_;
 };
 
 } // namespace poolscope::replay

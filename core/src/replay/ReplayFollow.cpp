@@ -51,23 +51,18 @@ void Replay::tapePut(Block& b) {
     slotLive_[slot] = 1;
 }
 
-// Leading (leadLive): a slot given back is the next one handed out, as a LiveLead does.
+// Leading (leadLive): the slots handed out as a LiveLead hands them out.
 void Replay::leadTake(const Block* found) {
     if (!found) {
         leadOut_->push_back(kNoSlot);
         return;
     }
     leadOut_->push_back(found->tag);
-    leadFree_.push_back(found->tag);
+    leadSlots_.giveBack(found->tag);
 }
 
 void Replay::leadPut(Block& b) {
-    if (leadFree_.empty()) {
-        b.tag = leadNext_++;
-    } else {
-        b.tag = leadFree_.back();
-        leadFree_.pop_back();
-    }
+    b.tag = leadSlots_.hand();
     leadOut_->push_back(b.tag);
 }
 

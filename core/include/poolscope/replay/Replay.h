@@ -212,6 +212,24 @@ struct Fact {
 
 class Observer;
 
+// The slots of the live set kept once (replay::LiveLead, Replay::leadLive): a number no live
+// block holds, the most recently given back first, else the next new one. Every leader hands
+// them out alike, and a follower holds the record to that (Replay::tapePut).
+class LiveSlots {
+public:
+    uint32_t hand() {
+        if (free_.empty()) return next_++;
+        const uint32_t s = free_.back();
+        free_.pop_back();
+        return s;
+    }
+    void giveBack(uint32_t slot) { free_.push_back(slot); }
+
+private:
+    std::vector<uint32_t> free_;
+    uint32_t next_ = 0;
+};
+
 class Replay {
 public:
     Replay();
@@ -360,10 +378,9 @@ private:
     const uint32_t* followNext_ = nullptr;
     const uint32_t* followEnd_ = nullptr;
     uint64_t followMissing_ = 0;
-    // leadLive: the record, the slots given back, the next new one.
+    // leadLive: the record, and the slots.
     std::vector<uint32_t>* leadOut_ = nullptr;
-    std::vector<uint32_t> leadFree_;
-    uint32_t leadNext_ = 0;
+    LiveSlots leadSlots_;
 };
 
 // An analysis driven by the replay: sees each applied event's fact with the state after it.
