@@ -13,6 +13,8 @@
 
 #include <memory>
 
+#include "../../core/src/whatif/LaneModel.h"
+#include "../../core/src/whatif/QuestionSearch.h"
 #include "SyntheticTrace.h"
 #include "poolscope/replay/Replay.h"
 #include "poolscope/whatif/PoolModel.h"
@@ -131,6 +133,99 @@ void panelPredict(benchmark::State& state, bool onePool) {
 }
 void BM_PanelPredictOnePoolFromTape(benchmark::State& state) { panelPredict(state, true); }
 void BM_PanelPredictAllPoolsFromTape(benchmark::State& state) { panelPredict(state, false); }
+
+// The advisor's candidate thresholds over the tape of all 2 M events, fed a step (4 k ops) at a
+// time as the questions follow the report's spill: each its own PoolModel, against the same
+// thresholds as lanes of LaneModels (all in one, or dealt to 2 or 4 of them, as threads would
+// hold them). Items are events times candidates: the figure is the cost of one candidate an event.
+const whatif::Tape& wholeTape() {
+    static const whatif::Tape tape = [] {
+        replay::Replay r;
+        whatif::TapeRecorder rec;
+        r.subscribe(&rec, whatif::TapeRecorder::kindMask());
+        for (const Event& e : events()) r.apply(e);
+        return rec.tape(r);
+    }();
+    return tape;
+}
+
+std::vector<uint64_t> candidateThresholds() {
+    whatif::Question never;
+    never.all = whatif::neverReleasing();
+    uint64_t top = 0;
+    for (const auto& p : whatif::predict(wholeTape(), never)) top = std::max(top, p.peakReserved);
+    std::vector<uint64_t> c = whatif::candidatesUpTo(top, {});
+    if (!c.empty()) c.pop_back(); // (the never-releasing answer stands for the last)
+    return c;
+}
+
+template <typename Feed>
+void inSteps(const whatif::Tape& tape, Feed&& feed) {
+    constexpr size_t kStep = 4096;
+    size_t seqAt = 0;
+    for (size_t at = 0; at < tape.ops.size(); at += kStep) {
+        const size_t n = std::min(kStep, tape.ops.size() - at);
+        size_t allocs = 0;
+        for (size_t j = at; j < at + n; ++j) allocs += tape.ops[j].kind == whatif::Op::Kind::Alloc;
+        feed(tape.ops.data() + at, tape.ops.data() + at + n, tape.allocSeq.data() + seqAt, allocs);
+        seqAt += allocs;
+    }
+}
+
+void BM_CandidatesEachAModel(benchmark::State& state) {
+    const whatif::Tape& tape = wholeTape();
+    const std::vector<uint64_t> cands = candidateThresholds();
+    const std::vector<uint8_t> noMute;
+    uint64_t releases = 0;
+    for (auto _ : state) {
+        std::vector<std::unique_ptr<whatif::PoolModel>> ms;
+        for (uint64_t t : cands) {
+            whatif::Settings s;
+            s.releaseThreshold = t;
+            ms.push_back(std::make_unique<whatif::PoolModel>(s));
+        }
+        inSteps(tape, [&](const whatif::Op* a, const whatif::Op* b, const uint64_t* seq, size_t n) {
+            for (auto& m : ms) m->feed(a, b, seq, n, tape.streamHandles, noMute);
+        });
+        for (auto& m : ms) releases += m->releasesOf(0);
+        benchmark::DoNotOptimize(releases);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events().size() * cands.size()));
+    state.counters["candidates"] = double(cands.size());
+}
+
+void BM_CandidatesAsLanes(benchmark::State& state) {
+    const whatif::Tape& tape = wholeTape();
+    const std::vector<uint64_t> cands = candidateThresholds();
+    const size_t groups = static_cast<size_t>(state.range(0));
+    const std::vector<uint8_t> noMute;
+    uint64_t releases = 0, splits = 0;
+    for (auto _ : state) {
+        std::vector<std::unique_ptr<whatif::LaneModel>> ls;
+        std::vector<std::vector<const std::vector<uint8_t>*>> mutes;
+        for (size_t g = 0; g < groups; ++g) {
+            std::vector<std::optional<uint64_t>> lanes;
+            for (size_t i = g; i < cands.size(); i += groups) lanes.push_back(cands[i]);
+            mutes.emplace_back(lanes.size(), &noMute);
+            ls.push_back(std::make_unique<whatif::LaneModel>(lanes));
+        }
+        inSteps(tape, [&](const whatif::Op* a, const whatif::Op* b, const uint64_t* seq, size_t n) {
+            for (size_t g = 0; g < groups; ++g) ls[g]->feed(a, b, seq, n, tape.streamHandles, mutes[g]);
+        });
+        splits = 0;
+        for (auto& l : ls) {
+            releases += l->releasesOf(0, 0);
+            splits += l->splits();
+        }
+        benchmark::DoNotOptimize(releases);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events().size() * cands.size()));
+    state.counters["candidates"] = double(cands.size());
+    state.counters["splits"] = double(splits);
+}
+
+BENCHMARK(BM_CandidatesEachAModel)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_CandidatesAsLanes)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 BENCHMARK(BM_PanelRecordTape)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_PanelReplayOneModel)->Unit(benchmark::kMillisecond)->MinTime(1.0);

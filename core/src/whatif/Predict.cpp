@@ -415,6 +415,7 @@ Search ask(const std::vector<PoolPrediction>& asRecorded,
         Search::Asked a;
         a.model = std::make_unique<PoolModel>(s, c);
         a.candidate = true;
+        a.threshold = t;
         for (const PoolPrediction& b : asRecorded) {
             if (!b.touched || b.releases < kMinReleases) continue;
             const PoolPrediction* never = sameReplay ? find(neverReleasing, b.handle) : nullptr;
@@ -454,7 +455,7 @@ std::optional<std::vector<PoolPrediction>> answeredAhead(Search::Asked& s, const
         if (!decided[k] && (index >= s.poolsAtStop || (index < s.stopped.size() && s.stopped[index])))
             return std::nullopt;
     }
-    const std::vector<PoolPrediction> got = s.model->collect(end);
+    const std::vector<PoolPrediction> got = s.collect(end);
     std::vector<PoolPrediction> out;
     for (size_t k = 0; k < a.pools.size(); ++k) {
         if (decided[k]) {
@@ -517,6 +518,10 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxAdviceThreads);
     size_t open = 0;
     for (const Search::Asked& a : search.asked) open += a.left != 0;
+    // The open candidates as lanes, at least kLanesPerModel to a LaneModel, and on few threads
+    // as many as it takes to give each thread one.
+    const size_t perModel = std::max<size_t>(kLanesPerModel, (cands.size() + threads - 1) / threads);
+    search.lanesForCandidates(perModel, c);
     // The first read's ops, where they are the ones this read would make: its replay declared
     // the same and the spill holds every step.
     if (!done && spill) {
@@ -537,6 +542,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         } else {
             // Models fed part of the spill start over.
             search = ask(asRecorded, neverReleasing, cands, sameReplay, c);
+            search.lanesForCandidates(perModel, c);
             tape = Tape{};
         }
     }
@@ -574,6 +580,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
             if (!st) return st.error();
             if (!stepped) { // no threads to be had, or no memory on one: asked again on this one
                 search = ask(asRecorded, neverReleasing, cands, sameReplay, c);
+                search.lanesForCandidates(perModel, c);
                 tape = Tape{};
                 continue;
             }
@@ -596,7 +603,7 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
     // never-releasing prediction at and above a pool's never-releasing peak.
     auto answers = [&](Search::Asked& a) {
         std::vector<PoolPrediction> got;
-        if (whole) got = a.model->collect(*end);
+        if (whole) got = a.collect(*end);
         std::vector<PoolPrediction> out;
         for (size_t k = 0; k < a.pools.size(); ++k) {
             if (a.diedAt[k]) {

@@ -16,28 +16,158 @@ namespace poolscope::whatif {
 
 namespace {
 
+// A question's cost a step, in a PoolModel's: a LaneModel's lanes cost about a quarter of one
+// each, and the trunk it keeps once about half of one (docs/PERFORMANCE.md).
+double unitCost(size_t lanes) { return lanes == 0 ? 1.0 : 0.5 + 0.25 * static_cast<double>(lanes); }
+
 // The open questions in n shares. Later questions cost more (the candidates' thresholds rise
 // along the order, and with them how long they survive, the highest often to the end), so they
-// are dealt from the last, each to the share with the least so far, a question's place in the
-// order standing for its cost: the costliest alone, the cheapest paired up, and no share left
-// holding two of the costliest while others hold one cheap one.
+// are dealt from the last, each to the share with the least so far: the costliest alone, the
+// cheapest paired up, and no share left holding two of the costliest while others hold one cheap
+// one. A LaneModel's questions go to one share together, its cost that of its open lanes.
 std::vector<std::vector<Search::Asked*>> dealShares(Search& search, unsigned n) {
-    std::vector<Search::Asked*> open;
-    for (Search::Asked& a : search.asked)
-        if (a.left) open.push_back(&a);
+    struct Unit {
+        std::vector<Search::Asked*> asked;
+        double cost = 0;
+    };
+    std::vector<Unit> units;
+    for (Search::Asked& a : search.asked) {
+        if (!a.left) continue;
+        Unit* u = nullptr;
+        if (a.lanes)
+            for (Unit& v : units)
+                if (v.asked.front()->lanes == a.lanes) u = &v;
+        if (!u) u = &units.emplace_back();
+        u->asked.push_back(&a);
+    }
+    for (size_t k = 0; k < units.size(); ++k) {
+        const Search::Asked& a = *units[k].asked.front();
+        // A question's place in the order stands for its cost.
+        units[k].cost = static_cast<double>(k + 1) * unitCost(a.lanes ? units[k].asked.size() : 0);
+    }
     std::vector<std::vector<Search::Asked*>> shares(n);
-    std::vector<size_t> load(n, 0);
-    for (size_t k = open.size(); k-- > 0;) {
+    std::vector<double> load(n, 0);
+    for (size_t k = units.size(); k-- > 0;) {
         size_t least = 0;
         for (size_t s = 1; s < n; ++s)
             if (load[s] < load[least]) least = s;
-        shares[least].push_back(open[k]);
-        load[least] += k + 1;
+        shares[least].insert(shares[least].end(), units[k].asked.begin(), units[k].asked.end());
+        load[least] += units[k].cost;
     }
     return shares;
 }
 
 } // namespace
+
+void Search::stepShare(const std::vector<Asked*>& share, const Tape& tape,
+                       const std::vector<uint64_t>& poolHandles,
+                       const std::vector<uint64_t>* notes) {
+    const Op* first = tape.ops.data();
+    const Op* last = first + tape.ops.size();
+    std::vector<const std::vector<uint8_t>*> mutes;
+    for (size_t q = 0; q < share.size(); ++q) {
+        Asked& a = *share[q];
+        if (!a.left) continue;
+        seePools(a, poolHandles);
+        if (!a.lanes) {
+            a.model->feed(first, last, tape.allocSeq.data(), tape.allocSeq.size(),
+                          tape.streamHandles, a.mute);
+            continue;
+        }
+        // Once per LaneModel: at its first open question in the share.
+        bool fed = false;
+        for (size_t r = 0; r < q && !fed; ++r)
+            fed = share[r]->left && share[r]->lanes == a.lanes;
+        if (fed) continue;
+        mutes.assign(a.lanes->lanes(), nullptr);
+        for (size_t r = q; r < share.size(); ++r) {
+            Asked& b = *share[r];
+            if (b.left && b.lanes == a.lanes && b.lane < mutes.size()) {
+                if (r > q) seePools(b, poolHandles);
+                mutes[b.lane] = &b.mute;
+            }
+        }
+        a.lanes->feed(first, last, tape.allocSeq.data(), tape.allocSeq.size(), tape.streamHandles,
+                      mutes);
+    }
+    for (Asked* ap : share) {
+        Asked& a = *ap;
+        if (!a.left) continue;
+        if (a.ahead) {
+            if (a.candidate) stepAhead(a, notes);
+            continue;
+        }
+        if (!a.candidate) continue;
+        for (size_t k = 0; k < a.pools.size(); ++k) {
+            if (a.diedAt[k] || a.index[k] == replay::kNone) continue;
+            const uint64_t n = a.releasesOf(a.index[k]);
+            if (n > a.allowed[k]) {
+                a.diedAt[k] = n;
+                a.mute[a.index[k]] = 1;
+                a.left--;
+            }
+        }
+    }
+}
+
+void Search::stepAhead(Asked& a, const std::vector<uint64_t>* notes) {
+    a.releasesAtSteps.resize(a.mute.size());
+    a.stopped.resize(a.mute.size());
+    const bool bounded = notes && !notes->empty() && (*notes)[0] > 0 && a.aheadEvents > 0;
+    bool all = true;
+    for (uint32_t i = 0; i < a.releasesAtSteps.size(); ++i) {
+        if (a.stopped[i]) continue;
+        std::vector<uint32_t>& seen = a.releasesAtSteps[i];
+        const uint64_t n = a.releasesOf(i);
+        if (n > (seen.empty() ? 0 : seen.back())) {
+            if (n > UINT32_MAX || ++a.kept > a.maxKept) {
+                a.spoiled = true;
+                a.left = 0;
+                std::vector<std::vector<uint32_t>>().swap(a.releasesAtSteps);
+                return;
+            }
+            seen.push_back(static_cast<uint32_t>(n));
+        }
+        // Four times the recorded releases' twentieth, as if they went on at their pace so
+        // far to the trace's end, and a margin for the few early on.
+        if (bounded && i + 1 < notes->size()) {
+            const long double rate = static_cast<long double>((*notes)[i + 1]) /
+                                     static_cast<long double>((*notes)[0]);
+            const long double far = rate * static_cast<long double>(a.aheadEvents) / 5 +
+                                    static_cast<long double>(a.aheadSlack);
+            if (static_cast<long double>(n) > far) {
+                a.stopped[i] = 1;
+                a.mute[i] = 1;
+                continue;
+            }
+        }
+        all = false;
+    }
+    if (all && !a.stopped.empty()) {
+        a.left = 0;
+        a.poolsAtStop = a.stopped.size();
+    }
+}
+
+void Search::lanesForCandidates(size_t perModel, const Calibration& c) {
+    std::vector<Asked*> cands;
+    for (Asked& a : asked)
+        if (a.candidate && a.threshold && a.left) cands.push_back(&a);
+    if (cands.empty()) return;
+    perModel = std::max<size_t>(perModel, 1);
+    const size_t models = (cands.size() + perModel - 1) / perModel;
+    for (size_t g = 0; g < models; ++g) {
+        std::vector<std::optional<uint64_t>> thresholds;
+        for (size_t i = g; i < cands.size(); i += models) thresholds.push_back(cands[i]->threshold);
+        auto lanes = std::make_shared<LaneModel>(std::move(thresholds), c);
+        uint32_t lane = 0;
+        for (size_t i = g; i < cands.size(); i += models) {
+            cands[i]->model.reset();
+            cands[i]->lanes = lanes;
+            cands[i]->lane = lane++;
+        }
+    }
+}
 
 // The search over the spill on `threads` threads (2 or more), each with its own reader of the
 // spill and its share of the open questions: a question's answer depends only on its own model
@@ -59,7 +189,7 @@ bool searchOnThreads(Search& search, const TapeSpill& spill, unsigned threads,
             };
             bool left = open();
             while (left && !failed.load(std::memory_order_relaxed) && reader.next(tape, handles)) {
-                for (Search::Asked* a : share) Search::stepOne(*a, tape, handles);
+                Search::stepShare(share, tape, handles);
                 left = open();
                 if (caller && stepped) stepped(reader.steps());
             }
@@ -193,8 +323,7 @@ private:
                 if (next_[c] >= first_ + window_.size()) break; // ended: every step seen
                 step = window_[next_[c] - first_];
             }
-            for (Search::Asked* a : shares_[c])
-                Search::stepOne(*a, step->tape, step->poolHandles, &step->notes);
+            Search::stepShare(shares_[c], step->tape, step->poolHandles, &step->notes);
             step.reset(); // before the lock: a step past every thread's is the producer's to reuse
             left = open();
             uint64_t done;
@@ -311,6 +440,7 @@ Speculation::Speculation(const TapeSpill& spill, unsigned policies,
         a.model = std::make_unique<PoolModel>(s, c);
         a.model->keepRecorded(false);
         a.candidate = candidate;
+        if (candidate) a.threshold = s.releaseThreshold;
         a.ahead = true;
         a.aheadEvents = events;
         a.aheadSlack = slack;
@@ -329,6 +459,7 @@ Speculation::Speculation(const TapeSpill& spill, unsigned policies,
         add(s, true);
     }
     threads = std::max(threads, 4u);
+    search_.lanesForCandidates(kLanesPerModel, c);
     try {
         thread_ = std::thread([this, &spill, threads] {
             bool ok = false;

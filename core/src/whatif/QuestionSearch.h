@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "LaneModel.h"
 #include "TapeSpill.h"
 #include "poolscope/whatif/PoolModel.h"
 
@@ -25,7 +27,12 @@ namespace poolscope::whatif {
 
 struct Search {
     struct Asked {
+        // The question's model: its own, or lane `lane` of a LaneModel shared with other
+        // candidates (Search::lanesForCandidates).
         std::unique_ptr<PoolModel> model;
+        std::shared_ptr<LaneModel> lanes;
+        uint32_t lane = 0;
+        std::optional<uint64_t> threshold; // a candidate's, set where it has no other setting
         std::vector<uint64_t> pools;          // the handles it answers for
         std::vector<uint64_t> allowed;        // per pool: releases past this decide it (candidates)
         std::vector<uint8_t> mute;            // by replay pool index
@@ -52,6 +59,13 @@ struct Search {
         uint64_t aheadEvents = 0, aheadSlack = 0;
         std::vector<uint8_t> stopped;
         size_t poolsAtStop = SIZE_MAX;
+
+        uint64_t releasesOf(uint32_t pool) const {
+            return lanes ? lanes->releasesOf(lane, pool) : model->releasesOf(pool);
+        }
+        std::vector<PoolPrediction> collect(const Tape& end) const {
+            return lanes ? lanes->collect(lane, end) : model->collect(end);
+        }
     };
     std::vector<Asked> asked;
 
@@ -74,73 +88,31 @@ struct Search {
             a.mute.push_back(mute);
         }
     }
-    // `notes`: the spill's for the step (TapeSpill::append), where it has them.
-    static void stepOne(Asked& a, const Tape& tape, const std::vector<uint64_t>& poolHandles,
-                        const std::vector<uint64_t>* notes = nullptr) {
-        if (!a.left) return;
-        seePools(a, poolHandles);
-        a.model->feed(tape.ops.data(), tape.ops.data() + tape.ops.size(), tape.allocSeq.data(),
-                      tape.allocSeq.size(), tape.streamHandles, a.mute);
-        if (a.ahead) {
-            if (a.candidate) stepAhead(a, notes);
-            return;
-        }
-        if (!a.candidate) return;
-        for (size_t k = 0; k < a.pools.size(); ++k) {
-            if (a.diedAt[k] || a.index[k] == replay::kNone) continue;
-            const uint64_t n = a.model->releasesOf(a.index[k]);
-            if (n > a.allowed[k]) {
-                a.diedAt[k] = n;
-                a.mute[a.index[k]] = 1;
-                a.left--;
-            }
-        }
-    }
+    // The open questions of `share` one step further (`notes`: the spill's for the step,
+    // TapeSpill::append, where it has them): each PoolModel fed, each LaneModel once for all its
+    // lanes in the share (a LaneModel's questions are all in one share), then each question's
+    // decisions.
+    static void stepShare(const std::vector<Asked*>& share, const Tape& tape,
+                          const std::vector<uint64_t>& poolHandles,
+                          const std::vector<uint64_t>* notes = nullptr);
     // A candidate asked ahead, after a step: each pool's releases where they rose, and the
     // pools far past their likely allowance stopped (AdviceFeed's notes: the events so far, then
     // each pool's releases under the recorded settings).
-    static void stepAhead(Asked& a, const std::vector<uint64_t>* notes) {
-        a.releasesAtSteps.resize(a.mute.size());
-        a.stopped.resize(a.mute.size());
-        const bool bounded = notes && !notes->empty() && (*notes)[0] > 0 && a.aheadEvents > 0;
-        bool all = true;
-        for (uint32_t i = 0; i < a.releasesAtSteps.size(); ++i) {
-            if (a.stopped[i]) continue;
-            std::vector<uint32_t>& seen = a.releasesAtSteps[i];
-            const uint64_t n = a.model->releasesOf(i);
-            if (n > (seen.empty() ? 0 : seen.back())) {
-                if (n > UINT32_MAX || ++a.kept > a.maxKept) {
-                    a.spoiled = true;
-                    a.left = 0;
-                    std::vector<std::vector<uint32_t>>().swap(a.releasesAtSteps);
-                    return;
-                }
-                seen.push_back(static_cast<uint32_t>(n));
-            }
-            // Four times the recorded releases' twentieth, as if they went on at their pace so
-            // far to the trace's end, and a margin for the few early on.
-            if (bounded && i + 1 < notes->size()) {
-                const long double rate = static_cast<long double>((*notes)[i + 1]) /
-                                         static_cast<long double>((*notes)[0]);
-                const long double far = rate * static_cast<long double>(a.aheadEvents) / 5 +
-                                        static_cast<long double>(a.aheadSlack);
-                if (static_cast<long double>(n) > far) {
-                    a.stopped[i] = 1;
-                    a.mute[i] = 1;
-                    continue;
-                }
-            }
-            all = false;
-        }
-        if (all && !a.stopped.empty()) {
-            a.left = 0;
-            a.poolsAtStop = a.stopped.size();
-        }
-    }
+    static void stepAhead(Asked& a, const std::vector<uint64_t>* notes);
     void step(const Tape& tape, const std::vector<uint64_t>& poolHandles) {
-        for (Asked& a : asked) stepOne(a, tape, poolHandles);
+        std::vector<Asked*> all;
+        for (Asked& a : asked) all.push_back(&a);
+        stepShare(all, tape, poolHandles);
     }
+    // The candidate questions (thresholds alone) as lanes of LaneModels instead of a PoolModel
+    // each: `perModel` lanes at most to one, as evenly as that allows, dealt across the
+    // thresholds' order (of m LaneModels, the g-th holds the g-th, (g+m)-th, ... candidate).
+    void lanesForCandidates(size_t perModel, const Calibration& c);
 };
+
+// The fewest candidates a LaneModel holds where there are that many: on a thread of their own,
+// this many cost about what two PoolModels would (docs/PERFORMANCE.md).
+inline constexpr size_t kLanesPerModel = 6;
 
 // The search over the spill on `threads` threads (2 or more), each with its own reader of the
 // spill and its share of the open questions. False where a reader failed (the models are then

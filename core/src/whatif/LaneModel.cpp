@@ -1,0 +1,494 @@
+// Several release thresholds through the pool model at once (LaneModel.h). Every rule is
+// PoolModel's (PoolModel.cpp, docs/WHATIF.md), applied once to a trunk for what every lane of it
+// shares and once per lane for what a threshold changes.
+#include "LaneModel.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "RoundUp.h"
+
+namespace poolscope::whatif {
+
+namespace {
+
+using detail::kAnyTime;
+using detail::Pending;
+using detail::roundUp;
+using detail::span;
+using detail::take;
+
+uint64_t idleOf(uint64_t reserved, uint64_t live) { return reserved > live ? reserved - live : 0; }
+
+bool sameQueue(const Pending& a, const Pending& b) {
+    if (a.bytes != b.bytes || a.q.size() - a.head != b.q.size() - b.head) return false;
+    for (size_t i = 0; i < a.q.size() - a.head; ++i) {
+        const Pending::Chunk &x = a.q[a.head + i], &y = b.q[b.head + i];
+        if (x.ts != y.ts || x.bytes != y.bytes) return false;
+    }
+    return true;
+}
+
+} // namespace
+
+bool LaneModel::Pool::policy(PoolAttr a) const {
+    const replay::Knob& k = knobs[replay::PoolState::knobIndex(a)];
+    return !k.known || k.value != 0;
+}
+
+LaneModel::LaneModel(std::vector<std::optional<uint64_t>> thresholds, Calibration c)
+    : thresholds_(std::move(thresholds)), cal_(c) {
+    if (cal_.growthGranule == 0) cal_.growthGranule = 1;
+    if (cal_.blockAlign == 0) cal_.blockAlign = 1;
+}
+
+uint64_t LaneModel::threshold(const Pool& p, size_t k) const {
+    if (thresholds_[k]) return *thresholds_[k];
+    return p.knobs[0].known ? p.knobs[0].value : 0;
+}
+
+// Which lanes follow pool i, from the mutes feed() was given (a lane once off stays off).
+void LaneModel::muteFrom(uint32_t i) {
+    Pool& p = pools_[i];
+    for (size_t k = 0; k < p.lanes.size(); ++k) {
+        const std::vector<uint8_t>* m = k < mutes_->size() ? (*mutes_)[k] : nullptr;
+        if (!m || (i < m->size() && (*m)[i])) p.lanes[k].on = false;
+    }
+    p.on = 0;
+    for (Trunk& t : p.trunks) {
+        t.on = 0;
+        for (uint32_t k : t.lanes) t.on += p.lanes[k].on;
+        p.on += t.on;
+    }
+}
+
+void LaneModel::init(uint32_t i, uint64_t handle, int device) {
+    if (i >= pools_.size()) pools_.resize(size_t(i) + 1);
+    Pool& p = pools_[i];
+    p.handle = handle;
+    p.device = device;
+    if (!p.init) {
+        p.init = true;
+        p.lanes.assign(thresholds_.size(), Lane{});
+        p.trunks.assign(1, Trunk{});
+        for (uint32_t k = 0; k < thresholds_.size(); ++k) p.trunks[0].lanes.push_back(k);
+        muteFrom(i);
+    }
+}
+
+[[gnu::always_inline]] inline LaneModel::Pool& LaneModel::at(uint32_t i) {
+    if (i >= pools_.size() || !pools_[i].init) [[unlikely]]
+        init(i, 0, -1);
+    return pools_[i];
+}
+
+void LaneModel::feed(const Op* first, const Op* last, const uint64_t* seq, size_t nSeq,
+                     const std::vector<uint64_t>& handles,
+                     const std::vector<const std::vector<uint8_t>*>& mutes) {
+    mutes_ = &mutes;
+    for (uint32_t i = 0; i < pools_.size(); ++i)
+        if (pools_[i].init) muteFrom(i);
+    // A pool no lane follows: its own ops are passed over, as PoolModel::feed passes over a
+    // muted pool's (a pool not seen yet follows the mutes as they are now).
+    auto followed = [&](uint32_t i) {
+        if (i < pools_.size() && pools_[i].init) [[likely]]
+            return pools_[i].on != 0;
+        for (const std::vector<uint8_t>* m : mutes)
+            if (m && !(i < m->size() && (*m)[i])) return true;
+        return false;
+    };
+    size_t allocs = 0;
+    const size_t nStreams = handles.size();
+    for (const Op* it = first; it != last; ++it) {
+        const Op& op = *it;
+        uint64_t s = 0, handle = 0;
+        if (op.kind == Op::Kind::Alloc) {
+            s = allocs < nSeq ? seq[allocs] : 0;
+            ++allocs;
+            handle = op.stream < nStreams ? handles[op.stream] : 0;
+        }
+        switch (op.kind) {
+        case Op::Kind::Wait:
+        case Op::Kind::EventCleared:
+        case Op::Kind::StreamSync:
+        case Op::Kind::EventSync:
+        case Op::Kind::ContextSync: break; // every pool's
+        default:
+            if (!followed(op.pool)) continue;
+        }
+        apply(op, s, handle);
+    }
+    mutes_ = nullptr;
+}
+
+void LaneModel::apply(const Op& op, uint64_t seq, uint64_t streamHandle) {
+    switch (op.kind) {
+    case Op::Kind::Init: init(op.pool, op.value, static_cast<int>(op.aux)); break;
+    case Op::Kind::Knob: {
+        Pool& p = at(op.pool);
+        if (op.attr < 4) p.knobs[op.attr] = replay::Knob{op.value, op.flag != 0};
+        else p.maxSize = op.value;
+        break;
+    }
+    case Op::Kind::Alloc: alloc(op, seq, streamHandle); break;
+    case Op::Kind::Free: freeBlock(op); break;
+    case Op::Kind::Drop: drop(op); break;
+    case Op::Kind::Wait: waitMove(op); break;
+    case Op::Kind::EventCleared: eventCleared(op); break;
+    case Op::Kind::StreamSync:
+    case Op::Kind::EventSync:
+    case Op::Kind::ContextSync: release(op); break;
+    case Op::Kind::Trim: trim(op); break;
+    case Op::Kind::Reset: reset(op); break;
+    }
+}
+
+[[gnu::always_inline]] inline void LaneModel::account(Lane& l, uint64_t live, int64_t ts) {
+    if (!l.timed) {
+        l.timed = true;
+        l.firstTs = l.lastTs = ts;
+        return;
+    }
+    if (ts > l.lastTs) {
+        l.idleArea += static_cast<unsigned __int128>(span(l.lastTs, ts)) * idleOf(l.reserved, live);
+        l.lastTs = ts;
+    }
+}
+
+void LaneModel::setReserved(Lane& l, uint64_t v, int64_t ts) {
+    l.reserved = v;
+    if (v > l.out.peakReserved) {
+        l.out.peakReserved = v;
+        l.out.peakReservedTsNs = ts;
+    }
+}
+
+void LaneModel::grow(Lane& l, const Op& op, uint64_t need, uint64_t seq, uint64_t streamHandle) {
+    const uint64_t g = roundUp(need, cal_.growthGranule);
+    l.free += g - need;
+    l.out.growths++;
+    l.out.grownBytes += g;
+    if (l.out.growthAllocs.size() < kKeptGrowths)
+        l.out.growthAllocs.push_back(Growth{seq, op.ts, streamHandle, op.value, g});
+    setReserved(l, l.reserved + g, op.ts);
+}
+
+// PoolModel::alloc for a lane alone on its trunk, from after the take of its own stream's
+// pending frees (`need` is what is left of `bytes`).
+void LaneModel::allocAlone(Pool& p, Trunk& t, Lane& l, const Op& op, uint64_t bytes,
+                           uint64_t need, uint64_t seq, uint64_t streamHandle) {
+    if (need) take(l.free, need);
+    if (need && p.policy(PoolAttr::ReuseAllowOpportunistic)) {
+        const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
+        const int64_t cutoff = op.ts < std::numeric_limits<int64_t>::min() + lag
+                                   ? std::numeric_limits<int64_t>::min()
+                                   : op.ts - lag;
+        for (size_t j = 0; need && j < t.pend.size(); ++j)
+            t.pendTotal -= t.pend[j].takeOldest(need, cutoff);
+    }
+    if (need) {
+        const uint64_t grown = roundUp(need, cal_.growthGranule);
+        const uint64_t maxSize = p.maxSize;
+        if (maxSize != 0 && l.reserved + grown > maxSize) {
+            if (p.policy(PoolAttr::ReuseAllowInternalDependencies))
+                for (size_t j = 0; need && j < t.pend.size(); ++j)
+                    t.pendTotal -= t.pend[j].takeOldest(need, kAnyTime);
+            if (need && l.reserved + roundUp(need, cal_.growthGranule) > maxSize) {
+                l.free += bytes - need;
+                l.out.failedAllocs++;
+                return;
+            }
+        }
+        if (need) grow(l, op, need, seq, streamHandle);
+    }
+    t.live += bytes;
+    l.out.peakLive = std::max(l.out.peakLive, t.live);
+    l.out.maxIdle = std::max(l.out.maxIdle, idleOf(l.reserved, t.live));
+}
+
+void LaneModel::alloc(const Op& op, uint64_t seq, uint64_t streamHandle) {
+    if (op.stream == replay::kNone) [[unlikely]]
+        return;
+    Pool& p = at(op.pool);
+    p.touched = true;
+    const int64_t ts = op.ts;
+    const uint64_t bytes = roundUp(op.value, cal_.blockAlign);
+    const size_t trunks = p.trunks.size(); // those split off below have had this op
+    for (size_t ti = 0; ti < trunks; ++ti) {
+        if (p.trunks[ti].on == 0) continue;
+        Trunk* t = &p.trunks[ti];
+        uint64_t need = bytes;
+        t->pendTotal -= t->pendOf(op.stream).takeNewest(need);
+        if (t->lanes.size() == 1) {
+            Lane& l = p.lanes[t->lanes[0]];
+            account(l, t->live, ts);
+            allocAlone(p, *t, l, op, bytes, need, seq, streamHandle);
+            continue;
+        }
+        // Where a lane's free bytes fall short, it takes other streams' pending frees or meets
+        // the size limit if there are any to take or one to meet: then it goes on alone.
+        int older = -1; // whether opportunistic reuse has frees to take, once asked
+        for (size_t j = 0; j < t->lanes.size();) {
+            const uint32_t k = t->lanes[j];
+            Lane& l = p.lanes[k];
+            if (!l.on) {
+                ++j;
+                continue;
+            }
+            account(l, t->live, ts);
+            if (need <= l.free) {
+                l.free -= need;
+                ++j;
+                continue;
+            }
+            const uint64_t rest = need - l.free;
+            if (older < 0) {
+                older = 0;
+                if (p.policy(PoolAttr::ReuseAllowOpportunistic)) {
+                    const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
+                    const int64_t cutoff = ts < std::numeric_limits<int64_t>::min() + lag
+                                               ? std::numeric_limits<int64_t>::min()
+                                               : ts - lag;
+                    for (const Pending& q : t->pend)
+                        if (q.takesAny(cutoff)) older = 1;
+                }
+            }
+            const uint64_t maxSize = p.maxSize;
+            if (older == 1 ||
+                (maxSize != 0 && l.reserved + roundUp(rest, cal_.growthGranule) > maxSize)) {
+                Trunk alone;
+                alone.live = t->live;
+                alone.pendTotal = t->pendTotal;
+                alone.pend = t->pend;
+                alone.lanes = {k};
+                alone.on = 1;
+                t->lanes.erase(t->lanes.begin() + static_cast<std::ptrdiff_t>(j));
+                t->on--;
+                p.trunks.push_back(std::move(alone));
+                t = &p.trunks[ti];
+                ++splits_;
+                allocAlone(p, p.trunks.back(), l, op, bytes, need, seq, streamHandle);
+                continue;
+            }
+            l.free = 0;
+            grow(l, op, rest, seq, streamHandle);
+            ++j;
+        }
+        t->live += bytes;
+        for (uint32_t k : t->lanes) {
+            Lane& l = p.lanes[k];
+            if (!l.on) continue;
+            l.out.peakLive = std::max(l.out.peakLive, t->live);
+            l.out.maxIdle = std::max(l.out.maxIdle, idleOf(l.reserved, t->live));
+        }
+    }
+}
+
+void LaneModel::freeBlock(const Op& op) {
+    Pool& p = at(op.pool);
+    p.touched = true;
+    const bool anyStream = op.flag || op.stream == replay::kNone;
+    for (Trunk& t : p.trunks) {
+        if (t.on == 0) continue;
+        for (uint32_t k : t.lanes)
+            if (p.lanes[k].on) account(p.lanes[k], t.live, op.ts);
+        const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), t.live);
+        t.live -= bytes;
+        if (!anyStream) {
+            t.pendOf(op.stream).push(op.ts, bytes);
+            t.pendTotal += bytes;
+        }
+        for (uint32_t k : t.lanes) {
+            Lane& l = p.lanes[k];
+            if (!l.on) continue;
+            if (anyStream) l.free += bytes;
+            l.out.maxIdle = std::max(l.out.maxIdle, idleOf(l.reserved, t.live));
+        }
+    }
+}
+
+void LaneModel::drop(const Op& op) {
+    Pool& p = at(op.pool);
+    for (Trunk& t : p.trunks) {
+        if (t.on == 0) continue;
+        const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), t.live);
+        t.live -= bytes;
+        for (uint32_t k : t.lanes)
+            if (p.lanes[k].on) p.lanes[k].free += bytes;
+    }
+}
+
+void LaneModel::waitMove(const Op& op) {
+    const uint32_t s = op.stream, to = op.aux;
+    for (Pool& p : pools_) {
+        if (!p.init || s == to || !p.policy(PoolAttr::ReuseFollowEventDependencies)) continue;
+        for (Trunk& t : p.trunks) {
+            if (t.on == 0 || s >= t.pend.size() || t.pend[s].bytes == 0) continue;
+            Pending& dst = t.pendOf(to); // may reallocate pend: index s again below
+            uint64_t want = op.value;
+            t.pend[s].takeOldest(want, kAnyTime, &dst);
+        }
+    }
+}
+
+void LaneModel::eventCleared(const Op& op) {
+    const uint32_t s = op.stream;
+    for (Pool& p : pools_) {
+        if (!p.init) continue;
+        for (Trunk& t : p.trunks) {
+            if (t.on == 0 || s >= t.pend.size() || t.pend[s].bytes == 0) continue;
+            uint64_t want = op.value;
+            const uint64_t m = t.pend[s].takeOldest(want, kAnyTime);
+            t.pendTotal -= m;
+            for (uint32_t k : t.lanes)
+                if (p.lanes[k].on) p.lanes[k].free += m;
+        }
+    }
+}
+
+void LaneModel::release(const Op& op) {
+    const int device = static_cast<int>(op.aux);
+    const uint64_t g = cal_.growthGranule;
+    for (Pool& p : pools_) {
+        if (!p.init) continue;
+        const bool onDevice = !(device >= 0 && p.device >= 0 && p.device != device);
+        for (Trunk& t : p.trunks) {
+            if (t.on == 0) continue;
+            if (op.kind == Op::Kind::StreamSync && op.stream != replay::kNone &&
+                op.stream < t.pend.size()) {
+                const uint64_t m = t.pend[op.stream].clear();
+                t.pendTotal -= m;
+                for (uint32_t k : t.lanes)
+                    if (p.lanes[k].on) p.lanes[k].free += m;
+            }
+            if (!onDevice) continue;
+            if (op.kind == Op::Kind::ContextSync) {
+                uint64_t m = 0;
+                for (Pending& q : t.pend) m += q.clear();
+                t.pendTotal = 0;
+                for (uint32_t k : t.lanes)
+                    if (p.lanes[k].on) p.lanes[k].free += m;
+            }
+            const uint64_t floor = roundUp(t.live + t.pendTotal, g);
+            for (uint32_t k : t.lanes) {
+                Lane& l = p.lanes[k];
+                if (!l.on) continue;
+                const uint64_t threshold = this->threshold(p, k);
+                const uint64_t target = std::max(floor, threshold - threshold % g);
+                if (l.reserved <= target) continue;
+                account(l, t.live, op.ts);
+                l.out.releases++;
+                l.out.releasedBytes += l.reserved - target;
+                setReserved(l, target, op.ts);
+                l.free = target - t.live - t.pendTotal;
+            }
+        }
+        // Lanes split off rejoin where their trunk is again the same as another's (after a
+        // synchronize, often none has pending frees left).
+        for (size_t a = 0; a + 1 < p.trunks.size(); ++a)
+            for (size_t b = p.trunks.size(); b-- > a + 1;) {
+                Trunk &x = p.trunks[a], &y = p.trunks[b];
+                if (x.live != y.live || x.pendTotal != y.pendTotal) continue;
+                bool same = true;
+                const size_t n = std::max(x.pend.size(), y.pend.size());
+                for (size_t s = 0; same && s < n; ++s) {
+                    static const Pending kEmpty;
+                    same = sameQueue(s < x.pend.size() ? x.pend[s] : kEmpty,
+                                     s < y.pend.size() ? y.pend[s] : kEmpty);
+                }
+                if (!same) continue;
+                x.lanes.insert(x.lanes.end(), y.lanes.begin(), y.lanes.end());
+                x.on += y.on;
+                if (y.pend.size() > x.pend.size()) x.pend.resize(y.pend.size());
+                p.trunks.erase(p.trunks.begin() + static_cast<std::ptrdiff_t>(b));
+            }
+    }
+}
+
+void LaneModel::trim(const Op& op) {
+    Pool& p = at(op.pool);
+    const uint64_t g = cal_.growthGranule;
+    for (Trunk& t : p.trunks) {
+        if (t.on == 0) continue;
+        const uint64_t floor = roundUp(t.live + t.pendTotal, g);
+        const uint64_t target = std::max(floor, roundUp(op.value, g));
+        for (uint32_t k : t.lanes) {
+            Lane& l = p.lanes[k];
+            if (!l.on || l.reserved <= target) continue;
+            account(l, t.live, op.ts);
+            l.out.trims++;
+            setReserved(l, target, op.ts);
+            l.free = target - t.live - t.pendTotal;
+        }
+    }
+}
+
+void LaneModel::reset(const Op& op) {
+    Pool& p = at(op.pool);
+    for (Trunk& t : p.trunks) {
+        if (t.on == 0) continue;
+        for (uint32_t k : t.lanes) {
+            Lane& l = p.lanes[k];
+            if (!l.on) continue;
+            account(l, t.live, op.ts);
+            l.free = 0;
+            if (l.reserved != 0) setReserved(l, 0, op.ts);
+        }
+        t.live = t.pendTotal = 0;
+        for (Pending& q : t.pend) q.clear();
+    }
+}
+
+uint64_t LaneModel::releasesOf(size_t k, uint32_t pool) const {
+    if (pool >= pools_.size() || k >= pools_[pool].lanes.size()) return 0;
+    return pools_[pool].lanes[k].out.releases;
+}
+
+std::vector<PoolPrediction> LaneModel::collect(size_t k, const Tape& tape) const {
+    const int64_t last = std::max<int64_t>(0, tape.lastTs);
+    std::vector<PoolPrediction> out;
+    for (size_t j = 0; j < tape.recorded.size() && j < tape.poolIndex.size(); ++j) {
+        const uint32_t i = tape.poolIndex[j];
+        const PoolPrediction& rec = tape.recorded[j];
+        PoolPrediction o;
+        if (i < pools_.size() && pools_[i].init && k < pools_[i].lanes.size()) {
+            const Pool& p = pools_[i];
+            const Lane& l = p.lanes[k];
+            uint64_t live = 0;
+            for (const Trunk& t : p.trunks)
+                if (std::find(t.lanes.begin(), t.lanes.end(), k) != t.lanes.end()) live = t.live;
+            o = l.out;
+            o.touched = p.touched;
+            o.finalReserved = l.reserved;
+            // PoolModel::collect's window: to the tape's end, the recorded side's, or the pool's
+            // last change, whichever is last.
+            int64_t end = std::max(last, j < tape.recordedEnd.size()
+                                             ? tape.recordedEnd[j]
+                                             : std::numeric_limits<int64_t>::min());
+            end = std::max({end, l.lastTs, int64_t{0}});
+            if (l.timed && end > l.firstTs) {
+                const unsigned __int128 area =
+                    l.idleArea +
+                    static_cast<unsigned __int128>(span(l.lastTs, end)) * idleOf(l.reserved, live);
+                o.meanIdle = static_cast<uint64_t>(area / span(l.firstTs, end));
+            }
+        }
+        o.handle = rec.handle;
+        o.device = rec.device;
+        o.recordedKnown = rec.recordedKnown;
+        o.recordedPeakReserved = rec.recordedPeakReserved;
+        o.recordedReleases = rec.recordedReleases;
+        o.recordedGrowths = rec.recordedGrowths;
+        o.recordedMaxIdle = rec.recordedMaxIdle;
+        o.recordedMeanIdle = rec.recordedMeanIdle;
+        o.recordedFinalReserved = rec.recordedFinalReserved;
+        o.releaseThreshold = thresholds_[k].value_or(rec.releaseThreshold);
+        o.followEventDependencies = rec.followEventDependencies;
+        o.allowOpportunistic = rec.allowOpportunistic;
+        o.allowInternalDependencies = rec.allowInternalDependencies;
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+} // namespace poolscope::whatif

@@ -1,0 +1,97 @@
+#pragma once
+// The pool model's pending frees and the arithmetic its rules share (PoolModel.cpp, and
+// LaneModel.cpp, which runs the same rules for several release thresholds at once).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace poolscope::whatif::detail {
+
+inline uint64_t take(uint64_t& from, uint64_t& need) {
+    const uint64_t t = std::min(from, need);
+    from -= t;
+    need -= t;
+    return t;
+}
+
+// Bytes freed on one stream and not yet reusable by every stream, with when they were freed
+// (opportunistic reuse only takes frees older than Calibration::opportunisticLagNs).
+struct Pending {
+    struct Chunk {
+        int64_t ts;
+        uint64_t bytes;
+    };
+    // By free time, oldest first from `head` (transfers from waits may interleave). A vector
+    // with a moving head, not a std::deque: this is touched at nearly every alloc and free.
+    std::vector<Chunk> q;
+    size_t head = 0;
+    uint64_t bytes = 0;
+
+    void push(int64_t ts, uint64_t b) {
+        if (q.size() > head && q.back().ts >= ts) {
+            q.back().bytes += b;
+        } else {
+            q.push_back({ts, b});
+        }
+        bytes += b;
+    }
+    // Same-stream reuse: the most recent frees first (what is still warm in the pool's lists).
+    uint64_t takeNewest(uint64_t& need) {
+        uint64_t got = 0;
+        while (need && q.size() > head) {
+            Chunk& c = q.back();
+            const uint64_t t = std::min(c.bytes, need);
+            c.bytes -= t;
+            need -= t;
+            got += t;
+            if (c.bytes == 0) q.pop_back();
+        }
+        if (q.size() == head) q.clear(), head = 0;
+        bytes -= got;
+        return got;
+    }
+    // The oldest frees, freed at or before `cutoff`, up to `need` (moved to `to` when given).
+    uint64_t takeOldest(uint64_t& need, int64_t cutoff, Pending* to = nullptr) {
+        uint64_t got = 0;
+        while (need && head < q.size() && q[head].ts <= cutoff) {
+            Chunk& c = q[head];
+            const uint64_t t = std::min(c.bytes, need);
+            if (to) to->push(c.ts, t);
+            c.bytes -= t;
+            need -= t;
+            got += t;
+            if (c.bytes == 0) ++head;
+        }
+        if (head == q.size()) {
+            q.clear();
+            head = 0;
+        } else if (head > 64 && head * 2 > q.size()) {
+            q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(head));
+            head = 0;
+        }
+        bytes -= got;
+        return got;
+    }
+    // Whether takeOldest(need > 0, cutoff) would change anything.
+    bool takesAny(int64_t cutoff) const { return head < q.size() && q[head].ts <= cutoff; }
+    uint64_t clear() {
+        const uint64_t b = bytes;
+        q.clear();
+        head = 0;
+        bytes = 0;
+        return b;
+    }
+};
+
+constexpr int64_t kAnyTime = std::numeric_limits<int64_t>::max();
+
+// later - earlier for later >= earlier, without signed overflow (a damaged trace may hold times
+// at both ends of int64).
+inline uint64_t span(int64_t earlier, int64_t later) {
+    return later > earlier ? static_cast<uint64_t>(later) - static_cast<uint64_t>(earlier) : 0;
+}
+
+} // namespace poolscope::whatif::detail
