@@ -750,8 +750,10 @@ TEST(WhatIfSpill, QuestionsAskedAheadAnswerAsAfterTheRead) {
             }
             one.push_back(top + 12345); // a threshold the search does not ask
             const uint64_t slack = events == 1 ? 0 : whatif::Speculation::kSlack;
-            whatif::Speculation waveOne(*first.spill, whole ? 7u : 2u, one, {}, 4, events, slack);
-            whatif::Speculation waveTwo(*first.spill, 0, two, {}, 5, events, slack);
+            // The candidates as lanes of LaneModels, several to one in the first wave.
+            whatif::Speculation waveOne(*first.spill, whole ? 7u : 2u, one, {}, 4, events, slack,
+                                        3);
+            whatif::Speculation waveTwo(*first.spill, 0, two, {}, 5, events, slack, 1);
             const auto before = whatif::detail::aheadCounts();
             auto got = whatif::adviseAfter(**reader, first.asRecorded, first.never, first.races,
                                            true, {}, first.spill.get(), 4, {}, {&waveOne, &waveTwo});
@@ -780,7 +782,8 @@ TEST(WhatIfSpill, ACandidateAskedAheadKeepsBoundedCounts) {
     const AfterTheRead ref = afterTheRead(*spilled);
     const std::vector<uint64_t>& cands = ref.cands;
     whatif::detail::setAheadKeptForTests(2);
-    whatif::Speculation wave(*first.spill, 7, cands, {}, 4, first.events);
+    whatif::Speculation wave(*first.spill, 7, cands, {}, 4, first.events,
+                             whatif::Speculation::kSlack, 4);
     whatif::detail::setAheadKeptForTests(0);
     ASSERT_TRUE(wave.wait());
     size_t spoiled = 0;

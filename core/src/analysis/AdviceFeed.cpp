@@ -110,8 +110,16 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
     const unsigned threads = aheadIdle_ ? std::min(aheadThreads_, aheadIdle_()) : aheadThreads_;
     if (threads < 4) return; // (what is not asked here is asked after the read)
     try {
+        // The candidates as lanes of LaneModels, each on a thread of its own, which must step the
+        // whole trace in what is left of the read: 4/6 of it for the first wave, 2/6 for the
+        // second. On the 16-core hosts a PoolModel steps a trace in about a fifth of the read's
+        // time and a LaneModel of n lanes costs about 0.5 + 0.25 n of one (docs/PERFORMANCE.md):
+        // 8 lanes, then 3, leave some margin.
+        const size_t perModel = n == 2 ? 8 : 3;
         ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, policies, ask, cal_,
-                                                               threads, aheadEvents_));
+                                                               threads, aheadEvents_,
+                                                               whatif::Speculation::kSlack,
+                                                               perModel));
         askedAhead_.insert(askedAhead_.end(), ask.begin(), ask.end());
     } catch (...) { // (memory) asked after the read instead
     }

@@ -56,9 +56,10 @@ void LaneModel::muteFrom(uint32_t i) {
     }
     p.on = 0;
     for (Trunk& t : p.trunks) {
-        t.on = 0;
-        for (uint32_t k : t.lanes) t.on += p.lanes[k].on;
-        p.on += t.on;
+        t.active.clear();
+        for (uint32_t k : t.lanes)
+            if (p.lanes[k].on) t.active.push_back(k);
+        p.on += t.active.size();
     }
 }
 
@@ -202,8 +203,8 @@ void LaneModel::allocAlone(Pool& p, Trunk& t, Lane& l, const Op& op, uint64_t by
         if (need) grow(l, op, need, seq, streamHandle);
     }
     t.live += bytes;
-    l.out.peakLive = std::max(l.out.peakLive, t.live);
-    l.out.maxIdle = std::max(l.out.maxIdle, idleOf(l.reserved, t.live));
+    l.peakLive = std::max(l.peakLive, t.live);
+    l.maxIdle = std::max(l.maxIdle, idleOf(l.reserved, t.live));
 }
 
 void LaneModel::alloc(const Op& op, uint64_t seq, uint64_t streamHandle) {
@@ -215,73 +216,75 @@ void LaneModel::alloc(const Op& op, uint64_t seq, uint64_t streamHandle) {
     const uint64_t bytes = roundUp(op.value, cal_.blockAlign);
     const size_t trunks = p.trunks.size(); // those split off below have had this op
     for (size_t ti = 0; ti < trunks; ++ti) {
-        if (p.trunks[ti].on == 0) continue;
+        if (p.trunks[ti].active.empty()) continue;
         Trunk* t = &p.trunks[ti];
         uint64_t need = bytes;
         t->pendTotal -= t->pendOf(op.stream).takeNewest(need);
-        if (t->lanes.size() == 1) {
-            Lane& l = p.lanes[t->lanes[0]];
+        // One lane following it: that lane's alone already (the others' figures are not read
+        // any more).
+        if (t->active.size() == 1) {
+            Lane& l = p.lanes[t->active[0]];
             account(l, t->live, ts);
             allocAlone(p, *t, l, op, bytes, need, seq, streamHandle);
             continue;
         }
         // Where a lane's free bytes fall short, it takes other streams' pending frees or meets
         // the size limit if there are any to take or one to meet: then it goes on alone.
+        const uint64_t live = t->live, after = live + bytes;
         int older = -1; // whether opportunistic reuse has frees to take, once asked
-        for (size_t j = 0; j < t->lanes.size();) {
-            const uint32_t k = t->lanes[j];
+        for (size_t j = 0; j < t->active.size();) {
+            const uint32_t k = t->active[j];
             Lane& l = p.lanes[k];
-            if (!l.on) {
-                ++j;
-                continue;
-            }
-            account(l, t->live, ts);
-            if (need <= l.free) {
+            account(l, live, ts);
+            if (need <= l.free) [[likely]] {
                 l.free -= need;
-                ++j;
-                continue;
-            }
-            const uint64_t rest = need - l.free;
-            if (older < 0) {
-                older = 0;
-                if (p.policy(PoolAttr::ReuseAllowOpportunistic)) {
-                    const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
-                    const int64_t cutoff = ts < std::numeric_limits<int64_t>::min() + lag
-                                               ? std::numeric_limits<int64_t>::min()
-                                               : ts - lag;
-                    for (const Pending& q : t->pend)
-                        if (q.takesAny(cutoff)) older = 1;
+            } else {
+                const uint64_t rest = need - l.free;
+                if (older < 0) {
+                    older = 0;
+                    if (p.policy(PoolAttr::ReuseAllowOpportunistic)) {
+                        const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
+                        const int64_t cutoff = ts < std::numeric_limits<int64_t>::min() + lag
+                                                   ? std::numeric_limits<int64_t>::min()
+                                                   : ts - lag;
+                        for (const Pending& q : t->pend)
+                            if (q.takesAny(cutoff)) older = 1;
+                    }
                 }
+                const uint64_t maxSize = p.maxSize;
+                if (older == 1 ||
+                    (maxSize != 0 && l.reserved + roundUp(rest, cal_.growthGranule) > maxSize)) {
+                    split(p, ti, k);
+                    t = &p.trunks[ti];
+                    allocAlone(p, p.trunks.back(), l, op, bytes, need, seq, streamHandle);
+                    continue; // (k left `active`: j is the next lane's)
+                }
+                l.free = 0;
+                grow(l, op, rest, seq, streamHandle);
             }
-            const uint64_t maxSize = p.maxSize;
-            if (older == 1 ||
-                (maxSize != 0 && l.reserved + roundUp(rest, cal_.growthGranule) > maxSize)) {
-                Trunk alone;
-                alone.live = t->live;
-                alone.pendTotal = t->pendTotal;
-                alone.pend = t->pend;
-                alone.lanes = {k};
-                alone.on = 1;
-                t->lanes.erase(t->lanes.begin() + static_cast<std::ptrdiff_t>(j));
-                t->on--;
-                p.trunks.push_back(std::move(alone));
-                t = &p.trunks[ti];
-                ++splits_;
-                allocAlone(p, p.trunks.back(), l, op, bytes, need, seq, streamHandle);
-                continue;
-            }
-            l.free = 0;
-            grow(l, op, rest, seq, streamHandle);
+            l.peakLive = std::max(l.peakLive, after);
+            l.maxIdle = std::max(l.maxIdle, idleOf(l.reserved, after));
             ++j;
         }
-        t->live += bytes;
-        for (uint32_t k : t->lanes) {
-            Lane& l = p.lanes[k];
-            if (!l.on) continue;
-            l.out.peakLive = std::max(l.out.peakLive, t->live);
-            l.out.maxIdle = std::max(l.out.maxIdle, idleOf(l.reserved, t->live));
-        }
+        t->live = after;
     }
+}
+
+// Lane k of trunk ti goes on alone, on a copy of the trunk as it is.
+void LaneModel::split(Pool& p, size_t ti, uint32_t k) {
+    Trunk alone;
+    {
+        Trunk& t = p.trunks[ti];
+        alone.live = t.live;
+        alone.pendTotal = t.pendTotal;
+        alone.pend = t.pend;
+        alone.lanes = {k};
+        alone.active = {k};
+        std::erase(t.lanes, k);
+        std::erase(t.active, k);
+    }
+    p.trunks.push_back(std::move(alone));
+    ++splits_;
 }
 
 void LaneModel::freeBlock(const Op& op) {
@@ -289,20 +292,21 @@ void LaneModel::freeBlock(const Op& op) {
     p.touched = true;
     const bool anyStream = op.flag || op.stream == replay::kNone;
     for (Trunk& t : p.trunks) {
-        if (t.on == 0) continue;
-        for (uint32_t k : t.lanes)
-            if (p.lanes[k].on) account(p.lanes[k], t.live, op.ts);
-        const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), t.live);
-        t.live -= bytes;
+        if (t.active.empty()) continue;
+        // A block the model could not place frees nothing (as PoolModel::freeBlock).
+        const uint64_t live = t.live;
+        const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), live);
+        const uint64_t after = live - bytes;
+        for (uint32_t k : t.active) {
+            Lane& l = p.lanes[k];
+            account(l, live, op.ts);
+            if (anyStream) l.free += bytes;
+            l.maxIdle = std::max(l.maxIdle, idleOf(l.reserved, after));
+        }
+        t.live = after;
         if (!anyStream) {
             t.pendOf(op.stream).push(op.ts, bytes);
             t.pendTotal += bytes;
-        }
-        for (uint32_t k : t.lanes) {
-            Lane& l = p.lanes[k];
-            if (!l.on) continue;
-            if (anyStream) l.free += bytes;
-            l.out.maxIdle = std::max(l.out.maxIdle, idleOf(l.reserved, t.live));
         }
     }
 }
@@ -310,11 +314,10 @@ void LaneModel::freeBlock(const Op& op) {
 void LaneModel::drop(const Op& op) {
     Pool& p = at(op.pool);
     for (Trunk& t : p.trunks) {
-        if (t.on == 0) continue;
+        if (t.active.empty()) continue;
         const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), t.live);
         t.live -= bytes;
-        for (uint32_t k : t.lanes)
-            if (p.lanes[k].on) p.lanes[k].free += bytes;
+        for (uint32_t k : t.active) p.lanes[k].free += bytes;
     }
 }
 
@@ -323,7 +326,7 @@ void LaneModel::waitMove(const Op& op) {
     for (Pool& p : pools_) {
         if (!p.init || s == to || !p.policy(PoolAttr::ReuseFollowEventDependencies)) continue;
         for (Trunk& t : p.trunks) {
-            if (t.on == 0 || s >= t.pend.size() || t.pend[s].bytes == 0) continue;
+            if (t.active.empty() || s >= t.pend.size() || t.pend[s].bytes == 0) continue;
             Pending& dst = t.pendOf(to); // may reallocate pend: index s again below
             uint64_t want = op.value;
             t.pend[s].takeOldest(want, kAnyTime, &dst);
@@ -336,12 +339,11 @@ void LaneModel::eventCleared(const Op& op) {
     for (Pool& p : pools_) {
         if (!p.init) continue;
         for (Trunk& t : p.trunks) {
-            if (t.on == 0 || s >= t.pend.size() || t.pend[s].bytes == 0) continue;
+            if (t.active.empty() || s >= t.pend.size() || t.pend[s].bytes == 0) continue;
             uint64_t want = op.value;
             const uint64_t m = t.pend[s].takeOldest(want, kAnyTime);
             t.pendTotal -= m;
-            for (uint32_t k : t.lanes)
-                if (p.lanes[k].on) p.lanes[k].free += m;
+            for (uint32_t k : t.active) p.lanes[k].free += m;
         }
     }
 }
@@ -353,26 +355,23 @@ void LaneModel::release(const Op& op) {
         if (!p.init) continue;
         const bool onDevice = !(device >= 0 && p.device >= 0 && p.device != device);
         for (Trunk& t : p.trunks) {
-            if (t.on == 0) continue;
+            if (t.active.empty()) continue;
             if (op.kind == Op::Kind::StreamSync && op.stream != replay::kNone &&
                 op.stream < t.pend.size()) {
                 const uint64_t m = t.pend[op.stream].clear();
                 t.pendTotal -= m;
-                for (uint32_t k : t.lanes)
-                    if (p.lanes[k].on) p.lanes[k].free += m;
+                for (uint32_t k : t.active) p.lanes[k].free += m;
             }
             if (!onDevice) continue;
             if (op.kind == Op::Kind::ContextSync) {
                 uint64_t m = 0;
                 for (Pending& q : t.pend) m += q.clear();
                 t.pendTotal = 0;
-                for (uint32_t k : t.lanes)
-                    if (p.lanes[k].on) p.lanes[k].free += m;
+                for (uint32_t k : t.active) p.lanes[k].free += m;
             }
             const uint64_t floor = roundUp(t.live + t.pendTotal, g);
-            for (uint32_t k : t.lanes) {
+            for (uint32_t k : t.active) {
                 Lane& l = p.lanes[k];
-                if (!l.on) continue;
                 const uint64_t threshold = this->threshold(p, k);
                 const uint64_t target = std::max(floor, threshold - threshold % g);
                 if (l.reserved <= target) continue;
@@ -398,7 +397,7 @@ void LaneModel::release(const Op& op) {
                 }
                 if (!same) continue;
                 x.lanes.insert(x.lanes.end(), y.lanes.begin(), y.lanes.end());
-                x.on += y.on;
+                x.active.insert(x.active.end(), y.active.begin(), y.active.end());
                 if (y.pend.size() > x.pend.size()) x.pend.resize(y.pend.size());
                 p.trunks.erase(p.trunks.begin() + static_cast<std::ptrdiff_t>(b));
             }
@@ -409,12 +408,12 @@ void LaneModel::trim(const Op& op) {
     Pool& p = at(op.pool);
     const uint64_t g = cal_.growthGranule;
     for (Trunk& t : p.trunks) {
-        if (t.on == 0) continue;
+        if (t.active.empty()) continue;
         const uint64_t floor = roundUp(t.live + t.pendTotal, g);
         const uint64_t target = std::max(floor, roundUp(op.value, g));
-        for (uint32_t k : t.lanes) {
+        for (uint32_t k : t.active) {
             Lane& l = p.lanes[k];
-            if (!l.on || l.reserved <= target) continue;
+            if (l.reserved <= target) continue;
             account(l, t.live, op.ts);
             l.out.trims++;
             setReserved(l, target, op.ts);
@@ -426,10 +425,9 @@ void LaneModel::trim(const Op& op) {
 void LaneModel::reset(const Op& op) {
     Pool& p = at(op.pool);
     for (Trunk& t : p.trunks) {
-        if (t.on == 0) continue;
-        for (uint32_t k : t.lanes) {
+        if (t.active.empty()) continue;
+        for (uint32_t k : t.active) {
             Lane& l = p.lanes[k];
-            if (!l.on) continue;
             account(l, t.live, op.ts);
             l.free = 0;
             if (l.reserved != 0) setReserved(l, 0, op.ts);
@@ -459,6 +457,8 @@ std::vector<PoolPrediction> LaneModel::collect(size_t k, const Tape& tape) const
                 if (std::find(t.lanes.begin(), t.lanes.end(), k) != t.lanes.end()) live = t.live;
             o = l.out;
             o.touched = p.touched;
+            o.maxIdle = l.maxIdle;
+            o.peakLive = l.peakLive;
             o.finalReserved = l.reserved;
             // PoolModel::collect's window: to the tape's end, the recorded side's, or the pool's
             // last change, whichever is last.

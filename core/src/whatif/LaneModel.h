@@ -42,22 +42,25 @@ public:
     uint64_t splits() const { return splits_; }
 
 private:
-    struct Lane {
+    // One lane's view of one pool: what an op touches first, in one cache line.
+    struct alignas(64) Lane {
+        unsigned __int128 idleArea = 0;
         uint64_t reserved = 0;
         uint64_t free = 0;
+        int64_t lastTs = 0;
+        uint64_t maxIdle = 0;
+        uint64_t peakLive = 0;
         bool timed = false;
         bool on = true; // follows the pool
         int64_t firstTs = 0;
-        int64_t lastTs = 0;
-        unsigned __int128 idleArea = 0;
-        PoolPrediction out;
+        PoolPrediction out; // the rest of its figures (maxIdle and peakLive above)
     };
     struct Trunk {
         uint64_t live = 0;
         uint64_t pendTotal = 0;
         std::vector<detail::Pending> pend; // per replay stream
         std::vector<uint32_t> lanes;       // the lanes sharing it
-        size_t on = 0;                     // of them, those following the pool
+        std::vector<uint32_t> active;      // of them, those following the pool
         detail::Pending& pendOf(uint32_t stream) {
             if (stream >= pend.size()) [[unlikely]]
                 pend.resize(size_t(stream) + 1);
@@ -85,6 +88,7 @@ private:
     void alloc(const Op& op, uint64_t seq, uint64_t streamHandle);
     void allocAlone(Pool& p, Trunk& t, Lane& l, const Op& op, uint64_t bytes, uint64_t need,
                     uint64_t seq, uint64_t streamHandle);
+    void split(Pool& p, size_t ti, uint32_t k);
     void grow(Lane& l, const Op& op, uint64_t need, uint64_t seq, uint64_t streamHandle);
     void freeBlock(const Op& op);
     void waitMove(const Op& op);

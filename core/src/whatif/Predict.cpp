@@ -518,9 +518,14 @@ Result<std::vector<PoolAdvice>> adviseAfter(const TraceReader& reader,
         threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxAdviceThreads);
     size_t open = 0;
     for (const Search::Asked& a : search.asked) open += a.left != 0;
-    // The open candidates as lanes, at least kLanesPerModel to a LaneModel, and on few threads
-    // as many as it takes to give each thread one.
-    const size_t perModel = std::max<size_t>(kLanesPerModel, (cands.size() + threads - 1) / threads);
+    // The open candidates as lanes of as many LaneModels as leave every thread stepping them
+    // one share (after the read, every question is on the way to the answer).
+    size_t candOpen = 0;
+    for (const Search::Asked& a : search.asked) candOpen += a.left != 0 && a.candidate;
+    const size_t steppers =
+        std::max<size_t>(std::min<size_t>(threads >= 4 ? threads - 1 : threads, open), 1);
+    const size_t models = steppers > open - candOpen ? steppers - (open - candOpen) : 1;
+    const size_t perModel = (candOpen + models - 1) / models;
     search.lanesForCandidates(perModel, c);
     // The first read's ops, where they are the ones this read would make: its replay declared
     // the same and the spill holds every step.

@@ -433,7 +433,7 @@ void setAheadKeptForTests(size_t n) { gMaxKept.store(n); }
 
 Speculation::Speculation(const TapeSpill& spill, unsigned policies,
                          const std::vector<uint64_t>& thresholds, const Calibration& c,
-                         unsigned threads, uint64_t events, uint64_t slack)
+                         unsigned threads, uint64_t events, uint64_t slack, size_t perModel)
     : thresholds_(thresholds) {
     auto add = [&](const Settings& s, bool candidate) {
         Search::Asked a;
@@ -459,7 +459,7 @@ Speculation::Speculation(const TapeSpill& spill, unsigned policies,
         add(s, true);
     }
     threads = std::max(threads, 4u);
-    search_.lanesForCandidates(kLanesPerModel, c);
+    search_.lanesForCandidates(perModel, c);
     try {
         thread_ = std::thread([this, &spill, threads] {
             bool ok = false;

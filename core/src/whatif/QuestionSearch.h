@@ -110,10 +110,6 @@ struct Search {
     void lanesForCandidates(size_t perModel, const Calibration& c);
 };
 
-// The fewest candidates a LaneModel holds where there are that many: on a thread of their own,
-// this many cost about what two PoolModels would (docs/PERFORMANCE.md).
-inline constexpr size_t kLanesPerModel = 6;
-
 // The search over the spill on `threads` threads (2 or more), each with its own reader of the
 // spill and its share of the open questions. False where a reader failed (the models are then
 // part-fed: the caller starts over).
@@ -158,9 +154,11 @@ public:
     // speculation goes. `events`: the trace's (0: unknown, no candidate stops early); `slack`:
     // the releases a candidate follows a pool past four times its allowance so far, at least.
     static constexpr uint64_t kSlack = 64;
+    // `perModel`: the thresholds as lanes of LaneModels of at most this many (each LaneModel on
+    // one thread: the fewer, the less CPU, the more, the sooner the wave is done).
     Speculation(const TapeSpill& spill, unsigned policies, const std::vector<uint64_t>& thresholds,
                 const Calibration& c, unsigned threads, uint64_t events = 0,
-                uint64_t slack = kSlack);
+                uint64_t slack = kSlack, size_t perModel = 1);
     ~Speculation();
     Speculation(const Speculation&) = delete;
     Speculation& operator=(const Speculation&) = delete;
