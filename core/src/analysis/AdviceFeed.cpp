@@ -33,7 +33,8 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
     replay_->subscribe(&races_, whatif::RaceBounds::kindMask());
     if (threaded && follower) {
         asRecorded_.recordOnly(true);
-        asRecordedOps_ = std::make_unique<whatif::PoolModel>(whatif::Settings{}, c);
+        followed_ = std::make_unique<whatif::LaneModel>(
+            std::vector<std::optional<uint64_t>>{std::nullopt, whatif::neverReleasing().releaseThreshold}, c);
         // Without a thread to be had, the steps are followed on the models' thread as given.
         follower_ = std::make_unique<Follower>(*this);
         follower_->steps.start();
@@ -69,7 +70,7 @@ std::vector<whatif::Speculation*> AdviceFeed::ahead() const {
 // would end with if it went on rising as it did over the last sixth (a program holding more and
 // more), those not asked yet. The first wave asks the reuse policies some pool has off.
 void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t events) {
-    const uint64_t top = neverReleasing_.peakReservedSoFar();
+    const uint64_t top = neverReleasingPeak();
     tops_.push_back({events, top});
     const size_t n = tops_.size();
     if (n != 2 && n != 4) return;
@@ -99,12 +100,11 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
     // pool has off by then (one turned off later is asked after the read).
     unsigned policies = 0;
     if (ahead_.empty()) {
-        const whatif::PoolModel& recorded = recordedModel();
         const PoolAttr attrs[3] = {PoolAttr::ReuseAllowOpportunistic,
                                    PoolAttr::ReuseFollowEventDependencies,
                                    PoolAttr::ReuseAllowInternalDependencies};
         for (unsigned k = 0; k < 3; ++k)
-            if (recorded.policyOffSoFar(attrs[k])) policies |= 1u << k;
+            if (recordedPolicyOff(attrs[k])) policies |= 1u << k;
     }
     if (ask.empty() && policies == 0) return;
     const unsigned threads = aheadIdle_ ? std::min(aheadThreads_, aheadIdle_()) : aheadThreads_;
@@ -134,8 +134,11 @@ void AdviceFeed::racesOn(replay::Replay& other) {
 void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
                         uint64_t events) {
     const whatif::Op* ops = tape.ops.data();
-    if (asRecordedOps_)
-        asRecordedOps_->feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
+    if (followed_)
+        followed_->feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
+                        tape.streamHandles, followedMutes_);
+    else
+        neverReleasing_.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
                              tape.streamHandles, noMute_);
     if (spill_) {
         // For the questions asked ahead: how far the read is, and each pool's releases under
@@ -143,14 +146,11 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
         // allows a candidate).
         notes_.clear();
         if (aheadThreads_) {
-            const whatif::PoolModel& recorded = recordedModel();
             notes_.push_back(events);
-            for (uint32_t i = 0; i < poolHandles.size(); ++i) notes_.push_back(recorded.releasesOf(i));
+            for (uint32_t i = 0; i < poolHandles.size(); ++i) notes_.push_back(recordedReleasesOf(i));
         }
         spill_->append(tape, poolHandles, notes_);
     }
-    neverReleasing_.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
-                         tape.streamHandles, noMute_);
     if (aheadThreads_ && spill_ && spill_->ok() &&
         events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 4)
         askWave(poolHandles, events);
@@ -195,7 +195,7 @@ void AdviceFeed::end() {
 void AdviceFeed::finish() {
     asRecorded_.finishTape(tape_, *replay_);
     // The recorded side from the recording, the predictions from the model that followed its ops.
-    if (asRecordedOps_) tape_.recorded = asRecordedOps_->collect(tape_);
+    if (followed_) tape_.recorded = followed_->collect(kRecordedLane, tape_);
     if (spill_) spill_->finish(tape_);
 }
 

@@ -8,9 +8,10 @@
 // step() turns what the recording model took from a chunk into the spill's and the
 // never-releasing model's input, on whichever thread follows, or with a follower hands it to a
 // thread of its own that writes the spill and feeds the never-releasing model. With a follower
-// the recording model only records, and the recorded settings' predictions come from a third
-// model fed the same ops on the follower's thread (PoolModel::run's answers are those of
-// following the replay): modelling was about two fifths of the models' thread.
+// the recording model only records, and the recorded settings' predictions come from the ops on
+// the follower's thread (PoolModel::run's answers are those of following the replay): modelling
+// was about two fifths of the models' thread. There the two predictions are two lanes of one
+// LaneModel (the recorded threshold, and none reached), which keeps what they share once.
 
 #include <functional>
 #include <memory>
@@ -62,7 +63,9 @@ public:
     bool hasFollower() const { return follower_ != nullptr; }
     // After end(): the CPU time of the follower's thread (0 without one).
     double followerCpu() const;
-    std::vector<whatif::PoolPrediction> neverReleasing() { return neverReleasing_.collect(tape_); }
+    std::vector<whatif::PoolPrediction> neverReleasing() {
+        return followed_ ? followed_->collect(kNeverLane, tape_) : neverReleasing_.collect(tape_);
+    }
     std::vector<whatif::RaceRange> races() const { return races_.result(*racesReplay_); }
     whatif::TapeSpill* spill() { return spill_.get(); }
     // After end(): the questions asked during the read, if any were (for adviseAfter).
@@ -79,18 +82,29 @@ private:
     void follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles, uint64_t events);
     void stopFollower(bool drop);
 
+    const std::vector<uint8_t> noMute_;
     whatif::PoolModel asRecorded_, neverReleasing_;
-    // With a follower: the recorded settings' model, fed the ops (asRecorded_ only records).
-    std::unique_ptr<whatif::PoolModel> asRecordedOps_;
+    // With a follower: the recorded settings' and the never-releasing predictions, fed the ops
+    // (asRecorded_ only records, neverReleasing_ is not fed).
+    static constexpr size_t kRecordedLane = 0, kNeverLane = 1;
+    std::unique_ptr<whatif::LaneModel> followed_;
+    const std::vector<const std::vector<uint8_t>*> followedMutes_{&noMute_, &noMute_};
     whatif::RaceBounds races_;
     whatif::Tape tape_;
     std::unique_ptr<whatif::TapeSpill> spill_;
     // Questions asked during the read, in waves (after the spill: they go first, the spill
     // abandoned), and the never-releasing peak at each of the trace's first four sixths.
     void askWave(const std::vector<uint64_t>& poolHandles, uint64_t events);
-    // The model giving the recorded settings' predictions (the follower's, where there is one).
-    const whatif::PoolModel& recordedModel() const {
-        return asRecordedOps_ ? *asRecordedOps_ : asRecorded_;
+    // The recorded settings' predictions so far (the follower's, where there is one), and the
+    // never-releasing model's largest peak.
+    uint64_t recordedReleasesOf(uint32_t pool) const {
+        return followed_ ? followed_->releasesOf(kRecordedLane, pool) : asRecorded_.releasesOf(pool);
+    }
+    bool recordedPolicyOff(PoolAttr a) const {
+        return followed_ ? followed_->policyOffSoFar(a) : asRecorded_.policyOffSoFar(a);
+    }
+    uint64_t neverReleasingPeak() const {
+        return followed_ ? followed_->peakReservedSoFar(kNeverLane) : neverReleasing_.peakReservedSoFar();
     }
     std::vector<std::unique_ptr<whatif::Speculation>> ahead_;
     std::vector<uint64_t> askedAhead_; // thresholds
@@ -103,7 +117,6 @@ private:
     uint64_t aheadEvents_ = 0;
     std::function<unsigned()> aheadIdle_;
     std::vector<uint64_t> notes_; // the spill's, a step's
-    const std::vector<uint8_t> noMute_;
     std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped
     std::unique_ptr<Follower> follower_; // after the models: stopped before they go
     std::unique_ptr<ReplayThread> thread_; // after the models: stopped before they go

@@ -442,6 +442,19 @@ uint64_t LaneModel::releasesOf(size_t k, uint32_t pool) const {
     return pools_[pool].lanes[k].out.releases;
 }
 
+uint64_t LaneModel::peakReservedSoFar(size_t k) const {
+    uint64_t top = 0;
+    for (const Pool& p : pools_)
+        if (k < p.lanes.size()) top = std::max(top, p.lanes[k].out.peakReserved);
+    return top;
+}
+
+bool LaneModel::policyOffSoFar(PoolAttr a) const {
+    for (const Pool& p : pools_)
+        if (p.init && !p.policy(a)) return true;
+    return false;
+}
+
 std::vector<PoolPrediction> LaneModel::collect(size_t k, const Tape& tape) const {
     const int64_t last = std::max<int64_t>(0, tape.lastTs);
     std::vector<PoolPrediction> out;

@@ -38,6 +38,9 @@ public:
     // As PoolModel::releasesOf and PoolModel::collect, for lane k.
     uint64_t releasesOf(size_t k, uint32_t pool) const;
     std::vector<PoolPrediction> collect(size_t k, const Tape& tape) const;
+    // As PoolModel::peakReservedSoFar for lane k, and PoolModel::policyOffSoFar.
+    uint64_t peakReservedSoFar(size_t k) const;
+    bool policyOffSoFar(PoolAttr a) const;
     // Lanes split off a shared trunk so far (the bench's and the tests').
     uint64_t splits() const { return splits_; }
 
