@@ -113,8 +113,8 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
         // The candidates as lanes of LaneModels, each on a thread of its own, which must step the
         // whole trace in what is left of the read: 4/6 of it for the first wave, 2/6 for the
         // second. On the 16-core hosts a PoolModel steps a trace in about a fifth of the read's
-        // time and a LaneModel of n lanes costs about 0.5 + 0.25 n of one (docs/PERFORMANCE.md):
-        // 8 lanes, then 3, leave some margin.
+        // time and a LaneModel of n lanes costs about 1.5 + 0.13 n of one (docs/PERFORMANCE.md):
+        // 8 lanes, then 3 (the second wave's were measured done before the read).
         const size_t perModel = n == 2 ? 8 : 3;
         ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, policies, ask, cal_,
                                                                threads, aheadEvents_,

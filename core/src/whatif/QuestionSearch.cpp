@@ -16,9 +16,9 @@ namespace poolscope::whatif {
 
 namespace {
 
-// A question's cost a step, in a PoolModel's: a LaneModel's lanes cost about a quarter of one
-// each, and the trunk it keeps once about half of one (docs/PERFORMANCE.md).
-double unitCost(size_t lanes) { return lanes == 0 ? 1.0 : 0.5 + 0.25 * static_cast<double>(lanes); }
+// A question's cost a step, in a PoolModel's: a LaneModel's lanes cost about an eighth of one
+// each, and what it keeps once about one and a half (docs/PERFORMANCE.md).
+double unitCost(size_t lanes) { return lanes == 0 ? 1.0 : 1.5 + 0.13 * static_cast<double>(lanes); }
 
 // The open questions in n shares. Later questions cost more (the candidates' thresholds rise
 // along the order, and with them how long they survive, the highest often to the end), so they
