@@ -12,6 +12,7 @@
 
 #include "../../core/src/whatif/LaneModel.h"
 #include "../../core/src/whatif/QuestionSearch.h"
+#include "PredictionChecks.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/whatif/PoolModel.h"
 
@@ -23,38 +24,6 @@ using whatif::PoolPrediction;
 
 constexpr uint64_t MiB = uint64_t{1} << 20;
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-
-void expectSame(const PoolPrediction& a, const PoolPrediction& b) {
-    EXPECT_EQ(a.handle, b.handle);
-    EXPECT_EQ(a.device, b.device);
-    EXPECT_EQ(a.touched, b.touched);
-    EXPECT_EQ(a.peakReserved, b.peakReserved);
-    EXPECT_EQ(a.peakReservedTsNs, b.peakReservedTsNs);
-    EXPECT_EQ(a.releases, b.releases);
-    EXPECT_EQ(a.releasedBytes, b.releasedBytes);
-    EXPECT_EQ(a.trims, b.trims);
-    EXPECT_EQ(a.growths, b.growths);
-    EXPECT_EQ(a.grownBytes, b.grownBytes);
-    EXPECT_EQ(a.failedAllocs, b.failedAllocs);
-    EXPECT_EQ(a.maxIdle, b.maxIdle);
-    EXPECT_EQ(a.meanIdle, b.meanIdle);
-    EXPECT_EQ(a.finalReserved, b.finalReserved);
-    EXPECT_EQ(a.peakLive, b.peakLive);
-    EXPECT_EQ(a.releaseThreshold, b.releaseThreshold);
-    EXPECT_EQ(a.followEventDependencies, b.followEventDependencies);
-    EXPECT_EQ(a.allowOpportunistic, b.allowOpportunistic);
-    EXPECT_EQ(a.allowInternalDependencies, b.allowInternalDependencies);
-    EXPECT_EQ(a.recordedReleases, b.recordedReleases);
-    EXPECT_EQ(a.recordedPeakReserved, b.recordedPeakReserved);
-    ASSERT_EQ(a.growthAllocs.size(), b.growthAllocs.size());
-    for (size_t i = 0; i < a.growthAllocs.size(); ++i) {
-        EXPECT_EQ(a.growthAllocs[i].seq, b.growthAllocs[i].seq) << i;
-        EXPECT_EQ(a.growthAllocs[i].tsNs, b.growthAllocs[i].tsNs) << i;
-        EXPECT_EQ(a.growthAllocs[i].stream, b.growthAllocs[i].stream) << i;
-        EXPECT_EQ(a.growthAllocs[i].bytes, b.growthAllocs[i].bytes) << i;
-        EXPECT_EQ(a.growthAllocs[i].grownBy, b.growthAllocs[i].grownBy) << i;
-    }
-}
 
 // A random op stream built here (not a recording), as a recording model would make it: pools
 // declared with Init, their knobs (reuse policies on and off, thresholds, size limits) changed
@@ -240,8 +209,7 @@ void expectLanesAsModels(const whatif::Tape& tape,
         ASSERT_EQ(got.size(), want.size());
         for (size_t j = 0; j < got.size(); ++j) {
             if (mute[k][tape.poolIndex[j]]) continue;
-            SCOPED_TRACE(testing::Message() << "pool " << j);
-            expectSame(got[j], want[j]);
+            test::expectSamePrediction(got[j], want[j], "pool " + std::to_string(j));
         }
     }
     if (splits) *splits += lm.splits();

@@ -22,6 +22,7 @@
 #include "../../core/src/analysis/ReplayThread.h"
 #include "../../core/src/whatif/QuestionSearch.h"
 #include "../../core/src/whatif/TapeSpill.h"
+#include "PredictionChecks.h"
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/Report.h"
@@ -115,24 +116,6 @@ std::string write(const std::string& path, const std::vector<Event>& events) {
     EXPECT_TRUE((*w)->append(events));
     EXPECT_TRUE((*w)->close());
     return path;
-}
-
-void expectSamePrediction(const PoolPrediction& a, const PoolPrediction& b) {
-    EXPECT_EQ(a.handle, b.handle);
-    EXPECT_EQ(a.touched, b.touched);
-    EXPECT_EQ(a.peakReserved, b.peakReserved);
-    EXPECT_EQ(a.peakReservedTsNs, b.peakReservedTsNs);
-    EXPECT_EQ(a.releases, b.releases);
-    EXPECT_EQ(a.releasedBytes, b.releasedBytes);
-    EXPECT_EQ(a.trims, b.trims);
-    EXPECT_EQ(a.growths, b.growths);
-    EXPECT_EQ(a.failedAllocs, b.failedAllocs);
-    EXPECT_EQ(a.maxIdle, b.maxIdle);
-    EXPECT_EQ(a.meanIdle, b.meanIdle);
-    EXPECT_EQ(a.finalReserved, b.finalReserved);
-    EXPECT_EQ(a.peakLive, b.peakLive);
-    ASSERT_EQ(a.growthAllocs.size(), b.growthAllocs.size());
-    for (size_t i = 0; i < a.growthAllocs.size(); ++i) EXPECT_EQ(a.growthAllocs[i].seq, b.growthAllocs[i].seq);
 }
 
 void expectSameAdvice(const std::vector<whatif::PoolAdvice>& a,
@@ -250,7 +233,7 @@ TEST(WhatIfSearch, FedModelsWithOtherPoolsMutedAnswerAsSeparateModels) {
                 }
                 const auto fed = m.collect(*tape, tape->poolIndex[k]);
                 ASSERT_EQ(fed.size(), 1u);
-                expectSamePrediction(fed[0], separate[0]);
+                test::expectSamePrediction(fed[0], separate[0], "fed, others muted");
                 EXPECT_EQ(m.releasesOf(tape->poolIndex[k]), separate[0].releases);
             }
         }

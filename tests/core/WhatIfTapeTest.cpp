@@ -8,6 +8,7 @@
 
 #include <limits>
 
+#include "PredictionChecks.h"
 #include "TestTraces.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/TraceReader.h"
@@ -17,6 +18,7 @@
 namespace poolscope {
 namespace {
 
+using test::expectSamePrediction;
 using whatif::PoolPrediction;
 using whatif::Question;
 
@@ -25,44 +27,6 @@ constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
 std::string samplePath(const char* name) {
     return std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope";
-}
-
-void expectSame(const PoolPrediction& a, const PoolPrediction& b, const std::string& what) {
-    SCOPED_TRACE(what);
-    EXPECT_EQ(a.handle, b.handle);
-    EXPECT_EQ(a.device, b.device);
-    EXPECT_EQ(a.touched, b.touched);
-    EXPECT_EQ(a.recordedKnown, b.recordedKnown);
-    EXPECT_EQ(a.recordedPeakReserved, b.recordedPeakReserved);
-    EXPECT_EQ(a.recordedReleases, b.recordedReleases);
-    EXPECT_EQ(a.recordedGrowths, b.recordedGrowths);
-    EXPECT_EQ(a.recordedMaxIdle, b.recordedMaxIdle);
-    EXPECT_EQ(a.recordedMeanIdle, b.recordedMeanIdle);
-    EXPECT_EQ(a.recordedFinalReserved, b.recordedFinalReserved);
-    EXPECT_EQ(a.peakReserved, b.peakReserved);
-    EXPECT_EQ(a.peakReservedTsNs, b.peakReservedTsNs);
-    EXPECT_EQ(a.releases, b.releases);
-    EXPECT_EQ(a.releasedBytes, b.releasedBytes);
-    EXPECT_EQ(a.trims, b.trims);
-    EXPECT_EQ(a.growths, b.growths);
-    EXPECT_EQ(a.grownBytes, b.grownBytes);
-    EXPECT_EQ(a.failedAllocs, b.failedAllocs);
-    EXPECT_EQ(a.maxIdle, b.maxIdle);
-    EXPECT_EQ(a.meanIdle, b.meanIdle);
-    EXPECT_EQ(a.finalReserved, b.finalReserved);
-    EXPECT_EQ(a.peakLive, b.peakLive);
-    EXPECT_EQ(a.releaseThreshold, b.releaseThreshold);
-    EXPECT_EQ(a.followEventDependencies, b.followEventDependencies);
-    EXPECT_EQ(a.allowOpportunistic, b.allowOpportunistic);
-    EXPECT_EQ(a.allowInternalDependencies, b.allowInternalDependencies);
-    ASSERT_EQ(a.growthAllocs.size(), b.growthAllocs.size());
-    for (size_t i = 0; i < a.growthAllocs.size(); ++i) {
-        EXPECT_EQ(a.growthAllocs[i].seq, b.growthAllocs[i].seq) << i;
-        EXPECT_EQ(a.growthAllocs[i].stream, b.growthAllocs[i].stream) << i;
-        EXPECT_EQ(a.growthAllocs[i].grownBy, b.growthAllocs[i].grownBy) << i;
-    }
-    EXPECT_EQ(a.reserved.t, b.reserved.t);
-    EXPECT_EQ(a.reserved.v, b.reserved.v);
 }
 
 // Questions that make the model take each of its paths on the samples.
@@ -102,7 +66,7 @@ TEST(WhatIfTape, SamplesGiveTheSameAnswersFromTheTapeAsFromTheTrace) {
         for (size_t qi = 0; qi < qs.size(); ++qi) {
             ASSERT_EQ(spread->perQuestion[qi].size(), direct->perQuestion[qi].size());
             for (size_t k = 0; k < direct->perQuestion[qi].size(); ++k)
-                expectSame(spread->perQuestion[qi][k], direct->perQuestion[qi][k],
+                expectSamePrediction(spread->perQuestion[qi][k], direct->perQuestion[qi][k],
                            std::string(name) + " four replays, question " + std::to_string(qi));
         }
         auto tape = whatif::recordTape(**reader);
@@ -114,13 +78,13 @@ TEST(WhatIfTape, SamplesGiveTheSameAnswersFromTheTapeAsFromTheTrace) {
             const std::vector<PoolPrediction>& fromTrace = direct->perQuestion[qi];
             ASSERT_EQ(fromTape.size(), fromTrace.size()) << "question " << qi;
             for (size_t k = 0; k < fromTape.size(); ++k) {
-                expectSame(fromTape[k], fromTrace[k],
+                expectSamePrediction(fromTape[k], fromTrace[k],
                            std::string(name) + " question " + std::to_string(qi) + " pool " +
                                std::to_string(k));
                 // One pool alone: the same as that pool among all of them.
                 const auto one = whatif::predict(*tape, qs[qi], {}, fromTrace[k].handle);
                 ASSERT_EQ(one.size(), 1u);
-                expectSame(one[0], fromTrace[k], std::string(name) + " one pool, question " +
+                expectSamePrediction(one[0], fromTrace[k], std::string(name) + " one pool, question " +
                                                      std::to_string(qi));
             }
         }
@@ -144,7 +108,7 @@ TEST(WhatIfTape, PerPoolSettingsChangeOnlyTheirPool) {
     const auto fromTape = whatif::predict(*tape, q);
     ASSERT_EQ(fromTape.size(), direct->perQuestion[0].size());
     for (size_t k = 0; k < fromTape.size(); ++k)
-        expectSame(fromTape[k], direct->perQuestion[0][k], "pool " + std::to_string(k));
+        expectSamePrediction(fromTape[k], direct->perQuestion[0][k], "pool " + std::to_string(k));
     EXPECT_EQ(fromTape[1].releaseThreshold, kMax);
     EXPECT_EQ(fromTape[1].releases, 0u);
     EXPECT_EQ(fromTape[0].releaseThreshold, tape->recorded[0].releaseThreshold);
@@ -219,7 +183,7 @@ TEST(WhatIfTape, ARecorderOnATimelineBuilderRecordsWhatRecordTapeRecords) {
     q.keepSeries = true;
     const auto x = whatif::predict(live, q), y = whatif::predict(*tape, q);
     ASSERT_EQ(x.size(), y.size());
-    for (size_t k = 0; k < x.size(); ++k) expectSame(x[k], y[k], "pool " + std::to_string(k));
+    for (size_t k = 0; k < x.size(); ++k) expectSamePrediction(x[k], y[k], "pool " + std::to_string(k));
 }
 
 TEST(WhatIfTape, OnePoolTheTapeDoesNotHaveGivesNothing) {

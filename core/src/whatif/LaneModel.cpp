@@ -108,15 +108,7 @@ void LaneModel::feed(const Op* first, const Op* last, const uint64_t* seq, size_
             ++allocs;
             handle = op.stream < nStreams ? handles[op.stream] : 0;
         }
-        switch (op.kind) {
-        case Op::Kind::Wait:
-        case Op::Kind::EventCleared:
-        case Op::Kind::StreamSync:
-        case Op::Kind::EventSync:
-        case Op::Kind::ContextSync: break; // every pool's
-        default:
-            if (!followed(op.pool)) continue;
-        }
+        if (!detail::everyPools(op.kind) && !followed(op.pool)) continue;
         apply(op, s, handle);
     }
     mutes_ = nullptr;
@@ -145,15 +137,7 @@ void LaneModel::apply(const Op& op, uint64_t seq, uint64_t streamHandle) {
 }
 
 [[gnu::always_inline]] inline void LaneModel::account(Lane& l, uint64_t live, int64_t ts) {
-    if (!l.timed) {
-        l.timed = true;
-        l.firstTs = l.lastTs = ts;
-        return;
-    }
-    if (ts > l.lastTs) {
-        l.idleArea += static_cast<unsigned __int128>(span(l.lastTs, ts)) * idleOf(l.reserved, live);
-        l.lastTs = ts;
-    }
+    l.idle.to(ts, idleOf(l.reserved, live));
 }
 
 void LaneModel::setReserved(Lane& l, uint64_t v, int64_t ts) {
@@ -180,10 +164,7 @@ void LaneModel::allocAlone(Pool& p, Trunk& t, Lane& l, const Op& op, uint64_t by
                            uint64_t need, uint64_t seq, uint64_t streamHandle) {
     if (need) take(l.free, need);
     if (need && p.policy(PoolAttr::ReuseAllowOpportunistic)) {
-        const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
-        const int64_t cutoff = op.ts < std::numeric_limits<int64_t>::min() + lag
-                                   ? std::numeric_limits<int64_t>::min()
-                                   : op.ts - lag;
+        const int64_t cutoff = detail::opportunisticCutoff(op.ts, cal_.opportunisticLagNs);
         for (size_t j = 0; need && j < t.pend.size(); ++j)
             t.pendTotal -= t.pend[j].takeOldest(need, cutoff);
     }
@@ -243,10 +224,8 @@ void LaneModel::alloc(const Op& op, uint64_t seq, uint64_t streamHandle) {
                 if (older < 0) {
                     older = 0;
                     if (p.policy(PoolAttr::ReuseAllowOpportunistic)) {
-                        const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
-                        const int64_t cutoff = ts < std::numeric_limits<int64_t>::min() + lag
-                                                   ? std::numeric_limits<int64_t>::min()
-                                                   : ts - lag;
+                        const int64_t cutoff =
+                            detail::opportunisticCutoff(ts, cal_.opportunisticLagNs);
                         for (const Pending& q : t->pend)
                             if (q.takesAny(cutoff)) older = 1;
                     }
@@ -478,23 +457,10 @@ std::vector<PoolPrediction> LaneModel::collect(size_t k, const Tape& tape) const
             int64_t end = std::max(last, j < tape.recordedEnd.size()
                                              ? tape.recordedEnd[j]
                                              : std::numeric_limits<int64_t>::min());
-            end = std::max({end, l.lastTs, int64_t{0}});
-            if (l.timed && end > l.firstTs) {
-                const unsigned __int128 area =
-                    l.idleArea +
-                    static_cast<unsigned __int128>(span(l.lastTs, end)) * idleOf(l.reserved, live);
-                o.meanIdle = static_cast<uint64_t>(area / span(l.firstTs, end));
-            }
+            end = std::max({end, l.idle.lastTs, int64_t{0}});
+            if (const auto mean = l.idle.meanTo(end, idleOf(l.reserved, live))) o.meanIdle = *mean;
         }
-        o.handle = rec.handle;
-        o.device = rec.device;
-        o.recordedKnown = rec.recordedKnown;
-        o.recordedPeakReserved = rec.recordedPeakReserved;
-        o.recordedReleases = rec.recordedReleases;
-        o.recordedGrowths = rec.recordedGrowths;
-        o.recordedMaxIdle = rec.recordedMaxIdle;
-        o.recordedMeanIdle = rec.recordedMeanIdle;
-        o.recordedFinalReserved = rec.recordedFinalReserved;
+        detail::takeRecordedSide(o, rec);
         o.releaseThreshold = thresholds_[k].value_or(rec.releaseThreshold);
         o.followEventDependencies = rec.followEventDependencies;
         o.allowOpportunistic = rec.allowOpportunistic;

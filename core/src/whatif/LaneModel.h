@@ -47,15 +47,12 @@ public:
 private:
     // One lane's view of one pool: what an op touches first, in one cache line.
     struct alignas(64) Lane {
-        unsigned __int128 idleArea = 0;
+        detail::IdleArea idle;
         uint64_t reserved = 0;
         uint64_t free = 0;
-        int64_t lastTs = 0;
         uint64_t maxIdle = 0;
         uint64_t peakLive = 0;
-        bool timed = false;
-        bool on = true; // follows the pool
-        int64_t firstTs = 0;
+        bool on = true;     // follows the pool
         PoolPrediction out; // the rest of its figures (maxIdle and peakLive above)
     };
     struct Trunk {

@@ -6,7 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
+
+#include "poolscope/whatif/PoolModel.h"
 
 namespace poolscope::whatif::detail {
 
@@ -92,6 +95,66 @@ constexpr int64_t kAnyTime = std::numeric_limits<int64_t>::max();
 // at both ends of int64).
 inline uint64_t span(int64_t earlier, int64_t later) {
     return later > earlier ? static_cast<uint64_t>(later) - static_cast<uint64_t>(earlier) : 0;
+}
+
+// The frees another stream made that opportunistic reuse may take at `ts`: those made `lag`
+// earlier or before (without signed overflow: a damaged trace may hold times at both ends).
+inline int64_t opportunisticCutoff(int64_t ts, int64_t lag) {
+    lag = std::max<int64_t>(lag, 0);
+    return ts < std::numeric_limits<int64_t>::min() + lag ? std::numeric_limits<int64_t>::min()
+                                                          : ts - lag;
+}
+
+// Ops every pool's state follows (a muted pool's included), as against a pool's own.
+inline bool everyPools(Op::Kind k) {
+    switch (k) {
+    case Op::Kind::Wait:
+    case Op::Kind::EventCleared:
+    case Op::Kind::StreamSync:
+    case Op::Kind::EventSync:
+    case Op::Kind::ContextSync: return true;
+    default: return false;
+    }
+}
+
+// Reserved minus live over time, in byte-nanoseconds: from the first change on, each span to a
+// later change at the idle bytes held through it (a change at an earlier time, a record out of
+// order, adds nothing).
+struct IdleArea {
+    unsigned __int128 area = 0; // exact, and cheap (no x87 maths)
+    int64_t lastTs = 0;
+    int64_t firstTs = 0;
+    bool timed = false;
+    void to(int64_t ts, uint64_t idle) {
+        if (!timed) {
+            timed = true;
+            firstTs = lastTs = ts;
+            return;
+        }
+        if (ts > lastTs) {
+            area += static_cast<unsigned __int128>(span(lastTs, ts)) * idle;
+            lastTs = ts;
+        }
+    }
+    // The mean to `end` (where it is past the first change), the idle bytes held to the end.
+    std::optional<uint64_t> meanTo(int64_t end, uint64_t idle) const {
+        if (!timed || end <= firstTs) return std::nullopt;
+        const unsigned __int128 a = area + static_cast<unsigned __int128>(span(lastTs, end)) * idle;
+        return static_cast<uint64_t>(a / span(firstTs, end));
+    }
+};
+
+// A prediction's recorded side and identity, which are the recording's (`rec`).
+inline void takeRecordedSide(PoolPrediction& o, const PoolPrediction& rec) {
+    o.handle = rec.handle;
+    o.device = rec.device;
+    o.recordedKnown = rec.recordedKnown;
+    o.recordedPeakReserved = rec.recordedPeakReserved;
+    o.recordedReleases = rec.recordedReleases;
+    o.recordedGrowths = rec.recordedGrowths;
+    o.recordedMaxIdle = rec.recordedMaxIdle;
+    o.recordedMeanIdle = rec.recordedMeanIdle;
+    o.recordedFinalReserved = rec.recordedFinalReserved;
 }
 
 } // namespace poolscope::whatif::detail

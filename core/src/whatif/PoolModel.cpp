@@ -35,10 +35,7 @@ struct PoolModel::Pool {
     uint64_t free = 0;
     uint64_t pendTotal = 0;
     std::vector<Pending> pend; // per replay stream
-    bool timed = false;
-    int64_t firstTs = 0;
-    int64_t lastTs = 0;
-    unsigned __int128 idleArea = 0; // byte-nanoseconds: exact, and cheap (no x87 maths)
+    detail::IdleArea idleArea;
     // recorded side
     uint64_t recReserved = 0;
     uint64_t recUsed = 0;
@@ -397,15 +394,7 @@ void PoolModel::apply(const Op& op, uint64_t seq, uint64_t streamHandle) {
 }
 
 [[gnu::always_inline]] inline void PoolModel::account(Pool& p, int64_t ts) {
-    if (!p.timed) {
-        p.timed = true;
-        p.firstTs = p.lastTs = ts;
-        return;
-    }
-    if (ts > p.lastTs) {
-        p.idleArea += static_cast<unsigned __int128>(span(p.lastTs, ts)) * p.idle();
-        p.lastTs = ts;
-    }
+    p.idleArea.to(ts, p.idle());
 }
 
 void PoolModel::setReserved(Pool& p, uint64_t v, int64_t ts) {
@@ -429,10 +418,7 @@ void PoolModel::alloc(const Op& op, uint64_t seq, uint64_t streamHandle) {
     p.pendTotal -= p.pendOf(op.stream).takeNewest(need);
     if (need) take(p.free, need);
     if (need && p.policy(p.s.allowOpportunistic, PoolAttr::ReuseAllowOpportunistic)) {
-        const int64_t lag = std::max<int64_t>(cal_.opportunisticLagNs, 0);
-        const int64_t cutoff = ts < std::numeric_limits<int64_t>::min() + lag
-                                   ? std::numeric_limits<int64_t>::min()
-                                   : ts - lag;
+        const int64_t cutoff = detail::opportunisticCutoff(ts, cal_.opportunisticLagNs);
         for (size_t j = 0; need && j < p.pend.size(); ++j)
             p.pendTotal -= p.pend[j].takeOldest(need, cutoff);
     }
@@ -567,12 +553,8 @@ PoolPrediction PoolModel::finalPrediction(uint32_t i, int64_t end) const {
     // Both sides over the same window, to the last thing known about the pool: samples may
     // read the watermarks after the last event (gpt2's run ends 0.9 s before its trace), and
     // a recorded mean over a longer span than its divisor exceeded the largest idle.
-    end = std::max({end, p.lastTs, p.recLastTs});
-    if (p.timed && end > p.firstTs) {
-        const unsigned __int128 area =
-            p.idleArea + static_cast<unsigned __int128>(span(p.lastTs, end)) * p.idle();
-        o.meanIdle = static_cast<uint64_t>(area / span(p.firstTs, end));
-    }
+    end = std::max({end, p.idleArea.lastTs, p.recLastTs});
+    if (const auto mean = p.idleArea.meanTo(end, p.idle())) o.meanIdle = *mean;
     if (p.recTimed && end > p.recFirstTs) {
         const unsigned __int128 area =
             p.recIdleArea + static_cast<unsigned __int128>(span(p.recLastTs, end)) * p.recIdle();
@@ -637,16 +619,7 @@ std::vector<PoolPrediction> PoolModel::run(const Tape& tape, std::optional<uint6
             ++allocs;
             handle = op.stream < nStreams ? tape.streamHandles[op.stream] : 0;
         }
-        if (only != replay::kNone && op.pool != only) {
-            switch (op.kind) {
-            case Op::Kind::Wait:
-            case Op::Kind::EventCleared:
-            case Op::Kind::StreamSync:
-            case Op::Kind::EventSync:
-            case Op::Kind::ContextSync: break; // every pool's
-            default: continue;                 // another pool's
-            }
-        }
+        if (only != replay::kNone && op.pool != only && !detail::everyPools(op.kind)) continue;
         apply(op, seq, handle);
     }
     return collect(tape, only);
@@ -664,16 +637,7 @@ void PoolModel::feed(const Op* first, const Op* last, const uint64_t* seq, size_
             ++allocs;
             handle = op.stream < nStreams ? handles[op.stream] : 0;
         }
-        if (op.pool < nMute && mute[op.pool]) {
-            switch (op.kind) {
-            case Op::Kind::Wait:
-            case Op::Kind::EventCleared:
-            case Op::Kind::StreamSync:
-            case Op::Kind::EventSync:
-            case Op::Kind::ContextSync: break; // every pool's
-            default: continue;                 // a muted pool's
-            }
-        }
+        if (op.pool < nMute && mute[op.pool] && !detail::everyPools(op.kind)) continue;
         apply(op, s, handle);
     }
 }
@@ -707,16 +671,7 @@ std::vector<PoolPrediction> PoolModel::collect(const Tape& tape, uint32_t only) 
                                                   ? tape.recordedEnd[k]
                                                   : std::numeric_limits<int64_t>::min());
         if (i < pools_.size() && pools_[i].init) o = finalPrediction(i, end);
-        // The recorded side and the pool's identity are the recording's.
-        o.handle = rec.handle;
-        o.device = rec.device;
-        o.recordedKnown = rec.recordedKnown;
-        o.recordedPeakReserved = rec.recordedPeakReserved;
-        o.recordedReleases = rec.recordedReleases;
-        o.recordedGrowths = rec.recordedGrowths;
-        o.recordedMaxIdle = rec.recordedMaxIdle;
-        o.recordedMeanIdle = rec.recordedMeanIdle;
-        o.recordedFinalReserved = rec.recordedFinalReserved;
+        detail::takeRecordedSide(o, rec);
         const Settings s = i < pools_.size() ? pools_[i].s : Settings{};
         o.releaseThreshold = s.releaseThreshold.value_or(rec.releaseThreshold);
         o.followEventDependencies = s.followEventDependencies.value_or(rec.followEventDependencies);

@@ -1,0 +1,53 @@
+#pragma once
+// Two what-if predictions compared field by field (the tape's tests, the lanes' tests).
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "poolscope/whatif/PoolModel.h"
+
+namespace poolscope::test {
+
+inline void expectSamePrediction(const whatif::PoolPrediction& a, const whatif::PoolPrediction& b,
+                                 const std::string& what) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(a.handle, b.handle);
+    EXPECT_EQ(a.device, b.device);
+    EXPECT_EQ(a.touched, b.touched);
+    EXPECT_EQ(a.recordedKnown, b.recordedKnown);
+    EXPECT_EQ(a.recordedPeakReserved, b.recordedPeakReserved);
+    EXPECT_EQ(a.recordedReleases, b.recordedReleases);
+    EXPECT_EQ(a.recordedGrowths, b.recordedGrowths);
+    EXPECT_EQ(a.recordedMaxIdle, b.recordedMaxIdle);
+    EXPECT_EQ(a.recordedMeanIdle, b.recordedMeanIdle);
+    EXPECT_EQ(a.recordedFinalReserved, b.recordedFinalReserved);
+    EXPECT_EQ(a.peakReserved, b.peakReserved);
+    EXPECT_EQ(a.peakReservedTsNs, b.peakReservedTsNs);
+    EXPECT_EQ(a.releases, b.releases);
+    EXPECT_EQ(a.releasedBytes, b.releasedBytes);
+    EXPECT_EQ(a.trims, b.trims);
+    EXPECT_EQ(a.growths, b.growths);
+    EXPECT_EQ(a.grownBytes, b.grownBytes);
+    EXPECT_EQ(a.failedAllocs, b.failedAllocs);
+    EXPECT_EQ(a.maxIdle, b.maxIdle);
+    EXPECT_EQ(a.meanIdle, b.meanIdle);
+    EXPECT_EQ(a.finalReserved, b.finalReserved);
+    EXPECT_EQ(a.peakLive, b.peakLive);
+    EXPECT_EQ(a.releaseThreshold, b.releaseThreshold);
+    EXPECT_EQ(a.followEventDependencies, b.followEventDependencies);
+    EXPECT_EQ(a.allowOpportunistic, b.allowOpportunistic);
+    EXPECT_EQ(a.allowInternalDependencies, b.allowInternalDependencies);
+    ASSERT_EQ(a.growthAllocs.size(), b.growthAllocs.size());
+    for (size_t i = 0; i < a.growthAllocs.size(); ++i) {
+        EXPECT_EQ(a.growthAllocs[i].seq, b.growthAllocs[i].seq) << i;
+        EXPECT_EQ(a.growthAllocs[i].tsNs, b.growthAllocs[i].tsNs) << i;
+        EXPECT_EQ(a.growthAllocs[i].stream, b.growthAllocs[i].stream) << i;
+        EXPECT_EQ(a.growthAllocs[i].bytes, b.growthAllocs[i].bytes) << i;
+        EXPECT_EQ(a.growthAllocs[i].grownBy, b.growthAllocs[i].grownBy) << i;
+    }
+    EXPECT_EQ(a.reserved.t, b.reserved.t);
+    EXPECT_EQ(a.reserved.v, b.reserved.v);
+}
+
+} // namespace poolscope::test
