@@ -20,15 +20,6 @@ using detail::take;
 
 uint64_t idleOf(uint64_t reserved, uint64_t live) { return reserved > live ? reserved - live : 0; }
 
-bool sameQueue(const Pending& a, const Pending& b) {
-    if (a.bytes != b.bytes || a.q.size() - a.head != b.q.size() - b.head) return false;
-    for (size_t i = 0; i < a.q.size() - a.head; ++i) {
-        const Pending::Chunk &x = a.q[a.head + i], &y = b.q[b.head + i];
-        if (x.ts != y.ts || x.bytes != y.bytes) return false;
-    }
-    return true;
-}
-
 } // namespace
 
 bool LaneModel::Pool::policy(PoolAttr a) const {
@@ -361,25 +352,32 @@ void LaneModel::release(const Op& op) {
                 l.free = target - t.live - t.pendTotal;
             }
         }
-        // Lanes split off rejoin where their trunk is again the same as another's (after a
-        // synchronize, often none has pending frees left).
-        for (size_t a = 0; a + 1 < p.trunks.size(); ++a)
-            for (size_t b = p.trunks.size(); b-- > a + 1;) {
-                Trunk &x = p.trunks[a], &y = p.trunks[b];
-                if (x.live != y.live || x.pendTotal != y.pendTotal) continue;
-                bool same = true;
-                const size_t n = std::max(x.pend.size(), y.pend.size());
-                for (size_t s = 0; same && s < n; ++s) {
-                    static const Pending kEmpty;
-                    same = sameQueue(s < x.pend.size() ? x.pend[s] : kEmpty,
-                                     s < y.pend.size() ? y.pend[s] : kEmpty);
-                }
-                if (!same) continue;
-                x.lanes.insert(x.lanes.end(), y.lanes.begin(), y.lanes.end());
-                x.active.insert(x.active.end(), y.active.begin(), y.active.end());
-                if (y.pend.size() > x.pend.size()) x.pend.resize(y.pend.size());
-                p.trunks.erase(p.trunks.begin() + static_cast<std::ptrdiff_t>(b));
-            }
+        if (p.trunks.size() > 1) rejoin(p);
+    }
+}
+
+// Lanes split off rejoin where a synchronize left their trunk and another with no pending frees
+// and the same live bytes: the same trunk again. (Trunks alike with frees still pending are
+// left apart: comparing their queues at every synchronize cost more than it saved.)
+void LaneModel::rejoin(Pool& p) {
+    auto drained = [](const Trunk& t) {
+        if (t.pendTotal != 0) return false;
+        for (const Pending& q : t.pend)
+            if (q.head != q.q.size()) return false;
+        return true;
+    };
+    std::vector<uint8_t> empty(p.trunks.size());
+    for (size_t i = 0; i < p.trunks.size(); ++i) empty[i] = drained(p.trunks[i]);
+    for (size_t a = 0; a + 1 < p.trunks.size(); ++a) {
+        if (!empty[a]) continue;
+        for (size_t b = p.trunks.size(); b-- > a + 1;) {
+            Trunk &x = p.trunks[a], &y = p.trunks[b];
+            if (!empty[b] || x.live != y.live) continue;
+            x.lanes.insert(x.lanes.end(), y.lanes.begin(), y.lanes.end());
+            x.active.insert(x.active.end(), y.active.begin(), y.active.end());
+            p.trunks.erase(p.trunks.begin() + static_cast<std::ptrdiff_t>(b));
+            empty.erase(empty.begin() + static_cast<std::ptrdiff_t>(b));
+        }
     }
 }
 

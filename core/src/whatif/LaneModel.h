@@ -9,8 +9,9 @@
 // (one per threshold) of a pool share one "trunk" (live bytes, the pending frees), kept once,
 // and each keeps only its reserved and free bytes and its figures. A lane about to take from the
 // pending frees, or to meet the size limit, is split off first: it gets a copy of the trunk and
-// goes on alone, as a PoolModel would. Each lane's answers are those of
-// PoolModel(Settings{releaseThreshold}) fed the same ops (LaneModelTest holds them to it).
+// goes on alone, as a PoolModel would, and rejoins the others where a synchronize leaves both
+// trunks without pending frees and with the same live bytes. Each lane's answers are those of
+// PoolModel(Settings{releaseThreshold}) fed the same ops (WhatIfLanesTest holds them to it).
 
 #include <cstdint>
 #include <optional>
@@ -89,6 +90,7 @@ private:
     void allocAlone(Pool& p, Trunk& t, Lane& l, const Op& op, uint64_t bytes, uint64_t need,
                     uint64_t seq, uint64_t streamHandle);
     void split(Pool& p, size_t ti, uint32_t k);
+    void rejoin(Pool& p);
     void grow(Lane& l, const Op& op, uint64_t need, uint64_t seq, uint64_t streamHandle);
     void freeBlock(const Op& op);
     void waitMove(const Op& op);
