@@ -191,9 +191,9 @@ void expectLanesAsModels(const whatif::Tape& tape,
         seqAt += allocs;
         for (size_t k = 0; k < lanes; ++k)
             for (uint32_t i = 0; i < pools && !done[k]; ++i) {
-                if (!mute[k][i])
-                    ASSERT_EQ(lm.releasesOf(k, i), models[k]->releasesOf(i))
-                        << "lane " << k << " pool " << i << " after op " << at;
+                if (mute[k][i]) continue;
+                ASSERT_EQ(lm.releasesOf(k, i), models[k]->releasesOf(i))
+                    << "lane " << k << " pool " << i << " after op " << at;
             }
         if (muting && rng() % 6 == 0) {
             const size_t k = rng() % lanes;
