@@ -69,14 +69,17 @@ const std::vector<Event>& panelEvents() {
     return ev;
 }
 
+// The model's inputs from events held in memory (a trace's are whatif::recordTape's).
+whatif::Tape tapeOf(const std::vector<Event>& events) {
+    replay::Replay r;
+    whatif::TapeRecorder rec;
+    r.subscribe(&rec, whatif::TapeRecorder::kindMask());
+    for (const Event& e : events) r.apply(e);
+    return rec.tape(r);
+}
+
 const whatif::Tape& panelTape() {
-    static const whatif::Tape tape = [] {
-        replay::Replay r;
-        whatif::TapeRecorder rec;
-        r.subscribe(&rec, whatif::TapeRecorder::kindMask());
-        for (const Event& e : panelEvents()) r.apply(e);
-        return rec.tape(r);
-    }();
+    static const whatif::Tape tape = tapeOf(panelEvents());
     return tape;
 }
 
@@ -139,13 +142,7 @@ void BM_PanelPredictAllPoolsFromTape(benchmark::State& state) { panelPredict(sta
 // thresholds as lanes of LaneModels (all in one, or dealt to 2 or 4 of them, as threads would
 // hold them). Items are events times candidates: the figure is the cost of one candidate an event.
 const whatif::Tape& wholeTape() {
-    static const whatif::Tape tape = [] {
-        replay::Replay r;
-        whatif::TapeRecorder rec;
-        r.subscribe(&rec, whatif::TapeRecorder::kindMask());
-        for (const Event& e : events()) r.apply(e);
-        return rec.tape(r);
-    }();
+    static const whatif::Tape tape = tapeOf(events());
     return tape;
 }
 

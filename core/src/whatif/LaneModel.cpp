@@ -22,10 +22,7 @@ uint64_t idleOf(uint64_t reserved, uint64_t live) { return reserved > live ? res
 
 } // namespace
 
-bool LaneModel::Pool::policy(PoolAttr a) const {
-    const replay::Knob& k = knobs[replay::PoolState::knobIndex(a)];
-    return !k.known || k.value != 0;
-}
+bool LaneModel::Pool::policy(PoolAttr a) const { return detail::recordedPolicy(knobs, a); }
 
 LaneModel::LaneModel(std::vector<std::optional<uint64_t>> thresholds, Calibration c)
     : thresholds_(std::move(thresholds)), cal_(c) {
@@ -34,11 +31,11 @@ LaneModel::LaneModel(std::vector<std::optional<uint64_t>> thresholds, Calibratio
 }
 
 uint64_t LaneModel::threshold(const Pool& p, size_t k) const {
-    if (thresholds_[k]) return *thresholds_[k];
-    return p.knobs[0].known ? p.knobs[0].value : 0;
+    return thresholds_[k] ? *thresholds_[k] : detail::recordedThreshold(p.knobs);
 }
 
-// Which lanes follow pool i, from the mutes feed() was given (a lane once off stays off).
+// Which lanes follow pool i, from the mutes feed() was given: a lane once off stays off, and
+// leaves its trunk's lanes (its figures are not read any more).
 void LaneModel::muteFrom(uint32_t i) {
     Pool& p = pools_[i];
     for (size_t k = 0; k < p.lanes.size(); ++k) {
@@ -47,11 +44,10 @@ void LaneModel::muteFrom(uint32_t i) {
     }
     p.on = 0;
     for (Trunk& t : p.trunks) {
-        t.active.clear();
-        for (uint32_t k : t.lanes)
-            if (p.lanes[k].on) t.active.push_back(k);
+        std::erase_if(t.active, [&](uint32_t k) { return !p.lanes[k].on; });
         p.on += t.active.size();
     }
+    std::erase_if(p.trunks, [](const Trunk& t) { return t.active.empty(); });
 }
 
 void LaneModel::init(uint32_t i, uint64_t handle, int device) {
@@ -63,7 +59,7 @@ void LaneModel::init(uint32_t i, uint64_t handle, int device) {
         p.init = true;
         p.lanes.assign(thresholds_.size(), Lane{});
         p.trunks.assign(1, Trunk{});
-        for (uint32_t k = 0; k < thresholds_.size(); ++k) p.trunks[0].lanes.push_back(k);
+        for (uint32_t k = 0; k < thresholds_.size(); ++k) p.trunks[0].active.push_back(k);
         muteFrom(i);
     }
 }
@@ -188,7 +184,6 @@ void LaneModel::alloc(const Op& op, uint64_t seq, uint64_t streamHandle) {
     const uint64_t bytes = roundUp(op.value, cal_.blockAlign);
     const size_t trunks = p.trunks.size(); // those split off below have had this op
     for (size_t ti = 0; ti < trunks; ++ti) {
-        if (p.trunks[ti].active.empty()) continue;
         Trunk* t = &p.trunks[ti];
         uint64_t need = bytes;
         t->pendTotal -= t->pendOf(op.stream).takeNewest(need);
@@ -248,9 +243,7 @@ void LaneModel::split(Pool& p, size_t ti, uint32_t k) {
         alone.live = t.live;
         alone.pendTotal = t.pendTotal;
         alone.pend = t.pend;
-        alone.lanes = {k};
         alone.active = {k};
-        std::erase(t.lanes, k);
         std::erase(t.active, k);
     }
     p.trunks.push_back(std::move(alone));
@@ -262,7 +255,6 @@ void LaneModel::freeBlock(const Op& op) {
     p.touched = true;
     const bool anyStream = op.flag || op.stream == replay::kNone;
     for (Trunk& t : p.trunks) {
-        if (t.active.empty()) continue;
         // A block the model could not place frees nothing (as PoolModel::freeBlock).
         const uint64_t live = t.live;
         const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), live);
@@ -284,7 +276,6 @@ void LaneModel::freeBlock(const Op& op) {
 void LaneModel::drop(const Op& op) {
     Pool& p = at(op.pool);
     for (Trunk& t : p.trunks) {
-        if (t.active.empty()) continue;
         const uint64_t bytes = std::min(roundUp(op.value, cal_.blockAlign), t.live);
         t.live -= bytes;
         for (uint32_t k : t.active) p.lanes[k].free += bytes;
@@ -296,7 +287,7 @@ void LaneModel::waitMove(const Op& op) {
     for (Pool& p : pools_) {
         if (!p.init || s == to || !p.policy(PoolAttr::ReuseFollowEventDependencies)) continue;
         for (Trunk& t : p.trunks) {
-            if (t.active.empty() || s >= t.pend.size() || t.pend[s].bytes == 0) continue;
+            if (s >= t.pend.size() || t.pend[s].bytes == 0) continue;
             Pending& dst = t.pendOf(to); // may reallocate pend: index s again below
             uint64_t want = op.value;
             t.pend[s].takeOldest(want, kAnyTime, &dst);
@@ -309,7 +300,7 @@ void LaneModel::eventCleared(const Op& op) {
     for (Pool& p : pools_) {
         if (!p.init) continue;
         for (Trunk& t : p.trunks) {
-            if (t.active.empty() || s >= t.pend.size() || t.pend[s].bytes == 0) continue;
+            if (s >= t.pend.size() || t.pend[s].bytes == 0) continue;
             uint64_t want = op.value;
             const uint64_t m = t.pend[s].takeOldest(want, kAnyTime);
             t.pendTotal -= m;
@@ -325,8 +316,7 @@ void LaneModel::release(const Op& op) {
         if (!p.init) continue;
         const bool onDevice = !(device >= 0 && p.device >= 0 && p.device != device);
         for (Trunk& t : p.trunks) {
-            if (t.active.empty()) continue;
-            if (op.kind == Op::Kind::StreamSync && op.stream != replay::kNone &&
+                if (op.kind == Op::Kind::StreamSync && op.stream != replay::kNone &&
                 op.stream < t.pend.size()) {
                 const uint64_t m = t.pend[op.stream].clear();
                 t.pendTotal -= m;
@@ -373,7 +363,6 @@ void LaneModel::rejoin(Pool& p) {
         for (size_t b = p.trunks.size(); b-- > a + 1;) {
             Trunk &x = p.trunks[a], &y = p.trunks[b];
             if (!empty[b] || x.live != y.live) continue;
-            x.lanes.insert(x.lanes.end(), y.lanes.begin(), y.lanes.end());
             x.active.insert(x.active.end(), y.active.begin(), y.active.end());
             p.trunks.erase(p.trunks.begin() + static_cast<std::ptrdiff_t>(b));
             empty.erase(empty.begin() + static_cast<std::ptrdiff_t>(b));
@@ -385,7 +374,6 @@ void LaneModel::trim(const Op& op) {
     Pool& p = at(op.pool);
     const uint64_t g = cal_.growthGranule;
     for (Trunk& t : p.trunks) {
-        if (t.active.empty()) continue;
         const uint64_t floor = roundUp(t.live + t.pendTotal, g);
         const uint64_t target = std::max(floor, roundUp(op.value, g));
         for (uint32_t k : t.active) {
@@ -402,7 +390,6 @@ void LaneModel::trim(const Op& op) {
 void LaneModel::reset(const Op& op) {
     Pool& p = at(op.pool);
     for (Trunk& t : p.trunks) {
-        if (t.active.empty()) continue;
         for (uint32_t k : t.active) {
             Lane& l = p.lanes[k];
             account(l, t.live, op.ts);
@@ -444,7 +431,7 @@ std::vector<PoolPrediction> LaneModel::collect(size_t k, const Tape& tape) const
             const Lane& l = p.lanes[k];
             uint64_t live = 0;
             for (const Trunk& t : p.trunks)
-                if (std::find(t.lanes.begin(), t.lanes.end(), k) != t.lanes.end()) live = t.live;
+                if (std::find(t.active.begin(), t.active.end(), k) != t.active.end()) live = t.live;
             o = l.out;
             o.touched = p.touched;
             o.maxIdle = l.maxIdle;

@@ -19,7 +19,7 @@
 
 #include "poolscope/whatif/PoolModel.h"
 
-#include "PendingBytes.h"
+#include "ModelRules.h"
 
 namespace poolscope::whatif {
 
@@ -60,8 +60,8 @@ private:
         uint64_t live = 0;
         uint64_t pendTotal = 0;
         std::vector<detail::Pending> pend; // per replay stream
-        std::vector<uint32_t> lanes;       // the lanes sharing it
-        std::vector<uint32_t> active;      // of them, those following the pool
+        std::vector<uint32_t> active;      // the lanes sharing it that follow the pool (one or more:
+                                           // a trunk none follows is dropped)
         detail::Pending& pendOf(uint32_t stream) {
             if (stream >= pend.size()) [[unlikely]]
                 pend.resize(size_t(stream) + 1);

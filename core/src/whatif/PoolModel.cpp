@@ -8,7 +8,7 @@
 
 #include "poolscope/EventFields.h"
 
-#include "PendingBytes.h"
+#include "ModelRules.h"
 #include "RoundUp.h"
 
 namespace poolscope::whatif {
@@ -49,13 +49,10 @@ struct PoolModel::Pool {
     uint64_t idle() const { return reserved > live ? reserved - live : 0; }
     uint64_t recIdle() const { return recReserved > recUsed ? recReserved - recUsed : 0; }
     bool policy(const std::optional<bool>& o, PoolAttr a) const {
-        if (o) return *o;
-        const replay::Knob& k = knobs[replay::PoolState::knobIndex(a)];
-        return !k.known || k.value != 0;
+        return o ? *o : detail::recordedPolicy(knobs, a);
     }
     uint64_t threshold() const {
-        if (s.releaseThreshold) return *s.releaseThreshold;
-        return knobs[0].known ? knobs[0].value : 0;
+        return s.releaseThreshold ? *s.releaseThreshold : detail::recordedThreshold(knobs);
     }
     Pending& pendOf(uint32_t stream) {
         if (stream >= pend.size()) [[unlikely]]

@@ -1,6 +1,7 @@
 #pragma once
-// The pool model's pending frees and the arithmetic its rules share (PoolModel.cpp, and
-// LaneModel.cpp, which runs the same rules for several release thresholds at once).
+// What the pool model's rules are made of, shared by PoolModel.cpp and LaneModel.cpp (which runs
+// the same rules for several release thresholds at once): the pending frees, the recorded
+// knobs' meaning, the idle area over time and the arithmetic on times and sizes.
 
 #include <algorithm>
 #include <cstddef>
@@ -95,6 +96,16 @@ constexpr int64_t kAnyTime = std::numeric_limits<int64_t>::max();
 // at both ends of int64).
 inline uint64_t span(int64_t earlier, int64_t later) {
     return later > earlier ? static_cast<uint64_t>(later) - static_cast<uint64_t>(earlier) : 0;
+}
+
+// A reuse policy as the recorded knobs tell it: on unless recorded off.
+inline bool recordedPolicy(const replay::Knob (&knobs)[4], PoolAttr a) {
+    const replay::Knob& k = knobs[replay::PoolState::knobIndex(a)];
+    return !k.known || k.value != 0;
+}
+// The release threshold the recorded knobs tell (0, the driver's default, where none).
+inline uint64_t recordedThreshold(const replay::Knob (&knobs)[4]) {
+    return knobs[0].known ? knobs[0].value : 0;
 }
 
 // The frees another stream made that opportunistic reuse may take at `ts`: those made `lag`
