@@ -94,13 +94,14 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.leadThread = Thread::On;  // one replay keeping the live set, the others following it
     o.askAhead = Thread::Off;
     auto par = reportTrace(**reader, o, "t.poolscope");
-    // The report's own replay keeping the live set for the others instead.
+    // The report's own replay keeping the live set for the others instead, the analyses over
+    // two threads following it.
     o.leadThread = Thread::Off;
     o.reportLeads = Thread::On;
+    o.analysesSplit = Thread::On;
     auto led = reportTrace(**reader, o, "t.poolscope");
     // Neither keeping it: the analyses over two threads, each with a replay of its own.
     o.reportLeads = Thread::Auto;
-    o.analysesSplit = Thread::On;
     auto split = reportTrace(**reader, o, "t.poolscope");
     o.analysesSplit = Thread::Auto;
     o.leadThread = Thread::On;

@@ -60,10 +60,10 @@ struct TraceReportOptions {
     FeedThread analysesThread = FeedThread::Auto;
     // With the analyses on a thread of their own: the stream hazards there, the pending frees,
     // the fragmentation and the racing threads' ranges on another with a replay of its own,
-    // which takes the ranges off the models' thread (with the live set kept once, either way,
-    // always). Auto: off: on a 16-core host the models' thread, the read's bound, lost a fifth
-    // of its CPU, but the extra replay's CPU competes with the questions asked during the read
-    // and `report` took 1.05 of the default's time (docs/PERFORMANCE.md).
+    // which takes the ranges off the models' thread. Auto: off, with the live set kept once or
+    // not: on a 16-core host the extra replay's CPU competes with the questions asked during the
+    // read (1.05 of the default's time without the live set kept once, 1.06 with it;
+    // docs/PERFORMANCE.md).
     FeedThread analysesSplit = FeedThread::Auto;
     // The report's time merge (the figures taken over time: idle bytes, device sums, call sites
     // at a peak) on a thread of its own, fed by the report's (Auto: with 6 or more hardware
@@ -78,17 +78,15 @@ struct TraceReportOptions {
     FeedThread askAhead = FeedThread::Auto;
     // With the models on their thread: the live set kept once, on a thread of its own
     // (replay::LiveLead), the report's, the models' and the analyses' replays following its
-    // record of each chunk (Replay::followLive) instead of each looking every block up again,
-    // and the analyses on two threads. Auto: off. On a 16-core host it lightened the models'
-    // thread by a third but the report's own, whose reducer bounds the read, by 7 %: the read no
-    // faster, for more CPU (docs/PERFORMANCE.md). The same report either way.
+    // record of each chunk (Replay::followLive) instead of each looking every block up again.
+    // Auto: with 12 or more hardware threads: on a 16-core host `report` of 105.9 M events took
+    // 0.88 of the time without it (docs/PERFORMANCE.md). The same report either way.
     FeedThread leadThread = FeedThread::Auto;
     // Without it, with the read's replays on threads: the report's own replay, which looks every
     // block up anyway, writes down each chunk's live-set operations (Replay::leadLive) and the
-    // models' and the analyses' replays follow that record, a chunk behind, and the analyses
-    // take two threads, as with leadThread. Auto: off: on a 16-core host it took 0.98 of the
-    // default's time at 105.9 M events (within the spread) for 7 % more CPU
-    // (docs/PERFORMANCE.md).
+    // models' and the analyses' replays follow that record, a chunk behind. Auto: off: on a
+    // 16-core host it took 0.98 of the default's time at 105.9 M events (within the spread) for
+    // 7 % more CPU (docs/PERFORMANCE.md). The same report either way.
     FeedThread reportLeads = FeedThread::Auto;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
