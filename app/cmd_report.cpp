@@ -111,10 +111,14 @@ void registerReport(CLI::App& app, int& exitCode) {
     // measuring it: not for users.
     auto splitAnalyses = std::make_shared<std::string>("auto");
     sub->add_option("--split-analyses", *splitAnalyses)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
+    // The racing threads' ranges on a thread of their own (TraceReportOptions::racesThread)
+    // forced on or off, for measuring it: not for users.
+    auto racesThread = std::make_shared<std::string>("auto");
+    sub->add_option("--races-thread", *racesThread)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -143,6 +147,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.leadThread = *leadReplay == "on" ? F::On : *leadReplay == "auto" ? F::Auto : F::Off;
             if (*leadReplay == "report") options.reportLeads = F::On;
             options.analysesSplit = *splitAnalyses == "on" ? F::On : *splitAnalyses == "off" ? F::Off : F::Auto;
+            options.racesThread = *racesThread == "on" ? F::On : *racesThread == "off" ? F::Off : F::Auto;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {

@@ -92,6 +92,7 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.mergeThread = Thread::On; // the time merge's batches applied on a thread of its own
     o.spillThread = Thread::On; // and the models' ops spilled and followed on another
     o.leadThread = Thread::On;  // one replay keeping the live set, the others following it
+    o.racesThread = Thread::On; // the racing threads' ranges following the models' record
     o.askAhead = Thread::Off;
     auto par = reportTrace(**reader, o, "t.poolscope");
     // The report's own replay keeping the live set for the others instead, the analyses over
@@ -280,6 +281,7 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
             o.mergeThread = TraceReportOptions::FeedThread::On;
             o.spillThread = TraceReportOptions::FeedThread::On;
             o.askAhead = TraceReportOptions::FeedThread::On;
+            o.racesThread = TraceReportOptions::FeedThread::On;
             // The last: the report's replay keeping the live set instead of a thread of its own.
             const bool reportLeads = stopAfter == 50'000;
             o.leadThread = reportLeads ? TraceReportOptions::FeedThread::Off : TraceReportOptions::FeedThread::On;

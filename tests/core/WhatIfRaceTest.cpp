@@ -12,6 +12,7 @@
 
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
+#include "poolscope/TraceReader.h"
 #include "poolscope/whatif/PoolModel.h"
 #include "poolscope/whatif/RaceRange.h"
 
@@ -140,6 +141,85 @@ TEST(WhatIfRace, HandBuiltBlockFreedByAnotherThreadStaysInItsAllocatorsDemand) {
     // 20 + 44 = 64.
     EXPECT_EQ(r.highHandoversAsRecorded, 64 * MiB);
     EXPECT_EQ(r.low, 32 * MiB);
+}
+
+// The ranges followed on another thread than the replay's, from what a RaceRecord takes down of
+// its facts a step at a time, against the ranges followed on the replay itself.
+void expectRecordedAsFollowed(const std::vector<Event>& events, size_t step) {
+    replay::Replay r;
+    whatif::RaceBounds direct, later;
+    whatif::RaceRecord record;
+    r.subscribe(&direct, whatif::RaceBounds::kindMask());
+    r.subscribe(&record, whatif::RaceBounds::kindMask());
+    size_t taken = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+        r.apply(events[i]);
+        if ((i + 1) % step == 0) {
+            taken += record.taken.inputs.size();
+            later.follow(record.taken);
+            record.taken = {};
+        }
+    }
+    taken += record.taken.inputs.size();
+    later.follow(record.taken);
+    EXPECT_GT(taken, 0u);
+    const auto want = direct.result(r), got = later.result(r);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+        SCOPED_TRACE(testing::Message() << "pool " << i);
+        EXPECT_EQ(got[i].handle, want[i].handle);
+        EXPECT_EQ(got[i].threads, want[i].threads);
+        EXPECT_EQ(got[i].racingAllocs, want[i].racingAllocs);
+        EXPECT_EQ(got[i].crossThreadFrees, want[i].crossThreadFrees);
+        EXPECT_EQ(got[i].largestBlock, want[i].largestBlock);
+        EXPECT_EQ(got[i].demandSum, want[i].demandSum);
+        EXPECT_EQ(got[i].low, want[i].low);
+        EXPECT_EQ(got[i].high, want[i].high);
+        EXPECT_EQ(got[i].highHandoversAsRecorded, want[i].highHandoversAsRecorded);
+    }
+}
+
+TEST(WhatIfRace, RecordedFactsGiveTheRangesOfTheReplaysOwn) {
+    for (const char* name : {"threads", "threads_race", "threads_race_indexed", "churn", "pools",
+                             "gpt2", "torch_async", "cupy", "beyond_pool", "torchrun-rank0", "jax"}) {
+        SCOPED_TRACE(name);
+        auto reader = TraceReader::open(std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope");
+        ASSERT_TRUE(reader);
+        auto events = (*reader)->events(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+        ASSERT_TRUE(events);
+        for (size_t step : {size_t{1}, size_t{97}, size_t{4096}}) expectRecordedAsFollowed(*events, step);
+    }
+}
+
+TEST(WhatIfRace, HandBuiltContextSynchronizeOfOneDeviceRecordedAsFollowed) {
+    // Thread A frees a block of a pool on device 0 and one of a pool on device 1, each on its
+    // own stream, then synchronizes device 0's context: only device 0's pool's pending frees are
+    // settled, so device 1's stays in A's demand beside its next allocation there, on another
+    // stream. Pools' devices as the replay knew them at the synchronize, followed on another
+    // thread.
+    constexpr uint64_t kPool1 = 0x200, kS3 = 0x33, kS4 = 0x44;
+    Events ev;
+    by(ev.alloc(10 * us, kS1, kPool, 0xA000, 20 * MiB), kA);
+    by(ev.alloc(11 * us, kS2, kPool, 0xB000, 20 * MiB), kB);
+    Event& other = by(ev.alloc(12 * us, kS3, kPool1, 0xD000, 40 * MiB), kA);
+    other.device = 1;
+    by(ev.free(13 * us, kS1, kPool, 0xA000), kA);
+    Event& otherFree = by(ev.free(14 * us, kS3, kPool1, 0xD000), kA);
+    otherFree.device = 1;
+    Event& sync = by(ev.add(EventKind::ContextSynchronize, 15 * us), kA);
+    sync.device = 0;
+    Event& again = by(ev.alloc(16 * us, kS4, kPool1, 0xD100, 40 * MiB), kA);
+    again.device = 1;
+    by(ev.alloc(17 * us, kS1, kPool, 0xA100, 20 * MiB), kA);
+    for (size_t step : {size_t{1}, size_t{3}, size_t{100}}) expectRecordedAsFollowed(ev.all(), step);
+    // The device mattered: device 1's pool kept A's free pending through device 0's synchronize.
+    replay::Replay r;
+    whatif::RaceBounds b;
+    r.subscribe(&b, whatif::RaceBounds::kindMask());
+    for (const Event& e : ev.all()) r.apply(e);
+    const auto races = b.result(r);
+    ASSERT_EQ(races.size(), 2u);
+    EXPECT_EQ(races[1].demandSum, 80 * MiB); // 40 live beside the 40 still pending
 }
 
 TEST(WhatIfRace, HandBuiltThreadsThatDoNotOverlapGetNoRange) {

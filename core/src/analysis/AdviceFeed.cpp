@@ -22,7 +22,7 @@ struct AdviceFeed::Follower {
 };
 
 AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
-                       const whatif::Calibration& c, bool follower)
+                       const whatif::Calibration& c, bool follower, bool racesThread)
     : asRecorded_({}, c), neverReleasing_(whatif::neverReleasing(), c),
       races_(c.growthGranule, c.blockAlign), cal_(c),
       thread_(threaded ? std::make_unique<ReplayThread>([this] { step(); }) : nullptr),
@@ -30,7 +30,15 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
     if (spill) spill_ = std::make_unique<whatif::TapeSpill>();
     asRecorded_.recordInto(&tape_);
     replay_->subscribe(&asRecorded_, whatif::PoolModel::kindMask());
-    replay_->subscribe(&races_, whatif::RaceBounds::kindMask());
+    if (threaded && follower && racesThread) {
+        raceRecord_ = std::make_unique<whatif::RaceRecord>();
+        racer_ = std::make_unique<HandOff<whatif::RaceInputs>>(
+            [this](whatif::RaceInputs& r) { races_.follow(r); });
+        racer_->start();
+        replay_->subscribe(raceRecord_.get(), whatif::RaceBounds::kindMask());
+    } else {
+        replay_->subscribe(&races_, whatif::RaceBounds::kindMask());
+    }
     if (threaded && follower) {
         asRecorded_.recordOnly(true);
         followed_ = std::make_unique<whatif::LaneModel>(
@@ -45,6 +53,7 @@ AdviceFeed::~AdviceFeed() {
     if (thread_) {
         thread_.reset(); // its replay and the models' last calls go with it
         stopFollower(true);
+        if (racer_) racer_->stop(true);
     } else {
         replay_->unsubscribe(&asRecorded_);
         racesReplay_->unsubscribe(&races_);
@@ -126,6 +135,12 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
 }
 
 void AdviceFeed::racesOn(replay::Replay& other) {
+    if (racer_) {
+        replay_->unsubscribe(raceRecord_.get());
+        racer_.reset();
+        raceRecord_.reset();
+        replay_->subscribe(&races_, whatif::RaceBounds::kindMask());
+    }
     racesReplay_->unsubscribe(&races_);
     racesReplay_ = &other;
     other.subscribe(&races_, whatif::RaceBounds::kindMask());
@@ -158,7 +173,10 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
 
 double AdviceFeed::followerCpu() const { return follower_ ? follower_->steps.cpuSeconds() : 0; }
 
+double AdviceFeed::racesCpu() const { return racer_ ? racer_->cpuSeconds() : 0; }
+
 void AdviceFeed::step() {
+    handRaces();
     const size_t streamsBefore = tape_.streamHandles.size(), poolsBefore = poolHandles_.size();
     tape_.seeStreams(*replay_);
     for (size_t i = poolHandles_.size(); i < replay_->pools().size(); ++i)
@@ -186,10 +204,23 @@ void AdviceFeed::stopFollower(bool drop) {
     if (follower_) follower_->steps.stop(drop);
 }
 
+void AdviceFeed::handRaces() {
+    if (!racer_ || raceRecord_->taken.inputs.empty()) return;
+    whatif::RaceInputs next = racer_->spare();
+    next.inputs.clear();
+    next.devices.clear();
+    std::swap(next, raceRecord_->taken); // the record goes on into the spare buffers
+    racer_->give(std::move(next));
+}
+
 void AdviceFeed::end() {
     if (thread_) thread_->end();
     else step();
     stopFollower(false);
+    if (racer_) {
+        handRaces(); // anything recorded after the models' last step
+        racer_->stop(false);
+    }
 }
 
 void AdviceFeed::finish() {

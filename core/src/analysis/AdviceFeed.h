@@ -33,8 +33,10 @@ public:
     // `report`: the reducer's replay (or `advise`'s), followed where not threaded. `spill`: keep
     // the ops on disk for the questions after the read.
     // `follower` (with `threaded`): the spill and the never-releasing model on another thread.
+    // `racesThread` (with a follower): the racing threads' ranges on another, following what the
+    // models' replay records for them (whatif::RaceRecord).
     AdviceFeed(replay::Replay& report, bool threaded, bool spill, const whatif::Calibration& c = {},
-               bool follower = false);
+               bool follower = false, bool racesThread = false);
     ~AdviceFeed();
     AdviceFeed(const AdviceFeed&) = delete;
     AdviceFeed& operator=(const AdviceFeed&) = delete;
@@ -45,6 +47,7 @@ public:
     // Threaded, before the threads start: the racing threads' ranges follow `other` instead, a
     // replay of the same events on another thread (the report's analyses'), which must outlive
     // this feed's use of them. They were a fifth of the models' thread, the read's slowest.
+    // Their own thread, if they had one, goes.
     void racesOn(replay::Replay& other);
     // Before the read, with a spill: the advisor's questions asked during it
     // (whatif::Speculation) on `threads` threads a wave, of a trace of `events` events; with
@@ -61,8 +64,9 @@ public:
     const std::vector<whatif::PoolPrediction>& recorded() const { return tape_.recorded; }
     // With a follower (its thread, or its work on the models' thread where none could be had).
     bool hasFollower() const { return follower_ != nullptr; }
-    // After end(): the CPU time of the follower's thread (0 without one).
+    // After end(): the CPU time of the follower's thread and of the ranges' (0 without one).
     double followerCpu() const;
+    double racesCpu() const;
     std::vector<whatif::PoolPrediction> neverReleasing() {
         return followed_ ? followed_->collect(kNeverLane, tape_) : neverReleasing_.collect(tape_);
     }
@@ -81,6 +85,7 @@ private:
     struct Follower;
     void follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHandles, uint64_t events);
     void stopFollower(bool drop);
+    void handRaces(); // what the models' replay recorded for the ranges, to their thread
 
     const std::vector<uint8_t> noMute_;
     whatif::PoolModel asRecorded_, neverReleasing_;
@@ -119,6 +124,10 @@ private:
     std::vector<uint64_t> notes_; // the spill's, a step's
     std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped
     std::unique_ptr<Follower> follower_; // after the models: stopped before they go
+    // With a thread for the ranges: what the models' replay records for them, handed over a
+    // step at a time.
+    std::unique_ptr<whatif::RaceRecord> raceRecord_;
+    std::unique_ptr<HandOff<whatif::RaceInputs>> racer_; // after races_: stopped before it goes
     std::unique_ptr<ReplayThread> thread_; // after the models: stopped before they go
     replay::Replay* replay_;
     replay::Replay* racesReplay_; // replay_, or the one racesOn() gave

@@ -35,9 +35,9 @@ using detail::SharedChunk;
 
 namespace {
 
-// Where the live set is kept once by default: the 16-core hosts it was measured on (0.88-0.93 of
-// the read's time there). Below that the read's threads already share fewer cores than they
-// number, and one more thread only adds turns (docs/PERFORMANCE.md).
+// Where the live set is kept once and the racing threads' ranges take a thread of their own by
+// default: the 16-core hosts they were measured on. Below that the read's threads already share
+// fewer cores than they number, and one more thread only adds turns (docs/PERFORMANCE.md).
 constexpr unsigned kLeadFromCpus = 12;
 
 void addAdvice(Report& rep, Result<std::vector<whatif::PoolAdvice>> advice) {
@@ -175,7 +175,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (options.advice) {
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
                                                     /*spill=*/true, whatif::Calibration{},
-                                                    wanted(options.spillThread, 6));
+                                                    wanted(options.spillThread, 6),
+                                                    wanted(options.racesThread, kLeadFromCpus));
         if (feed->spill() && wanted(options.askAhead, whatif::Speculation::kFromCpus)) {
             out.aheadThreads = whatif::Speculation::threadsFor(cpus);
             // By default each wave takes only the CPUs that stood idle since the read began: on
@@ -280,6 +281,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                      t->cpuSeconds()});
     }
     if (feed && feed->followerCpu() > 0) out.readThreadCpu.push_back({"the models' follower", feed->followerCpu()});
+    if (feed && feed->racesCpu() > 0) out.readThreadCpu.push_back({"the racing threads' ranges", feed->racesCpu()});
     if (reducer.seriesCpu() > 0) out.readThreadCpu.push_back({"the series' points", reducer.seriesCpu()});
     if (reducer.mergeCpu() > 0) out.readThreadCpu.push_back({"the time merge", reducer.mergeCpu()});
     if (feed && adviceWorthIt(rep, reducer.anyPolicyOff())) {

@@ -72,6 +72,10 @@ struct TraceReportOptions {
     // With the models on their thread: the spill of their ops and the never-releasing model that
     // follows them on another (Auto: with 6 or more hardware threads).
     FeedThread spillThread = FeedThread::Auto;
+    // With the spill's follower: the racing threads' ranges on a thread of their own, following
+    // what the models' replay records for them instead of on the models' thread, the read's
+    // busiest (Auto: with 12 or more hardware threads).
+    FeedThread racesThread = FeedThread::Auto;
     // With the spill: the advisor's questions asked during the read too, on the cores it leaves
     // idle (Auto: with 12 or more hardware threads, on all but the read's 6, at most
     // whatif::kMaxAdviceThreads; On: at least 4). The same report either way.

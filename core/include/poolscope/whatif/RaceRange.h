@@ -60,16 +60,52 @@ struct RaceRange {
     }
 };
 
+// What the ranges take of one fact and its replay: RaceBounds follows these, from its own
+// onFact or, on another thread than the replay's, from a RaceRecord's.
+struct RaceInput {
+    enum class Kind : uint8_t { Alloc, Free, StreamSync, ContextSync };
+    int64_t ts = 0;
+    // Alloc, Free: the block's bytes. ContextSync: where the pools' devices at that moment start
+    // in the record's `devices`.
+    uint64_t bytes = 0;
+    uint32_t pool = replay::kNone; // ContextSync: how many pools' devices
+    uint32_t stream = replay::kNone; // Free: kNone where no stream orders its reuse
+    uint32_t tid = 0;
+    uint32_t ownerTid = 0; // Free: the allocating thread
+    int16_t device = -1;   // the synchronize's
+    Kind kind = Kind::Alloc;
+};
+
+struct RaceInputs {
+    std::vector<RaceInput> inputs;
+    std::vector<int16_t> devices; // each context synchronize's pools' devices
+};
+
+// A replay's facts as RaceInputs, for a RaceBounds that follows them on another thread: the
+// ranges were a quarter of the models' replay thread, the read's busiest.
+class RaceRecord final : public replay::Observer {
+public:
+    void onFact(const replay::Fact& f, const replay::Replay& r) override;
+    RaceInputs taken;
+};
+
 // Follows a replay (alone or beside PoolModels) and gives, per pool that allocated, its range.
 class RaceBounds final : public replay::Observer {
 public:
     explicit RaceBounds(uint64_t growthGranule = uint64_t{32} << 20, uint64_t blockAlign = 512);
     static uint32_t kindMask();
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
+    // What a RaceRecord took down, in order.
+    void follow(const RaceInputs& taken);
     // In replay pool order, pools that allocated only.
     std::vector<RaceRange> result(const replay::Replay& r) const;
 
+    // The input a fact gives, if any; a ContextSync's pools' devices are left to the caller.
+    static bool inputOf(const replay::Fact& f, RaceInput& in);
+
 private:
+    // `deviceOf(i)`: pool i's device at a context synchronize (-1 where not known).
+    template <class DeviceOf> void take(const RaceInput& in, DeviceOf deviceOf);
     struct Demand {
         uint64_t live = 0;
         uint64_t handedOver = 0; // own blocks another thread freed: still counted
