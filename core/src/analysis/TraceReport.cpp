@@ -35,9 +35,9 @@ using detail::SharedChunk;
 
 namespace {
 
-// Where the live set is kept once and the racing threads' ranges take a thread of their own by
-// default: the 16-core hosts they were measured on. Below that the read's threads already share
-// fewer cores than they number, and one more thread only adds turns (docs/PERFORMANCE.md).
+// Where the live set is kept once by default: the 16-core hosts it was measured on (0.88 of the
+// read's time there). Below that the read's threads already share fewer cores than they number,
+// and one more thread only adds turns (docs/PERFORMANCE.md).
 constexpr unsigned kLeadFromCpus = 12;
 
 void addAdvice(Report& rep, Result<std::vector<whatif::PoolAdvice>> advice) {
@@ -176,7 +176,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
                                                     /*spill=*/true, whatif::Calibration{},
                                                     wanted(options.spillThread, 6),
-                                                    wanted(options.racesThread, kLeadFromCpus));
+                                                    options.racesThread == TraceReportOptions::FeedThread::On);
         if (feed->spill() && wanted(options.askAhead, whatif::Speculation::kFromCpus)) {
             out.aheadThreads = whatif::Speculation::threadsFor(cpus);
             // By default each wave takes only the CPUs that stood idle since the read began: on

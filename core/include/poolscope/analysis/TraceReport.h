@@ -73,8 +73,11 @@ struct TraceReportOptions {
     // follows them on another (Auto: with 6 or more hardware threads).
     FeedThread spillThread = FeedThread::Auto;
     // With the spill's follower: the racing threads' ranges on a thread of their own, following
-    // what the models' replay records for them instead of on the models' thread, the read's
-    // busiest (Auto: with 12 or more hardware threads).
+    // what the models' replay records for them (whatif::RaceRecord) instead of on the models'
+    // thread, the read's busiest on the 16-core hosts. Auto: off until measured there: on this
+    // project's 2-vCPU VM it took the models' thread from 1.08 to 0.75 s of CPU at 10.5 M events
+    // for 3 % more CPU in all, but an extra thread has slowed the hosts' read before
+    // (docs/PERFORMANCE.md). The same report either way.
     FeedThread racesThread = FeedThread::Auto;
     // With the spill: the advisor's questions asked during the read too, on the cores it leaves
     // idle (Auto: with 12 or more hardware threads, on all but the read's 6, at most
