@@ -165,10 +165,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::unique_ptr<detail::AdviceFeed> feed;
     std::unique_ptr<ReplayThread> analyses, analyses2;
     std::vector<ReplayThread*> threads;
-    // The live set kept once (below) takes about a third off each replay that follows it, the
-    // models' among them, which bounds the read on the 16-core hosts; the analyses stay on one
-    // thread unless asked (analysesSplit): a fifth replay's CPU competes with the questions
-    // asked during the read.
+    // The live set kept once (below) takes about a quarter of the work off each replay that
+    // follows it, the models' among them, which bounds the read on the 16-core hosts; the
+    // analyses stay on one thread unless asked (analysesSplit): a fifth replay's CPU competes
+    // with the questions asked during the read.
     const bool leadWanted = wanted(options.leadThread, kLeadFromCpus);
     const bool reportLeadWanted = !leadWanted && options.reportLeads == TraceReportOptions::FeedThread::On;
     const bool splitWanted = options.analysesSplit == TraceReportOptions::FeedThread::On;
