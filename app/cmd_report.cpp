@@ -114,11 +114,19 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The racing threads' ranges on a thread of their own (TraceReportOptions::racesThread)
     // forced on or off, for measuring it: not for users.
     auto racesThread = std::make_shared<std::string>("auto");
+    // The analyses kept on the report's own replay (TraceReportOptions::analysesOnReport), for
+    // measuring it: not for users.
+    auto analysesOnReport = std::make_shared<std::string>("auto");
+    // The questions asked during the read giving way to it (TraceReportOptions::aheadYield), for
+    // measuring it: not for users.
+    auto aheadYield = std::make_shared<std::string>("none");
+    sub->add_option("--ahead-yield", *aheadYield)->group("")->check(CLI::IsMember({"none", "nice", "idle"}));
+    sub->add_option("--analyses-on-report", *analysesOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     sub->add_option("--races-thread", *racesThread)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -148,6 +156,10 @@ void registerReport(CLI::App& app, int& exitCode) {
             if (*leadReplay == "report") options.reportLeads = F::On;
             options.analysesSplit = *splitAnalyses == "on" ? F::On : *splitAnalyses == "off" ? F::Off : F::Auto;
             options.racesThread = *racesThread == "on" ? F::On : *racesThread == "off" ? F::Off : F::Auto;
+            options.aheadYield = *aheadYield == "nice"   ? TraceReportOptions::AheadYield::Nice
+                                 : *aheadYield == "idle" ? TraceReportOptions::AheadYield::Idle
+                                                         : TraceReportOptions::AheadYield::None;
+            options.analysesOnReport = *analysesOnReport == "on" ? F::On : *analysesOnReport == "off" ? F::Off : F::Auto;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {

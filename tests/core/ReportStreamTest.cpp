@@ -109,8 +109,17 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     // And the advisor's questions asked during the read, following the spill as it is written.
     o.askAhead = Thread::On;
     auto ahead = reportTrace(**reader, o, "t.poolscope");
-    EXPECT_TRUE(old && now && two && par && led && split && ahead);
-    if (!old || !now || !two || !par || !led || !split || !ahead) return {};
+    // The analyses on the report's own replay (none on a replay of their own), and the questions
+    // asked during the read giving way to it.
+    o.analysesOnReport = Thread::On;
+    o.aheadYield = TraceReportOptions::AheadYield::Nice;
+    auto onReport = reportTrace(**reader, o, "t.poolscope");
+    o.analysesOnReport = Thread::Auto;
+    o.aheadYield = TraceReportOptions::AheadYield::None;
+    EXPECT_TRUE(old && now && two && par && led && split && ahead && onReport);
+    if (!old || !now || !two || !par || !led || !split || !ahead || !onReport) return {};
+    EXPECT_EQ(reportToJson(now->report), reportToJson(onReport->report));
+    EXPECT_EQ(sitesText(now->sites), sitesText(onReport->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(led->report));
     EXPECT_EQ(sitesText(now->sites), sitesText(led->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(split->report));

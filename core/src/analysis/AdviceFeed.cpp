@@ -62,10 +62,12 @@ AdviceFeed::~AdviceFeed() {
     if (spill_) spill_->abandon();
 }
 
-void AdviceFeed::askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle) {
+void AdviceFeed::askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle,
+                          whatif::Speculation::Yield yield) {
     aheadThreads_ = threads;
     aheadEvents_ = events;
     aheadIdle_ = std::move(idle);
+    aheadYield_ = yield;
 }
 
 std::vector<whatif::Speculation*> AdviceFeed::ahead() const {
@@ -128,7 +130,7 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
         ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, policies, ask, cal_,
                                                                threads, aheadEvents_,
                                                                whatif::Speculation::kSlack,
-                                                               perModel));
+                                                               perModel, aheadYield_));
         askedAhead_.insert(askedAhead_.end(), ask.begin(), ask.end());
     } catch (...) { // (memory) asked after the read instead
     }

@@ -52,7 +52,8 @@ public:
     // Before the read, with a spill: the advisor's questions asked during it
     // (whatif::Speculation) on `threads` threads a wave, of a trace of `events` events; with
     // `idle` (the CPUs idle of late), no more than those, and no wave below 4.
-    void askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle = {});
+    void askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle = {},
+                  whatif::Speculation::Yield yield = whatif::Speculation::Yield::None);
     // Not threaded: after the report's replay applied a chunk (its samples included).
     void step();
     // After the last chunk: the thread's end, or the last step.
@@ -121,6 +122,7 @@ private:
     unsigned aheadThreads_ = 0;
     uint64_t aheadEvents_ = 0;
     std::function<unsigned()> aheadIdle_;
+    whatif::Speculation::Yield aheadYield_ = whatif::Speculation::Yield::None;
     std::vector<uint64_t> notes_; // the spill's, a step's
     std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped
     std::unique_ptr<Follower> follower_; // after the models: stopped before they go

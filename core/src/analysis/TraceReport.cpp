@@ -172,6 +172,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const bool leadWanted = wanted(options.leadThread, kLeadFromCpus);
     const bool reportLeadWanted = !leadWanted && options.reportLeads == TraceReportOptions::FeedThread::On;
     const bool splitWanted = options.analysesSplit == TraceReportOptions::FeedThread::On;
+    const bool analysesOnReport = options.analysesOnReport == TraceReportOptions::FeedThread::On;
     if (options.advice) {
         feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
                                                     /*spill=*/true, whatif::Calibration{},
@@ -184,12 +185,16 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             std::function<unsigned()> idle;
             if (options.askAhead == TraceReportOptions::FeedThread::Auto)
                 idle = [readCpu = cpuTicks()] { return idleCpus(readCpu); };
-            feed->askAhead(out.aheadThreads, total, idle);
+            using Y = whatif::Speculation::Yield;
+            const Y yield = options.aheadYield == TraceReportOptions::AheadYield::Nice   ? Y::Nice
+                            : options.aheadYield == TraceReportOptions::AheadYield::Idle ? Y::Idle
+                                                                                         : Y::None;
+            feed->askAhead(out.aheadThreads, total, idle, yield);
         }
         if (ReplayThread* t = feed->thread()) {
             threads.push_back(t);
             ReplayThread *heavy = t, *light = t;
-            if (wanted(options.analysesThread, 4)) {
+            if (!analysesOnReport && wanted(options.analysesThread, 4)) {
                 analyses = std::make_unique<ReplayThread>();
                 threads.push_back(analyses.get());
                 heavy = light = analyses.get();
@@ -202,8 +207,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                     feed->racesOn(analyses->replay());
                 }
             }
-            for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
-                (l.heaviest ? heavy : light)->replay().subscribe(l.observer, l.kindMask);
+            if (!analysesOnReport)
+                for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
+                    (l.heaviest ? heavy : light)->replay().subscribe(l.observer, l.kindMask);
         }
         for (ReplayThread* t : threads) {
             t->setEntities(tables->devices, tables->pools, tables->streams);

@@ -11,6 +11,9 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace poolscope::whatif {
 
@@ -433,7 +436,8 @@ void setAheadKeptForTests(size_t n) { gMaxKept.store(n); }
 
 Speculation::Speculation(const TapeSpill& spill, unsigned policies,
                          const std::vector<uint64_t>& thresholds, const Calibration& c,
-                         unsigned threads, uint64_t events, uint64_t slack, size_t perModel)
+                         unsigned threads, uint64_t events, uint64_t slack, size_t perModel,
+                         Yield yield)
     : thresholds_(thresholds) {
     auto add = [&](const Settings& s, bool candidate) {
         Search::Asked a;
@@ -461,7 +465,15 @@ Speculation::Speculation(const TapeSpill& spill, unsigned policies,
     threads = std::max(threads, 4u);
     search_.lanesForCandidates(perModel, c);
     try {
-        thread_ = std::thread([this, &spill, threads] {
+        thread_ = std::thread([this, &spill, threads, yield] {
+            // On Linux a thread's nice value and policy are its own, and the threads it starts
+            // (searchBroadcast's) take them over.
+            if (yield == Yield::Nice) {
+                setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+            } else if (yield == Yield::Idle) {
+                sched_param none{};
+                sched_setscheduler(0, SCHED_IDLE, &none);
+            }
             bool ok = false;
             try {
                 ok = searchBroadcast(search_, spill, threads, {});

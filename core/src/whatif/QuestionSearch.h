@@ -156,9 +156,11 @@ public:
     static constexpr uint64_t kSlack = 64;
     // `perModel`: the thresholds as lanes of LaneModels of at most this many (each LaneModel on
     // one thread: the fewer, the less CPU, the more, the sooner the wave is done).
+    // `yield`: the questions' threads give way to the read's (Yield below).
+    enum class Yield : uint8_t { None, Nice, Idle };
     Speculation(const TapeSpill& spill, unsigned policies, const std::vector<uint64_t>& thresholds,
                 const Calibration& c, unsigned threads, uint64_t events = 0,
-                uint64_t slack = kSlack, size_t perModel = 1);
+                uint64_t slack = kSlack, size_t perModel = 1, Yield yield = Yield::None);
     ~Speculation();
     Speculation(const Speculation&) = delete;
     Speculation& operator=(const Speculation&) = delete;

@@ -65,6 +65,10 @@ struct TraceReportOptions {
     // read (1.05 of the default's time without the live set kept once, 1.06 with it;
     // docs/PERFORMANCE.md).
     FeedThread analysesSplit = FeedThread::Auto;
+    // With the models on their thread: the report's replay analyses kept on the report's own
+    // replay (no replay of their own, none lent to the models' thread), where the read's
+    // threads have a replay fewer. Auto: off. The same report either way.
+    FeedThread analysesOnReport = FeedThread::Auto;
     // The report's time merge (the figures taken over time: idle bytes, device sums, call sites
     // at a peak) on a thread of its own, fed by the report's (Auto: with 6 or more hardware
     // threads, where decoding, the report's replay, the models' and the analyses' have theirs).
@@ -83,6 +87,13 @@ struct TraceReportOptions {
     // idle (Auto: with 12 or more hardware threads, on all but the read's 6, at most
     // whatif::kMaxAdviceThreads; On: at least 4). The same report either way.
     FeedThread askAhead = FeedThread::Auto;
+    // The questions asked during the read giving way to the read's threads: None, Nice (a nice
+    // value of 10) or Idle (SCHED_IDLE: only on CPUs nothing else wants). On the 16-core hosts
+    // the read's 8 threads and a wave's 10 share the CPUs, and the read is as slow as its
+    // busiest replay, which a question's thread may hold up; the questions have the rest of the
+    // read, and all the CPUs after it, to finish in. Not measured yet: None.
+    enum class AheadYield : uint8_t { None, Nice, Idle };
+    AheadYield aheadYield = AheadYield::None;
     // With the models on their thread: the live set kept once, on a thread of its own
     // (replay::LiveLead), the report's, the models' and the analyses' replays following its
     // record of each chunk (Replay::followLive) instead of each looking every block up again.
