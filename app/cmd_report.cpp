@@ -120,13 +120,17 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The questions asked during the read giving way to it (TraceReportOptions::aheadYield), for
     // measuring it: not for users.
     auto aheadYield = std::make_shared<std::string>("none");
+    // The advisor's models on the report's own replay (TraceReportOptions::modelsOnReport), for
+    // measuring it: not for users.
+    auto modelsOnReport = std::make_shared<std::string>("auto");
+    sub->add_option("--models-on-report", *modelsOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     sub->add_option("--ahead-yield", *aheadYield)->group("")->check(CLI::IsMember({"none", "nice", "idle"}));
     sub->add_option("--analyses-on-report", *analysesOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     sub->add_option("--races-thread", *racesThread)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -159,6 +163,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.aheadYield = *aheadYield == "nice"   ? TraceReportOptions::AheadYield::Nice
                                  : *aheadYield == "idle" ? TraceReportOptions::AheadYield::Idle
                                                          : TraceReportOptions::AheadYield::None;
+            options.modelsOnReport = *modelsOnReport == "on" ? F::On : *modelsOnReport == "off" ? F::Off : F::Auto;
             options.analysesOnReport = *analysesOnReport == "on" ? F::On : *analysesOnReport == "off" ? F::Off : F::Auto;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.

@@ -116,8 +116,15 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     auto onReport = reportTrace(**reader, o, "t.poolscope");
     o.analysesOnReport = Thread::Auto;
     o.aheadYield = TraceReportOptions::AheadYield::None;
-    EXPECT_TRUE(old && now && two && par && led && split && ahead && onReport);
-    if (!old || !now || !two || !par || !led || !split || !ahead || !onReport) return {};
+    // The advisor's models on the report's own replay, their follower and the racing threads'
+    // ranges on threads of their own, the analyses on a replay of their own.
+    o.modelsOnReport = Thread::On;
+    auto models = reportTrace(**reader, o, "t.poolscope");
+    o.modelsOnReport = Thread::Auto;
+    EXPECT_TRUE(old && now && two && par && led && split && ahead && onReport && models);
+    if (!old || !now || !two || !par || !led || !split || !ahead || !onReport || !models) return {};
+    EXPECT_EQ(reportToJson(now->report), reportToJson(models->report));
+    EXPECT_EQ(sitesText(now->sites), sitesText(models->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(onReport->report));
     EXPECT_EQ(sitesText(now->sites), sitesText(onReport->sites));
     EXPECT_EQ(reportToJson(now->report), reportToJson(led->report));
@@ -295,6 +302,9 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
             const bool reportLeads = stopAfter == 50'000;
             o.leadThread = reportLeads ? TraceReportOptions::FeedThread::Off : TraceReportOptions::FeedThread::On;
             if (reportLeads) o.reportLeads = TraceReportOptions::FeedThread::On;
+            // The second: the models on the report's own replay, their follower and ranges on
+            // threads that must stop with it.
+            if (stopAfter == 100'000) o.modelsOnReport = TraceReportOptions::FeedThread::On;
             o.cancel = &cancel;
             uint64_t seen = 0;
             o.progress = [&](uint64_t done, uint64_t) {
@@ -322,6 +332,8 @@ TEST(ReportStream, AReadThatStopsPartWayStopsTheFeedThread) {
         for (auto lead : {TraceReportOptions::FeedThread::Off, TraceReportOptions::FeedThread::On}) {
             o.parallel = parallel;
             o.leadThread = lead;
+            o.modelsOnReport = parallel ? TraceReportOptions::FeedThread::On : TraceReportOptions::FeedThread::Auto;
+            o.spillThread = o.racesThread = o.modelsOnReport;
             o.reportLeads = lead == TraceReportOptions::FeedThread::Off ? TraceReportOptions::FeedThread::On
                                                                         : TraceReportOptions::FeedThread::Off;
             auto r = reportTrace(**damaged, o);

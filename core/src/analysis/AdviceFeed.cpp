@@ -30,7 +30,7 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
     if (spill) spill_ = std::make_unique<whatif::TapeSpill>();
     asRecorded_.recordInto(&tape_);
     replay_->subscribe(&asRecorded_, whatif::PoolModel::kindMask());
-    if (threaded && follower && racesThread) {
+    if (follower && racesThread) {
         raceRecord_ = std::make_unique<whatif::RaceRecord>();
         racer_ = std::make_unique<HandOff<whatif::RaceInputs>>(
             [this](whatif::RaceInputs& r) { races_.follow(r); });
@@ -39,7 +39,7 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
     } else {
         replay_->subscribe(&races_, whatif::RaceBounds::kindMask());
     }
-    if (threaded && follower) {
+    if (follower) {
         asRecorded_.recordOnly(true);
         followed_ = std::make_unique<whatif::LaneModel>(
             std::vector<std::optional<uint64_t>>{std::nullopt, whatif::neverReleasing().releaseThreshold}, c);
@@ -57,6 +57,9 @@ AdviceFeed::~AdviceFeed() {
     } else {
         replay_->unsubscribe(&asRecorded_);
         racesReplay_->unsubscribe(&races_);
+        if (raceRecord_) replay_->unsubscribe(raceRecord_.get());
+        stopFollower(true);
+        if (racer_) racer_->stop(true);
     }
     // Questions still following an unfinished spill stop there (they go before it).
     if (spill_) spill_->abandon();

@@ -32,9 +32,9 @@ public:
     static constexpr size_t kMaxAheadPools = 64;
     // `report`: the reducer's replay (or `advise`'s), followed where not threaded. `spill`: keep
     // the ops on disk for the questions after the read.
-    // `follower` (with `threaded`): the spill and the never-releasing model on another thread.
+    // `follower`: the spill and the never-releasing model on another thread (threaded or not).
     // `racesThread` (with a follower): the racing threads' ranges on another, following what the
-    // models' replay records for them (whatif::RaceRecord).
+    // models' replay (or the report's) records for them (whatif::RaceRecord).
     AdviceFeed(replay::Replay& report, bool threaded, bool spill, const whatif::Calibration& c = {},
                bool follower = false, bool racesThread = false);
     ~AdviceFeed();

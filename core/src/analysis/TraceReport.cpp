@@ -173,10 +173,12 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const bool reportLeadWanted = !leadWanted && options.reportLeads == TraceReportOptions::FeedThread::On;
     const bool splitWanted = options.analysesSplit == TraceReportOptions::FeedThread::On;
     const bool analysesOnReport = options.analysesOnReport == TraceReportOptions::FeedThread::On;
+    const bool modelsOnReport = options.modelsOnReport == TraceReportOptions::FeedThread::On;
     if (options.advice) {
-        feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), wanted(options.adviceFeedThread, 2),
+        const bool feedThread = !modelsOnReport && wanted(options.adviceFeedThread, 2);
+        feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), feedThread,
                                                     /*spill=*/true, whatif::Calibration{},
-                                                    wanted(options.spillThread, 6),
+                                                    (feedThread || modelsOnReport) && wanted(options.spillThread, 6),
                                                     options.racesThread == TraceReportOptions::FeedThread::On);
         if (feed->spill() && wanted(options.askAhead, whatif::Speculation::kFromCpus)) {
             out.aheadThreads = whatif::Speculation::threadsFor(cpus);
@@ -210,6 +212,12 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             if (!analysesOnReport)
                 for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
                     (l.heaviest ? heavy : light)->replay().subscribe(l.observer, l.kindMask);
+        } else if (modelsOnReport && !analysesOnReport && wanted(options.analysesThread, 4)) {
+            // The models on the report's replay: the analyses on a replay of their own.
+            analyses = std::make_unique<ReplayThread>();
+            threads.push_back(analyses.get());
+            for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
+                analyses->replay().subscribe(l.observer, l.kindMask);
         }
         for (ReplayThread* t : threads) {
             t->setEntities(tables->devices, tables->pools, tables->streams);

@@ -69,6 +69,12 @@ struct TraceReportOptions {
     // replay (no replay of their own, none lent to the models' thread), where the read's
     // threads have a replay fewer. Auto: off. The same report either way.
     FeedThread analysesOnReport = FeedThread::Auto;
+    // The advisor's models on the report's own replay instead of a replay of their own, their
+    // follower (spillThread) and the racing threads' ranges (racesThread) on their threads as
+    // before, the analyses on a replay of their own (analysesThread): the read's threads have a
+    // replay fewer, and the report's thread, which waited for the models' on the 16-core hosts,
+    // records their ops. Auto: off. The same report either way.
+    FeedThread modelsOnReport = FeedThread::Auto;
     // The report's time merge (the figures taken over time: idle bytes, device sums, call sites
     // at a peak) on a thread of its own, fed by the report's (Auto: with 6 or more hardware
     // threads, where decoding, the report's replay, the models' and the analyses' have theirs).
