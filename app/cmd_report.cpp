@@ -123,6 +123,10 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The advisor's models on the report's own replay (TraceReportOptions::modelsOnReport), for
     // measuring it: not for users.
     auto modelsOnReport = std::make_shared<std::string>("auto");
+    // The lanes to a LaneModel in the first and second waves of questions asked during the read
+    // (TraceReportOptions::aheadLanes), for measuring them: not for users.
+    auto aheadLanes = std::make_shared<std::vector<size_t>>();
+    sub->add_option("--ahead-lanes", *aheadLanes)->group("")->delimiter(',')->expected(2)->check(CLI::Range(1, 64));
     sub->add_option("--models-on-report", *modelsOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     sub->add_option("--ahead-yield", *aheadYield)->group("")->check(CLI::IsMember({"none", "nice", "idle"}));
     sub->add_option("--analyses-on-report", *analysesOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
@@ -130,7 +134,7 @@ void registerReport(CLI::App& app, int& exitCode) {
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, aheadLanes, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -163,6 +167,10 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.aheadYield = *aheadYield == "nice"   ? TraceReportOptions::AheadYield::Nice
                                  : *aheadYield == "idle" ? TraceReportOptions::AheadYield::Idle
                                                          : TraceReportOptions::AheadYield::None;
+            if (aheadLanes->size() == 2) {
+                options.aheadLanes[0] = (*aheadLanes)[0];
+                options.aheadLanes[1] = (*aheadLanes)[1];
+            }
             options.modelsOnReport = *modelsOnReport == "on" ? F::On : *modelsOnReport == "off" ? F::Off : F::Auto;
             options.analysesOnReport = *analysesOnReport == "on" ? F::On : *analysesOnReport == "off" ? F::Off : F::Auto;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };

@@ -66,11 +66,12 @@ AdviceFeed::~AdviceFeed() {
 }
 
 void AdviceFeed::askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle,
-                          whatif::Speculation::Yield yield) {
+                          whatif::Speculation::Yield yield, std::array<size_t, 2> lanes) {
     aheadThreads_ = threads;
     aheadEvents_ = events;
     aheadIdle_ = std::move(idle);
     aheadYield_ = yield;
+    aheadLanes_ = lanes;
 }
 
 std::vector<whatif::Speculation*> AdviceFeed::ahead() const {
@@ -129,7 +130,8 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
         // second. On the 16-core hosts a PoolModel steps a trace in about a fifth of the read's
         // time and a LaneModel of n lanes costs about 1.5 + 0.13 n of one (docs/PERFORMANCE.md):
         // 8 lanes, then 3 (the second wave's were measured done before the read).
-        const size_t perModel = n == 2 ? 8 : 3;
+        const size_t asked = aheadLanes_[n == 2 ? 0 : 1];
+        const size_t perModel = asked ? asked : n == 2 ? 8 : 3;
         ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, policies, ask, cal_,
                                                                threads, aheadEvents_,
                                                                whatif::Speculation::kSlack,

@@ -13,6 +13,7 @@
 // was about two fifths of the models' thread. There the two predictions are two lanes of one
 // LaneModel (the recorded threshold, and none reached), which keeps what they share once.
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -52,8 +53,11 @@ public:
     // Before the read, with a spill: the advisor's questions asked during it
     // (whatif::Speculation) on `threads` threads a wave, of a trace of `events` events; with
     // `idle` (the CPUs idle of late), no more than those, and no wave below 4.
+    // `lanes`: the candidates as lanes of LaneModels of at most lanes[0] in the first wave and
+    // lanes[1] in the second (0: as measured, 8 and 3).
     void askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle = {},
-                  whatif::Speculation::Yield yield = whatif::Speculation::Yield::None);
+                  whatif::Speculation::Yield yield = whatif::Speculation::Yield::None,
+                  std::array<size_t, 2> lanes = {});
     // Not threaded: after the report's replay applied a chunk (its samples included).
     void step();
     // After the last chunk: the thread's end, or the last step.
@@ -123,6 +127,7 @@ private:
     uint64_t aheadEvents_ = 0;
     std::function<unsigned()> aheadIdle_;
     whatif::Speculation::Yield aheadYield_ = whatif::Speculation::Yield::None;
+    std::array<size_t, 2> aheadLanes_{};
     std::vector<uint64_t> notes_; // the spill's, a step's
     std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped
     std::unique_ptr<Follower> follower_; // after the models: stopped before they go

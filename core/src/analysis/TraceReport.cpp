@@ -191,7 +191,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             const Y yield = options.aheadYield == TraceReportOptions::AheadYield::Nice   ? Y::Nice
                             : options.aheadYield == TraceReportOptions::AheadYield::Idle ? Y::Idle
                                                                                          : Y::None;
-            feed->askAhead(out.aheadThreads, total, idle, yield);
+            feed->askAhead(out.aheadThreads, total, idle, yield, {options.aheadLanes[0], options.aheadLanes[1]});
         }
         if (ReplayThread* t = feed->thread()) {
             threads.push_back(t);

@@ -100,6 +100,9 @@ struct TraceReportOptions {
     // read, and all the CPUs after it, to finish in. Not measured yet: None.
     enum class AheadYield : uint8_t { None, Nice, Idle };
     AheadYield aheadYield = AheadYield::None;
+    // The candidates asked during the read as lanes of LaneModels of at most this many in the
+    // first wave and in the second (0: the advisor's own, 8 and 3). The same report either way.
+    size_t aheadLanes[2] = {0, 0};
     // With the models on their thread: the live set kept once, on a thread of its own
     // (replay::LiveLead), the report's, the models' and the analyses' replays following its
     // record of each chunk (Replay::followLive) instead of each looking every block up again.
