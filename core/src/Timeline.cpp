@@ -3,18 +3,13 @@
 #include "poolscope/TimelineBuilder.h"
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <map>
-#include <thread>
 #include <unordered_map>
 
-#include "ChunkPipe.h"
 #include "HugeReserve.h"
-#include "TimelineSetup.h"
-#include "replay/TraceEntities.h"
+#include "TimelineFinish.h"
 #include "poolscope/EventFields.h"
-#include "poolscope/TraceReader.h"
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope {
@@ -535,171 +530,6 @@ struct TimelineBuilder::Impl {
     }
 };
 
-namespace {
-
-// The sum of step series, point by point: a k-way walk over their points (k is a device's pools
-// plus one) calling at(t, sum) at each distinct time.
-template <class At>
-void walkSum(const std::vector<const Series*>& parts, At&& at) {
-    std::vector<size_t> idx(parts.size(), 0);
-    std::vector<uint64_t> cur(parts.size(), 0);
-    uint64_t sum = 0;
-    for (;;) {
-        int64_t t = INT64_MAX;
-        for (size_t k = 0; k < parts.size(); ++k)
-            if (idx[k] < parts[k]->size()) t = std::min(t, parts[k]->t[idx[k]]);
-        if (t == INT64_MAX) break;
-        for (size_t k = 0; k < parts.size(); ++k)
-            while (idx[k] < parts[k]->size() && parts[k]->t[idx[k]] == t) {
-                sum = sum - cur[k] + parts[k]->v[idx[k]];
-                cur[k] = parts[k]->v[idx[k]];
-                ++idx[k];
-            }
-        at(t, sum);
-    }
-}
-
-// The sum of step series, as a step series.
-Series sumOf(const std::vector<const Series*>& parts) {
-    Series out;
-    walkSum(parts, [&](int64_t t, uint64_t sum) { out.push(t, sum); });
-    return out;
-}
-
-// The highest value of the parts' sum and when it was first reached, and the sum at the end,
-// without keeping the sum's points.
-struct SumPeak {
-    uint64_t peak = 0;
-    int64_t peakTsNs = 0;
-    uint64_t last = 0;
-};
-SumPeak peakOfSum(const std::vector<const Series*>& parts) {
-    SumPeak out;
-    walkSum(parts, [&](int64_t t, uint64_t sum) {
-        if (sum > out.peak) {
-            out.peak = sum;
-            out.peakTsNs = t;
-        }
-        out.last = sum;
-    });
-    return out;
-}
-
-// Each device's pools together (Timeline::deviceTotals); pools sorted by device already. Pools
-// of no known device (the unknown-pool bucket) are no device's.
-void deviceTotals(Timeline& tl) {
-    tl.deviceTotals.clear();
-    for (size_t i = 0; i < tl.pools.size();) {
-        if (tl.pools[i].info.device < 0) {
-            ++i;
-            continue;
-        }
-        DeviceTotals d;
-        d.device = tl.pools[i].info.device;
-        std::vector<const Series*> reserved, used;
-        for (; i < tl.pools.size() && tl.pools[i].info.device == d.device; ++i) {
-            const PoolTimeline& p = tl.pools[i];
-            d.addPoolCounts(p);
-            reserved.push_back(&p.reserved);
-            used.push_back(&p.used);
-        }
-        const SumPeak r = peakOfSum(reserved), u = peakOfSum(used);
-        d.peakReserved = r.peak;
-        d.peakReservedTsNs = r.peakTsNs;
-        d.finalReserved = r.last;
-        d.peakUsed = u.peak;
-        d.peakUsedTsNs = u.peakTsNs;
-        d.finalUsed = u.last;
-        tl.deviceTotals.push_back(d);
-    }
-}
-
-// Totals that only make sense at the end, and the documented orderings. shrink: give growth
-// slack back (not for vectors reserved for an upper bound: their unused part was never
-// touched, costs no memory, and shrinking would copy everything once more).
-void finalize(Timeline& tl, bool shrink = true) {
-    std::unordered_map<uint64_t, PoolTimeline*> pools;
-    std::unordered_map<uint64_t, StreamTimeline*> streams;
-    for (PoolTimeline& p : tl.pools) {
-        p.liveAtEndBytes = p.liveAtEndCount = 0;
-        pools[p.info.handle] = &p;
-    }
-    for (StreamTimeline& s : tl.streams) {
-        s.liveAtEndBytes = s.liveAtEndCount = 0;
-        streams[s.info.handle] = &s;
-    }
-    tl.leaks.clear();
-    for (size_t i = 0; i < tl.allocations.size(); ++i) {
-        const Allocation& a = tl.allocations[i];
-        if (!a.live()) continue;
-        tl.leaks.push_back(static_cast<uint32_t>(i));
-        PoolTimeline* p = pools.at(a.pool);
-        p->liveAtEndBytes += a.size;
-        p->liveAtEndCount++;
-        StreamTimeline* s = streams.at(a.allocStream);
-        s->liveAtEndBytes += a.size;
-        s->liveAtEndCount++;
-    }
-    // Growth slack of the big vectors is a third of their size on average: give it back.
-    for (PoolTimeline& p : tl.pools) {
-        if (shrink) {
-            p.reserved.shrinkToFit();
-            p.used.shrinkToFit();
-        }
-        p.releaseThreshold.shrinkToFit();
-        p.reuseFollowEventDependencies.shrinkToFit();
-        p.reuseAllowOpportunistic.shrinkToFit();
-        p.reuseAllowInternalDependencies.shrinkToFit();
-    }
-    if (shrink) {
-        for (StreamTimeline& s : tl.streams) {
-            s.liveBytes.shrinkToFit();
-            s.allocations.shrink_to_fit();
-        }
-        tl.allocations.shrink_to_fit();
-    }
-    auto byDevHandle = [](const auto& a, const auto& b) {
-        return a.info.device != b.info.device ? a.info.device < b.info.device
-                                              : a.info.handle < b.info.handle;
-    };
-    std::sort(tl.pools.begin(), tl.pools.end(), byDevHandle);
-    std::sort(tl.streams.begin(), tl.streams.end(), byDevHandle);
-    // Edges arrive in wait order, so nearly always sorted already (a stable sort of millions
-    // of them allocated and merged for nothing).
-    auto byWait = [](const WaitEdge& a, const WaitEdge& b) { return a.waitTsNs < b.waitTsNs; };
-    if (!std::is_sorted(tl.edges.begin(), tl.edges.end(), byWait))
-        std::stable_sort(tl.edges.begin(), tl.edges.end(), byWait);
-    std::sort(tl.outside.begin(), tl.outside.end(),
-              [](const OutsideTimeline& a, const OutsideTimeline& b) { return a.device < b.device; });
-    std::sort(tl.peerCopies.begin(), tl.peerCopies.end(),
-              [](const PeerCopyTotal& a, const PeerCopyTotal& b) {
-                  return std::pair(a.srcDevice, a.dstDevice) < std::pair(b.srcDevice, b.dstDevice);
-              });
-    deviceTotals(tl);
-    for (OutsideTimeline& o : tl.outside) {
-        std::vector<const Series*> parts;
-        for (const PoolTimeline& p : tl.pools)
-            if (p.info.device == o.device) parts.push_back(&p.reserved);
-        o.poolsReservedPeak = sumOf(parts).max();
-        parts.push_back(&o.liveBytes);
-        o.withPools = sumOf(parts);
-        o.withPoolsPeak = o.withPoolsPeakTsNs = 0;
-        for (size_t i = 0; i < o.withPools.size(); ++i)
-            if (o.withPools.v[i] > o.withPoolsPeak)
-                o.withPoolsPeak = o.withPools.v[i], o.withPoolsPeakTsNs = o.withPools.t[i];
-    }
-    tl.partial = false;
-    tl.loadedFromNs = tl.t0;
-    tl.loadedUntilNs = tl.t1;
-    tl.totalEvents = tl.eventCount;
-}
-
-void addSample(TimelineBuilder& b, Event s) {
-    s.kind = EventKind::Sample; // whatever the reader filled in, these rows are samples
-    b.add(s);
-}
-
-} // namespace
 
 void applyPoolAccess(std::vector<PoolAccess>& access, const Event& e) {
     const SetAccessFields a = SetAccessFields::of(e);
@@ -903,7 +733,7 @@ std::shared_ptr<const Timeline> TimelineBuilder::partialSnapshot(int64_t t0, int
     copy->pendingFrees = d_->pending.result();
     copy->hazards = d_->hazards.result();
     copy->fragmentation = d_->fragmentation.result();
-    finalize(*copy);
+    detail::finishTimeline(*copy);
     markPartial(*copy, d_->anyTime, t0, t1, totalEvents);
     return copy;
 }
@@ -922,7 +752,7 @@ std::shared_ptr<const Timeline> TimelineBuilder::snapshot() const {
     copy->pendingFrees = d_->pending.result();
     copy->hazards = d_->hazards.result();
     copy->fragmentation = d_->fragmentation.result();
-    finalize(*copy);
+    detail::finishTimeline(*copy);
     return copy;
 }
 
@@ -934,152 +764,8 @@ std::shared_ptr<const Timeline> TimelineBuilder::finish() {
     auto out = std::make_shared<Timeline>(std::move(d_->tl));
     const bool shrink = !d_->reservedBig;
     d_ = std::make_unique<Impl>();
-    finalize(*out, shrink);
+    detail::finishTimeline(*out, shrink);
     return out;
-}
-
-bool BuildOptions::defaultReadAhead() {
-    return std::thread::hardware_concurrency() >= 4;
-}
-
-Status detail::setEntitiesFromTrace(TimelineBuilder& b, const TraceReader& reader) {
-    auto tables = readTraceTables(reader);
-    if (!tables) return tables.error();
-    b.setEntities(std::move(tables->devices), std::move(tables->pools), std::move(tables->streams));
-    if (auto gaps = reader.dropGaps(); gaps) b.setDropGaps(std::move(*gaps));
-    return {};
-}
-
-Result<std::shared_ptr<const Timeline>> buildTimeline(const TraceReader& reader,
-                                                      const BuildOptions& options) {
-    TimelineBuilder b;
-    if (Status st = detail::setEntitiesFromTrace(b, reader); !st) return st.error();
-    // The same for the attributes read when each pool was first seen: without them the
-    // policies a program never set are unknown, as in traces from before the table.
-    if (auto attrs = reader.poolAttributes(); attrs) b.declarePoolAttributes(*attrs);
-    // The whole trace's time range (for partial timelines), per-kind counts (capacity) and
-    // event count (progress); the chunks' own count when the summary cannot be read.
-    TraceSummary summary;
-    uint64_t total = 0;
-    if (auto s = reader.summary(); s) {
-        summary = std::move(*s);
-        total = summary.eventCount;
-    }
-    if (total == 0) total = reader.chunkedEventCount();
-
-    const bool bound = options.boundTimes != nullptr;
-    auto plausible = [](int64_t t) { return t >= 0 && t < BuildOptions::kLatestPlausibleNs; };
-    // The chunk headers' range only widens a partial timeline: a damaged one is not used.
-    if (bound && !(plausible(summary.firstTsNs) && plausible(summary.lastTsNs)))
-        summary.firstTsNs = summary.lastTsNs = 0;
-
-    // Samples live in their own table; they are few (periodic), so read them whole and merge
-    // them into the event stream by time: each goes in before the first event not earlier.
-    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
-                                  std::numeric_limits<int64_t>::max());
-    if (!samples) return samples.error();
-    if (bound) {
-        std::vector<Event>& all = samples.value();
-        const auto bad = std::find_if(all.begin(), all.end(),
-                                      [&](const Event& e) { return !plausible(e.tsNs); });
-        if (bad != all.end()) {
-            const int64_t example = bad->tsNs;
-            const auto kept = std::remove_if(bad, all.end(),
-                                             [&](const Event& e) { return !plausible(e.tsNs); });
-            const size_t n = size_t(all.end() - kept);
-            all.erase(kept, all.end());
-            options.boundTimes->push_back(
-                {std::to_string(n) + " watermark sample(s) dated at a time no recording has (e.g. " +
-                     std::to_string(example) + " ns; the clock is never negative nor 2^62 ns or "
-                     "later): left out", 0});
-        }
-    }
-    const std::vector<Event>& ss = samples.value();
-    // Capacity hints from event_counts, each bounded by the events the chunk rows can hold
-    // (a damaged or hostile table may claim 2^63 of a kind: issue #12).
-    auto counts = summary.countsByKind;
-    // A build stopped at maxEvents reads at most one chunk more.
-    const uint64_t chunkBound =
-        options.maxEvents ? std::min(reader.chunkedEventCount(), options.maxEvents + 65536)
-                          : reader.chunkedEventCount();
-    for (auto& [kind, n] : counts) n = std::min(n, chunkBound);
-    counts[EventKind::Sample] = ss.size();
-    b.reserve(counts);
-    size_t si = 0;
-    int64_t nextSample = ss.empty() ? std::numeric_limits<int64_t>::max() : ss[0].tsNs;
-
-    uint64_t done = 0;
-    bool partialDue = static_cast<bool>(options.onPartial);
-    // The partial timeline's clock starts with the first events: the time spent opening and
-    // reading samples before them would otherwise leave it next to empty.
-    std::chrono::steady_clock::time_point started{};
-    auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
-    // One chunk into the builder, then progress, the partial timeline when due, and cancel.
-    uint64_t movedEvents = 0;
-    int64_t movedExample = 0;
-    Event moved;
-    bool limited = false; // stopped at options.maxEvents
-    int64_t lastTs = std::numeric_limits<int64_t>::min();
-    auto consume = [&](const std::vector<Event>& chunk) {
-        if (done == 0) started = std::chrono::steady_clock::now();
-        for (const Event& read : chunk) {
-            const Event* ep = &read;
-            if (bound && !plausible(read.tsNs)) [[unlikely]] {
-                if (movedEvents++ == 0) movedExample = read.tsNs;
-                moved = read;
-                moved.tsNs = read.tsNs < 0 ? 0 : BuildOptions::kLatestPlausibleNs - 1;
-                ep = &moved;
-            }
-            const Event& e = *ep;
-            if (e.tsNs >= nextSample) [[unlikely]] {
-                while (si < ss.size() && ss[si].tsNs <= e.tsNs) addSample(b, ss[si++]);
-                nextSample = si < ss.size() ? ss[si].tsNs : std::numeric_limits<int64_t>::max();
-            }
-            b.add(e);
-        }
-        done += chunk.size();
-        if (options.progress) options.progress(done, total);
-        if (partialDue && done < total &&
-            ((options.partialAfterEvents && done >= options.partialAfterEvents) ||
-             std::chrono::steady_clock::now() - started >= options.partialAfter)) {
-            partialDue = false;
-            options.onPartial(b.partialSnapshot(summary.firstTsNs, summary.lastTsNs, total));
-        }
-        if (options.maxEvents && done >= options.maxEvents && done < total) {
-            limited = true;
-            lastTs = chunk.empty() ? lastTs : chunk.back().tsNs;
-            return false;
-        }
-        return !cancelled();
-    };
-
-    const Status st = detail::forEachChunk(reader, options.readAhead, consume);
-    if (cancelled()) return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
-    if (!st && !limited) return st.error(); // the plain reader reports a stop as cancelled
-    if (movedEvents)
-        options.boundTimes->push_back(
-            {"events dated at a time no recording has (e.g. " + std::to_string(movedExample) +
-                 " ns; the clock is never negative nor 2^62 ns or later): shown at the nearer "
-                 "end of the possible range",
-             movedEvents});
-    if (limited) {
-        while (si < ss.size() && ss[si].tsNs <= lastTs) addSample(b, ss[si++]);
-        auto out = std::const_pointer_cast<Timeline>(
-            b.finishPartial(summary.firstTsNs, summary.lastTsNs, total));
-        out->limited = true;
-        return std::shared_ptr<const Timeline>(std::move(out));
-    }
-    while (si < ss.size()) addSample(b, ss[si++]);
-    return b.finish();
-}
-
-Result<std::shared_ptr<const Timeline>>
-buildTimeline(const TraceReader& reader, const std::function<void(uint64_t, uint64_t)>& progress,
-              const std::atomic<bool>* cancel) {
-    BuildOptions options;
-    options.progress = progress;
-    options.cancel = cancel;
-    return buildTimeline(reader, options);
 }
 
 } // namespace poolscope
