@@ -114,23 +114,23 @@ void registerReport(CLI::App& app, int& exitCode) {
     // The racing threads' ranges on a thread of their own (TraceReportOptions::racesThread)
     // forced on or off, for measuring it: not for users.
     auto racesThread = std::make_shared<std::string>("auto");
+    sub->add_option("--races-thread", *racesThread)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // The analyses kept on the report's own replay (TraceReportOptions::analysesOnReport), for
     // measuring it: not for users.
     auto analysesOnReport = std::make_shared<std::string>("auto");
-    // The questions asked during the read giving way to it (TraceReportOptions::aheadYield), for
-    // measuring it: not for users.
-    auto aheadYield = std::make_shared<std::string>("none");
+    sub->add_option("--analyses-on-report", *analysesOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // The advisor's models on the report's own replay (TraceReportOptions::modelsOnReport), for
     // measuring it: not for users.
     auto modelsOnReport = std::make_shared<std::string>("auto");
+    sub->add_option("--models-on-report", *modelsOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
+    // The questions asked during the read giving way to it (TraceReportOptions::aheadYield), for
+    // measuring it: not for users.
+    auto aheadYield = std::make_shared<std::string>("none");
+    sub->add_option("--ahead-yield", *aheadYield)->group("")->check(CLI::IsMember({"none", "nice", "idle"}));
     // The lanes to a LaneModel in the first and second waves of questions asked during the read
     // (TraceReportOptions::aheadLanes), for measuring them: not for users.
     auto aheadLanes = std::make_shared<std::vector<size_t>>();
     sub->add_option("--ahead-lanes", *aheadLanes)->group("")->delimiter(',')->expected(2)->check(CLI::Range(1, 64));
-    sub->add_option("--models-on-report", *modelsOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
-    sub->add_option("--ahead-yield", *aheadYield)->group("")->check(CLI::IsMember({"none", "nice", "idle"}));
-    sub->add_option("--analyses-on-report", *analysesOnReport)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
-    sub->add_option("--races-thread", *racesThread)->group("")->check(CLI::IsMember({"auto", "on", "off"}));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");

@@ -110,12 +110,15 @@ TraceReport expectSame(const std::string& path, size_t topN, size_t topSites) {
     o.askAhead = Thread::On;
     auto ahead = reportTrace(**reader, o, "t.poolscope");
     // The analyses on the report's own replay (none on a replay of their own), and the questions
-    // asked during the read giving way to it.
+    // asked during the read giving way to it, as lanes of fewer LaneModels.
     o.analysesOnReport = Thread::On;
     o.aheadYield = TraceReportOptions::AheadYield::Nice;
+    o.aheadLanes[0] = 12;
+    o.aheadLanes[1] = 8;
     auto onReport = reportTrace(**reader, o, "t.poolscope");
     o.analysesOnReport = Thread::Auto;
     o.aheadYield = TraceReportOptions::AheadYield::None;
+    o.aheadLanes[0] = o.aheadLanes[1] = 0;
     // The advisor's models on the report's own replay, their follower and the racing threads'
     // ranges on threads of their own, the analyses on a replay of their own.
     o.modelsOnReport = Thread::On;

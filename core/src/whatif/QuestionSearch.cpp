@@ -467,7 +467,8 @@ Speculation::Speculation(const TapeSpill& spill, unsigned policies,
     try {
         thread_ = std::thread([this, &spill, threads, yield] {
             // On Linux a thread's nice value and policy are its own, and the threads it starts
-            // (searchBroadcast's) take them over.
+            // (searchBroadcast's) take them over. A refusal leaves them as they were: the same
+            // answers, only sooner or later.
             if (yield == Yield::Nice) {
                 setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
             } else if (yield == Yield::Idle) {
