@@ -84,10 +84,10 @@ struct TraceReportOptions {
     FeedThread spillThread = FeedThread::Auto;
     // With the spill's follower: the racing threads' ranges on a thread of their own, following
     // what the models' replay records for them (whatif::RaceRecord) instead of on the models'
-    // thread, the read's busiest on the 16-core hosts. Auto: off until measured there: on this
-    // project's 2-vCPU VM it took the models' thread from 1.08 to 0.75 s of CPU at 10.5 M events
-    // for 3 % more CPU in all, but an extra thread has slowed the hosts' read before
-    // (docs/PERFORMANCE.md). The same report either way.
+    // thread, the read's busiest on the 16-core hosts. Auto: off: on this project's 2-vCPU VM
+    // it took the models' thread from 1.08 to 0.75 s of CPU at 10.5 M events, but on a 16-core
+    // host `report` of 105.9 M events took 0.96 of the time (within the spread) for 8 % more
+    // CPU, the models' thread no lighter there (docs/PERFORMANCE.md). The same report either way.
     FeedThread racesThread = FeedThread::Auto;
     // With the spill: the advisor's questions asked during the read too, on the cores it leaves
     // idle (Auto: with 12 or more hardware threads, on all but the read's 6, at most
@@ -101,7 +101,9 @@ struct TraceReportOptions {
     enum class AheadYield : uint8_t { None, Nice, Idle };
     AheadYield aheadYield = AheadYield::None;
     // The candidates asked during the read as lanes of LaneModels of at most this many in the
-    // first wave and in the second (0: the advisor's own, 8 and 3). The same report either way.
+    // first wave and in the second (0: the advisor's own, 8 and 3). 12 and 8 took 6-12 % of a
+    // 105.9 M-event report's CPU off on a 16-core host, its time within the spread (1.04: the
+    // models' replay bounds the read there, docs/PERFORMANCE.md). The same report either way.
     size_t aheadLanes[2] = {0, 0};
     // With the models on their thread: the live set kept once, on a thread of its own
     // (replay::LiveLead), the report's, the models' and the analyses' replays following its
