@@ -21,6 +21,10 @@
 namespace poolscope::ui {
 
 struct TimelineGeometry {
+    // A stream lane's padding above and below its rows, and a collapsed stream lane's one row
+    // (the geometry lays them out, the painter draws into them).
+    static constexpr int kStreamPad = 3;
+    static constexpr int kSummaryH = 12;
     int labelW = 250;
     int rulerH = 24;
     // The NVTX band between the ruler and the lanes (0 without ranges): nvtxRows rows of
