@@ -53,6 +53,7 @@ public:
     // Before the read, with a spill: the advisor's questions asked during it
     // (whatif::Speculation) on `threads` threads a wave, of a trace of `events` events; with
     // `idle` (the CPUs idle of late), no more than those, and no wave below 4.
+    // `yield`: the questions' threads give way to the read's (whatif::Speculation::Yield).
     // `lanes`: the candidates as lanes of LaneModels of at most lanes[0] in the first wave and
     // lanes[1] in the second (0: as measured, 8 and 3).
     void askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle = {},

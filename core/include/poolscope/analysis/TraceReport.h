@@ -65,9 +65,10 @@ struct TraceReportOptions {
     // read (1.05 of the default's time without the live set kept once, 1.06 with it;
     // docs/PERFORMANCE.md).
     FeedThread analysesSplit = FeedThread::Auto;
-    // With the models on their thread: the report's replay analyses kept on the report's own
-    // replay (no replay of their own, none lent to the models' thread), where the read's
-    // threads have a replay fewer. Auto: off. The same report either way.
+    // The report's replay analyses kept on the report's own replay (no replay of their own,
+    // none lent to the models' thread): the read's threads have a replay fewer, the report's
+    // thread their work (on this VM it became the busiest). Auto: off, not measured on a host.
+    // The same report either way.
     FeedThread analysesOnReport = FeedThread::Auto;
     // The advisor's models on the report's own replay instead of a replay of their own, their
     // follower (spillThread) and the racing threads' ranges (racesThread) on their threads as
