@@ -130,8 +130,9 @@ TEST(MultiProcessView, IpcPairShowsAGroupPerProcessLinkedPoolsAndOneAxis) {
     const MergeTruth truth = mergeTruth(kIpcChildFirst);
 
     // Groups in process-tree order (parents first, whatever the order of the files), each named
-    // by its program and pid, with the trace's own lanes.
-    ASSERT_EQ(v->processCount(), int(truth.tree.size()));
+    // by its program and pid, with the trace's own lanes. (Once seen with one group under a
+    // loaded CI run: the view's problems say which file failed, and why.)
+    ASSERT_EQ(v->processCount(), int(truth.tree.size())) << v->problemsText().toStdString();
     for (size_t g = 0; g < truth.tree.size(); ++g) {
         const size_t in = truth.tree[g].input;
         const ProcessInfo& p = truth.inputs[in].process;
