@@ -159,11 +159,12 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.topSites = *topSites;
             options.adviceThreads = *adviceThreads;
             using F = TraceReportOptions::FeedThread;
-            options.askAhead = *askAhead == "on" ? F::On : *askAhead == "off" ? F::Off : F::Auto;
+            auto onOff = [](const std::string& v) { return v == "on" ? F::On : v == "off" ? F::Off : F::Auto; };
+            options.askAhead = onOff(*askAhead);
             options.leadThread = *leadReplay == "on" ? F::On : *leadReplay == "auto" ? F::Auto : F::Off;
             if (*leadReplay == "report") options.reportLeads = F::On;
-            options.analysesSplit = *splitAnalyses == "on" ? F::On : *splitAnalyses == "off" ? F::Off : F::Auto;
-            options.racesThread = *racesThread == "on" ? F::On : *racesThread == "off" ? F::Off : F::Auto;
+            options.analysesSplit = onOff(*splitAnalyses);
+            options.racesThread = onOff(*racesThread);
             options.aheadYield = *aheadYield == "nice"   ? TraceReportOptions::AheadYield::Nice
                                  : *aheadYield == "idle" ? TraceReportOptions::AheadYield::Idle
                                                          : TraceReportOptions::AheadYield::None;
@@ -171,8 +172,8 @@ void registerReport(CLI::App& app, int& exitCode) {
                 options.aheadLanes[0] = (*aheadLanes)[0];
                 options.aheadLanes[1] = (*aheadLanes)[1];
             }
-            options.modelsOnReport = *modelsOnReport == "on" ? F::On : *modelsOnReport == "off" ? F::Off : F::Auto;
-            options.analysesOnReport = *analysesOnReport == "on" ? F::On : *analysesOnReport == "off" ? F::Off : F::Auto;
+            options.modelsOnReport = onOff(*modelsOnReport);
+            options.analysesOnReport = onOff(*analysesOnReport);
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {

@@ -193,32 +193,27 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                                                                          : Y::None;
             feed->askAhead(out.aheadThreads, total, idle, yield, {options.aheadLanes[0], options.aheadLanes[1]});
         }
-        if (ReplayThread* t = feed->thread()) {
-            threads.push_back(t);
-            ReplayThread *heavy = t, *light = t;
-            if (!analysesOnReport && wanted(options.analysesThread, 4)) {
-                analyses = std::make_unique<ReplayThread>();
-                threads.push_back(analyses.get());
-                heavy = light = analyses.get();
-                if (splitWanted) {
-                    analyses2 = std::make_unique<ReplayThread>();
-                    threads.push_back(analyses2.get());
-                    light = analyses2.get();
-                    feed->racesOn(light->replay());
-                } else if (!feed->hasFollower()) {
-                    feed->racesOn(analyses->replay());
-                }
-            }
-            if (!analysesOnReport)
-                for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
-                    (l.heaviest ? heavy : light)->replay().subscribe(l.observer, l.kindMask);
-        } else if (modelsOnReport && !analysesOnReport && wanted(options.analysesThread, 4)) {
-            // The models on the report's replay: the analyses on a replay of their own.
+        // The analyses on a replay of their own where the models have one, or where the models
+        // are on the report's; else they stay where the models are.
+        ReplayThread* models = feed->thread();
+        if (models) threads.push_back(models);
+        ReplayThread *heavy = models, *light = models;
+        if (!analysesOnReport && (models || modelsOnReport) && wanted(options.analysesThread, 4)) {
             analyses = std::make_unique<ReplayThread>();
             threads.push_back(analyses.get());
-            for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
-                analyses->replay().subscribe(l.observer, l.kindMask);
+            heavy = light = analyses.get();
+            if (splitWanted) {
+                analyses2 = std::make_unique<ReplayThread>();
+                threads.push_back(analyses2.get());
+                light = analyses2.get();
+                feed->racesOn(light->replay());
+            } else if (!feed->hasFollower()) {
+                feed->racesOn(analyses->replay());
+            }
         }
+        if (!analysesOnReport && heavy)
+            for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
+                (l.heaviest ? heavy : light)->replay().subscribe(l.observer, l.kindMask);
         for (ReplayThread* t : threads) {
             t->setEntities(tables->devices, tables->pools, tables->streams);
             for (const PoolAttributeValue& a : declared) t->replay().declareKnob(a.pool, a.attr, a.value);
