@@ -209,5 +209,72 @@ TEST(WhatIfTape, RecordingStopsWhenCancelled) {
     EXPECT_TRUE(whatif::advise(*whole, {}, &cancel).empty());
 }
 
+
+// The split in time's hooks (PoolModel::clone, sameState, guessReserved, forgetPending; the
+// study is tests/bench/SplitModelsBench.cpp): a clone taken halfway answers the rest of the ops
+// as the model itself; a guess that moves reserved bytes differs from the truth until the ops
+// bring both to the same state, and from there on the two give the same answers.
+TEST(WhatIfTape, AModelClonedHalfwayOrGuessedMeetsTheTruthAndThenAnswersAlike) {
+    bool forgetDiffered = false;
+    for (const char* name : {"churn", "gpt2", "pools", "trims_oom"}) {
+        SCOPED_TRACE(name);
+        auto reader = TraceReader::open(samplePath(name));
+        ASSERT_TRUE(reader);
+        auto tape = whatif::recordTape(**reader);
+        ASSERT_TRUE(tape);
+        const std::vector<whatif::Op>& ops = tape->ops;
+        const size_t half = ops.size() / 2;
+        size_t allocsBefore = 0;
+        for (size_t i = 0; i < half; ++i) allocsBefore += ops[i].kind == whatif::Op::Kind::Alloc;
+        const std::vector<uint8_t> noMute;
+        auto feed = [&](whatif::PoolModel& m, size_t a, size_t b, size_t seqAt) {
+            m.feed(ops.data() + a, ops.data() + b, tape->allocSeq.data() + seqAt,
+                   tape->allocSeq.size() - seqAt, tape->streamHandles, noMute);
+        };
+        whatif::Settings s;
+        s.releaseThreshold = 64 * MiB;
+        whatif::PoolModel whole(s);
+        feed(whole, 0, half, 0);
+        std::unique_ptr<whatif::PoolModel> copy = whole.clone(), guessed = whole.clone();
+        std::unique_ptr<whatif::PoolModel> copyAtHalf = whole.clone(), forgot = whole.clone();
+        forgot->forgetPending();
+        EXPECT_TRUE(copy->sameState(whole));
+        // The guess: every pool's reserved one granule above the truth.
+        guessed->guessReserved([&](uint32_t pool, uint64_t, uint64_t) {
+            return whole.reservedOf(pool) + (32 * MiB);
+        });
+        bool anyPool = false;
+        for (uint32_t p = 0; p < 8; ++p) anyPool |= whole.reservedOf(p) != guessed->reservedOf(p);
+        ASSERT_TRUE(anyPool);
+        EXPECT_FALSE(guessed->sameState(whole));
+        // One op at a time: the guess meets the truth at a release or a growth.
+        size_t met = ops.size();
+        size_t seqAt = allocsBefore;
+        for (size_t i = half; i < ops.size(); ++i) {
+            const size_t next = seqAt + (ops[i].kind == whatif::Op::Kind::Alloc);
+            feed(whole, i, i + 1, seqAt);
+            feed(*copy, i, i + 1, seqAt);
+            if (met == ops.size()) {
+                feed(*guessed, i, i + 1, seqAt);
+                if (guessed->sameState(whole)) met = i;
+            } else {
+                feed(*guessed, i, i + 1, seqAt);
+                EXPECT_TRUE(guessed->sameState(whole)) << "op " << i;
+            }
+            seqAt = next;
+            EXPECT_TRUE(copy->sameState(whole)) << "op " << i;
+        }
+        EXPECT_LT(met, ops.size()) << "the guess never met the truth";
+        const auto a = whole.collect(*tape), b = copy->collect(*tape);
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t p = 0; p < a.size(); ++p) test::expectSamePrediction(a[p], b[p], "clone");
+        // Forgetting the pending frees halfway moves them to the free bytes: the reserved bytes
+        // stay, the state differs wherever some were pending (in at least one sample).
+        for (uint32_t p = 0; p < 8; ++p) EXPECT_EQ(forgot->reservedOf(p), copyAtHalf->reservedOf(p));
+        forgetDiffered |= !forgot->sameState(*copyAtHalf);
+    }
+    EXPECT_TRUE(forgetDiffered);
+}
+
 } // namespace
 } // namespace poolscope

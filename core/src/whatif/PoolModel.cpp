@@ -655,6 +655,63 @@ uint64_t PoolModel::peakReservedSoFar() const {
     return top;
 }
 
+std::unique_ptr<PoolModel> PoolModel::clone() const {
+    std::unique_ptr<PoolModel> m(new PoolModel(*this));
+    m->tape_ = nullptr;
+    return m;
+}
+
+bool PoolModel::sameState(const PoolModel& o) const {
+    auto pendingOf = [](const Pool& p, size_t s) {
+        std::vector<Pending::Chunk> q;
+        if (s < p.pend.size())
+            for (size_t i = p.pend[s].head; i < p.pend[s].q.size(); ++i)
+                if (p.pend[s].q[i].bytes) q.push_back(p.pend[s].q[i]);
+        return q;
+    };
+    const size_t n = std::max(pools_.size(), o.pools_.size());
+    for (size_t i = 0; i < n; ++i) {
+        static const Pool none;
+        const Pool& a = i < pools_.size() ? pools_[i] : none;
+        const Pool& b = i < o.pools_.size() ? o.pools_[i] : none;
+        if (a.init != b.init || a.maxSize != b.maxSize || a.reserved != b.reserved ||
+            a.live != b.live || a.free != b.free || a.pendTotal != b.pendTotal)
+            return false;
+        for (int k = 0; k < 4; ++k)
+            if (a.knobs[k].known != b.knobs[k].known || a.knobs[k].value != b.knobs[k].value)
+                return false;
+        for (size_t s = 0; s < std::max(a.pend.size(), b.pend.size()); ++s) {
+            const auto qa = pendingOf(a, s), qb = pendingOf(b, s);
+            if (qa.size() != qb.size()) return false;
+            for (size_t j = 0; j < qa.size(); ++j)
+                if (qa[j].ts != qb[j].ts || qa[j].bytes != qb[j].bytes) return false;
+        }
+    }
+    return true;
+}
+
+void PoolModel::guessReserved(
+    const std::function<uint64_t(uint32_t pool, uint64_t floor, uint64_t now)>& guess) {
+    for (uint32_t i = 0; i < pools_.size(); ++i) {
+        Pool& p = pools_[i];
+        if (!p.init) continue;
+        const uint64_t floor = roundUp(p.live + p.pendTotal, cal_.growthGranule);
+        p.reserved = std::max(floor, roundUp(guess(i, floor, p.reserved), cal_.growthGranule));
+        p.free = p.reserved - p.live - p.pendTotal;
+    }
+}
+
+void PoolModel::forgetPending() {
+    for (Pool& p : pools_) {
+        for (Pending& q : p.pend) p.free += q.clear();
+        p.pendTotal = 0;
+    }
+}
+
+uint64_t PoolModel::reservedOf(uint32_t pool) const {
+    return pool < pools_.size() ? pools_[pool].reserved : 0;
+}
+
 std::vector<PoolPrediction> PoolModel::collect(const Tape& tape, uint32_t only) {
     lastTs_ = std::max(lastTs_, tape.lastTs);
     std::vector<PoolPrediction> out;

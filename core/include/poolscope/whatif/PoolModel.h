@@ -35,6 +35,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -207,7 +208,6 @@ class PoolModel final : public replay::Observer {
 public:
     explicit PoolModel(Settings all = {}, Calibration c = {});
     ~PoolModel() override;
-    PoolModel(const PoolModel&) = delete;
     PoolModel& operator=(const PoolModel&) = delete;
     // Settings for one pool (by handle) instead of `all`.
     void setPoolSettings(uint64_t handle, Settings s);
@@ -247,10 +247,27 @@ public:
     uint64_t releasesOf(uint32_t i) const;
     // The largest peak reserved it predicted for any pool so far.
     uint64_t peakReservedSoFar() const;
+
+    // For a split of the ops in time (issue #15; tests/bench/SplitModelsBench.cpp measures it):
+    // a piece of the ops modelled from a guessed start is right from the op after which its
+    // model is in the same state as the one that modelled every op before it.
+    // A copy, recording into no tape.
+    std::unique_ptr<PoolModel> clone() const;
+    // Whether the ops to come would change both models alike: per pool the knobs and limit,
+    // reserved, live and free bytes and each stream's pending frees (the figures so far aside).
+    bool sameState(const PoolModel& o) const;
+    // A guess at a piece's start: each pool's reserved bytes set to guess(pool, floor, now), at
+    // least `floor` (its live and pending bytes rounded up to the growth granule) and rounded up
+    // to the granule; its free bytes are the rest.
+    void guessReserved(const std::function<uint64_t(uint32_t pool, uint64_t floor, uint64_t now)>& guess);
+    // Every stream's pending frees made free, as if each had been synchronized.
+    void forgetPending();
+    uint64_t reservedOf(uint32_t pool) const;
     // Whether some pool ran with reuse policy `a` off so far, as the recorded knobs tell it.
     bool policyOffSoFar(PoolAttr a) const;
 
 private:
+    PoolModel(const PoolModel&) = default; // clone()
     struct Pool;
     Pool& pool(uint32_t i, const replay::Replay& r);
     [[gnu::noinline]] Pool& poolSlow(uint32_t i, const replay::Replay& r);
