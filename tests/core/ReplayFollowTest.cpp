@@ -346,5 +346,81 @@ TEST(ReplayFollow, ARecordOfOtherEventsIsNoticed) {
     EXPECT_EQ(heldSlot.liveBlockCount(), 1u);
 }
 
+// A trace split in time (issue #15) goes on from a copy of the replay's state: a clone taken
+// anywhere (of a replay of its own or of one following a live set) makes the facts the replay
+// itself makes from there, and sameState holds to the end; a copy one event off does not.
+void expectClonesGoOn(const Input& in, size_t cuts) {
+    std::vector<Event> merged; // the events and the samples in the order the replays take them
+    {
+        Replay probe;
+        detail::SampleMerge m;
+        m.expect(&in.samples);
+        m.chunk(in.events, probe, [&](const Event& e) { merged.push_back(e); });
+        m.rest([&](const Event& e) { merged.push_back(e); });
+    }
+    ASSERT_GT(merged.size(), cuts);
+    replay::LiveLead lead;
+    std::vector<uint32_t> tape;
+    for (const Event& e : merged)
+        if (e.kind != EventKind::Sample) lead.apply(e, tape);
+    for (bool following : {false, true}) {
+        SCOPED_TRACE(following ? "a follower's clone" : "a plain replay's clone");
+        Replay whole;
+        declare(whole, in);
+        if (following) whole.followLive(tape.data(), tape.size());
+        size_t next = 1;
+        for (size_t i = 0; i < merged.size(); ++i) {
+            if (i == merged.size() * next / (cuts + 1)) {
+                ++next;
+                Replay copy = whole.clone(), ahead = whole.clone(), ref = whole.clone();
+                EXPECT_FALSE(copy.following());
+                EXPECT_TRUE(copy.sameState(whole));
+                EXPECT_TRUE(whole.sameState(copy));
+                ahead.apply(merged[i]); // one event ahead: not the same state
+                EXPECT_FALSE(ahead.sameState(ref)) << "event " << i;
+                // The rest of the trace, through the copy and through a plain replay of the whole.
+                Replay check;
+                declare(check, in);
+                for (size_t j = 0; j < i; ++j) check.apply(merged[j]);
+                for (size_t j = i; j < merged.size(); ++j) {
+                    const std::string want = factText(check.apply(merged[j]), false);
+                    const std::string got = factText(copy.apply(merged[j]), false);
+                    EXPECT_EQ(want, got) << "event " << j;
+                    if (want != got) return;
+                }
+                EXPECT_TRUE(copy.sameState(check));
+                EXPECT_EQ(stateText(copy), stateText(check));
+                EXPECT_EQ(liveText(copy), liveText(check));
+            }
+            whole.apply(merged[i]);
+        }
+    }
+}
+
+TEST(ReplayClone, ACloneGoesOnAsTheReplayOnSamplesAndGeneratedTraces) {
+    int n = 0;
+    for (const char* name : {"churn", "gpt2", "pools", "trims_oom", "beyond_pool", "ipc-child",
+                             "torch_native", "threads_race"}) {
+        SCOPED_TRACE(name);
+        const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope";
+        if (!std::filesystem::exists(path)) continue;
+        expectClonesGoOn(fromTrace(path), 5);
+        ++n;
+    }
+    EXPECT_GE(n, 7);
+    for (uint64_t seed = 1; seed <= 2; ++seed) {
+        SCOPED_TRACE("disorderly " + std::to_string(seed));
+        test::Disorderly g(seed, 50'000'000);
+        g.generate(8'000);
+        Input in;
+        in.events = g.events();
+        in.samples = g.samples();
+        in.pools = g.declared();
+        std::stable_sort(in.events.begin(), in.events.end(),
+                         [](const Event& a, const Event& b) { return a.seq < b.seq; });
+        expectClonesGoOn(in, 4);
+    }
+}
+
 } // namespace
 } // namespace poolscope

@@ -3,6 +3,8 @@
 #include "poolscope/replay/Replay.h"
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -463,6 +465,160 @@ void Replay::free(const Event& e) {
             fact_.orderWaitTsNs = it->second.waitTsNs;
         }
     }
+}
+
+namespace {
+
+bool sameInfo(const PoolInfo& a, const PoolInfo& b) {
+    return std::tie(a.handle, a.device, a.kind, a.handleTypes, a.locationType, a.locationId,
+                    a.maxSize, a.createdTsNs) ==
+           std::tie(b.handle, b.device, b.kind, b.handleTypes, b.locationType, b.locationId,
+                    b.maxSize, b.createdTsNs);
+}
+
+bool sameInfo(const StreamInfo& a, const StreamInfo& b) {
+    return std::tie(a.handle, a.device, a.priority, a.flags, a.priorityKnown) ==
+           std::tie(b.handle, b.device, b.priority, b.flags, b.priorityKnown);
+}
+
+bool sameBlock(const Block& a, const Block& b) {
+    return std::tie(a.ptr, a.bytes, a.allocSeq, a.allocTsNs, a.pool, a.stream, a.tid, a.imported) ==
+           std::tie(b.ptr, b.bytes, b.allocSeq, b.allocTsNs, b.pool, b.stream, b.tid, b.imported);
+}
+
+bool sameMem(const MemBlock& a, const MemBlock& b) {
+    return std::tie(a.ptr, a.bytes, a.allocSeq, a.allocTsNs, a.kind, a.api, a.device, a.flags) ==
+           std::tie(b.ptr, b.bytes, b.allocSeq, b.allocTsNs, b.kind, b.api, b.device, b.flags);
+}
+
+bool samePool(const PoolState& a, const PoolState& b) {
+    if (!sameInfo(a.info, b.info)) return false;
+    if (std::tie(a.reserved, a.used, a.watermarksKnown, a.readTsNs, a.rederive, a.liveBytes,
+                 a.liveCount) != std::tie(b.reserved, b.used, b.watermarksKnown, b.readTsNs,
+                                          b.rederive, b.liveBytes, b.liveCount))
+        return false;
+    for (int k = 0; k < 4; ++k)
+        if (a.knobs[k].known != b.knobs[k].known || a.knobs[k].value != b.knobs[k].value)
+            return false;
+    return true;
+}
+
+bool sameStream(const StreamState& a, const StreamState& b) {
+    return sameInfo(a.info, b.info) &&
+           std::tie(a.liveBytes, a.liveCount, a.freedBytes, a.clearedBytes) ==
+               std::tie(b.liveBytes, b.liveCount, b.freedBytes, b.clearedBytes);
+}
+
+bool sameOutside(const OutsideState& a, const OutsideState& b) {
+    return std::tie(a.device, a.liveBytes, a.liveCount, a.peakBytes, a.peakTsNs, a.managedLiveBytes,
+                    a.managedPeakBytes, a.allocs, a.failedAllocs, a.frees, a.syncFrees,
+                    a.syncCallNs) ==
+           std::tie(b.device, b.liveBytes, b.liveCount, b.peakBytes, b.peakTsNs, b.managedLiveBytes,
+                    b.managedPeakBytes, b.allocs, b.failedAllocs, b.frees, b.syncFrees,
+                    b.syncCallNs);
+}
+
+bool samePinned(const PinnedState& a, const PinnedState& b) {
+    return std::tie(a.allocatedBytes, a.registeredBytes, a.allocatedPeak, a.registeredPeak,
+                    a.totalPeak, a.totalPeakTsNs, a.allocs, a.frees, a.registers, a.unregisters,
+                    a.failed) ==
+           std::tie(b.allocatedBytes, b.registeredBytes, b.allocatedPeak, b.registeredPeak,
+                    b.totalPeak, b.totalPeakTsNs, b.allocs, b.frees, b.registers, b.unregisters,
+                    b.failed);
+}
+
+// Two maps with the same keys and, key by key, values `same` holds equal.
+template <class Map, class Same>
+bool sameMap(const Map& a, const Map& b, Same same) {
+    if (a.size() != b.size()) return false;
+    for (const auto& [k, v] : a) {
+        auto it = b.find(k);
+        if (it == b.end() || !same(v, it->second)) return false;
+    }
+    return true;
+}
+
+template <class V, class Same>
+bool sameList(const std::vector<V>& a, const std::vector<V>& b, Same same) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (!same(a[i], b[i])) return false;
+    return true;
+}
+
+} // namespace
+
+Replay Replay::clone() const {
+    Replay r;
+    r.pools_ = pools_;
+    r.streams_ = streams_;
+    r.devices_ = devices_;
+    r.outside_ = outside_;
+    r.pinned_ = pinned_;
+    r.fastPools_ = fastPools_;
+    r.fastStreams_ = fastStreams_;
+    r.lastPoolHandle_ = lastPoolHandle_;
+    r.lastPoolIdx_ = lastPoolIdx_;
+    r.lastStreamHandle_ = lastStreamHandle_;
+    r.lastStreamIdx_ = lastStreamIdx_;
+    r.eventCount_ = eventCount_;
+    r.unmatchedFrees_ = unmatchedFrees_;
+    r.reusedWithoutFree_ = reusedWithoutFree_;
+    r.pendingFreeBytes_ = pendingFreeBytes_;
+    Impl& d = *r.d_;
+    d.poolIdx = d_->poolIdx;
+    d.streamIdx = d_->streamIdx;
+    d.lastRecord = d_->lastRecord;
+    d.lastWait = d_->lastWait;
+    d.maybeRetry = d_->maybeRetry;
+    d.deviceMem = d_->deviceMem;
+    d.hostMem = d_->hostMem;
+    if (follow_)
+        forEachLive([&](const Block& b) { d.live.put(b.ptr, b); });
+    else
+        d.live = d_->live;
+    return r;
+}
+
+bool Replay::sameState(const Replay& o) const {
+    if (!sameList(pools_, o.pools_, samePool) || !sameList(streams_, o.streams_, sameStream) ||
+        !sameList(outside_, o.outside_, sameOutside) || !samePinned(pinned_, o.pinned_))
+        return false;
+    if (std::tie(eventCount_, unmatchedFrees_, reusedWithoutFree_, pendingFreeBytes_) !=
+        std::tie(o.eventCount_, o.unmatchedFrees_, o.reusedWithoutFree_, o.pendingFreeBytes_))
+        return false;
+    const Impl &a = *d_, &b = *o.d_;
+    auto sameRecord = [](const Impl::Record& x, const Impl::Record& y) {
+        return std::tie(x.stream, x.tsNs, x.freedAtRecord) == std::tie(y.stream, y.tsNs, y.freedAtRecord);
+    };
+    auto sameWait = [](const Impl::Wait& x, const Impl::Wait& y) {
+        return x.recordTsNs == y.recordTsNs && x.waitTsNs == y.waitTsNs;
+    };
+    auto sameRetry = [](const Impl::MaybeRetry& x, const Impl::MaybeRetry& y) {
+        return std::tie(x.seq, x.bytes, x.tsNs) == std::tie(y.seq, y.bytes, y.tsNs);
+    };
+    if (!sameMap(a.lastRecord, b.lastRecord, sameRecord) || !sameMap(a.lastWait, b.lastWait, sameWait) ||
+        !sameMap(a.maybeRetry, b.maybeRetry, sameRetry) || !sameMap(a.deviceMem, b.deviceMem, sameMem) ||
+        !sameMap(a.hostMem, b.hostMem, sameMem))
+        return false;
+    if (liveBlockCount() != o.liveBlockCount()) return false;
+    // A follower keeps its blocks by slot: look them up by pointer in a map of its own.
+    const Replay* plainA = follow_ ? nullptr : this;
+    const Replay* plainB = o.follow_ ? nullptr : &o;
+    std::optional<Replay> copy;
+    if (!plainA && !plainB) {
+        copy.emplace(o.clone());
+        plainB = &*copy;
+    }
+    const Replay& looked = plainB ? *plainB : *plainA;
+    const Replay& walked = plainB ? *this : o;
+    bool same = true;
+    walked.forEachLive([&](const Block& blk) {
+        if (!same) return;
+        const Block* other = looked.d_->live.find(blk.ptr);
+        same = other && sameBlock(blk, *other);
+    });
+    return same;
 }
 
 bool Replay::liveTake(uint64_t ptr, Block& out) {

@@ -311,6 +311,16 @@ public:
     // Calls f for every live block (order unspecified).
     void forEachLive(const std::function<void(const Block&)>& f) const;
 
+    // For a trace split in time (issue #15): a replay in this one's state, to go on from where
+    // this one is, without its observers and neither following nor leading a live set (a
+    // follower's blocks go into the copy's own live set, their tags kept).
+    Replay clone() const;
+    // Whether the same events from here would give the same facts and state: the entities, the
+    // live blocks by pointer (their tags aside), the records, waits and retries pending, the
+    // memory outside the pools and the counts. A piece of a trace replayed from a guessed start
+    // is right once its replay is in the same state as the one that replayed what came before.
+    bool sameState(const Replay& o) const;
+
     uint64_t eventCount() const { return eventCount_; } // samples excluded
     uint64_t unmatchedFrees() const { return unmatchedFrees_; }
     uint64_t reusedWithoutFree() const { return reusedWithoutFree_; }
