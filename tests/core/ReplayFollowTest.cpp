@@ -422,5 +422,151 @@ TEST(ReplayClone, ACloneGoesOnAsTheReplayOnSamplesAndGeneratedTraces) {
     }
 }
 
+// Pieces replayed without their start (Replay::startPiece) and carried over (afterPiece): at each
+// piece's end, wherever afterPiece says it carried everything, the state is the whole replay's
+// there (sameState). Returns the pieces carried exactly (each inexact one is taken from the
+// whole replay, as a consumer would replay it again).
+size_t expectPiecesCarried(const Input& in, size_t pieces) {
+    std::vector<Event> merged;
+    {
+        Replay probe;
+        detail::SampleMerge m;
+        m.expect(&in.samples);
+        m.chunk(in.events, probe, [&](const Event& e) { merged.push_back(e); });
+        m.rest([&](const Event& e) { merged.push_back(e); });
+    }
+    Replay whole, carried;
+    declare(whole, in);
+    declare(carried, in);
+    size_t exactCount = 0;
+    for (size_t k = 0; k < pieces; ++k) {
+        const size_t from = merged.size() * k / pieces, to = merged.size() * (k + 1) / pieces;
+        Replay local;
+        declare(local, in);
+        local.startPiece();
+        for (size_t j = from; j < to; ++j) {
+            local.apply(merged[j]);
+            whole.apply(merged[j]);
+        }
+        bool exact = false;
+        Replay next = local.afterPiece(carried, &exact);
+        if (exact) {
+            ++exactCount;
+            EXPECT_TRUE(next.sameState(whole)) << "piece " << k << " of " << pieces << " (events "
+                                               << from << "-" << to << ")";
+            EXPECT_EQ(stateText(whole), stateText(next)) << "piece " << k;
+            EXPECT_EQ(liveText(whole), liveText(next)) << "piece " << k;
+            carried = std::move(next);
+        } else {
+            carried = whole.clone();
+        }
+    }
+    return exactCount;
+}
+
+TEST(ReplayPiece, PiecesReplayedAloneCarryTheStateOverExactly) {
+    // Every piece of these is carried exactly (no memory outside the pools, no used bytes derived
+    // again as old traces need).
+    for (const char* name : {"churn", "gpt2", "pools", "trims_oom", "threads", "threads_race",
+                             "cupy", "torch_async"}) {
+        SCOPED_TRACE(name);
+        const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope";
+        const Input in = fromTrace(path);
+        for (size_t pieces : {size_t{2}, size_t{7}, size_t{40}}) EXPECT_EQ(expectPiecesCarried(in, pieces), pieces) << pieces;
+    }
+    Input synthetic;
+    for (const Event& e : bench::SyntheticTrace(5).generate(150'000))
+        (e.kind == EventKind::Sample ? synthetic.samples : synthetic.events).push_back(e);
+    // Its entities declared up front, as a written trace's tables declare them.
+    {
+        Replay seen;
+        for (const Event& e : synthetic.events) seen.apply(e);
+        for (const replay::PoolState& p : seen.pools()) synthetic.pools.push_back(p.info);
+        for (const replay::StreamState& st : seen.streams()) synthetic.streams.push_back(st.info);
+    }
+    for (size_t pieces : {size_t{3}, size_t{16}, size_t{100}}) EXPECT_EQ(expectPiecesCarried(synthetic, pieces), pieces);
+    // Undeclared, they are numbered by first sight in each piece and carried where that agrees.
+    Input undeclared = synthetic;
+    undeclared.pools.clear();
+    undeclared.streams.clear();
+    EXPECT_GE(expectPiecesCarried(undeclared, 16), 1u);
+}
+
+TEST(ReplayPiece, WhatIsNotCarriedIsSaidAndTheRestIsExact) {
+    // Memory outside the pools, imports, cudaFree of pool blocks: pieces holding those may be
+    // inexact, and say so; the others are exact.
+    size_t exact = 0, total = 0;
+    for (const char* name : {"beyond_pool", "torch_native", "ipc-child", "ipc-parent", "callsites", "jax"}) {
+        SCOPED_TRACE(name);
+        const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope";
+        if (!std::filesystem::exists(path)) continue;
+        exact += expectPiecesCarried(fromTrace(path), 7);
+        total += 7;
+    }
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+        SCOPED_TRACE("disorderly " + std::to_string(seed));
+        test::Disorderly g(seed, 50'000'000);
+        g.generate(20'000);
+        Input in;
+        in.events = g.events();
+        in.samples = g.samples();
+        in.pools = g.declared();
+        std::stable_sort(in.events.begin(), in.events.end(),
+                         [](const Event& a, const Event& b) { return a.seq < b.seq; });
+        exact += expectPiecesCarried(in, 9);
+        total += 9;
+    }
+    EXPECT_GT(total, 0u);
+    std::printf("ReplayPiece: %zu of %zu pieces carried exactly\n", exact, total);
+}
+
+// What a piece meets of its start, hand-built (not recorded): a free of a block from before it
+// (its size as the collector writes it), a wait on and a synchronize of CUevents recorded before
+// it, an alloc over a pointer still live from before, the runtime's retry of a failed alloc
+// made before it. Two pieces of nine events; the second's carried state is the whole replay's.
+TEST(ReplayPiece, HandBuiltWhatAPieceMeetsOfItsStartIsCarried) {
+    constexpr uint64_t kPool = 0x100, kS1 = 0x11, kS2 = 0x12;
+    test::Events ev;
+    auto sized = [](Event& e, uint64_t bytes) { FreeFields{e.ptr, bytes}.into(e); };
+    auto cuEvent = [&](EventKind k, int64_t ts, uint64_t stream, uint64_t event) {
+        Event& e = ev.add(k, ts);
+        e.stream = stream;
+        CuEventFields{event, 0}.into(e);
+    };
+    // The first piece.
+    ev.alloc(1, kS1, kPool, 0xA000, 100);
+    ev.alloc(2, kS1, kPool, 0xB000, 30);
+    ev.alloc(3, kS2, kPool, 0xC000, 7);
+    ev.alloc(4, kS2, kPool, 0xD000, 8);
+    sized(ev.free(5, kS1, kPool, 0xB000), 30);
+    sized(ev.free(6, kS2, kPool, 0xD000), 8);
+    cuEvent(EventKind::EventRecord, 7, kS1, 0xE1); // covers S1's 30
+    cuEvent(EventKind::EventRecord, 8, kS2, 0xE2); // covers S2's 8
+    ev.alloc(9, kS1, kPool, 0, 64).result = replay::kInvalidContext; // no context yet
+    // The second.
+    cuEvent(EventKind::StreamWaitEvent, 10, kS2, 0xE1); // S1's 30 handed over; a wait S2 <- S1
+    sized(ev.free(11, kS2, kPool, 0xA000), 100);         // cross-stream, a block from before
+    ev.alloc(12, kS1, kPool, 0xC000, 50);                // over 0xC000, still live
+    cuEvent(EventKind::EventSynchronize, 13, kS2, 0xE2); // S2's first 8 cleared
+    ev.alloc(14, kS1, kPool, 0xF000, 64);                // the runtime's retry
+    ev.alloc(15, kS1, kPool, 0x10000, 5);
+    sized(ev.free(16, kS1, kPool, 0x10000), 5);
+    ev.alloc(17, kS2, kPool, 0x11000, 1);
+    sized(ev.free(18, kS2, kPool, 0x11000), 1);
+    Input in;
+    in.events = ev.all();
+    in.pools = {PoolInfo{kPool, 0}};
+    in.streams = {StreamInfo{kS1, 0}, StreamInfo{kS2, 0}};
+    ASSERT_EQ(in.events.size(), 18u);
+    EXPECT_EQ(expectPiecesCarried(in, 2), 2u);
+    // The whole replay's state there, as the carried one must have it.
+    Replay whole;
+    declare(whole, in);
+    for (const Event& e : in.events) whole.apply(e);
+    EXPECT_EQ(whole.reusedWithoutFree(), 1u);
+    EXPECT_EQ(whole.streams()[whole.streamIndex(kS1)].pendingFreeBytes(), 5u);
+    EXPECT_EQ(whole.streams()[whole.streamIndex(kS2)].pendingFreeBytes(), 101u);
+}
+
 } // namespace
 } // namespace poolscope

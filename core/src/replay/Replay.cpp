@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "FlatPtrMap.h"
+#include "ReplayImpl.h"
 #include "poolscope/EventFields.h"
 
 namespace poolscope::replay {
@@ -22,40 +23,6 @@ int PoolState::knobIndex(PoolAttr a) {
     default: return -1;
     }
 }
-
-struct Replay::Impl {
-    std::unordered_map<uint64_t, uint32_t> poolIdx;
-    std::unordered_map<uint64_t, uint32_t> streamIdx;
-    detail::FlatPtrMap<Block> live;
-    struct Record {
-        uint32_t stream;
-        int64_t tsNs;
-        uint64_t freedAtRecord; // the stream's freedBytes when the event was recorded
-    };
-    std::unordered_map<uint64_t, Record> lastRecord; // CUevent -> its latest record
-    struct Wait {
-        int64_t recordTsNs;
-        int64_t waitTsNs;
-    };
-    // (waiting stream, recording stream) -> the latest such wait
-    std::unordered_map<uint64_t, Wait> lastWait;
-    struct Sub {
-        Observer* o;
-        uint32_t mask;
-    };
-    std::vector<Sub> observers;
-    // Per thread: its last alloc, when that failed with 201 and may yet turn out a retry.
-    struct MaybeRetry {
-        uint64_t seq, bytes;
-        int64_t tsNs;
-    };
-    std::unordered_map<uint32_t, MaybeRetry> maybeRetry;
-    // Memory outside the pools, live: device (DeviceAlloc) and host (HostAlloc, HostRegister)
-    // addresses apart, so that a host pointer never closes a device block or the reverse.
-    std::unordered_map<uint64_t, MemBlock> deviceMem, hostMem;
-
-    static uint64_t pairKey(uint32_t to, uint32_t from) { return uint64_t{to} << 32 | from; }
-};
 
 Replay::Replay() : d_(std::make_unique<Impl>()) {}
 Replay::~Replay() = default;
@@ -206,6 +173,8 @@ void Replay::releaseMem(const MemBlock& m) {
 }
 
 void Replay::memAlloc(const Event& e, uint32_t tag) {
+    if (piece_) [[unlikely]]
+        piece_->outsidePools = true;
     const bool device = e.kind == EventKind::DeviceAlloc;
     if (device) fact_.outside = outsideAt(e.device);
     if (e.failed()) {
@@ -280,6 +249,10 @@ void Replay::memAlloc(const Event& e, uint32_t tag) {
 void Replay::memRelease(const Event& e) {
     const uint64_t ptr = e.ptr;
     if (e.failed() || ptr == 0) return; // a failed call released nothing; free(NULL) is a no-op
+    if (piece_) [[unlikely]] {
+        piece_->outsidePools |= e.kind != EventKind::DeviceFree;
+        if (e.kind == EventKind::DeviceFree) pieceTouch(ptr, e, kNone, 2);
+    }
     if (e.kind == EventKind::DeviceFree) {
         if (liveTake(ptr, fact_.block)) {
             // A stream-ordered block freed with cudaFree: the driver takes it back at once,
@@ -294,6 +267,8 @@ void Replay::memRelease(const Event& e) {
             fact_.unmatchedFree = true;
             return;
         }
+        if (piece_) [[unlikely]]
+            piece_->outsidePools = true;
         fact_.outside = outsideAt(e.device);
         OutsideState& o = outside_[fact_.outside];
         o.syncFrees++;
@@ -354,6 +329,8 @@ void Replay::release(const Block& b) {
 }
 
 void Replay::clearPending(uint32_t stream, uint64_t upTo) {
+    if (piece_) [[unlikely]]
+        piece_->cleared(stream, upTo);
     StreamState& s = streams_[stream];
     if (upTo > s.clearedBytes) {
         pendingFreeBytes_ -= upTo - s.clearedBytes;
@@ -385,6 +362,8 @@ void Replay::alloc(const Event& e, uint32_t tag) {
     fact_.pool = pi;
     fact_.newStream = ns;
     fact_.newPool = fact_.newPool || np;
+    if (piece_) [[unlikely]]
+        piece_->tid(e.tid);
     if (!d_->maybeRetry.empty()) [[unlikely]]
         resolveRetry(e);
     if (e.failed()) {
@@ -406,6 +385,8 @@ void Replay::alloc(const Event& e, uint32_t tag) {
     b.imported = false; // fact_.block may hold an imported mapping a free released before
     fact_.allocated = true;
     if (a.ptr == 0) return; // a zero-byte request: nothing to free later
+    if (piece_) [[unlikely]]
+        pieceTouch(a.ptr, e, si, 0);
     if (liveTake(a.ptr, fact_.closed)) {
         reusedWithoutFree_++;
         fact_.replacedLive = true;
@@ -428,17 +409,30 @@ void Replay::free(const Event& e) {
     const uint32_t si = streamAt(e.stream, e.device, ns);
     fact_.stream = si;
     fact_.newStream = ns;
+    if (piece_) [[unlikely]]
+        pieceTouch(f.ptr, e, si, 1);
     if (!liveTake(f.ptr, fact_.block)) {
         if (!d_->deviceMem.empty()) [[unlikely]] {
             // cudaFreeAsync may free cudaMalloc memory (the guide allows it).
             auto it = d_->deviceMem.find(f.ptr);
             if (it != d_->deviceMem.end()) {
+                if (piece_) [[unlikely]]
+                    piece_->outsidePools = true;
                 fact_.mem = it->second;
                 d_->deviceMem.erase(it);
                 releaseMem(fact_.mem);
                 outside_[outsideAt(fact_.mem.device)].frees++;
                 fact_.memReleased = true;
                 return;
+            }
+        }
+        if (piece_) [[unlikely]] {
+            piece_->touched.back().unmatched = true;
+            if (f.bytes) {
+                // A block from before the piece, most likely: its free counted as its event
+                // says, so that this piece's clears and records are its start's plus a constant.
+                streams_[si].freedBytes += *f.bytes;
+                pendingFreeBytes_ += *f.bytes;
             }
         }
         unmatchedFrees_++;
@@ -465,160 +459,6 @@ void Replay::free(const Event& e) {
             fact_.orderWaitTsNs = it->second.waitTsNs;
         }
     }
-}
-
-namespace {
-
-bool sameInfo(const PoolInfo& a, const PoolInfo& b) {
-    return std::tie(a.handle, a.device, a.kind, a.handleTypes, a.locationType, a.locationId,
-                    a.maxSize, a.createdTsNs) ==
-           std::tie(b.handle, b.device, b.kind, b.handleTypes, b.locationType, b.locationId,
-                    b.maxSize, b.createdTsNs);
-}
-
-bool sameInfo(const StreamInfo& a, const StreamInfo& b) {
-    return std::tie(a.handle, a.device, a.priority, a.flags, a.priorityKnown) ==
-           std::tie(b.handle, b.device, b.priority, b.flags, b.priorityKnown);
-}
-
-bool sameBlock(const Block& a, const Block& b) {
-    return std::tie(a.ptr, a.bytes, a.allocSeq, a.allocTsNs, a.pool, a.stream, a.tid, a.imported) ==
-           std::tie(b.ptr, b.bytes, b.allocSeq, b.allocTsNs, b.pool, b.stream, b.tid, b.imported);
-}
-
-bool sameMem(const MemBlock& a, const MemBlock& b) {
-    return std::tie(a.ptr, a.bytes, a.allocSeq, a.allocTsNs, a.kind, a.api, a.device, a.flags) ==
-           std::tie(b.ptr, b.bytes, b.allocSeq, b.allocTsNs, b.kind, b.api, b.device, b.flags);
-}
-
-bool samePool(const PoolState& a, const PoolState& b) {
-    if (!sameInfo(a.info, b.info)) return false;
-    if (std::tie(a.reserved, a.used, a.watermarksKnown, a.readTsNs, a.rederive, a.liveBytes,
-                 a.liveCount) != std::tie(b.reserved, b.used, b.watermarksKnown, b.readTsNs,
-                                          b.rederive, b.liveBytes, b.liveCount))
-        return false;
-    for (int k = 0; k < 4; ++k)
-        if (a.knobs[k].known != b.knobs[k].known || a.knobs[k].value != b.knobs[k].value)
-            return false;
-    return true;
-}
-
-bool sameStream(const StreamState& a, const StreamState& b) {
-    return sameInfo(a.info, b.info) &&
-           std::tie(a.liveBytes, a.liveCount, a.freedBytes, a.clearedBytes) ==
-               std::tie(b.liveBytes, b.liveCount, b.freedBytes, b.clearedBytes);
-}
-
-bool sameOutside(const OutsideState& a, const OutsideState& b) {
-    return std::tie(a.device, a.liveBytes, a.liveCount, a.peakBytes, a.peakTsNs, a.managedLiveBytes,
-                    a.managedPeakBytes, a.allocs, a.failedAllocs, a.frees, a.syncFrees,
-                    a.syncCallNs) ==
-           std::tie(b.device, b.liveBytes, b.liveCount, b.peakBytes, b.peakTsNs, b.managedLiveBytes,
-                    b.managedPeakBytes, b.allocs, b.failedAllocs, b.frees, b.syncFrees,
-                    b.syncCallNs);
-}
-
-bool samePinned(const PinnedState& a, const PinnedState& b) {
-    return std::tie(a.allocatedBytes, a.registeredBytes, a.allocatedPeak, a.registeredPeak,
-                    a.totalPeak, a.totalPeakTsNs, a.allocs, a.frees, a.registers, a.unregisters,
-                    a.failed) ==
-           std::tie(b.allocatedBytes, b.registeredBytes, b.allocatedPeak, b.registeredPeak,
-                    b.totalPeak, b.totalPeakTsNs, b.allocs, b.frees, b.registers, b.unregisters,
-                    b.failed);
-}
-
-// Two maps with the same keys and, key by key, values `same` holds equal.
-template <class Map, class Same>
-bool sameMap(const Map& a, const Map& b, Same same) {
-    if (a.size() != b.size()) return false;
-    for (const auto& [k, v] : a) {
-        auto it = b.find(k);
-        if (it == b.end() || !same(v, it->second)) return false;
-    }
-    return true;
-}
-
-template <class V, class Same>
-bool sameList(const std::vector<V>& a, const std::vector<V>& b, Same same) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-        if (!same(a[i], b[i])) return false;
-    return true;
-}
-
-} // namespace
-
-Replay Replay::clone() const {
-    Replay r;
-    r.pools_ = pools_;
-    r.streams_ = streams_;
-    r.devices_ = devices_;
-    r.outside_ = outside_;
-    r.pinned_ = pinned_;
-    r.fastPools_ = fastPools_;
-    r.fastStreams_ = fastStreams_;
-    r.lastPoolHandle_ = lastPoolHandle_;
-    r.lastPoolIdx_ = lastPoolIdx_;
-    r.lastStreamHandle_ = lastStreamHandle_;
-    r.lastStreamIdx_ = lastStreamIdx_;
-    r.eventCount_ = eventCount_;
-    r.unmatchedFrees_ = unmatchedFrees_;
-    r.reusedWithoutFree_ = reusedWithoutFree_;
-    r.pendingFreeBytes_ = pendingFreeBytes_;
-    Impl& d = *r.d_;
-    d.poolIdx = d_->poolIdx;
-    d.streamIdx = d_->streamIdx;
-    d.lastRecord = d_->lastRecord;
-    d.lastWait = d_->lastWait;
-    d.maybeRetry = d_->maybeRetry;
-    d.deviceMem = d_->deviceMem;
-    d.hostMem = d_->hostMem;
-    if (follow_)
-        forEachLive([&](const Block& b) { d.live.put(b.ptr, b); });
-    else
-        d.live = d_->live;
-    return r;
-}
-
-bool Replay::sameState(const Replay& o) const {
-    if (!sameList(pools_, o.pools_, samePool) || !sameList(streams_, o.streams_, sameStream) ||
-        !sameList(outside_, o.outside_, sameOutside) || !samePinned(pinned_, o.pinned_))
-        return false;
-    if (std::tie(eventCount_, unmatchedFrees_, reusedWithoutFree_, pendingFreeBytes_) !=
-        std::tie(o.eventCount_, o.unmatchedFrees_, o.reusedWithoutFree_, o.pendingFreeBytes_))
-        return false;
-    const Impl &a = *d_, &b = *o.d_;
-    auto sameRecord = [](const Impl::Record& x, const Impl::Record& y) {
-        return std::tie(x.stream, x.tsNs, x.freedAtRecord) == std::tie(y.stream, y.tsNs, y.freedAtRecord);
-    };
-    auto sameWait = [](const Impl::Wait& x, const Impl::Wait& y) {
-        return x.recordTsNs == y.recordTsNs && x.waitTsNs == y.waitTsNs;
-    };
-    auto sameRetry = [](const Impl::MaybeRetry& x, const Impl::MaybeRetry& y) {
-        return std::tie(x.seq, x.bytes, x.tsNs) == std::tie(y.seq, y.bytes, y.tsNs);
-    };
-    if (!sameMap(a.lastRecord, b.lastRecord, sameRecord) || !sameMap(a.lastWait, b.lastWait, sameWait) ||
-        !sameMap(a.maybeRetry, b.maybeRetry, sameRetry) || !sameMap(a.deviceMem, b.deviceMem, sameMem) ||
-        !sameMap(a.hostMem, b.hostMem, sameMem))
-        return false;
-    if (liveBlockCount() != o.liveBlockCount()) return false;
-    // A follower keeps its blocks by slot: look them up by pointer in a map of its own.
-    const Replay* plainA = follow_ ? nullptr : this;
-    const Replay* plainB = o.follow_ ? nullptr : &o;
-    std::optional<Replay> copy;
-    if (!plainA && !plainB) {
-        copy.emplace(o.clone());
-        plainB = &*copy;
-    }
-    const Replay& looked = plainB ? *plainB : *plainA;
-    const Replay& walked = plainB ? *this : o;
-    bool same = true;
-    walked.forEachLive([&](const Block& blk) {
-        if (!same) return;
-        const Block* other = looked.d_->live.find(blk.ptr);
-        same = other && sameBlock(blk, *other);
-    });
-    return same;
 }
 
 bool Replay::liveTake(uint64_t ptr, Block& out) {
@@ -659,6 +499,8 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         fact_.pool = pi;
         fact_.newPool = isNew;
         fact_.watermarks = true;
+        if (piece_) [[unlikely]]
+            piece_->reading(pi);
         if (anyObserver_) notify();
         return fact_;
     }
@@ -675,7 +517,14 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
     if (e.kind == EventKind::ImplicitRelease && e.pool != 0) {
         const uint32_t pi = poolIndex(e.pool);
         staleRelease = pi != kNone && e.tsNs < pools_[pi].readTsNs;
-        if (staleRelease && e.has(kHasWatermarks)) pools_[pi].rederive = true;
+        if (staleRelease && e.has(kHasWatermarks)) {
+            pools_[pi].rederive = true;
+            if (piece_) [[unlikely]]
+                piece_->reading(pi);
+        }
+        // Stale or not against the piece's start, which this replay does not have.
+        if (piece_ && !staleRelease && pi != kNone) [[unlikely]]
+            piece_->release(pi, e.tsNs);
     }
     if (e.has(kHasWatermarks) && e.pool != 0 && !staleRelease) {
         const uint32_t pi = poolAt(e.pool, poolDevice, isNew);
@@ -700,6 +549,8 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         fact_.pool = pi;
         fact_.newPool = isNew;
         fact_.watermarks = true;
+        if (piece_) [[unlikely]]
+            piece_->reading(pi);
     }
     auto pool = [&]() -> PoolState& {
         if (fact_.pool == kNone) {
@@ -738,9 +589,15 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
             p.reserved = p.used = 0;
             p.watermarksKnown = true;
             fact_.watermarks = true;
+            if (piece_) [[unlikely]]
+                piece_->reading(fact_.pool);
         }
         for (int i = 0; i < 4; ++i)
-            if (!p.knobs[i].known) p.knobs[i] = Knob{i == 0 ? 0u : 1u, true};
+            if (!p.knobs[i].known) {
+                p.knobs[i] = Knob{i == 0 ? 0u : 1u, true};
+                if (piece_) [[unlikely]]
+                    piece_->knobDefaults.emplace_back(fact_.pool, i);
+            }
         break;
     }
     case EventKind::PoolDestroy: {
@@ -749,6 +606,8 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
             p.reserved = p.used = 0;
             p.watermarksKnown = true;
             fact_.watermarks = true;
+            if (piece_) [[unlikely]]
+                piece_->reading(fact_.pool);
         }
         break;
     }
@@ -777,6 +636,8 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         fact_.knobAttr = attr;
         fact_.knobBefore = knob.known ? knob : old ? Knob{*old, true} : Knob{};
         knob = Knob{value, true};
+        if (piece_) [[unlikely]]
+            piece_->knobsSet.emplace_back(fact_.pool, ki);
         break;
     }
     case EventKind::DeviceSetMempool:
@@ -786,6 +647,8 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         if (!fact_.watermarks && !staleRelease) {
             p.reserved = ReleaseFields::of(e).reservedAfter;
             fact_.reservedOnly = true;
+            if (piece_) [[unlikely]]
+                piece_->reading(fact_.pool);
         }
         break;
     }
@@ -798,12 +661,16 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
     case EventKind::StreamWaitEvent: {
         stream();
         auto it = d_->lastRecord.find(CuEventFields::of(e).event);
+        if (piece_ && it == d_->lastRecord.end()) [[unlikely]]
+            piece_->openRefs.push_back({CuEventFields::of(e).event, fact_.stream, e.seq, e.tsNs});
         if (it == d_->lastRecord.end() || it->second.stream == fact_.stream) break;
         const Impl::Record& r = it->second;
         fact_.edge = true;
         fact_.edgeFrom = r.stream;
         fact_.edgeRecordTsNs = r.tsNs;
         d_->lastWait[Impl::pairKey(fact_.stream, r.stream)] = Impl::Wait{r.tsNs, e.tsNs};
+        if (piece_) [[unlikely]]
+            piece_->waitSeq[Impl::pairKey(fact_.stream, r.stream)] = e.seq;
         clearPending(r.stream, r.freedAtRecord);
         break;
     }
@@ -815,6 +682,8 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
     case EventKind::EventSynchronize: {
         auto it = d_->lastRecord.find(CuEventFields::of(e).event);
         if (it != d_->lastRecord.end()) clearPending(it->second.stream, it->second.freedAtRecord);
+        else if (piece_) [[unlikely]]
+            piece_->openRefs.push_back({CuEventFields::of(e).event, kNone, e.seq, e.tsNs});
         break;
     }
     case EventKind::ContextSynchronize:
@@ -843,6 +712,8 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         b.pool = fact_.pool;
         b.tid = e.tid;
         b.imported = true;
+        if (piece_) [[unlikely]]
+            pieceTouch(ptr, e, kNone, 3);
         if (liveTake(ptr, fact_.closed)) {
             release(fact_.closed);
             fact_.importReplaced = true;

@@ -211,6 +211,7 @@ struct Fact {
 };
 
 class Observer;
+struct PieceLog;
 
 // The slots of the live set kept once (replay::LiveLead, Replay::leadLive): a number no live
 // block holds, the most recently given back first, else the next new one. Every leader hands
@@ -320,6 +321,20 @@ public:
     // memory outside the pools and the counts. A piece of a trace replayed from a guessed start
     // is right once its replay is in the same state as the one that replayed what came before.
     bool sameState(const Replay& o) const;
+    // A piece of a trace replayed without the state at its start (issue #15: the pieces'
+    // starts found at once, on as many threads): call before the piece's first event, on a
+    // replay given the entities and knobs declared for the whole trace. The replay then notes
+    // what the state it lacks would have changed (the pointers it met first, the clears, the
+    // CUevents recorded before the piece, the threads, knobs and pools it touched), and counts a
+    // free of a block from before the piece by the size its event gives.
+    void startPiece();
+    // The state after `start` and then this piece (which this replay, in piece mode, replayed):
+    // the next piece's start. `exact` false where the piece held what this does not carry
+    // (memory outside the pools, entities not declared, a block from before the piece freed
+    // with cudaFree, a size that did not match its block, ...): the state is then only a guess,
+    // as it also is wherever `start` was. Either way a consumer checks it with sameState against
+    // a replay of the piece from `start`.
+    Replay afterPiece(const Replay& start, bool* exact = nullptr) const;
 
     uint64_t eventCount() const { return eventCount_; } // samples excluded
     uint64_t unmatchedFrees() const { return unmatchedFrees_; }
@@ -391,6 +406,8 @@ private:
     // leadLive: the record, and the slots.
     std::vector<uint32_t>* leadOut_ = nullptr;
     LiveSlots leadSlots_;
+    std::unique_ptr<PieceLog> piece_; // startPiece
+    void pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how);
 };
 
 // An analysis driven by the replay: sees each applied event's fact with the state after it.
