@@ -173,8 +173,6 @@ void Replay::releaseMem(const MemBlock& m) {
 }
 
 void Replay::memAlloc(const Event& e, uint32_t tag) {
-    if (piece_) [[unlikely]]
-        piece_->outsidePools = true;
     const bool device = e.kind == EventKind::DeviceAlloc;
     if (device) fact_.outside = outsideAt(e.device);
     if (e.failed()) {
@@ -208,6 +206,8 @@ void Replay::memAlloc(const Event& e, uint32_t tag) {
     default: pinned_.registers++; break;
     }
     if (m.ptr == 0) return; // a zero-byte request: nothing handed out
+    if (piece_) [[unlikely]]
+        piece_->memTouch(m.ptr, !device, true, e.kind);
     auto& live = device ? d_->deviceMem : d_->hostMem;
     if (auto it = live.find(m.ptr); it != live.end()) {
         // Its release was not recorded (dropped, or made by a call not traced).
@@ -249,10 +249,8 @@ void Replay::memAlloc(const Event& e, uint32_t tag) {
 void Replay::memRelease(const Event& e) {
     const uint64_t ptr = e.ptr;
     if (e.failed() || ptr == 0) return; // a failed call released nothing; free(NULL) is a no-op
-    if (piece_) [[unlikely]] {
-        piece_->outsidePools |= e.kind != EventKind::DeviceFree;
-        if (e.kind == EventKind::DeviceFree) pieceTouch(ptr, e, kNone, 2);
-    }
+    if (piece_ && e.kind == EventKind::DeviceFree) [[unlikely]]
+        pieceTouch(ptr, e, kNone, 2);
     if (e.kind == EventKind::DeviceFree) {
         if (liveTake(ptr, fact_.block)) {
             // A stream-ordered block freed with cudaFree: the driver takes it back at once,
@@ -267,8 +265,6 @@ void Replay::memRelease(const Event& e) {
             fact_.unmatchedFree = true;
             return;
         }
-        if (piece_) [[unlikely]]
-            piece_->outsidePools = true;
         fact_.outside = outsideAt(e.device);
         OutsideState& o = outside_[fact_.outside];
         o.syncFrees++;
@@ -284,6 +280,8 @@ void Replay::memRelease(const Event& e) {
     const EventKind want = e.kind == EventKind::DeviceFree ? EventKind::DeviceAlloc
                            : e.kind == EventKind::HostFree ? EventKind::HostAlloc
                                                            : EventKind::HostRegister;
+    if (piece_) [[unlikely]]
+        piece_->memTouch(ptr, host, false, want);
     if (it == live.end() || it->second.kind != want) {
         fact_.memUnmatched = true;
         return;
@@ -417,7 +415,7 @@ void Replay::free(const Event& e) {
             auto it = d_->deviceMem.find(f.ptr);
             if (it != d_->deviceMem.end()) {
                 if (piece_) [[unlikely]]
-                    piece_->outsidePools = true;
+                    piece_->memTouch(f.ptr, false, false, EventKind::DeviceAlloc);
                 fact_.mem = it->second;
                 d_->deviceMem.erase(it);
                 releaseMem(fact_.mem);
@@ -427,7 +425,10 @@ void Replay::free(const Event& e) {
             }
         }
         if (piece_) [[unlikely]] {
-            piece_->touched.back().unmatched = true;
+            if (piece_->lastFirst)
+                piece_->firsts.back().unmatched = true;
+            else if (f.bytes)
+                piece_->doubleFree = true;
             if (f.bytes) {
                 // A block from before the piece, most likely: its free counted as its event
                 // says, so that this piece's clears and records are its start's plus a constant.

@@ -51,8 +51,8 @@ struct Replay::Impl {
 // state at the piece's start, which this replay did not have, would have changed.
 struct PieceLog {
     enum class Touch : uint8_t { Alloc, Free, DeviceFree, Import };
-    // Each live-set operation's pointer, in order (the first on a pointer meets the start's live
-    // set): a free's size as the event gave it, where it did.
+    // Each pointer's first live-set operation in the piece (it met the start's live set), in
+    // order: a free's size as the event gave it, where it did.
     struct Touched {
         uint64_t ptr;
         uint64_t size;
@@ -61,7 +61,18 @@ struct PieceLog {
         bool sized;
         bool unmatched; // a free that found no block here (set once known)
     };
-    std::vector<Touched> touched;
+    std::vector<Touched> firsts;
+    detail::FlatPtrMap<uint8_t> seen; // the pointers met so far
+    bool lastFirst = false;  // whether the last operation was its pointer's first
+    // A free that counted a size for a pointer already met here (a double free): that count is
+    // this replay's alone.
+    bool doubleFree = false;
+    void touch(const Touched& t) {
+        lastFirst = seen.find(t.ptr) == nullptr;
+        if (!lastFirst) return;
+        seen.put(t.ptr, 1);
+        firsts.push_back(t);
+    }
     // Per stream: the largest byte count a clear named, in this replay's units (its own frees
     // and those of blocks from before the piece, by their events' sizes).
     std::vector<uint64_t> clearedUpTo;
@@ -80,7 +91,21 @@ struct PieceLog {
     std::vector<std::pair<uint32_t, int>> knobsSet;     // (pool, knob) an event set
     std::vector<std::pair<uint32_t, int>> knobDefaults; // (pool, knob) a creation defaulted
     std::vector<uint8_t> readings;                      // per pool: reserved or used set
-    bool outsidePools = false; // memory outside the pools: not carried to the next piece
+    // Each pointer's first operation here on memory outside the pools (device and host apart):
+    // an alloc's (put) or a release's, which wanted a block of `want`'s kind.
+    struct MemTouched {
+        uint64_t ptr;
+        bool host;
+        bool put;
+        EventKind want;
+    };
+    std::vector<MemTouched> memFirsts;
+    detail::FlatPtrMap<uint8_t> memSeen[2]; // device, host
+    void memTouch(uint64_t ptr, bool host, bool put, EventKind want) {
+        if (memSeen[host].find(ptr)) return;
+        memSeen[host].put(ptr, 1);
+        memFirsts.push_back({ptr, host, put, want});
+    }
     size_t declaredPools = 0, declaredStreams = 0;
 
     void cleared(uint32_t stream, uint64_t upTo) {

@@ -172,7 +172,75 @@ void Replay::startPiece() {
 
 void Replay::pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how) {
     const bool sized = e.has(kSizeKnown);
-    piece_->touched.push_back({ptr, sized ? e.size : 0, stream, static_cast<PieceLog::Touch>(how), sized, false});
+    piece_->touch({ptr, sized ? e.size : 0, stream, static_cast<PieceLog::Touch>(how), sized, false});
+}
+
+// Memory outside the pools over the piece: the start's blocks less those the piece released or
+// allocated over, plus the piece's own; the counts added, the live totals counted again, the
+// peaks the start's or its live bytes plus the piece's peak. False where that peak cannot be
+// told (the piece both released the start's memory and allocated its own).
+bool Replay::carryOutside(const Replay& start, Replay& r, std::vector<MemBlock>& released) const {
+    const PieceLog& log = *piece_;
+    Impl& d = *r.d_;
+    for (const PieceLog::MemTouched& t : log.memFirsts) {
+        auto& set = t.host ? d.hostMem : d.deviceMem;
+        auto it = set.find(t.ptr);
+        if (it == set.end()) continue;
+        if (!t.put && it->second.kind != t.want) continue; // unmatched there too
+        if (!t.put) released.push_back(it->second);
+        set.erase(it);
+    }
+    bool allocatedHere = pinned_.allocs + pinned_.registers > 0;
+    for (const OutsideState& o : outside_) allocatedHere |= o.allocs > 0;
+    const bool ok = released.empty() || !allocatedHere;
+    for (const auto& [ptr, m] : d_->deviceMem) d.deviceMem[ptr] = m;
+    for (const auto& [ptr, m] : d_->hostMem) d.hostMem[ptr] = m;
+
+    // Per device, in order of first sight: the start's, then the piece's new ones.
+    auto entry = [&](int device) -> OutsideState& { return r.outside_[r.outsideAt(int16_t(device))]; };
+    for (const OutsideState& lo : outside_) {
+        OutsideState& o = entry(lo.device);
+        const uint64_t live = o.liveBytes, managed = o.managedLiveBytes;
+        if (live + lo.peakBytes > o.peakBytes) {
+            o.peakBytes = live + lo.peakBytes;
+            o.peakTsNs = lo.peakTsNs;
+        }
+        o.managedPeakBytes = std::max(o.managedPeakBytes, managed + lo.managedPeakBytes);
+        o.allocs += lo.allocs;
+        o.failedAllocs += lo.failedAllocs;
+        o.frees += lo.frees;
+        o.syncFrees += lo.syncFrees;
+        o.syncCallNs += lo.syncCallNs;
+    }
+    for (const MemBlock& m : released)
+        if (m.kind == EventKind::DeviceAlloc) entry(m.device).frees++;
+    for (OutsideState& o : r.outside_) o.liveBytes = o.liveCount = o.managedLiveBytes = 0;
+    for (const auto& [ptr, m] : d.deviceMem) {
+        OutsideState& o = entry(m.device);
+        if (m.api == static_cast<uint8_t>(DeviceAllocApi::Managed)) {
+            o.managedLiveBytes += m.bytes;
+        } else {
+            o.liveBytes += m.bytes;
+            o.liveCount++;
+        }
+    }
+    PinnedState& p = r.pinned_;
+    const PinnedState& lp = pinned_;
+    p.allocatedPeak = std::max(p.allocatedPeak, p.allocatedBytes + lp.allocatedPeak);
+    p.registeredPeak = std::max(p.registeredPeak, p.registeredBytes + lp.registeredPeak);
+    if (p.totalBytes() + lp.totalPeak > p.totalPeak) {
+        p.totalPeak = p.totalBytes() + lp.totalPeak;
+        p.totalPeakTsNs = lp.totalPeakTsNs;
+    }
+    p.allocs += lp.allocs;
+    p.frees += lp.frees;
+    p.registers += lp.registers;
+    p.unregisters += lp.unregisters;
+    p.failed += lp.failed;
+    p.allocatedBytes = p.registeredBytes = 0;
+    for (const auto& [ptr, m] : d.hostMem)
+        (m.kind == EventKind::HostAlloc ? p.allocatedBytes : p.registeredBytes) += m.bytes;
+    return ok;
 }
 
 Replay Replay::afterPiece(const Replay& start, bool* exact) const {
@@ -182,7 +250,7 @@ Replay Replay::afterPiece(const Replay& start, bool* exact) const {
         return r;
     }
     const PieceLog& log = *piece_;
-    bool ok = !log.outsidePools;
+    bool ok = true;
     // Entities the trace's tables did not declare get indices in order of first sight: the
     // start's, then this piece's new ones. This replay numbered them from the declared ones on,
     // so its own must be the start's in the same order, the rest new to the start.
@@ -209,22 +277,22 @@ Replay Replay::afterPiece(const Replay& start, bool* exact) const {
 
     // Each pointer's first operation in the piece met the start's live set: that block ended
     // there, freed or replaced.
-    std::vector<PieceLog::Touched> firsts = log.touched;
-    std::stable_sort(firsts.begin(), firsts.end(),
-                     [](const PieceLog::Touched& a, const PieceLog::Touched& b) { return a.ptr < b.ptr; });
-    // A free counted by its size that was not its pointer's first operation here freed nothing
-    // there either (a double free): the count is this replay's alone.
-    for (size_t i = 1; i < firsts.size(); ++i)
-        if (firsts[i].ptr == firsts[i - 1].ptr && firsts[i].how == Touch::Free && firsts[i].sized &&
-            firsts[i].unmatched)
-            ok = false;
-    firsts.erase(std::unique(firsts.begin(), firsts.end(),
-                             [](const PieceLog::Touched& a, const PieceLog::Touched& b) { return a.ptr == b.ptr; }),
-                 firsts.end());
+    if (log.doubleFree) ok = false;
     uint64_t matchedFrees = 0, replaced = 0;
-    for (const PieceLog::Touched& t : firsts) {
+    std::vector<MemBlock> memFreed; // the start's memory outside the pools released here
+    for (const PieceLog::Touched& t : log.firsts) {
         Block b;
         if (!d.live.take(t.ptr, b)) {
+            // cudaFreeAsync of the start's cudaMalloc memory, which this replay did not have.
+            if (t.how == Touch::Free && !log.memSeen[0].find(t.ptr)) {
+                if (auto it = d.deviceMem.find(t.ptr); it != d.deviceMem.end()) {
+                    memFreed.push_back(it->second);
+                    d.deviceMem.erase(it);
+                    matchedFrees++;
+                    if (t.sized) ok = false;
+                    continue;
+                }
+            }
             // A free this replay counted by its size, of a block that was not there either.
             if (t.how == Touch::Free && t.sized) ok = false;
             continue;
@@ -333,6 +401,8 @@ Replay Replay::afterPiece(const Replay& start, bool* exact) const {
             r.pools_[pool].knobs[k] = pools_[pool].knobs[k];
     for (const auto& [pool, k] : log.knobsSet)
         if (pool < nPools) r.pools_[pool].knobs[k] = pools_[pool].knobs[k];
+
+    if (!carryOutside(start, r, memFreed)) ok = false;
 
     r.eventCount_ = start.eventCount_ + eventCount_;
     r.unmatchedFrees_ = start.unmatchedFrees_ + unmatchedFrees_ - std::min(matchedFrees, unmatchedFrees_);

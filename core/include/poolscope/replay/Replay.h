@@ -330,8 +330,9 @@ public:
     void startPiece();
     // The state after `start` and then this piece (which this replay, in piece mode, replayed):
     // the next piece's start. `exact` false where the piece held what this does not carry
-    // (memory outside the pools, entities not declared, a block from before the piece freed
-    // with cudaFree, a size that did not match its block, ...): the state is then only a guess,
+    // (entities numbered otherwise, a pool block from before the piece freed with cudaFree, a
+    // size that did not match its block, memory outside the pools from before the piece released
+    // where the piece allocated its own, ...): the state is then only a guess,
     // as it also is wherever `start` was. Either way a consumer checks it with sameState against
     // a replay of the piece from `start`.
     Replay afterPiece(const Replay& start, bool* exact = nullptr) const;
@@ -408,6 +409,7 @@ private:
     LiveSlots leadSlots_;
     std::unique_ptr<PieceLog> piece_; // startPiece
     void pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how);
+    bool carryOutside(const Replay& start, Replay& r, std::vector<MemBlock>& released) const;
 };
 
 // An analysis driven by the replay: sees each applied event's fact with the state after it.
