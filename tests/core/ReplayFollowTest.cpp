@@ -220,6 +220,31 @@ Input fromTrace(const std::string& path) {
     return in;
 }
 
+// A disorderly generated trace (imports, cudaFree of pool blocks, memory outside the pools),
+// its events in seq order.
+Input disorderly(uint64_t seed, size_t n) {
+    test::Disorderly g(seed, 50'000'000);
+    g.generate(n);
+    Input in;
+    in.events = g.events();
+    in.samples = g.samples();
+    in.pools = g.declared();
+    std::stable_sort(in.events.begin(), in.events.end(),
+                     [](const Event& a, const Event& b) { return a.seq < b.seq; });
+    return in;
+}
+
+// The events and the samples in the order the replays take them.
+std::vector<Event> mergedEvents(const Input& in) {
+    std::vector<Event> merged;
+    Replay probe;
+    detail::SampleMerge m;
+    m.expect(&in.samples);
+    m.chunk(in.events, probe, [&](const Event& e) { merged.push_back(e); });
+    m.rest([&](const Event& e) { merged.push_back(e); });
+    return merged;
+}
+
 TEST(ReplayFollow, EverySampleFollowsItsLeadFactForFact) {
     int n = 0;
     uint64_t touched = 0;
@@ -244,14 +269,7 @@ TEST(ReplayFollow, GeneratedWorkloadsFollowTheirLead) {
     EXPECT_GT(expectFollowerSame(synthetic, 3000, 1, /*replayLeads=*/true), 10'000u);
     for (uint64_t seed = 1; seed <= 4; ++seed) {
         SCOPED_TRACE("disorderly " + std::to_string(seed));
-        test::Disorderly g(seed, 50'000'000); // imports, cudaFree of pool blocks, memory outside
-        g.generate(30'000);
-        Input in;
-        in.events = g.events();
-        in.samples = g.samples();
-        in.pools = g.declared();
-        std::stable_sort(in.events.begin(), in.events.end(),
-                         [](const Event& a, const Event& b) { return a.seq < b.seq; });
+        const Input in = disorderly(seed, 30'000);
         uint64_t imports = 0, deviceFrees = 0;
         for (const Event& e : in.events) {
             imports += e.kind == EventKind::PointerImport;
@@ -350,14 +368,7 @@ TEST(ReplayFollow, ARecordOfOtherEventsIsNoticed) {
 // anywhere (of a replay of its own or of one following a live set) makes the facts the replay
 // itself makes from there, and sameState holds to the end; a copy one event off does not.
 void expectClonesGoOn(const Input& in, size_t cuts) {
-    std::vector<Event> merged; // the events and the samples in the order the replays take them
-    {
-        Replay probe;
-        detail::SampleMerge m;
-        m.expect(&in.samples);
-        m.chunk(in.events, probe, [&](const Event& e) { merged.push_back(e); });
-        m.rest([&](const Event& e) { merged.push_back(e); });
-    }
+    const std::vector<Event> merged = mergedEvents(in);
     ASSERT_GT(merged.size(), cuts);
     replay::LiveLead lead;
     std::vector<uint32_t> tape;
@@ -410,15 +421,7 @@ TEST(ReplayClone, ACloneGoesOnAsTheReplayOnSamplesAndGeneratedTraces) {
     EXPECT_GE(n, 7);
     for (uint64_t seed = 1; seed <= 2; ++seed) {
         SCOPED_TRACE("disorderly " + std::to_string(seed));
-        test::Disorderly g(seed, 50'000'000);
-        g.generate(8'000);
-        Input in;
-        in.events = g.events();
-        in.samples = g.samples();
-        in.pools = g.declared();
-        std::stable_sort(in.events.begin(), in.events.end(),
-                         [](const Event& a, const Event& b) { return a.seq < b.seq; });
-        expectClonesGoOn(in, 4);
+        expectClonesGoOn(disorderly(seed, 8'000), 4);
     }
 }
 
@@ -427,14 +430,7 @@ TEST(ReplayClone, ACloneGoesOnAsTheReplayOnSamplesAndGeneratedTraces) {
 // there (sameState). Returns the pieces carried exactly (each inexact one is taken from the
 // whole replay, as a consumer would replay it again).
 size_t expectPiecesCarried(const Input& in, size_t pieces) {
-    std::vector<Event> merged;
-    {
-        Replay probe;
-        detail::SampleMerge m;
-        m.expect(&in.samples);
-        m.chunk(in.events, probe, [&](const Event& e) { merged.push_back(e); });
-        m.rest([&](const Event& e) { merged.push_back(e); });
-    }
+    const std::vector<Event> merged = mergedEvents(in);
     Replay whole, carried;
     declare(whole, in);
     declare(carried, in);
@@ -506,15 +502,7 @@ TEST(ReplayPiece, WhatIsNotCarriedIsSaidAndTheRestIsExact) {
     }
     for (uint64_t seed = 1; seed <= 3; ++seed) {
         SCOPED_TRACE("disorderly " + std::to_string(seed));
-        test::Disorderly g(seed, 50'000'000);
-        g.generate(20'000);
-        Input in;
-        in.events = g.events();
-        in.samples = g.samples();
-        in.pools = g.declared();
-        std::stable_sort(in.events.begin(), in.events.end(),
-                         [](const Event& a, const Event& b) { return a.seq < b.seq; });
-        exact += expectPiecesCarried(in, 9);
+        exact += expectPiecesCarried(disorderly(seed, 20'000), 9);
         total += 9;
     }
     EXPECT_GT(total, 0u);
