@@ -587,5 +587,29 @@ TEST(ReplayPiece, HandBuiltDoubleFreeIsNotCarried) {
     EXPECT_FALSE(next.sameState(whole)); // the second free's 40 bytes counted
 }
 
+// An implicit release read without watermarks tells a pool's reserved bytes alone: the used
+// bytes the start read stay (hand-built: a reading in the first piece, such a release in the
+// second).
+TEST(ReplayPiece, HandBuiltAReleaseWithoutWatermarksKeepsTheStartsUsedBytes) {
+    constexpr uint64_t kPool = 0x100, kS1 = 0x11, MiB = uint64_t{1} << 20;
+    test::Events ev;
+    test::Events::wm(ev.alloc(1, kS1, kPool, 0xA000, 100), 64 * MiB, 100);
+    ev.alloc(2, kS1, kPool, 0xB000, 10);
+    Event& rel = ev.add(EventKind::ImplicitRelease, 3);
+    rel.pool = kPool;
+    ReleaseFields{32 * MiB, std::nullopt}.into(rel);
+    ev.alloc(4, kS1, kPool, 0xC000, 1);
+    Input in;
+    in.events = ev.all();
+    in.pools = {PoolInfo{kPool, 0}};
+    in.streams = {StreamInfo{kS1, 0}};
+    EXPECT_EQ(expectPiecesCarried(in, 2), 2u);
+    Replay whole;
+    declare(whole, in);
+    for (const Event& e : in.events) whole.apply(e);
+    EXPECT_EQ(whole.pools()[0].reserved, 32 * MiB);
+    EXPECT_EQ(whole.pools()[0].used, 100u);
+}
+
 } // namespace
 } // namespace poolscope

@@ -3,8 +3,6 @@
 #include "poolscope/replay/Replay.h"
 
 #include <algorithm>
-#include <optional>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -649,7 +647,7 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
             p.reserved = ReleaseFields::of(e).reservedAfter;
             fact_.reservedOnly = true;
             if (piece_) [[unlikely]]
-                piece_->reading(fact_.pool);
+                piece_->reading(fact_.pool, /*used=*/false);
         }
         break;
     }

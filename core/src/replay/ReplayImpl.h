@@ -90,7 +90,7 @@ struct PieceLog {
     uint32_t lastTid = ~uint32_t{0};
     std::vector<std::pair<uint32_t, int>> knobsSet;     // (pool, knob) an event set
     std::vector<std::pair<uint32_t, int>> knobDefaults; // (pool, knob) a creation defaulted
-    std::vector<uint8_t> readings;                      // per pool: reserved or used set
+    std::vector<uint8_t> readings;                      // per pool: reserved (and used) set
     // Each pointer's first operation here on memory outside the pools (device and host apart):
     // an alloc's (put) or a release's, which wanted a block of `want`'s kind.
     struct MemTouched {
@@ -116,9 +116,10 @@ struct PieceLog {
         clearedUpTo[stream] = clearSeen[stream] ? std::max(clearedUpTo[stream], upTo) : upTo;
         clearSeen[stream] = 1;
     }
-    void reading(uint32_t pool) {
+    static constexpr uint8_t kReadReserved = 1, kReadUsed = 2;
+    void reading(uint32_t pool, bool used = true) {
         if (pool >= readings.size()) readings.resize(size_t(pool) + 1);
-        readings[pool] = 1;
+        readings[pool] |= used ? kReadReserved | kReadUsed : kReadReserved;
     }
     // Per pool: the earliest implicit release this replay applied (INT64_MAX: none); a reading
     // of the start's newer than it would have made it stale.

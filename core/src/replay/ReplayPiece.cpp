@@ -378,12 +378,11 @@ Replay Replay::afterPiece(const Replay& start, bool* exact) const {
         if (rp.rederive) ok = false;
         rp.rederive = lp.rederive;
         if (i < log.releaseFirst.size() && log.releaseFirst[i] < rp.readTsNs) ok = false;
-        if (i < log.readings.size() && log.readings[i]) {
-            rp.reserved = lp.reserved;
-            rp.used = lp.used;
-            rp.watermarksKnown = lp.watermarksKnown;
-            rp.readTsNs = std::max(rp.readTsNs, lp.readTsNs);
-        }
+        const uint8_t read = i < log.readings.size() ? log.readings[i] : 0;
+        if (read & PieceLog::kReadReserved) rp.reserved = lp.reserved;
+        if (read & PieceLog::kReadUsed) rp.used = lp.used;
+        rp.watermarksKnown = rp.watermarksKnown || lp.watermarksKnown;
+        rp.readTsNs = std::max(rp.readTsNs, lp.readTsNs);
         PoolInfo& ri = rp.info;
         const PoolInfo& li = lp.info;
         if (ri.kind == PoolKind::Unknown) ri.kind = li.kind;
