@@ -175,13 +175,15 @@ void Replay::pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how) 
     piece_->touch({ptr, sized ? e.size : 0, stream, static_cast<PieceLog::Touch>(how), sized, false});
 }
 
-// Memory outside the pools over the piece: the start's blocks less those the piece released or
-// allocated over, plus the piece's own; the counts added, the live totals counted again, the
-// peaks the start's or its live bytes plus the piece's peak. False where that peak cannot be
-// told (the piece both released the start's memory and allocated its own).
-bool Replay::carryOutside(const Replay& start, Replay& r, std::vector<MemBlock>& released) const {
+// Memory outside the pools over the piece (r: the start's state, carried): the start's blocks
+// less those the piece released or allocated over, plus the piece's own; the counts added, the
+// live totals counted again, the peaks the start's or its live bytes plus the piece's peak.
+// False where that peak cannot be told (the piece both ended some of the start's memory and
+// allocated its own). `released`: the start's blocks the piece's frees released (more are added).
+bool Replay::carryOutside(Replay& r, std::vector<MemBlock>& released) const {
     const PieceLog& log = *piece_;
     Impl& d = *r.d_;
+    bool startEnded = !released.empty();
     for (const PieceLog::MemTouched& t : log.memFirsts) {
         auto& set = t.host ? d.hostMem : d.deviceMem;
         auto it = set.find(t.ptr);
@@ -189,10 +191,11 @@ bool Replay::carryOutside(const Replay& start, Replay& r, std::vector<MemBlock>&
         if (!t.put && it->second.kind != t.want) continue; // unmatched there too
         if (!t.put) released.push_back(it->second);
         set.erase(it);
+        startEnded = true;
     }
     bool allocatedHere = pinned_.allocs + pinned_.registers > 0;
     for (const OutsideState& o : outside_) allocatedHere |= o.allocs > 0;
-    const bool ok = released.empty() || !allocatedHere;
+    const bool ok = !startEnded || !allocatedHere;
     for (const auto& [ptr, m] : d_->deviceMem) d.deviceMem[ptr] = m;
     for (const auto& [ptr, m] : d_->hostMem) d.hostMem[ptr] = m;
 
@@ -401,7 +404,7 @@ Replay Replay::afterPiece(const Replay& start, bool* exact) const {
     for (const auto& [pool, k] : log.knobsSet)
         if (pool < nPools) r.pools_[pool].knobs[k] = pools_[pool].knobs[k];
 
-    if (!carryOutside(start, r, memFreed)) ok = false;
+    if (!carryOutside(r, memFreed)) ok = false;
 
     r.eventCount_ = start.eventCount_ + eventCount_;
     r.unmatchedFrees_ = start.unmatchedFrees_ + unmatchedFrees_ - std::min(matchedFrees, unmatchedFrees_);

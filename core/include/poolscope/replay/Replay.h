@@ -409,7 +409,7 @@ private:
     LiveSlots leadSlots_;
     std::unique_ptr<PieceLog> piece_; // startPiece
     void pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how);
-    bool carryOutside(const Replay& start, Replay& r, std::vector<MemBlock>& released) const;
+    bool carryOutside(Replay& r, std::vector<MemBlock>& released) const;
 };
 
 // An analysis driven by the replay: sees each applied event's fact with the state after it.
