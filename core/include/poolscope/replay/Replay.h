@@ -332,7 +332,7 @@ public:
     // the next piece's start. `exact` false where the piece held what this does not carry
     // (entities numbered otherwise, a pool block from before the piece freed with cudaFree, a
     // size that did not match its block, memory outside the pools from before the piece released
-    // where the piece allocated its own, ...): the state is then only a guess,
+    // or allocated over where the piece allocated its own, ...): the state is then only a guess,
     // as it also is wherever `start` was. Either way a consumer checks it with sameState against
     // a replay of the piece from `start`.
     Replay afterPiece(const Replay& start, bool* exact = nullptr) const;
