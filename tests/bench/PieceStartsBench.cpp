@@ -7,6 +7,8 @@
 // with the whole replay's (sameState), and the pieces carried exactly are counted.
 //
 //   poolscope_bench_piece_starts TRACE [PIECES [THREADS]]
+#include "../../core/src/analysis/ReplayThread.h"
+#include "../../core/src/replay/TraceEntities.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/replay/Replay.h"
 
@@ -35,35 +37,6 @@ double cpu() {
     return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
-struct Declared {
-    std::vector<DeviceInfo> devices;
-    std::vector<PoolInfo> pools;
-    std::vector<StreamInfo> streams;
-    std::vector<PoolAttributeValue> knobs;
-    void into(Replay& r) const {
-        r.setDevices(devices);
-        for (const PoolInfo& p : pools) r.declarePool(p);
-        for (const StreamInfo& s : streams) r.declareStream(s);
-        for (const PoolAttributeValue& a : knobs) r.declareKnob(a.pool, a.attr, a.value);
-    }
-};
-
-// The samples merged in by time as the report merges them: before the first event (in seq
-// order) at or after their time.
-struct Merge {
-    const std::vector<Event>& samples;
-    size_t next;
-    void event(Replay& r, const Event& e) {
-        while (next < samples.size() && samples[next].tsNs <= e.tsNs) sample(r);
-        r.apply(e);
-    }
-    void sample(Replay& r) {
-        Event s = samples[next++];
-        s.kind = EventKind::Sample;
-        r.apply(s);
-    }
-};
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -80,33 +53,29 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", reader.error().message.c_str());
         return 1;
     }
-    Declared d;
-    auto devices = (*reader)->devices();
-    auto pools = (*reader)->pools();
-    auto streams = (*reader)->streams();
+    // Every replay starts as a replay of the file does: its tables declared, the samples merged
+    // in by time (detail::SampleMerge).
     auto samples = (*reader)->samples(0, INT64_MIN, INT64_MAX);
     auto headers = (*reader)->chunkHeaders();
-    if (!devices || !pools || !streams || !samples || !headers) {
+    Replay declared;
+    if (!samples || !headers || !detail::declareTraceEntities(**reader, declared, /*knobs=*/true)) {
         std::fprintf(stderr, "cannot read the trace's tables\n");
         return 1;
     }
-    d.devices = *devices;
-    d.pools = *pools;
-    d.streams = *streams;
-    if (auto a = (*reader)->poolAttributes()) d.knobs = *a;
 
     // One replay of everything.
     double t0 = now(), c0 = cpu();
-    Replay whole;
-    d.into(whole);
-    Merge wm{*samples, 0};
+    Replay whole = declared.clone();
+    detail::SampleMerge wm;
+    wm.expect(&*samples);
     uint64_t events = 0;
+    auto apply = [](Replay& r) { return [&r](const Event& e) { r.apply(e); }; };
     Status st = (*reader)->forEachChunk([&](std::vector<Event>& chunk) {
-        for (const Event& e : chunk) wm.event(whole, e);
+        wm.chunk(chunk, whole, apply(whole));
         events += chunk.size();
         return true;
     });
-    while (wm.next < samples->size()) wm.sample(whole);
+    wm.rest(apply(whole));
     const double seqWall = now() - t0, seqCpu = cpu() - c0;
     if (!st) {
         std::fprintf(stderr, "%s\n", st.error().message.c_str());
@@ -114,7 +83,7 @@ int main(int argc, char** argv) {
     }
 
     // The pieces: contiguous runs of chunks of about the same number of events. Each starts with
-    // the samples after the latest time of the chunks before it.
+    // the samples after the latest time of the chunks before it (those before it took the rest).
     std::vector<size_t> cut(pieces + 1, headers->size());
     cut[0] = 0;
     {
@@ -150,20 +119,20 @@ int main(int argc, char** argv) {
                 failed = true;
                 return;
             }
-            local[k] = std::make_unique<Replay>();
+            local[k] = std::make_unique<Replay>(declared.clone());
             Replay& piece = *local[k];
-            d.into(piece);
             piece.startPiece();
             std::vector<int64_t> ids;
             for (size_t i = cut[k]; i < cut[k + 1]; ++i) ids.push_back((*headers)[i].id);
-            Merge m{*samples, firstSample[k]};
+            const std::vector<Event> rest(samples->begin() + std::ptrdiff_t(firstSample[k]), samples->end());
+            detail::SampleMerge m;
+            m.expect(&rest);
             if (!(*r)->forEachChunkById(ids, [&](std::vector<Event>& chunk) {
-                    for (const Event& e : chunk) m.event(piece, e);
+                    m.chunk(chunk, piece, apply(piece));
                     return true;
                 }))
                 failed = true;
-            if (k + 1 == pieces)
-                while (m.next < samples->size()) m.sample(piece);
+            if (k + 1 == pieces) m.rest(apply(piece));
         }
     };
     std::vector<std::thread> pool;
@@ -175,8 +144,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     const double t1 = now();
-    Replay start;
-    d.into(start);
+    Replay start = declared.clone();
     size_t exact = 0;
     for (size_t k = 0; k < pieces; ++k) {
         bool ok = false;

@@ -3,6 +3,7 @@
 // alternately (poolscope_bench_replay measures the same on the generator's events, in process).
 //
 //   poolscope_bench_replay_time TRACE [ROUNDS]
+#include "../../core/src/replay/TraceEntities.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/replay/Replay.h"
 
@@ -29,18 +30,19 @@ int main(int argc, char** argv) {
         events.insert(events.end(), c.begin(), c.end());
         return true;
     });
-    auto pools = (*reader)->pools();
-    auto streams = (*reader)->streams();
-    if (!st || !pools || !streams) {
-        std::fprintf(stderr, "cannot read the trace\n");
+    if (!st) {
+        std::fprintf(stderr, "%s\n", st.error().message.c_str());
         return 1;
     }
     const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
     for (int k = 0; k < rounds; ++k) {
-        const auto t0 = std::chrono::steady_clock::now();
+        // (Built against older cores too: nothing newer than declareTraceEntities here.)
         replay::Replay r;
-        for (const PoolInfo& p : *pools) r.declarePool(p);
-        for (const StreamInfo& s : *streams) r.declareStream(s);
+        if (!detail::declareTraceEntities(**reader, r, /*knobs=*/true)) {
+            std::fprintf(stderr, "cannot read the trace's tables\n");
+            return 1;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
         uint64_t freed = 0;
         for (const Event& e : events) freed += r.apply(e).freed;
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

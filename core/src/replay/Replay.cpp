@@ -405,8 +405,7 @@ void Replay::free(const Event& e) {
     const uint32_t si = streamAt(e.stream, e.device, ns);
     fact_.stream = si;
     fact_.newStream = ns;
-    if (piece_) [[unlikely]]
-        pieceTouch(f.ptr, e, si, 1);
+    const bool firstHere = piece_ && pieceTouch(f.ptr, e, si, 1);
     if (!liveTake(f.ptr, fact_.block)) {
         if (!d_->deviceMem.empty()) [[unlikely]] {
             // cudaFreeAsync may free cudaMalloc memory (the guide allows it).
@@ -423,7 +422,7 @@ void Replay::free(const Event& e) {
             }
         }
         if (piece_) [[unlikely]] {
-            if (piece_->lastFirst)
+            if (firstHere)
                 piece_->firsts.back().unmatched = true;
             else if (f.bytes)
                 piece_->doubleFree = true;

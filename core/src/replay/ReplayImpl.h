@@ -63,15 +63,15 @@ struct PieceLog {
     };
     std::vector<Touched> firsts;
     detail::FlatPtrMap<uint8_t> seen; // the pointers met so far
-    bool lastFirst = false;  // whether the last operation was its pointer's first
     // A free that counted a size for a pointer already met here (a double free): that count is
     // this replay's alone.
     bool doubleFree = false;
-    void touch(const Touched& t) {
-        lastFirst = seen.find(t.ptr) == nullptr;
-        if (!lastFirst) return;
+    // Whether it was the pointer's first operation here (then noted).
+    bool touch(const Touched& t) {
+        if (seen.find(t.ptr)) return false;
         seen.put(t.ptr, 1);
         firsts.push_back(t);
+        return true;
     }
     // Per stream: the largest byte count a clear named, in this replay's units (its own frees
     // and those of blocks from before the piece, by their events' sizes).

@@ -170,9 +170,9 @@ void Replay::startPiece() {
     piece_->declaredStreams = streams_.size();
 }
 
-void Replay::pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how) {
+bool Replay::pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how) {
     const bool sized = e.has(kSizeKnown);
-    piece_->touch({ptr, sized ? e.size : 0, stream, static_cast<PieceLog::Touch>(how), sized, false});
+    return piece_->touch({ptr, sized ? e.size : 0, stream, static_cast<PieceLog::Touch>(how), sized, false});
 }
 
 // Memory outside the pools over the piece (r: the start's state, carried): the start's blocks

@@ -408,7 +408,7 @@ private:
     std::vector<uint32_t>* leadOut_ = nullptr;
     LiveSlots leadSlots_;
     std::unique_ptr<PieceLog> piece_; // startPiece
-    void pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how);
+    bool pieceTouch(uint64_t ptr, const Event& e, uint32_t stream, int how); // first here?
     bool carryOutside(Replay& r, std::vector<MemBlock>& released) const;
 };
 
