@@ -66,11 +66,41 @@ void FragmentationAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         s.grownBytes += g.grewBy;
     }
     if (fragmentedOnly_) {
-        if (seen_++ < Fragmentation::kMaxKept && g.fragmented() && out_.events.size() < maxFragmented_)
+        if (seen_ < Fragmentation::kMaxKept && g.fragmented() && out_.events.size() < maxFragmented_) {
             out_.events.push_back(g);
+            seenAt_.push_back(seen_);
+        }
     } else if (out_.events.size() < Fragmentation::kMaxKept) {
         out_.events.push_back(g);
     }
+    ++seen_;
+}
+
+void FragmentationAnalysis::absorb(FragmentationAnalysis&& later) {
+    for (const Fragmentation::Pool& l : later.out_.pools) {
+        auto it = std::find_if(out_.pools.begin(), out_.pools.end(),
+                               [&](const Fragmentation::Pool& p) { return p.handle == l.handle; });
+        if (it == out_.pools.end()) {
+            out_.pools.push_back(l);
+            continue;
+        }
+        it->growths += l.growths;
+        it->growthsWhileIdle += l.growthsWhileIdle;
+        it->fragmentedGrowths += l.fragmentedGrowths;
+        it->failures += l.failures;
+        it->failuresWhileIdle += l.failuresWhileIdle;
+        it->fragmentedFailures += l.fragmentedFailures;
+        it->grownBytes += l.grownBytes;
+    }
+    for (size_t i = 0; i < later.out_.events.size(); ++i) {
+        // Where a single read would have met it.
+        const uint64_t at = seen_ + (fragmentedOnly_ ? later.seenAt_[i] : i);
+        if (at >= Fragmentation::kMaxKept || out_.events.size() >= (fragmentedOnly_ ? maxFragmented_ : Fragmentation::kMaxKept))
+            break;
+        out_.events.push_back(later.out_.events[i]);
+        if (fragmentedOnly_) seenAt_.push_back(at);
+    }
+    seen_ += later.seen_;
 }
 
 } // namespace poolscope

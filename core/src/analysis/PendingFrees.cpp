@@ -1,5 +1,7 @@
 #include "poolscope/analysis/PendingFrees.h"
 
+#include <algorithm>
+
 namespace poolscope {
 
 const PendingFrees::Stream* PendingFrees::stream(uint64_t handle) const {
@@ -49,6 +51,22 @@ void PendingFreesAnalysis::onFact(const replay::Fact& f, const replay::Replay& r
     // the others had nothing pending.
     for (uint32_t si = 0; si < slot_.size(); ++si)
         if (slot_[si] >= 0) note(si, r, ts);
+}
+
+void PendingFreesAnalysis::absorb(PendingFreesAnalysis&& later) {
+    for (PendingFrees::Stream& l : later.out_.streams) {
+        auto it = std::find_if(out_.streams.begin(), out_.streams.end(),
+                               [&](const PendingFrees::Stream& s) { return s.handle == l.handle; });
+        if (it == out_.streams.end()) {
+            out_.streams.push_back(std::move(l));
+            continue;
+        }
+        if (l.peak > it->peak) {
+            it->peak = l.peak;
+            it->peakTsNs = l.peakTsNs;
+        }
+        for (size_t i = 0; i < l.bytes.size(); ++i) it->bytes.push(l.bytes.t[i], l.bytes.v[i]);
+    }
 }
 
 } // namespace poolscope

@@ -52,19 +52,62 @@ uint64_t get(const Clock& c, uint32_t stream) {
     return 0;
 }
 
+// A wait (by `waiter`) or a synchronize (kNone) on a CUevent's record from before a piece.
+struct RecRef {
+    uint64_t event;
+    uint32_t waiter;
+    bool operator==(const RecRef&) const = default;
+};
+
+// A clock as a piece knows it (StreamHazardsAnalysis::startPiece): its own orderings, and by
+// reference those the state before the piece gave it: streams' clocks then, and records then.
+// Outside a piece the references stay empty.
+struct SymClock {
+    Clock own;
+    std::vector<uint32_t> clocks;
+    std::vector<RecRef> records;
+
+    void refClock(uint32_t s) {
+        if (std::find(clocks.begin(), clocks.end(), s) == clocks.end()) clocks.push_back(s);
+    }
+    void refRecord(RecRef r) {
+        if (std::find(records.begin(), records.end(), r) == records.end()) records.push_back(r);
+    }
+    void refsOf(const SymClock& o) {
+        for (uint32_t s : o.clocks) refClock(s);
+        for (const RecRef& r : o.records) refRecord(r);
+    }
+};
+
 // The legacy default stream (handle 0, or CU_STREAM_LEGACY) waits for all earlier work of
 // blocking streams, and they for its; a stream is blocking unless created non-blocking
 // (cudaStreamNonBlocking = 1), which is known only for streams whose creation was seen.
-bool legacy(const replay::StreamState& s) { return s.info.handle <= 1; }
-bool blocking(const replay::StreamState& s) { return (s.info.flags & 1u) == 0; }
+bool legacy(const StreamInfo& s) { return s.handle <= 1; }
+bool blocking(const StreamInfo& s) { return (s.flags & 1u) == 0; }
+bool legacyOrdered(const StreamInfo& a, const StreamInfo& b) {
+    return (legacy(a) && blocking(b)) || (legacy(b) && blocking(a));
+}
 
 } // namespace
 
+// A question a piece leaves to the state before it: is stream a's work before seq x ordered
+// before what stream b enqueues at the later event? (A miss: the address `ptr` the piece
+// allocated before it freed it; a and x are the free's that the state before had for it.)
+struct StreamHazardsAnalysis::Open {
+    StreamHazard h; // the later event's side filled, and the earlier one's where known
+    uint32_t a = replay::kNone, b = replay::kNone;
+    uint64_t x = 0;
+    int deviceA = -1;
+    bool miss = false;
+    std::shared_ptr<const SymClock> clockB, host; // b's clock and the host's references then
+    std::vector<uint32_t> orderedHere; // a miss: streams the piece had ordered before b then
+};
+
 struct StreamHazardsAnalysis::State {
-    std::vector<Clock> clocks; // by replay stream index
+    std::vector<SymClock> clocks; // by replay stream index
     // Each clock as a record last copied it, shared by the records made since (null: the clock
     // changed since, or is empty).
-    std::vector<std::shared_ptr<const Clock>> shared;
+    std::vector<std::shared_ptr<const SymClock>> shared;
     std::vector<uint64_t> host; // by replay stream index: work before this seq has finished
     // Context synchronizes: the latest on any device (for streams whose device is not known),
     // on all devices at once (device -1), and per device.
@@ -73,7 +116,7 @@ struct StreamHazardsAnalysis::State {
     struct Record {
         uint32_t stream = replay::kNone;
         uint64_t seq = 0;
-        std::shared_ptr<const Clock> clock; // the recording stream's clock then (null: empty)
+        std::shared_ptr<const SymClock> clock; // the recording stream's clock then (null: empty)
     };
     std::unordered_map<uint64_t, Record> records; // CUevent -> its latest record
     struct Freed {
@@ -84,11 +127,25 @@ struct StreamHazardsAnalysis::State {
     };
     detail::FlatPtrMap<Freed> freed; // address -> the free that last released it
 
+    // A piece's (startPiece): the host's references to the state before, the addresses it
+    // allocated, the questions left open, the most addresses its freed map held.
+    bool piece = false;
+    uint64_t firstSeq = 0;
+    SymClock hostRefs;
+    std::shared_ptr<const SymClock> hostShared;
+    detail::FlatPtrMap<uint8_t> allocated;
+    std::vector<Open> open;
+    size_t mostFreed = 0;
+    bool inexact = false;
+
     void grow(size_t streams) {
         if (clocks.size() < streams) {
+            const size_t from = clocks.size();
             clocks.resize(streams);
             shared.resize(streams);
             host.resize(streams, 0);
+            if (piece)
+                for (size_t s = from; s < streams; ++s) clocks[s].clocks.push_back(static_cast<uint32_t>(s));
         }
     }
 
@@ -101,19 +158,76 @@ struct StreamHazardsAnalysis::State {
     // Is stream a's work enqueued before seq `after` ordered before what stream b enqueues now?
     bool ordered(uint32_t a, uint64_t after, uint32_t b, const replay::Replay& r) const {
         if (a == b) return true;
-        const replay::StreamState& sa = r.streams()[a];
-        if (host[a] > after || get(clocks[b], a) > after || ctxCovering(sa.info.device) > after)
+        const StreamInfo& sa = r.streams()[a].info;
+        if (host[a] > after || get(clocks[b].own, a) > after || ctxCovering(sa.device) > after)
             return true;
-        const replay::StreamState& sb = r.streams()[b];
-        return (legacy(sa) && blocking(sb)) || (legacy(sb) && blocking(sa));
+        return legacyOrdered(sa, r.streams()[b].info);
     }
 
     void finished(uint32_t stream, uint64_t seq) { host[stream] = std::max(host[stream], seq); }
     // The host saw `stream`'s work up to seq finish: and with it what that work had waited for.
-    void finished(uint32_t stream, uint64_t seq, const Clock* c) {
+    void finished(uint32_t stream, uint64_t seq, const SymClock* c) {
         finished(stream, seq);
-        if (c)
-            for (const Dep& d : *c) finished(d.stream, d.seq);
+        if (!c) return;
+        for (const Dep& d : c->own) finished(d.stream, d.seq);
+        if (!c->clocks.empty() || !c->records.empty()) {
+            hostRefs.refsOf(*c);
+            hostShared.reset();
+        }
+    }
+
+    std::shared_ptr<const SymClock> clockOf(uint32_t s) {
+        if (!shared[s]) shared[s] = std::make_shared<const SymClock>(clocks[s]);
+        return shared[s];
+    }
+    std::shared_ptr<const SymClock> hostOf() {
+        if (!hostShared) hostShared = std::make_shared<const SymClock>(hostRefs);
+        return hostShared;
+    }
+
+    // (After the pieces, on the state before one.) What a record from this state adds for
+    // stream a, where `r` refers to it.
+    uint64_t recordFor(const RecRef& r, uint32_t a) const {
+        auto it = records.find(r.event);
+        if (it == records.end() || it->second.stream == r.waiter) return 0;
+        uint64_t v = it->second.stream == a ? it->second.seq : 0;
+        if (it->second.clock) v = std::max(v, get(it->second.clock->own, a));
+        return v;
+    }
+    // The most this state gives stream a through the references of `c`.
+    uint64_t refsFor(const SymClock& c, uint32_t a) const {
+        uint64_t v = 0;
+        for (uint32_t s : c.clocks)
+            if (s < clocks.size()) v = std::max(v, get(clocks[s].own, a));
+        for (const RecRef& r : c.records) v = std::max(v, recordFor(r, a));
+        return v;
+    }
+    // `c` with its references taken from this state: false past kMaxClock streams (the whole
+    // read would have forgotten some).
+    bool resolve(const SymClock& c, uint32_t self, Clock& out) const {
+        out = c.own;
+        auto join = [&](uint32_t s, uint64_t seq) {
+            if (s == self || seq == 0) return true;
+            for (Dep& d : out)
+                if (d.stream == s) {
+                    d.seq = std::max(d.seq, seq);
+                    return true;
+                }
+            out.push_back({s, seq});
+            return out.size() <= kMaxClock;
+        };
+        bool ok = true;
+        for (uint32_t s : c.clocks)
+            if (s < clocks.size())
+                for (const Dep& d : clocks[s].own) ok = join(d.stream, d.seq) && ok;
+        for (const RecRef& r : c.records) {
+            auto it = records.find(r.event);
+            if (it == records.end() || it->second.stream == r.waiter) continue;
+            ok = join(it->second.stream, it->second.seq) && ok;
+            if (it->second.clock)
+                for (const Dep& d : it->second.clock->own) ok = join(d.stream, d.seq) && ok;
+        }
+        return ok;
     }
 };
 
@@ -129,6 +243,14 @@ uint32_t StreamHazardsAnalysis::kindMask() {
     return m;
 }
 
+void StreamHazardsAnalysis::startPiece(uint64_t firstSeq) {
+    d_->piece = true;
+    d_->firstSeq = firstSeq;
+    for (size_t s = 0; s < d_->clocks.size(); ++s) d_->clocks[s].refClock(static_cast<uint32_t>(s));
+}
+
+void StreamHazardsAnalysis::question(Open&& q) { d_->open.push_back(std::move(q)); }
+
 void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& r) {
     State& d = *d_;
     const Event& e = *f.event;
@@ -140,18 +262,43 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
     case EventKind::Alloc: {
         if (!f.allocated || f.block.ptr == 0) break;
         State::Freed fr{};
-        if (!d.freed.take(f.block.ptr, fr)) break;
-        if (d.ordered(fr.stream, fr.seq, f.stream, r)) break;
-        out_.unorderedReuses++;
+        const bool hit = d.freed.take(f.block.ptr, fr);
         StreamHazard h;
         h.kind = StreamHazard::Kind::UnorderedReuse;
+        auto second = [&] {
+            h.second = {e.seq, e.tsNs, r.streams()[f.stream].info.handle, f.block.tag};
+            h.ptr = f.block.ptr;
+            h.bytes = f.block.bytes;
+            h.pool = r.pools()[f.pool].info.handle;
+            const replay::Knob& k = r.pools()[f.pool].knob(PoolAttr::ReuseAllowOpportunistic);
+            h.opportunistic = k.known ? static_cast<int8_t>(k.value != 0) : int8_t{-1};
+        };
+        if (d.piece) {
+            const bool first = d.allocated.find(f.block.ptr) == nullptr;
+            if (first) d.allocated.put(f.block.ptr, 1);
+            if (!hit) {
+                // Freed before the piece, maybe: the state before says.
+                if (!first) break;
+                Open q;
+                q.miss = true;
+                q.b = f.stream;
+                second();
+                q.h = h;
+                q.clockB = d.clockOf(f.stream);
+                q.host = d.hostOf();
+                const uint64_t before = d.firstSeq ? d.firstSeq - 1 : 0;
+                for (uint32_t a = 0; a < d.clocks.size(); ++a)
+                    if (d.ordered(a, before, f.stream, r)) q.orderedHere.push_back(a);
+                question(std::move(q));
+                break;
+            }
+        } else if (!hit) {
+            break;
+        }
+        if (d.ordered(fr.stream, fr.seq, f.stream, r)) break;
+        out_.unorderedReuses++;
         h.first = {fr.seq, fr.tsNs, r.streams()[fr.stream].info.handle, fr.tag};
-        h.second = {e.seq, e.tsNs, r.streams()[f.stream].info.handle, f.block.tag};
-        h.ptr = f.block.ptr;
-        h.bytes = f.block.bytes;
-        h.pool = r.pools()[f.pool].info.handle;
-        const replay::Knob& k = r.pools()[f.pool].knob(PoolAttr::ReuseAllowOpportunistic);
-        h.opportunistic = k.known ? static_cast<int8_t>(k.value != 0) : int8_t{-1};
+        second();
         keep(h);
         break;
     }
@@ -159,7 +306,6 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         if (!f.freed || f.block.imported) break;
         const replay::Block& b = f.block;
         if (f.crossStream && !f.orderedByWait && !d.ordered(b.stream, b.allocSeq, f.stream, r)) {
-            out_.unorderedFrees++;
             StreamHazard h;
             h.kind = StreamHazard::Kind::UnorderedFree;
             h.first = {b.allocSeq, b.allocTsNs, r.streams()[b.stream].info.handle, b.tag};
@@ -167,7 +313,21 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
             h.ptr = b.ptr;
             h.bytes = b.bytes;
             h.pool = r.pools()[b.pool].info.handle;
-            keep(h);
+            if (d.piece && b.allocSeq < d.firstSeq) {
+                // What the state before ordered after the alloc is not known here.
+                Open q;
+                q.h = h;
+                q.a = b.stream;
+                q.b = f.stream;
+                q.x = b.allocSeq;
+                q.deviceA = r.streams()[b.stream].info.device;
+                q.clockB = d.clockOf(f.stream);
+                q.host = d.hostOf();
+                question(std::move(q));
+            } else {
+                out_.unorderedFrees++;
+                keep(h);
+            }
         }
         // Bounded: a trace that frees ever new addresses would otherwise grow the map (and its
         // cache misses) with every free.
@@ -176,27 +336,40 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
             out_.freedForgotten = true;
         }
         d.freed.put(b.ptr, State::Freed{e.seq, e.tsNs, f.stream, b.tag});
+        if (d.piece) d.mostFreed = std::max(d.mostFreed, d.freed.size());
         break;
     }
     case EventKind::EventRecord: {
         State::Record& rec = d.records[CuEventFields::of(e).event];
         rec.stream = f.stream;
         rec.seq = e.seq;
-        const Clock& c = d.clocks[f.stream];
-        std::shared_ptr<const Clock>& snap = d.shared[f.stream];
-        if (!snap && !c.empty()) snap = std::make_shared<const Clock>(c);
-        rec.clock = snap;
+        const SymClock& c = d.clocks[f.stream];
+        if (c.own.empty() && c.clocks.empty() && c.records.empty())
+            rec.clock.reset();
+        else
+            rec.clock = d.clockOf(f.stream);
         break;
     }
     case EventKind::StreamWaitEvent: {
-        auto it = d.records.find(CuEventFields::of(e).event);
-        if (it == d.records.end() || it->second.stream == f.stream) break;
+        const uint64_t ev = CuEventFields::of(e).event;
+        auto it = d.records.find(ev);
+        if (it == d.records.end()) {
+            // A record before the piece, if any: the state before says which.
+            if (d.piece) {
+                d.clocks[f.stream].refRecord({ev, f.stream});
+                d.shared[f.stream].reset();
+            }
+            break;
+        }
+        if (it->second.stream == f.stream) break;
         const State::Record& rec = it->second;
-        Clock& c = d.clocks[f.stream];
-        bool kept = raise(c, rec.stream, rec.seq);
-        if (rec.clock)
-            for (const Dep& dep : *rec.clock)
-                if (dep.stream != f.stream) kept = raise(c, dep.stream, dep.seq) && kept;
+        SymClock& c = d.clocks[f.stream];
+        bool kept = raise(c.own, rec.stream, rec.seq);
+        if (rec.clock) {
+            for (const Dep& dep : rec.clock->own)
+                if (dep.stream != f.stream) kept = raise(c.own, dep.stream, dep.seq) && kept;
+            c.refsOf(*rec.clock);
+        }
         out_.truncated = out_.truncated || !kept;
         d.shared[f.stream].reset();
         break;
@@ -205,9 +378,14 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         d.finished(f.stream, e.seq, &d.clocks[f.stream]);
         break;
     case EventKind::EventSynchronize: {
-        auto it = d.records.find(CuEventFields::of(e).event);
-        if (it != d.records.end())
+        const uint64_t ev = CuEventFields::of(e).event;
+        auto it = d.records.find(ev);
+        if (it != d.records.end()) {
             d.finished(it->second.stream, it->second.seq, it->second.clock.get());
+        } else if (d.piece) {
+            d.hostRefs.refRecord({ev, replay::kNone});
+            d.hostShared.reset();
+        }
         break;
     }
     case EventKind::ContextSynchronize:
@@ -224,6 +402,95 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         break;
     default: break;
     }
+}
+
+bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::Replay& start,
+                                   const replay::Replay& end) {
+    State& s = *d_; // the state before the piece, exact
+    State& p = *piece.d_;
+    bool exact = p.piece && !s.piece && !s.inexact && !out_.truncated && !piece.out_.truncated && !piece.out_.freedForgotten &&
+                 s.freed.size() + p.mostFreed < StreamHazards::kMaxFreedAddresses;
+    // A stream's device or kind learned within the piece: the questions asked there saw another.
+    for (size_t i = 0; i < start.streams().size() && i < end.streams().size(); ++i) {
+        const StreamInfo &a = start.streams()[i].info, &b = end.streams()[i].info;
+        exact = exact && a.device == b.device && a.flags == b.flags && a.handle == b.handle;
+    }
+    s.grow(std::max(end.streams().size(), p.clocks.size()));
+    p.grow(s.clocks.size());
+
+    // Is a's work before x ordered before b's (at the open question's time), by what the state
+    // before gave the piece?
+    auto orderedBefore = [&](const Open& q, uint32_t a, uint64_t x, int deviceA) {
+        if (s.host[a] > x || s.ctxCovering(deviceA) > x) return true;
+        return (q.clockB && s.refsFor(*q.clockB, a) > x) || (q.host && s.refsFor(*q.host, a) > x);
+    };
+    std::vector<StreamHazard> resolved;
+    uint64_t frees = 0, reuses = 0;
+    for (const Open& q : p.open) {
+        StreamHazard h = q.h;
+        if (q.miss) {
+            const State::Freed* fr = s.freed.find(h.ptr);
+            if (!fr || fr->stream == q.b) continue;
+            if (std::find(q.orderedHere.begin(), q.orderedHere.end(), fr->stream) != q.orderedHere.end()) continue;
+            const StreamInfo& a = end.streams()[fr->stream].info;
+            if (orderedBefore(q, fr->stream, fr->seq, a.device)) continue;
+            h.first = {fr->seq, fr->tsNs, a.handle, fr->tag};
+            ++reuses;
+        } else {
+            if (orderedBefore(q, q.a, q.x, q.deviceA)) continue;
+            ++frees;
+        }
+        resolved.push_back(h);
+    }
+
+    // The hazards in seq order (the later event's), the first maxKept_ of them.
+    auto later = [](const StreamHazard& a, const StreamHazard& b) { return a.second.seq < b.second.seq; };
+    std::vector<StreamHazard> merged;
+    std::merge(piece.out_.hazards.begin(), piece.out_.hazards.end(), resolved.begin(), resolved.end(),
+               std::back_inserter(merged), later);
+    for (const StreamHazard& h : merged) {
+        if (out_.hazards.size() >= maxKept_) break;
+        out_.hazards.push_back(h);
+    }
+    out_.unorderedFrees += piece.out_.unorderedFrees + frees;
+    out_.unorderedReuses += piece.out_.unorderedReuses + reuses;
+    out_.truncated = out_.truncated || piece.out_.truncated;
+    out_.freedForgotten = out_.freedForgotten || piece.out_.freedForgotten;
+
+    // The state at the piece's end, from the state before it (read whole before any is written).
+    std::vector<Clock> clocks(s.clocks.size());
+    for (uint32_t b = 0; b < clocks.size(); ++b) exact = s.resolve(p.clocks[b], b, clocks[b]) && exact;
+    std::vector<std::pair<uint64_t, State::Record>> records;
+    records.reserve(p.records.size());
+    for (const auto& [ev, rec] : p.records) {
+        State::Record out{rec.stream, rec.seq, nullptr};
+        if (rec.clock) {
+            SymClock c;
+            exact = s.resolve(*rec.clock, rec.stream, c.own) && exact;
+            if (!c.own.empty()) out.clock = std::make_shared<const SymClock>(std::move(c));
+        }
+        records.emplace_back(ev, std::move(out));
+    }
+    std::vector<uint64_t> host = s.host;
+    for (uint32_t a = 0; a < host.size(); ++a)
+        host[a] = std::max({host[a], p.host[a], s.refsFor(p.hostRefs, a)});
+
+    for (uint32_t b = 0; b < clocks.size(); ++b) {
+        s.clocks[b].own = std::move(clocks[b]);
+        s.shared[b].reset();
+    }
+    for (auto& [ev, rec] : records) s.records[ev] = std::move(rec);
+    s.host = std::move(host);
+    s.ctxAny = std::max(s.ctxAny, p.ctxAny);
+    s.ctxAll = std::max(s.ctxAll, p.ctxAll);
+    if (s.ctxDevice.size() < p.ctxDevice.size()) s.ctxDevice.resize(p.ctxDevice.size(), 0);
+    for (size_t i = 0; i < p.ctxDevice.size(); ++i) s.ctxDevice[i] = std::max(s.ctxDevice[i], p.ctxDevice[i]);
+    // An address the piece allocated holds no free from before it; its own frees come after.
+    State::Freed gone{};
+    p.allocated.forEachEntry([&](uint64_t ptr, uint8_t) { s.freed.take(ptr, gone); });
+    p.freed.forEachEntry([&](uint64_t ptr, const State::Freed& fr) { s.freed.put(ptr, fr); });
+    s.inexact = !exact;
+    return exact;
 }
 
 } // namespace poolscope

@@ -75,6 +75,10 @@ public:
         for (size_t i = 0; i < keys_.size(); ++i)
             if (keys_[i] != 0) f(values_[i]);
     }
+    template <class F> void forEachEntry(F&& f) const {
+        for (size_t i = 0; i < keys_.size(); ++i)
+            if (keys_[i] != 0) f(keys_[i], values_[i]);
+    }
 
 private:
     size_t home(uint64_t key) const {

@@ -66,12 +66,17 @@ public:
     }
     const Fragmentation& result() const { return out_; }
     Fragmentation take() { return std::move(out_); }
+    // A trace split in time (issue #15): this analysis, through the pieces before `later`, takes
+    // in the next piece's, replayed from the true state at its start (this one is fed no more
+    // events). The counts add up; the growths kept are those a single read would have kept.
+    void absorb(FragmentationAnalysis&& later);
 
 private:
     std::vector<int32_t> slot_; // replay pool index -> index into out_.pools, -1 if none
     bool fragmentedOnly_ = false;
     size_t maxFragmented_ = 0;
     uint64_t seen_ = 0; // growths and failures met
+    std::vector<uint64_t> seenAt_; // keepFragmentedOnly: seen_ when each kept one was met
     Fragmentation out_;
 };
 

@@ -38,6 +38,11 @@ public:
     void onFact(const replay::Fact& f, const replay::Replay& r) override;
     const PendingFrees& result() const { return out_; }
     PendingFrees take() { return std::move(out_); }
+    // A trace split in time (issue #15): this analysis, through the pieces before `later`, takes
+    // in the next piece's, replayed from the true state at its start (this one is fed no
+    // more events). Each stream's peak is the
+    // higher one (the earlier where equal), the series go on, the streams keep their first order.
+    void absorb(PendingFreesAnalysis&& later);
 
 private:
     void note(uint32_t stream, const replay::Replay& r, int64_t ts);

@@ -80,8 +80,24 @@ public:
     const StreamHazards& result() const { return out_; }
     StreamHazards take() { return std::move(out_); }
 
+    // A piece of a trace split in time (issue #15), before its first event (seq `firstSeq`),
+    // the state before it not known: what that state could answer otherwise (a block from before
+    // the piece freed on another stream, an address the piece allocates before it frees it) is
+    // kept open, and what the piece's orderings take from it is kept by reference, until
+    // absorb(). The piece's replay must start in the true state (the blocks' streams and seqs).
+    void startPiece(uint64_t firstSeq);
+    // This analysis, exact through the pieces before `piece`, takes in the next piece's: the
+    // open questions answered from this state, the hazards merged in seq order, the state
+    // carried to the piece's end. `start` and `end`: the replay before and after the piece (the
+    // streams' handles and devices). False where the piece cannot be carried exactly (a clock
+    // past its bound, the freed addresses' bound reached, a stream's device learned within the
+    // piece): the results are then a guess, and a caller reads the trace whole instead.
+    bool absorb(StreamHazardsAnalysis&& piece, const replay::Replay& start, const replay::Replay& end);
+
 private:
     struct State;
+    struct Open;
+    void question(Open&& q);
     std::unique_ptr<State> d_;
     size_t maxKept_ = StreamHazards::kMaxKept;
     StreamHazards out_;

@@ -1,0 +1,326 @@
+#include "PieceRead.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "../replay/TraceEntities.h"
+#include "ReplayThread.h"
+
+namespace poolscope::detail {
+
+uint64_t PiecePlan::firstSeq(size_t k) const {
+    if (k < pieces() && cut[k] < headers.size()) return headers[cut[k]].firstSeq;
+    return headers.empty() ? 0 : headers.back().lastSeq + 1;
+}
+
+uint64_t PiecePlan::events(size_t k) const {
+    uint64_t n = 0;
+    for (size_t i = cut[k]; i < cut[k + 1]; ++i) n += headers[i].count;
+    return n;
+}
+
+std::vector<int64_t> PiecePlan::ids(size_t k) const {
+    std::vector<int64_t> out;
+    for (size_t i = cut[k]; i < cut[k + 1]; ++i) out.push_back(headers[i].id);
+    return out;
+}
+
+bool PieceStarts::allExact() const {
+    return std::all_of(exact.begin(), exact.end(), [](bool b) { return b; });
+}
+
+PiecePlan planPieces(std::vector<ChunkHeaderInfo> headers, const std::vector<Event>& samples, size_t pieces) {
+    PiecePlan p;
+    p.headers = std::move(headers);
+    pieces = std::clamp<size_t>(pieces, 1, std::max<size_t>(1, p.headers.size()));
+    uint64_t total = 0;
+    for (const ChunkHeaderInfo& h : p.headers) total += h.count;
+    p.cut.assign(pieces + 1, p.headers.size());
+    p.cut[0] = 0;
+    uint64_t seen = 0;
+    size_t k = 1;
+    for (size_t i = 0; i < p.headers.size() && k < pieces; ++i) {
+        seen += p.headers[i].count;
+        if (seen >= total * k / pieces) p.cut[k++] = i + 1;
+    }
+    // Pieces left empty (chunks fewer or larger than the share) are dropped.
+    p.cut.erase(std::unique(p.cut.begin(), p.cut.end()), p.cut.end());
+    if (p.cut.size() == 1) p.cut.push_back(p.cut[0]);
+    p.firstSample.assign(p.pieces(), 0);
+    int64_t latest = INT64_MIN;
+    size_t next = 0;
+    for (size_t i = 0; i <= p.headers.size() && next < p.pieces(); ++i) {
+        while (next < p.pieces() && p.cut[next] == i) {
+            p.firstSample[next++] = static_cast<size_t>(
+                std::upper_bound(samples.begin(), samples.end(), latest,
+                                 [](int64_t t, const Event& s) { return t < s.tsNs; }) -
+                samples.begin());
+        }
+        if (i < p.headers.size()) latest = std::max(latest, p.headers[i].tMax);
+    }
+    return p;
+}
+
+namespace {
+
+// fn(k) for every piece, on up to `threads` threads; the first error stops the pieces not begun.
+Status onThreads(size_t pieces, unsigned threads, const std::atomic<bool>* cancel,
+                 const std::function<Status(size_t)>& fn) {
+    std::atomic<size_t> next{0};
+    std::atomic<bool> stop{false};
+    std::mutex m;
+    Status first;
+    auto work = [&] {
+        for (size_t k; !stop && (k = next++) < pieces;) {
+            if (cancel && cancel->load(std::memory_order_relaxed)) {
+                std::lock_guard lock(m);
+                if (first) first = Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
+                stop = true;
+                return;
+            }
+            Status st = fn(k);
+            if (!st) {
+                std::lock_guard lock(m);
+                if (first) first = std::move(st);
+                stop = true;
+            }
+        }
+    };
+    const size_t n = std::clamp<size_t>(threads, 1, std::max<size_t>(1, pieces));
+    std::vector<std::thread> pool;
+    try {
+        for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    } catch (const std::system_error&) {
+        // Fewer threads than asked: the ones started (and this one) take every piece.
+    }
+    work();
+    for (std::thread& t : pool) t.join();
+    return first;
+}
+
+// Piece k's events, the samples merged in by time, through `apply` on `r`.
+template <class Apply>
+Status readPiece(const ReaderOpener& open, const PiecePlan& plan, const std::vector<Event>& samples, size_t k,
+                 const replay::Replay& r, const std::atomic<bool>* cancel, Apply&& apply) {
+    auto reader = open();
+    if (!reader) return reader.error();
+    // The samples from the piece's first on: a piece stops at its own last event, the last
+    // piece takes the rest.
+    const std::vector<Event> rest(samples.begin() + static_cast<std::ptrdiff_t>(plan.firstSample[k]), samples.end());
+    SampleMerge merge;
+    merge.expect(&rest);
+    Status st = (*reader)->forEachChunkById(plan.ids(k), [&](std::vector<Event>& chunk) {
+        merge.chunk(chunk, r, apply);
+        return !(cancel && cancel->load(std::memory_order_relaxed));
+    });
+    if (!st) return st;
+    if (k + 1 == plan.pieces()) merge.rest(apply);
+    return Status{};
+}
+
+} // namespace
+
+Result<PieceStarts> findPieceStarts(const ReaderOpener& open, const replay::Replay& declared, const PiecePlan& plan,
+                                    const std::vector<Event>& samples, unsigned threads,
+                                    const std::atomic<bool>* cancel) {
+    const size_t n = plan.pieces();
+    std::vector<std::unique_ptr<replay::Replay>> local(n);
+    Status st = onThreads(n, threads, cancel, [&](size_t k) {
+        local[k] = std::make_unique<replay::Replay>(declared.clone());
+        replay::Replay& piece = *local[k];
+        piece.startPiece();
+        return readPiece(open, plan, samples, k, piece, cancel, [&](const Event& e) { piece.apply(e); });
+    });
+    if (!st) return st.error();
+    PieceStarts out;
+    out.starts.reserve(n + 1);
+    out.starts.push_back(declared.clone());
+    for (size_t k = 0; k < n; ++k) {
+        bool exact = false;
+        out.starts.push_back(local[k]->afterPiece(out.starts.back(), &exact));
+        out.exact.push_back(exact);
+        local[k].reset();
+    }
+    return out;
+}
+
+Result<std::vector<bool>> replayPieces(const ReaderOpener& open, const PiecePlan& plan,
+                                       const std::vector<Event>& samples, const PieceStarts& starts,
+                                       unsigned threads,
+                                       const std::function<void(size_t, replay::Replay&)>& before,
+                                       const std::function<void(size_t, replay::Replay&)>& after,
+                                       const std::atomic<bool>* cancel) {
+    const size_t n = plan.pieces();
+    std::vector<char> same(n, 0);
+    Status st = onThreads(n, threads, cancel, [&](size_t k) {
+        replay::Replay r = starts.starts[k].clone();
+        if (before) before(k, r);
+        Status read = readPiece(open, plan, samples, k, r, cancel, [&](const Event& e) { r.apply(e); });
+        if (!read) return read;
+        same[k] = r.sameState(starts.starts[k + 1]);
+        if (after) after(k, r);
+        return Status{};
+    });
+    if (!st) return st.error();
+    return std::vector<bool>(same.begin(), same.end());
+}
+
+} // namespace poolscope::detail
+
+namespace poolscope::detail {
+
+PieceAnalyses::PieceAnalyses(size_t topN) {
+    // As ReportReducer keeps them: peaks without series, the first topN of each list.
+    pending.keepSeries(false);
+    hazards.setMaxKept(topN);
+    fragmentation.keepFragmentedOnly(topN);
+}
+
+void PieceAnalyses::subscribe(replay::Replay& r) {
+    r.subscribe(&pending, PendingFreesAnalysis::kindMask());
+    r.subscribe(&hazards, StreamHazardsAnalysis::kindMask());
+    r.subscribe(&fragmentation, FragmentationAnalysis::kindMask());
+}
+
+Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t pieces, unsigned threads, size_t topN,
+                                          const std::atomic<bool>* cancel) {
+    using Clock = std::chrono::steady_clock;
+    auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    if (reader.path().empty()) return Error{ErrorCode::InvalidArgument, "a trace read in pieces must be a file"};
+    const std::string path = reader.path();
+    ReaderOpener open = [path] { return TraceReader::open(path); };
+    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (!samples) return samples.error();
+    auto headers = reader.chunkHeaders();
+    if (!headers) return headers.error();
+    replay::Replay declared;
+    if (auto d = declareTraceEntities(reader, declared, /*knobs=*/true); !d) return d.error();
+    const PiecePlan plan = planPieces(std::move(*headers), *samples, pieces);
+    AnalysesInPieces out;
+    out.pieces = plan.pieces();
+    Clock::time_point t = Clock::now();
+    auto starts = findPieceStarts(open, declared, plan, *samples, threads, cancel);
+    if (!starts) return starts.error();
+    out.startsSeconds = since(t);
+    t = Clock::now();
+    std::vector<std::unique_ptr<PieceAnalyses>> each(plan.pieces());
+    auto same = replayPieces(
+        open, plan, *samples, *starts, threads,
+        [&](size_t k, replay::Replay& r) {
+            each[k] = std::make_unique<PieceAnalyses>(topN);
+            if (k > 0) each[k]->hazards.startPiece(plan.firstSeq(k));
+            each[k]->subscribe(r);
+        },
+        [&](size_t k, replay::Replay& r) {
+            r.unsubscribe(&each[k]->pending);
+            r.unsubscribe(&each[k]->hazards);
+            r.unsubscribe(&each[k]->fragmentation);
+        },
+        cancel);
+    if (!same) return same.error();
+    out.piecesSeconds = since(t);
+    t = Clock::now();
+    auto note = [&](size_t k, const char* what) {
+        if (out.inexact.empty()) out.inexact = "piece " + std::to_string(k + 1) + ": " + what;
+    };
+    for (size_t k = 0; k < plan.pieces(); ++k) {
+        if (!starts->exact[k]) note(k, "its end state carried as a guess");
+        if (!(*same)[k]) note(k, "its replay did not end in the next piece's start");
+    }
+    out.analyses = std::move(each[0]);
+    for (size_t k = 1; k < each.size(); ++k) {
+        PieceAnalyses& acc = *out.analyses;
+        acc.pending.absorb(std::move(each[k]->pending));
+        acc.fragmentation.absorb(std::move(each[k]->fragmentation));
+        if (!acc.hazards.absorb(std::move(each[k]->hazards), starts->starts[k], starts->starts[k + 1]))
+            note(k, "its stream hazards not carried exactly");
+        each[k].reset();
+    }
+    out.exact = out.inexact.empty();
+    out.absorbSeconds = since(t);
+    return out;
+}
+
+} // namespace poolscope::detail
+
+namespace poolscope::detail {
+
+std::string analysesDiffer(const PieceAnalyses& a, const PieceAnalyses& b) {
+    auto num = [](uint64_t v) { return std::to_string(v); };
+    const PendingFrees &pa = a.pending.result(), &pb = b.pending.result();
+    if (pa.streams.size() != pb.streams.size())
+        return "pending frees: " + num(pa.streams.size()) + " streams against " + num(pb.streams.size());
+    for (size_t i = 0; i < pa.streams.size(); ++i) {
+        const PendingFrees::Stream &x = pa.streams[i], &y = pb.streams[i];
+        if (x.handle != y.handle || x.peak != y.peak || x.peakTsNs != y.peakTsNs)
+            return "pending frees: stream " + num(i) + " (peak " + num(x.peak) + " against " + num(y.peak) + ")";
+    }
+    const StreamHazards &ha = a.hazards.result(), &hb = b.hazards.result();
+    if (ha.unorderedFrees != hb.unorderedFrees || ha.unorderedReuses != hb.unorderedReuses)
+        return "hazards: " + num(ha.unorderedFrees) + "/" + num(ha.unorderedReuses) + " unordered frees/reuses against " +
+               num(hb.unorderedFrees) + "/" + num(hb.unorderedReuses);
+    if (ha.truncated != hb.truncated || ha.freedForgotten != hb.freedForgotten) return "hazards: their bounds' flags";
+    if (ha.hazards.size() != hb.hazards.size())
+        return "hazards: " + num(ha.hazards.size()) + " listed against " + num(hb.hazards.size());
+    auto at = [](const StreamHazard::At& x, const StreamHazard::At& y) {
+        return x.seq == y.seq && x.tsNs == y.tsNs && x.stream == y.stream;
+    };
+    for (size_t i = 0; i < ha.hazards.size(); ++i) {
+        const StreamHazard &x = ha.hazards[i], &y = hb.hazards[i];
+        if (x.kind != y.kind || !at(x.first, y.first) || !at(x.second, y.second) || x.ptr != y.ptr ||
+            x.bytes != y.bytes || x.pool != y.pool || x.opportunistic != y.opportunistic)
+            return "hazards: the " + num(i) + "th listed (seq " + num(x.second.seq) + " against " + num(y.second.seq) + ")";
+    }
+    const Fragmentation &fa = a.fragmentation.result(), &fb = b.fragmentation.result();
+    if (fa.pools.size() != fb.pools.size()) return "fragmentation: pools";
+    for (size_t i = 0; i < fa.pools.size(); ++i) {
+        const Fragmentation::Pool &x = fa.pools[i], &y = fb.pools[i];
+        if (x.handle != y.handle || x.growths != y.growths || x.growthsWhileIdle != y.growthsWhileIdle ||
+            x.fragmentedGrowths != y.fragmentedGrowths || x.failures != y.failures ||
+            x.failuresWhileIdle != y.failuresWhileIdle || x.fragmentedFailures != y.fragmentedFailures ||
+            x.grownBytes != y.grownBytes)
+            return "fragmentation: pool " + num(i) + " (growths " + num(x.growths) + " against " + num(y.growths) + ")";
+    }
+    if (fa.events.size() != fb.events.size())
+        return "fragmentation: " + num(fa.events.size()) + " listed against " + num(fb.events.size());
+    for (size_t i = 0; i < fa.events.size(); ++i) {
+        const PoolGrowth &x = fa.events[i], &y = fb.events[i];
+        if (x.seq != y.seq || x.tsNs != y.tsNs || x.pool != y.pool || x.stream != y.stream || x.bytes != y.bytes ||
+            x.idleBefore != y.idleBefore || x.pendingElsewhere != y.pendingElsewhere || x.grewBy != y.grewBy ||
+            x.failed != y.failed || x.result != y.result)
+            return "fragmentation: the " + num(i) + "th listed (seq " + num(x.seq) + " against " + num(y.seq) + ")";
+    }
+    return {};
+}
+
+} // namespace poolscope::detail
+
+namespace poolscope::detail {
+
+Result<std::unique_ptr<PieceAnalyses>> analysesInOneRead(const TraceReader& reader, size_t topN) {
+    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (!samples) return samples.error();
+    replay::Replay r;
+    if (auto d = declareTraceEntities(reader, r, /*knobs=*/true); !d) return d.error();
+    auto out = std::make_unique<PieceAnalyses>(topN);
+    out->subscribe(r);
+    SampleMerge merge;
+    merge.expect(&*samples);
+    auto apply = [&](const Event& e) { r.apply(e); };
+    const Status st = reader.forEachChunk([&](std::vector<Event>& chunk) {
+        merge.chunk(chunk, r, apply);
+        return true;
+    });
+    if (!st) return st.error();
+    merge.rest(apply);
+    r.unsubscribe(&out->pending);
+    r.unsubscribe(&out->hazards);
+    r.unsubscribe(&out->fragmentation);
+    return out;
+}
+
+} // namespace poolscope::detail

@@ -1,0 +1,100 @@
+#pragma once
+// A trace's read split in time (issue #15): contiguous runs of chunks ("pieces") replayed at once,
+// each from the replay's state at its start. Internal to core.
+//
+// planPieces cuts the chunks; findPieceStarts replays every piece at once without its start
+// (Replay::startPiece, each on a reader of its own) and carries the states over in order
+// (Replay::afterPiece); replayPieces then replays every piece from its start with the observers
+// the caller subscribes, and checks that each ended in the state the next one started from.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "poolscope/Result.h"
+#include "poolscope/analysis/Fragmentation.h"
+#include "poolscope/analysis/PendingFrees.h"
+#include "poolscope/analysis/StreamHazards.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/replay/Replay.h"
+
+namespace poolscope::detail {
+
+struct PiecePlan {
+    std::vector<ChunkHeaderInfo> headers; // every chunk, in seq order
+    std::vector<size_t> cut;              // piece k holds headers [cut[k], cut[k + 1])
+    // The samples a piece starts merging from: those after the latest time of the chunks before
+    // it (the earlier pieces took the rest, as one read's SampleMerge would have).
+    std::vector<size_t> firstSample;
+    size_t pieces() const { return cut.empty() ? 0 : cut.size() - 1; }
+    // The first seq of piece k (of the trace's next event past the last piece).
+    uint64_t firstSeq(size_t k) const;
+    uint64_t events(size_t k) const;
+    std::vector<int64_t> ids(size_t k) const;
+};
+
+// About `pieces` runs of chunks of about as many events each (fewer where the trace has fewer
+// chunks; at least one). `samples` as TraceReader::samples over all time.
+PiecePlan planPieces(std::vector<ChunkHeaderInfo> headers, const std::vector<Event>& samples, size_t pieces);
+
+// A reader of the same trace for each piece's thread (the trace's file opened again).
+using ReaderOpener = std::function<Result<std::unique_ptr<TraceReader>>()>;
+
+struct PieceStarts {
+    // starts[k]: the state before piece k; starts[pieces]: after the last one. starts[0] is the
+    // declared replay's.
+    std::vector<replay::Replay> starts;
+    // Whether afterPiece carried piece k over exactly (else starts[k + 1] is a guess).
+    std::vector<bool> exact;
+    bool allExact() const;
+};
+
+// `declared`: a replay given the trace's tables (detail::declareTraceEntities), cloned for each
+// piece. Cancelled where `cancel` is set on the way.
+Result<PieceStarts> findPieceStarts(const ReaderOpener& open, const replay::Replay& declared, const PiecePlan& plan,
+                                    const std::vector<Event>& samples, unsigned threads,
+                                    const std::atomic<bool>* cancel = nullptr);
+
+// Each piece replayed from starts[k] on one of `threads` threads: `before(k, replay)` subscribes
+// its observers, `after(k, replay)` takes their results (both on the piece's thread). Returns,
+// per piece, whether its replay ended in starts[k + 1]'s state (what a consumer needs to trust
+// the results of the pieces after it).
+Result<std::vector<bool>> replayPieces(const ReaderOpener& open, const PiecePlan& plan,
+                                       const std::vector<Event>& samples, const PieceStarts& starts,
+                                       unsigned threads,
+                                       const std::function<void(size_t, replay::Replay&)>& before,
+                                       const std::function<void(size_t, replay::Replay&)>& after,
+                                       const std::atomic<bool>* cancel = nullptr);
+
+// The report's replay analyses (pending frees, stream hazards, fragmentation) of a trace, read
+// in pieces: each piece's analyses on its own replay, then taken in by the first piece's in
+// order (their absorb()). `topN`: the report's list lengths (ReportReducer's settings).
+struct PieceAnalyses {
+    PendingFreesAnalysis pending;
+    StreamHazardsAnalysis hazards;
+    FragmentationAnalysis fragmentation;
+    explicit PieceAnalyses(size_t topN);
+    void subscribe(replay::Replay& r);
+};
+struct AnalysesInPieces {
+    std::unique_ptr<PieceAnalyses> analyses;
+    size_t pieces = 0;
+    // Every piece's start carried exactly, every piece's replay ending where the next began, and
+    // every piece's hazards taken in exactly: else the analyses are not those of one read, and a
+    // caller reads the trace whole instead.
+    bool exact = false;
+    std::string inexact; // where not exact: the first piece and step that was not
+    double startsSeconds = 0, piecesSeconds = 0, absorbSeconds = 0; // wall time of each step
+};
+// The first way a's results differ from b's ("" where they agree), the replay's block tags aside
+// (a piece's replay numbers its blocks itself; a report shows none).
+std::string analysesDiffer(const PieceAnalyses& a, const PieceAnalyses& b);
+// The same analyses of the trace in one read on this thread (what the pieces must give).
+Result<std::unique_ptr<PieceAnalyses>> analysesInOneRead(const TraceReader& reader, size_t topN);
+Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t pieces, unsigned threads, size_t topN,
+                                          const std::atomic<bool>* cancel = nullptr);
+
+} // namespace poolscope::detail

@@ -1,0 +1,87 @@
+// The report's replay analyses (pending frees, stream hazards, fragmentation) read in pieces at
+// once (issue #15: detail::analysesInPieces), against one replay of every event with the same
+// analyses on one thread (what the report's analyses' thread does today, without the live set
+// kept for it). The results are compared: the pieces must give the one read's.
+//
+//   poolscope_bench_analyses_pieces TRACE [PIECES [THREADS [ROUNDS]]]
+#include "../../core/src/analysis/PieceRead.h"
+#include "poolscope/TraceReader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <thread>
+#include <vector>
+
+using namespace poolscope;
+
+namespace {
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double cpu() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+constexpr size_t kTopN = 10; // the report's default list length
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s TRACE [PIECES [THREADS [ROUNDS]]]\n", argv[0]);
+        return 2;
+    }
+    const char* path = argv[1];
+    const size_t pieces = argc > 2 ? size_t(std::max(1, std::atoi(argv[2]))) : 16;
+    const unsigned threads = argc > 3 ? unsigned(std::max(1, std::atoi(argv[3])))
+                                      : std::max(1u, std::thread::hardware_concurrency());
+    const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
+    auto reader = TraceReader::open(path);
+    if (!reader) {
+        std::fprintf(stderr, "%s\n", reader.error().message.c_str());
+        return 1;
+    }
+    std::printf("%s: %zu pieces on %u threads\n", path, pieces, threads);
+    std::printf("| round | one read: wall s | CPU s | pieces: wall s | CPU s | (starts / pieces / taken in) | exact | same results |\n");
+    std::printf("|---:|---:|---:|---:|---:|---|---|---|\n");
+    bool allSame = true;
+    for (int round = 0; round < rounds; ++round) {
+        double t0 = now(), c0 = cpu();
+        auto oneRead = detail::analysesInOneRead(**reader, kTopN);
+        if (!oneRead) {
+            std::fprintf(stderr, "%s\n", oneRead.error().message.c_str());
+            return 1;
+        }
+        const detail::PieceAnalyses& one = **oneRead;
+        const double oneWall = now() - t0, oneCpu = cpu() - c0;
+        t0 = now();
+        c0 = cpu();
+        auto split = detail::analysesInPieces(**reader, pieces, threads, kTopN);
+        const double splitWall = now() - t0, splitCpu = cpu() - c0;
+        if (!split) {
+            std::fprintf(stderr, "%s\n", split.error().message.c_str());
+            return 1;
+        }
+        const std::string differ = detail::analysesDiffer(*split->analyses, one);
+        allSame = allSame && differ.empty();
+        std::printf("| %d | %.3f | %.3f | %.3f | %.3f | %.2f / %.2f / %.3f | %s | %s |\n", round + 1, oneWall, oneCpu,
+                    splitWall, splitCpu, split->startsSeconds, split->piecesSeconds, split->absorbSeconds,
+                    split->exact ? "yes" : ("no (" + split->inexact + ")").c_str(), differ.empty() ? "yes" : differ.c_str());
+        if (round == 0) {
+            const StreamHazards& h = one.hazards.result();
+            std::printf("(hazards: %llu unordered frees, %llu reuses%s%s; %zu streams with pending frees)\n",
+                        static_cast<unsigned long long>(h.unorderedFrees),
+                        static_cast<unsigned long long>(h.unorderedReuses),
+                        h.truncated ? ", orderings forgotten" : "", h.freedForgotten ? ", freed addresses forgotten" : "",
+                        one.pending.result().streams.size());
+        }
+    }
+    return allSame ? 0 : 3;
+}

@@ -1,0 +1,175 @@
+// The report's replay analyses read in pieces (issue #15, analysis/PieceRead.h): every piece's
+// analyses taken in by the first piece's must give what one read gives. Hand-built traces cut at
+// every chunk (orderings, records, waits and frees on both sides of each cut), then real GPU
+// traces from resources/samples; a trace whose clocks ran past their bound is not carried.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "../../core/src/analysis/PieceRead.h"
+#include "TestTraces.h"
+#include "poolscope/EventFields.h"
+#include "poolscope/TraceReader.h"
+#include "poolscope/TraceWriter.h"
+
+namespace poolscope {
+namespace {
+
+using test::Events;
+constexpr uint64_t MiB = 1ull << 20;
+constexpr uint64_t kPool = 0x100, kS1 = 0x11, kS2 = 0x22, kS3 = 0x33;
+constexpr size_t kTopN = 10;
+
+void record(Events& ev, int64_t ts, uint64_t stream, uint64_t cuEvent) {
+    Event& e = ev.add(EventKind::EventRecord, ts);
+    e.stream = stream;
+    CuEventFields{cuEvent, 0}.into(e);
+}
+void wait(Events& ev, int64_t ts, uint64_t stream, uint64_t cuEvent) {
+    Event& e = ev.add(EventKind::StreamWaitEvent, ts);
+    e.stream = stream;
+    CuEventFields{cuEvent, 0}.into(e);
+}
+
+// Blocks handed between three streams, each hand-off ordered by something else or by nothing:
+// frees of blocks allocated long before, addresses freed on one stream and allocated on
+// another, records made long before the waits on them, synchronizes of streams and events, a
+// context synchronize. Watermarks on the allocs: the pool grows while bytes sit idle.
+Events handOffs() {
+    Events ev;
+    int64_t t = 0;
+    uint64_t reserved = 0, used = 0;
+    auto alloc = [&](uint64_t stream, uint64_t ptr, uint64_t bytes) {
+        used += bytes;
+        if (used > reserved) reserved = used + 2 * MiB;
+        Events::wm(ev.alloc(t += 10, stream, kPool, ptr, bytes), reserved, used);
+    };
+    auto free = [&](uint64_t stream, uint64_t ptr, uint64_t bytes) {
+        used -= bytes;
+        Event& e = Events::wm(ev.free(t += 10, stream, kPool, ptr), reserved, used);
+        FreeFields{ptr, bytes}.into(e); // as the collector records a free: a piece counts it by its size
+    };
+    for (uint64_t round = 0; round < 4; ++round) {
+        const uint64_t e = 0xE0 + round * 8;
+        alloc(kS1, 0x1000, MiB);             // freed on S2 with nothing between: a hazard
+        alloc(kS1, 0x2000, MiB);             // ordered by a record and a wait
+        record(ev, t += 10, kS1, e);
+        alloc(kS1, 0x3000, MiB);             // ordered through S3 (two waits)
+        record(ev, t += 10, kS1, e + 1);
+        wait(ev, t += 10, kS3, e + 1);
+        record(ev, t += 10, kS3, e + 2);
+        alloc(kS1, 0x4000, 2 * MiB);         // ordered by a synchronize of S1
+        alloc(kS2, 0x5000, MiB);             // freed on S1 after an event synchronize
+        record(ev, t += 10, kS2, e + 3);
+        free(kS2, 0x1000, MiB);
+        wait(ev, t += 10, kS2, e);
+        free(kS2, 0x2000, MiB);
+        wait(ev, t += 10, kS2, e + 2);
+        free(kS2, 0x3000, MiB);
+        ev.add(EventKind::StreamSynchronize, t += 10).stream = kS1;
+        free(kS2, 0x4000, 2 * MiB);
+        CuEventFields{e + 3, 0}.into(ev.add(EventKind::EventSynchronize, t += 10));
+        free(kS1, 0x5000, MiB);
+        // Addresses freed above, allocated again on other streams: 0x1000 and 0x2000 by S3
+        // with nothing ordering S2's frees, 0x5000 by S2 (freed on S1, synchronized below in
+        // every other round).
+        alloc(kS3, 0x1000, MiB);
+        if (round % 2) ev.add(EventKind::StreamSynchronize, t += 10).stream = kS1;
+        alloc(kS2, 0x5000, MiB);
+        alloc(kS3, 0x2000, MiB);
+        free(kS3, 0x1000, MiB);
+        free(kS3, 0x2000, MiB);
+        free(kS2, 0x5000, MiB);
+        if (round == 2) ev.add(EventKind::ContextSynchronize, t += 10);
+    }
+    return ev;
+}
+
+std::string writeTrace(const Events& ev, size_t perChunk, const std::string& name) {
+    const std::string path = ::testing::TempDir() + "/" + name + std::to_string(::getpid()) + ".poolscope";
+    auto w = TraceWriter::create(path);
+    EXPECT_TRUE(w) << (w ? "" : w.error().message);
+    if (!w) return path;
+    // The tables a recording has: a replay of any piece numbers the entities as one read does.
+    EXPECT_TRUE((*w)->addDevice(DeviceInfo{0, "hand-built", 80ull << 30, {}}));
+    EXPECT_TRUE((*w)->addPool(PoolInfo{kPool, 0, PoolKind::Default}));
+    for (uint64_t s : {kS1, kS2, kS3}) EXPECT_TRUE((*w)->addStream(StreamInfo{s, 0}));
+    const std::vector<Event>& all = ev.all();
+    for (size_t i = 0; i < all.size(); i += perChunk) {
+        const size_t n = std::min(perChunk, all.size() - i);
+        EXPECT_TRUE((*w)->append(std::span<const Event>(all.data() + i, n)));
+        EXPECT_TRUE((*w)->commit()); // a chunk of its own
+    }
+    EXPECT_TRUE((*w)->close());
+    return path;
+}
+
+// The analyses read in `pieces` pieces against one read: exact and the same.
+void expectPiecesGiveOneRead(const std::string& path, size_t pieces, bool exactExpected = true) {
+    SCOPED_TRACE(path + " in " + std::to_string(pieces) + " pieces");
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader) << reader.error().message;
+    auto one = detail::analysesInOneRead(**reader, kTopN);
+    ASSERT_TRUE(one) << one.error().message;
+    auto split = detail::analysesInPieces(**reader, pieces, 2, kTopN);
+    ASSERT_TRUE(split) << split.error().message;
+    EXPECT_EQ(split->exact, exactExpected) << split->inexact;
+    if (split->exact) EXPECT_EQ(detail::analysesDiffer(*split->analyses, **one), "");
+}
+
+TEST(AnalysesInPieces, HandBuiltHandOffsCutAtEveryChunkGiveOneRead) {
+    const Events ev = handOffs();
+    // What one read finds, worked out from the rounds above: each round's free of 0x1000 on S2
+    // is unordered, and S3's allocs of 0x1000 and 0x2000 reuse S2's frees unordered; 0x5000
+    // on S2 reuses S1's free unordered where no synchronize of S1 came between (rounds 0, 2).
+    // The next round's allocs on S1 reuse 0x1000 and 0x2000 (freed on S3) and 0x3000 and
+    // 0x4000 (freed on S2) unordered, but after the context synchronize (round 2's end).
+    {
+        const std::string path = writeTrace(ev, 4096, "handoffs-whole");
+        auto reader = TraceReader::open(path);
+        ASSERT_TRUE(reader);
+        auto one = detail::analysesInOneRead(**reader, kTopN);
+        ASSERT_TRUE(one);
+        const StreamHazards& h = (*one)->hazards.result();
+        EXPECT_EQ(h.unorderedFrees, 4u);
+        EXPECT_EQ(h.unorderedReuses, (4u * 2 + 2) + 2 * 4);
+        EXPECT_FALSE((*one)->fragmentation.result().pools.empty());
+        EXPECT_FALSE((*one)->pending.result().streams.empty());
+        std::remove(path.c_str());
+    }
+    for (size_t perChunk : {1, 2, 3, 7}) {
+        const std::string path = writeTrace(ev, perChunk, "handoffs" + std::to_string(perChunk));
+        const size_t chunks = (ev.all().size() + perChunk - 1) / perChunk;
+        for (size_t pieces : {size_t{2}, size_t{5}, chunks}) expectPiecesGiveOneRead(path, pieces);
+        std::remove(path.c_str());
+    }
+}
+
+TEST(AnalysesInPieces, RealTracesGiveOneRead) {
+    const std::string dir = POOLSCOPE_SAMPLES_DIR;
+    for (const char* name : {"threads", "threads_race", "cupy", "churn_format7"})
+        for (size_t pieces : {3, 16}) expectPiecesGiveOneRead(dir + "/" + name + ".poolscope", pieces);
+    for (size_t pieces : {3, 8}) expectPiecesGiveOneRead(dir + "/gpt2.poolscope", pieces);
+}
+
+TEST(AnalysesInPieces, AReplayStartOnlyGuessedIsSaid) {
+    // JAX's run frees blocks from before a piece in ways the replay's carry does not follow
+    // (Replay::afterPiece): the pieces say so instead of passing their analyses off as exact.
+    auto reader = TraceReader::open(std::string(POOLSCOPE_SAMPLES_DIR) + "/jax.poolscope");
+    ASSERT_TRUE(reader);
+    auto split = detail::analysesInPieces(**reader, 3, 2, kTopN);
+    ASSERT_TRUE(split) << split.error().message;
+    EXPECT_FALSE(split->exact);
+    EXPECT_NE(split->inexact.find("carried as a guess"), std::string::npos) << split->inexact;
+}
+
+TEST(AnalysesInPieces, ClocksPastTheirBoundAreNotCarried) {
+    // A DDP rank's 129 streams wait on more than a clock holds: one read forgets orderings the
+    // pieces would keep, so the pieces say they are not exact.
+    expectPiecesGiveOneRead(std::string(POOLSCOPE_SAMPLES_DIR) + "/torchrun-rank0.poolscope", 4, false);
+}
+
+} // namespace
+} // namespace poolscope
