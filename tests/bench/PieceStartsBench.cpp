@@ -7,6 +7,7 @@
 // with the whole replay's (sameState), and the pieces carried exactly are counted.
 //
 //   poolscope_bench_piece_starts TRACE [PIECES [THREADS]]
+#include "../../core/src/analysis/PieceRead.h"
 #include "../../core/src/analysis/ReplayThread.h"
 #include "../../core/src/replay/TraceEntities.h"
 #include "poolscope/TraceReader.h"
@@ -82,87 +83,30 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    // The pieces: contiguous runs of chunks of about the same number of events. Each starts with
-    // the samples after the latest time of the chunks before it (those before it took the rest).
-    std::vector<size_t> cut(pieces + 1, headers->size());
-    cut[0] = 0;
-    {
-        uint64_t seen = 0;
-        size_t k = 1;
-        for (size_t i = 0; i < headers->size() && k < pieces; ++i) {
-            seen += (*headers)[i].count;
-            if (seen >= events * k / pieces) cut[k++] = i + 1;
-        }
-    }
-    std::vector<size_t> firstSample(pieces, 0);
-    {
-        int64_t latest = INT64_MIN;
-        size_t k = 0;
-        for (size_t i = 0; i <= headers->size(); ++i) {
-            while (k < pieces && cut[k] == i) {
-                firstSample[k++] = size_t(std::upper_bound(samples->begin(), samples->end(), latest,
-                                                           [](int64_t t, const Event& s) { return t < s.tsNs; }) -
-                                          samples->begin());
-            }
-            if (i < headers->size()) latest = std::max(latest, (*headers)[i].tMax);
-        }
-    }
+    // The pieces (detail::planPieces), each replayed alone and carried over in order
+    // (detail::findPieceStarts; the two steps are timed together there).
+    const std::string file = path;
+    const detail::PiecePlan plan = detail::planPieces(std::move(*headers), *samples, pieces);
     t0 = now();
     c0 = cpu();
-    std::vector<std::unique_ptr<Replay>> local(pieces);
-    std::atomic<size_t> next{0};
-    std::atomic<bool> failed{false};
-    auto work = [&] {
-        for (size_t k; (k = next++) < pieces;) {
-            auto r = TraceReader::open(path);
-            if (!r) {
-                failed = true;
-                return;
-            }
-            local[k] = std::make_unique<Replay>(declared.clone());
-            Replay& piece = *local[k];
-            piece.startPiece();
-            std::vector<int64_t> ids;
-            for (size_t i = cut[k]; i < cut[k + 1]; ++i) ids.push_back((*headers)[i].id);
-            const std::vector<Event> rest(samples->begin() + std::ptrdiff_t(firstSample[k]), samples->end());
-            detail::SampleMerge m;
-            m.expect(&rest);
-            if (!(*r)->forEachChunkById(ids, [&](std::vector<Event>& chunk) {
-                    m.chunk(chunk, piece, apply(piece));
-                    return true;
-                }))
-                failed = true;
-            if (k + 1 == pieces) m.rest(apply(piece));
-        }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::min<size_t>(threads, pieces); ++t) pool.emplace_back(work);
-    for (std::thread& t : pool) t.join();
-    const double piecesWall = now() - t0;
-    if (failed) {
-        std::fprintf(stderr, "a piece could not be read\n");
+    auto starts = detail::findPieceStarts([&] { return TraceReader::open(file); }, declared, plan, *samples, threads);
+    if (!starts) {
+        std::fprintf(stderr, "%s\n", starts.error().message.c_str());
         return 1;
     }
-    const double t1 = now();
-    Replay start = declared.clone();
+    const double piecesWall = now() - t0, piecesCpu = cpu() - c0;
     size_t exact = 0;
-    for (size_t k = 0; k < pieces; ++k) {
-        bool ok = false;
-        start = local[k]->afterPiece(start, &ok);
-        exact += ok;
-    }
-    const double chainWall = now() - t1, piecesCpu = cpu() - c0;
+    for (bool ok : starts->exact) exact += ok;
+    const Replay& start = starts->starts.back();
     const bool same = start.sameState(whole);
     std::printf("%s: %llu events, %zu samples, %zu chunks; %zu pieces on %u threads\n", path,
-                static_cast<unsigned long long>(events), samples->size(), headers->size(), pieces,
+                static_cast<unsigned long long>(events), samples->size(), plan.headers.size(), plan.pieces(),
                 threads);
     std::printf("| | wall s | CPU s |\n|---|---:|---:|\n");
     std::printf("| one replay of every event | %.3f | %.3f |\n", seqWall, seqCpu);
-    std::printf("| the pieces, each replayed alone | %.3f | |\n", piecesWall);
-    std::printf("| carried over, in order | %.3f | |\n", chainWall);
-    std::printf("| every piece's start known | %.3f | %.3f |\n", piecesWall + chainWall, piecesCpu);
+    std::printf("| every piece's start known | %.3f | %.3f |\n", piecesWall, piecesCpu);
     std::printf("pieces carried exactly: %zu of %zu; the end state the whole replay's: %s; "
                 "wall / one replay: %.2f\n",
-                exact, pieces, same ? "yes" : "NO", (piecesWall + chainWall) / seqWall);
+                exact, plan.pieces(), same ? "yes" : "NO", piecesWall / seqWall);
     return same ? 0 : 3;
 }
