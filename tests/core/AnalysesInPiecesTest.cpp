@@ -147,6 +147,37 @@ TEST(AnalysesInPieces, HandBuiltHandOffsCutAtEveryChunkGiveOneRead) {
     }
 }
 
+TEST(AnalysesInPieces, AFreeOlderThanTheReuseWindowIsForgottenAlike) {
+    // 0x1000 freed on S1, then more than the window of S1's own churn, then allocated on S2:
+    // not checked, and said; 0x2000 freed on S1 shortly before S2 allocates it: an unordered
+    // reuse. Cut in pieces, the free and the allocs fall in different pieces.
+    Events ev;
+    int64_t t = 0;
+    auto freeSized = [&](uint64_t stream, uint64_t ptr) { FreeFields{ptr, MiB}.into(ev.free(t += 10, stream, kPool, ptr)); };
+    ev.alloc(t += 10, kS1, kPool, 0x1000, MiB);
+    freeSized(kS1, 0x1000);
+    ev.alloc(t += 10, kS1, kPool, 0x2000, MiB);
+    for (uint64_t i = 0; i < StreamHazards::kReuseWindow / 2; ++i) {
+        ev.alloc(t += 10, kS1, kPool, 0x100000 + (i % 64) * 0x1000, MiB);
+        freeSized(kS1, 0x100000 + (i % 64) * 0x1000);
+    }
+    freeSized(kS1, 0x2000);
+    ev.alloc(t += 10, kS2, kPool, 0x1000, MiB);
+    ev.alloc(t += 10, kS2, kPool, 0x2000, MiB);
+    const std::string path = writeTrace(ev, 4096, "window");
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    auto one = detail::analysesInOneRead(**reader, kTopN);
+    ASSERT_TRUE(one);
+    const StreamHazards& h = (*one)->hazards.result();
+    EXPECT_TRUE(h.freedForgotten);
+    EXPECT_EQ(h.unorderedReuses, 1u);
+    ASSERT_EQ(h.hazards.size(), 1u);
+    EXPECT_EQ(h.hazards[0].ptr, 0x2000u);
+    for (size_t pieces : {2, 7, 40}) expectPiecesGiveOneRead(path, pieces);
+    std::remove(path.c_str());
+}
+
 TEST(AnalysesInPieces, RealTracesGiveOneRead) {
     const std::string dir = POOLSCOPE_SAMPLES_DIR;
     for (const char* name : {"threads", "threads_race", "cupy", "churn_format7"})

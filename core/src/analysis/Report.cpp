@@ -242,8 +242,8 @@ void addFindings(Report& r) {
                  formatBytes(h->bytes) + " allocated on " + streamName(h->second.stream) +
                  " (seq " + std::to_string(h->second.seq) + ", at " + at(h->second.tsNs) + ")";
         if (r.freedForgotten)
-            s += " (only reuse of the last " + formatCount(StreamHazards::kMaxFreedAddresses) +
-                 " addresses freed was checked)";
+            s += " (only reuse within " + formatCount(StreamHazards::kReuseWindow) +
+                 " events of the free was checked)";
         r.findings.push_back(s);
     }
     uint64_t cross = 0;

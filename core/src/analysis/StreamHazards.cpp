@@ -8,6 +8,7 @@
 #include "poolscope/analysis/StreamHazards.h"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 
 #include "../replay/FlatPtrMap.h"
@@ -126,6 +127,44 @@ struct StreamHazardsAnalysis::State {
         uint32_t tag;
     };
     detail::FlatPtrMap<Freed> freed; // address -> the free that last released it
+    // The frees in seq order, while none has aged yet: the first that outlives the window
+    // unallocated sets freedForgotten (at the first event after, as a read in pieces sees it).
+    std::deque<std::pair<uint64_t, uint64_t>> frees; // (seq, address)
+    uint64_t lastSeq = 0; // the newest event met
+
+    // Sets `forgotten` once a free still held is older than the window at `now`.
+    void age(uint64_t now, bool& forgotten) {
+        while (!frees.empty() && frees.front().first + StreamHazards::kReuseWindow < now) {
+            const auto [seq, ptr] = frees.front();
+            frees.pop_front();
+            const Freed* f = freed.find(ptr);
+            if (f && f->seq == seq) {
+                forgotten = true;
+                frees.clear();
+                return;
+            }
+        }
+    }
+    // Bounded: the frees older than the window go (what is checked does not change).
+    void sweep(uint64_t now, bool& forgotten) {
+        std::vector<uint64_t> old;
+        freed.forEachEntry([&](uint64_t ptr, const Freed& f) {
+            if (f.seq + StreamHazards::kReuseWindow < now) old.push_back(ptr);
+        });
+        if (old.empty()) return;
+        forgotten = true;
+        if (old.size() * 2 < freed.size()) {
+            Freed gone{};
+            for (uint64_t ptr : old) freed.take(ptr, gone);
+            return;
+        }
+        // Most of it: the rest into a map of their size.
+        detail::FlatPtrMap<Freed> kept;
+        freed.forEachEntry([&](uint64_t ptr, const Freed& f) {
+            if (f.seq + StreamHazards::kReuseWindow >= now) kept.put(ptr, f);
+        });
+        freed = std::move(kept);
+    }
 
     // A piece's (startPiece): the host's references to the state before, the addresses it
     // allocated, the questions left open, the most addresses its freed map held.
@@ -135,7 +174,6 @@ struct StreamHazardsAnalysis::State {
     std::shared_ptr<const SymClock> hostShared;
     detail::FlatPtrMap<uint8_t> allocated;
     std::vector<Open> open;
-    size_t mostFreed = 0;
     bool inexact = false;
 
     void grow(size_t streams) {
@@ -255,6 +293,8 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
     State& d = *d_;
     const Event& e = *f.event;
     d.grow(r.streams().size());
+    d.lastSeq = e.seq;
+    if (!out_.freedForgotten) d.age(e.seq, out_.freedForgotten);
     auto keep = [&](const StreamHazard& h) {
         if (out_.hazards.size() < maxKept_) out_.hazards.push_back(h);
     };
@@ -262,7 +302,8 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
     case EventKind::Alloc: {
         if (!f.allocated || f.block.ptr == 0) break;
         State::Freed fr{};
-        const bool hit = d.freed.take(f.block.ptr, fr);
+        // A free older than the window is not checked (StreamHazards::freedForgotten).
+        const bool hit = d.freed.take(f.block.ptr, fr) && fr.seq + StreamHazards::kReuseWindow >= e.seq;
         StreamHazard h;
         h.kind = StreamHazard::Kind::UnorderedReuse;
         auto second = [&] {
@@ -331,12 +372,10 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         }
         // Bounded: a trace that frees ever new addresses would otherwise grow the map (and its
         // cache misses) with every free.
-        if (d.freed.size() >= StreamHazards::kMaxFreedAddresses) [[unlikely]] {
-            d.freed = detail::FlatPtrMap<State::Freed>{};
-            out_.freedForgotten = true;
-        }
+        if (d.freed.size() >= StreamHazards::kMaxFreedAddresses) [[unlikely]]
+            d.sweep(e.seq, out_.freedForgotten);
         d.freed.put(b.ptr, State::Freed{e.seq, e.tsNs, f.stream, b.tag});
-        if (d.piece) d.mostFreed = std::max(d.mostFreed, d.freed.size());
+        if (!out_.freedForgotten) d.frees.emplace_back(e.seq, b.ptr);
         break;
     }
     case EventKind::EventRecord: {
@@ -408,8 +447,7 @@ bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::
                                    const replay::Replay& end) {
     State& s = *d_; // the state before the piece, exact
     State& p = *piece.d_;
-    bool exact = p.piece && !s.piece && !s.inexact && !out_.truncated && !piece.out_.truncated && !piece.out_.freedForgotten &&
-                 s.freed.size() + p.mostFreed < StreamHazards::kMaxFreedAddresses;
+    bool exact = p.piece && !s.piece && !s.inexact && !out_.truncated && !piece.out_.truncated;
     // A stream's device or kind learned within the piece: the questions asked there saw another.
     for (size_t i = 0; i < start.streams().size() && i < end.streams().size(); ++i) {
         const StreamInfo &a = start.streams()[i].info, &b = end.streams()[i].info;
@@ -426,11 +464,17 @@ bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::
     };
     std::vector<StreamHazard> resolved;
     uint64_t frees = 0, reuses = 0;
+    bool forgotten = piece.out_.freedForgotten;
     for (const Open& q : p.open) {
         StreamHazard h = q.h;
         if (q.miss) {
             const State::Freed* fr = s.freed.find(h.ptr);
-            if (!fr || fr->stream == q.b) continue;
+            if (!fr) continue;
+            if (fr->seq + StreamHazards::kReuseWindow < h.second.seq) {
+                forgotten = true; // aged before this alloc came
+                continue;
+            }
+            if (fr->stream == q.b) continue;
             if (std::find(q.orderedHere.begin(), q.orderedHere.end(), fr->stream) != q.orderedHere.end()) continue;
             const StreamInfo& a = end.streams()[fr->stream].info;
             if (orderedBefore(q, fr->stream, fr->seq, a.device)) continue;
@@ -455,7 +499,6 @@ bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::
     out_.unorderedFrees += piece.out_.unorderedFrees + frees;
     out_.unorderedReuses += piece.out_.unorderedReuses + reuses;
     out_.truncated = out_.truncated || piece.out_.truncated;
-    out_.freedForgotten = out_.freedForgotten || piece.out_.freedForgotten;
 
     // The state at the piece's end, from the state before it (read whole before any is written).
     std::vector<Clock> clocks(s.clocks.size());
@@ -485,10 +528,16 @@ bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::
     s.ctxAll = std::max(s.ctxAll, p.ctxAll);
     if (s.ctxDevice.size() < p.ctxDevice.size()) s.ctxDevice.resize(p.ctxDevice.size(), 0);
     for (size_t i = 0; i < p.ctxDevice.size(); ++i) s.ctxDevice[i] = std::max(s.ctxDevice[i], p.ctxDevice[i]);
-    // An address the piece allocated holds no free from before it; its own frees come after.
+    // An address the piece allocated holds no free from before it (taken, or aged: the open
+    // questions above said which); one it did not, whose free aged within the piece, is
+    // forgotten there; the piece's own frees come after.
     State::Freed gone{};
     p.allocated.forEachEntry([&](uint64_t ptr, uint8_t) { s.freed.take(ptr, gone); });
+    s.sweep(p.lastSeq, forgotten);
+    s.freed.reserve(s.freed.size() + p.freed.size());
     p.freed.forEachEntry([&](uint64_t ptr, const State::Freed& fr) { s.freed.put(ptr, fr); });
+    out_.freedForgotten = out_.freedForgotten || forgotten;
+    s.lastSeq = std::max(s.lastSeq, p.lastSeq);
     s.inexact = !exact;
     return exact;
 }

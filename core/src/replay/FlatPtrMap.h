@@ -70,6 +70,14 @@ public:
     }
 
     size_t size() const { return count_; }
+    // Room for n keys without a rehash. Before putting another map's entries: they come in its
+    // slots' order, which is their hashes' order, and into a table smaller than theirs that
+    // order piles them into one run.
+    void reserve(size_t n) {
+        size_t capacity = keys_.size();
+        while (n * 2 > capacity) capacity *= 2;
+        if (capacity != keys_.size()) rehash(capacity);
+    }
 
     template <class F> void forEach(F&& f) const {
         for (size_t i = 0; i < keys_.size(); ++i)

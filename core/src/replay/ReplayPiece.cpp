@@ -116,9 +116,10 @@ Replay Replay::clone() const {
     d.maybeRetry = d_->maybeRetry;
     d.deviceMem = d_->deviceMem;
     d.hostMem = d_->hostMem;
-    if (follow_)
+    if (follow_) {
+        d.live.reserve(liveBlockCount());
         forEachLive([&](const Block& b) { d.live.put(b.ptr, b); });
-    else
+    } else
         d.live = d_->live;
     return r;
 }
@@ -311,6 +312,7 @@ Replay Replay::afterPiece(const Replay& start, bool* exact) const {
         case Touch::Import: break;
         }
     }
+    d.live.reserve(d.live.size() + liveBlockCount());
     forEachLive([&](const Block& b) { d.live.put(b.ptr, b); });
     for (PoolState& p : r.pools_) p.liveBytes = p.liveCount = 0;
     for (StreamState& s : r.streams_) s.liveBytes = s.liveCount = 0;

@@ -13,7 +13,7 @@
 // and through host synchronizes (a stream, event or context synchronize; a synchronize of C
 // also covers what C had waited for), up to 16 other streams per stream (`truncated` says when
 // more were met). Reuse is matched by the block's start address (a block carved out of the
-// middle of a larger freed one is not seen), among the last kMaxFreedAddresses addresses freed.
+// middle of a larger freed one is not seen), among the frees of the last kReuseWindow events.
 // An analysis on the allocator replay (replay/Replay.h): subscribe it, feed the replay, read
 // the result.
 
@@ -57,12 +57,16 @@ struct StreamHazards {
     // A stream's orderings through more streams than the analysis follows at once (16) had to
     // be partly forgotten: some hazards found later may be false ones.
     bool truncated = false;
-    // The freed addresses remembered for reuse reached their bound (kMaxFreedAddresses distinct
-    // ones) and were forgotten at least once: a reuse of an address freed before that is not
-    // checked. Pools hand the same addresses out again and again; only a trace that keeps
-    // freeing new addresses (a synthetic one) gets here.
+    // An address freed was not allocated again within kReuseWindow events (by seq) of its free
+    // while the trace went on: a reuse of it after that is not checked. Pools hand the same
+    // addresses out again within a step; a block left free that long, or a trace that keeps
+    // freeing new addresses (a synthetic one), gets here. (A window in events, not a count of
+    // addresses: what is checked then depends on the events alone, so a trace read in pieces
+    // finds the same.)
     bool freedForgotten = false;
-    static constexpr size_t kMaxFreedAddresses = size_t{1} << 18;
+    static constexpr uint64_t kReuseWindow = uint64_t{1} << 18;
+    // The freed addresses held at once, at most: past it those older than the window go.
+    static constexpr size_t kMaxFreedAddresses = size_t{2} * kReuseWindow;
     uint64_t count() const { return unorderedFrees + unorderedReuses; }
 };
 
