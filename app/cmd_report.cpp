@@ -131,10 +131,14 @@ void registerReport(CLI::App& app, int& exitCode) {
     // (TraceReportOptions::aheadLanes), for measuring them: not for users.
     auto aheadLanes = std::make_shared<std::vector<size_t>>();
     sub->add_option("--ahead-lanes", *aheadLanes)->group("")->delimiter(',')->expected(2)->check(CLI::Range(1, 64));
+    // The analyses read in pieces before the read (TraceReportOptions::analysesPieces), for
+    // measuring it: not for users.
+    auto analysesPieces = std::make_shared<size_t>(0);
+    sub->add_option("--analyses-pieces", *analysesPieces)->group("")->check(CLI::Range(0, 4096));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, aheadLanes, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, aheadLanes, analysesPieces, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -174,6 +178,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             }
             options.modelsOnReport = onOff(*modelsOnReport);
             options.analysesOnReport = onOff(*analysesOnReport);
+            options.analysesPieces = *analysesPieces;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {
@@ -196,6 +201,10 @@ void registerReport(CLI::App& app, int& exitCode) {
                          "it %.2f s), advice %.2f s on %u thread(s)\n",
                          built->readSeconds, built->readWaitedForThreads, built->threadsWaitedForRead,
                          built->adviceSeconds, built->adviceThreads);
+        if (*timings && *analysesPieces)
+            std::fprintf(stderr, "timings: the analyses in %zu pieces %.2f s, %s%s\n", *analysesPieces,
+                         built->piecesSeconds, built->piecesUsed ? "used" : "not used: ",
+                         built->piecesInexact.c_str());
         if (*timings && built->aheadThreads)
             std::fprintf(stderr, "timings: questions asked during the read on %u thread(s): %llu answered "
                          "there, %llu asked after it\n",

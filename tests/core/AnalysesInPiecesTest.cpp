@@ -13,6 +13,7 @@
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
+#include "poolscope/analysis/TraceReport.h"
 
 namespace poolscope {
 namespace {
@@ -200,6 +201,29 @@ TEST(AnalysesInPieces, ClocksPastTheirBoundAreNotCarried) {
     // A DDP rank's 129 streams wait on more than a clock holds: one read forgets orderings the
     // pieces would keep, so the pieces say they are not exact.
     expectPiecesGiveOneRead(std::string(POOLSCOPE_SAMPLES_DIR) + "/torchrun-rank0.poolscope", 4, false);
+}
+
+// `report` with its analyses read in pieces (TraceReportOptions::analysesPieces): the same
+// report, text and JSON, with the pieces used where exact and read as before where not.
+TEST(AnalysesInPieces, TheReportIsTheSameWithItsAnalysesReadInPieces) {
+    const std::string dir = POOLSCOPE_SAMPLES_DIR;
+    for (const char* name : {"threads", "cupy", "gpt2", "jax", "torchrun-rank0"}) {
+        SCOPED_TRACE(name);
+        auto reader = TraceReader::open(dir + "/" + name + ".poolscope");
+        ASSERT_TRUE(reader);
+        TraceReportOptions plain;
+        auto before = reportTrace(**reader, plain, name);
+        ASSERT_TRUE(before) << before.error().message;
+        TraceReportOptions pieces;
+        pieces.analysesPieces = 3; // JAX's run cut in 3: a start only guessed (see above)
+        auto after = reportTrace(**reader, pieces, name);
+        ASSERT_TRUE(after) << after.error().message;
+        const bool exactExpected = std::string(name) != "jax" && std::string(name) != "torchrun-rank0";
+        EXPECT_EQ(after->piecesUsed, exactExpected) << after->piecesInexact;
+        EXPECT_EQ(after->piecesInexact.empty(), exactExpected);
+        EXPECT_EQ(reportToJson(after->report), reportToJson(before->report));
+        EXPECT_EQ(reportToText(after->report), reportToText(before->report));
+    }
 }
 
 } // namespace

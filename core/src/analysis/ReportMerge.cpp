@@ -3,6 +3,8 @@
 // finalize's sumOf; CallSites.cpp topSitesAtPeaks) computed from the points in time order.
 #include "ReportReducer.h"
 
+#include "PieceRead.h"
+
 #include <algorithm>
 
 #include "poolscope/view/EntityNames.h"
@@ -321,7 +323,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     topLeaks(top);
     r.topLeaks = std::move(top);
 
-    const Fragmentation& frag = fragmentation_.result();
+    const Fragmentation& frag = analysesDone_ ? analysesDone_->fragmentation.result() : fragmentation_.result();
     const EntityOrder order = entityOrder(replay_);
     for (uint32_t i : order.pools) {
         const Pool& p = pools_[i];
@@ -399,7 +401,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
     }
     for (const auto& [dirs, c] : peerCopies_) r.peerCopies.push_back(c);
     r.peerAccessGrants = accessGrants_;
-    const PendingFrees& pending = pending_.result();
+    const PendingFrees& pending = analysesDone_ ? analysesDone_->pending.result() : pending_.result();
     for (uint32_t i : order.streams) {
         const Stream& s = streams_[i];
         StreamReport sr;
@@ -422,7 +424,7 @@ void ReportReducer::finish(Report& r, std::vector<analysis::PoolSites>* sites, s
 
     r.failedCount = failedTotal_;
     r.failed = firstFailed_.first();
-    const StreamHazards& hz = hazards_.result();
+    const StreamHazards& hz = analysesDone_ ? analysesDone_->hazards.result() : hazards_.result();
     r.unorderedFrees = hz.unorderedFrees;
     r.unorderedReuses = hz.unorderedReuses;
     r.hazardsTruncated = hz.truncated;

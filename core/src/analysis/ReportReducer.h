@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -29,6 +30,8 @@
 #include "poolscope/replay/Replay.h"
 
 namespace poolscope::detail {
+
+struct PieceAnalyses; // PieceRead.h
 
 // The first n failed allocations in seq order, as the Timeline's `failed` ends up once the
 // failures the runtime retried itself have left it. A failure stays retractable until its
@@ -115,6 +118,9 @@ public:
         bool heaviest; // the stream hazards: about four times the other two together
     };
     std::vector<Lent> lendAnalyses();
+    // Or the analyses' results read elsewhere (analysesInPieces), taken instead of this
+    // replay's: before the first event.
+    void useAnalyses(std::shared_ptr<const PieceAnalyses> done);
     // After finish(): a reuse policy recorded off at some time (cmd_report's condition for the
     // advisor).
     bool anyPolicyOff() const;
@@ -326,6 +332,7 @@ private:
     PendingFreesAnalysis pending_;
     StreamHazardsAnalysis hazards_;
     FragmentationAnalysis fragmentation_;
+    std::shared_ptr<const PieceAnalyses> analysesDone_; // useAnalyses
     std::vector<Pool> pools_;       // replay order
     std::vector<Stream> streams_;   // replay order
     std::vector<Outside> outside_;  // replay order, mirrored as the builder does

@@ -21,6 +21,7 @@
 #include "../replay/TraceEntities.h"
 #include "AdviceFeed.h"
 #include "LaneNames.h"
+#include "PieceRead.h"
 #include "ReportReducer.h"
 #include "poolscope/TimelineBuilder.h"
 #include "poolscope/EventFields.h"
@@ -144,6 +145,24 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (auto gaps = reader.dropGaps(); gaps) rep.dropGaps = std::move(*gaps);
     const uint64_t total = detail::progressTotal(reader);
 
+    // The analyses read in pieces first, where asked and exact.
+    bool analysesDone = false;
+    if (options.analysesPieces > 0) {
+        const Clock::time_point piecesStart = Clock::now();
+        auto split = detail::analysesInPieces(reader, options.analysesPieces, std::max(1u, cpus),
+                                              options.report.topN, options.cancel);
+        if (options.cancel && options.cancel->load(std::memory_order_relaxed))
+            return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
+        out.piecesSeconds = seconds(Clock::now() - piecesStart);
+        if (split && split->exact) {
+            reducer.useAnalyses(std::shared_ptr<const detail::PieceAnalyses>(std::move(split->analyses)));
+            analysesDone = true;
+        } else {
+            out.piecesInexact = split ? split->inexact : split.error().message;
+        }
+        out.piecesUsed = analysesDone;
+    }
+
     // Samples are few (periodic) and read whole, as buildTimeline does: merged in by time, and
     // their high watermarks known ahead.
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
@@ -198,7 +217,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         ReplayThread* models = feed->thread();
         if (models) threads.push_back(models);
         ReplayThread *heavy = models, *light = models;
-        if (!analysesOnReport && (models || modelsOnReport) && wanted(options.analysesThread, 4)) {
+        if (!analysesOnReport && !analysesDone && (models || modelsOnReport) && wanted(options.analysesThread, 4)) {
             analyses = std::make_unique<ReplayThread>();
             threads.push_back(analyses.get());
             heavy = light = analyses.get();
@@ -211,7 +230,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                 feed->racesOn(analyses->replay());
             }
         }
-        if (!analysesOnReport && heavy)
+        if (!analysesOnReport && !analysesDone && heavy)
             for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
                 (l.heaviest ? heavy : light)->replay().subscribe(l.observer, l.kindMask);
         for (ReplayThread* t : threads) {

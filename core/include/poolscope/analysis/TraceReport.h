@@ -118,6 +118,12 @@ struct TraceReportOptions {
     // 16-core host it took 0.98 of the default's time at 105.9 M events (within the spread) for
     // 7 % more CPU (docs/PERFORMANCE.md). The same report either way.
     FeedThread reportLeads = FeedThread::Auto;
+    // The report's replay analyses (pending frees, hazards, fragmentation) read in this many
+    // pieces at once before the read, on every hardware thread, instead of on a replay of their
+    // own during it (0: off). Where the pieces cannot say they are exact (a bound a single read
+    // hits, a start only guessed) the analyses are read as before. Off: not measured on a host
+    // yet. The same report either way.
+    size_t analysesPieces = 0;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
     interop::DiffFacts* diffFacts = nullptr;
@@ -138,6 +144,11 @@ struct TraceReport {
     // With replays on threads of their own during the read (the advisor's models, the
     // analyses): how long the report's thread waited for them, and they for it, summed.
     double readWaitedForThreads = 0, threadsWaitedForRead = 0;
+    // With analysesPieces: the pieces' wall time, and whether their analyses were used (else
+    // why not).
+    double piecesSeconds = 0;
+    bool piecesUsed = false;
+    std::string piecesInexact;
     // CPU seconds during the read: the calling thread's, each other thread's that had one (the
     // models' and the analyses' replays, the models' follower, the time merge), and the whole
     // process's (decoding included).
