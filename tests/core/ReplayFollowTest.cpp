@@ -557,6 +557,37 @@ TEST(ReplayPiece, HandBuiltWhatAPieceMeetsOfItsStartIsCarried) {
     EXPECT_EQ(whole.streams()[whole.streamIndex(kS2)].pendingFreeBytes(), 101u);
 }
 
+// A context synchronize clears every stream, those a piece has not met yet among them: their
+// frees from before the piece are cleared in the carried state too. (Found on gpt2's recording
+// cut in 16: the legacy stream, met in the last piece only after its synchronizes.)
+TEST(ReplayPiece, HandBuiltAContextSynchronizeClearsStreamsThePieceHasNotMet) {
+    constexpr uint64_t kPool = 0x100, kS1 = 0x11, kS2 = 0x12;
+    test::Events ev;
+    auto sized = [](Event& e, uint64_t bytes) { FreeFields{e.ptr, bytes}.into(e); };
+    // The first piece: frees pending on S2 and on the legacy stream (0, not declared).
+    ev.alloc(1, kS2, kPool, 0xA000, 100);
+    sized(ev.free(2, kS2, kPool, 0xA000), 100);
+    ev.alloc(3, 0, kPool, 0xB000, 30);
+    sized(ev.free(4, 0, kPool, 0xB000), 30);
+    // The second: a context synchronize before anything on S2 or stream 0, then both again.
+    ev.alloc(5, kS1, kPool, 0xC000, 7);
+    ev.add(EventKind::ContextSynchronize, 6).device = -1;
+    ev.alloc(7, kS2, kPool, 0xD000, 8);
+    sized(ev.free(8, kS2, kPool, 0xD000), 8);
+    ev.alloc(9, 0, kPool, 0xE000, 5);
+    sized(ev.free(10, 0, kPool, 0xE000), 5);
+    Input in;
+    in.events = ev.all();
+    in.pools = {PoolInfo{kPool, 0}};
+    in.streams = {StreamInfo{kS1, 0}, StreamInfo{kS2, 0}};
+    EXPECT_EQ(expectPiecesCarried(in, 2), 2u);
+    Replay whole;
+    declare(whole, in);
+    for (const Event& e : in.events) whole.apply(e);
+    EXPECT_EQ(whole.streams()[whole.streamIndex(kS2)].pendingFreeBytes(), 8u);
+    EXPECT_EQ(whole.streams()[whole.streamIndex(0)].pendingFreeBytes(), 5u);
+}
+
 // A free that names a pointer this piece already freed counts a size no block had: the piece
 // says it is not carried exactly (the whole replay's state differs from what it would give).
 TEST(ReplayPiece, HandBuiltDoubleFreeIsNotCarried) {

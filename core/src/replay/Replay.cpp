@@ -685,6 +685,10 @@ const Fact& Replay::apply(const Event& e, uint32_t tag) {
         break;
     }
     case EventKind::ContextSynchronize:
+        if (piece_) [[unlikely]] {
+            auto [it, added] = piece_->contextClearsFrom.try_emplace(e.device, streams_.size());
+            if (!added) it->second = std::min(it->second, streams_.size());
+        }
         for (uint32_t i = 0; i < streams_.size(); ++i) {
             const int dev = streams_[i].info.device;
             if (e.device < 0 || dev < 0 || dev == e.device) clearPending(i, streams_[i].freedBytes);

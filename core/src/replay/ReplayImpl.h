@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -77,6 +78,9 @@ struct PieceLog {
     // and those of blocks from before the piece, by their events' sizes).
     std::vector<uint64_t> clearedUpTo;
     std::vector<uint8_t> clearSeen;
+    // Context synchronizes, by their device (-1: all): the fewest streams this replay had met at
+    // one. The streams from before the piece it had not met by then were cleared too.
+    std::map<int, size_t> contextClearsFrom;
     // A synchronize of, or a wait on, a CUevent last recorded before the piece.
     struct OpenRef {
         uint64_t event;

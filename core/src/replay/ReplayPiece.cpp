@@ -340,6 +340,14 @@ Replay Replay::afterPiece(const Replay& start, bool* exact) const {
         }
         if (rs.info.device < 0) rs.info.device = ls.info.device;
     }
+    // A context synchronize cleared the start's streams this replay had not met by then, up to
+    // what they had freed before the piece.
+    for (const auto& [device, from] : log.contextClearsFrom)
+        for (size_t s = from; s < start.streams_.size(); ++s) {
+            const int dev = start.streams_[s].info.device;
+            if (device < 0 || dev < 0 || dev == device)
+                r.streams_[s].clearedBytes = std::max(r.streams_[s].clearedBytes, start.streams_[s].freedBytes);
+        }
     // Synchronizes of, and waits on, CUevents recorded before the piece, against the records
     // the start has (before this piece's own replace them).
     std::unordered_map<uint64_t, std::pair<uint64_t, Impl::Wait>> openWaits; // key -> (seq, wait)
