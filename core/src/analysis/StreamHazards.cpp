@@ -91,18 +91,36 @@ bool legacyOrdered(const StreamInfo& a, const StreamInfo& b) {
 
 } // namespace
 
-// A question a piece leaves to the state before it: is stream a's work before seq x ordered
-// before what stream b enqueues at the later event? (A miss: the address `ptr` the piece
-// allocated before it freed it; a and x are the free's that the state before had for it.)
+// A question a piece leaves to the state before it: is stream a's work before seq x (the
+// alloc of a block from before the piece) ordered before what stream b enqueues at the free?
 struct StreamHazardsAnalysis::Open {
-    StreamHazard h; // the later event's side filled, and the earlier one's where known
+    StreamHazard h; // the hazard, should the state before not order them
     uint32_t a = replay::kNone, b = replay::kNone;
     uint64_t x = 0;
     int deviceA = -1;
-    bool miss = false;
     std::shared_ptr<const SymClock> clockB, host; // b's clock and the host's references then
-    std::vector<uint32_t> orderedHere; // a miss: streams the piece had ordered before b then
 };
+
+namespace {
+
+// What a piece knew of the orderings before stream b when it allocated addresses it had not met
+// (shared by the allocs on b until an ordering changes): b's clock and the host's references,
+// and the streams the piece itself had ordered before b by then.
+struct Snapshot {
+    std::shared_ptr<const SymClock> clockB, host;
+    std::vector<uint32_t> orderedHere;
+};
+
+// An address a piece allocated before it met it otherwise (within the reuse window of its
+// start): the state before may hold a free of it. Compact: a long piece has many.
+struct Miss {
+    uint64_t ptr, seq, bytes, pool;
+    int64_t tsNs;
+    uint32_t b, tag, snapshot;
+    int8_t opportunistic;
+};
+
+} // namespace
 
 struct StreamHazardsAnalysis::State {
     std::vector<SymClock> clocks; // by replay stream index
@@ -166,15 +184,26 @@ struct StreamHazardsAnalysis::State {
         freed = std::move(kept);
     }
 
-    // A piece's (startPiece): the host's references to the state before, the addresses it
-    // allocated, the questions left open, the most addresses its freed map held.
+    // A piece's (startPiece): the host's references to the state before, the questions left
+    // open. A free from before the piece is checked only within the reuse window of it, so
+    // only there does the piece note the addresses it met (the seq of the first event on each)
+    // and keep the allocs of those it had not met.
     bool piece = false;
     uint64_t firstSeq = 0;
     SymClock hostRefs;
     std::shared_ptr<const SymClock> hostShared;
-    detail::FlatPtrMap<uint8_t> allocated;
+    detail::FlatPtrMap<uint64_t> met;
     std::vector<Open> open;
+    std::vector<Miss> misses;
+    std::vector<Snapshot> snapshots;
+    std::vector<uint32_t> snapshotOf; // by stream: its snapshot while valid, else kNone
     bool inexact = false;
+
+    bool inWindow(uint64_t seq) const { return seq < firstSeq + StreamHazards::kReuseWindow; }
+    // An ordering changed: the snapshots taken so far hold no more.
+    void orderingChanged() {
+        if (piece) std::fill(snapshotOf.begin(), snapshotOf.end(), replay::kNone);
+    }
 
     void grow(size_t streams) {
         if (clocks.size() < streams) {
@@ -182,8 +211,10 @@ struct StreamHazardsAnalysis::State {
             clocks.resize(streams);
             shared.resize(streams);
             host.resize(streams, 0);
-            if (piece)
+            if (piece) {
                 for (size_t s = from; s < streams; ++s) clocks[s].clocks.push_back(static_cast<uint32_t>(s));
+                snapshotOf.resize(streams, replay::kNone);
+            }
         }
     }
 
@@ -202,7 +233,12 @@ struct StreamHazardsAnalysis::State {
         return legacyOrdered(sa, r.streams()[b].info);
     }
 
-    void finished(uint32_t stream, uint64_t seq) { host[stream] = std::max(host[stream], seq); }
+    void finished(uint32_t stream, uint64_t seq) {
+        if (seq > host[stream]) {
+            host[stream] = seq;
+            orderingChanged();
+        }
+    }
     // The host saw `stream`'s work up to seq finish: and with it what that work had waited for.
     void finished(uint32_t stream, uint64_t seq, const SymClock* c) {
         finished(stream, seq);
@@ -211,6 +247,7 @@ struct StreamHazardsAnalysis::State {
         if (!c->clocks.empty() || !c->records.empty()) {
             hostRefs.refsOf(*c);
             hostShared.reset();
+            orderingChanged();
         }
     }
 
@@ -315,22 +352,27 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
             h.opportunistic = k.known ? static_cast<int8_t>(k.value != 0) : int8_t{-1};
         };
         if (d.piece) {
-            const bool first = d.allocated.find(f.block.ptr) == nullptr;
-            if (first) d.allocated.put(f.block.ptr, 1);
+            bool first = false;
+            if (d.inWindow(e.seq) && !d.met.find(f.block.ptr)) {
+                first = true;
+                d.met.put(f.block.ptr, e.seq);
+            }
             if (!hit) {
-                // Freed before the piece, maybe: the state before says.
+                // Met here first, in the window: the state before may hold its free.
                 if (!first) break;
-                Open q;
-                q.miss = true;
-                q.b = f.stream;
-                second();
-                q.h = h;
-                q.clockB = d.clockOf(f.stream);
-                q.host = d.hostOf();
-                const uint64_t before = d.firstSeq ? d.firstSeq - 1 : 0;
-                for (uint32_t a = 0; a < d.clocks.size(); ++a)
-                    if (d.ordered(a, before, f.stream, r)) q.orderedHere.push_back(a);
-                question(std::move(q));
+                uint32_t& snap = d.snapshotOf[f.stream];
+                if (snap == replay::kNone) {
+                    Snapshot sn{d.clockOf(f.stream), d.hostOf(), {}};
+                    const uint64_t before = d.firstSeq ? d.firstSeq - 1 : 0;
+                    for (uint32_t a = 0; a < d.clocks.size(); ++a)
+                        if (d.ordered(a, before, f.stream, r)) sn.orderedHere.push_back(a);
+                    snap = static_cast<uint32_t>(d.snapshots.size());
+                    d.snapshots.push_back(std::move(sn));
+                }
+                const replay::Knob& k = r.pools()[f.pool].knob(PoolAttr::ReuseAllowOpportunistic);
+                d.misses.push_back(Miss{f.block.ptr, e.seq, f.block.bytes, r.pools()[f.pool].info.handle, e.tsNs,
+                                        f.stream, f.block.tag, snap,
+                                        k.known ? static_cast<int8_t>(k.value != 0) : int8_t{-1}});
                 break;
             }
         } else if (!hit) {
@@ -376,6 +418,7 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
             d.sweep(e.seq, out_.freedForgotten);
         d.freed.put(b.ptr, State::Freed{e.seq, e.tsNs, f.stream, b.tag});
         if (!out_.freedForgotten) d.frees.emplace_back(e.seq, b.ptr);
+        if (d.piece && d.inWindow(e.seq) && !d.met.find(b.ptr)) d.met.put(b.ptr, e.seq);
         break;
     }
     case EventKind::EventRecord: {
@@ -397,6 +440,7 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
             if (d.piece) {
                 d.clocks[f.stream].refRecord({ev, f.stream});
                 d.shared[f.stream].reset();
+                d.orderingChanged();
             }
             break;
         }
@@ -411,6 +455,7 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         }
         out_.truncated = out_.truncated || !kept;
         d.shared[f.stream].reset();
+        d.orderingChanged();
         break;
     }
     case EventKind::StreamSynchronize:
@@ -424,6 +469,7 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         } else if (d.piece) {
             d.hostRefs.refRecord({ev, replay::kNone});
             d.hostShared.reset();
+            d.orderingChanged();
         }
         break;
     }
@@ -431,6 +477,7 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         // Every stream of the device (of all devices for -1), as the replay's clearing does;
         // kept per device rather than written into every stream's entry.
         d.ctxAny = std::max(d.ctxAny, e.seq);
+        d.orderingChanged();
         if (e.device < 0) {
             d.ctxAll = std::max(d.ctxAll, e.seq);
         } else {
@@ -458,34 +505,39 @@ bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::
 
     // Is a's work before x ordered before b's (at the open question's time), by what the state
     // before gave the piece?
-    auto orderedBefore = [&](const Open& q, uint32_t a, uint64_t x, int deviceA) {
+    auto orderedBefore = [&](const SymClock* clockB, const SymClock* host, uint32_t a, uint64_t x, int deviceA) {
         if (s.host[a] > x || s.ctxCovering(deviceA) > x) return true;
-        return (q.clockB && s.refsFor(*q.clockB, a) > x) || (q.host && s.refsFor(*q.host, a) > x);
+        return (clockB && s.refsFor(*clockB, a) > x) || (host && s.refsFor(*host, a) > x);
     };
     std::vector<StreamHazard> resolved;
     uint64_t frees = 0, reuses = 0;
     bool forgotten = piece.out_.freedForgotten;
     for (const Open& q : p.open) {
-        StreamHazard h = q.h;
-        if (q.miss) {
-            const State::Freed* fr = s.freed.find(h.ptr);
-            if (!fr) continue;
-            if (fr->seq + StreamHazards::kReuseWindow < h.second.seq) {
-                forgotten = true; // aged before this alloc came
-                continue;
-            }
-            if (fr->stream == q.b) continue;
-            if (std::find(q.orderedHere.begin(), q.orderedHere.end(), fr->stream) != q.orderedHere.end()) continue;
-            const StreamInfo& a = end.streams()[fr->stream].info;
-            if (orderedBefore(q, fr->stream, fr->seq, a.device)) continue;
-            h.first = {fr->seq, fr->tsNs, a.handle, fr->tag};
-            ++reuses;
-        } else {
-            if (orderedBefore(q, q.a, q.x, q.deviceA)) continue;
-            ++frees;
-        }
+        if (orderedBefore(q.clockB.get(), q.host.get(), q.a, q.x, q.deviceA)) continue;
+        ++frees;
+        resolved.push_back(q.h);
+    }
+    for (const Miss& m : p.misses) {
+        const State::Freed* fr = s.freed.find(m.ptr);
+        if (!fr || fr->seq + StreamHazards::kReuseWindow < m.seq || fr->stream == m.b) continue;
+        const Snapshot& sn = p.snapshots[m.snapshot];
+        if (std::find(sn.orderedHere.begin(), sn.orderedHere.end(), fr->stream) != sn.orderedHere.end()) continue;
+        const StreamInfo& a = end.streams()[fr->stream].info;
+        if (orderedBefore(sn.clockB.get(), sn.host.get(), fr->stream, fr->seq, a.device)) continue;
+        StreamHazard h;
+        h.kind = StreamHazard::Kind::UnorderedReuse;
+        h.first = {fr->seq, fr->tsNs, a.handle, fr->tag};
+        h.second = {m.seq, m.tsNs, end.streams()[m.b].info.handle, m.tag};
+        h.ptr = m.ptr;
+        h.bytes = m.bytes;
+        h.pool = m.pool;
+        h.opportunistic = m.opportunistic;
+        ++reuses;
         resolved.push_back(h);
     }
+    // The two kinds, each in seq order, merged.
+    std::inplace_merge(resolved.begin(), resolved.begin() + static_cast<std::ptrdiff_t>(resolved.size() - reuses),
+                       resolved.end(), [](const StreamHazard& x, const StreamHazard& y) { return x.second.seq < y.second.seq; });
 
     // The hazards in seq order (the later event's), the first maxKept_ of them.
     auto later = [](const StreamHazard& a, const StreamHazard& b) { return a.second.seq < b.second.seq; };
@@ -528,11 +580,13 @@ bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::
     s.ctxAll = std::max(s.ctxAll, p.ctxAll);
     if (s.ctxDevice.size() < p.ctxDevice.size()) s.ctxDevice.resize(p.ctxDevice.size(), 0);
     for (size_t i = 0; i < p.ctxDevice.size(); ++i) s.ctxDevice[i] = std::max(s.ctxDevice[i], p.ctxDevice[i]);
-    // An address the piece allocated holds no free from before it (taken, or aged: the open
-    // questions above said which); one it did not, whose free aged within the piece, is
-    // forgotten there; the piece's own frees come after.
+    // A free from before the piece of an address the piece met in the window went there
+    // (allocated, or freed again), aged first where it was older than the window then; the
+    // others age within the piece, or go on; the piece's own frees come after.
     State::Freed gone{};
-    p.allocated.forEachEntry([&](uint64_t ptr, uint8_t) { s.freed.take(ptr, gone); });
+    p.met.forEachEntry([&](uint64_t ptr, uint64_t at) {
+        if (s.freed.take(ptr, gone) && gone.seq + StreamHazards::kReuseWindow < at) forgotten = true;
+    });
     s.sweep(p.lastSeq, forgotten);
     s.freed.reserve(s.freed.size() + p.freed.size());
     p.freed.forEachEntry([&](uint64_t ptr, const State::Freed& fr) { s.freed.put(ptr, fr); });
