@@ -202,8 +202,11 @@ void registerReport(CLI::App& app, int& exitCode) {
                          built->readSeconds, built->readWaitedForThreads, built->threadsWaitedForRead,
                          built->adviceSeconds, built->adviceThreads);
         if (*timings && *analysesPieces)
-            std::fprintf(stderr, "timings: the analyses in %zu pieces %.2f s, %s%s\n", *analysesPieces,
-                         built->piecesSeconds, built->piecesUsed ? "used" : "not used: ",
+            std::fprintf(stderr, "timings: the analyses in %zu pieces beside the read %.2f s, %s%s\n", *analysesPieces,
+                         built->piecesSeconds,
+                         !built->piecesUsed              ? "not used: "
+                         : built->piecesStoppedReplay ? "used, their replay stopped during the read"
+                                                      : "used, done after the read",
                          built->piecesInexact.c_str());
         if (*timings && built->aheadThreads)
             std::fprintf(stderr, "timings: questions asked during the read on %u thread(s): %llu answered "

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../../core/src/analysis/PieceRead.h"
+#include "../../core/src/analysis/ReplayThread.h"
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
@@ -203,6 +204,35 @@ TEST(AnalysesInPieces, ClocksPastTheirBoundAreNotCarried) {
     expectPiecesGiveOneRead(std::string(POOLSCOPE_SAMPLES_DIR) + "/torchrun-rank0.poolscope", 4, false);
 }
 
+// A replay thread retired (its observers' results known otherwise) takes the chunks still to
+// come and drops them: its replay sees none of them, nor the last samples.
+TEST(AnalysesInPieces, ARetiredReplayThreadAppliesNothingMore) {
+    Events ev;
+    for (int i = 0; i < 100; ++i) ev.alloc(10 * i + 10, kS1, kPool, 0x1000 + 0x1000 * uint64_t(i), MiB);
+    const std::vector<Event> samples = {ev.sample(5000, kPool, 200 * MiB, 100 * MiB)};
+    detail::ChunkShelf shelf;
+    auto chunk = [&](size_t from, size_t to) {
+        std::vector<Event> c(ev.all().begin() + std::ptrdiff_t(from), ev.all().begin() + std::ptrdiff_t(to));
+        return shelf.hold(c);
+    };
+    for (bool retire : {false, true}) {
+        detail::ReplayThread t;
+        t.expectSamples(&samples);
+        t.start();
+        t.push(chunk(0, 50));
+        if (retire) t.retire();
+        t.push(chunk(50, 100));
+        t.end();
+        // Retired after the first chunk was pushed: that one may or may not have been applied
+        // by then, the second never is.
+        if (retire)
+            EXPECT_LE(t.replay().eventCount(), 50u);
+        else
+            EXPECT_EQ(t.replay().eventCount(), 100u);
+        EXPECT_EQ(t.retired(), retire);
+    }
+}
+
 // `report` with its analyses read in pieces (TraceReportOptions::analysesPieces): the same
 // report, text and JSON, with the pieces used where exact and read as before where not.
 TEST(AnalysesInPieces, TheReportIsTheSameWithItsAnalysesReadInPieces) {
@@ -216,6 +246,10 @@ TEST(AnalysesInPieces, TheReportIsTheSameWithItsAnalysesReadInPieces) {
         ASSERT_TRUE(before) << before.error().message;
         TraceReportOptions pieces;
         pieces.analysesPieces = 3; // JAX's run cut in 3: a start only guessed (see above)
+        // The analyses on a replay of their own beside the models' and their follower's, as on
+        // a host with many CPUs: that replay is what the pieces stand in for.
+        using F = TraceReportOptions::FeedThread;
+        pieces.adviceFeedThread = pieces.analysesThread = pieces.spillThread = F::On;
         auto after = reportTrace(**reader, pieces, name);
         ASSERT_TRUE(after) << after.error().message;
         const bool exactExpected = std::string(name) != "jax" && std::string(name) != "torchrun-rank0";

@@ -124,6 +124,7 @@ void ReplayThread::apply(const Work& w) {
         out_(w.chunk, std::move(tape));
         return;
     }
+    if (retired()) return;
     if (w.tape) replay_.followLive(w.tape->data(), w.tape->size());
     const uint64_t missing = replay_.liveOpsMissing();
     merge_.chunk(*w.chunk, replay_, [this](const Event& e) { replay_.apply(e); });
@@ -171,7 +172,7 @@ void ReplayThread::end() {
         notEmpty_.notify_all();
         thread_.join();
     }
-    if (out_) return; // leading: samples make no operation on the live set
+    if (out_ || retired()) return; // leading: samples make no operation on the live set
     merge_.rest([this](const Event& e) { replay_.apply(e); });
     if (afterChunk_) afterChunk_();
 }

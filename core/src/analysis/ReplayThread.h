@@ -8,6 +8,7 @@
 // at the cost of replaying again. The chunks are shared, not copied (ChunkShelf): each is held
 // until every thread is done with it, and at most kDepth wait for one thread.
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <condition_variable>
@@ -210,6 +211,11 @@ public:
     // A read that ended early: the chunks still queued are dropped and the thread joined, so
     // that what it uses (the samples, the observers) may go. end() then does nothing.
     void abort();
+    // From any thread: what this replay's observers would give is known otherwise (the analyses
+    // read in pieces), so the chunks still to come are taken and dropped unapplied, and end()
+    // applies no last samples. The observers' results are then incomplete.
+    void retire() { retired_.store(true, std::memory_order_relaxed); }
+    bool retired() const { return retired_.load(std::memory_order_relaxed); }
 
     // After end(): how long push() waited (this thread was behind) and this thread waited for
     // a chunk (the read was behind), in seconds.
@@ -238,6 +244,7 @@ private:
     };
     std::shared_ptr<TapeSpares> tapeSpares_ = std::make_shared<TapeSpares>();
 
+    std::atomic<bool> retired_{false};
     std::function<void()> afterChunk_;
     std::function<void(const SharedChunk&, const SharedTape&)> out_;
     replay::LiveLead lead_;

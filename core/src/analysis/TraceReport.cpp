@@ -145,24 +145,6 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (auto gaps = reader.dropGaps(); gaps) rep.dropGaps = std::move(*gaps);
     const uint64_t total = detail::progressTotal(reader);
 
-    // The analyses read in pieces first, where asked and exact.
-    bool analysesDone = false;
-    if (options.analysesPieces > 0) {
-        const Clock::time_point piecesStart = Clock::now();
-        auto split = detail::analysesInPieces(reader, options.analysesPieces, std::max(1u, cpus),
-                                              options.report.topN, options.cancel);
-        if (options.cancel && options.cancel->load(std::memory_order_relaxed))
-            return Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
-        out.piecesSeconds = seconds(Clock::now() - piecesStart);
-        if (split && split->exact) {
-            reducer.useAnalyses(std::shared_ptr<const detail::PieceAnalyses>(std::move(split->analyses)));
-            analysesDone = true;
-        } else {
-            out.piecesInexact = split ? split->inexact : split.error().message;
-        }
-        out.piecesUsed = analysesDone;
-    }
-
     // Samples are few (periodic) and read whole, as buildTimeline does: merged in by time, and
     // their high watermarks known ahead.
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(),
@@ -184,6 +166,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::unique_ptr<detail::AdviceFeed> feed;
     std::unique_ptr<ReplayThread> analyses, analyses2;
     std::vector<ReplayThread*> threads;
+    bool racesOnAnalyses = false; // the racing threads' ranges follow the analyses' replay
     // The live set kept once (below) takes about a quarter of the work off each replay that
     // follows it, the models' among them, which bounds the read on the 16-core hosts; the
     // analyses stay on one thread unless asked (analysesSplit): a fifth replay's CPU competes
@@ -217,7 +200,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         ReplayThread* models = feed->thread();
         if (models) threads.push_back(models);
         ReplayThread *heavy = models, *light = models;
-        if (!analysesOnReport && !analysesDone && (models || modelsOnReport) && wanted(options.analysesThread, 4)) {
+        if (!analysesOnReport && (models || modelsOnReport) && wanted(options.analysesThread, 4)) {
             analyses = std::make_unique<ReplayThread>();
             threads.push_back(analyses.get());
             heavy = light = analyses.get();
@@ -228,9 +211,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                 feed->racesOn(light->replay());
             } else if (!feed->hasFollower()) {
                 feed->racesOn(analyses->replay());
+                racesOnAnalyses = true;
             }
         }
-        if (!analysesOnReport && !analysesDone && heavy)
+        if (!analysesOnReport && heavy)
             for (const detail::ReportReducer::Lent& l : reducer.lendAnalyses())
                 (l.heaviest ? heavy : light)->replay().subscribe(l.observer, l.kindMask);
         for (ReplayThread* t : threads) {
@@ -240,6 +224,41 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             t->start();
         }
     }
+    // The analyses read in pieces beside the read, on the CPUs it leaves idle, where they have
+    // a replay of their own that does nothing else: once the pieces are done and exact, that
+    // replay stops (ReplayThread::retire) and the reducer takes the pieces' results.
+    std::atomic<bool> piecesStop{false};
+    std::optional<Result<detail::AnalysesInPieces>> pieces;
+    std::thread piecesThread;
+    ReplayThread* retirable = analyses && !analyses2 && !racesOnAnalyses ? analyses.get() : nullptr;
+    if (options.analysesPieces > 0 && retirable && !reader.path().empty()) {
+        const Clock::time_point piecesStart = Clock::now();
+        try {
+            piecesThread = std::thread([&, piecesStart, path = reader.path()] {
+                auto own = TraceReader::open(path);
+                if (!own) {
+                    pieces.emplace(own.error());
+                    return;
+                }
+                pieces.emplace(detail::analysesInPieces(**own, options.analysesPieces, std::max(1u, cpus),
+                                                        options.report.topN, &piecesStop));
+                out.piecesSeconds = seconds(Clock::now() - piecesStart);
+                if (*pieces && (*pieces)->exact) retirable->retire();
+            });
+        } catch (const std::system_error&) {
+            out.piecesInexact = "no thread to be had for them";
+        }
+    } else if (options.analysesPieces > 0) {
+        out.piecesInexact = "the analyses have no replay of their own here to stand in for";
+    }
+    struct JoinPieces {
+        std::thread& t;
+        std::atomic<bool>& stop;
+        ~JoinPieces() {
+            stop = true;
+            if (t.joinable()) t.join();
+        }
+    } joinPieces{piecesThread, piecesStop};
     detail::SampleMerge merge;
     merge.expect(&ss);
     auto add = [&](const Event& e) { reducer.add(e); };
@@ -287,6 +306,16 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (!st) return st.error();
     if (live) live->finish();
     merge.rest(add);
+    if (piecesThread.joinable()) piecesThread.join();
+    if (pieces) {
+        if (*pieces && (*pieces)->exact) {
+            reducer.useAnalyses(std::shared_ptr<const detail::PieceAnalyses>(std::move((*pieces)->analyses)));
+            out.piecesUsed = true;
+            out.piecesStoppedReplay = retirable->retired();
+        } else {
+            out.piecesInexact = *pieces ? (*pieces)->inexact : pieces->error().message;
+        }
+    }
     if (analyses) analyses->end();
     if (analyses2) analyses2->end();
     if (feed) feed->end();

@@ -118,11 +118,11 @@ struct TraceReportOptions {
     // 16-core host it took 0.98 of the default's time at 105.9 M events (within the spread) for
     // 7 % more CPU (docs/PERFORMANCE.md). The same report either way.
     FeedThread reportLeads = FeedThread::Auto;
-    // The report's replay analyses (pending frees, hazards, fragmentation) read in this many
-    // pieces at once before the read, on every hardware thread, instead of on a replay of their
-    // own during it (0: off). Where the pieces cannot say they are exact (a bound a single read
-    // hits, a start only guessed) the analyses are read as before. Off: not measured on a host
-    // yet. The same report either way.
+    // With the analyses on a replay of their own that does nothing else (analysesThread, the
+    // models' follower on its thread): the analyses also read in this many pieces at once
+    // beside the read (0: off), on every hardware thread, and where the pieces end exact their
+    // replay stops and their results are taken; where not (a bound a single read hits, a start
+    // only guessed), that replay's. Off: not measured on a host yet. The same report either way.
     size_t analysesPieces = 0;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
@@ -145,9 +145,10 @@ struct TraceReport {
     // analyses): how long the report's thread waited for them, and they for it, summed.
     double readWaitedForThreads = 0, threadsWaitedForRead = 0;
     // With analysesPieces: the pieces' wall time, and whether their analyses were used (else
-    // why not).
+    // why not; both empty where no pieces were read).
     double piecesSeconds = 0;
     bool piecesUsed = false;
+    bool piecesStoppedReplay = false; // they were done before the read: the analyses' replay stopped
     std::string piecesInexact;
     // CPU seconds during the read: the calling thread's, each other thread's that had one (the
     // models' and the analyses' replays, the models' follower, the time merge), and the whole
