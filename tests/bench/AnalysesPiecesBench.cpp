@@ -6,6 +6,7 @@
 //   poolscope_bench_analyses_pieces TRACE [PIECES [THREADS [ROUNDS]]]
 #include "../../core/src/analysis/PieceRead.h"
 #include "poolscope/TraceReader.h"
+#include "PiecesBenchArgs.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,30 +20,17 @@ using namespace poolscope;
 
 namespace {
 
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double cpu() {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
-
 constexpr size_t kTopN = 10; // the report's default list length
 
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: %s TRACE [PIECES [THREADS [ROUNDS]]]\n", argv[0]);
-        return 2;
-    }
-    const char* path = argv[1];
-    const size_t pieces = argc > 2 ? size_t(std::max(1, std::atoi(argv[2]))) : 16;
-    const unsigned threads = argc > 3 ? unsigned(std::max(1, std::atoi(argv[3])))
-                                      : std::max(1u, std::thread::hardware_concurrency());
-    const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
+    const auto args = bench::piecesArgs(argc, argv, "TRACE [PIECES [THREADS [ROUNDS]]]");
+    if (!args) return 2;
+    const char* path = args->path;
+    const size_t pieces = args->pieces;
+    const unsigned threads = args->threads;
+    const int rounds = args->rounds;
     auto reader = TraceReader::open(path);
     if (!reader) {
         std::fprintf(stderr, "%s\n", reader.error().message.c_str());
@@ -53,18 +41,18 @@ int main(int argc, char** argv) {
     std::printf("|---:|---:|---:|---:|---:|---|---|---|\n");
     bool allSame = true;
     for (int round = 0; round < rounds; ++round) {
-        double t0 = now(), c0 = cpu();
+        double t0 = bench::wallNow(), c0 = bench::processCpu();
         auto oneRead = detail::analysesInOneRead(**reader, kTopN);
         if (!oneRead) {
             std::fprintf(stderr, "%s\n", oneRead.error().message.c_str());
             return 1;
         }
         const detail::PieceAnalyses& one = **oneRead;
-        const double oneWall = now() - t0, oneCpu = cpu() - c0;
-        t0 = now();
-        c0 = cpu();
+        const double oneWall = bench::wallNow() - t0, oneCpu = bench::processCpu() - c0;
+        t0 = bench::wallNow();
+        c0 = bench::processCpu();
         auto split = detail::analysesInPieces(**reader, pieces, threads, kTopN);
-        const double splitWall = now() - t0, splitCpu = cpu() - c0;
+        const double splitWall = bench::wallNow() - t0, splitCpu = bench::processCpu() - c0;
         if (!split) {
             std::fprintf(stderr, "%s\n", split.error().message.c_str());
             return 1;

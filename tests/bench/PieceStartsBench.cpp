@@ -11,6 +11,7 @@
 #include "../../core/src/analysis/ReplayThread.h"
 #include "../../core/src/replay/TraceEntities.h"
 #include "poolscope/TraceReader.h"
+#include "PiecesBenchArgs.h"
 #include "poolscope/replay/Replay.h"
 
 #include <algorithm>
@@ -26,29 +27,12 @@
 using namespace poolscope;
 using replay::Replay;
 
-namespace {
-
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double cpu() {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
-
-} // namespace
-
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: %s TRACE [PIECES [THREADS]]\n", argv[0]);
-        return 2;
-    }
-    const char* path = argv[1];
-    const size_t pieces = argc > 2 ? size_t(std::max(1, std::atoi(argv[2]))) : 16;
-    const unsigned threads = argc > 3 ? unsigned(std::max(1, std::atoi(argv[3])))
-                                      : std::max(1u, std::thread::hardware_concurrency());
+    const auto args = bench::piecesArgs(argc, argv, "TRACE [PIECES [THREADS]]");
+    if (!args) return 2;
+    const char* path = args->path;
+    const size_t pieces = args->pieces;
+    const unsigned threads = args->threads;
     auto reader = TraceReader::open(path);
     if (!reader) {
         std::fprintf(stderr, "%s\n", reader.error().message.c_str());
@@ -65,7 +49,7 @@ int main(int argc, char** argv) {
     }
 
     // One replay of everything.
-    double t0 = now(), c0 = cpu();
+    double t0 = bench::wallNow(), c0 = bench::processCpu();
     Replay whole = declared.clone();
     detail::SampleMerge wm;
     wm.expect(&*samples);
@@ -77,7 +61,7 @@ int main(int argc, char** argv) {
         return true;
     });
     wm.rest(apply(whole));
-    const double seqWall = now() - t0, seqCpu = cpu() - c0;
+    const double seqWall = bench::wallNow() - t0, seqCpu = bench::processCpu() - c0;
     if (!st) {
         std::fprintf(stderr, "%s\n", st.error().message.c_str());
         return 1;
@@ -87,14 +71,14 @@ int main(int argc, char** argv) {
     // (detail::findPieceStarts; the two steps are timed together there).
     const std::string file = path;
     const detail::PiecePlan plan = detail::planPieces(std::move(*headers), *samples, pieces);
-    t0 = now();
-    c0 = cpu();
+    t0 = bench::wallNow();
+    c0 = bench::processCpu();
     auto starts = detail::findPieceStarts([&] { return TraceReader::open(file); }, declared, plan, *samples, threads);
     if (!starts) {
         std::fprintf(stderr, "%s\n", starts.error().message.c_str());
         return 1;
     }
-    const double piecesWall = now() - t0, piecesCpu = cpu() - c0;
+    const double piecesWall = bench::wallNow() - t0, piecesCpu = bench::processCpu() - c0;
     size_t exact = 0;
     for (bool ok : starts->exact) exact += ok;
     const Replay& start = starts->starts.back();
