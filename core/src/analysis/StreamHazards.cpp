@@ -171,6 +171,7 @@ struct StreamHazardsAnalysis::State {
         });
         if (old.empty()) return;
         forgotten = true;
+        frees.clear(); // what they were kept for is known now
         if (old.size() * 2 < freed.size()) {
             Freed gone{};
             for (uint64_t ptr : old) freed.take(ptr, gone);
@@ -341,15 +342,9 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         State::Freed fr{};
         // A free older than the window is not checked (StreamHazards::freedForgotten).
         const bool hit = d.freed.take(f.block.ptr, fr) && fr.seq + StreamHazards::kReuseWindow >= e.seq;
-        StreamHazard h;
-        h.kind = StreamHazard::Kind::UnorderedReuse;
-        auto second = [&] {
-            h.second = {e.seq, e.tsNs, r.streams()[f.stream].info.handle, f.block.tag};
-            h.ptr = f.block.ptr;
-            h.bytes = f.block.bytes;
-            h.pool = r.pools()[f.pool].info.handle;
+        auto opportunistic = [&] {
             const replay::Knob& k = r.pools()[f.pool].knob(PoolAttr::ReuseAllowOpportunistic);
-            h.opportunistic = k.known ? static_cast<int8_t>(k.value != 0) : int8_t{-1};
+            return k.known ? static_cast<int8_t>(k.value != 0) : int8_t{-1};
         };
         if (d.piece) {
             bool first = false;
@@ -369,10 +364,8 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
                     snap = static_cast<uint32_t>(d.snapshots.size());
                     d.snapshots.push_back(std::move(sn));
                 }
-                const replay::Knob& k = r.pools()[f.pool].knob(PoolAttr::ReuseAllowOpportunistic);
                 d.misses.push_back(Miss{f.block.ptr, e.seq, f.block.bytes, r.pools()[f.pool].info.handle, e.tsNs,
-                                        f.stream, f.block.tag, snap,
-                                        k.known ? static_cast<int8_t>(k.value != 0) : int8_t{-1}});
+                                        f.stream, f.block.tag, snap, opportunistic()});
                 break;
             }
         } else if (!hit) {
@@ -380,8 +373,14 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
         }
         if (d.ordered(fr.stream, fr.seq, f.stream, r)) break;
         out_.unorderedReuses++;
+        StreamHazard h;
+        h.kind = StreamHazard::Kind::UnorderedReuse;
         h.first = {fr.seq, fr.tsNs, r.streams()[fr.stream].info.handle, fr.tag};
-        second();
+        h.second = {e.seq, e.tsNs, r.streams()[f.stream].info.handle, f.block.tag};
+        h.ptr = f.block.ptr;
+        h.bytes = f.block.bytes;
+        h.pool = r.pools()[f.pool].info.handle;
+        h.opportunistic = opportunistic();
         keep(h);
         break;
     }
