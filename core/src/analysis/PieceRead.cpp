@@ -169,10 +169,6 @@ Result<std::vector<bool>> replayPieces(const ReaderOpener& open, const PiecePlan
     return std::vector<bool>(same.begin(), same.end());
 }
 
-} // namespace poolscope::detail
-
-namespace poolscope::detail {
-
 PieceAnalyses::PieceAnalyses(size_t topN) {
     // As ReportReducer keeps them: peaks without series, the first topN of each list.
     pending.keepSeries(false);
@@ -245,10 +241,6 @@ Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t piec
     return out;
 }
 
-} // namespace poolscope::detail
-
-namespace poolscope::detail {
-
 std::string analysesDiffer(const PieceAnalyses& a, const PieceAnalyses& b) {
     auto num = [](uint64_t v) { return std::to_string(v); };
     const PendingFrees &pa = a.pending.result(), &pb = b.pending.result();
@@ -296,10 +288,6 @@ std::string analysesDiffer(const PieceAnalyses& a, const PieceAnalyses& b) {
     }
     return {};
 }
-
-} // namespace poolscope::detail
-
-namespace poolscope::detail {
 
 Result<std::unique_ptr<PieceAnalyses>> analysesInOneRead(const TraceReader& reader, size_t topN) {
     auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());

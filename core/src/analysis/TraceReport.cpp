@@ -224,9 +224,10 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             t->start();
         }
     }
-    // The analyses read in pieces beside the read, on the CPUs it leaves idle, where they have
-    // a replay of their own that does nothing else: once the pieces are done and exact, that
-    // replay stops (ReplayThread::retire) and the reducer takes the pieces' results.
+    // The analyses read in pieces beside the read (on as many threads as the machine has, which
+    // the read's share), where they have a replay of their own that does nothing else: once the
+    // pieces are done and exact, that replay stops (ReplayThread::retire) and the reducer takes
+    // the pieces' results.
     std::atomic<bool> piecesStop{false};
     std::optional<Result<detail::AnalysesInPieces>> pieces;
     std::thread piecesThread;
