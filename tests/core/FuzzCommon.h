@@ -1,5 +1,5 @@
 #pragma once
-// What the fuzz targets (FuzzTest.cpp, ChunkCodecFuzzTest.cpp) share: their input budget, their
+// What the fuzz targets (FuzzTest.cpp, FuzzReadsTest.cpp, ChunkCodecFuzzTest.cpp) share: their input budget, their
 // seeds, the bundled samples they start from, and byte-level damage.
 
 #include <algorithm>
