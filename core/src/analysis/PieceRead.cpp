@@ -17,12 +17,6 @@ uint64_t PiecePlan::firstSeq(size_t k) const {
     return headers.empty() ? 0 : headers.back().lastSeq + 1;
 }
 
-uint64_t PiecePlan::events(size_t k) const {
-    uint64_t n = 0;
-    for (size_t i = cut[k]; i < cut[k + 1]; ++i) n += headers[i].count;
-    return n;
-}
-
 std::vector<int64_t> PiecePlan::ids(size_t k) const {
     std::vector<int64_t> out;
     for (size_t i = cut[k]; i < cut[k + 1]; ++i) out.push_back(headers[i].id);
@@ -110,9 +104,8 @@ Status readPiece(const ReaderOpener& open, const PiecePlan& plan, const std::vec
     if (!reader) return reader.error();
     // The samples from the piece's first on: a piece stops at its own last event, the last
     // piece takes the rest.
-    const std::vector<Event> rest(samples.begin() + static_cast<std::ptrdiff_t>(plan.firstSample[k]), samples.end());
     SampleMerge merge;
-    merge.expect(&rest);
+    merge.expect(&samples, plan.firstSample[k]);
     Status st = (*reader)->forEachChunkById(plan.ids(k), [&](std::vector<Event>& chunk) {
         merge.chunk(chunk, r, apply);
         return !(cancel && cancel->load(std::memory_order_relaxed));
@@ -152,7 +145,6 @@ Result<std::vector<bool>> replayPieces(const ReaderOpener& open, const PiecePlan
                                        const std::vector<Event>& samples, const PieceStarts& starts,
                                        unsigned threads,
                                        const std::function<void(size_t, replay::Replay&)>& before,
-                                       const std::function<void(size_t, replay::Replay&)>& after,
                                        const std::atomic<bool>* cancel) {
     const size_t n = plan.pieces();
     std::vector<char> same(n, 0);
@@ -162,7 +154,6 @@ Result<std::vector<bool>> replayPieces(const ReaderOpener& open, const PiecePlan
         Status read = readPiece(open, plan, samples, k, r, cancel, [&](const Event& e) { r.apply(e); });
         if (!read) return read;
         same[k] = r.sameState(starts.starts[k + 1]);
-        if (after) after(k, r);
         return Status{};
     });
     if (!st) return st.error();
@@ -210,11 +201,6 @@ Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t piec
             each[k] = std::make_unique<PieceAnalyses>(topN);
             if (k > 0) each[k]->hazards.startPiece(plan.firstSeq(k));
             each[k]->subscribe(r);
-        },
-        [&](size_t k, replay::Replay& r) {
-            r.unsubscribe(&each[k]->pending);
-            r.unsubscribe(&each[k]->hazards);
-            r.unsubscribe(&each[k]->fragmentation);
         },
         cancel);
     if (!same) return same.error();
@@ -305,9 +291,6 @@ Result<std::unique_ptr<PieceAnalyses>> analysesInOneRead(const TraceReader& read
     });
     if (!st) return st.error();
     merge.rest(apply);
-    r.unsubscribe(&out->pending);
-    r.unsubscribe(&out->hazards);
-    r.unsubscribe(&out->fragmentation);
     return out;
 }
 

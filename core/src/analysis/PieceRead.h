@@ -32,7 +32,6 @@ struct PiecePlan {
     size_t pieces() const { return cut.empty() ? 0 : cut.size() - 1; }
     // The first seq of piece k (of the trace's next event past the last piece).
     uint64_t firstSeq(size_t k) const;
-    uint64_t events(size_t k) const;
     std::vector<int64_t> ids(size_t k) const;
 };
 
@@ -59,14 +58,13 @@ Result<PieceStarts> findPieceStarts(const ReaderOpener& open, const replay::Repl
                                     const std::atomic<bool>* cancel = nullptr);
 
 // Each piece replayed from starts[k] on one of `threads` threads: `before(k, replay)` subscribes
-// its observers, `after(k, replay)` takes their results (both on the piece's thread). Returns,
-// per piece, whether its replay ended in starts[k + 1]'s state (what a consumer needs to trust
-// the results of the pieces after it).
+// its observers (on the piece's thread; they must outlive the call). Returns, per piece, whether
+// its replay ended in starts[k + 1]'s state (what a consumer needs to trust the results of the
+// pieces after it).
 Result<std::vector<bool>> replayPieces(const ReaderOpener& open, const PiecePlan& plan,
                                        const std::vector<Event>& samples, const PieceStarts& starts,
                                        unsigned threads,
                                        const std::function<void(size_t, replay::Replay&)>& before,
-                                       const std::function<void(size_t, replay::Replay&)>& after,
                                        const std::atomic<bool>* cancel = nullptr);
 
 // The report's replay analyses (pending frees, stream hazards, fragmentation) of a trace, read

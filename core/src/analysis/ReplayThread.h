@@ -40,8 +40,12 @@ class SampleMerge {
 public:
     static constexpr size_t kAhead = 8; // events (Replay::prefetch)
 
-    // The samples, read whole ahead of the events; must outlive the merge's use.
-    void expect(const std::vector<Event>* samples) { samples_ = samples; }
+    // The samples, read whole ahead of the events; must outlive the merge's use. `from`: the
+    // first still due (a piece of a trace starts past those the pieces before it took).
+    void expect(const std::vector<Event>* samples, size_t from = 0) {
+        samples_ = samples;
+        next_ = from;
+    }
     template <class Apply>
     void chunk(const std::vector<Event>& events, const replay::Replay& r, Apply&& apply) {
         const size_t n = events.size();

@@ -69,11 +69,7 @@ std::vector<ReportReducer::Lent> ReportReducer::lendAnalyses() {
     return out;
 }
 
-void ReportReducer::useAnalyses(std::shared_ptr<const PieceAnalyses> done) {
-    for (replay::Observer* o : std::initializer_list<replay::Observer*>{&pending_, &hazards_, &fragmentation_})
-        replay_.unsubscribe(o);
-    analysesDone_ = std::move(done);
-}
+void ReportReducer::useAnalyses(std::shared_ptr<const PieceAnalyses> done) { analysesDone_ = std::move(done); }
 
 void ReportReducer::setEntities(std::vector<DeviceInfo> devices, const std::vector<PoolInfo>& pools,
                                 const std::vector<StreamInfo>& streams) {

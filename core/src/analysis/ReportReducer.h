@@ -118,8 +118,8 @@ public:
         bool heaviest; // the stream hazards: about four times the other two together
     };
     std::vector<Lent> lendAnalyses();
-    // Or the analyses' results read elsewhere (analysesInPieces), taken instead of this
-    // replay's: before the first event.
+    // Before finish(): the analyses' results read elsewhere (analysesInPieces), reported instead
+    // of those of the analyses above (which, lent to a replay that stopped, may be short).
     void useAnalyses(std::shared_ptr<const PieceAnalyses> done);
     // After finish(): a reuse policy recorded off at some time (cmd_report's condition for the
     // advisor).

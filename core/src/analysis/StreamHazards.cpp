@@ -91,16 +91,6 @@ bool legacyOrdered(const StreamInfo& a, const StreamInfo& b) {
 
 } // namespace
 
-// A question a piece leaves to the state before it: is stream a's work before seq x (the
-// alloc of a block from before the piece) ordered before what stream b enqueues at the free?
-struct StreamHazardsAnalysis::Open {
-    StreamHazard h; // the hazard, should the state before not order them
-    uint32_t a = replay::kNone, b = replay::kNone;
-    uint64_t x = 0;
-    int deviceA = -1;
-    std::shared_ptr<const SymClock> clockB, host; // b's clock and the host's references then
-};
-
 namespace {
 
 // What a piece knew of the orderings before stream b when it allocated addresses it had not met
@@ -109,6 +99,16 @@ namespace {
 struct Snapshot {
     std::shared_ptr<const SymClock> clockB, host;
     std::vector<uint32_t> orderedHere;
+};
+
+// A question a piece leaves to the state before it: is stream a's work before seq x (the
+// alloc of a block from before the piece) ordered before what stream b enqueues at the free?
+struct Open {
+    StreamHazard h; // the hazard, should the state before not order them
+    uint32_t a = replay::kNone, b = replay::kNone;
+    uint64_t x = 0;
+    int deviceA = -1;
+    std::shared_ptr<const SymClock> clockB, host; // b's clock and the host's references then
 };
 
 // An address a piece allocated before it met it otherwise (within the reuse window of its
@@ -325,8 +325,6 @@ void StreamHazardsAnalysis::startPiece(uint64_t firstSeq) {
     for (size_t s = 0; s < d_->clocks.size(); ++s) d_->clocks[s].refClock(static_cast<uint32_t>(s));
 }
 
-void StreamHazardsAnalysis::question(Open&& q) { d_->open.push_back(std::move(q)); }
-
 void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& r) {
     State& d = *d_;
     const Event& e = *f.event;
@@ -405,7 +403,7 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
                 q.deviceA = r.streams()[b.stream].info.device;
                 q.clockB = d.clockOf(f.stream);
                 q.host = d.hostOf();
-                question(std::move(q));
+                d.open.push_back(std::move(q));
             } else {
                 out_.unorderedFrees++;
                 keep(h);

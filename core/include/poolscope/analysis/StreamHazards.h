@@ -100,8 +100,6 @@ public:
 
 private:
     struct State;
-    struct Open;
-    void question(Open&& q);
     std::unique_ptr<State> d_;
     size_t maxKept_ = StreamHazards::kMaxKept;
     StreamHazards out_;
