@@ -183,5 +183,8 @@ inline int streamDevice(ThreadState* t, uint64_t stream) {
 }
 void disableCollector(const char* why); // logs, switches the callback off, notes it in the trace
 void startForkedChild();                // Lifecycle.cpp
+// A callback of CUPTI's NVTX domain (Nvtx.cpp): ranges pushed and popped become the thread's
+// range path, start/end ranges are listed.
+void onNvtx(ThreadState* t, CUpti_CallbackId cbid, const CUpti_NvtxData* d);
 
 } // namespace poolscope::collector
