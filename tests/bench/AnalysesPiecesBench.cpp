@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "%s\n", split.error().message.c_str());
             return 1;
         }
-        const std::string differ = detail::analysesDiffer(*split->analyses, one);
+        const std::string differ = split->analyses ? detail::analysesDiffer(*split->analyses, one) : "none read";
         allSame = allSame && differ.empty();
         std::printf("| %d | %.3f | %.3f | %.3f | %.3f | %.2f / %.2f / %.3f | %s | %s |\n", round + 1, oneWall, oneCpu,
                     splitWall, splitCpu, split->startsSeconds, split->piecesSeconds, split->absorbSeconds,

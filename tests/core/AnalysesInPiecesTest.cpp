@@ -4,12 +4,18 @@
 // traces from resources/samples; a trace whose clocks ran past their bound is not carried.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <mutex>
+#include <numeric>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 #include "../../core/src/analysis/PieceRead.h"
 #include "../../core/src/analysis/ReplayThread.h"
+#include "../../core/src/replay/TraceEntities.h"
 #include "TestTraces.h"
 #include "poolscope/EventFields.h"
 #include "poolscope/TraceReader.h"
@@ -118,7 +124,9 @@ void expectPiecesGiveOneRead(const std::string& path, size_t pieces, bool exactE
     auto split = detail::analysesInPieces(**reader, pieces, 2, kTopN);
     ASSERT_TRUE(split) << split.error().message;
     EXPECT_EQ(split->exact, exactExpected) << split->inexact;
-    if (split->exact) EXPECT_EQ(detail::analysesDiffer(*split->analyses, **one), "");
+    if (split->exact) {
+        EXPECT_EQ(detail::analysesDiffer(*split->analyses, **one), "");
+    }
 }
 
 TEST(AnalysesInPieces, HandBuiltHandOffsCutAtEveryChunkGiveOneRead) {
@@ -206,6 +214,56 @@ TEST(AnalysesInPieces, ClocksPastTheirBoundAreNotCarried) {
 
 // A replay thread retired (its observers' results known otherwise) takes the chunks still to
 // come and drops them: its replay sees none of them, nor the last samples.
+TEST(AnalysesInPieces, PiecesEndInOrderAndAHaltStopsThoseNotBegun) {
+    // The pieces' replays end (after()) on their threads; a halt set there stops the pieces not
+    // yet begun with a Cancelled error, and no piece after the halt reports its end.
+    const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/gpt2.poolscope";
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader) << reader.error().message;
+    auto samples = (*reader)->samples(0, INT64_MIN, INT64_MAX);
+    ASSERT_TRUE(samples);
+    auto headers = (*reader)->chunkHeaders();
+    ASSERT_TRUE(headers);
+    replay::Replay declared;
+    ASSERT_TRUE(detail::declareTraceEntities(**reader, declared, true));
+    const detail::PiecePlan plan = detail::planPieces(std::move(*headers), *samples, 6);
+    ASSERT_GE(plan.pieces(), 4u);
+    detail::ReaderOpener open = [&] { return TraceReader::open(path); };
+    auto starts = detail::findPieceStarts(open, declared, plan, *samples, 2);
+    ASSERT_TRUE(starts) << starts.error().message;
+    ASSERT_EQ(starts->starts.size(), plan.pieces() + 1);
+    EXPECT_TRUE(starts->allExact());
+
+    std::vector<size_t> ended;
+    std::atomic<bool> halt{false};
+    Status st = detail::replayPieces(
+        open, plan, *samples, *starts, 1, {},
+        [&](size_t k, bool same) {
+            EXPECT_TRUE(same) << "piece " << k;
+            ended.push_back(k);
+            if (k == 1) halt = true;
+        },
+        nullptr, &halt);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code, ErrorCode::Cancelled);
+    EXPECT_EQ(ended, (std::vector<size_t>{0, 1}));
+
+    ended.clear();
+    halt = false;
+    EXPECT_TRUE(detail::replayPieces(open, plan, *samples, *starts, 3, {},
+                                     [&](size_t k, bool same) {
+                                         EXPECT_TRUE(same) << "piece " << k;
+                                         static std::mutex m;
+                                         std::lock_guard lock(m);
+                                         ended.push_back(k);
+                                     },
+                                     nullptr, &halt));
+    std::sort(ended.begin(), ended.end());
+    std::vector<size_t> all(plan.pieces());
+    std::iota(all.begin(), all.end(), size_t{0});
+    EXPECT_EQ(ended, all);
+}
+
 TEST(AnalysesInPieces, ARetiredReplayThreadAppliesNothingMore) {
     Events ev;
     for (int i = 0; i < 100; ++i) ev.alloc(10 * i + 10, kS1, kPool, 0x1000 + 0x1000 * uint64_t(i), MiB);

@@ -61,16 +61,24 @@ PiecePlan planPieces(std::vector<ChunkHeaderInfo> headers, const std::vector<Eve
 
 namespace {
 
+// The caller's cancel and, for replayPieces, the pieces' own reason to stop.
+struct Stop {
+    const std::atomic<bool>* cancel = nullptr;
+    const std::atomic<bool>* halt = nullptr;
+    bool operator()() const {
+        return (cancel && cancel->load(std::memory_order_relaxed)) || (halt && halt->load(std::memory_order_relaxed));
+    }
+};
+
 // fn(k) for every piece, on up to `threads` threads; the first error stops the pieces not begun.
-Status onThreads(size_t pieces, unsigned threads, const std::atomic<bool>* cancel,
-                 const std::function<Status(size_t)>& fn) {
+Status onThreads(size_t pieces, unsigned threads, Stop stopped, const std::function<Status(size_t)>& fn) {
     std::atomic<size_t> next{0};
     std::atomic<bool> stop{false};
     std::mutex m;
     Status first;
     auto work = [&] {
         for (size_t k; !stop && (k = next++) < pieces;) {
-            if (cancel && cancel->load(std::memory_order_relaxed)) {
+            if (stopped()) {
                 std::lock_guard lock(m);
                 if (first) first = Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
                 stop = true;
@@ -99,7 +107,7 @@ Status onThreads(size_t pieces, unsigned threads, const std::atomic<bool>* cance
 // Piece k's events, the samples merged in by time, through `apply` on `r`.
 template <class Apply>
 Status readPiece(const ReaderOpener& open, const PiecePlan& plan, const std::vector<Event>& samples, size_t k,
-                 const replay::Replay& r, const std::atomic<bool>* cancel, Apply&& apply) {
+                 const replay::Replay& r, Stop stopped, Apply&& apply) {
     auto reader = open();
     if (!reader) return reader.error();
     // The samples from the piece's first on: a piece stops at its own last event, the last
@@ -108,7 +116,7 @@ Status readPiece(const ReaderOpener& open, const PiecePlan& plan, const std::vec
     merge.expect(&samples, plan.firstSample[k]);
     Status st = (*reader)->forEachChunkById(plan.ids(k), [&](std::vector<Event>& chunk) {
         merge.chunk(chunk, r, apply);
-        return !(cancel && cancel->load(std::memory_order_relaxed));
+        return !stopped();
     });
     if (!st) return st;
     if (k + 1 == plan.pieces()) merge.rest(apply);
@@ -121,43 +129,52 @@ Result<PieceStarts> findPieceStarts(const ReaderOpener& open, const replay::Repl
                                     const std::vector<Event>& samples, unsigned threads,
                                     const std::atomic<bool>* cancel) {
     const size_t n = plan.pieces();
-    std::vector<std::unique_ptr<replay::Replay>> local(n);
-    Status st = onThreads(n, threads, cancel, [&](size_t k) {
-        local[k] = std::make_unique<replay::Replay>(declared.clone());
-        replay::Replay& piece = *local[k];
-        piece.startPiece();
-        return readPiece(open, plan, samples, k, piece, cancel, [&](const Event& e) { piece.apply(e); });
-    });
-    if (!st) return st.error();
     PieceStarts out;
     out.starts.reserve(n + 1);
     out.starts.push_back(declared.clone());
-    for (size_t k = 0; k < n; ++k) {
-        bool exact = false;
-        out.starts.push_back(local[k]->afterPiece(out.starts.back(), &exact));
-        out.exact.push_back(exact);
-        local[k].reset();
-    }
-    return out;
-}
-
-Result<std::vector<bool>> replayPieces(const ReaderOpener& open, const PiecePlan& plan,
-                                       const std::vector<Event>& samples, const PieceStarts& starts,
-                                       unsigned threads,
-                                       const std::function<void(size_t, replay::Replay&)>& before,
-                                       const std::atomic<bool>* cancel) {
-    const size_t n = plan.pieces();
-    std::vector<char> same(n, 0);
-    Status st = onThreads(n, threads, cancel, [&](size_t k) {
-        replay::Replay r = starts.starts[k].clone();
-        if (before) before(k, r);
-        Status read = readPiece(open, plan, samples, k, r, cancel, [&](const Event& e) { r.apply(e); });
+    // Each piece carried over as soon as the pieces before it have been (on the thread that
+    // ended the last of them): a piece's replay holds a note of every pointer it met, and only
+    // those on their way or waiting for an earlier one are held.
+    std::vector<std::unique_ptr<replay::Replay>> local(n);
+    std::vector<char> ended(n, 0);
+    std::mutex carrying;
+    size_t next = 0;
+    Status st = onThreads(n, threads, Stop{cancel}, [&](size_t k) {
+        auto piece = std::make_unique<replay::Replay>(declared.clone());
+        piece->startPiece();
+        Status read = readPiece(open, plan, samples, k, *piece, Stop{cancel}, [&](const Event& e) { piece->apply(e); });
         if (!read) return read;
-        same[k] = r.sameState(starts.starts[k + 1]);
+        std::lock_guard lock(carrying);
+        local[k] = std::move(piece);
+        ended[k] = 1;
+        for (; next < n && ended[next]; ++next) {
+            bool exact = false;
+            out.starts.push_back(local[next]->afterPiece(out.starts.back(), &exact));
+            out.exact.push_back(exact);
+            local[next].reset();
+        }
         return Status{};
     });
     if (!st) return st.error();
-    return std::vector<bool>(same.begin(), same.end());
+    return out;
+}
+
+Status replayPieces(const ReaderOpener& open, const PiecePlan& plan, const std::vector<Event>& samples,
+                    const PieceStarts& starts, unsigned threads,
+                    const std::function<void(size_t, replay::Replay&)>& before,
+                    const std::function<void(size_t, bool)>& after, const std::atomic<bool>* cancel,
+                    const std::atomic<bool>* halt) {
+    const Stop stopped{cancel, halt};
+    return onThreads(plan.pieces(), threads, stopped, [&](size_t k) {
+        replay::Replay r = starts.starts[k].clone();
+        if (before) before(k, r);
+        Status read = readPiece(open, plan, samples, k, r, stopped, [&](const Event& e) { r.apply(e); });
+        if (!read) return read;
+        if (stopped()) return Status{Error{ErrorCode::Cancelled, "reading the trace was cancelled"}};
+        const bool same = r.sameState(starts.starts[k + 1]);
+        if (after) after(k, same);
+        return Status{};
+    });
 }
 
 PieceAnalyses::PieceAnalyses(size_t topN) {
@@ -193,37 +210,65 @@ Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t piec
     auto starts = findPieceStarts(open, declared, plan, *samples, threads, cancel);
     if (!starts) return starts.error();
     out.startsSeconds = since(t);
-    t = Clock::now();
-    std::vector<std::unique_ptr<PieceAnalyses>> each(plan.pieces());
-    auto same = replayPieces(
-        open, plan, *samples, *starts, threads,
-        [&](size_t k, replay::Replay& r) {
-            each[k] = std::make_unique<PieceAnalyses>(topN);
-            if (k > 0) each[k]->hazards.startPiece(plan.firstSeq(k));
-            each[k]->subscribe(r);
-        },
-        cancel);
-    if (!same) return same.error();
-    out.piecesSeconds = since(t);
-    t = Clock::now();
     auto note = [&](size_t k, const char* what) {
         if (out.inexact.empty()) out.inexact = "piece " + std::to_string(k + 1) + ": " + what;
     };
-    for (size_t k = 0; k < plan.pieces(); ++k) {
+    for (size_t k = 0; k < plan.pieces(); ++k)
         if (!starts->exact[k]) note(k, "its end state carried as a guess");
-        if (!(*same)[k]) note(k, "its replay did not end in the next piece's start");
-    }
-    out.analyses = std::move(each[0]);
-    for (size_t k = 1; k < each.size(); ++k) {
-        PieceAnalyses& acc = *out.analyses;
-        acc.pending.absorb(std::move(each[k]->pending));
-        acc.fragmentation.absorb(std::move(each[k]->fragmentation));
-        if (!acc.hazards.absorb(std::move(each[k]->hazards), starts->starts[k], starts->starts[k + 1]))
-            note(k, "its stream hazards not carried exactly");
-        each[k].reset();
-    }
-    out.exact = out.inexact.empty();
-    out.absorbSeconds = since(t);
+    if (!out.inexact.empty()) return out; // a piece after it would start from a guess
+
+    // Each piece taken in as soon as the pieces before it have been (on the thread that ended
+    // the last of them), so that only the pieces on their way and those waiting for an earlier
+    // one hold their analyses. The first piece not exact stops the rest: the caller reads the
+    // trace whole instead.
+    t = Clock::now();
+    const size_t n = plan.pieces();
+    std::vector<std::unique_ptr<PieceAnalyses>> each(n);
+    std::vector<char> ended(n, 0), sameEnd(n, 0);
+    std::mutex absorbing;
+    size_t next = 0;
+    double absorbSeconds = 0;
+    std::atomic<bool> halt{false};
+    auto takeIn = [&] { // with `absorbing` held
+        const Clock::time_point a = Clock::now();
+        for (; next < n && ended[next]; ++next) {
+            const size_t k = next;
+            if (!sameEnd[k]) note(k, "its replay did not end in the next piece's start");
+            if (k == 0) {
+                out.analyses = std::move(each[0]);
+            } else {
+                PieceAnalyses& acc = *out.analyses;
+                acc.pending.absorb(std::move(each[k]->pending));
+                acc.fragmentation.absorb(std::move(each[k]->fragmentation));
+                if (!acc.hazards.absorb(std::move(each[k]->hazards), starts->starts[k], starts->starts[k + 1]))
+                    note(k, "its stream hazards not carried exactly");
+                each[k].reset();
+            }
+            if (!out.inexact.empty()) halt = true;
+        }
+        absorbSeconds += since(a);
+    };
+    Status st = replayPieces(
+        open, plan, *samples, *starts, threads,
+        [&](size_t k, replay::Replay& r) {
+            auto mine = std::make_unique<PieceAnalyses>(topN);
+            if (k > 0) mine->hazards.startPiece(plan.firstSeq(k));
+            mine->subscribe(r);
+            std::lock_guard lock(absorbing);
+            each[k] = std::move(mine);
+        },
+        [&](size_t k, bool same) {
+            each[k]->hazards.endPiece(); // each[k] is this thread's until it is marked ended
+            std::lock_guard lock(absorbing);
+            ended[k] = 1;
+            sameEnd[k] = same;
+            takeIn();
+        },
+        cancel, &halt);
+    if (!st && !(halt && st.error().code == ErrorCode::Cancelled && !(cancel && *cancel))) return st.error();
+    out.piecesSeconds = since(t);
+    out.absorbSeconds = absorbSeconds;
+    out.exact = out.inexact.empty() && next == n;
     return out;
 }
 

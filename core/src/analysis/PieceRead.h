@@ -58,14 +58,15 @@ Result<PieceStarts> findPieceStarts(const ReaderOpener& open, const replay::Repl
                                     const std::atomic<bool>* cancel = nullptr);
 
 // Each piece replayed from starts[k] on one of `threads` threads: `before(k, replay)` subscribes
-// its observers (on the piece's thread; they must outlive the call). Returns, per piece, whether
-// its replay ended in starts[k + 1]'s state (what a consumer needs to trust the results of the
-// pieces after it).
-Result<std::vector<bool>> replayPieces(const ReaderOpener& open, const PiecePlan& plan,
-                                       const std::vector<Event>& samples, const PieceStarts& starts,
-                                       unsigned threads,
-                                       const std::function<void(size_t, replay::Replay&)>& before,
-                                       const std::atomic<bool>* cancel = nullptr);
+// its observers (on the piece's thread; they must outlive the call), `after(k, same)` is called
+// there once the piece's events are through, `same`: whether its replay ended in starts[k + 1]'s
+// state (what a consumer needs to trust the results of the pieces after it). `halt` (the
+// caller's own reason to stop, as `cancel`) stops the pieces with a Cancelled error.
+Status replayPieces(const ReaderOpener& open, const PiecePlan& plan, const std::vector<Event>& samples,
+                    const PieceStarts& starts, unsigned threads,
+                    const std::function<void(size_t, replay::Replay&)>& before,
+                    const std::function<void(size_t, bool)>& after, const std::atomic<bool>* cancel = nullptr,
+                    const std::atomic<bool>* halt = nullptr);
 
 // The report's replay analyses (pending frees, stream hazards, fragmentation) of a trace, read
 // in pieces: each piece's analyses on its own replay, then taken in by the first piece's in
@@ -85,13 +86,17 @@ struct AnalysesInPieces {
     // caller reads the trace whole instead.
     bool exact = false;
     std::string inexact; // where not exact: the first piece and step that was not
-    double startsSeconds = 0, piecesSeconds = 0, absorbSeconds = 0; // wall time of each step
+    // Wall time finding the starts, then replaying the pieces (their taking in, on the pieces'
+    // threads as they end, included), and of the taking in alone.
+    double startsSeconds = 0, piecesSeconds = 0, absorbSeconds = 0;
 };
 // The first way a's results differ from b's ("" where they agree), the replay's block tags aside
 // (a piece's replay numbers its blocks itself; a report shows none).
 std::string analysesDiffer(const PieceAnalyses& a, const PieceAnalyses& b);
 // The same analyses of the trace in one read on this thread (what the pieces must give).
 Result<std::unique_ptr<PieceAnalyses>> analysesInOneRead(const TraceReader& reader, size_t topN);
+// Pieces are taken in as they end, in order, and stop at the first one not exact; where a start
+// is only guessed, none is replayed (`analyses` is then null).
 Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t pieces, unsigned threads, size_t topN,
                                           const std::atomic<bool>* cancel = nullptr);
 

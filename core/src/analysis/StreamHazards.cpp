@@ -325,6 +325,26 @@ void StreamHazardsAnalysis::startPiece(uint64_t firstSeq) {
     for (size_t s = 0; s < d_->clocks.size(); ++s) d_->clocks[s].refClock(static_cast<uint32_t>(s));
 }
 
+void StreamHazardsAnalysis::endPiece() {
+    State& d = *d_;
+    std::deque<std::pair<uint64_t, uint64_t>>().swap(d.frees);
+    // A free older than the window at the piece's last event has aged there already (age()
+    // set the flag then); the map keeps the rest, at their size.
+    size_t recent = 0;
+    d.freed.forEachEntry([&](uint64_t, const State::Freed& f) {
+        recent += f.seq + StreamHazards::kReuseWindow >= d.lastSeq;
+    });
+    if (recent < d.freed.size()) out_.freedForgotten = true;
+    detail::FlatPtrMap<State::Freed> kept;
+    kept.reserve(recent);
+    d.freed.forEachEntry([&](uint64_t ptr, const State::Freed& f) {
+        if (f.seq + StreamHazards::kReuseWindow >= d.lastSeq) kept.put(ptr, f);
+    });
+    d.freed = std::move(kept);
+    d.misses.shrink_to_fit();
+    d.open.shrink_to_fit();
+}
+
 void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& r) {
     State& d = *d_;
     const Event& e = *f.event;

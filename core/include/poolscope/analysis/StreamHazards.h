@@ -90,6 +90,10 @@ public:
     // kept open, and what the piece's orderings take from it is kept by reference, until
     // absorb(). The piece's replay must start in the true state (the blocks' streams and seqs).
     void startPiece(uint64_t firstSeq);
+    // After the piece's last event: what only its own events needed goes (the frees kept to see
+    // them age, those older than the reuse window), so that a piece waiting to be taken in holds
+    // only what absorb() reads.
+    void endPiece();
     // This analysis, exact through the pieces before `piece`, takes in the next piece's: the
     // open questions answered from this state, the hazards merged in seq order, the state
     // carried to the piece's end. `start` and `end`: the replay before and after the piece (the
