@@ -197,13 +197,36 @@ TEST(AnalysesInPieces, RealTracesGiveOneRead) {
 
 TEST(AnalysesInPieces, AReplayStartOnlyGuessedIsSaid) {
     // JAX's run frees blocks from before a piece in ways the replay's carry does not follow
-    // (Replay::afterPiece): the pieces say so instead of passing their analyses off as exact.
-    auto reader = TraceReader::open(std::string(POOLSCOPE_SAMPLES_DIR) + "/jax.poolscope");
+    // (Replay::afterPiece): carried, its pieces' starts are guesses. Read in pieces, each piece
+    // starts either from the end of the one before (replayed first) or from such a carry; the
+    // pieces say which, and are exact only where every start was replayed.
+    const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/jax.poolscope";
+    auto reader = TraceReader::open(path);
     ASSERT_TRUE(reader);
-    auto split = detail::analysesInPieces(**reader, 3, 2, kTopN);
-    ASSERT_TRUE(split) << split.error().message;
-    EXPECT_FALSE(split->exact);
-    EXPECT_NE(split->inexact.find("carried as a guess"), std::string::npos) << split->inexact;
+    auto samples = (*reader)->samples(0, INT64_MIN, INT64_MAX);
+    ASSERT_TRUE(samples);
+    auto headers = (*reader)->chunkHeaders();
+    ASSERT_TRUE(headers);
+    replay::Replay declared;
+    ASSERT_TRUE(detail::declareTraceEntities(**reader, declared, true));
+    const detail::PiecePlan plan = detail::planPieces(std::move(*headers), *samples, 3);
+    auto starts = detail::findPieceStarts([&] { return TraceReader::open(path); }, declared, plan, *samples, 2);
+    ASSERT_TRUE(starts) << starts.error().message;
+    EXPECT_FALSE(starts->allExact());
+
+    auto one = detail::analysesInOneRead(**reader, kTopN);
+    ASSERT_TRUE(one);
+    for (unsigned threads : {1u, 3u}) {
+        auto split = detail::analysesInPieces(**reader, 3, threads, kTopN);
+        ASSERT_TRUE(split) << split.error().message;
+        if (split->exact) {
+            EXPECT_EQ(detail::analysesDiffer(*split->analyses, **one), "");
+        } else {
+            EXPECT_NE(split->inexact.find("carried as a guess"), std::string::npos) << split->inexact;
+        }
+        // On one thread every piece waits for the one before: no start is guessed.
+        if (threads == 1) EXPECT_TRUE(split->exact) << split->inexact;
+    }
 }
 
 TEST(AnalysesInPieces, ClocksPastTheirBoundAreNotCarried) {
@@ -214,9 +237,10 @@ TEST(AnalysesInPieces, ClocksPastTheirBoundAreNotCarried) {
 
 // A replay thread retired (its observers' results known otherwise) takes the chunks still to
 // come and drops them: its replay sees none of them, nor the last samples.
-TEST(AnalysesInPieces, PiecesEndInOrderAndAHaltStopsThoseNotBegun) {
-    // The pieces' replays end (after()) on their threads; a halt set there stops the pieces not
-    // yet begun with a Cancelled error, and no piece after the halt reports its end.
+TEST(AnalysesInPieces, EveryPieceEndsWhereTheNextBeginsAndAHaltStopsThoseNotBegun) {
+    // runPieces finds the pieces' starts on the way: each piece's replay ends in the next one's
+    // start, carried or replayed, and the last in the whole replay's end state. A halt set at a
+    // piece's end stops the pieces not yet begun with a Cancelled error.
     const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/gpt2.poolscope";
     auto reader = TraceReader::open(path);
     ASSERT_TRUE(reader) << reader.error().message;
@@ -229,17 +253,43 @@ TEST(AnalysesInPieces, PiecesEndInOrderAndAHaltStopsThoseNotBegun) {
     const detail::PiecePlan plan = detail::planPieces(std::move(*headers), *samples, 6);
     ASSERT_GE(plan.pieces(), 4u);
     detail::ReaderOpener open = [&] { return TraceReader::open(path); };
-    auto starts = detail::findPieceStarts(open, declared, plan, *samples, 2);
-    ASSERT_TRUE(starts) << starts.error().message;
-    ASSERT_EQ(starts->starts.size(), plan.pieces() + 1);
-    EXPECT_TRUE(starts->allExact());
+
+    // The whole replay's end, to hold the last piece's against.
+    replay::Replay whole = declared.clone();
+    {
+        detail::SampleMerge merge;
+        merge.expect(&*samples);
+        auto apply = [&](const Event& e) { whole.apply(e); };
+        ASSERT_TRUE((*reader)->forEachChunk([&](std::vector<Event>& chunk) {
+            merge.chunk(chunk, whole, apply);
+            return true;
+        }));
+        merge.rest(apply);
+    }
+
+    for (unsigned threads : {1u, 2u, 5u}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads");
+        std::vector<size_t> ended;
+        bool lastIsWhole = false;
+        ASSERT_TRUE(detail::runPieces(open, declared, plan, *samples, threads, {},
+                                      [&](size_t k, const detail::PieceEnd& end) {
+                                          EXPECT_TRUE(end.startExact) << "piece " << k;
+                                          EXPECT_TRUE(end.endsAtNext) << "piece " << k;
+                                          ended.push_back(k); // with the scheduler's lock held
+                                          if (k + 1 == plan.pieces()) lastIsWhole = end.end.sameState(whole);
+                                      }));
+        std::sort(ended.begin(), ended.end());
+        std::vector<size_t> all(plan.pieces());
+        std::iota(all.begin(), all.end(), size_t{0});
+        EXPECT_EQ(ended, all);
+        EXPECT_TRUE(lastIsWhole);
+    }
 
     std::vector<size_t> ended;
     std::atomic<bool> halt{false};
-    Status st = detail::replayPieces(
-        open, plan, *samples, *starts, 1, {},
-        [&](size_t k, bool same) {
-            EXPECT_TRUE(same) << "piece " << k;
+    Status st = detail::runPieces(
+        open, declared, plan, *samples, 1, {},
+        [&](size_t k, const detail::PieceEnd&) {
             ended.push_back(k);
             if (k == 1) halt = true;
         },
@@ -247,21 +297,6 @@ TEST(AnalysesInPieces, PiecesEndInOrderAndAHaltStopsThoseNotBegun) {
     ASSERT_FALSE(st);
     EXPECT_EQ(st.error().code, ErrorCode::Cancelled);
     EXPECT_EQ(ended, (std::vector<size_t>{0, 1}));
-
-    ended.clear();
-    halt = false;
-    EXPECT_TRUE(detail::replayPieces(open, plan, *samples, *starts, 3, {},
-                                     [&](size_t k, bool same) {
-                                         EXPECT_TRUE(same) << "piece " << k;
-                                         static std::mutex m;
-                                         std::lock_guard lock(m);
-                                         ended.push_back(k);
-                                     },
-                                     nullptr, &halt));
-    std::sort(ended.begin(), ended.end());
-    std::vector<size_t> all(plan.pieces());
-    std::iota(all.begin(), all.end(), size_t{0});
-    EXPECT_EQ(ended, all);
 }
 
 TEST(AnalysesInPieces, ARetiredReplayThreadAppliesNothingMore) {

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "../replay/TraceEntities.h"
@@ -159,22 +161,111 @@ Result<PieceStarts> findPieceStarts(const ReaderOpener& open, const replay::Repl
     return out;
 }
 
-Status replayPieces(const ReaderOpener& open, const PiecePlan& plan, const std::vector<Event>& samples,
-                    const PieceStarts& starts, unsigned threads,
-                    const std::function<void(size_t, replay::Replay&)>& before,
-                    const std::function<void(size_t, bool)>& after, const std::atomic<bool>* cancel,
-                    const std::atomic<bool>* halt) {
+Status runPieces(const ReaderOpener& open, const replay::Replay& declared, const PiecePlan& plan,
+                 const std::vector<Event>& samples, unsigned threads,
+                 const std::function<void(size_t, replay::Replay&)>& before,
+                 const std::function<void(size_t, const PieceEnd&)>& after, const std::atomic<bool>* cancel,
+                 const std::atomic<bool>* halt) {
+    const size_t n = plan.pieces();
     const Stop stopped{cancel, halt};
-    return onThreads(plan.pieces(), threads, stopped, [&](size_t k) {
-        replay::Replay r = starts.starts[k].clone();
-        if (before) before(k, r);
-        Status read = readPiece(open, plan, samples, k, r, stopped, [&](const Event& e) { r.apply(e); });
-        if (!read) return read;
-        if (stopped()) return Status{Error{ErrorCode::Cancelled, "reading the trace was cancelled"}};
-        const bool same = r.sameState(starts.starts[k + 1]);
-        if (after) after(k, same);
-        return Status{};
-    });
+    struct Piece {
+        std::optional<replay::Replay> start; // the state before it, once known
+        bool startExact = false;
+        std::unique_ptr<replay::Replay> scout; // it replayed without its start, ended
+        bool scouting = false, replaying = false;
+    };
+    std::vector<Piece> p(n + 1);
+    p[0].start = declared.clone();
+    p[0].startExact = true;
+    std::mutex m;
+    std::condition_variable changed;
+    Status first;
+    size_t ended = 0, running = 0;
+
+    // With `m` held: each scout whose piece's start is known carries it to the next one's.
+    auto carry = [&] {
+        for (size_t k = 0; k + 1 < n; ++k) {
+            if (!p[k].scout || !p[k].start || p[k + 1].start) continue;
+            bool exact = false;
+            p[k + 1].start = p[k].scout->afterPiece(*p[k].start, &exact);
+            p[k + 1].startExact = p[k].startExact && exact;
+            p[k].scout.reset();
+        }
+    };
+    auto fail = [&](Status st) { // with `m` held
+        if (first) first = std::move(st);
+    };
+    auto work = [&] {
+        std::unique_lock lock(m);
+        for (;;) {
+            if (!first || ended == n) return;
+            if (stopped()) {
+                fail(Error{ErrorCode::Cancelled, "reading the trace was cancelled"});
+                changed.notify_all();
+                return;
+            }
+            // The earliest piece whose start is known, else a piece to scout: one whose replay
+            // has not begun and whose end nobody knows yet (the last piece's end is its replay's).
+            size_t real = n, scout = n;
+            for (size_t k = 0; k < n && real == n; ++k)
+                if (p[k].start && !p[k].replaying) real = k;
+            for (size_t k = 0; k + 1 < n && real == n && scout == n; ++k)
+                if (!p[k].replaying && !p[k].scouting && !p[k].scout && !p[k + 1].start) scout = k;
+            if (real == n && scout == n) {
+                changed.wait(lock);
+                continue;
+            }
+            ++running;
+            if (scout < n) {
+                p[scout].scouting = true;
+                lock.unlock();
+                auto r = std::make_unique<replay::Replay>(declared.clone());
+                r->startPiece();
+                Status st = readPiece(open, plan, samples, scout, *r, stopped, [&](const Event& e) { r->apply(e); });
+                lock.lock();
+                p[scout].scouting = false;
+                if (!st) fail(std::move(st));
+                else if (!stopped() && !p[scout + 1].start && !p[scout].replaying) p[scout].scout = std::move(r);
+                carry();
+            } else {
+                p[real].replaying = true;
+                replay::Replay r = p[real].start->clone();
+                lock.unlock();
+                if (before) before(real, r);
+                Status st = readPiece(open, plan, samples, real, r, stopped, [&](const Event& e) { r.apply(e); });
+                if (st && stopped()) st = Error{ErrorCode::Cancelled, "reading the trace was cancelled"};
+                lock.lock();
+                if (!st) {
+                    fail(std::move(st));
+                } else {
+                    bool same = true;
+                    if (p[real + 1].start) {
+                        same = r.sameState(*p[real + 1].start);
+                    } else {
+                        p[real + 1].start = r.clone();
+                        p[real + 1].startExact = p[real].startExact;
+                    }
+                    p[real].scout.reset();
+                    carry();
+                    if (after) after(real, PieceEnd{*p[real].start, *p[real + 1].start, p[real].startExact, same});
+                    p[real].start.reset(); // what the piece needed of it, after() took
+                    ++ended;
+                }
+            }
+            --running;
+            changed.notify_all();
+        }
+    };
+    const size_t want = std::clamp<size_t>(threads, 1, std::max<size_t>(1, n));
+    std::vector<std::thread> pool;
+    try {
+        for (size_t t = 1; t < want; ++t) pool.emplace_back(work);
+    } catch (const std::system_error&) {
+        // Fewer threads than asked: the ones started (and this one) take every piece.
+    }
+    work();
+    for (std::thread& t : pool) t.join();
+    return first;
 }
 
 PieceAnalyses::PieceAnalyses(size_t topN) {
@@ -206,62 +297,70 @@ Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t piec
     const PiecePlan plan = planPieces(std::move(*headers), *samples, pieces);
     AnalysesInPieces out;
     out.pieces = plan.pieces();
-    Clock::time_point t = Clock::now();
-    auto starts = findPieceStarts(open, declared, plan, *samples, threads, cancel);
-    if (!starts) return starts.error();
-    out.startsSeconds = since(t);
     auto note = [&](size_t k, const char* what) {
         if (out.inexact.empty()) out.inexact = "piece " + std::to_string(k + 1) + ": " + what;
     };
-    for (size_t k = 0; k < plan.pieces(); ++k)
-        if (!starts->exact[k]) note(k, "its end state carried as a guess");
-    if (!out.inexact.empty()) return out; // a piece after it would start from a guess
-
     // Each piece taken in as soon as the pieces before it have been (on the thread that ended
     // the last of them), so that only the pieces on their way and those waiting for an earlier
     // one hold their analyses. The first piece not exact stops the rest: the caller reads the
     // trace whole instead.
-    t = Clock::now();
     const size_t n = plan.pieces();
-    std::vector<std::unique_ptr<PieceAnalyses>> each(n);
-    std::vector<char> ended(n, 0), sameEnd(n, 0);
+    struct Ended {
+        std::unique_ptr<PieceAnalyses> analyses;
+        std::vector<StreamInfo> start, end; // the replay's streams before and after it
+        bool startExact = false, endsAtNext = false, ended = false;
+    };
+    std::vector<Ended> each(n);
     std::mutex absorbing;
     size_t next = 0;
     double absorbSeconds = 0;
     std::atomic<bool> halt{false};
+    auto streamsOf = [](const replay::Replay& r) {
+        std::vector<StreamInfo> v;
+        v.reserve(r.streams().size());
+        for (const auto& st : r.streams()) v.push_back(st.info);
+        return v;
+    };
     auto takeIn = [&] { // with `absorbing` held
         const Clock::time_point a = Clock::now();
-        for (; next < n && ended[next]; ++next) {
+        for (; next < n && each[next].ended; ++next) {
             const size_t k = next;
-            if (!sameEnd[k]) note(k, "its replay did not end in the next piece's start");
+            Ended& e = each[k];
+            if (!e.startExact) note(k, "its start carried as a guess");
+            if (!e.endsAtNext) note(k, "its replay did not end in the next piece's start");
             if (k == 0) {
-                out.analyses = std::move(each[0]);
+                out.analyses = std::move(e.analyses);
             } else {
                 PieceAnalyses& acc = *out.analyses;
-                acc.pending.absorb(std::move(each[k]->pending));
-                acc.fragmentation.absorb(std::move(each[k]->fragmentation));
-                if (!acc.hazards.absorb(std::move(each[k]->hazards), starts->starts[k], starts->starts[k + 1]))
+                acc.pending.absorb(std::move(e.analyses->pending));
+                acc.fragmentation.absorb(std::move(e.analyses->fragmentation));
+                if (!acc.hazards.absorb(std::move(e.analyses->hazards), e.start, e.end))
                     note(k, "its stream hazards not carried exactly");
-                each[k].reset();
             }
+            e = Ended{};
             if (!out.inexact.empty()) halt = true;
         }
         absorbSeconds += since(a);
     };
-    Status st = replayPieces(
-        open, plan, *samples, *starts, threads,
+    const Clock::time_point t = Clock::now();
+    Status st = runPieces(
+        open, declared, plan, *samples, threads,
         [&](size_t k, replay::Replay& r) {
             auto mine = std::make_unique<PieceAnalyses>(topN);
             if (k > 0) mine->hazards.startPiece(plan.firstSeq(k));
             mine->subscribe(r);
             std::lock_guard lock(absorbing);
-            each[k] = std::move(mine);
+            each[k].analyses = std::move(mine);
         },
-        [&](size_t k, bool same) {
-            each[k]->hazards.endPiece(); // each[k] is this thread's until it is marked ended
+        [&](size_t k, const PieceEnd& end) {
             std::lock_guard lock(absorbing);
-            ended[k] = 1;
-            sameEnd[k] = same;
+            Ended& e = each[k];
+            e.analyses->hazards.endPiece();
+            e.start = streamsOf(end.start);
+            e.end = streamsOf(end.end);
+            e.startExact = end.startExact;
+            e.endsAtNext = end.endsAtNext;
+            e.ended = true;
             takeIn();
         },
         cancel, &halt);

@@ -57,16 +57,29 @@ Result<PieceStarts> findPieceStarts(const ReaderOpener& open, const replay::Repl
                                     const std::vector<Event>& samples, unsigned threads,
                                     const std::atomic<bool>* cancel = nullptr);
 
-// Each piece replayed from starts[k] on one of `threads` threads: `before(k, replay)` subscribes
-// its observers (on the piece's thread; they must outlive the call), `after(k, same)` is called
-// there once the piece's events are through, `same`: whether its replay ended in starts[k + 1]'s
-// state (what a consumer needs to trust the results of the pieces after it). `halt` (the
-// caller's own reason to stop, as `cancel`) stops the pieces with a Cancelled error.
-Status replayPieces(const ReaderOpener& open, const PiecePlan& plan, const std::vector<Event>& samples,
-                    const PieceStarts& starts, unsigned threads,
-                    const std::function<void(size_t, replay::Replay&)>& before,
-                    const std::function<void(size_t, bool)>& after, const std::atomic<bool>* cancel = nullptr,
-                    const std::atomic<bool>* halt = nullptr);
+// How a piece ended (runPieces): the replay's state before and after it, whether its start was
+// exact (carried exactly, or the end of the piece before replayed from an exact start) and
+// whether its replay ended in the next piece's start where that was carried from elsewhere.
+struct PieceEnd {
+    const replay::Replay& start;
+    const replay::Replay& end;
+    bool startExact;
+    bool endsAtNext;
+};
+// Every piece replayed from its start with the observers `before(k, replay)` subscribes (on the
+// piece's thread; they must outlive the call), on up to `threads` threads, its start found on
+// the way: pieces whose start is known are replayed first, earliest first; an idle thread
+// replays a later piece without its start (Replay::startPiece) so that its end state can be
+// carried over as soon as its start is known (Replay::afterPiece), unless the piece before it
+// ends first. `after(k, end)` is called on the piece's thread once its events are through, with
+// the scheduler's lock held (it must not wait on another piece). Only the pieces on their way
+// hold a replay. `halt` (the caller's own reason to stop, as `cancel`) stops the pieces with a
+// Cancelled error.
+Status runPieces(const ReaderOpener& open, const replay::Replay& declared, const PiecePlan& plan,
+                 const std::vector<Event>& samples, unsigned threads,
+                 const std::function<void(size_t, replay::Replay&)>& before,
+                 const std::function<void(size_t, const PieceEnd&)>& after, const std::atomic<bool>* cancel = nullptr,
+                 const std::atomic<bool>* halt = nullptr);
 
 // The report's replay analyses (pending frees, stream hazards, fragmentation) of a trace, read
 // in pieces: each piece's analyses on its own replay, then taken in by the first piece's in
@@ -86,17 +99,17 @@ struct AnalysesInPieces {
     // caller reads the trace whole instead.
     bool exact = false;
     std::string inexact; // where not exact: the first piece and step that was not
-    // Wall time finding the starts, then replaying the pieces (their taking in, on the pieces'
-    // threads as they end, included), and of the taking in alone.
-    double startsSeconds = 0, piecesSeconds = 0, absorbSeconds = 0;
+    // Wall time of the pieces (their starts found and their taking in, on the pieces' threads
+    // as they end, included), and of the taking in alone.
+    double piecesSeconds = 0, absorbSeconds = 0;
 };
 // The first way a's results differ from b's ("" where they agree), the replay's block tags aside
 // (a piece's replay numbers its blocks itself; a report shows none).
 std::string analysesDiffer(const PieceAnalyses& a, const PieceAnalyses& b);
 // The same analyses of the trace in one read on this thread (what the pieces must give).
 Result<std::unique_ptr<PieceAnalyses>> analysesInOneRead(const TraceReader& reader, size_t topN);
-// Pieces are taken in as they end, in order, and stop at the first one not exact; where a start
-// is only guessed, none is replayed (`analyses` is then null).
+// Pieces are taken in as they end, in order, and stop at the first one not exact (`analyses`
+// then holds what was taken in, or is null).
 Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t pieces, unsigned threads, size_t topN,
                                           const std::atomic<bool>* cancel = nullptr);
 

@@ -507,17 +507,17 @@ void StreamHazardsAnalysis::onFact(const replay::Fact& f, const replay::Replay& 
     }
 }
 
-bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::Replay& start,
-                                   const replay::Replay& end) {
+bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const std::vector<StreamInfo>& start,
+                                   const std::vector<StreamInfo>& end) {
     State& s = *d_; // the state before the piece, exact
     State& p = *piece.d_;
     bool exact = p.piece && !s.piece && !s.inexact && !out_.truncated && !piece.out_.truncated;
     // A stream's device or kind learned within the piece: the questions asked there saw another.
-    for (size_t i = 0; i < start.streams().size() && i < end.streams().size(); ++i) {
-        const StreamInfo &a = start.streams()[i].info, &b = end.streams()[i].info;
+    for (size_t i = 0; i < start.size() && i < end.size(); ++i) {
+        const StreamInfo &a = start[i], &b = end[i];
         exact = exact && a.device == b.device && a.flags == b.flags && a.handle == b.handle;
     }
-    s.grow(std::max(end.streams().size(), p.clocks.size()));
+    s.grow(std::max(end.size(), p.clocks.size()));
     p.grow(s.clocks.size());
 
     // Is a's work before x ordered before b's (at the open question's time), by what the state
@@ -539,12 +539,12 @@ bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const replay::
         if (!fr || fr->seq + StreamHazards::kReuseWindow < m.seq || fr->stream == m.b) continue;
         const Snapshot& sn = p.snapshots[m.snapshot];
         if (std::find(sn.orderedHere.begin(), sn.orderedHere.end(), fr->stream) != sn.orderedHere.end()) continue;
-        const StreamInfo& a = end.streams()[fr->stream].info;
+        const StreamInfo& a = end[fr->stream];
         if (orderedBefore(sn.clockB.get(), sn.host.get(), fr->stream, fr->seq, a.device)) continue;
         StreamHazard h;
         h.kind = StreamHazard::Kind::UnorderedReuse;
         h.first = {fr->seq, fr->tsNs, a.handle, fr->tag};
-        h.second = {m.seq, m.tsNs, end.streams()[m.b].info.handle, m.tag};
+        h.second = {m.seq, m.tsNs, end[m.b].handle, m.tag};
         h.ptr = m.ptr;
         h.bytes = m.bytes;
         h.pool = m.pool;

@@ -96,11 +96,11 @@ public:
     void endPiece();
     // This analysis, exact through the pieces before `piece`, takes in the next piece's: the
     // open questions answered from this state, the hazards merged in seq order, the state
-    // carried to the piece's end. `start` and `end`: the replay before and after the piece (the
-    // streams' handles and devices). False where the piece cannot be carried exactly (a clock
+    // carried to the piece's end. `start` and `end`: the replay's streams before and after the
+    // piece (their handles and devices). False where the piece cannot be carried exactly (a clock
     // past its bound, the freed addresses' bound reached, a stream's device learned within the
     // piece): the results are then a guess, and a caller reads the trace whole instead.
-    bool absorb(StreamHazardsAnalysis&& piece, const replay::Replay& start, const replay::Replay& end);
+    bool absorb(StreamHazardsAnalysis&& piece, const std::vector<StreamInfo>& start, const std::vector<StreamInfo>& end);
 
 private:
     struct State;
