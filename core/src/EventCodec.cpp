@@ -3,6 +3,7 @@
 #include "poolscope/Zstd.h"
 
 #include "BlockTables.h"
+#include "EventCodecParts.h"
 #include "EventCodecVarint.h"
 #include "Varint.h"
 
@@ -23,41 +24,12 @@ namespace poolscope {
 namespace {
 
 using codec6::BlockTables;
-using codec6::BlockTablesDecoder;
-
-inline uint64_t sx(int64_t v) { return static_cast<uint64_t>(v); }
+using namespace codec;
 
 using detail::unzigzag;
 using detail::zigzag;
 
-// Unaligned little-endian 8-byte load/store (memcpy compiles to one mov).
-inline uint64_t load64(const unsigned char* p) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-    return v;
-}
-
-inline void store64(unsigned char* p, uint64_t v) {
-    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-    std::memcpy(p, &v, 8);
-}
-
 // ---- version 3 -------------------------------------------------------------------------------
-
-constexpr int kV3Fields = kEventCodecFields; // 13
-constexpr size_t kV3Header = 5;
-
-// Bytes a field takes for a code, and the mask that keeps those bytes of an 8-byte load.
-constexpr unsigned char kLenOfCode[8] = {0, 1, 2, 3, 4, 5, 6, 8};
-constexpr uint64_t kMaskOfCode[8] = {0,
-                                     0xFF,
-                                     0xFFFF,
-                                     0xFF'FFFF,
-                                     0xFFFF'FFFF,
-                                     0xFF'FFFF'FFFF,
-                                     0xFFFF'FFFF'FFFF,
-                                     ~uint64_t{0}};
 
 // code = min(significant bytes, 7) and the bytes stored for it, from the mask of z's zero
 // bytes (bit b set = byte b is zero: what an SSE2 byte compare gives).
@@ -87,13 +59,6 @@ inline uint64_t packedOf(const Event& e) {
 
 // Portable encoder of one event (the reference; the SSE2 one below must match it byte for byte).
 // out needs kMaxEncodedEventBytes writable bytes; returns the event's length.
-inline void store32(unsigned char* p, uint32_t v) {
-    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-    std::memcpy(p, &v, 4);
-}
-
-constexpr uint64_t kSiteBit = uint64_t{1} << 39; // version 4: a 4-byte site follows the fields
-
 template <bool kSites = true>
 size_t encodeV3Scalar(const Event& e, uint64_t* prev, unsigned char* out) {
     const uint64_t f[kV3Fields] = {e.seq,  sx(e.tsNs), e.stream,      e.pool,
@@ -269,88 +234,6 @@ bool decodeRunV3(const unsigned char* p, const unsigned char* end, uint64_t coun
 
 // ---- version 5 (predicted, regrouped by field, zstd) ------------------------------------------
 
-// The predictor of the header comment: the last reserved and used of up to 8 pools.
-struct Predictor {
-    static constexpr int kPools = 8;
-    uint64_t pool[kPools] = {}, reserved[kPools] = {}, used[kPools] = {};
-    int pools = 0;
-
-    int slot(uint64_t p) {
-        // No early exit: pools alternate unpredictably from event to event, and a search that
-        // branches on each compare mispredicts about once an event.
-        // A bit per slot rather than a compare-and-select: GCC turned the select into a chain of
-        // branches on `pools`.
-        unsigned match = 0;
-#pragma GCC unroll 8
-        for (int i = 0; i < kPools; ++i) match |= unsigned{pool[i] == p} << i;
-        match &= (1u << pools) - 1; // the slots in use (a pool appears in at most one)
-        if (match) [[likely]]
-            return std::countr_zero(match);
-        if (pools == kPools) return -1;
-        pool[pools] = p;
-        reserved[pools] = used[pools] = 0;
-        return pools++;
-    }
-    // Predicted reserved and used of e (whose pool, kind and size are real).
-    void predict(const Event& e, int s, uint64_t& r, uint64_t& u) const {
-        if (s < 0) {
-            r = u = 0;
-            return;
-        }
-        r = reserved[s];
-        u = used[s] + (e.kind == EventKind::Alloc  ? e.size
-                       : e.kind == EventKind::Free ? 0 - e.size
-                                                   : 0);
-    }
-    // The real event e -> what is encoded.
-    void forward(Event& e) {
-        const int s = slot(e.pool);
-        uint64_t r, u;
-        predict(e, s, r, u);
-        if (s >= 0) {
-            reserved[s] = e.reserved;
-            used[s] = e.used;
-        }
-        e.reserved -= r;
-        e.used -= u;
-        e.correlation -= static_cast<uint32_t>(e.seq);
-    }
-    // What was decoded -> the real event.
-    void inverse(Event& e) {
-        const int s = slot(e.pool);
-        uint64_t r, u;
-        predict(e, s, r, u);
-        e.reserved += r;
-        e.used += u;
-        e.correlation += static_cast<uint32_t>(e.seq);
-        if (s >= 0) {
-            reserved[s] = e.reserved;
-            used[s] = e.used;
-        }
-    }
-};
-
-// Fields stored in version 6 as zigzagged residuals, not deltas from the previous event: ptr
-// and size (their predictions above are per kind; a delta across kinds is noise).
-constexpr uint32_t kV6RawFields = (1u << 4) | (1u << 5);
-
-constexpr size_t kV5Streams = kV3Fields + 1; // the 13 fields, then the sites
-
-inline uint64_t headerAt(const unsigned char* p) {
-    uint64_t h = 0;
-    std::memcpy(&h, p, kV3Header);
-    if constexpr (std::endian::native == std::endian::big) h = __builtin_bswap64(h) >> 24;
-    return h;
-}
-
-// The regrouped payload starts with each stream's size, 14 little-endian uint32: the decoder
-// finds the streams without a pass over every header.
-constexpr size_t kV5Prefix = 4 * kV5Streams;
-// Version 6 adds a 15th stream, the block references.
-constexpr size_t kV6Prefix = kV5Prefix + 4;
-// A reference is at most BlockTables::kLive: two LEB128 bytes.
-constexpr size_t kMaxRefBytes = 2;
-
 // Regroups version-4 data of n events (bytes at v4, followed by 8 readable bytes) into out:
 // the stream sizes, the headers, then stream by stream.
 void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out,
@@ -413,239 +296,6 @@ void regroup(const unsigned char* v4, size_t bytes, uint64_t n, std::string& out
     }
     if (refs) std::memcpy(to, refs->data(), extra);
     out.resize(prefix + bytes + extra);
-}
-
-// Versions 5 and 6 are decoded block by block (kDecodeBlock events), so that a block's events,
-// headers and narrow fields stay in L1: each field's stream is read for the block (one short loop
-// with a single running offset; the event by event order keeps 14 offsets live), the full-width
-// fields straight into the events, then one pass over the block's events does the narrow fields,
-// codec 6's tables and the watermark predictor. The loads are unchecked: the data is followed by
-// slack (decompressInto), and with damaged headers a stream's offset passes its end by at most 8
-// bytes an event before the check that each stream ends exactly where its size says. Reasons
-// for refusing keep the priority of the earlier whole-chunk passes: stream sizes, then headers
-// against streams, the references' encoding, the first event whose reference fails, references
-// left over, invalid fields.
-constexpr size_t kDecodeBlock = 128;
-
-// Events' fields 0..8 (seq .. used) are 8 bytes at 8 * i: written in place by the field loops.
-static_assert(offsetof(Event, seq) == 0 && offsetof(Event, tsNs) == 8 &&
-              offsetof(Event, stream) == 16 && offsetof(Event, pool) == 24 &&
-              offsetof(Event, ptr) == 32 && offsetof(Event, size) == 40 &&
-              offsetof(Event, aux) == 48 && offsetof(Event, reserved) == 56 &&
-              offsetof(Event, used) == 64);
-constexpr int kWideFields = 9;
-
-// One field of n events: its values (running sum, or as they are for kRaw) stored kStride bytes
-// apart from dst. Returns the stream's offset after them.
-// The shift is a constant: a shift by %cl is 2-3 uops on x86 without BMI2.
-template <bool kRaw, size_t kStride, unsigned kShift>
-[[gnu::always_inline]] inline size_t decodeField(const unsigned char* base, size_t at,
-                                                 const uint64_t* hdr, size_t n, uint64_t& run,
-                                                 unsigned char* dst) {
-    uint64_t v = run;
-    for (size_t k = 0; k < n; ++k) {
-        const unsigned code = (hdr[k] >> kShift) & 7;
-        const uint64_t z = unzigzag(load64(base + at) & kMaskOfCode[code]);
-        at += kLenOfCode[code];
-        if constexpr (kRaw) v = z;
-        else v += z;
-        std::memcpy(dst + k * kStride, &v, 8); // native order: the event's own field
-    }
-    if constexpr (!kRaw) run = v;
-    return at;
-}
-
-// A field whose codes are all 0 in the block (common: most fields rarely change): its value
-// repeats (0 for a residual), no load.
-template <bool kRaw, size_t kStride>
-[[gnu::always_inline]] inline void fillField(size_t n, uint64_t run, unsigned char* dst) {
-    const uint64_t v = kRaw ? 0 : run;
-    for (size_t k = 0; k < n; ++k) std::memcpy(dst + k * kStride, &v, 8);
-}
-
-template <bool kV6>
-bool decodeRunZBlocks(const unsigned char* base, const uint64_t* sizes, size_t prefix,
-                      uint64_t count, std::vector<Event>& out, const uint16_t* refs, size_t nRefs,
-                      bool refsBad, std::string& why) {
-    size_t at[kV5Streams], end[kV5Streams];
-    at[0] = prefix + count * kV3Header;
-    for (size_t i = 0; i < kV5Streams; ++i) {
-        end[i] = at[i] + sizes[i];
-        if (i + 1 < kV5Streams) at[i + 1] = end[i];
-    }
-    uint64_t run[kV3Fields] = {};
-    uint64_t hdr[kDecodeBlock];
-    uint64_t narrow[kV3Fields - kWideFields][kDecodeBlock]; // tid, correlation, result, packed
-    uint64_t bad = 0;
-    Predictor pred;
-    BlockTablesDecoder* blocks = nullptr;
-    if constexpr (kV6) {
-        // On the heap: the collector links this decoder, and a module's thread-locals are
-        // static TLS once its hot path's initial-exec pointer is in it (a few KiB there and
-        // the driver cannot dlopen it; tests/collector/check_module.sh).
-        thread_local std::unique_ptr<BlockTablesDecoder> tables;
-        if (!tables) tables = std::make_unique<BlockTablesDecoder>();
-        blocks = tables.get();
-        blocks->reset(count);
-    }
-    bool tablesOn = kV6 && !refsBad; // off after the first failing reference: that is the reason
-    const char* tableWhy = nullptr;
-    size_t r = 0;
-    const unsigned char* headers = base + prefix;
-    for (uint64_t b = 0; b < count; b += kDecodeBlock) {
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(kDecodeBlock, count - b));
-        // The block's events are made only now (room is reserved: no reallocation), so that
-        // their lines, first written here, are still in L1 when the fields are; as copies of
-        // one event (resize's default construction zeroed each with a `rep stos`, ~8 ns).
-        const size_t before = out.size();
-        out.insert(out.end(), n, Event{});
-        Event* e0 = out.data() + before;
-        uint64_t any = 0;
-        for (size_t k = 0; k < n; ++k) {
-            hdr[k] = load64(headers + (b + k) * kV3Header) & 0xFF'FFFF'FFFFu;
-            any |= hdr[k];
-        }
-        auto* wide = reinterpret_cast<unsigned char*>(e0);
-        auto field = [&]<int I>(std::integral_constant<int, I>) {
-            constexpr unsigned kShift = 3 * I;
-            constexpr bool kRawField = kV6 && (kV6RawFields >> I & 1);
-            constexpr bool kWide = I < kWideFields;
-            constexpr size_t kStride = kWide ? sizeof(Event) : 8;
-            unsigned char* dst = kWide ? wide + 8 * I
-                                       : reinterpret_cast<unsigned char*>(narrow[kWide ? 0 : I - kWideFields]);
-            if (((any >> kShift) & 7) == 0) fillField<kRawField, kStride>(n, run[I], dst);
-            else at[I] = decodeField<kRawField, kStride, kShift>(base, at[I], hdr, n, run[I], dst);
-        };
-        [&]<int... I>(std::integer_sequence<int, I...>) {
-            (field(std::integral_constant<int, I>{}), ...);
-        }(std::make_integer_sequence<int, kV3Fields>{});
-        if (any & kSiteBit) { // else the events' sites stay 0
-            size_t s = at[kV3Fields];
-            for (size_t k = 0; k < n; ++k) {
-                const bool site = (hdr[k] & kSiteBit) != 0;
-                e0[k].site = site ? static_cast<uint32_t>(load64(base + s)) : 0;
-                s += site ? 4 : 0;
-            }
-            at[kV3Fields] = s;
-        }
-        for (size_t k = 0; k < n; ++k) {
-            Event& e = e0[k];
-            const uint64_t tid = narrow[0][k], corr = narrow[1][k], res = narrow[2][k];
-            const uint64_t packed = narrow[3][k];
-            bad |= (tid >> 32) | (corr >> 32) | (packed >> 56) | (res ^ sx(static_cast<int32_t>(res)));
-            e.tid = static_cast<uint32_t>(tid);
-            e.correlation = static_cast<uint32_t>(corr);
-            e.result = static_cast<int32_t>(res);
-            e.kind = static_cast<EventKind>(packed & 0xFF);
-            e.flags = static_cast<uint8_t>(packed >> 8);
-            e.variant = static_cast<uint8_t>(packed >> 16);
-            e.attr = static_cast<uint16_t>(packed >> 24);
-            e.device = static_cast<int16_t>(static_cast<uint16_t>(packed >> 40));
-            if constexpr (kV6) {
-                if (tablesOn) [[likely]] {
-                    const uint64_t kind = packed & 0xFF;
-                    const bool has = kind == uint64_t(EventKind::Alloc) || kind == uint64_t(EventKind::Free);
-                    const uint64_t ref = has ? refs[r] : 0; // refs[nRefs] is a spare 0
-                    r += has;
-                    if (r > nRefs) [[unlikely]] {
-                        tableWhy = "its block references are cut short or too long";
-                        tablesOn = false;
-                    } else if (!blocks->inverse(kind, e.ptr, e.size, ref)) [[unlikely]] {
-                        tableWhy = "a block reference names no block of its table";
-                        tablesOn = false;
-                    }
-                }
-            }
-            pred.inverse(e);
-        }
-    }
-    for (size_t i = 0; i < kV5Streams; ++i) {
-        if (at[i] != end[i]) {
-            why = "its decompressed data does not match its events' headers";
-            return false;
-        }
-    }
-    if (refsBad) {
-        why = "its block references are cut short or too long";
-        return false;
-    }
-    if (tableWhy) {
-        why = tableWhy;
-        return false;
-    }
-    if (r != nRefs) {
-        why = "its block references do not match its events";
-        return false;
-    }
-    if (bad) {
-        why = "its data does not decode";
-        return false;
-    }
-    return true;
-}
-
-bool decodeRunZ(std::string_view data, uint64_t count, std::vector<Event>& out, std::string& why,
-                bool v6) {
-    const size_t prefix = v6 ? kV6Prefix : kV5Prefix;
-    const size_t streams = v6 ? kV5Streams + 1 : kV5Streams;
-    thread_local std::string plain;
-    const size_t maxBytes = prefix + count * (kMaxEncodedEventBytes + (v6 ? kMaxRefBytes : 0));
-    size_t bytes = 0;
-    // Slack for the unchecked loads (decodeRunZBlocks): 8 bytes an event a stream may overrun,
-    // and the last 8-byte load.
-    if (!zstd::decompressInto(data, maxBytes, plain, 8 * count + 16, bytes, why)) return false;
-    if (bytes < prefix + count * kV3Header) {
-        why = "its decompressed data is too short for its events";
-        return false;
-    }
-    const auto* base = reinterpret_cast<const unsigned char*>(plain.data());
-    uint64_t sizes[kV5Streams + 1];
-    uint64_t total = prefix + count * kV3Header;
-    for (size_t i = 0; i < streams; ++i) {
-        uint32_t v;
-        std::memcpy(&v, base + 4 * i, 4);
-        if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-        sizes[i] = v;
-        total += v;
-    }
-    if (total != bytes) {
-        why = "its decompressed data does not match its stream sizes";
-        return false;
-    }
-    // Version 6's references, all read first (one short loop; the events then take them in
-    // order): LEB128 of at most kMaxRefBytes bytes, none cut by the stream's end. A bad one is
-    // reported only once the streams are found to match their headers (that reason comes first).
-    thread_local std::vector<uint16_t> refs;
-    size_t nRefs = 0;
-    bool refsBad = false;
-    if (v6) {
-        size_t at = total - sizes[kV5Streams];
-        refs.resize(sizes[kV5Streams] + 1); // at most one reference a byte, and a spare
-        while (at < total) {
-            const unsigned char b0 = base[at++];
-            if (!(b0 & 0x80)) [[likely]] {
-                refs[nRefs++] = b0;
-                continue;
-            }
-            const unsigned char b1 = at < total ? base[at++] : 0x80;
-            if (b1 & 0x80) {
-                refsBad = true;
-                break;
-            }
-            refs[nRefs++] = static_cast<uint16_t>((b0 & 0x7Fu) | unsigned{b1} << 7);
-        }
-        refs[nRefs] = 0;
-    }
-    // Only now, with count checked against real bytes, room for the events (geometric growth:
-    // a caller appends chunk after chunk to one vector).
-    const size_t before = out.size();
-    if (out.capacity() - before < count) out.reserve(std::max(before + count, 2 * out.capacity()));
-    const bool ok = v6 ? decodeRunZBlocks<true>(base, sizes, prefix, count, out, refs.data(),
-                                                nRefs, refsBad, why)
-                       : decodeRunZBlocks<false>(base, sizes, prefix, count, out, nullptr, 0,
-                                                 false, why);
-    if (!ok) out.resize(before);
-    return ok;
 }
 
 } // namespace
@@ -812,7 +462,7 @@ bool decodeEvents(std::string_view data, uint64_t count, std::vector<Event>& out
         constexpr uint64_t kMaxCount = uint64_t{1} << 16;
         if (count > kMaxCount) reason = "its event count is out of range";
         else if (count == 0) reason = data.empty() ? "" : "it holds data but no events";
-        else if (decodeRunZ(data, count, out, reason, version == kBlocksCodecVersion))
+        else if (codec::decodeRunZ(data, count, out, reason, version == kBlocksCodecVersion))
             return true;
         if (why) *why = reason;
         return reason.empty();
