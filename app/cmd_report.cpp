@@ -131,14 +131,16 @@ void registerReport(CLI::App& app, int& exitCode) {
     // (TraceReportOptions::aheadLanes), for measuring them: not for users.
     auto aheadLanes = std::make_shared<std::vector<size_t>>();
     sub->add_option("--ahead-lanes", *aheadLanes)->group("")->delimiter(',')->expected(2)->check(CLI::Range(1, 64));
-    // The analyses read in pieces before the read (TraceReportOptions::analysesPieces), for
-    // measuring it: not for users.
+    // The analyses read in pieces beside the read (TraceReportOptions::analysesPieces), and on
+    // how many threads, for measuring it: not for users.
     auto analysesPieces = std::make_shared<size_t>(0);
     sub->add_option("--analyses-pieces", *analysesPieces)->group("")->check(CLI::Range(0, 4096));
+    auto piecesThreads = std::make_shared<unsigned>(0);
+    sub->add_option("--analyses-pieces-threads", *piecesThreads)->group("")->check(CLI::Range(0, 1024));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, aheadLanes, analysesPieces, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, aheadLanes, analysesPieces, piecesThreads, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -179,6 +181,7 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.modelsOnReport = onOff(*modelsOnReport);
             options.analysesOnReport = onOff(*analysesOnReport);
             options.analysesPieces = *analysesPieces;
+            options.analysesPiecesThreads = *piecesThreads;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <optional>
+#include <sys/resource.h>
 #include <thread>
 
 namespace poolscope::bench {
@@ -19,6 +20,13 @@ inline double processCpu() {
     timespec t{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// The process's largest resident set so far, in MiB (the GPU hosts have no /usr/bin/time).
+inline double maxRssMiB() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return double(u.ru_maxrss) / 1024.0;
 }
 
 struct PiecesArgs {

@@ -224,8 +224,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             t->start();
         }
     }
-    // The analyses read in pieces beside the read (on as many threads as the machine has, which
-    // the read's share), where they have a replay of their own that does nothing else: once the
+    // The analyses read in pieces beside the read (on as many threads as the machine has unless
+    // told fewer; the read's share them), where they have a replay of their own that does nothing else: once the
     // pieces are done and exact, that replay stops (ReplayThread::retire) and the reducer takes
     // the pieces' results.
     std::atomic<bool> piecesStop{false};
@@ -241,7 +241,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                     pieces.emplace(own.error());
                     return;
                 }
-                pieces.emplace(detail::analysesInPieces(**own, options.analysesPieces, std::max(1u, cpus),
+                pieces.emplace(detail::analysesInPieces(**own, options.analysesPieces,
+                                                        options.analysesPiecesThreads ? options.analysesPiecesThreads : std::max(1u, cpus),
                                                         options.report.topN, &piecesStop));
                 out.piecesSeconds = seconds(Clock::now() - piecesStart);
                 if (*pieces && (*pieces)->exact) retirable->retire();

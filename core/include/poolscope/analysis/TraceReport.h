@@ -122,8 +122,10 @@ struct TraceReportOptions {
     // models' follower on its thread): the analyses also read in this many pieces at once
     // beside the read (0: off), on every hardware thread, and where the pieces end exact their
     // replay stops and their results are taken; where not (a bound a single read hits, a start
-    // only guessed), that replay's. Off: not measured on a host yet. The same report either way.
+    // only guessed), that replay's. Off: it did not pay on the hosts measured (docs/PERFORMANCE.md).
+    // The same report either way. analysesPiecesThreads: the pieces' threads (0: every one).
     size_t analysesPieces = 0;
+    unsigned analysesPiecesThreads = 0;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
     interop::DiffFacts* diffFacts = nullptr;
