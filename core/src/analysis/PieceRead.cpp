@@ -169,28 +169,39 @@ Status runPieces(const ReaderOpener& open, const replay::Replay& declared, const
     const size_t n = plan.pieces();
     const Stop stopped{cancel, halt};
     struct Piece {
-        std::optional<replay::Replay> start; // the state before it, once known
-        bool startExact = false;
+        std::optional<replay::Replay> start; // the state before it, from when it is known until
+                                             // this piece and the one before have ended
+        bool known = false, startExact = false;
         std::unique_ptr<replay::Replay> scout; // it replayed without its start, ended
-        bool scouting = false, replaying = false;
+        bool scouting = false, replaying = false, ended = false;
     };
     std::vector<Piece> p(n + 1);
     p[0].start = declared.clone();
-    p[0].startExact = true;
+    p[0].known = p[0].startExact = true;
     std::mutex m;
     std::condition_variable changed;
     Status first;
-    size_t ended = 0, running = 0;
+    size_t ended = 0;
 
+    auto setStart = [&](size_t k, replay::Replay r, bool exact) { // with `m` held
+        p[k].start = std::move(r);
+        p[k].known = true;
+        p[k].startExact = exact;
+    };
     // With `m` held: each scout whose piece's start is known carries it to the next one's.
     auto carry = [&] {
         for (size_t k = 0; k + 1 < n; ++k) {
-            if (!p[k].scout || !p[k].start || p[k + 1].start) continue;
+            if (!p[k].scout || !p[k].known || p[k + 1].known) continue;
             bool exact = false;
-            p[k + 1].start = p[k].scout->afterPiece(*p[k].start, &exact);
-            p[k + 1].startExact = p[k].startExact && exact;
+            replay::Replay next = p[k].scout->afterPiece(*p[k].start, &exact);
+            setStart(k + 1, std::move(next), p[k].startExact && exact);
             p[k].scout.reset();
         }
+    };
+    // Piece k's start goes once piece k and the one before (which checks its end against it)
+    // have ended.
+    auto drop = [&](size_t k) {
+        if (k < n && p[k].ended && (k == 0 || p[k - 1].ended)) p[k].start.reset();
     };
     auto fail = [&](Status st) { // with `m` held
         if (first) first = std::move(st);
@@ -208,14 +219,13 @@ Status runPieces(const ReaderOpener& open, const replay::Replay& declared, const
             // has not begun and whose end nobody knows yet (the last piece's end is its replay's).
             size_t real = n, scout = n;
             for (size_t k = 0; k < n && real == n; ++k)
-                if (p[k].start && !p[k].replaying) real = k;
+                if (p[k].known && !p[k].replaying) real = k;
             for (size_t k = 0; k + 1 < n && real == n && scout == n; ++k)
-                if (!p[k].replaying && !p[k].scouting && !p[k].scout && !p[k + 1].start) scout = k;
+                if (!p[k].replaying && !p[k].scouting && !p[k].scout && !p[k + 1].known) scout = k;
             if (real == n && scout == n) {
                 changed.wait(lock);
                 continue;
             }
-            ++running;
             if (scout < n) {
                 p[scout].scouting = true;
                 lock.unlock();
@@ -225,7 +235,7 @@ Status runPieces(const ReaderOpener& open, const replay::Replay& declared, const
                 lock.lock();
                 p[scout].scouting = false;
                 if (!st) fail(std::move(st));
-                else if (!stopped() && !p[scout + 1].start && !p[scout].replaying) p[scout].scout = std::move(r);
+                else if (!stopped() && !p[scout + 1].known && !p[scout].replaying) p[scout].scout = std::move(r);
                 carry();
             } else {
                 p[real].replaying = true;
@@ -239,20 +249,19 @@ Status runPieces(const ReaderOpener& open, const replay::Replay& declared, const
                     fail(std::move(st));
                 } else {
                     bool same = true;
-                    if (p[real + 1].start) {
+                    if (p[real + 1].known)
                         same = r.sameState(*p[real + 1].start);
-                    } else {
-                        p[real + 1].start = r.clone();
-                        p[real + 1].startExact = p[real].startExact;
-                    }
+                    else
+                        setStart(real + 1, r.clone(), p[real].startExact);
                     p[real].scout.reset();
                     carry();
                     if (after) after(real, PieceEnd{*p[real].start, *p[real + 1].start, p[real].startExact, same});
-                    p[real].start.reset(); // what the piece needed of it, after() took
+                    p[real].ended = true;
                     ++ended;
+                    drop(real);
+                    drop(real + 1);
                 }
             }
-            --running;
             changed.notify_all();
         }
     };
