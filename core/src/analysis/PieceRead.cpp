@@ -63,7 +63,7 @@ PiecePlan planPieces(std::vector<ChunkHeaderInfo> headers, const std::vector<Eve
 
 namespace {
 
-// The caller's cancel and, for replayPieces, the pieces' own reason to stop.
+// The caller's cancel and, for runPieces, the pieces' own reason to stop.
 struct Stop {
     const std::atomic<bool>* cancel = nullptr;
     const std::atomic<bool>* halt = nullptr;

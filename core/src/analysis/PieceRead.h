@@ -4,8 +4,9 @@
 //
 // planPieces cuts the chunks; findPieceStarts replays every piece at once without its start
 // (Replay::startPiece, each on a reader of its own) and carries the states over in order
-// (Replay::afterPiece); replayPieces then replays every piece from its start with the observers
-// the caller subscribes, and checks that each ended in the state the next one started from.
+// (Replay::afterPiece); runPieces replays every piece from its start with the observers the
+// caller subscribes, finding the starts that way on the way, and checks that each ended in the
+// state the next one started from.
 
 #include <cstddef>
 #include <cstdint>
