@@ -158,19 +158,25 @@ TEST(AnalysesInPieces, HandBuiltHandOffsCutAtEveryChunkGiveOneRead) {
 }
 
 TEST(AnalysesInPieces, AFreeOlderThanTheReuseWindowIsForgottenAlike) {
-    // 0x1000 freed on S1, then more than the window of S1's own churn, then allocated on S2:
-    // not checked, and said; 0x2000 freed on S1 shortly before S2 allocates it: an unordered
-    // reuse. Cut in pieces, the free and the allocs fall in different pieces.
+    // 0x1000 freed on S1 a window's worth of events in, then more than the window of S1's own
+    // churn, then allocated on S2: not checked, and said; 0x2000 freed on S1 shortly before S2
+    // allocates it: an unordered reuse. Cut in pieces, the free and the allocs fall in different
+    // pieces; in 2, each longer than the window, 0x1000's free ages only in the second (absorb()
+    // then takes that piece's frees whole, and must say the older one aged).
     Events ev;
     int64_t t = 0;
     auto freeSized = [&](uint64_t stream, uint64_t ptr) { FreeFields{ptr, MiB}.into(ev.free(t += 10, stream, kPool, ptr)); };
+    auto churn = [&](uint64_t n) {
+        for (uint64_t i = 0; i < n; ++i) {
+            ev.alloc(t += 10, kS1, kPool, 0x100000 + (i % 64) * 0x1000, MiB);
+            freeSized(kS1, 0x100000 + (i % 64) * 0x1000);
+        }
+    };
+    ev.alloc(t += 10, kS1, kPool, 0x2000, MiB);
+    churn(StreamHazards::kReuseWindow / 2);
     ev.alloc(t += 10, kS1, kPool, 0x1000, MiB);
     freeSized(kS1, 0x1000);
-    ev.alloc(t += 10, kS1, kPool, 0x2000, MiB);
-    for (uint64_t i = 0; i < StreamHazards::kReuseWindow / 2; ++i) {
-        ev.alloc(t += 10, kS1, kPool, 0x100000 + (i % 64) * 0x1000, MiB);
-        freeSized(kS1, 0x100000 + (i % 64) * 0x1000);
-    }
+    churn(StreamHazards::kReuseWindow * 3 / 4);
     freeSized(kS1, 0x2000);
     ev.alloc(t += 10, kS2, kPool, 0x1000, MiB);
     ev.alloc(t += 10, kS2, kPool, 0x2000, MiB);

@@ -604,9 +604,16 @@ bool StreamHazardsAnalysis::absorb(StreamHazardsAnalysis&& piece, const std::vec
     p.met.forEachEntry([&](uint64_t ptr, uint64_t at) {
         if (s.freed.take(ptr, gone) && gone.seq + StreamHazards::kReuseWindow < at) forgotten = true;
     });
-    s.sweep(p.lastSeq, forgotten);
-    s.freed.reserve(s.freed.size() + p.freed.size());
-    p.freed.forEachEntry([&](uint64_t ptr, const State::Freed& fr) { s.freed.put(ptr, fr); });
+    if (p.lastSeq >= p.firstSeq + StreamHazards::kReuseWindow) {
+        // A piece longer than the window: every free from before it is older than the window at
+        // its end (what sweep() would find), and the piece's own frees are the whole map.
+        if (s.freed.size() > 0) forgotten = true;
+        s.freed = std::move(p.freed);
+    } else {
+        s.sweep(p.lastSeq, forgotten);
+        s.freed.reserve(s.freed.size() + p.freed.size());
+        p.freed.forEachEntry([&](uint64_t ptr, const State::Freed& fr) { s.freed.put(ptr, fr); });
+    }
     out_.freedForgotten = out_.freedForgotten || forgotten;
     s.lastSeq = std::max(s.lastSeq, p.lastSeq);
     s.inexact = !exact;
