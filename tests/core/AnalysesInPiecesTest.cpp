@@ -201,29 +201,49 @@ TEST(AnalysesInPieces, RealTracesGiveOneRead) {
     for (size_t pieces : {3, 8}) expectPiecesGiveOneRead(dir + "/gpt2.poolscope", pieces);
 }
 
+// A sample's pieces as PieceRead plans them: the reader, its samples, the declared replay, the
+// plan and an opener of the same file.
+struct Cut {
+    std::string path;
+    std::unique_ptr<TraceReader> reader;
+    std::vector<Event> samples;
+    replay::Replay declared;
+    detail::PiecePlan plan;
+    detail::ReaderOpener open;
+};
+std::unique_ptr<Cut> cutSample(const std::string& name, size_t pieces) {
+    auto c = std::make_unique<Cut>();
+    c->path = std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope";
+    auto reader = TraceReader::open(c->path);
+    EXPECT_TRUE(reader) << (reader ? "" : reader.error().message);
+    if (!reader) return nullptr;
+    c->reader = std::move(*reader);
+    auto samples = c->reader->samples(0, INT64_MIN, INT64_MAX);
+    auto headers = c->reader->chunkHeaders();
+    EXPECT_TRUE(samples && headers);
+    if (!samples || !headers) return nullptr;
+    c->samples = std::move(*samples);
+    EXPECT_TRUE(detail::declareTraceEntities(*c->reader, c->declared, true));
+    c->plan = detail::planPieces(std::move(*headers), c->samples, pieces);
+    c->open = [path = c->path] { return TraceReader::open(path); };
+    return c;
+}
+
 TEST(AnalysesInPieces, AReplayStartOnlyGuessedIsSaid) {
     // JAX's run frees blocks from before a piece in ways the replay's carry does not follow
     // (Replay::afterPiece): carried, its pieces' starts are guesses. Read in pieces, each piece
     // starts either from the end of the one before (replayed first) or from such a carry; the
     // pieces say which, and are exact only where every start was replayed.
-    const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/jax.poolscope";
-    auto reader = TraceReader::open(path);
-    ASSERT_TRUE(reader);
-    auto samples = (*reader)->samples(0, INT64_MIN, INT64_MAX);
-    ASSERT_TRUE(samples);
-    auto headers = (*reader)->chunkHeaders();
-    ASSERT_TRUE(headers);
-    replay::Replay declared;
-    ASSERT_TRUE(detail::declareTraceEntities(**reader, declared, true));
-    const detail::PiecePlan plan = detail::planPieces(std::move(*headers), *samples, 3);
-    auto starts = detail::findPieceStarts([&] { return TraceReader::open(path); }, declared, plan, *samples, 2);
+    auto cut = cutSample("jax", 3);
+    ASSERT_TRUE(cut);
+    auto starts = detail::findPieceStarts(cut->open, cut->declared, cut->plan, cut->samples, 2);
     ASSERT_TRUE(starts) << starts.error().message;
     EXPECT_FALSE(starts->allExact());
 
-    auto one = detail::analysesInOneRead(**reader, kTopN);
+    auto one = detail::analysesInOneRead(*cut->reader, kTopN);
     ASSERT_TRUE(one);
     for (unsigned threads : {1u, 3u}) {
-        auto split = detail::analysesInPieces(**reader, 3, threads, kTopN);
+        auto split = detail::analysesInPieces(*cut->reader, 3, threads, kTopN);
         ASSERT_TRUE(split) << split.error().message;
         if (split->exact) {
             EXPECT_EQ(detail::analysesDiffer(*split->analyses, **one), "");
@@ -241,32 +261,26 @@ TEST(AnalysesInPieces, ClocksPastTheirBoundAreNotCarried) {
     expectPiecesGiveOneRead(std::string(POOLSCOPE_SAMPLES_DIR) + "/torchrun-rank0.poolscope", 4, false);
 }
 
-// A replay thread retired (its observers' results known otherwise) takes the chunks still to
-// come and drops them: its replay sees none of them, nor the last samples.
 TEST(AnalysesInPieces, EveryPieceEndsWhereTheNextBeginsAndAHaltStopsThoseNotBegun) {
     // runPieces finds the pieces' starts on the way: each piece's replay ends in the next one's
     // start, carried or replayed, and the last in the whole replay's end state. A halt set at a
     // piece's end stops the pieces not yet begun with a Cancelled error.
-    const std::string path = std::string(POOLSCOPE_SAMPLES_DIR) + "/gpt2.poolscope";
-    auto reader = TraceReader::open(path);
-    ASSERT_TRUE(reader) << reader.error().message;
-    auto samples = (*reader)->samples(0, INT64_MIN, INT64_MAX);
-    ASSERT_TRUE(samples);
-    auto headers = (*reader)->chunkHeaders();
-    ASSERT_TRUE(headers);
-    replay::Replay declared;
-    ASSERT_TRUE(detail::declareTraceEntities(**reader, declared, true));
-    const detail::PiecePlan plan = detail::planPieces(std::move(*headers), *samples, 6);
+    auto cut = cutSample("gpt2", 6);
+    ASSERT_TRUE(cut);
+    const detail::PiecePlan& plan = cut->plan;
     ASSERT_GE(plan.pieces(), 4u);
-    detail::ReaderOpener open = [&] { return TraceReader::open(path); };
+    const replay::Replay& declared = cut->declared;
+    const std::vector<Event>& samples = cut->samples;
+    const detail::ReaderOpener& open = cut->open;
+    TraceReader* reader = cut->reader.get();
 
     // The whole replay's end, to hold the last piece's against.
     replay::Replay whole = declared.clone();
     {
         detail::SampleMerge merge;
-        merge.expect(&*samples);
+        merge.expect(&samples);
         auto apply = [&](const Event& e) { whole.apply(e); };
-        ASSERT_TRUE((*reader)->forEachChunk([&](std::vector<Event>& chunk) {
+        ASSERT_TRUE(reader->forEachChunk([&](std::vector<Event>& chunk) {
             merge.chunk(chunk, whole, apply);
             return true;
         }));
@@ -277,7 +291,7 @@ TEST(AnalysesInPieces, EveryPieceEndsWhereTheNextBeginsAndAHaltStopsThoseNotBegu
         SCOPED_TRACE(std::to_string(threads) + " threads");
         std::vector<size_t> ended;
         bool lastIsWhole = false;
-        ASSERT_TRUE(detail::runPieces(open, declared, plan, *samples, threads, {},
+        ASSERT_TRUE(detail::runPieces(open, declared, plan, samples, threads, {},
                                       [&](size_t k, const detail::PieceEnd& end) {
                                           EXPECT_TRUE(end.startExact) << "piece " << k;
                                           EXPECT_TRUE(end.endsAtNext) << "piece " << k;
@@ -294,7 +308,7 @@ TEST(AnalysesInPieces, EveryPieceEndsWhereTheNextBeginsAndAHaltStopsThoseNotBegu
     std::vector<size_t> ended;
     std::atomic<bool> halt{false};
     Status st = detail::runPieces(
-        open, declared, plan, *samples, 1, {},
+        open, declared, plan, samples, 1, {},
         [&](size_t k, const detail::PieceEnd&) {
             ended.push_back(k);
             if (k == 1) halt = true;
@@ -305,6 +319,8 @@ TEST(AnalysesInPieces, EveryPieceEndsWhereTheNextBeginsAndAHaltStopsThoseNotBegu
     EXPECT_EQ(ended, (std::vector<size_t>{0, 1}));
 }
 
+// A replay thread retired (its observers' results known otherwise) takes the chunks still to
+// come and drops them: its replay sees none of them, nor the last samples.
 TEST(AnalysesInPieces, ARetiredReplayThreadAppliesNothingMore) {
     Events ev;
     for (int i = 0; i < 100; ++i) ev.alloc(10 * i + 10, kS1, kPool, 0x1000 + 0x1000 * uint64_t(i), MiB);

@@ -72,6 +72,18 @@ struct Stop {
     }
 };
 
+// `work` on n threads, this one among them, until each returns.
+void onWorkers(size_t n, const std::function<void()>& work) {
+    std::vector<std::thread> pool;
+    try {
+        for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    } catch (const std::system_error&) {
+        // Fewer threads than asked: the ones started (and this one) take every piece.
+    }
+    work();
+    for (std::thread& t : pool) t.join();
+}
+
 // fn(k) for every piece, on up to `threads` threads; the first error stops the pieces not begun.
 Status onThreads(size_t pieces, unsigned threads, Stop stopped, const std::function<Status(size_t)>& fn) {
     std::atomic<size_t> next{0};
@@ -94,15 +106,7 @@ Status onThreads(size_t pieces, unsigned threads, Stop stopped, const std::funct
             }
         }
     };
-    const size_t n = std::clamp<size_t>(threads, 1, std::max<size_t>(1, pieces));
-    std::vector<std::thread> pool;
-    try {
-        for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-    } catch (const std::system_error&) {
-        // Fewer threads than asked: the ones started (and this one) take every piece.
-    }
-    work();
-    for (std::thread& t : pool) t.join();
+    onWorkers(std::clamp<size_t>(threads, 1, std::max<size_t>(1, pieces)), work);
     return first;
 }
 
@@ -265,15 +269,7 @@ Status runPieces(const ReaderOpener& open, const replay::Replay& declared, const
             changed.notify_all();
         }
     };
-    const size_t want = std::clamp<size_t>(threads, 1, std::max<size_t>(1, n));
-    std::vector<std::thread> pool;
-    try {
-        for (size_t t = 1; t < want; ++t) pool.emplace_back(work);
-    } catch (const std::system_error&) {
-        // Fewer threads than asked: the ones started (and this one) take every piece.
-    }
-    work();
-    for (std::thread& t : pool) t.join();
+    onWorkers(std::clamp<size_t>(threads, 1, std::max<size_t>(1, n)), work);
     return first;
 }
 
