@@ -243,8 +243,9 @@ Status runPieces(const ReaderOpener& open, const replay::Replay& declared, const
                 carry();
             } else {
                 p[real].replaying = true;
-                replay::Replay r = p[real].start->clone();
                 lock.unlock();
+                // Unlocked: once replaying, nothing but this thread changes or drops the start.
+                replay::Replay r = p[real].start->clone();
                 if (before) before(real, r);
                 Status st = readPiece(open, plan, samples, real, r, stopped, [&](const Event& e) { r.apply(e); });
                 if (st && stopped()) st = Error{ErrorCode::Cancelled, "reading the trace was cancelled"};

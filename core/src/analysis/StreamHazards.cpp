@@ -177,8 +177,12 @@ struct StreamHazardsAnalysis::State {
             for (uint64_t ptr : old) freed.take(ptr, gone);
             return;
         }
-        // Most of it: the rest into a map of their size.
+        keepRecent(now, freed.size() - old.size()); // most of it
+    }
+    // The `recent` frees within the window at `now` into a map of their size, the rest gone.
+    void keepRecent(uint64_t now, size_t recent) {
         detail::FlatPtrMap<Freed> kept;
+        kept.reserve(recent);
         freed.forEachEntry([&](uint64_t ptr, const Freed& f) {
             if (f.seq + StreamHazards::kReuseWindow >= now) kept.put(ptr, f);
         });
@@ -335,12 +339,7 @@ void StreamHazardsAnalysis::endPiece() {
         recent += f.seq + StreamHazards::kReuseWindow >= d.lastSeq;
     });
     if (recent < d.freed.size()) out_.freedForgotten = true;
-    detail::FlatPtrMap<State::Freed> kept;
-    kept.reserve(recent);
-    d.freed.forEachEntry([&](uint64_t ptr, const State::Freed& f) {
-        if (f.seq + StreamHazards::kReuseWindow >= d.lastSeq) kept.put(ptr, f);
-    });
-    d.freed = std::move(kept);
+    d.keepRecent(d.lastSeq, recent);
     d.misses.shrink_to_fit();
     d.open.shrink_to_fit();
 }

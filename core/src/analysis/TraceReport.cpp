@@ -225,9 +225,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         }
     }
     // The analyses read in pieces beside the read (on as many threads as the machine has unless
-    // told fewer; the read's share them), where they have a replay of their own that does nothing else: once the
-    // pieces are done and exact, that replay stops (ReplayThread::retire) and the reducer takes
-    // the pieces' results.
+    // told fewer; the read's share them), where they have a replay of their own that does
+    // nothing else: once the pieces are done and exact, that replay stops
+    // (ReplayThread::retire) and the reducer takes the pieces' results.
     std::atomic<bool> piecesStop{false};
     std::optional<Result<detail::AnalysesInPieces>> pieces;
     std::thread piecesThread;

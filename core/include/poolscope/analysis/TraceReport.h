@@ -150,7 +150,7 @@ struct TraceReport {
     // why not; both empty where no pieces were read).
     double piecesSeconds = 0;
     bool piecesUsed = false;
-    bool piecesStoppedReplay = false; // they were done before the read: the analyses' replay stopped
+    bool piecesStoppedReplay = false; // done before the read ended: the analyses' replay stopped
     std::string piecesInexact;
     // CPU seconds during the read: the calling thread's, each other thread's that had one (the
     // models' and the analyses' replays, the models' follower, the time merge), and the whole
