@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "poolscope/whatif/PoolModel.h"
 
@@ -48,6 +50,25 @@ inline void expectSamePrediction(const whatif::PoolPrediction& a, const whatif::
     }
     EXPECT_EQ(a.reserved.t, b.reserved.t);
     EXPECT_EQ(a.reserved.v, b.reserved.v);
+}
+
+// Questions that make the model take each of its paths on the samples, series kept.
+inline std::vector<whatif::Question> modelQuestions() {
+    constexpr uint64_t kMiB = uint64_t{1} << 20;
+    std::vector<whatif::Question> qs(9);
+    qs[1].all.releaseThreshold = 0;
+    qs[2].all.releaseThreshold = 64 * kMiB;
+    qs[3].all.releaseThreshold = std::numeric_limits<uint64_t>::max();
+    qs[4].all.allowOpportunistic = false;
+    qs[5].all.followEventDependencies = false;
+    qs[6].all.allowInternalDependencies = false;
+    qs[6].all.releaseThreshold = 48 * kMiB;
+    qs[7].all.allowOpportunistic = true;
+    qs[7].opportunisticLagNs = 0;
+    qs[8].all.followEventDependencies = true;
+    qs[8].all.allowOpportunistic = true;
+    for (whatif::Question& q : qs) q.keepSeries = true;
+    return qs;
 }
 
 } // namespace poolscope::test

@@ -19,6 +19,7 @@ namespace poolscope {
 namespace {
 
 using test::expectSamePrediction;
+using test::modelQuestions;
 using whatif::PoolPrediction;
 using whatif::Question;
 
@@ -29,24 +30,6 @@ std::string samplePath(const char* name) {
     return std::string(POOLSCOPE_SAMPLES_DIR) + "/" + name + ".poolscope";
 }
 
-// Questions that make the model take each of its paths on the samples.
-std::vector<Question> questions() {
-    std::vector<Question> qs(9);
-    qs[1].all.releaseThreshold = 0;
-    qs[2].all.releaseThreshold = 64 * MiB;
-    qs[3].all.releaseThreshold = kMax;
-    qs[4].all.allowOpportunistic = false;
-    qs[5].all.followEventDependencies = false;
-    qs[6].all.allowInternalDependencies = false;
-    qs[6].all.releaseThreshold = 48 * MiB;
-    qs[7].all.allowOpportunistic = true;
-    qs[7].opportunisticLagNs = 0;
-    qs[8].all.followEventDependencies = true;
-    qs[8].all.allowOpportunistic = true;
-    for (Question& q : qs) q.keepSeries = true;
-    return qs;
-}
-
 TEST(WhatIfTape, SamplesGiveTheSameAnswersFromTheTapeAsFromTheTrace) {
     for (const char* name : {"churn", "pools", "trims_oom", "threads", "threads_race", "gpt2",
                              "cupy", "jax", "torch_async", "torch_native", "beyond_pool",
@@ -54,7 +37,7 @@ TEST(WhatIfTape, SamplesGiveTheSameAnswersFromTheTapeAsFromTheTrace) {
         SCOPED_TRACE(name);
         auto reader = TraceReader::open(samplePath(name));
         ASSERT_TRUE(reader);
-        const std::vector<Question> qs = questions();
+        const std::vector<Question> qs = modelQuestions();
         auto direct = whatif::predict(**reader, qs);
         ASSERT_TRUE(direct);
         // Spread over four replays, the live set kept once and followed by all: the same answers.

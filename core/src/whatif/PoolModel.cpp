@@ -9,6 +9,7 @@
 #include "poolscope/EventFields.h"
 
 #include "ModelRules.h"
+#include "PoolModelPool.h"
 #include "RoundUp.h"
 
 namespace poolscope::whatif {
@@ -23,43 +24,6 @@ using detail::span;
 
 } // namespace
 
-struct PoolModel::Pool {
-    bool init = false;
-    bool hasOverride = false;
-    Settings s;
-    // The recorded knobs and size limit as the Knob ops told them (the replay's, when following).
-    replay::Knob knobs[4];
-    uint64_t maxSize = 0;
-    uint64_t reserved = 0;
-    uint64_t live = 0;
-    uint64_t free = 0;
-    uint64_t pendTotal = 0;
-    std::vector<Pending> pend; // per replay stream
-    detail::IdleArea idleArea;
-    // recorded side
-    uint64_t recReserved = 0;
-    uint64_t recUsed = 0;
-    uint64_t recHighSinceRelease = 0;
-    bool recTimed = false;
-    int64_t recFirstTs = 0;
-    int64_t recLastTs = 0;
-    unsigned __int128 recIdleArea = 0;
-    PoolPrediction out;
-
-    uint64_t idle() const { return reserved > live ? reserved - live : 0; }
-    uint64_t recIdle() const { return recReserved > recUsed ? recReserved - recUsed : 0; }
-    bool policy(const std::optional<bool>& o, PoolAttr a) const {
-        return o ? *o : detail::recordedPolicy(knobs, a);
-    }
-    uint64_t threshold() const {
-        return s.releaseThreshold ? *s.releaseThreshold : detail::recordedThreshold(knobs);
-    }
-    Pending& pendOf(uint32_t stream) {
-        if (stream >= pend.size()) [[unlikely]]
-            pend.resize(size_t(stream) + 1);
-        return pend[stream];
-    }
-};
 
 PoolModel::PoolModel(Settings all, Calibration c) : all_(all), cal_(c) {
     if (cal_.growthGranule == 0) cal_.growthGranule = 1;
@@ -391,6 +355,8 @@ void PoolModel::apply(const Op& op, uint64_t seq, uint64_t streamHandle) {
 }
 
 [[gnu::always_inline]] inline void PoolModel::account(Pool& p, int64_t ts) {
+    if (!p.idleArea.timed) [[unlikely]]
+        p.firstIdle = p.idle();
     p.idleArea.to(ts, p.idle());
 }
 
@@ -400,7 +366,10 @@ void PoolModel::setReserved(Pool& p, uint64_t v, int64_t ts) {
         p.out.peakReserved = v;
         p.out.peakReservedTsNs = ts;
     }
-    if (keepSeries_) p.out.reserved.push(ts, v);
+    if (keepSeries_) [[unlikely]] {
+        if (logSeries_) p.seriesLog.emplace_back(ts, v);
+        else p.out.reserved.push(ts, v);
+    }
 }
 
 void PoolModel::alloc(const Op& op, uint64_t seq, uint64_t streamHandle) {
@@ -601,15 +570,25 @@ void PoolModel::finishTape(Tape& tape, const replay::Replay& r) const {
 }
 
 std::vector<PoolPrediction> PoolModel::run(const Tape& tape, std::optional<uint64_t> onlyPool) {
+    const uint32_t only = onlyIndex(tape, onlyPool);
+    if (onlyPool && only == replay::kNone) return {};
+    size_t allocs = 0;
+    step(tape, 0, tape.ops.size(), allocs, only);
+    return collect(tape, only);
+}
+
+uint32_t PoolModel::onlyIndex(const Tape& tape, std::optional<uint64_t> onlyPool) {
     uint32_t only = replay::kNone;
-    if (onlyPool) {
+    if (onlyPool)
         for (size_t k = 0; k < tape.recorded.size() && k < tape.poolIndex.size(); ++k)
             if (tape.recorded[k].handle == *onlyPool) only = tape.poolIndex[k];
-        if (only == replay::kNone) return {};
-    }
-    size_t allocs = 0;
+    return only;
+}
+
+void PoolModel::step(const Tape& tape, size_t from, size_t to, size_t& allocs, uint32_t only) {
     const size_t nSeq = tape.allocSeq.size(), nStreams = tape.streamHandles.size();
-    for (const Op& op : tape.ops) {
+    for (size_t i = from; i < to; ++i) {
+        const Op& op = tape.ops[i];
         uint64_t seq = 0, handle = 0;
         if (op.kind == Op::Kind::Alloc) {
             seq = allocs < nSeq ? tape.allocSeq[allocs] : 0;
@@ -619,7 +598,6 @@ std::vector<PoolPrediction> PoolModel::run(const Tape& tape, std::optional<uint6
         if (only != replay::kNone && op.pool != only && !detail::everyPools(op.kind)) continue;
         apply(op, seq, handle);
     }
-    return collect(tape, only);
 }
 
 void PoolModel::feed(const Op* first, const Op* last, const uint64_t* seq, size_t nSeq,
@@ -661,7 +639,9 @@ std::unique_ptr<PoolModel> PoolModel::clone() const {
     return m;
 }
 
-bool PoolModel::sameState(const PoolModel& o) const {
+bool PoolModel::sameState(const PoolModel& o) const { return samePools(pools_, o.pools_); }
+
+bool PoolModel::samePools(const std::vector<Pool>& x, const std::vector<Pool>& y) {
     auto pendingOf = [](const Pool& p, size_t s) {
         std::vector<Pending::Chunk> q;
         if (s < p.pend.size())
@@ -669,11 +649,11 @@ bool PoolModel::sameState(const PoolModel& o) const {
                 if (p.pend[s].q[i].bytes) q.push_back(p.pend[s].q[i]);
         return q;
     };
-    const size_t n = std::max(pools_.size(), o.pools_.size());
+    const size_t n = std::max(x.size(), y.size());
     for (size_t i = 0; i < n; ++i) {
         static const Pool none;
-        const Pool& a = i < pools_.size() ? pools_[i] : none;
-        const Pool& b = i < o.pools_.size() ? o.pools_[i] : none;
+        const Pool& a = i < x.size() ? x[i] : none;
+        const Pool& b = i < y.size() ? y[i] : none;
         if (a.init != b.init || a.maxSize != b.maxSize || a.reserved != b.reserved ||
             a.live != b.live || a.free != b.free || a.pendTotal != b.pendTotal)
             return false;

@@ -266,6 +266,21 @@ public:
     // Whether some pool ran with reuse policy `a` off so far, as the recorded knobs tell it.
     bool policyOffSoFar(PoolAttr a) const;
 
+    // What run() answers, with the tape's ops cut into `pieces` modelled at once on `threads`
+    // threads (the calling thread one of them; 1 or one piece: run() itself). The first piece
+    // goes on from this model's state; each later one from a guess (the pools and knobs the
+    // ops before it name, their live bytes, no pending frees, the reserved bytes at their
+    // floor), with its state kept at checkpoints. The model then goes on through each piece
+    // only until its state is a checkpoint's (sameState) and takes the rest from the piece,
+    // or through all of it where none is. The same answers as run() (WhatIfPiecesTest).
+    struct PieceStats {
+        size_t pieces = 0, joined = 0; // pieces after the first; those taken from a checkpoint on
+        uint64_t opsTwice = 0;         // ops of a guessed piece the model went through again
+    };
+    std::vector<PoolPrediction> runInPieces(const Tape& tape, std::optional<uint64_t> onlyPool,
+                                            size_t pieces, unsigned threads,
+                                            PieceStats* stats = nullptr);
+
 private:
     PoolModel(const PoolModel&) = default; // clone()
     struct Pool;
@@ -291,6 +306,19 @@ private:
     void account(Pool& p, int64_t ts);
     void setReserved(Pool& p, uint64_t v, int64_t ts);
     PoolPrediction finalPrediction(uint32_t i, int64_t end) const;
+    static uint32_t onlyIndex(const Tape& tape, std::optional<uint64_t> onlyPool);
+    // The tape's ops [from, to) (`allocs`: the Alloc ops before `from`, moved past them).
+    void step(const Tape& tape, size_t from, size_t to, size_t& allocs, uint32_t only);
+    static bool samePools(const std::vector<Pool>& a, const std::vector<Pool>& b);
+    // ModelPieces.cpp
+    struct Piece;
+    // The ops [from, to) as far as a piece's guess needs them: the pools' names, knobs and live
+    // bytes; then that guess made of them.
+    void skim(const Tape& tape, size_t from, size_t to, size_t& allocs, uint32_t only);
+    void guessStart();
+    void checkpoint(Piece& g, size_t op);
+    bool join(Piece& g, size_t check);
+    bool logSeries_ = false; // a piece's guess: setReserved() notes into Pool::seriesLog
 
     Settings all_;
     std::unordered_map<uint64_t, Settings> perPool_;

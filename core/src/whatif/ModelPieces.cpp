@@ -1,0 +1,257 @@
+// A tape's ops through the pool model in pieces at once (PoolModel::runInPieces, issue #15).
+//
+// A piece after the first starts from a guess and keeps its state at checkpoints, at doubling
+// distances from its start: a guess meets the true state within a few per cent of a piece's
+// ops on the traces measured (docs/PERFORMANCE.md, session 34), so few checkpoints are needed
+// and the model goes through at most twice the ops it had to. Where the model that went
+// through every op before a piece reaches a checkpoint in the same state, every op after it
+// changes both alike: the piece's state at its end is the model's, and its figures from there
+// on (sums as differences, maxima per stretch between checkpoints, growths and the reserved
+// series as they were noted) are added to the model's.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "PoolModelPool.h"
+#include "RoundUp.h"
+
+namespace poolscope::whatif {
+
+namespace {
+// The first checkpoint, this many ops into a piece; each next one twice as far.
+constexpr size_t kFirstCheck = 256;
+enum : int { kFree, kGuessing, kGuessed, kTaken };
+} // namespace
+
+struct PoolModel::Piece {
+    size_t from = 0, to = 0, allocs = 0; // its ops [from, to); the Alloc ops before `from`
+    std::unique_ptr<PoolModel> g;        // its guess
+    struct Check {
+        size_t op; // the state before tape.ops[op]
+        std::vector<Pool> pools;
+    };
+    std::vector<Check> checks;
+    std::atomic<int> state{kFree};
+};
+
+void PoolModel::skim(const Tape& tape, size_t from, size_t to, size_t& allocs, uint32_t only) {
+    auto at = [this](uint32_t i) -> Pool& { // as the model's own: defaults for a pool not named
+        if (i >= pools_.size() || !pools_[i].init) init(i, 0, -1);
+        return pools_[i];
+    };
+    for (size_t i = from; i < to; ++i) {
+        const Op& op = tape.ops[i];
+        if (op.kind == Op::Kind::Alloc) ++allocs;
+        if (only != replay::kNone && op.pool != only && !detail::everyPools(op.kind)) continue;
+        switch (op.kind) {
+        case Op::Kind::Init:
+        case Op::Kind::Knob: apply(op, 0, 0); break;
+        case Op::Kind::Reset: at(op.pool).live = 0; break;
+        case Op::Kind::Alloc:
+            if (op.stream != replay::kNone) at(op.pool).live += detail::roundUp(op.value, cal_.blockAlign);
+            break;
+        case Op::Kind::Free:
+        case Op::Kind::Drop: {
+            Pool& p = at(op.pool);
+            p.live -= std::min(detail::roundUp(op.value, cal_.blockAlign), p.live);
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+void PoolModel::guessStart() {
+    logSeries_ = keepSeries_;
+    for (Pool& p : pools_) {
+        for (detail::Pending& q : p.pend) q.clear();
+        p.pendTotal = 0;
+        p.reserved = detail::roundUp(p.live, cal_.growthGranule);
+        p.free = p.reserved - p.live;
+        PoolPrediction fresh;
+        fresh.handle = p.out.handle;
+        fresh.device = p.out.device;
+        p.out = std::move(fresh);
+        p.idleArea = {};
+        p.firstIdle = 0;
+        p.seriesLog.clear();
+    }
+}
+
+void PoolModel::checkpoint(Piece& g, size_t op) {
+    Piece::Check c{op, {}};
+    c.pools.reserve(pools_.size());
+    for (Pool& p : pools_) {
+        p.loggedAt = p.seriesLog.size();
+        p.growthsAt = p.out.growthAllocs.size();
+        // The copy without what only grows (the figures' lists): their lengths say where it was.
+        auto growths = std::move(p.out.growthAllocs);
+        auto log = std::move(p.seriesLog);
+        c.pools.push_back(p);
+        p.out.growthAllocs = std::move(growths);
+        p.seriesLog = std::move(log);
+        // Each stretch's maxima on their own, to be taken from whichever stretch on is joined.
+        p.out.peakReserved = 0;
+        p.out.peakReservedTsNs = 0;
+        p.out.maxIdle = 0;
+        p.out.peakLive = 0;
+    }
+    g.checks.push_back(std::move(c));
+}
+
+bool PoolModel::join(Piece& g, size_t check) {
+    const std::vector<Pool>& at = g.checks[check].pools;
+    if (!samePools(pools_, at)) return false;
+    std::vector<Pool>& end = g.g->pools_;
+    static const Pool none;
+    auto of = [](const std::vector<Pool>& v, size_t i) -> const Pool& {
+        return i < v.size() ? v[i] : none;
+    };
+    // What the joined figures need of the model's own first: the idle area's last change at
+    // the same time, and the growths the piece dropped past its list's length not needed.
+    for (size_t i = 0; i < end.size(); ++i) {
+        const Pool &t = of(pools_, i), &s = of(at, i), &e = end[i];
+        if (s.idleArea.timed) {
+            if (!t.idleArea.timed || t.idleArea.lastTs != s.idleArea.lastTs) return false;
+        } else if (e.idleArea.timed && t.idleArea.timed && e.idleArea.firstTs < t.idleArea.lastTs) {
+            return false;
+        }
+        const size_t after = e.out.growthAllocs.size() - s.growthsAt;
+        if (e.out.growthAllocs.size() >= kKeptGrowths && t.out.growthAllocs.size() + after < kKeptGrowths)
+            return false;
+    }
+    if (pools_.size() < end.size()) pools_.resize(end.size());
+    for (size_t i = 0; i < end.size(); ++i) {
+        Pool& t = pools_[i];
+        const Pool& s = of(at, i);
+        Pool e = std::move(end[i]);
+        PoolPrediction o = std::move(t.out);
+        o.handle = e.out.handle;
+        o.device = e.out.device;
+        o.touched |= e.out.touched;
+        o.releases += e.out.releases - s.out.releases;
+        o.releasedBytes += e.out.releasedBytes - s.out.releasedBytes;
+        o.trims += e.out.trims - s.out.trims;
+        o.growths += e.out.growths - s.out.growths;
+        o.grownBytes += e.out.grownBytes - s.out.grownBytes;
+        o.failedAllocs += e.out.failedAllocs - s.out.failedAllocs;
+        auto stretch = [&o](const PoolPrediction& p) {
+            if (p.peakReserved > o.peakReserved) {
+                o.peakReserved = p.peakReserved;
+                o.peakReservedTsNs = p.peakReservedTsNs;
+            }
+            o.maxIdle = std::max(o.maxIdle, p.maxIdle);
+            o.peakLive = std::max(o.peakLive, p.peakLive);
+        };
+        for (size_t c = check + 1; c < g.checks.size(); ++c) stretch(of(g.checks[c].pools, i).out);
+        stretch(e.out);
+        for (size_t k = s.growthsAt; k < e.out.growthAllocs.size() && o.growthAllocs.size() < kKeptGrowths; ++k)
+            o.growthAllocs.push_back(e.out.growthAllocs[k]);
+        if (keepSeries_)
+            for (size_t k = s.loggedAt; k < e.seriesLog.size(); ++k)
+                o.reserved.push(e.seriesLog[k].first, e.seriesLog[k].second);
+        detail::IdleArea a = t.idleArea;
+        uint64_t firstIdle = t.firstIdle;
+        if (s.idleArea.timed) {
+            a.area += e.idleArea.area - s.idleArea.area;
+            a.lastTs = e.idleArea.lastTs;
+        } else if (e.idleArea.timed && !t.idleArea.timed) {
+            a = e.idleArea;
+            firstIdle = e.firstIdle;
+        } else if (e.idleArea.timed) {
+            // The model's first change after the checkpoint was the piece's first.
+            a.area += static_cast<unsigned __int128>(detail::span(a.lastTs, e.idleArea.firstTs)) *
+                          e.firstIdle + e.idleArea.area;
+            a.lastTs = e.idleArea.lastTs;
+        }
+        e.out = std::move(o);
+        e.idleArea = a;
+        e.firstIdle = firstIdle;
+        e.seriesLog.clear();
+        e.loggedAt = e.growthsAt = 0;
+        t = std::move(e);
+    }
+    return true;
+}
+
+std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::optional<uint64_t> onlyPool,
+                                                   size_t pieces, unsigned threads, PieceStats* stats) {
+    const uint32_t only = onlyIndex(tape, onlyPool);
+    if (onlyPool && only == replay::kNone) return {};
+    const size_t n = tape.ops.size();
+    pieces = std::min(pieces, n);
+    if (pieces <= 1 || threads <= 1) return run(tape, onlyPool);
+    std::vector<Piece> ps(pieces);
+    {
+        std::unique_ptr<PoolModel> before = clone();
+        before->keepSeries_ = false;
+        size_t allocs = 0;
+        for (size_t k = 0; k < pieces; ++k) {
+            Piece& p = ps[k];
+            p.from = n * k / pieces;
+            p.to = n * (k + 1) / pieces;
+            if (k == 0) continue;
+            before->skim(tape, ps[k - 1].from, p.from, allocs, only);
+            p.allocs = allocs;
+            p.g = before->clone();
+            p.g->keepSeries_ = keepSeries_;
+            p.g->guessStart();
+        }
+    }
+    std::atomic<size_t> next{1};
+    auto guess = [&] {
+        for (size_t k; (k = next.fetch_add(1)) < pieces;) {
+            Piece& p = ps[k];
+            int free = kFree;
+            if (!p.state.compare_exchange_strong(free, kGuessing)) continue;
+            size_t allocs = p.allocs;
+            for (size_t at = p.from, len = kFirstCheck; at < p.to; len *= 2) {
+                const size_t stop = std::min(p.to, p.from + len);
+                p.g->step(tape, at, stop, allocs, only);
+                at = stop;
+                if (at < p.to) p.g->checkpoint(p, at);
+            }
+            p.state.store(kGuessed);
+            p.state.notify_all();
+        }
+    };
+    std::vector<std::jthread> helpers;
+    for (unsigned t = 1; t < std::min<size_t>(threads, pieces); ++t) helpers.emplace_back(guess);
+
+    PieceStats st;
+    st.pieces = pieces - 1;
+    size_t allocs = 0;
+    step(tape, 0, ps[0].to, allocs, only);
+    for (size_t k = 1; k < pieces; ++k) {
+        Piece& p = ps[k];
+        int free = kFree;
+        if (p.state.compare_exchange_strong(free, kTaken)) {
+            // Not begun: the model goes through it itself.
+            step(tape, p.from, p.to, allocs, only);
+            continue;
+        }
+        for (int s = p.state.load(); s != kGuessed; s = p.state.load()) p.state.wait(s);
+        size_t at = p.from;
+        bool joined = false;
+        for (size_t c = 0; c < p.checks.size() && !joined; ++c) {
+            step(tape, at, p.checks[c].op, allocs, only);
+            at = p.checks[c].op;
+            joined = join(p, c);
+        }
+        if (joined) {
+            ++st.joined;
+            st.opsTwice += at - p.from;
+            allocs = k + 1 < pieces ? ps[k + 1].allocs : 0;
+        } else {
+            step(tape, at, p.to, allocs, only);
+            st.opsTwice += p.to - p.from;
+        }
+        p.g.reset();
+        p.checks = {};
+    }
+    helpers.clear();
+    if (stats) *stats = st;
+    return collect(tape, only);
+}
+
+} // namespace poolscope::whatif

@@ -1,0 +1,60 @@
+#pragma once
+// PoolModel's state per pool (internal to core): PoolModel.cpp runs the model on it,
+// ModelPieces.cpp cuts a tape in pieces and joins their states.
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "poolscope/whatif/PoolModel.h"
+
+#include "ModelRules.h"
+
+namespace poolscope::whatif {
+
+struct PoolModel::Pool {
+    bool init = false;
+    bool hasOverride = false;
+    Settings s;
+    // The recorded knobs and size limit as the Knob ops told them (the replay's, when following).
+    replay::Knob knobs[4];
+    uint64_t maxSize = 0;
+    uint64_t reserved = 0;
+    uint64_t live = 0;
+    uint64_t free = 0;
+    uint64_t pendTotal = 0;
+    std::vector<detail::Pending> pend; // per replay stream
+    detail::IdleArea idleArea;
+    // recorded side
+    uint64_t recReserved = 0;
+    uint64_t recUsed = 0;
+    uint64_t recHighSinceRelease = 0;
+    bool recTimed = false;
+    int64_t recFirstTs = 0;
+    int64_t recLastTs = 0;
+    unsigned __int128 recIdleArea = 0;
+    PoolPrediction out;
+    // The idle bytes at the first accounting (a piece's guess hands them to the model it
+    // joins: ModelPieces.cpp).
+    uint64_t firstIdle = 0;
+    // A piece's guess (ModelPieces.cpp): the reserved bytes set, as (time, bytes), where a
+    // series is kept; and at a checkpoint, how many of them and of out.growthAllocs there were.
+    std::vector<std::pair<int64_t, uint64_t>> seriesLog;
+    size_t loggedAt = 0, growthsAt = 0;
+
+    uint64_t idle() const { return reserved > live ? reserved - live : 0; }
+    uint64_t recIdle() const { return recReserved > recUsed ? recReserved - recUsed : 0; }
+    bool policy(const std::optional<bool>& o, PoolAttr a) const {
+        return o ? *o : detail::recordedPolicy(knobs, a);
+    }
+    uint64_t threshold() const {
+        return s.releaseThreshold ? *s.releaseThreshold : detail::recordedThreshold(knobs);
+    }
+    detail::Pending& pendOf(uint32_t stream) {
+        if (stream >= pend.size()) [[unlikely]]
+            pend.resize(size_t(stream) + 1);
+        return pend[stream];
+    }
+};
+
+} // namespace poolscope::whatif
