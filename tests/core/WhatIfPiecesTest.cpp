@@ -98,6 +98,24 @@ TEST(WhatIfPieces, AGeneratedWorkloadsPiecesAreJoinedEarlyAndAnswerAlike) {
     EXPECT_LT(st.opsTwice, tape.ops.size() * 4); // of 9 questions x 4 runs over every op
 }
 
+// predict() over a tape as long as kPiecesFromOps goes in pieces on every hardware thread.
+TEST(WhatIfPieces, ALongTapesQuestionIsAnsweredAsTheWholeTapes) {
+    replay::Replay r;
+    whatif::TapeRecorder rec;
+    r.subscribe(&rec, whatif::TapeRecorder::kindMask());
+    for (const Event& e : bench::SyntheticTrace(4).generate(1'200'000)) r.apply(e);
+    const whatif::Tape tape = rec.tape(r);
+    ASSERT_GE(tape.ops.size(), whatif::kPiecesFromOps);
+    const std::vector<Question> qs = test::modelQuestions();
+    for (size_t qi : {size_t{1}, size_t{3}}) {
+        const auto whole = modelFor(qs[qi])->run(tape);
+        const auto asked = whatif::predict(tape, qs[qi]);
+        ASSERT_EQ(asked.size(), whole.size());
+        for (size_t k = 0; k < whole.size(); ++k)
+            expectSamePrediction(asked[k], whole[k], "question " + std::to_string(qi));
+    }
+}
+
 // Ops drawn at random (not a recording, and not always consistent: frees of bytes never
 // allocated, times out of order, pools first named part-way, knobs and size limits changing,
 // drops and resets): whatever the guesses are, the pieces answer as the whole tape.

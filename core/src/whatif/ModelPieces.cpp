@@ -10,6 +10,7 @@
 // series as they were noted) are added to the model's.
 #include <algorithm>
 #include <atomic>
+#include <latch>
 #include <thread>
 
 #include "PoolModelPool.h"
@@ -25,6 +26,16 @@ enum : int { kFree, kGuessing, kGuessed, kTaken };
 
 struct PoolModel::Piece {
     size_t from = 0, to = 0, allocs = 0; // its ops [from, to); the Alloc ops before `from`
+    // What its ops change of the next pieces' guesses, per pool index (skim()).
+    struct Skim {
+        bool seen = false, named = false, reset = false, knobSet[4] = {}, maxSet = false;
+        Op init;
+        replay::Knob knobs[4];
+        uint64_t maxSize = 0;
+        int64_t live = 0; // since the reset, where there was one
+    };
+    std::vector<Skim> skim;
+    size_t skimAllocs = 0;
     std::unique_ptr<PoolModel> g;        // its guess
     struct Check {
         size_t op; // the state before tape.ops[op]
@@ -34,30 +45,72 @@ struct PoolModel::Piece {
     std::atomic<int> state{kFree};
 };
 
-void PoolModel::skim(const Tape& tape, size_t from, size_t to, size_t& allocs, uint32_t only) {
-    auto at = [this](uint32_t i) -> Pool& { // as the model's own: defaults for a pool not named
-        if (i >= pools_.size() || !pools_[i].init) init(i, 0, -1);
-        return pools_[i];
+void PoolModel::skim(const Tape& tape, Piece& piece, uint32_t only) const {
+    std::vector<Piece::Skim>& out = piece.skim;
+    auto at = [&out](uint32_t i) -> Piece::Skim& {
+        if (i >= out.size()) [[unlikely]]
+            out.resize(size_t(i) + 1);
+        Piece::Skim& k = out[i];
+        k.seen = true;
+        return k;
     };
-    for (size_t i = from; i < to; ++i) {
+    size_t allocs = 0;
+    for (size_t i = piece.from; i < piece.to; ++i) {
         const Op& op = tape.ops[i];
-        if (op.kind == Op::Kind::Alloc) ++allocs;
-        if (only != replay::kNone && op.pool != only && !detail::everyPools(op.kind)) continue;
+        allocs += op.kind == Op::Kind::Alloc;
+        // (None of the kinds below is one that every pool follows.)
+        if (only != replay::kNone && op.pool != only) continue;
         switch (op.kind) {
-        case Op::Kind::Init:
-        case Op::Kind::Knob: apply(op, 0, 0); break;
-        case Op::Kind::Reset: at(op.pool).live = 0; break;
         case Op::Kind::Alloc:
-            if (op.stream != replay::kNone) at(op.pool).live += detail::roundUp(op.value, cal_.blockAlign);
+            if (op.stream != replay::kNone)
+                at(op.pool).live += static_cast<int64_t>(detail::roundUp(op.value, cal_.blockAlign));
             break;
         case Op::Kind::Free:
-        case Op::Kind::Drop: {
-            Pool& p = at(op.pool);
-            p.live -= std::min(detail::roundUp(op.value, cal_.blockAlign), p.live);
+        case Op::Kind::Drop:
+            at(op.pool).live -= static_cast<int64_t>(detail::roundUp(op.value, cal_.blockAlign));
+            break;
+        case Op::Kind::Init: {
+            Piece::Skim& k = at(op.pool);
+            k.named = true;
+            k.init = op;
+            break;
+        }
+        case Op::Kind::Knob: {
+            Piece::Skim& k = at(op.pool);
+            if (op.attr < 4) {
+                k.knobs[op.attr] = replay::Knob{op.value, op.flag != 0};
+                k.knobSet[op.attr] = true;
+            } else {
+                k.maxSize = op.value;
+                k.maxSet = true;
+            }
+            break;
+        }
+        case Op::Kind::Reset: {
+            Piece::Skim& k = at(op.pool);
+            k.reset = true;
+            k.live = 0;
             break;
         }
         default: break;
         }
+    }
+    piece.skimAllocs = allocs;
+}
+
+void PoolModel::takeSkim(const Piece& piece) {
+    for (uint32_t i = 0; i < piece.skim.size(); ++i) {
+        const Piece::Skim& k = piece.skim[i];
+        if (!k.seen) continue;
+        if (k.named) apply(k.init, 0, 0);
+        else if (i >= pools_.size() || !pools_[i].init) init(i, 0, -1); // as the model's own
+        Pool& p = pools_[i];
+        for (int a = 0; a < 4; ++a)
+            if (k.knobSet[a]) p.knobs[a] = k.knobs[a];
+        if (k.maxSet) p.maxSize = k.maxSize;
+        // A guess: the frees that the model would not let past the live bytes are not told apart.
+        const int64_t live = (k.reset ? 0 : static_cast<int64_t>(p.live)) + k.live;
+        p.live = live > 0 ? static_cast<uint64_t>(live) : 0;
     }
 }
 
@@ -182,24 +235,40 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
     pieces = std::min(pieces, n);
     if (pieces <= 1 || threads <= 1) return run(tape, onlyPool);
     std::vector<Piece> ps(pieces);
-    {
-        std::unique_ptr<PoolModel> before = clone();
-        before->keepSeries_ = false;
-        size_t allocs = 0;
-        for (size_t k = 0; k < pieces; ++k) {
-            Piece& p = ps[k];
-            p.from = n * k / pieces;
-            p.to = n * (k + 1) / pieces;
-            if (k == 0) continue;
-            before->skim(tape, ps[k - 1].from, p.from, allocs, only);
-            p.allocs = allocs;
-            p.g = before->clone();
-            p.g->keepSeries_ = keepSeries_;
-            p.g->guessStart();
-        }
+    for (size_t k = 0; k < pieces; ++k) {
+        ps[k].from = n * k / pieces;
+        ps[k].to = n * (k + 1) / pieces;
     }
-    std::atomic<size_t> next{1};
-    auto guess = [&] {
+    // The helpers skim every piece but the last at once, and the last to finish makes the
+    // guesses of that, in order (little work: a few pools a piece); then they guess every piece
+    // but the first, while this model goes through the first. Where making the guesses fails
+    // (out of memory), no piece is guessed: the model goes through each itself.
+    std::atomic<size_t> nextSkim{0}, skimsLeft{pieces - 1}, next{1};
+    std::unique_ptr<PoolModel> origin = clone(); // this one moves on meanwhile
+    origin->keepSeries_ = false;
+    std::latch guessesMade(1);
+    auto makeGuesses = [&] {
+        try {
+            std::unique_ptr<PoolModel> before = std::move(origin);
+            for (size_t k = 1; k < pieces; ++k) {
+                before->takeSkim(ps[k - 1]);
+                ps[k].allocs = ps[k - 1].allocs + ps[k - 1].skimAllocs;
+                ps[k - 1].skim = {};
+                ps[k].g = before->clone();
+                ps[k].g->keepSeries_ = keepSeries_;
+                ps[k].g->guessStart();
+            }
+        } catch (...) {
+            next.store(pieces);
+        }
+        guessesMade.count_down();
+    };
+    auto helper = [&] {
+        for (size_t k; (k = nextSkim.fetch_add(1)) + 1 < pieces;) {
+            skim(tape, ps[k], only);
+            if (skimsLeft.fetch_sub(1) == 1) makeGuesses();
+        }
+        guessesMade.wait();
         for (size_t k; (k = next.fetch_add(1)) < pieces;) {
             Piece& p = ps[k];
             int free = kFree;
@@ -216,7 +285,7 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
         }
     };
     std::vector<std::jthread> helpers;
-    for (unsigned t = 1; t < std::min<size_t>(threads, pieces); ++t) helpers.emplace_back(guess);
+    for (unsigned t = 1; t < std::min<size_t>(threads, pieces); ++t) helpers.emplace_back(helper);
 
     PieceStats st;
     st.pieces = pieces - 1;

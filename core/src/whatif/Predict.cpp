@@ -199,6 +199,11 @@ std::vector<PoolPrediction> predict(const Tape& tape, const Question& q, const C
     PoolModel m(q.all, qc);
     for (const auto& [h, s] : q.perPool) m.setPoolSettings(h, s);
     m.keepSeries(q.keepSeries);
+    // A long tape in as many pieces as threads, each helper guessing one while this thread goes
+    // through the first (the window's What-if panel asks at every move of a slider).
+    const unsigned threads = std::min(std::thread::hardware_concurrency(), kMaxAdviceThreads);
+    if (tape.ops.size() >= kPiecesFromOps && threads >= 2)
+        return m.runInPieces(tape, onlyPool, threads, threads);
     return m.run(tape, onlyPool);
 }
 

@@ -312,9 +312,10 @@ private:
     static bool samePools(const std::vector<Pool>& a, const std::vector<Pool>& b);
     // ModelPieces.cpp
     struct Piece;
-    // The ops [from, to) as far as a piece's guess needs them: the pools' names, knobs and live
-    // bytes; then that guess made of them.
-    void skim(const Tape& tape, size_t from, size_t to, size_t& allocs, uint32_t only);
+    // What a piece's ops change of what the next pieces' guesses start from (the pools' names,
+    // knobs and live bytes), taken on its own; then taken in, in order; then a guess made.
+    void skim(const Tape& tape, Piece& p, uint32_t only) const;
+    void takeSkim(const Piece& p);
     void guessStart();
     void checkpoint(Piece& g, size_t op);
     bool join(Piece& g, size_t check);
@@ -361,6 +362,9 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
 Result<Tape> recordTape(const TraceReader& reader, const std::atomic<bool>* cancel = nullptr,
                         const std::function<void(uint64_t, uint64_t)>& progress = {});
 // A question over a tape (what predict() answers from the trace), optionally for one pool only.
+// From kPiecesFromOps ops on, with 2 or more hardware threads, in pieces on every one of them
+// (at most kMaxAdviceThreads: PoolModel::runInPieces); the same answers.
+inline constexpr size_t kPiecesFromOps = size_t{1} << 20;
 std::vector<PoolPrediction> predict(const Tape& tape, const Question& q, const Calibration& c = {},
                                     std::optional<uint64_t> onlyPool = {});
 
