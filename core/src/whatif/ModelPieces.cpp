@@ -21,7 +21,7 @@ namespace poolscope::whatif {
 namespace {
 // The first checkpoint, this many ops into a piece; each next one twice as far.
 constexpr size_t kFirstCheck = 256;
-enum : int { kFree, kGuessing, kGuessed, kTaken };
+enum : int { kFree, kGuessing, kGuessed };
 } // namespace
 
 struct PoolModel::Piece {
@@ -244,6 +244,7 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
     // but the first, while this model goes through the first. Where making the guesses fails
     // (out of memory), no piece is guessed: the model goes through each itself.
     std::atomic<size_t> nextSkim{0}, skimsLeft{pieces - 1}, next{1};
+    bool noGuesses = false; // (read after guessesMade)
     std::unique_ptr<PoolModel> origin = clone(); // this one moves on meanwhile
     origin->keepSeries_ = false;
     std::latch guessesMade(1);
@@ -260,6 +261,7 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
             }
         } catch (...) {
             next.store(pieces);
+            noGuesses = true;
         }
         guessesMade.count_down();
     };
@@ -271,8 +273,7 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
         guessesMade.wait();
         for (size_t k; (k = next.fetch_add(1)) < pieces;) {
             Piece& p = ps[k];
-            int free = kFree;
-            if (!p.state.compare_exchange_strong(free, kGuessing)) continue;
+            p.state.store(kGuessing);
             size_t allocs = p.allocs;
             for (size_t at = p.from, len = kFirstCheck; at < p.to; len *= 2) {
                 const size_t stop = std::min(p.to, p.from + len);
@@ -291,11 +292,10 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
     st.pieces = pieces - 1;
     size_t allocs = 0;
     step(tape, 0, ps[0].to, allocs, only);
+    guessesMade.wait();
     for (size_t k = 1; k < pieces; ++k) {
         Piece& p = ps[k];
-        int free = kFree;
-        if (p.state.compare_exchange_strong(free, kTaken)) {
-            // Not begun: the model goes through it itself.
+        if (noGuesses) {
             step(tape, p.from, p.to, allocs, only);
             continue;
         }
