@@ -1,10 +1,13 @@
 // The pool model over a trace's tape whole (PoolModel::run) against the same tape in pieces at
 // once (PoolModel::runInPieces), alternated, for four questions with the reserved series kept
-// (as the window's What-if panel asks them); it fails unless every answer is the same.
+// (as the window's What-if panel asks them); it fails unless every answer is the same. First
+// the tape's recording, one read against the read in pieces (detail::recordTapeInPieces),
+// alternated, the tapes compared.
 //
 //   poolscope_bench_model_pieces TRACE [PIECES [THREADS [ROUNDS]]]
 #include <vector>
 
+#include "../../core/src/analysis/PieceRead.h"
 #include "PiecesBenchArgs.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/whatif/PoolModel.h"
@@ -43,14 +46,46 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", reader.error().message.c_str());
         return 1;
     }
-    double t0 = bench::wallNow();
-    auto tape = whatif::recordTape(**reader);
-    if (!tape) {
-        std::fprintf(stderr, "%s\n", tape.error().message.c_str());
-        return 1;
+    Result<whatif::Tape> tape = Error{ErrorCode::InvalidArgument, "no round"};
+    std::vector<double> oneRead, inPieces, pieceCpu;
+    bool joined = true;
+    int bad = 0;
+    for (int r = 0; r < args->rounds; ++r) {
+        double t0 = bench::wallNow();
+        tape = whatif::recordTape(**reader);
+        oneRead.push_back(bench::wallNow() - t0);
+        if (!tape) {
+            std::fprintf(stderr, "%s\n", tape.error().message.c_str());
+            return 1;
+        }
+        t0 = bench::wallNow();
+        const double c0 = bench::processCpu();
+        auto cut = detail::recordTapeInPieces(**reader, args->pieces, args->threads);
+        inPieces.push_back(bench::wallNow() - t0);
+        pieceCpu.push_back(bench::processCpu() - c0);
+        if (!cut) {
+            std::fprintf(stderr, "%s\n", cut.error().message.c_str());
+            return 1;
+        }
+        joined = joined && cut->has_value();
+        if (*cut && ((*cut)->ops.size() != tape->ops.size() || (*cut)->allocSeq != tape->allocSeq ||
+                     !std::equal(tape->ops.begin(), tape->ops.end(), (*cut)->ops.begin(),
+                                 [](const whatif::Op& a, const whatif::Op& b) {
+                                     return a.ts == b.ts && a.value == b.value && a.pool == b.pool &&
+                                            a.stream == b.stream && a.kind == b.kind && a.aux == b.aux &&
+                                            a.attr == b.attr && a.flag == b.flag;
+                                 }) ||
+                     !same((*cut)->recorded, tape->recorded))) {
+            std::fprintf(stderr, "the tape recorded in pieces differs\n");
+            bad = 1;
+        }
     }
-    std::printf("%s: %zu ops recorded in %.2f s; %zu pieces on %u threads, %d rounds\n", args->path,
-                tape->ops.size(), bench::wallNow() - t0, args->pieces, args->threads, args->rounds);
+    std::printf("%s: %zu ops; %zu pieces on %u threads, %d rounds\n", args->path, tape->ops.size(),
+                args->pieces, args->threads, args->rounds);
+    std::printf("recording: one read %.2f s, in pieces %.2f s (CPU %.1f s): %.2f%s\n", median(oneRead),
+                median(inPieces), median(pieceCpu), median(inPieces) / median(oneRead),
+                joined ? "" : " (not joined: recorded in one read)");
+    double t0 = 0;
     // POOLSCOPE_BENCH_NO_SERIES: the figures alone (as the advisor's questions ask them).
     const bool series = std::getenv("POOLSCOPE_BENCH_NO_SERIES") == nullptr;
     const char* names[] = {"recorded", "0", "256 MiB", "never"};
@@ -60,7 +95,6 @@ int main(int argc, char** argv) {
     settings[3] = whatif::neverReleasing();
     std::printf("%-10s %12s %12s %8s %8s %14s\n", "question", "whole s", "pieces s", "ratio",
                 "joined", "ops twice");
-    int bad = 0;
     for (size_t qi = 0; qi < settings.size(); ++qi) {
         std::vector<double> whole, cut;
         whatif::PoolModel::PieceStats st;

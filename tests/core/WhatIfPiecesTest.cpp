@@ -6,7 +6,9 @@
 #include <limits>
 #include <random>
 
+#include "../../core/src/analysis/PieceRead.h"
 #include "../bench/SyntheticTrace.h"
+#include "GeneratedTraces.h"
 #include "PredictionChecks.h"
 #include "TestTraces.h"
 #include "poolscope/TraceReader.h"
@@ -274,6 +276,125 @@ TEST(WhatIfPieces, GrowthsPastTheListsLengthAreTakenInOrder) {
     ASSERT_EQ(cut.size(), 1u);
     expectSamePrediction(cut[0], whole[0], "2 pieces");
     EXPECT_EQ(st.joined, 0u);
+}
+
+// A tape recorded in pieces: op for op the one recordTape records in one read.
+void expectSameTape(const whatif::Tape& a, const whatif::Tape& b, const std::string& what) {
+    SCOPED_TRACE(what);
+    ASSERT_EQ(a.ops.size(), b.ops.size());
+    for (size_t i = 0; i < a.ops.size(); ++i) {
+        const Op &x = a.ops[i], &y = b.ops[i];
+        if (x.ts != y.ts || x.value != y.value || x.pool != y.pool || x.stream != y.stream ||
+            x.aux != y.aux || x.kind != y.kind || x.attr != y.attr || x.flag != y.flag) {
+            ADD_FAILURE() << "op " << i << " of " << a.ops.size() << " differs: kind "
+                          << int(x.kind) << " against " << int(y.kind) << ", pool " << x.pool
+                          << " against " << y.pool << ", value " << x.value << " against " << y.value;
+            return;
+        }
+    }
+    EXPECT_EQ(a.allocSeq, b.allocSeq);
+    EXPECT_EQ(a.streamHandles, b.streamHandles);
+    EXPECT_EQ(a.poolIndex, b.poolIndex);
+    EXPECT_EQ(a.recordedEnd, b.recordedEnd);
+    EXPECT_EQ(a.lastTs, b.lastTs);
+    EXPECT_EQ(a.events, b.events);
+    ASSERT_EQ(a.recorded.size(), b.recorded.size());
+    for (size_t k = 0; k < a.recorded.size(); ++k)
+        expectSamePrediction(a.recorded[k], b.recorded[k], "pool " + std::to_string(k));
+}
+
+// Returns how many of the reads were joined whole (the rest said they could not be).
+size_t expectTapeInPiecesSame(const std::string& path, const std::vector<size_t>& pieces,
+                              const std::vector<unsigned>& threads) {
+    auto reader = TraceReader::open(path);
+    EXPECT_TRUE(reader) << path;
+    if (!reader) return 0;
+    auto whole = whatif::recordTape(**reader);
+    EXPECT_TRUE(whole) << path;
+    if (!whole) return 0;
+    size_t joined = 0;
+    for (size_t n : pieces)
+        for (unsigned t : threads) {
+            auto cut = detail::recordTapeInPieces(**reader, n, t);
+            EXPECT_TRUE(cut) << path;
+            if (!cut || !*cut) continue;
+            ++joined;
+            expectSameTape(**cut, *whole, path + ", " + std::to_string(n) + " pieces on " + std::to_string(t));
+        }
+    return joined;
+}
+
+TEST(WhatIfPieces, SamplesRecordedInPiecesGiveTheWholeReadsTape) {
+    size_t joined = 0, reads = 0;
+    for (const char* name : {"churn", "pools", "trims_oom", "threads", "threads_race", "gpt2",
+                             "cupy", "jax", "torch_async", "torch_native", "beyond_pool",
+                             "callsites", "thread_first"}) {
+        joined += expectTapeInPiecesSame(samplePath(name), {2, 5, 16}, {1, 3});
+        reads += 6;
+        if (HasFailure()) return;
+    }
+    std::printf("samples: %zu of %zu reads joined\n", joined, reads);
+    EXPECT_GT(joined, reads / 2);
+}
+
+TEST(WhatIfPieces, AGeneratedTraceRecordedInPiecesGivesTheWholeReadsTape) {
+    test::ScratchDir dir;
+    const std::vector<Event> events = bench::SyntheticTrace(6).generate(200'000);
+    // Its pools and streams declared, as the generator's files have them.
+    const std::string path = dir.file("generated.poolscope");
+    {
+        auto w = TraceWriter::create(path);
+        ASSERT_TRUE(w);
+        ASSERT_TRUE((*w)->addDevice(DeviceInfo{0, "generated device (not a recording)", 80ull << 30, ""}));
+        for (uint64_t pool : bench::SyntheticTrace::kPools) {
+            PoolInfo p;
+            p.handle = pool;
+            p.device = 0;
+            p.kind = pool == bench::SyntheticTrace::kPools[0] ? PoolKind::Default : PoolKind::Explicit;
+            ASSERT_TRUE((*w)->addPool(p));
+        }
+        for (uint64_t stream : bench::SyntheticTrace::kStreams) {
+            StreamInfo si;
+            si.handle = stream;
+            si.device = 0;
+            ASSERT_TRUE((*w)->addStream(si));
+        }
+        ASSERT_TRUE((*w)->append(events)); // (samples to their table)
+        ASSERT_TRUE((*w)->close());
+    }
+    const size_t joined = expectTapeInPiecesSame(path, {3, 16}, {2, 4});
+    EXPECT_EQ(joined, 4u);
+}
+
+// Built by hand: a pool's reserved bytes read lower in the second piece than the first left
+// them, with no release between (a driver reading that lags), then released in the third: the
+// release counts against the most held since the last one, which the second piece must carry.
+TEST(WhatIfPieces, TheMostHeldSinceAReleaseIsCarriedAcrossAPieceWithoutOne) {
+    constexpr uint64_t kPool = 0x5500, kStream = 0x7f00;
+    test::Events ev;
+    test::Events::wm(ev.alloc(100, kStream, kPool, 0xA000, 96 * MiB), 128 * MiB, 96 * MiB);
+    test::Events::wm(ev.free(200, kStream, kPool, 0xA000), 128 * MiB, 0);
+    test::Events::wm(ev.alloc(300, kStream, kPool, 0xB000, MiB), 64 * MiB, MiB);
+    test::Events::wm(ev.free(400, kStream, kPool, 0xB000), 64 * MiB, 0);
+    ev.add(EventKind::ContextSynchronize, 500);
+    Event& rel = ev.add(EventKind::ImplicitRelease, 510);
+    rel.pool = kPool;
+    rel.size = 96 * MiB;
+    test::ScratchDir dir;
+    PoolInfo info;
+    info.handle = kPool;
+    info.device = 0;
+    const std::string path = test::writeEvents(dir.file("handbuilt_lagging_reading.poolscope"), ev.all(), {}, {info}, 2);
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    auto whole = whatif::recordTape(**reader);
+    ASSERT_TRUE(whole);
+    ASSERT_EQ(whole->recorded.size(), 1u);
+    ASSERT_EQ(whole->recorded[0].recordedReleases, 1u);
+    auto cut = detail::recordTapeInPieces(**reader, 3, 2);
+    ASSERT_TRUE(cut);
+    ASSERT_TRUE(cut->has_value());
+    expectSameTape(**cut, *whole, "3 pieces");
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "poolscope/analysis/StreamHazards.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/replay/Replay.h"
+#include "poolscope/whatif/PoolModel.h"
 
 namespace poolscope::detail {
 
@@ -113,5 +115,15 @@ Result<std::unique_ptr<PieceAnalyses>> analysesInOneRead(const TraceReader& read
 // then holds what was taken in, or is null).
 Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t pieces, unsigned threads, size_t topN,
                                           const std::atomic<bool>* cancel = nullptr);
+
+// What whatif::recordTape records, read in `pieces` pieces on `threads` threads: each piece's
+// recording model on its replay (PoolModel::recordPiece), joined in order as the pieces end
+// (PoolModel::joinRecording); the predictions under the recorded settings then over the joined
+// ops, in pieces too (PoolModel::runInPieces). Empty (not an error) where a piece's start was
+// only guessed, its replay did not end in the next one's start, or its recording could not be
+// joined: the caller records the trace whole. `progress`: (events of the pieces ended, all).
+Result<std::optional<whatif::Tape>> recordTapeInPieces(const TraceReader& reader, size_t pieces, unsigned threads,
+                                                       const std::atomic<bool>* cancel = nullptr,
+                                                       const std::function<void(uint64_t, uint64_t)>& progress = {});
 
 } // namespace poolscope::detail

@@ -324,3 +324,122 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
 }
 
 } // namespace poolscope::whatif
+
+namespace poolscope::whatif {
+
+// ---- A trace's recording in pieces (issue #15) ----
+//
+// A piece's recording model sees only its piece's facts. What the ops it writes depend on from
+// before (which pools were first seen, their knobs as last read, the frees made visible so far)
+// and what the recorded side does (the reserved and used bytes last recorded, the most held
+// since the last release, the recorded times) is taken from the replay's start where the replay
+// holds it, and checked against the recording of every piece before when the piece is joined;
+// the one thing it cannot take, the most held since the last release, stays open until the
+// piece's first release or trim, whose count is decided at the join.
+
+void PoolModel::recordPiece(const replay::Replay& start, bool seeded) {
+    recordingPiece_ = true;
+    recordOnly_ = true;
+    pieceSeeds_.assign(start.pools().size(), {0, 0});
+    seenCleared_.assign(start.streams().size(), 0);
+    if (seeded) {
+        for (size_t i = 0; i < start.pools().size(); ++i)
+            pieceSeeds_[i] = {start.pools()[i].reserved, start.pools()[i].used};
+        for (size_t s = 0; s < start.streams().size(); ++s) seenCleared_[s] = start.streams()[s].clearedBytes;
+    }
+    seenClearedSeed_ = seenCleared_;
+}
+
+void PoolModel::seedPool(uint32_t i, size_t initOp) {
+    Pool& p = pools_[i];
+    p.initOp = initOp;
+    p.initOps = tape_ ? tape_->ops.size() - initOp : 0;
+    std::copy(std::begin(p.knobs), std::end(p.knobs), std::begin(p.initKnobs));
+    p.initMaxSize = p.maxSize;
+    if (i < pieceSeeds_.size()) {
+        p.seedReserved = p.recReserved = pieceSeeds_[i].first;
+        p.seedUsed = p.recUsed = pieceSeeds_[i].second;
+    }
+    p.recHighOpen = true;
+}
+
+bool PoolModel::joinRecording(PoolModel& piece, Tape& pieceTape, Tape& into) {
+    auto sameKnobs = [](const replay::Knob (&a)[4], const replay::Knob (&b)[4]) {
+        for (int k = 0; k < 4; ++k)
+            if (a[k].known != b[k].known || a[k].value != b[k].value) return false;
+        return true;
+    };
+    const size_t nSeen = std::max(seenCleared_.size(), piece.seenClearedSeed_.size());
+    for (size_t s = 0; s < nSeen; ++s) {
+        const uint64_t mine = s < seenCleared_.size() ? seenCleared_[s] : 0;
+        const uint64_t theirs = s < piece.seenClearedSeed_.size() ? piece.seenClearedSeed_[s] : 0;
+        if (mine != theirs) return false;
+    }
+    std::vector<std::pair<size_t, size_t>> skip; // ops written at first sight of a known pool
+    for (uint32_t i = 0; i < piece.pools_.size(); ++i) {
+        const Pool& p = piece.pools_[i];
+        if (!p.init) continue;
+        const bool known = i < pools_.size() && pools_[i].init;
+        const uint64_t reserved = known ? pools_[i].recReserved : 0, used = known ? pools_[i].recUsed : 0;
+        if (p.seedReserved != reserved || p.seedUsed != used) return false;
+        if (!known) continue;
+        const Pool& w = pools_[i];
+        if (!sameKnobs(p.initKnobs, w.knobs) || p.initMaxSize != w.maxSize) return false;
+        if (p.recTimed && w.recTimed && p.recFirstTs < w.recLastTs) return false;
+        skip.emplace_back(p.initOp, p.initOp + p.initOps);
+    }
+    std::sort(skip.begin(), skip.end());
+    size_t from = 0;
+    for (const auto& [a, b] : skip) {
+        into.ops.insert(into.ops.end(), pieceTape.ops.begin() + static_cast<std::ptrdiff_t>(from),
+                        pieceTape.ops.begin() + static_cast<std::ptrdiff_t>(a));
+        from = b;
+    }
+    into.ops.insert(into.ops.end(), pieceTape.ops.begin() + static_cast<std::ptrdiff_t>(from), pieceTape.ops.end());
+    into.allocSeq.insert(into.allocSeq.end(), pieceTape.allocSeq.begin(), pieceTape.allocSeq.end());
+    pieceTape = Tape{};
+    if (pools_.size() < piece.pools_.size()) pools_.resize(piece.pools_.size());
+    for (uint32_t i = 0; i < piece.pools_.size(); ++i) {
+        Pool& p = piece.pools_[i];
+        if (!p.init) continue;
+        Pool& w = pools_[i];
+        if (!w.init) {
+            // First seen in the piece: it started where a model that never saw it stands.
+            if (p.firstRelease && p.firstReleaseLeft < p.firstReleaseHigh) p.out.recordedReleases++;
+            p.recHighOpen = p.firstRelease = false;
+            w = std::move(p);
+            continue;
+        }
+        if (p.firstRelease && p.firstReleaseLeft < std::max(w.recHighSinceRelease, p.firstReleaseHigh))
+            w.out.recordedReleases++;
+        w.out.recordedReleases += p.out.recordedReleases;
+        w.out.recordedGrowths += p.out.recordedGrowths;
+        w.out.recordedPeakReserved = std::max(w.out.recordedPeakReserved, p.out.recordedPeakReserved);
+        w.out.recordedMaxIdle = std::max(w.out.recordedMaxIdle, p.out.recordedMaxIdle);
+        w.out.recordedKnown |= p.out.recordedKnown;
+        w.out.touched |= p.out.touched;
+        w.recHighSinceRelease = p.recHighOpen ? std::max(w.recHighSinceRelease, p.recHighSinceRelease)
+                                              : p.recHighSinceRelease;
+        if (p.recTimed) {
+            if (w.recTimed) {
+                // The piece's first record went on from this model's last one.
+                w.recIdleArea += static_cast<unsigned __int128>(detail::span(w.recLastTs, p.recFirstTs)) *
+                                     w.recIdle() + p.recIdleArea;
+            } else {
+                w.recTimed = true;
+                w.recFirstTs = p.recFirstTs;
+                w.recIdleArea = p.recIdleArea;
+            }
+            w.recLastTs = p.recLastTs;
+        }
+        w.recReserved = p.recReserved;
+        w.recUsed = p.recUsed;
+        std::copy(std::begin(p.knobs), std::end(p.knobs), std::begin(w.knobs));
+        w.maxSize = p.maxSize;
+    }
+    seenCleared_ = piece.seenCleared_;
+    lastTs_ = std::max(lastTs_, piece.lastTs_);
+    return true;
+}
+
+} // namespace poolscope::whatif

@@ -66,9 +66,11 @@ PoolModel::Pool& PoolModel::poolSlow(uint32_t i, const replay::Replay& r) {
         op.pool = i;
         op.value = info.handle;
         op.aux = static_cast<uint32_t>(info.device);
+        const size_t at = tape_ ? tape_->ops.size() : 0;
         toTape(op);
         init(i, info.handle, info.device);
         syncKnobs(i, r);
+        if (recordingPiece_) seedPool(i, at);
     }
     Pool& p = pools_[i];
     if (p.pend.size() < r.streams().size()) p.pend.resize(r.streams().size());
@@ -165,8 +167,17 @@ void PoolModel::recorded(const replay::Fact& f, const replay::Replay& r) {
     // read the lower value first. A release counts when it leaves less than the most the pool
     // held since the previous release or trim.
     if (kind == EventKind::ImplicitRelease || kind == EventKind::PoolTrimTo) {
-        if (kind == EventKind::ImplicitRelease && ps.reserved < p.recHighSinceRelease)
+        if (p.recHighOpen) [[unlikely]] {
+            // A piece's first: whether it counts depends on the most held before the piece.
+            p.recHighOpen = false;
+            if (kind == EventKind::ImplicitRelease) {
+                p.firstRelease = true;
+                p.firstReleaseLeft = ps.reserved;
+                p.firstReleaseHigh = p.recHighSinceRelease;
+            }
+        } else if (kind == EventKind::ImplicitRelease && ps.reserved < p.recHighSinceRelease) {
             p.out.recordedReleases++;
+        }
         p.recHighSinceRelease = ps.reserved;
     } else {
         p.recHighSinceRelease = std::max(p.recHighSinceRelease, ps.reserved);

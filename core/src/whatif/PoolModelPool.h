@@ -41,6 +41,16 @@ struct PoolModel::Pool {
     // series is kept; and at a checkpoint, how many of them and of out.growthAllocs there were.
     std::vector<std::pair<int64_t, uint64_t>> seriesLog;
     size_t loggedAt = 0, growthsAt = 0;
+    // A piece's recording (PoolModel::recordPiece, joined by joinRecording): the recorded
+    // reserved and used bytes it started from; the ops its first sight of the pool wrote and the
+    // knobs it then read; whether no release or trim has told the most held since the last one
+    // yet, and where the first release left that open, what it left and the most held before it.
+    uint64_t seedReserved = 0, seedUsed = 0;
+    size_t initOp = 0, initOps = 0;
+    replay::Knob initKnobs[4];
+    uint64_t initMaxSize = 0;
+    bool recHighOpen = false, firstRelease = false;
+    uint64_t firstReleaseLeft = 0, firstReleaseHigh = 0;
 
     uint64_t idle() const { return reserved > live ? reserved - live : 0; }
     uint64_t recIdle() const { return recReserved > recUsed ? recReserved - recUsed : 0; }

@@ -32,6 +32,7 @@
 // Which of these were measured on a GPU and which are guesses is stated per constant in
 // Calibration below and in docs/WHATIF.md (tests/workloads/calibrate_pool.cu measures them).
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -273,6 +274,18 @@ public:
     // floor), with its state kept at checkpoints. The model then goes on through each piece
     // only until its state is a checkpoint's (sameState) and takes the rest from the piece,
     // or through all of it where none is. The same answers as run() (WhatIfPiecesTest).
+    // A recording model (recordInto, recordOnly) for a piece of a trace read in pieces (issue
+    // #15), before the piece's replay `start` applies its first event: with `seeded`, the
+    // recorded reserved and used bytes and the frees made visible so far are the replay's
+    // there (a later piece's); without, none (the first piece's).
+    void recordPiece(const replay::Replay& start, bool seeded);
+    // This recording model (the pieces before, joined) goes on with `piece`'s recording, the
+    // piece's ops appended to `into`, less what its first sight of a pool this model knew wrote.
+    // False (nothing changed) where the piece started from something other than this model's
+    // state (a pool's knobs, recorded bytes or frees made visible; the recorded times overlapping).
+    bool joinRecording(PoolModel& piece, Tape& pieceTape, Tape& into);
+    void setLastTs(int64_t ts) { lastTs_ = std::max(lastTs_, ts); }
+
     struct PieceStats {
         size_t pieces = 0, joined = 0; // pieces after the first; those taken from a checkpoint on
         uint64_t opsTwice = 0;         // ops of a guessed piece the model went through again
@@ -316,10 +329,16 @@ private:
     // knobs and live bytes), taken on its own; then taken in, in order; then a guess made.
     void skim(const Tape& tape, Piece& p, uint32_t only) const;
     void takeSkim(const Piece& p);
+    void seedPool(uint32_t i, size_t initOp); // recordPiece(): a pool first seen
     void guessStart();
     void checkpoint(Piece& g, size_t op);
     bool join(Piece& g, size_t check);
     bool logSeries_ = false; // a piece's guess: setReserved() notes into Pool::seriesLog
+    // recordPiece(): the recorded (reserved, used) of each pool at the piece's start, and the
+    // frees made visible there (seenCleared_ as it began).
+    bool recordingPiece_ = false;
+    std::vector<std::pair<uint64_t, uint64_t>> pieceSeeds_;
+    std::vector<uint64_t> seenClearedSeed_;
 
     Settings all_;
     std::unordered_map<uint64_t, Settings> perPool_;
