@@ -385,7 +385,11 @@ bool PoolModel::joinRecording(PoolModel& piece, Tape& pieceTape, Tape& into) {
         if (!known) continue;
         const Pool& w = pools_[i];
         if (!sameKnobs(p.initKnobs, w.knobs) || p.initMaxSize != w.maxSize) return false;
-        if (p.recTimed && w.recTimed && p.recFirstTs < w.recLastTs) return false;
+        // Its records up to the model's latest time added nothing there: the first one past it
+        // must be among those it kept.
+        if (p.recTimed && w.recTimed && p.recLastTs > w.recLastTs &&
+            (p.recMaxima.empty() || p.recMaxima.back().ts <= w.recLastTs))
+            return false;
         skip.emplace_back(p.initOp, p.initOp + p.initOps);
     }
     std::sort(skip.begin(), skip.end());
@@ -421,16 +425,21 @@ bool PoolModel::joinRecording(PoolModel& piece, Tape& pieceTape, Tape& into) {
         w.recHighSinceRelease = p.recHighOpen ? std::max(w.recHighSinceRelease, p.recHighSinceRelease)
                                               : p.recHighSinceRelease;
         if (p.recTimed) {
-            if (w.recTimed) {
-                // The piece's first record went on from this model's last one.
-                w.recIdleArea += static_cast<unsigned __int128>(detail::span(w.recLastTs, p.recFirstTs)) *
-                                     w.recIdle() + p.recIdleArea;
-            } else {
+            if (!w.recTimed) {
                 w.recTimed = true;
                 w.recFirstTs = p.recFirstTs;
                 w.recIdleArea = p.recIdleArea;
+                w.recLastTs = p.recLastTs;
+            } else if (p.recLastTs > w.recLastTs) {
+                // The area goes on from this model's latest time at the first of the piece's
+                // records past it, with the idle bytes held up to that one.
+                const auto past = std::upper_bound(
+                    p.recMaxima.begin(), p.recMaxima.end(), w.recLastTs,
+                    [](int64_t t, const Pool::RecordMax& m) { return t < m.ts; });
+                w.recIdleArea += static_cast<unsigned __int128>(detail::span(w.recLastTs, past->ts)) *
+                                     past->idle + (p.recIdleArea - past->areaAfter);
+                w.recLastTs = p.recLastTs;
             }
-            w.recLastTs = p.recLastTs;
         }
         w.recReserved = p.recReserved;
         w.recUsed = p.recUsed;

@@ -156,11 +156,15 @@ void PoolModel::recorded(const replay::Fact& f, const replay::Replay& r) {
     }
     const replay::PoolState& ps = r.pools()[f.pool];
     if (p.recTimed && ts > p.recLastTs) {
-        p.recIdleArea += static_cast<unsigned __int128>(span(p.recLastTs, ts)) * p.recIdle();
+        const uint64_t idle = p.recIdle();
+        p.recIdleArea += static_cast<unsigned __int128>(span(p.recLastTs, ts)) * idle;
         p.recLastTs = ts;
+        if (recordingPiece_ && p.recMaxima.size() < kKeptRecordMaxima) [[unlikely]]
+            p.recMaxima.push_back({ts, idle, p.recIdleArea});
     } else if (!p.recTimed) {
         p.recTimed = true;
         p.recFirstTs = p.recLastTs = ts;
+        if (recordingPiece_) p.recMaxima.push_back({ts, p.recIdle(), 0});
     }
     const EventKind kind = f.event->kind;
     // The driver's release record reaches the trace after the synchronize; a sample may have

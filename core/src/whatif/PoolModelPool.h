@@ -12,6 +12,10 @@
 
 namespace poolscope::whatif {
 
+// A piece's records of a new latest time kept per pool (Pool::recMaxima): records out of order
+// across a cut (threads' clocks) are a few at a piece's start.
+inline constexpr size_t kKeptRecordMaxima = 4096;
+
 struct PoolModel::Pool {
     bool init = false;
     bool hasOverride = false;
@@ -51,6 +55,15 @@ struct PoolModel::Pool {
     uint64_t initMaxSize = 0;
     bool recHighOpen = false, firstRelease = false;
     uint64_t firstReleaseLeft = 0, firstReleaseHigh = 0;
+    // The piece's first records of a new latest time (its first record's time and idle bytes,
+    // then each later time, the idle bytes held up to it and the area so far): the model it
+    // joins takes the area from the first one past its own latest time on.
+    struct RecordMax {
+        int64_t ts;
+        uint64_t idle;
+        unsigned __int128 areaAfter;
+    };
+    std::vector<RecordMax> recMaxima;
 
     uint64_t idle() const { return reserved > live ? reserved - live : 0; }
     uint64_t recIdle() const { return recReserved > recUsed ? recReserved - recUsed : 0; }
