@@ -84,14 +84,19 @@ TEST(WhatIfPieces, SamplesInPiecesGiveTheWholeTapesAnswers) {
     }
 }
 
-// The generator's workload (not a recording): long enough for pieces with checkpoints, so
-// that most pieces are joined where their guess met the true state, a few ops into them.
-TEST(WhatIfPieces, AGeneratedWorkloadsPiecesAreJoinedEarlyAndAnswerAlike) {
+// The tape of the generator's workload (not a recording), `events` long.
+whatif::Tape generatedTape(uint64_t seed, size_t events) {
     replay::Replay r;
     whatif::TapeRecorder rec;
     r.subscribe(&rec, whatif::TapeRecorder::kindMask());
-    for (const Event& e : bench::SyntheticTrace(3).generate(300'000)) r.apply(e);
-    const whatif::Tape tape = rec.tape(r);
+    for (const Event& e : bench::SyntheticTrace(seed).generate(events)) r.apply(e);
+    return rec.tape(r);
+}
+
+// The generator's workload (not a recording): long enough for pieces with checkpoints, so
+// that most pieces are joined where their guess met the true state, a few ops into them.
+TEST(WhatIfPieces, AGeneratedWorkloadsPiecesAreJoinedEarlyAndAnswerAlike) {
+    const whatif::Tape tape = generatedTape(3, 300'000);
     ASSERT_GT(tape.ops.size(), 250'000u);
     std::vector<Question> qs = test::modelQuestions();
     const PoolModel::PieceStats st = expectPiecesSame(tape, qs, {4, 16}, {2, 4}, "generated");
@@ -102,11 +107,7 @@ TEST(WhatIfPieces, AGeneratedWorkloadsPiecesAreJoinedEarlyAndAnswerAlike) {
 
 // predict() over a tape as long as kPiecesFromOps goes in pieces on every hardware thread.
 TEST(WhatIfPieces, ALongTapesQuestionIsAnsweredAsTheWholeTapes) {
-    replay::Replay r;
-    whatif::TapeRecorder rec;
-    r.subscribe(&rec, whatif::TapeRecorder::kindMask());
-    for (const Event& e : bench::SyntheticTrace(4).generate(1'200'000)) r.apply(e);
-    const whatif::Tape tape = rec.tape(r);
+    const whatif::Tape tape = generatedTape(4, 1'200'000);
     ASSERT_GE(tape.ops.size(), whatif::kPiecesFromOps);
     const std::vector<Question> qs = test::modelQuestions();
     for (size_t qi : {size_t{1}, size_t{3}}) {

@@ -287,20 +287,32 @@ void PieceAnalyses::subscribe(replay::Replay& r) {
     r.subscribe(&fragmentation, FragmentationAnalysis::kindMask());
 }
 
+Result<PieceSetUp> setUpPieces(const TraceReader& reader, size_t pieces) {
+    if (reader.path().empty()) return Error{ErrorCode::InvalidArgument, "a trace read in pieces must be a file"};
+    PieceSetUp s;
+    const std::string path = reader.path();
+    s.open = [path] { return TraceReader::open(path); };
+    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (!samples) return samples.error();
+    s.samples = std::move(*samples);
+    auto headers = reader.chunkHeaders();
+    if (!headers) return headers.error();
+    s.declared = std::make_unique<replay::Replay>();
+    if (auto d = declareTraceEntities(reader, *s.declared, /*knobs=*/true); !d) return d.error();
+    s.plan = planPieces(std::move(*headers), s.samples, pieces);
+    return s;
+}
+
 Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t pieces, unsigned threads, size_t topN,
                                           const std::atomic<bool>* cancel) {
     using Clock = std::chrono::steady_clock;
     auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-    if (reader.path().empty()) return Error{ErrorCode::InvalidArgument, "a trace read in pieces must be a file"};
-    const std::string path = reader.path();
-    ReaderOpener open = [path] { return TraceReader::open(path); };
-    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
-    if (!samples) return samples.error();
-    auto headers = reader.chunkHeaders();
-    if (!headers) return headers.error();
-    replay::Replay declared;
-    if (auto d = declareTraceEntities(reader, declared, /*knobs=*/true); !d) return d.error();
-    const PiecePlan plan = planPieces(std::move(*headers), *samples, pieces);
+    auto setUp = setUpPieces(reader, pieces);
+    if (!setUp) return setUp.error();
+    const ReaderOpener& open = setUp->open;
+    const replay::Replay& declared = *setUp->declared;
+    const std::vector<Event>* samples = &setUp->samples;
+    const PiecePlan& plan = setUp->plan;
     AnalysesInPieces out;
     out.pieces = plan.pieces();
     auto note = [&](size_t k, const char* what) {

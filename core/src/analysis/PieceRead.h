@@ -69,6 +69,16 @@ struct PieceEnd {
     bool startExact;
     bool endsAtNext;
 };
+// What a read in pieces of `reader`'s file starts from: its readers, samples, a replay given its
+// tables (detail::declareTraceEntities, the pools' first knobs included) and its chunks cut.
+struct PieceSetUp {
+    ReaderOpener open;
+    std::vector<Event> samples;
+    std::unique_ptr<replay::Replay> declared;
+    PiecePlan plan;
+};
+Result<PieceSetUp> setUpPieces(const TraceReader& reader, size_t pieces);
+
 // Every piece replayed from its start with the observers `before(k, replay)` subscribes (on the
 // piece's thread; they must outlive the call), on up to `threads` threads, its start found on
 // the way: pieces whose start is known are replayed first, earliest first; an idle thread

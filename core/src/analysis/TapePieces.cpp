@@ -1,9 +1,7 @@
 // whatif::recordTape's recording read in pieces (issue #15): PieceRead.h.
 #include <algorithm>
-#include <limits>
 #include <mutex>
 
-#include "../replay/TraceEntities.h"
 #include "PieceRead.h"
 
 namespace poolscope::detail {
@@ -11,16 +9,9 @@ namespace poolscope::detail {
 Result<std::optional<whatif::Tape>> recordTapeInPieces(const TraceReader& reader, size_t pieces, unsigned threads,
                                                        const std::atomic<bool>* cancel,
                                                        const std::function<void(uint64_t, uint64_t)>& progress) {
-    if (reader.path().empty()) return Error{ErrorCode::InvalidArgument, "a trace read in pieces must be a file"};
-    const std::string path = reader.path();
-    ReaderOpener open = [path] { return TraceReader::open(path); };
-    auto samples = reader.samples(0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
-    if (!samples) return samples.error();
-    auto headers = reader.chunkHeaders();
-    if (!headers) return headers.error();
-    replay::Replay declared;
-    if (auto d = declareTraceEntities(reader, declared, /*knobs=*/true); !d) return d.error();
-    const PiecePlan plan = planPieces(std::move(*headers), *samples, pieces);
+    auto setUp = setUpPieces(reader, pieces);
+    if (!setUp) return setUp.error();
+    const PiecePlan& plan = setUp->plan;
     const size_t n = plan.pieces();
     uint64_t total = 0;
     std::vector<uint64_t> eventsOf(n, 0);
@@ -59,7 +50,7 @@ Result<std::optional<whatif::Tape>> recordTapeInPieces(const TraceReader& reader
         }
     };
     Status st = runPieces(
-        open, declared, plan, *samples, threads,
+        setUp->open, *setUp->declared, plan, setUp->samples, threads,
         [&](size_t k, replay::Replay& r) {
             auto model = std::make_unique<whatif::PoolModel>();
             std::lock_guard lock(joining);
