@@ -1,4 +1,5 @@
-// A tape's ops through the pool model in pieces at once (PoolModel::runInPieces, issue #15).
+// A tape's ops through the pool model in pieces at once (PoolModel::runInPieces, issue #15),
+// and a trace's recording model joined from pieces (recordPiece, joinRecording: below).
 //
 // A piece after the first starts from a guess and keeps its state at checkpoints, at doubling
 // distances from its start: a guess meets the true state within a few per cent of a piece's
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <latch>
+#include <limits>
 #include <thread>
 
 #include "PoolModelPool.h"
@@ -32,7 +34,9 @@ struct PoolModel::Piece {
         Op init;
         replay::Knob knobs[4];
         uint64_t maxSize = 0;
-        int64_t live = 0; // since the reset, where there was one
+        // Bytes allocated less bytes freed since the reset, where there was one: modulo 2^64, as
+        // a hostile trace's sizes may be anything (a guess: a wrong one is never joined).
+        uint64_t live = 0;
     };
     std::vector<Skim> skim;
     size_t skimAllocs = 0;
@@ -63,11 +67,11 @@ void PoolModel::skim(const Tape& tape, Piece& piece, uint32_t only) const {
         switch (op.kind) {
         case Op::Kind::Alloc:
             if (op.stream != replay::kNone)
-                at(op.pool).live += static_cast<int64_t>(detail::roundUp(op.value, cal_.blockAlign));
+                at(op.pool).live += detail::roundUp(op.value, cal_.blockAlign);
             break;
         case Op::Kind::Free:
         case Op::Kind::Drop:
-            at(op.pool).live -= static_cast<int64_t>(detail::roundUp(op.value, cal_.blockAlign));
+            at(op.pool).live -= detail::roundUp(op.value, cal_.blockAlign);
             break;
         case Op::Kind::Init: {
             Piece::Skim& k = at(op.pool);
@@ -108,9 +112,11 @@ void PoolModel::takeSkim(const Piece& piece) {
         for (int a = 0; a < 4; ++a)
             if (k.knobSet[a]) p.knobs[a] = k.knobs[a];
         if (k.maxSet) p.maxSize = k.maxSize;
-        // A guess: the frees that the model would not let past the live bytes are not told apart.
-        const int64_t live = (k.reset ? 0 : static_cast<int64_t>(p.live)) + k.live;
-        p.live = live > 0 ? static_cast<uint64_t>(live) : 0;
+        // A guess: frees the model would not let past the live bytes are not told apart, and
+        // more freed than live is none.
+        const uint64_t before = k.reset ? 0 : p.live, live = before + k.live;
+        const bool negative = k.live > std::numeric_limits<uint64_t>::max() / 2 ? live > before : false;
+        p.live = negative ? 0 : live;
     }
 }
 
@@ -322,10 +328,6 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
     if (stats) *stats = st;
     return collect(tape, only);
 }
-
-} // namespace poolscope::whatif
-
-namespace poolscope::whatif {
 
 // ---- A trace's recording in pieces (issue #15) ----
 //
