@@ -13,6 +13,7 @@
 #include <atomic>
 #include <latch>
 #include <limits>
+#include <new>
 #include <thread>
 
 #include "PoolModelPool.h"
@@ -23,7 +24,7 @@ namespace poolscope::whatif {
 namespace {
 // The first checkpoint, this many ops into a piece; each next one twice as far.
 constexpr size_t kFirstCheck = 256;
-enum : int { kFree, kGuessing, kGuessed };
+enum : int { kFree, kGuessing, kGuessed, kFailed };
 } // namespace
 
 struct PoolModel::Piece {
@@ -254,8 +255,11 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
     std::unique_ptr<PoolModel> origin = clone(); // this one moves on meanwhile
     origin->keepSeries_ = false;
     std::latch guessesMade(1);
+    // (A helper that runs out of memory says so: the model goes through that piece itself.)
+    std::atomic<bool> skimFailed{false};
     auto makeGuesses = [&] {
         try {
+            if (skimFailed) throw std::bad_alloc();
             std::unique_ptr<PoolModel> before = std::move(origin);
             for (size_t k = 1; k < pieces; ++k) {
                 before->takeSkim(ps[k - 1]);
@@ -273,21 +277,29 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
     };
     auto helper = [&] {
         for (size_t k; (k = nextSkim.fetch_add(1)) + 1 < pieces;) {
-            skim(tape, ps[k], only);
+            try {
+                skim(tape, ps[k], only);
+            } catch (...) {
+                skimFailed = true;
+            }
             if (skimsLeft.fetch_sub(1) == 1) makeGuesses();
         }
         guessesMade.wait();
         for (size_t k; (k = next.fetch_add(1)) < pieces;) {
             Piece& p = ps[k];
             p.state.store(kGuessing);
-            size_t allocs = p.allocs;
-            for (size_t at = p.from, len = kFirstCheck; at < p.to; len *= 2) {
-                const size_t stop = std::min(p.to, p.from + len);
-                p.g->step(tape, at, stop, allocs, only);
-                at = stop;
-                if (at < p.to) p.g->checkpoint(p, at);
+            try {
+                size_t allocs = p.allocs;
+                for (size_t at = p.from, len = kFirstCheck; at < p.to; len *= 2) {
+                    const size_t stop = std::min(p.to, p.from + len);
+                    p.g->step(tape, at, stop, allocs, only);
+                    at = stop;
+                    if (at < p.to) p.g->checkpoint(p, at);
+                }
+                p.state.store(kGuessed);
+            } catch (...) {
+                p.state.store(kFailed);
             }
-            p.state.store(kGuessed);
             p.state.notify_all();
         }
     };
@@ -305,7 +317,14 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
             step(tape, p.from, p.to, allocs, only);
             continue;
         }
-        for (int s = p.state.load(); s != kGuessed; s = p.state.load()) p.state.wait(s);
+        int s = p.state.load();
+        for (; s != kGuessed && s != kFailed; s = p.state.load()) p.state.wait(s);
+        if (s == kFailed) {
+            step(tape, p.from, p.to, allocs, only);
+            p.g.reset();
+            p.checks = {};
+            continue;
+        }
         size_t at = p.from;
         bool joined = false;
         for (size_t c = 0; c < p.checks.size() && !joined; ++c) {
