@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     int bad = 0;
     for (int r = 0; r < args->rounds; ++r) {
         double t0 = bench::wallNow();
-        tape = whatif::recordTape(**reader);
+        tape = detail::recordTapeInOneRead(**reader);
         oneRead.push_back(bench::wallNow() - t0);
         if (!tape) {
             std::fprintf(stderr, "%s\n", tape.error().message.c_str());

@@ -77,7 +77,7 @@ TEST(WhatIfPieces, SamplesInPiecesGiveTheWholeTapesAnswers) {
                              "cupy", "jax", "torch_async", "torch_native", "beyond_pool"}) {
         auto reader = TraceReader::open(samplePath(name));
         ASSERT_TRUE(reader) << name;
-        auto tape = whatif::recordTape(**reader);
+        auto tape = detail::recordTapeInOneRead(**reader);
         ASSERT_TRUE(tape) << name;
         expectPiecesSame(*tape, test::modelQuestions(), {2, 5, 33}, {2, 3}, name);
         if (HasFailure()) return;
@@ -310,7 +310,7 @@ size_t expectTapeInPiecesSame(const std::string& path, const std::vector<size_t>
     auto reader = TraceReader::open(path);
     EXPECT_TRUE(reader) << path;
     if (!reader) return 0;
-    auto whole = whatif::recordTape(**reader);
+    auto whole = detail::recordTapeInOneRead(**reader);
     EXPECT_TRUE(whole) << path;
     if (!whole) return 0;
     size_t joined = 0;

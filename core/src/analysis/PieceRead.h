@@ -132,6 +132,10 @@ Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t piec
 // ops, in pieces too (PoolModel::runInPieces). Empty (not an error) where a piece's start was
 // only guessed, its replay did not end in the next one's start, or its recording could not be
 // joined: the caller records the trace whole. `progress`: (events of the pieces ended, all).
+// The same tape in one read on this thread (what the pieces must give; whatif::recordTape's
+// way where they are not used).
+Result<whatif::Tape> recordTapeInOneRead(const TraceReader& reader, const std::atomic<bool>* cancel = nullptr,
+                                         const std::function<void(uint64_t, uint64_t)>& progress = {});
 Result<std::optional<whatif::Tape>> recordTapeInPieces(const TraceReader& reader, size_t pieces, unsigned threads,
                                                        const std::atomic<bool>* cancel = nullptr,
                                                        const std::function<void(uint64_t, uint64_t)>& progress = {});

@@ -16,6 +16,7 @@
 #include "poolscope/whatif/PoolModel.h"
 
 #include "../analysis/AdviceFeed.h"
+#include "../analysis/PieceRead.h"
 #include "../analysis/ReplayThread.h"
 #include "../replay/TraceEntities.h"
 #include "QuestionSearch.h"
@@ -177,10 +178,30 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
 
 Result<Tape> recordTape(const TraceReader& reader, const std::atomic<bool>* cancel,
                         const std::function<void(uint64_t, uint64_t)>& progress) {
+    const unsigned threads = std::min(std::thread::hardware_concurrency(), kMaxAdviceThreads);
+    const auto sum = reader.summary();
+    if (threads >= kRecordInPiecesFromThreads && sum && sum.value().eventCount >= kPiecesFromOps) {
+        // A piece that cannot be joined (a start only guessed), or a file that cannot be opened
+        // again, leaves the trace to be read in one read.
+        auto cut = poolscope::detail::recordTapeInPieces(reader, threads, threads, cancel, progress);
+        if (cut && *cut) return std::move(**cut);
+        if (!cut && cut.error().code == ErrorCode::Cancelled) return cut.error();
+    }
+    return poolscope::detail::recordTapeInOneRead(reader, cancel, progress);
+}
+
+} // namespace poolscope::whatif
+
+namespace poolscope::detail {
+
+Result<whatif::Tape> recordTapeInOneRead(const TraceReader& reader, const std::atomic<bool>* cancel,
+                                         const std::function<void(uint64_t, uint64_t)>& progress) {
+    using namespace whatif;
+    auto sum = reader.summary();
     replay::Replay replay;
     Tape tape;
     // Ops are about one per event: reserve for the trace's count (a bound for a damaged one).
-    if (auto sum = reader.summary())
+    if (sum)
         tape.ops.reserve(std::min<uint64_t>(sum->eventCount, uint64_t{1} << 26));
     PoolModel model;
     model.recordInto(&tape);
@@ -191,6 +212,10 @@ Result<Tape> recordTape(const TraceReader& reader, const std::atomic<bool>* canc
     tape.ops.shrink_to_fit();
     return tape;
 }
+
+} // namespace poolscope::detail
+
+namespace poolscope::whatif {
 
 std::vector<PoolPrediction> predict(const Tape& tape, const Question& q, const Calibration& c,
                                     std::optional<uint64_t> onlyPool) {

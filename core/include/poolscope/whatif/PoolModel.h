@@ -375,7 +375,14 @@ Result<Answers> predict(const TraceReader& reader, const std::vector<Question>& 
                         const Calibration& c = {}, bool races = false,
                         const std::function<void(uint64_t, uint64_t)>& progress = {});
 
+// Tapes and traces this long (ops, events) or longer are modelled and recorded in pieces.
+inline constexpr size_t kPiecesFromOps = size_t{1} << 20;
+inline constexpr unsigned kRecordInPiecesFromThreads = 4;
+
 // One read of a trace into a Tape, for asking many questions later without reading it again.
+// With kRecordInPiecesFromThreads hardware threads or more, a trace of kPiecesFromOps events or
+// more is read in as many pieces at once (the same tape; read whole where the pieces cannot be
+// joined): on a 16-core host 0.37 of one read's time, on 4 threads 0.67 (docs/PERFORMANCE.md).
 // `cancel` (checked between chunks) makes it return ErrorCode::Cancelled; `progress` gets
 // (events read, events in the trace).
 Result<Tape> recordTape(const TraceReader& reader, const std::atomic<bool>* cancel = nullptr,
@@ -383,7 +390,6 @@ Result<Tape> recordTape(const TraceReader& reader, const std::atomic<bool>* canc
 // A question over a tape (what predict() answers from the trace), optionally for one pool only.
 // From kPiecesFromOps ops on, with 2 or more hardware threads, in pieces on every one of them
 // (at most kMaxAdviceThreads: PoolModel::runInPieces); the same answers.
-inline constexpr size_t kPiecesFromOps = size_t{1} << 20;
 std::vector<PoolPrediction> predict(const Tape& tape, const Question& q, const Calibration& c = {},
                                     std::optional<uint64_t> onlyPool = {});
 
