@@ -24,7 +24,6 @@ using detail::span;
 
 } // namespace
 
-
 PoolModel::PoolModel(Settings all, Calibration c) : all_(all), cal_(c) {
     if (cal_.growthGranule == 0) cal_.growthGranule = 1;
     if (cal_.blockAlign == 0) cal_.blockAlign = 1;

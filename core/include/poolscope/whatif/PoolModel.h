@@ -32,7 +32,6 @@
 // Which of these were measured on a GPU and which are guesses is stated per constant in
 // Calibration below and in docs/WHATIF.md (tests/workloads/calibrate_pool.cu measures them).
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -267,13 +266,6 @@ public:
     // Whether some pool ran with reuse policy `a` off so far, as the recorded knobs tell it.
     bool policyOffSoFar(PoolAttr a) const;
 
-    // What run() answers, with the tape's ops cut into `pieces` modelled at once on `threads`
-    // threads (the calling thread one of them; 1 or one piece: run() itself). The first piece
-    // goes on from this model's state; each later one from a guess (the pools and knobs the
-    // ops before it name, their live bytes, no pending frees, the reserved bytes at their
-    // floor), with its state kept at checkpoints. The model then goes on through each piece
-    // only until its state is a checkpoint's (sameState) and takes the rest from the piece,
-    // or through all of it where none is. The same answers as run() (WhatIfPiecesTest).
     // A recording model (recordInto, recordOnly) for a piece of a trace read in pieces (issue
     // #15), before the piece's replay `start` applies its first event: with `seeded`, the
     // recorded reserved and used bytes and the frees made visible so far are the replay's
@@ -282,10 +274,16 @@ public:
     // This recording model (the pieces before, joined) goes on with `piece`'s recording, the
     // piece's ops appended to `into`, less what its first sight of a pool this model knew wrote.
     // False (nothing changed) where the piece started from something other than this model's
-    // state (a pool's knobs, recorded bytes or frees made visible; the recorded times overlapping).
+    // state (a pool's knobs, recorded bytes or frees made visible), or its records reached back
+    // before this model's latest further than it kept them.
     bool joinRecording(PoolModel& piece, Tape& pieceTape, Tape& into);
-    void setLastTs(int64_t ts) { lastTs_ = std::max(lastTs_, ts); }
-
+    // What run() answers, with the tape's ops cut into `pieces` modelled at once on `threads`
+    // threads (the calling thread one of them; 1 or one piece: run() itself). The first piece
+    // goes on from this model's state; each later one from a guess (the pools and knobs the
+    // ops before it name, their live bytes, no pending frees, the reserved bytes at their
+    // floor), with its state kept at checkpoints. The model then goes on through each piece
+    // only until its state is a checkpoint's (sameState) and takes the rest from the piece,
+    // or through all of it where none is. The same answers as run() (WhatIfPiecesTest).
     struct PieceStats {
         size_t pieces = 0, joined = 0; // pieces after the first; those taken from a checkpoint on
         uint64_t opsTwice = 0;         // ops of a guessed piece the model went through again
