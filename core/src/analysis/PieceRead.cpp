@@ -311,7 +311,7 @@ Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t piec
     if (!setUp) return setUp.error();
     const ReaderOpener& open = setUp->open;
     const replay::Replay& declared = *setUp->declared;
-    const std::vector<Event>* samples = &setUp->samples;
+    const std::vector<Event>& samples = setUp->samples;
     const PiecePlan& plan = setUp->plan;
     AnalysesInPieces out;
     out.pieces = plan.pieces();
@@ -362,7 +362,7 @@ Result<AnalysesInPieces> analysesInPieces(const TraceReader& reader, size_t piec
     };
     const Clock::time_point t = Clock::now();
     Status st = runPieces(
-        open, declared, plan, *samples, threads,
+        open, declared, plan, samples, threads,
         [&](size_t k, replay::Replay& r) {
             auto mine = std::make_unique<PieceAnalyses>(topN);
             if (k > 0) mine->hazards.startPiece(plan.firstSeq(k));

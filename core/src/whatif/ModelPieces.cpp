@@ -24,7 +24,7 @@ namespace poolscope::whatif {
 namespace {
 // The first checkpoint, this many ops into a piece; each next one twice as far.
 constexpr size_t kFirstCheck = 256;
-enum : int { kFree, kGuessing, kGuessed, kFailed };
+enum : int { kNotYet, kGuessed, kFailed }; // a piece's guess
 } // namespace
 
 struct PoolModel::Piece {
@@ -47,7 +47,7 @@ struct PoolModel::Piece {
         std::vector<Pool> pools;
     };
     std::vector<Check> checks;
-    std::atomic<int> state{kFree};
+    std::atomic<int> state{kNotYet};
 };
 
 void PoolModel::skim(const Tape& tape, Piece& piece, uint32_t only) const {
@@ -287,7 +287,6 @@ std::vector<PoolPrediction> PoolModel::runInPieces(const Tape& tape, std::option
         guessesMade.wait();
         for (size_t k; (k = next.fetch_add(1)) < pieces;) {
             Piece& p = ps[k];
-            p.state.store(kGuessing);
             try {
                 size_t allocs = p.allocs;
                 for (size_t at = p.from, len = kFirstCheck; at < p.to; len *= 2) {

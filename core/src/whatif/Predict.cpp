@@ -190,33 +190,6 @@ Result<Tape> recordTape(const TraceReader& reader, const std::atomic<bool>* canc
     return poolscope::detail::recordTapeInOneRead(reader, cancel, progress);
 }
 
-} // namespace poolscope::whatif
-
-namespace poolscope::detail {
-
-Result<whatif::Tape> recordTapeInOneRead(const TraceReader& reader, const std::atomic<bool>* cancel,
-                                         const std::function<void(uint64_t, uint64_t)>& progress) {
-    using namespace whatif;
-    auto sum = reader.summary();
-    replay::Replay replay;
-    Tape tape;
-    // Ops are about one per event: reserve for the trace's count (a bound for a damaged one).
-    if (sum)
-        tape.ops.reserve(std::min<uint64_t>(sum->eventCount, uint64_t{1} << 26));
-    PoolModel model;
-    model.recordInto(&tape);
-    replay.subscribe(&model, PoolModel::kindMask());
-    Status st = replayTrace(reader, replay, tape.events, cancel, progress);
-    if (!st) return st.error();
-    model.finishTape(tape, replay);
-    tape.ops.shrink_to_fit();
-    return tape;
-}
-
-} // namespace poolscope::detail
-
-namespace poolscope::whatif {
-
 std::vector<PoolPrediction> predict(const Tape& tape, const Question& q, const Calibration& c,
                                     std::optional<uint64_t> onlyPool) {
     Calibration qc = c;
@@ -730,3 +703,26 @@ std::string adviceText(const PoolAdvice& a, const std::string& poolName) {
 }
 
 } // namespace poolscope::whatif
+
+namespace poolscope::detail {
+
+Result<whatif::Tape> recordTapeInOneRead(const TraceReader& reader, const std::atomic<bool>* cancel,
+                                         const std::function<void(uint64_t, uint64_t)>& progress) {
+    using namespace whatif;
+    auto sum = reader.summary();
+    replay::Replay replay;
+    Tape tape;
+    // Ops are about one per event: reserve for the trace's count (a bound for a damaged one).
+    if (sum)
+        tape.ops.reserve(std::min<uint64_t>(sum->eventCount, uint64_t{1} << 26));
+    PoolModel model;
+    model.recordInto(&tape);
+    replay.subscribe(&model, PoolModel::kindMask());
+    Status st = replayTrace(reader, replay, tape.events, cancel, progress);
+    if (!st) return st.error();
+    model.finishTape(tape, replay);
+    tape.ops.shrink_to_fit();
+    return tape;
+}
+
+} // namespace poolscope::detail
