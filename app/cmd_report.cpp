@@ -137,10 +137,16 @@ void registerReport(CLI::App& app, int& exitCode) {
     sub->add_option("--analyses-pieces", *analysesPieces)->group("")->check(CLI::Range(0, 4096));
     auto piecesThreads = std::make_shared<unsigned>(0);
     sub->add_option("--analyses-pieces-threads", *piecesThreads)->group("")->check(CLI::Range(0, 1024));
+    // The analyses and the advisor's models read in pieces beside the read
+    // (TraceReportOptions::readPieces), and on how many threads, for measuring it: not for users.
+    auto readPieces = std::make_shared<size_t>(0);
+    sub->add_option("--read-pieces", *readPieces)->group("")->check(CLI::Range(0, 4096));
+    auto readThreads = std::make_shared<unsigned>(0);
+    sub->add_option("--read-pieces-threads", *readThreads)->group("")->check(CLI::Range(0, 1024));
     // Where the time went, on stderr: for measuring (tests/bench), not for users.
     auto timings = std::make_shared<bool>(false);
     sub->add_flag("--timings", *timings)->group("");
-    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, aheadLanes, analysesPieces, piecesThreads, timings] {
+    sub->callback([&exitCode, path, json, top, topSites, viaTimeline, adviceThreads, askAhead, leadReplay, splitAnalyses, racesThread, analysesOnReport, aheadYield, modelsOnReport, aheadLanes, analysesPieces, piecesThreads, readPieces, readThreads, timings] {
         auto reader = TraceReader::open(*path);
         if (!reader) {
             exitCode = fail(reader.error());
@@ -182,6 +188,8 @@ void registerReport(CLI::App& app, int& exitCode) {
             options.analysesOnReport = onOff(*analysesOnReport);
             options.analysesPieces = *analysesPieces;
             options.analysesPiecesThreads = *piecesThreads;
+            options.readPieces = *readPieces;
+            options.readPiecesThreads = *readThreads;
             options.progress = [&](uint64_t d, uint64_t t) { progress(d, t); };
             // The what-if questions after the read: 5-10 s of a 100 M-event trace.
             options.adviceProgress = [&](uint64_t d, uint64_t t) {
@@ -204,7 +212,11 @@ void registerReport(CLI::App& app, int& exitCode) {
                          "it %.2f s), advice %.2f s on %u thread(s)\n",
                          built->readSeconds, built->readWaitedForThreads, built->threadsWaitedForRead,
                          built->adviceSeconds, built->adviceThreads);
-        if (*timings && *analysesPieces)
+        if (*timings && *readPieces)
+            std::fprintf(stderr, "timings: the analyses and models in %zu pieces beside the read %.2f s, %s%s\n",
+                         *readPieces, built->piecesSeconds, built->piecesUsed ? "used" : "not used: ",
+                         built->piecesInexact.c_str());
+        else if (*timings && *analysesPieces)
             std::fprintf(stderr, "timings: the analyses in %zu pieces beside the read %.2f s, %s%s\n", *analysesPieces,
                          built->piecesSeconds,
                          !built->piecesUsed              ? "not used: "

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../bench/SyntheticTrace.h"
 #include "TestTraces.h"
 #include "poolscope/TraceReader.h"
 #include "poolscope/TraceWriter.h"
@@ -40,6 +41,34 @@ inline std::string writeEvents(const std::string& path, const std::vector<Event>
         }
     }
     EXPECT_TRUE((*w)->append(samples));
+    EXPECT_TRUE((*w)->close());
+    return path;
+}
+
+// The generator's events (bench::SyntheticTrace) written as its trace files have them: one
+// generated device, its pools and streams declared. `perChunk` as writeEvents'.
+inline std::string writeGenerated(const std::string& path, const std::vector<Event>& events, size_t perChunk = 0) {
+    auto w = TraceWriter::create(path);
+    EXPECT_TRUE(w);
+    EXPECT_TRUE((*w)->addDevice(DeviceInfo{0, "generated device (not a recording)", 80ull << 30, ""}));
+    for (uint64_t pool : bench::SyntheticTrace::kPools) {
+        PoolInfo p;
+        p.handle = pool;
+        p.device = 0;
+        p.kind = pool == bench::SyntheticTrace::kPools[0] ? PoolKind::Default : PoolKind::Explicit;
+        EXPECT_TRUE((*w)->addPool(p));
+    }
+    for (uint64_t stream : bench::SyntheticTrace::kStreams) {
+        StreamInfo si;
+        si.handle = stream;
+        si.device = 0;
+        EXPECT_TRUE((*w)->addStream(si));
+    }
+    for (size_t i = 0; i < events.size(); i += perChunk ? perChunk : events.size()) {
+        const size_t n = std::min(perChunk ? perChunk : events.size(), events.size() - i);
+        EXPECT_TRUE((*w)->append(std::span<const Event>(events.data() + i, n))); // (samples to their table)
+        if (perChunk) EXPECT_TRUE((*w)->commit());
+    }
     EXPECT_TRUE((*w)->close());
     return path;
 }

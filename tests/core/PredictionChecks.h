@@ -71,4 +71,29 @@ inline std::vector<whatif::Question> modelQuestions() {
     return qs;
 }
 
+// A tape recorded in pieces: op for op the one recordTape records in one read.
+inline void expectSameTape(const whatif::Tape& a, const whatif::Tape& b, const std::string& what) {
+    SCOPED_TRACE(what);
+    ASSERT_EQ(a.ops.size(), b.ops.size());
+    for (size_t i = 0; i < a.ops.size(); ++i) {
+        const whatif::Op &x = a.ops[i], &y = b.ops[i];
+        if (x.ts != y.ts || x.value != y.value || x.pool != y.pool || x.stream != y.stream ||
+            x.aux != y.aux || x.kind != y.kind || x.attr != y.attr || x.flag != y.flag) {
+            ADD_FAILURE() << "op " << i << " of " << a.ops.size() << " differs: kind "
+                          << int(x.kind) << " against " << int(y.kind) << ", pool " << x.pool
+                          << " against " << y.pool << ", value " << x.value << " against " << y.value;
+            return;
+        }
+    }
+    EXPECT_EQ(a.allocSeq, b.allocSeq);
+    EXPECT_EQ(a.streamHandles, b.streamHandles);
+    EXPECT_EQ(a.poolIndex, b.poolIndex);
+    EXPECT_EQ(a.recordedEnd, b.recordedEnd);
+    EXPECT_EQ(a.lastTs, b.lastTs);
+    EXPECT_EQ(a.events, b.events);
+    ASSERT_EQ(a.recorded.size(), b.recorded.size());
+    for (size_t k = 0; k < a.recorded.size(); ++k)
+        expectSamePrediction(a.recorded[k], b.recorded[k], "pool " + std::to_string(k));
+}
+
 } // namespace poolscope::test

@@ -19,6 +19,7 @@ namespace poolscope {
 namespace {
 
 using test::expectSamePrediction;
+using test::expectSameTape;
 using whatif::Op;
 using whatif::PoolModel;
 using whatif::PoolPrediction;
@@ -279,31 +280,6 @@ TEST(WhatIfPieces, GrowthsPastTheListsLengthAreTakenInOrder) {
     EXPECT_EQ(st.joined, 0u);
 }
 
-// A tape recorded in pieces: op for op the one recordTape records in one read.
-void expectSameTape(const whatif::Tape& a, const whatif::Tape& b, const std::string& what) {
-    SCOPED_TRACE(what);
-    ASSERT_EQ(a.ops.size(), b.ops.size());
-    for (size_t i = 0; i < a.ops.size(); ++i) {
-        const Op &x = a.ops[i], &y = b.ops[i];
-        if (x.ts != y.ts || x.value != y.value || x.pool != y.pool || x.stream != y.stream ||
-            x.aux != y.aux || x.kind != y.kind || x.attr != y.attr || x.flag != y.flag) {
-            ADD_FAILURE() << "op " << i << " of " << a.ops.size() << " differs: kind "
-                          << int(x.kind) << " against " << int(y.kind) << ", pool " << x.pool
-                          << " against " << y.pool << ", value " << x.value << " against " << y.value;
-            return;
-        }
-    }
-    EXPECT_EQ(a.allocSeq, b.allocSeq);
-    EXPECT_EQ(a.streamHandles, b.streamHandles);
-    EXPECT_EQ(a.poolIndex, b.poolIndex);
-    EXPECT_EQ(a.recordedEnd, b.recordedEnd);
-    EXPECT_EQ(a.lastTs, b.lastTs);
-    EXPECT_EQ(a.events, b.events);
-    ASSERT_EQ(a.recorded.size(), b.recorded.size());
-    for (size_t k = 0; k < a.recorded.size(); ++k)
-        expectSamePrediction(a.recorded[k], b.recorded[k], "pool " + std::to_string(k));
-}
-
 // Returns how many of the reads were joined whole (the rest said they could not be).
 size_t expectTapeInPiecesSame(const std::string& path, const std::vector<size_t>& pieces,
                               const std::vector<unsigned>& threads) {
@@ -342,27 +318,7 @@ TEST(WhatIfPieces, AGeneratedTraceRecordedInPiecesGivesTheWholeReadsTape) {
     test::ScratchDir dir;
     const std::vector<Event> events = bench::SyntheticTrace(6).generate(200'000);
     // Its pools and streams declared, as the generator's files have them.
-    const std::string path = dir.file("generated.poolscope");
-    {
-        auto w = TraceWriter::create(path);
-        ASSERT_TRUE(w);
-        ASSERT_TRUE((*w)->addDevice(DeviceInfo{0, "generated device (not a recording)", 80ull << 30, ""}));
-        for (uint64_t pool : bench::SyntheticTrace::kPools) {
-            PoolInfo p;
-            p.handle = pool;
-            p.device = 0;
-            p.kind = pool == bench::SyntheticTrace::kPools[0] ? PoolKind::Default : PoolKind::Explicit;
-            ASSERT_TRUE((*w)->addPool(p));
-        }
-        for (uint64_t stream : bench::SyntheticTrace::kStreams) {
-            StreamInfo si;
-            si.handle = stream;
-            si.device = 0;
-            ASSERT_TRUE((*w)->addStream(si));
-        }
-        ASSERT_TRUE((*w)->append(events)); // (samples to their table)
-        ASSERT_TRUE((*w)->close());
-    }
+    const std::string path = test::writeGenerated(dir.file("generated.poolscope"), events);
     const size_t joined = expectTapeInPiecesSame(path, {3, 16}, {2, 4});
     EXPECT_EQ(joined, 4u);
 }

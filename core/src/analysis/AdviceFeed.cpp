@@ -49,8 +49,23 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
     }
 }
 
+AdviceFeed::AdviceFeed(FromPieces, bool spill, const whatif::Calibration& c)
+    : asRecorded_({}, c), neverReleasing_(whatif::neverReleasing(), c), races_(c.growthGranule, c.blockAlign),
+      cal_(c), replay_(nullptr), racesReplay_(nullptr), fromPieces_(true) {
+    if (spill) spill_ = std::make_unique<whatif::TapeSpill>();
+    racer_ = std::make_unique<HandOff<whatif::RaceInputs>>([this](whatif::RaceInputs& r) { races_.follow(r); });
+    racer_->start();
+    followed_ = std::make_unique<whatif::LaneModel>(
+        std::vector<std::optional<uint64_t>>{std::nullopt, whatif::neverReleasing().releaseThreshold}, c);
+    follower_ = std::make_unique<Follower>(*this);
+    follower_->steps.start();
+}
+
 AdviceFeed::~AdviceFeed() {
-    if (thread_) {
+    if (fromPieces_) {
+        stopFollower(true);
+        if (racer_) racer_->stop(true);
+    } else if (thread_) {
         thread_.reset(); // its replay and the models' last calls go with it
         stopFollower(true);
         if (racer_) racer_->stop(true);
@@ -183,6 +198,7 @@ double AdviceFeed::followerCpu() const { return follower_ ? follower_->steps.cpu
 double AdviceFeed::racesCpu() const { return racer_ ? racer_->cpuSeconds() : 0; }
 
 void AdviceFeed::step() {
+    if (fromPieces_) return;
     handRaces();
     const size_t streamsBefore = tape_.streamHandles.size(), poolsBefore = poolHandles_.size();
     tape_.seeStreams(*replay_);
@@ -212,7 +228,7 @@ void AdviceFeed::stopFollower(bool drop) {
 }
 
 void AdviceFeed::handRaces() {
-    if (!racer_ || raceRecord_->taken.inputs.empty()) return;
+    if (!racer_ || !raceRecord_ || raceRecord_->taken.inputs.empty()) return;
     whatif::RaceInputs next = racer_->spare();
     next.inputs.clear();
     next.devices.clear();
@@ -230,7 +246,61 @@ void AdviceFeed::end() {
     }
 }
 
+void AdviceFeed::piece(whatif::Tape& ops, whatif::RaceInputs& races, const replay::Replay& end) {
+    // In steps of about a chunk's ops, as the read's are: the spill's steps are what the
+    // questions decode at a time, on each of their threads.
+    constexpr size_t kStepOps = size_t{1} << 16;
+    const size_t total = ops.ops.size();
+    const uint64_t eventsBefore = handedEvents_, eventsAfter = end.eventCount();
+    size_t from = 0, allocs = 0;
+    do {
+        const size_t to = std::min(total, from + kStepOps);
+        Handed h = follower_->steps.spare();
+        h.ops.assign(ops.ops.begin() + static_cast<std::ptrdiff_t>(from), ops.ops.begin() + static_cast<std::ptrdiff_t>(to));
+        size_t a = 0;
+        for (const whatif::Op& op : h.ops) a += op.kind == whatif::Op::Kind::Alloc;
+        a = std::min(a, ops.allocSeq.size() - allocs);
+        h.allocSeq.assign(ops.allocSeq.begin() + static_cast<std::ptrdiff_t>(allocs),
+                          ops.allocSeq.begin() + static_cast<std::ptrdiff_t>(allocs + a));
+        allocs += a;
+        h.newStreams.clear();
+        h.newPools.clear();
+        if (from == 0) {
+            for (size_t i = streamsHanded_; i < end.streams().size(); ++i) h.newStreams.push_back(end.streams()[i].info.handle);
+            streamsHanded_ = std::max(streamsHanded_, end.streams().size());
+            for (size_t i = poolHandles_.size(); i < end.pools().size(); ++i) {
+                poolHandles_.push_back(end.pools()[i].info.handle);
+                h.newPools.push_back(poolHandles_.back());
+            }
+        }
+        h.events = to == total ? eventsAfter
+                               : eventsBefore + static_cast<uint64_t>(static_cast<long double>(eventsAfter - eventsBefore) * to / total);
+        follower_->steps.give(std::move(h));
+        from = to;
+    } while (from < total);
+    handedEvents_ = eventsAfter;
+    if (!races.inputs.empty()) {
+        whatif::RaceInputs next = racer_->spare();
+        next.inputs.clear();
+        next.devices.clear();
+        std::swap(next, races);
+        racer_->give(std::move(next));
+    }
+}
+
+void AdviceFeed::endPieces(std::unique_ptr<whatif::PoolModel> recording, replay::Replay last) {
+    pieceRecording_ = std::move(recording);
+    lastReplay_ = std::make_unique<replay::Replay>(std::move(last));
+    replay_ = racesReplay_ = lastReplay_.get();
+}
+
 void AdviceFeed::finish() {
+    if (fromPieces_) {
+        pieceRecording_->finishTape(tape_, *replay_);
+        tape_.recorded = followed_->collect(kRecordedLane, tape_);
+        if (spill_) spill_->finish(tape_);
+        return;
+    }
     asRecorded_.finishTape(tape_, *replay_);
     // The recorded side from the recording, the predictions from the model that followed its ops.
     if (followed_) tape_.recorded = followed_->collect(kRecordedLane, tape_);

@@ -38,6 +38,13 @@ public:
     // models' replay (or the report's) records for them (whatif::RaceRecord).
     AdviceFeed(replay::Replay& report, bool threaded, bool spill, const whatif::Calibration& c = {},
                bool follower = false, bool racesThread = false);
+    // Fed from a read in pieces (detail::reportPieces) instead of following a replay: the
+    // follower (the spill, the recorded settings' and the never-releasing predictions) and the
+    // racing threads' ranges on threads of their own, given each joined piece in order
+    // (piece()); at the end, the joined recording model and the replay after the last piece
+    // (endPieces(), before end()).
+    struct FromPieces {};
+    AdviceFeed(FromPieces, bool spill, const whatif::Calibration& c = {});
     ~AdviceFeed();
     AdviceFeed(const AdviceFeed&) = delete;
     AdviceFeed& operator=(const AdviceFeed&) = delete;
@@ -59,8 +66,14 @@ public:
     void askAhead(unsigned threads, uint64_t events, std::function<unsigned()> idle = {},
                   whatif::Speculation::Yield yield = whatif::Speculation::Yield::None,
                   std::array<size_t, 2> lanes = {});
-    // Not threaded: after the report's replay applied a chunk (its samples included).
+    // Not threaded: after the report's replay applied a chunk (its samples included). Fed from
+    // pieces: nothing.
     void step();
+    // Fed from pieces: a joined piece's ops and racing threads' inputs (taken), and the replay's
+    // state at its end; then, after the last, the model that recorded them all and that state.
+    void piece(whatif::Tape& ops, whatif::RaceInputs& races, const replay::Replay& end);
+    void endPieces(std::unique_ptr<whatif::PoolModel> recording, replay::Replay last);
+    bool fromPieces() const { return fromPieces_; }
     // After the last chunk: the thread's end, or the last step.
     void end();
     // After end(), where the advisor runs: the recording model's tape (and the spill) finished.
@@ -139,6 +152,13 @@ private:
     std::unique_ptr<ReplayThread> thread_; // after the models: stopped before they go
     replay::Replay* replay_;
     replay::Replay* racesReplay_; // replay_, or the one racesOn() gave
+    // Fed from pieces: the recording model joined and the replay's last state (endPieces), the
+    // streams handed to the follower so far.
+    bool fromPieces_ = false;
+    std::unique_ptr<whatif::PoolModel> pieceRecording_;
+    std::unique_ptr<replay::Replay> lastReplay_;
+    size_t streamsHanded_ = 0;
+    uint64_t handedEvents_ = 0;
 };
 
 } // namespace poolscope::detail

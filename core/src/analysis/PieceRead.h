@@ -23,6 +23,7 @@
 #include "poolscope/TraceReader.h"
 #include "poolscope/replay/Replay.h"
 #include "poolscope/whatif/PoolModel.h"
+#include "poolscope/whatif/RaceRange.h"
 
 namespace poolscope::detail {
 
@@ -139,5 +140,30 @@ Result<whatif::Tape> recordTapeInOneRead(const TraceReader& reader, const std::a
 Result<std::optional<whatif::Tape>> recordTapeInPieces(const TraceReader& reader, size_t pieces, unsigned threads,
                                                        const std::atomic<bool>* cancel = nullptr,
                                                        const std::function<void(uint64_t, uint64_t)>& progress = {});
+
+// The report's replay analyses and, with `models`, the advisor's inputs read in the same pieces:
+// each piece's replay drives its analyses, its recording model (PoolModel::recordPiece) and a
+// RaceRecord. The pieces are joined in order on the calling thread as they end (the analyses
+// taken in, the recording joined: PoolModel::joinRecording), and each joined piece's ops (one
+// read's, op for op), racing threads' inputs (one read's, input for input) and end state handed
+// to `sink.piece` there, in order. A piece more than twice `threads` past the next one to join
+// waits before its replay. The first piece not exact stops the rest (`exact` false: what was
+// handed is a prefix, and the caller reads the trace whole instead).
+struct ReportPiecesSink {
+    std::function<void(whatif::Tape& ops, whatif::RaceInputs& races, const replay::Replay& end)> piece;
+};
+struct ReportPieces {
+    std::unique_ptr<PieceAnalyses> analyses;
+    std::unique_ptr<whatif::PoolModel> recording; // with `models`: every piece's recording joined
+    std::optional<replay::Replay> last;           // the replay's state after the last piece
+    size_t pieces = 0;
+    bool exact = false;
+    std::string inexact; // where not exact: the first piece and step that was not
+    double piecesSeconds = 0;
+    size_t mostWaiting = 0; // the most pieces ended at once and not joined yet
+};
+Result<ReportPieces> reportPieces(const TraceReader& reader, size_t pieces, unsigned threads, size_t topN,
+                                  bool models, const ReportPiecesSink& sink,
+                                  const std::atomic<bool>* cancel = nullptr);
 
 } // namespace poolscope::detail

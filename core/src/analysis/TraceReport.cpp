@@ -176,12 +176,18 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     const bool splitWanted = options.analysesSplit == TraceReportOptions::FeedThread::On;
     const bool analysesOnReport = options.analysesOnReport == TraceReportOptions::FeedThread::On;
     const bool modelsOnReport = options.modelsOnReport == TraceReportOptions::FeedThread::On;
+    // The analyses and the advisor's inputs read in pieces beside the read instead of on
+    // replays of their own (readPieces): the models fed from the pieces as they are joined.
+    const bool readInPieces = options.readPieces > 0 && !reader.path().empty();
     if (options.advice) {
         const bool feedThread = !modelsOnReport && wanted(options.adviceFeedThread, 2);
-        feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), feedThread,
-                                                    /*spill=*/true, whatif::Calibration{},
-                                                    (feedThread || modelsOnReport) && wanted(options.spillThread, 6),
-                                                    options.racesThread == TraceReportOptions::FeedThread::On);
+        if (readInPieces)
+            feed = std::make_unique<detail::AdviceFeed>(detail::AdviceFeed::FromPieces{}, /*spill=*/true);
+        else
+            feed = std::make_unique<detail::AdviceFeed>(reducer.replay(), feedThread,
+                                                        /*spill=*/true, whatif::Calibration{},
+                                                        (feedThread || modelsOnReport) && wanted(options.spillThread, 6),
+                                                        options.racesThread == TraceReportOptions::FeedThread::On);
         if (feed->spill() && wanted(options.askAhead, whatif::Speculation::kFromCpus)) {
             out.aheadThreads = whatif::Speculation::threadsFor(cpus);
             // By default each wave takes only the CPUs that stood idle since the read began: on
@@ -195,6 +201,8 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                                                                          : Y::None;
             feed->askAhead(out.aheadThreads, total, idle, yield, {options.aheadLanes[0], options.aheadLanes[1]});
         }
+    }
+    if (options.advice && !readInPieces) {
         // The analyses on a replay of their own where the models have one, or where the models
         // are on the report's; else they stay where the models are.
         ReplayThread* models = feed->thread();
@@ -232,7 +240,31 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::optional<Result<detail::AnalysesInPieces>> pieces;
     std::thread piecesThread;
     ReplayThread* retirable = analyses && !analyses2 && !racesOnAnalyses ? analyses.get() : nullptr;
-    if (options.analysesPieces > 0 && retirable && !reader.path().empty()) {
+    std::optional<Result<detail::ReportPieces>> pieceRead;
+    if (readInPieces) {
+        reducer.lendAnalyses(); // subscribed to nothing: the pieces' (or a read of their own) stand in
+        const Clock::time_point piecesStart = Clock::now();
+        try {
+            piecesThread = std::thread([&, piecesStart, path = reader.path()] {
+                auto own = TraceReader::open(path);
+                if (!own) {
+                    pieceRead.emplace(own.error());
+                    return;
+                }
+                detail::ReportPiecesSink sink;
+                if (feed)
+                    sink.piece = [&](whatif::Tape& ops, whatif::RaceInputs& races, const replay::Replay& end) {
+                        feed->piece(ops, races, end);
+                    };
+                pieceRead.emplace(detail::reportPieces(**own, options.readPieces,
+                                                  options.readPiecesThreads ? options.readPiecesThreads : std::max(1u, cpus),
+                                                  options.report.topN, feed != nullptr, sink, &piecesStop));
+                out.piecesSeconds = seconds(Clock::now() - piecesStart);
+            });
+        } catch (const std::system_error&) {
+            pieceRead.emplace(Error{ErrorCode::Io, "no thread to be had for the pieces"});
+        }
+    } else if (options.analysesPieces > 0 && retirable && !reader.path().empty()) {
         const Clock::time_point piecesStart = Clock::now();
         try {
             piecesThread = std::thread([&, piecesStart, path = reader.path()] {
@@ -309,6 +341,23 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (live) live->finish();
     merge.rest(add);
     if (piecesThread.joinable()) piecesThread.join();
+    bool adviseAlone = false; // the pieces could not stand in for the models: the advisor reads the trace itself
+    if (pieceRead) {
+        if (*pieceRead && (*pieceRead)->exact) {
+            reducer.useAnalyses(std::shared_ptr<const detail::PieceAnalyses>(std::move((*pieceRead)->analyses)));
+            if (feed) feed->endPieces(std::move((*pieceRead)->recording), std::move(*(*pieceRead)->last));
+            out.piecesUsed = true;
+        } else {
+            out.piecesInexact = *pieceRead ? (*pieceRead)->inexact : pieceRead->error().message;
+            // What a piece's start or join could not carry is read whole: the analyses here,
+            // the advisor's models by the advisor's own read.
+            auto whole = detail::analysesInOneRead(reader, options.report.topN);
+            if (!whole) return whole.error();
+            reducer.useAnalyses(std::shared_ptr<const detail::PieceAnalyses>(std::move(*whole)));
+            adviseAlone = feed != nullptr;
+            feed.reset();
+        }
+    }
     if (pieces) {
         if (*pieces && (*pieces)->exact) {
             reducer.useAnalyses(std::shared_ptr<const detail::PieceAnalyses>(std::move((*pieces)->analyses)));
@@ -353,6 +402,9 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                            feed->ahead()));
         out.aheadGiven = whatif::detail::aheadCounts().given - before.given;
         out.aheadAsked = whatif::detail::aheadCounts().asked - before.asked;
+        out.adviceSeconds = seconds(Clock::now() - readEnd);
+    } else if (adviseAlone && adviceWorthIt(rep, reducer.anyPolicyOff())) {
+        addAdvice(rep, whatif::advise(reader, {}, options.adviceProgress));
         out.adviceSeconds = seconds(Clock::now() - readEnd);
     }
     return out;

@@ -126,6 +126,15 @@ struct TraceReportOptions {
     // The same report either way. analysesPiecesThreads: the pieces' threads (0: every one).
     size_t analysesPieces = 0;
     unsigned analysesPiecesThreads = 0;
+    // The analyses and the advisor's models (its recording, the racing threads' ranges) read in
+    // this many pieces beside the read instead of on replays of their own (0: off): each
+    // piece's replay drives them all, the pieces joined in order, the models' follower (the
+    // spill, the recorded settings' and never-releasing predictions) and the ranges fed from
+    // them as they are. Where a piece is not exact (a start only guessed), the analyses are read
+    // whole after the read and the advisor reads the trace itself. The same report either way.
+    // readPiecesThreads: the pieces' threads (0: every one). Takes the place of analysesPieces.
+    size_t readPieces = 0;
+    unsigned readPiecesThreads = 0;
     // `poolscope diff`: its facts (interop/Diff.h) gathered in the same read (keepSites set
     // beforehand where the trace's sites are compared).
     interop::DiffFacts* diffFacts = nullptr;
@@ -146,7 +155,7 @@ struct TraceReport {
     // With replays on threads of their own during the read (the advisor's models, the
     // analyses): how long the report's thread waited for them, and they for it, summed.
     double readWaitedForThreads = 0, threadsWaitedForRead = 0;
-    // With analysesPieces: the pieces' wall time, and whether their analyses were used (else
+    // With analysesPieces or readPieces: the pieces' wall time, and whether their analyses were used (else
     // why not; both empty where no pieces were read).
     double piecesSeconds = 0;
     bool piecesUsed = false;
