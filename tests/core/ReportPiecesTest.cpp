@@ -8,8 +8,10 @@
 #include <chrono>
 #include <thread>
 
+#include "../../core/src/analysis/AdviceFeed.h"
 #include "../../core/src/analysis/PieceRead.h"
 #include "../../core/src/replay/TraceEntities.h"
+#include "../../core/src/whatif/TapeSpill.h"
 #include "../bench/SyntheticTrace.h"
 #include "FuzzCommon.h"
 #include "GeneratedTraces.h"
@@ -128,6 +130,60 @@ TEST(ReportPieces, AGeneratedTraceHandsOnOneReadsOpsRacesAndAnalyses) {
     EXPECT_EQ(expectPiecesHandOnOneRead(path, {3, 8, 20}, {2, 4}), 6u);
 }
 
+// The advisor's inputs fed from the pieces (AdviceFeed::FromPieces): the spill holds one read's
+// ops, streams and pools step by step, and the recorded settings' and never-releasing
+// predictions and the racing threads' ranges are one read's.
+TEST(ReportPieces, AFeedFromPiecesGivesTheAdvisorOneReadsInputs) {
+    test::ScratchDir dir;
+    const std::string path = generatedTrace(dir, 42);
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    auto tape = detail::recordTapeInOneRead(**reader);
+    ASSERT_TRUE(tape);
+    // In 2 pieces, each more than a step's ops (handed in several steps), and in 8.
+    for (size_t n : {size_t{2}, size_t{8}}) {
+        SCOPED_TRACE(std::to_string(n) + " pieces");
+        detail::AdviceFeed fed(detail::AdviceFeed::FromPieces{}, /*spill=*/true);
+        detail::ReportPiecesSink sink;
+        sink.piece = [&](whatif::Tape& ops, whatif::RaceInputs& races, const replay::Replay& end) {
+            fed.piece(ops, races, end);
+        };
+        auto cut = detail::reportPieces(**reader, n, 3, 10, true, sink);
+        ASSERT_TRUE(cut) << cut.error().message;
+        ASSERT_TRUE(cut->exact) << cut->inexact;
+        std::vector<uint64_t> pools;
+        for (const replay::PoolState& p : cut->last->pools()) pools.push_back(p.info.handle);
+        fed.endPieces(std::move(cut->recording), std::move(*cut->last));
+        fed.end();
+        fed.finish();
+        ASSERT_TRUE(fed.spill() && fed.spill()->ok());
+        whatif::TapeSpill::Reader spilled(*fed.spill());
+        whatif::Tape step, all;
+        std::vector<uint64_t> handles;
+        while (spilled.next(step, handles)) {
+            all.ops.insert(all.ops.end(), step.ops.begin(), step.ops.end());
+            all.allocSeq.insert(all.allocSeq.end(), step.allocSeq.begin(), step.allocSeq.end());
+        }
+        EXPECT_TRUE(spilled.atEnd());
+        if (n == 2) EXPECT_GT(spilled.steps(), 2u);
+        EXPECT_EQ(handles, pools);
+        EXPECT_EQ(step.streamHandles, tape->streamHandles);
+        all.streamHandles = tape->streamHandles;
+        all.poolIndex = tape->poolIndex;
+        all.recordedEnd = tape->recordedEnd;
+        all.lastTs = tape->lastTs;
+        all.events = tape->events;
+        all.recorded = fed.recorded();
+        test::expectSameTape(all, *tape, "the spill");
+        const std::vector<whatif::PoolPrediction> never = whatif::PoolModel(whatif::neverReleasing()).run(*tape);
+        const std::vector<whatif::PoolPrediction> fedNever = fed.neverReleasing();
+        ASSERT_EQ(fedNever.size(), never.size());
+        for (size_t k = 0; k < never.size(); ++k)
+            test::expectSamePrediction(fedNever[k], never[k], "never releasing, pool " + std::to_string(k));
+        expectSameRaces(fed.races(), racesInOneRead(**reader));
+    }
+}
+
 // The joins wait for a slow sink, and the pieces for the joins: no more than twice the threads
 // end and wait to be joined at once, however far ahead the pieces' threads could have gone.
 TEST(ReportPieces, PiecesWaitForASlowSink) {
@@ -173,7 +229,7 @@ TEST(ReportPieces, ACancelledReadStopsWithoutHanging) {
 // exactly), the analyses read whole and the advisor reading the trace itself.
 TEST(ReportPieces, TheReportIsTheSameReadInPieces) {
     test::ScratchDir dir;
-    std::vector<std::string> paths = {generatedTrace(dir, 10)};
+    std::vector<std::string> paths = {generatedTrace(dir, 42)};
     for (const char* name : {"churn", "pools", "trims_oom", "threads", "threads_race", "gpt2", "cupy", "jax",
                              "torch_async", "torch_native", "beyond_pool", "callsites", "thread_first",
                              "torchrun-rank0", "ipc-parent"})
@@ -185,12 +241,26 @@ TEST(ReportPieces, TheReportIsTheSameReadInPieces) {
         ASSERT_TRUE(reader);
         auto before = reportTrace(**reader, TraceReportOptions{}, path);
         ASSERT_TRUE(before) << before.error().message;
+        if (path == paths[0]) { // the advice, with its racing threads' ranges, compared too
+            const std::string text = reportToText(before->report);
+            EXPECT_NE(text.find("what-if model"), std::string::npos) << text;
+            EXPECT_NE(text.find("threads race"), std::string::npos) << text;
+        }
         for (size_t n : {size_t{3}, size_t{7}}) {
             TraceReportOptions pieces;
             pieces.readPieces = n;
             pieces.readPiecesThreads = 3;
+            // The questions after the read, from the spill the pieces' ops were written to (not
+            // from a read of the trace again): counted below.
+            pieces.askAhead = TraceReportOptions::FeedThread::Off;
+            const whatif::detail::SpillCounts spilled = whatif::detail::spillCounts();
             auto after = reportTrace(**reader, pieces, path);
             ASSERT_TRUE(after) << after.error().message;
+            if (path == paths[0]) {
+                EXPECT_TRUE(after->piecesUsed) << after->piecesInexact;
+                EXPECT_EQ(whatif::detail::spillCounts().replayed, spilled.replayed + 1);
+                EXPECT_EQ(whatif::detail::spillCounts().fellBack, spilled.fellBack);
+            }
             EXPECT_EQ(after->piecesUsed, after->piecesInexact.empty()) << after->piecesInexact;
             used += after->piecesUsed;
             fellBack += !after->piecesUsed;
