@@ -307,9 +307,11 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
         return true;
     };
     // The live set kept once for all (replay::LiveLead) on a thread of its own, the report's
-    // replay (on this thread) and the others following its record of each chunk.
+    // replay (on this thread) and the others following its record of each chunk. With the
+    // models and analyses in pieces, the report's replay alone follows it: the read's thread,
+    // which it lightens, is what the read waits for there.
     std::unique_ptr<detail::LiveFollow> live;
-    if (!threads.empty() && leadWanted) live = std::make_unique<detail::LiveFollow>(threads, reducer.replay(), reduce);
+    if ((!threads.empty() || readInPieces) && leadWanted) live = std::make_unique<detail::LiveFollow>(threads, reducer.replay(), reduce);
     // Or the report's replay keeps it for them, each chunk's record handed over with the chunk.
     const bool reportLeads = !live && !threads.empty() && reportLeadWanted;
     std::vector<uint32_t> ops;
