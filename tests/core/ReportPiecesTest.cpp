@@ -250,16 +250,17 @@ TEST(ReportPieces, TheReportIsTheSameReadInPieces) {
             TraceReportOptions pieces;
             pieces.readPieces = n;
             pieces.readPiecesThreads = 3;
-            // The questions after the read, from the spill the pieces' ops were written to (not
-            // from a read of the trace again): counted below.
-            pieces.askAhead = TraceReportOptions::FeedThread::Off;
-            // The report's replay following a live set kept on a thread of its own, as on the
-            // hosts with many CPUs, in one of the two.
-            if (n == 7) pieces.leadThread = TraceReportOptions::FeedThread::On;
+            // In 3, the questions after the read, from the spill the pieces' ops were written to
+            // (not from a read of the trace again): counted below. In 7, as on the hosts with
+            // many CPUs: asked during the read (from the spill's thread), and the report's
+            // replay following a live set kept on a thread of its own.
+            using F = TraceReportOptions::FeedThread;
+            pieces.askAhead = n == 3 ? F::Off : F::On;
+            if (n == 7) pieces.leadThread = F::On;
             const whatif::detail::SpillCounts spilled = whatif::detail::spillCounts();
             auto after = reportTrace(**reader, pieces, path);
             ASSERT_TRUE(after) << after.error().message;
-            if (path == paths[0]) {
+            if (path == paths[0] && n == 3) {
                 EXPECT_TRUE(after->piecesUsed) << after->piecesInexact;
                 EXPECT_EQ(whatif::detail::spillCounts().replayed, spilled.replayed + 1);
                 EXPECT_EQ(whatif::detail::spillCounts().fellBack, spilled.fellBack);

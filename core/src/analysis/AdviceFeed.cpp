@@ -52,7 +52,19 @@ AdviceFeed::AdviceFeed(replay::Replay& report, bool threaded, bool spill,
 AdviceFeed::AdviceFeed(FromPieces, bool spill, const whatif::Calibration& c)
     : asRecorded_({}, c), neverReleasing_(whatif::neverReleasing(), c), races_(c.growthGranule, c.blockAlign),
       cal_(c), replay_(nullptr), racesReplay_(nullptr), fromPieces_(true) {
-    if (spill) spill_ = std::make_unique<whatif::TapeSpill>();
+    if (spill) {
+        spill_ = std::make_unique<whatif::TapeSpill>();
+        spiller_ = std::make_unique<HandOff<Spilled>>([this](Spilled& sp) {
+            spillTape_.streamHandles.insert(spillTape_.streamHandles.end(), sp.newStreams.begin(), sp.newStreams.end());
+            spillPools_.insert(spillPools_.end(), sp.newPools.begin(), sp.newPools.end());
+            spillTape_.ops.swap(sp.ops);
+            spillTape_.allocSeq.swap(sp.allocSeq);
+            this->spill(spillTape_, spillPools_, sp.notes, sp.events, sp.now);
+            spillTape_.ops.swap(sp.ops);
+            spillTape_.allocSeq.swap(sp.allocSeq);
+        });
+        spiller_->start();
+    }
     racer_ = std::make_unique<HandOff<whatif::RaceInputs>>([this](whatif::RaceInputs& r) { races_.follow(r); });
     racer_->start();
     followed_ = std::make_unique<whatif::LaneModel>(
@@ -64,6 +76,7 @@ AdviceFeed::AdviceFeed(FromPieces, bool spill, const whatif::Calibration& c)
 AdviceFeed::~AdviceFeed() {
     if (fromPieces_) {
         stopFollower(true);
+        if (spiller_) spiller_->stop(true);
         if (racer_) racer_->stop(true);
     } else if (thread_) {
         thread_.reset(); // its replay and the models' last calls go with it
@@ -99,8 +112,8 @@ std::vector<whatif::Speculation*> AdviceFeed::ahead() const {
 // fourth, a wave of questions: the candidates of the peak so far, and of the peak the trace
 // would end with if it went on rising as it did over the last sixth (a program holding more and
 // more), those not asked yet. The first wave asks the reuse policies some pool has off.
-void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t events) {
-    const uint64_t top = neverReleasingPeak();
+void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t events, const ModelsNow& now) {
+    const uint64_t top = now.neverTop;
     tops_.push_back({events, top});
     const size_t n = tops_.size();
     if (n != 2 && n != 4) return;
@@ -128,14 +141,7 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
     std::sort(ask.begin(), ask.end()); // the search deals the last (the highest) first
     // A policy is asked only of the pools that ran with it off: the first wave asks those some
     // pool has off by then (one turned off later is asked after the read).
-    unsigned policies = 0;
-    if (ahead_.empty()) {
-        const PoolAttr attrs[3] = {PoolAttr::ReuseAllowOpportunistic,
-                                   PoolAttr::ReuseFollowEventDependencies,
-                                   PoolAttr::ReuseAllowInternalDependencies};
-        for (unsigned k = 0; k < 3; ++k)
-            if (recordedPolicyOff(attrs[k])) policies |= 1u << k;
-    }
+    const unsigned policies = ahead_.empty() ? now.policiesOff : 0;
     if (ask.empty() && policies == 0) return;
     const unsigned threads = aheadIdle_ ? std::min(aheadThreads_, aheadIdle_()) : aheadThreads_;
     if (threads < 4) return; // (what is not asked here is asked after the read)
@@ -177,25 +183,59 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
     else
         neverReleasing_.feed(ops, ops + tape.ops.size(), tape.allocSeq.data(), tape.allocSeq.size(),
                              tape.streamHandles, noMute_);
-    if (spill_) {
-        // For the questions asked ahead: how far the read is, and each pool's releases under
-        // the recorded settings so far (a twentieth of them at the end is what the advice
-        // allows a candidate).
-        notes_.clear();
-        if (aheadThreads_) {
-            notes_.push_back(events);
-            for (uint32_t i = 0; i < poolHandles.size(); ++i) notes_.push_back(recordedReleasesOf(i));
-        }
-        spill_->append(tape, poolHandles, notes_);
+    if (!spill_) return;
+    // For the questions asked ahead: how far the read is, and each pool's releases under the
+    // recorded settings so far (a twentieth of them at the end is what the advice allows a
+    // candidate).
+    notes_.clear();
+    if (aheadThreads_) {
+        notes_.push_back(events);
+        for (uint32_t i = 0; i < poolHandles.size(); ++i) notes_.push_back(recordedReleasesOf(i));
     }
-    if (aheadThreads_ && spill_ && spill_->ok() &&
-        events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 4)
-        askWave(poolHandles, events);
+    const ModelsNow now = modelsNow();
+    if (spiller_) {
+        // The ops go on to the spill's thread; this one's tape gets that thread's spent buffers.
+        Spilled sp = spiller_->spare();
+        sp.ops.clear();
+        sp.allocSeq.clear();
+        sp.ops.swap(tape.ops);
+        sp.allocSeq.swap(tape.allocSeq);
+        sp.newStreams.assign(tape.streamHandles.begin() + static_cast<std::ptrdiff_t>(streamsSpilled_),
+                             tape.streamHandles.end());
+        sp.newPools.assign(poolHandles.begin() + static_cast<std::ptrdiff_t>(poolsSpilled_), poolHandles.end());
+        streamsSpilled_ = tape.streamHandles.size();
+        poolsSpilled_ = poolHandles.size();
+        sp.notes = notes_;
+        sp.events = events;
+        sp.now = now;
+        spiller_->give(std::move(sp));
+        return;
+    }
+    spill(tape, poolHandles, notes_, events, now);
+}
+
+void AdviceFeed::spill(const whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
+                       const std::vector<uint64_t>& notes, uint64_t events, const ModelsNow& now) {
+    spill_->append(tape, poolHandles, notes);
+    if (aheadThreads_ && spill_->ok() && events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 4)
+        askWave(poolHandles, events, now);
+}
+
+AdviceFeed::ModelsNow AdviceFeed::modelsNow() const {
+    ModelsNow now;
+    now.neverTop = neverReleasingPeak();
+    const PoolAttr attrs[3] = {PoolAttr::ReuseAllowOpportunistic, PoolAttr::ReuseFollowEventDependencies,
+                               PoolAttr::ReuseAllowInternalDependencies};
+    for (unsigned k = 0; k < 3; ++k)
+        if (recordedPolicyOff(attrs[k])) now.policiesOff |= 1u << k;
+    return now;
 }
 
 double AdviceFeed::followerCpu() const { return follower_ ? follower_->steps.cpuSeconds() : 0; }
 
 double AdviceFeed::racesCpu() const { return racer_ ? racer_->cpuSeconds() : 0; }
+
+double AdviceFeed::spillCpu() const { return spiller_ ? spiller_->cpuSeconds() : 0; }
 
 void AdviceFeed::step() {
     if (fromPieces_) return;
@@ -240,6 +280,7 @@ void AdviceFeed::end() {
     if (thread_) thread_->end();
     else step();
     stopFollower(false);
+    if (spiller_) spiller_->stop(false); // after the follower, which hands it the last steps
     if (racer_) {
         handRaces(); // anything recorded after the models' last step
         racer_->stop(false);

@@ -86,6 +86,7 @@ public:
     // After end(): the CPU time of the follower's thread and of the ranges' (0 without one).
     double followerCpu() const;
     double racesCpu() const;
+    double spillCpu() const; // fed from pieces: the spill's thread
     std::vector<whatif::PoolPrediction> neverReleasing() {
         return followed_ ? followed_->collect(kNeverLane, tape_) : neverReleasing_.collect(tape_);
     }
@@ -118,7 +119,18 @@ private:
     std::unique_ptr<whatif::TapeSpill> spill_;
     // Questions asked during the read, in waves (after the spill: they go first, the spill
     // abandoned), and the never-releasing peak at each of the trace's first four sixths.
-    void askWave(const std::vector<uint64_t>& poolHandles, uint64_t events);
+    // What a wave reads of the models, taken where they are stepped: the never-releasing
+    // model's largest peak so far, and the reuse policies (bit k: ReuseAllowOpportunistic,
+    // ReuseFollowEventDependencies, ReuseAllowInternalDependencies) recorded off so far.
+    struct ModelsNow {
+        uint64_t neverTop = 0;
+        unsigned policiesOff = 0;
+    };
+    ModelsNow modelsNow() const;
+    void askWave(const std::vector<uint64_t>& poolHandles, uint64_t events, const ModelsNow& now);
+    // A step's ops and notes to the spill, then a wave if one is due.
+    void spill(const whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
+               const std::vector<uint64_t>& notes, uint64_t events, const ModelsNow& now);
     // The recorded settings' predictions so far (the follower's, where there is one), and the
     // never-releasing model's largest peak.
     uint64_t recordedReleasesOf(uint32_t pool) const {
@@ -142,7 +154,7 @@ private:
     std::function<unsigned()> aheadIdle_;
     whatif::Speculation::Yield aheadYield_ = whatif::Speculation::Yield::None;
     std::array<size_t, 2> aheadLanes_{};
-    std::vector<uint64_t> notes_; // the spill's, a step's
+    std::vector<uint64_t> notes_; // the spill's, a step's (the follower's, where it has one)
     std::vector<uint64_t> poolHandles_; // the replay's pools' handles, as far as stepped
     std::unique_ptr<Follower> follower_; // after the models: stopped before they go
     // With a thread for the ranges: what the models' replay records for them, handed over a
@@ -155,6 +167,18 @@ private:
     // Fed from pieces: the recording model joined and the replay's last state (endPieces), the
     // streams handed to the follower so far.
     bool fromPieces_ = false;
+    // Fed from pieces, with a spill: the spill written, and the waves asked, on a thread of its
+    // own, given each step the follower stepped (its ops, then its streams, pools and notes).
+    struct Spilled {
+        std::vector<whatif::Op> ops;
+        std::vector<uint64_t> allocSeq, newStreams, newPools, notes;
+        uint64_t events = 0;
+        ModelsNow now;
+    };
+    whatif::Tape spillTape_;          // the spill's thread's: the step, with every stream seen
+    std::vector<uint64_t> spillPools_; // the spill's thread's: every pool seen
+    size_t streamsSpilled_ = 0, poolsSpilled_ = 0; // the follower's: handed to that thread
+    std::unique_ptr<HandOff<Spilled>> spiller_;    // stopped (end(), ~AdviceFeed) after the follower
     std::unique_ptr<whatif::PoolModel> pieceRecording_;
     std::unique_ptr<replay::Replay> lastReplay_;
     size_t streamsHanded_ = 0;

@@ -391,6 +391,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
                                      t->cpuSeconds()});
     }
     if (feed && feed->followerCpu() > 0) out.readThreadCpu.push_back({"the models' follower", feed->followerCpu()});
+    if (feed && feed->spillCpu() > 0) out.readThreadCpu.push_back({"the spill's writer", feed->spillCpu()});
     if (feed && feed->racesCpu() > 0) out.readThreadCpu.push_back({"the racing threads' ranges", feed->racesCpu()});
     if (reducer.seriesCpu() > 0) out.readThreadCpu.push_back({"the series' points", reducer.seriesCpu()});
     if (reducer.mergeCpu() > 0) out.readThreadCpu.push_back({"the time merge", reducer.mergeCpu()});
