@@ -213,9 +213,10 @@ void registerReport(CLI::App& app, int& exitCode) {
                          built->readSeconds, built->readWaitedForThreads, built->threadsWaitedForRead,
                          built->adviceSeconds, built->adviceThreads);
         if (*timings && *readPieces)
-            std::fprintf(stderr, "timings: the analyses and models in %zu pieces beside the read %.2f s, %s%s\n",
-                         *readPieces, built->piecesSeconds, built->piecesUsed ? "used" : "not used: ",
-                         built->piecesInexact.c_str());
+            std::fprintf(stderr, "timings: the analyses and models in %zu pieces beside the read %.2f s (at most %zu "
+                         "waiting to be joined), %s%s\n",
+                         *readPieces, built->piecesSeconds, built->piecesMostWaiting,
+                         built->piecesUsed ? "used" : "not used: ", built->piecesInexact.c_str());
         else if (*timings && *analysesPieces)
             std::fprintf(stderr, "timings: the analyses in %zu pieces beside the read %.2f s, %s%s\n", *analysesPieces,
                          built->piecesSeconds,

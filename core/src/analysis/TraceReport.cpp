@@ -345,6 +345,7 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     if (piecesThread.joinable()) piecesThread.join();
     bool adviseAlone = false; // the pieces could not stand in for the models: the advisor reads the trace itself
     if (pieceRead) {
+        if (*pieceRead) out.piecesMostWaiting = (*pieceRead)->mostWaiting;
         if (*pieceRead && (*pieceRead)->exact) {
             reducer.useAnalyses(std::shared_ptr<const detail::PieceAnalyses>(std::move((*pieceRead)->analyses)));
             if (feed) feed->endPieces(std::move((*pieceRead)->recording), std::move(*(*pieceRead)->last));

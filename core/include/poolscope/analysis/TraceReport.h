@@ -161,6 +161,7 @@ struct TraceReport {
     bool piecesUsed = false;
     bool piecesStoppedReplay = false; // done before the read ended: the analyses' replay stopped
     std::string piecesInexact;
+    size_t piecesMostWaiting = 0; // readPieces: the most pieces ended at once and not joined yet
     // CPU seconds during the read: the calling thread's, each other thread's that had one (the
     // models' and the analyses' replays, the models' follower, the time merge), and the whole
     // process's (decoding included).
