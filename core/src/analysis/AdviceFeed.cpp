@@ -59,7 +59,7 @@ AdviceFeed::AdviceFeed(FromPieces, bool spill, const whatif::Calibration& c)
             spillPools_.insert(spillPools_.end(), sp.newPools.begin(), sp.newPools.end());
             spillTape_.ops.swap(sp.ops);
             spillTape_.allocSeq.swap(sp.allocSeq);
-            this->spill(spillTape_, spillPools_, sp.notes, sp.events, sp.now);
+            toSpill(spillTape_, spillPools_, sp.notes, sp.events, sp.now);
             spillTape_.ops.swap(sp.ops);
             spillTape_.allocSeq.swap(sp.allocSeq);
         });
@@ -211,10 +211,10 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
         spiller_->give(std::move(sp));
         return;
     }
-    spill(tape, poolHandles, notes_, events, now);
+    toSpill(tape, poolHandles, notes_, events, now);
 }
 
-void AdviceFeed::spill(const whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
+void AdviceFeed::toSpill(const whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
                        const std::vector<uint64_t>& notes, uint64_t events, const ModelsNow& now) {
     spill_->append(tape, poolHandles, notes);
     if (aheadThreads_ && spill_->ok() && events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 4)
@@ -314,6 +314,7 @@ void AdviceFeed::piece(whatif::Tape& ops, whatif::RaceInputs& races, const repla
                 h.newPools.push_back(poolHandles_.back());
             }
         }
+        // (How far the read is, which the questions asked during it go by: in proportion.)
         h.events = to == total ? eventsAfter
                                : eventsBefore + static_cast<uint64_t>(static_cast<long double>(eventsAfter - eventsBefore) * to / total);
         follower_->steps.give(std::move(h));
@@ -337,6 +338,7 @@ void AdviceFeed::endPieces(std::unique_ptr<whatif::PoolModel> recording, replay:
 
 void AdviceFeed::finish() {
     if (fromPieces_) {
+        if (!pieceRecording_) return; // no endPieces(): nothing was read to the end
         pieceRecording_->finishTape(tape_, *replay_);
         tape_.recorded = followed_->collect(kRecordedLane, tape_);
         if (spill_) spill_->finish(tape_);

@@ -129,8 +129,8 @@ private:
     ModelsNow modelsNow() const;
     void askWave(const std::vector<uint64_t>& poolHandles, uint64_t events, const ModelsNow& now);
     // A step's ops and notes to the spill, then a wave if one is due.
-    void spill(const whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
-               const std::vector<uint64_t>& notes, uint64_t events, const ModelsNow& now);
+    void toSpill(const whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
+                 const std::vector<uint64_t>& notes, uint64_t events, const ModelsNow& now);
     // The recorded settings' predictions so far (the follower's, where there is one), and the
     // never-releasing model's largest peak.
     uint64_t recordedReleasesOf(uint32_t pool) const {

@@ -241,47 +241,42 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
     std::thread piecesThread;
     ReplayThread* retirable = analyses && !analyses2 && !racesOnAnalyses ? analyses.get() : nullptr;
     std::optional<Result<detail::ReportPieces>> pieceRead;
+    // Pieces read on a thread of their own, through a reader of their own: `work` given the
+    // reader, `failed` the reason where the reader or the thread could not be had.
+    auto beside = [&](std::function<void(const TraceReader&)> work, std::function<void(Error)> failed) {
+        const Clock::time_point piecesStart = Clock::now();
+        try {
+            piecesThread = std::thread([&, work, failed, piecesStart, path = reader.path()] {
+                auto own = TraceReader::open(path);
+                if (!own) return failed(own.error());
+                work(**own);
+                out.piecesSeconds = seconds(Clock::now() - piecesStart);
+            });
+        } catch (const std::system_error&) {
+            failed(Error{ErrorCode::Io, "no thread to be had for them"});
+        }
+    };
     if (readInPieces) {
         reducer.lendAnalyses(); // subscribed to nothing: the pieces' (or a read of their own) stand in
-        const Clock::time_point piecesStart = Clock::now();
-        try {
-            piecesThread = std::thread([&, piecesStart, path = reader.path()] {
-                auto own = TraceReader::open(path);
-                if (!own) {
-                    pieceRead.emplace(own.error());
-                    return;
-                }
-                detail::ReportPiecesSink sink;
-                if (feed)
-                    sink.piece = [&](whatif::Tape& ops, whatif::RaceInputs& races, const replay::Replay& end) {
-                        feed->piece(ops, races, end);
-                    };
-                pieceRead.emplace(detail::reportPieces(**own, options.readPieces,
-                                                  options.readPiecesThreads ? options.readPiecesThreads : std::max(1u, cpus),
-                                                  options.report.topN, feed != nullptr, sink, &piecesStop));
-                out.piecesSeconds = seconds(Clock::now() - piecesStart);
-            });
-        } catch (const std::system_error&) {
-            pieceRead.emplace(Error{ErrorCode::Io, "no thread to be had for the pieces"});
-        }
+        detail::ReportPiecesSink sink;
+        if (feed)
+            sink.piece = [&](whatif::Tape& ops, whatif::RaceInputs& races, const replay::Replay& end) {
+                feed->piece(ops, races, end);
+            };
+        beside([&, sink](const TraceReader& own) {
+                   pieceRead.emplace(detail::reportPieces(own, options.readPieces,
+                                                          options.readPiecesThreads ? options.readPiecesThreads : std::max(1u, cpus),
+                                                          options.report.topN, feed != nullptr, sink, &piecesStop));
+               },
+               [&](Error e) { pieceRead.emplace(std::move(e)); });
     } else if (options.analysesPieces > 0 && retirable && !reader.path().empty()) {
-        const Clock::time_point piecesStart = Clock::now();
-        try {
-            piecesThread = std::thread([&, piecesStart, path = reader.path()] {
-                auto own = TraceReader::open(path);
-                if (!own) {
-                    pieces.emplace(own.error());
-                    return;
-                }
-                pieces.emplace(detail::analysesInPieces(**own, options.analysesPieces,
-                                                        options.analysesPiecesThreads ? options.analysesPiecesThreads : std::max(1u, cpus),
-                                                        options.report.topN, &piecesStop));
-                out.piecesSeconds = seconds(Clock::now() - piecesStart);
-                if (*pieces && (*pieces)->exact) retirable->retire();
-            });
-        } catch (const std::system_error&) {
-            out.piecesInexact = "no thread to be had for them";
-        }
+        beside([&](const TraceReader& own) {
+                   pieces.emplace(detail::analysesInPieces(own, options.analysesPieces,
+                                                           options.analysesPiecesThreads ? options.analysesPiecesThreads : std::max(1u, cpus),
+                                                           options.report.topN, &piecesStop));
+                   if (*pieces && (*pieces)->exact) retirable->retire();
+               },
+               [&](Error e) { pieces.emplace(std::move(e)); });
     } else if (options.analysesPieces > 0) {
         out.piecesInexact = "the analyses have no replay of their own here to stand in for";
     }
