@@ -184,6 +184,48 @@ TEST(ReportPieces, AFeedFromPiecesGivesTheAdvisorOneReadsInputs) {
     }
 }
 
+// Fed from pieces, a wave of questions that found no idle CPUs at its sixth of the trace is
+// asked at a later step where they are (the pieces take every CPU while they last), and the
+// advice is the same as with every question asked after the read.
+TEST(ReportPieces, AWaveTheCpusCouldNotTakeIsAskedLater) {
+    test::ScratchDir dir;
+    const std::string path = generatedTrace(dir, 42);
+    auto reader = TraceReader::open(path);
+    ASSERT_TRUE(reader);
+    // The idle CPUs none at the first `busy` times asked, 8 afterwards.
+    auto advice = [&](unsigned busy, size_t& waves) {
+        detail::AdviceFeed fed(detail::AdviceFeed::FromPieces{}, /*spill=*/true);
+        unsigned calls = 0;
+        fed.askAhead(8, (*reader)->summary()->eventCount, [&calls, busy] { return calls++ < busy ? 0u : 8u; });
+        detail::ReportPiecesSink sink;
+        sink.piece = [&](whatif::Tape& ops, whatif::RaceInputs& races, const replay::Replay& end) {
+            fed.piece(ops, races, end);
+        };
+        auto cut = detail::reportPieces(**reader, 8, 3, 10, true, sink);
+        EXPECT_TRUE(cut && cut->exact);
+        if (!cut || !cut->exact) return std::string();
+        fed.endPieces(std::move(cut->recording), std::move(*cut->last));
+        fed.end();
+        fed.finish();
+        waves = fed.ahead().size();
+        auto got = whatif::adviseAfter(**reader, fed.recorded(), fed.neverReleasing(), fed.races(), true, {},
+                                       fed.spill(), 2, {}, fed.ahead());
+        EXPECT_TRUE(got);
+        std::string text;
+        if (got)
+            for (const whatif::PoolAdvice& a : *got) text += whatif::adviceText(a, std::to_string(a.handle)) + "\n";
+        return text;
+    };
+    // Busy twice: at the first wave's sixth and at the step after it, which without asking again
+    // would have been the second wave's sixth (and no wave at all).
+    size_t waves = 0, wavesAtOnce = 0;
+    const std::string later = advice(2, waves), atOnce = advice(0, wavesAtOnce);
+    EXPECT_GE(wavesAtOnce, 1u);
+    EXPECT_GE(waves, 1u);
+    EXPECT_FALSE(later.empty());
+    EXPECT_EQ(later, atOnce);
+}
+
 // The joins wait for a slow sink, and the pieces for the joins: no more than twice the threads
 // end and wait to be joined at once, however far ahead the pieces' threads could have gone.
 TEST(ReportPieces, PiecesWaitForASlowSink) {

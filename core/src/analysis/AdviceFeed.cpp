@@ -112,11 +112,19 @@ std::vector<whatif::Speculation*> AdviceFeed::ahead() const {
 // fourth, a wave of questions: the candidates of the peak so far, and of the peak the trace
 // would end with if it went on rising as it did over the last sixth (a program holding more and
 // more), those not asked yet. The first wave asks the reuse policies some pool has off.
-void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t events, const ModelsNow& now) {
+// Fed from pieces, a wave the idle CPUs could not take then is asked at a later step where they
+// can (`retry`: no sixth reached at this one): the pieces take every CPU while they last.
+void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t events, const ModelsNow& now,
+                         bool retry) {
     const uint64_t top = now.neverTop;
-    tops_.push_back({events, top});
+    if (!retry) tops_.push_back({events, top});
     const size_t n = tops_.size();
-    if (n != 2 && n != 4) return;
+    size_t wave = n;
+    if (n != 2 && n != 4) {
+        if (owedWave_ == 0) return;
+        wave = owedWave_;
+    }
+    owedWave_ = 0;
     // Every question follows every pool there: a program with many pools gets them after the
     // read, asked only of the pools with something to decide.
     if (poolHandles.size() > kMaxAheadPools) return;
@@ -144,15 +152,18 @@ void AdviceFeed::askWave(const std::vector<uint64_t>& poolHandles, uint64_t even
     const unsigned policies = ahead_.empty() ? now.policiesOff : 0;
     if (ask.empty() && policies == 0) return;
     const unsigned threads = aheadIdle_ ? std::min(aheadThreads_, aheadIdle_()) : aheadThreads_;
-    if (threads < 4) return; // (what is not asked here is asked after the read)
+    if (threads < 4) { // (what is not asked here is asked after the read)
+        if (fromPieces_) owedWave_ = wave;
+        return;
+    }
     try {
         // The candidates as lanes of LaneModels, each on a thread of its own, which must step the
         // whole trace in what is left of the read: 4/6 of it for the first wave, 2/6 for the
         // second. On the 16-core hosts a PoolModel steps a trace in about a fifth of the read's
         // time and a LaneModel of n lanes costs about 1.5 + 0.13 n of one (docs/PERFORMANCE.md):
         // 8 lanes, then 3 (the second wave's were measured done before the read).
-        const size_t asked = aheadLanes_[n == 2 ? 0 : 1];
-        const size_t perModel = asked ? asked : n == 2 ? 8 : 3;
+        const size_t asked = aheadLanes_[wave == 2 ? 0 : 1];
+        const size_t perModel = asked ? asked : wave == 2 ? 8 : 3;
         ahead_.push_back(std::make_unique<whatif::Speculation>(*spill_, policies, ask, cal_,
                                                                threads, aheadEvents_,
                                                                whatif::Speculation::kSlack,
@@ -217,8 +228,8 @@ void AdviceFeed::follow(whatif::Tape& tape, const std::vector<uint64_t>& poolHan
 void AdviceFeed::toSpill(const whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
                        const std::vector<uint64_t>& notes, uint64_t events, const ModelsNow& now) {
     spill_->append(tape, poolHandles, notes);
-    if (aheadThreads_ && spill_->ok() && events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 4)
-        askWave(poolHandles, events, now);
+    const bool sixth = events >= aheadEvents_ / 6 * (tops_.size() + 1) && tops_.size() < 4;
+    if (aheadThreads_ && spill_->ok() && (sixth || owedWave_ != 0)) askWave(poolHandles, events, now, !sixth);
 }
 
 AdviceFeed::ModelsNow AdviceFeed::modelsNow() const {

@@ -127,7 +127,8 @@ private:
         unsigned policiesOff = 0;
     };
     ModelsNow modelsNow() const;
-    void askWave(const std::vector<uint64_t>& poolHandles, uint64_t events, const ModelsNow& now);
+    void askWave(const std::vector<uint64_t>& poolHandles, uint64_t events, const ModelsNow& now, bool retry);
+    size_t owedWave_ = 0; // fed from pieces: the wave (2 or 4) the idle CPUs could not take yet
     // A step's ops and notes to the spill, then a wave if one is due.
     void toSpill(const whatif::Tape& tape, const std::vector<uint64_t>& poolHandles,
                  const std::vector<uint64_t>& notes, uint64_t events, const ModelsNow& now);

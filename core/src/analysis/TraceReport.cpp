@@ -193,8 +193,19 @@ Result<TraceReport> reportTrace(const TraceReader& reader, const TraceReportOpti
             // By default each wave takes only the CPUs that stood idle since the read began: on
             // a machine busy with other work the questions wait for the read's end instead.
             std::function<unsigned()> idle;
-            if (options.askAhead == TraceReportOptions::FeedThread::Auto)
+            if (options.askAhead == TraceReportOptions::FeedThread::Auto && !readInPieces) {
                 idle = [readCpu = cpuTicks()] { return idleCpus(readCpu); };
+            } else if (options.askAhead == TraceReportOptions::FeedThread::Auto) {
+                // The pieces take every CPU while they last, then none: the CPUs idle of late
+                // (over the last half second at least), for the waves asked again (AdviceFeed).
+                idle = [last = cpuTicks(), at = Clock::now(), held = 0u]() mutable {
+                    if (Clock::now() - at < std::chrono::milliseconds(500)) return held;
+                    held = idleCpus(last);
+                    last = cpuTicks();
+                    at = Clock::now();
+                    return held;
+                };
+            }
             using Y = whatif::Speculation::Yield;
             const Y yield = options.aheadYield == TraceReportOptions::AheadYield::Nice   ? Y::Nice
                             : options.aheadYield == TraceReportOptions::AheadYield::Idle ? Y::Idle
