@@ -54,8 +54,6 @@ Result<ReportPieces> reportPieces(const TraceReader& reader, size_t pieces, unsi
         auto analyses = std::make_unique<PieceAnalyses>(topN);
         if (k > 0) analyses->hazards.startPiece(plan.firstSeq(k));
         analyses->subscribe(r);
-        std::unique_ptr<whatif::PoolModel> model;
-        std::unique_ptr<whatif::RaceRecord> races;
         std::unique_lock lock(m);
         // (Woken by the joins; a cancel is seen within the wait's slice.)
         while (!(k < next + ahead || halt || (cancel && *cancel)))
