@@ -46,8 +46,10 @@ inline std::string writeEvents(const std::string& path, const std::vector<Event>
 }
 
 // The generator's events (bench::SyntheticTrace) written as its trace files have them: one
-// generated device, its pools and streams declared. `perChunk` as writeEvents'.
-inline std::string writeGenerated(const std::string& path, const std::vector<Event>& events, size_t perChunk = 0) {
+// generated device, its pools and streams declared, and `attributes` as the pools' first knobs.
+// `perChunk` as writeEvents'.
+inline std::string writeGenerated(const std::string& path, const std::vector<Event>& events, size_t perChunk = 0,
+                                  const std::vector<PoolAttributeValue>& attributes = {}) {
     auto w = TraceWriter::create(path);
     EXPECT_TRUE(w);
     EXPECT_TRUE((*w)->addDevice(DeviceInfo{0, "generated device (not a recording)", 80ull << 30, ""}));
@@ -58,6 +60,7 @@ inline std::string writeGenerated(const std::string& path, const std::vector<Eve
         p.kind = pool == bench::SyntheticTrace::kPools[0] ? PoolKind::Default : PoolKind::Explicit;
         EXPECT_TRUE((*w)->addPool(p));
     }
+    for (const PoolAttributeValue& a : attributes) EXPECT_TRUE((*w)->addPoolAttribute(a));
     for (uint64_t stream : bench::SyntheticTrace::kStreams) {
         StreamInfo si;
         si.handle = stream;

@@ -358,24 +358,11 @@ TEST(ReportStream, TheFeedThreadsReplayKnowsTheDeclaredKnobs) {
         else if (e.kind != EventKind::PoolSetAttribute) events.push_back(e);
     }
     for (size_t i = 0; i < events.size(); ++i) events[i].seq = i + 1;
-    const std::string path = dir.file("generated_declared_knobs.poolscope");
-    {
-        auto w = TraceWriter::create(path);
-        ASSERT_TRUE(w);
-        ASSERT_TRUE((*w)->addDevice(DeviceInfo{0, "generated device (not a recording)", 80ull << 30, ""}));
-        for (uint64_t handle : bench::SyntheticTrace::kPools) {
-            PoolInfo p;
-            p.handle = handle;
-            p.device = 0;
-            ASSERT_TRUE((*w)->addPool(p));
-            ASSERT_TRUE((*w)->addPoolAttribute({handle, PoolAttr::ReleaseThreshold, 8 * MiB}));
-        }
-        ASSERT_TRUE((*w)->addPoolAttribute(
-            {bench::SyntheticTrace::kPools[1], PoolAttr::ReuseAllowOpportunistic, 0}));
-        ASSERT_TRUE((*w)->append(events));
-        ASSERT_TRUE((*w)->append(samples));
-        ASSERT_TRUE((*w)->close());
-    }
+    std::vector<PoolAttributeValue> knobs;
+    for (uint64_t handle : bench::SyntheticTrace::kPools) knobs.push_back({handle, PoolAttr::ReleaseThreshold, 8 * MiB});
+    knobs.push_back({bench::SyntheticTrace::kPools[1], PoolAttr::ReuseAllowOpportunistic, 0});
+    events.insert(events.end(), samples.begin(), samples.end()); // (to their table, after the events)
+    const std::string path = test::writeGenerated(dir.file("generated_declared_knobs.poolscope"), events, 0, knobs);
     auto reader = TraceReader::open(path);
     ASSERT_TRUE(reader);
     std::string want;
