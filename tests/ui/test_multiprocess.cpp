@@ -276,7 +276,9 @@ TEST(MultiProcessView, TorchrunRanksEachAGroupTheIdleLauncherCollapsed) {
     MultiProcessView* v = w.modes()->processes();
     const MergeTruth truth = mergeTruth(files);
     ASSERT_EQ(truth.tree.size(), 3u);
-    ASSERT_EQ(v->processCount(), 3);
+    // (Once seen with two groups under a loaded CI run, as the IPC pair's test was: the view's
+    // problems say which file failed, and why.)
+    ASSERT_EQ(v->processCount(), 3) << v->problemsText().toStdString();
     int firstBusy = -1;
     for (int g = 0; g < 3; ++g) {
         const size_t in = truth.tree[size_t(g)].input;
